@@ -1,0 +1,68 @@
+"""Exceptions raised by arrowmix.
+
+Every class inherits :class:`ArrowmixError` *and* the builtin it refines, so existing
+``except ValueError`` / ``except OSError`` handlers keep working.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ArrowmixError",
+    "CacheCorruptedError",
+    "ChunkFileError",
+    "FingerprintError",
+    "FingerprintWarning",
+    "SchemaMismatchError",
+    "StateError",
+]
+
+
+class ArrowmixError(Exception):
+    """Base class of every arrowmix exception.
+
+    .. versionadded:: 0.1
+    """
+
+
+class ChunkFileError(ArrowmixError, OSError):
+    """A chunk or cache file is missing, truncated, corrupt or not Arrow IPC file format.
+
+    .. versionadded:: 0.1
+    """
+
+
+class CacheCorruptedError(ChunkFileError):
+    """A cache file exists but its content or metadata does not match its name.
+
+    .. versionadded:: 0.1
+    """
+
+
+class SchemaMismatchError(ArrowmixError, ValueError):
+    """Tables or streams that must share a schema do not.
+
+    .. versionadded:: 0.1
+    """
+
+
+class FingerprintError(ArrowmixError, ValueError):
+    """A fingerprint is malformed (not filename-safe hex).
+
+    .. versionadded:: 0.1
+    """
+
+
+class StateError(ArrowmixError, ValueError):
+    """A checkpoint state does not fit the pipeline it is loaded into.
+
+    .. versionadded:: 0.1
+    """
+
+
+class FingerprintWarning(UserWarning):
+    """An object could not be hashed; the transform got a random fingerprint.
+
+    Filter it like any warning, e.g. ``warnings.simplefilter("error", FingerprintWarning)``.
+
+    .. versionadded:: 0.1
+    """
