@@ -1,0 +1,1 @@
+"""Fingerprints: a small xxhash hasher, canonical values and rolling transform identities."""
