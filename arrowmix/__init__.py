@@ -1,5 +1,24 @@
-"""arrowmix: cached Arrow preprocessing and checkpointable training streams."""
+"""arrowmix: cached Arrow preprocessing and checkpointable training streams.
 
+Example:
+    >>> import arrowmix as am
+    >>> ds = am.Dataset.from_dict({"text": ["a", "bb", "ccc"]})
+    >>> ds.shuffle(seed=0).select([0, 1]).num_rows
+    2
+"""
+
+from arrowmix._cache.paths import disable_caching, enable_caching, is_caching_enabled
+from arrowmix._dataset.build import write_chunks
+from arrowmix._dataset.dataset import Dataset
+from arrowmix._dataset.ops import concatenate_datasets
 from arrowmix._version import __version__
 
-__all__ = ["__version__"]
+__all__ = [
+    "Dataset",
+    "__version__",
+    "concatenate_datasets",
+    "disable_caching",
+    "enable_caching",
+    "is_caching_enabled",
+    "write_chunks",
+]

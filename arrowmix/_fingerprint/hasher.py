@@ -57,7 +57,7 @@ def hash_bytes(data: bytes | memoryview) -> str:
     return xxhash.xxh3_64_hexdigest(data)
 
 
-def _encode(h: Any, v: Any) -> None:  # noqa: C901, PLR0912 - one branch per type
+def _encode(h: Any, v: Any) -> None:
     if v is None:
         h.update(b"N")
     elif isinstance(v, bool):
@@ -96,7 +96,7 @@ def _encode(h: Any, v: Any) -> None:  # noqa: C901, PLR0912 - one branch per typ
         if arr.dtype == object:
             _encode(h, arr.tolist())
         else:
-            h.update(memoryview(arr).cast("B"))
+            h.update(arr.tobytes() if not arr.flags.c_contiguous else arr.data.cast("B"))
     elif isinstance(v, (pa.Array, pa.ChunkedArray, pa.Table, pa.RecordBatch)):
         _encode_arrow(h, v)
     elif isinstance(v, pa.Schema):
@@ -105,7 +105,7 @@ def _encode(h: Any, v: Any) -> None:  # noqa: C901, PLR0912 - one branch per typ
     elif isinstance(v, pa.DataType):
         _encode(h, ("pa.DataType", str(v)))
     else:
-        from arrowmix._fingerprint.pickler import dumps  # noqa: PLC0415 - dill is slow to import
+        from arrowmix._fingerprint.pickler import dumps
 
         b = dumps(v)
         h.update(struct.pack("<cQ", b"p", len(b)))

@@ -1,0 +1,1 @@
+"""The cache: where results live, how they are named, and the caching switch."""

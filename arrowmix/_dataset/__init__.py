@@ -1,0 +1,1 @@
+"""The Dataset layer: memory-mapped Arrow tables, indices mappings, formats and transforms."""

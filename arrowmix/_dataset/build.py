@@ -1,0 +1,196 @@
+"""Dataset constructors and ``write_chunks``: where root fingerprints come from.
+
+Roots hash content, never paths or mtimes: in-memory tables hash their Arrow data; files hash a
+cheap summary (size, footer, sampled blocks), so opening a large corpus reads almost nothing
+and a moved corpus keeps its fingerprint (and so its cache).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from arrowmix._dataset.dataset import Dataset, DatasetState
+from arrowmix._fingerprint.hasher import hash_value
+from arrowmix._storage.chunks import list_chunk_files, write_batches
+from arrowmix._storage.ipc import content_summary, open_table
+from arrowmix.exceptions import SchemaMismatchError
+
+__all__ = [
+    "from_arrow",
+    "from_chunks",
+    "from_dict",
+    "from_file",
+    "from_pylist",
+    "write_chunks",
+]
+
+_ROWS_PER_BATCH = 8192
+
+
+def from_arrow(data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> Dataset:
+    """A dataset over an in-memory Arrow table, record batch or iterable of record batches."""
+    if isinstance(data, pa.RecordBatch):
+        table = pa.Table.from_batches([data])
+    elif isinstance(data, pa.Table):
+        table = data
+    else:
+        batches = list(data)
+        if not batches:
+            raise ValueError("`from_arrow` got no record batches; the schema is unknown.")
+        table = pa.Table.from_batches(batches)
+    fp = hash_value(("from_arrow", table))
+    return Dataset(DatasetState(table=table, fingerprint=fp))
+
+
+def from_dict(mapping: Mapping[str, Sequence[Any]], schema: pa.Schema | None = None) -> Dataset:
+    """A dataset from ``{"column": [values...]}``."""
+    lengths = {k: len(v) for k, v in mapping.items()}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"All columns must have the same length; got lengths {lengths}.")
+    return from_arrow(pa.table(dict(mapping), schema=schema))
+
+
+def from_pylist(rows: Sequence[Mapping[str, Any]], schema: pa.Schema | None = None) -> Dataset:
+    """A dataset from a list of row dicts (missing keys become nulls)."""
+    return from_arrow(pa.Table.from_pylist(list(rows), schema=schema))
+
+
+def from_file(
+    path: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
+) -> Dataset:
+    """A dataset over one Arrow IPC file, memory-mapped when local."""
+    return from_chunks([os.fspath(path)], storage_options=storage_options)
+
+
+def from_chunks(
+    path_or_glob_or_list: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    cache_dir: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Dataset:
+    """A dataset over Arrow IPC chunk files: a directory, glob, fsspec URL or list of them.
+
+    The files are memory-mapped (local) and concatenated without copying. ``cache_dir``
+    overrides where derived results go (default: beside the first chunk).
+    """
+    files = list_chunk_files(path_or_glob_or_list, storage_options)
+    tables = [open_table(f, storage_options) for f in files]
+    schema = tables[0].schema.remove_metadata()
+    for f, t in zip(files, tables, strict=True):
+        if not t.schema.remove_metadata().equals(schema):
+            raise SchemaMismatchError(
+                f"Chunk file {f!r} has a different schema from {files[0]!r}:\n"
+                f"{t.schema.remove_metadata()}\nexpected\n{schema}"
+            )
+    table = pa.concat_tables([t.replace_schema_metadata(None) for t in tables])
+    offsets = tuple(itertools.accumulate((t.num_rows for t in tables), initial=0))
+    fp = hash_value(("from_chunks", [content_summary(f, storage_options) for f in files]))
+    state = DatasetState(
+        table=table,
+        fingerprint=fp,
+        files=tuple(files),
+        file_offsets=offsets,
+        cache_dir=cache_dir,
+    )
+    return Dataset(state)
+
+
+def write_chunks(
+    data: Any,
+    out_dir: str | os.PathLike[str],
+    rows_per_chunk: int | None = None,
+    bytes_per_chunk: int | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    overwrite: bool = False,
+) -> list[str]:
+    """Stream ``data`` into Arrow IPC chunk files in ``out_dir``; return their paths.
+
+    ``data`` is a Dataset, a ``pyarrow.Table``, or an iterable (any length, consumed lazily
+    with bounded memory) of row dicts or of record batches. Split by ``rows_per_chunk`` and/or
+    ``bytes_per_chunk`` (default 256 MiB). Each file is written under a temporary name and
+    renamed into place when complete.
+
+    Example:
+        >>> import arrowmix as am, tempfile
+        >>> out = tempfile.mkdtemp()
+        >>> rows = ({"text": str(i)} for i in range(10))
+        >>> [p.rsplit("/", 1)[-1] for p in am.write_chunks(rows, out, rows_per_chunk=4)]
+        ['chunk-00000.arrow', 'chunk-00001.arrow', 'chunk-00002.arrow']
+        >>> len(am.Dataset.from_chunks(out))
+        10
+    """
+    return write_batches(
+        _batches_of(data, min(_ROWS_PER_BATCH, rows_per_chunk or _ROWS_PER_BATCH)),
+        os.fspath(out_dir),
+        rows_per_chunk=rows_per_chunk,
+        bytes_per_chunk=bytes_per_chunk,
+        overwrite=overwrite,
+        storage_options=storage_options,
+    )
+
+
+def _batches_of(data: Any, rows_per_batch: int) -> Iterator[pa.RecordBatch]:
+    if isinstance(data, Dataset):
+        for table in data.with_format("arrow").iter(batch_size=65536):
+            yield from table.to_batches()
+        return
+    if isinstance(data, pa.Table):
+        yield from data.to_batches()
+        return
+    if isinstance(data, pa.RecordBatch):
+        yield data
+        return
+    if isinstance(data, (str, bytes, Mapping)):
+        raise TypeError(
+            "`data` must be a Dataset, a pyarrow Table, or an iterable of row dicts or record "
+            f"batches; got {type(data).__name__}. For a dict of columns use Dataset.from_dict."
+        )
+    yield from _from_iterable(iter(data), rows_per_batch)
+
+
+def _from_iterable(it: Iterator[Any], rows_per_batch: int) -> Iterator[pa.RecordBatch]:
+    first = next(it, None)
+    if first is None:
+        return
+    items = itertools.chain([first], it)
+    if isinstance(first, (pa.RecordBatch, pa.Table)):
+        for b in items:
+            yield from (b.to_batches() if isinstance(b, pa.Table) else [b])
+        return
+    if not isinstance(first, Mapping):
+        raise TypeError(f"Rows must be dicts; item 0 is {type(first).__name__}: {first!r:.80}.")
+    schema: pa.Schema | None = None
+    start = 0
+    while rows := list(itertools.islice(items, rows_per_batch)):
+        batch = _rows_to_batch(rows, schema, start)
+        schema = batch.schema
+        start += len(rows)
+        yield batch
+
+
+def _rows_to_batch(rows: list[Any], schema: pa.Schema | None, start: int) -> pa.RecordBatch:
+    if schema is None:
+        return pa.RecordBatch.from_pylist(rows)
+    keys: set[str] = set()
+    for i, r in enumerate(rows):
+        if not isinstance(r, Mapping):
+            raise TypeError(f"Rows must be dicts; row {start + i} is {type(r).__name__}.")
+        keys.update(r)
+    extra = keys - set(schema.names)
+    if extra:
+        raise SchemaMismatchError(
+            f"Rows {start}..{start + len(rows) - 1} have column(s) {sorted(extra)} that the "
+            f"first rows did not have; known columns: {schema.names}."
+        )
+    try:
+        return pa.RecordBatch.from_pylist(rows, schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise SchemaMismatchError(
+            f"Rows {start}..{start + len(rows) - 1} do not fit the schema inferred from the "
+            f"first rows ({schema}): {exc}"
+        ) from exc

@@ -1,0 +1,321 @@
+"""The Dataset: a memory-mapped Arrow table, an optional indices mapping, a fingerprint, a format.
+
+The class is a thin delegator: constructors live in ``build``, indices-producing transforms in
+``ops``, formats in ``formats`` and gathering in ``reader``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from arrowmix._cache.paths import dataset_cache_dir
+from arrowmix._dataset import formats
+from arrowmix._dataset.indices import IndexMap, to_positions
+from arrowmix._dataset.reader import TableReader
+
+__all__ = ["Dataset", "DatasetState"]
+
+_ITER_BLOCK = 1024
+
+
+@dataclass(frozen=True)
+class DatasetState:
+    """Everything a Dataset is made of; transforms build new states, never mutate one."""
+
+    table: pa.Table
+    fingerprint: str
+    files: tuple[str, ...] = ()
+    file_offsets: tuple[int, ...] | None = None
+    indices: IndexMap | None = None
+    indices_file: str | None = None
+    fmt: str | None = None
+    fmt_columns: tuple[str, ...] | None = None
+    cache_dir: str | None = None
+
+    @cached_property
+    def reader(self) -> TableReader:
+        """Batch-aware gatherer over ``table`` (built on first use)."""
+        return TableReader(self.table)
+
+
+class Dataset:
+    """A map-style dataset over Arrow data: random access, memory-mapped, cached transforms.
+
+    Build one with :meth:`from_dict`, :meth:`from_pylist`, :meth:`from_arrow`,
+    :meth:`from_file` or :meth:`from_chunks`. ``select``/``shuffle``/``sort``/``shard`` return
+    views through an indices mapping (no column data copied); :meth:`flatten_indices`
+    materialises one.
+
+    Example:
+        >>> import arrowmix as am
+        >>> ds = am.Dataset.from_dict({"text": ["a", "bb", "ccc"], "n": [1, 2, 3]})
+        >>> len(ds), ds[1]
+        (3, {'text': 'bb', 'n': 2})
+        >>> ds.sort("n", reverse=True)["text"]
+        ['ccc', 'bb', 'a']
+    """
+
+    def __init__(self, state: DatasetState) -> None:
+        self._s = state
+
+    # ---- construction (delegated to build) --------------------------------------------
+    @classmethod
+    def from_dict(
+        cls, mapping: Mapping[str, Sequence[Any]], schema: pa.Schema | None = None
+    ) -> Dataset:
+        """A dataset from ``{"column": [values...]}`` (in memory)."""
+        from arrowmix._dataset import build
+
+        return build.from_dict(mapping, schema)
+
+    @classmethod
+    def from_pylist(
+        cls, rows: Sequence[Mapping[str, Any]], schema: pa.Schema | None = None
+    ) -> Dataset:
+        """A dataset from a list of row dicts (missing keys become nulls)."""
+        from arrowmix._dataset import build
+
+        return build.from_pylist(rows, schema)
+
+    @classmethod
+    def from_arrow(cls, table_or_record_batches: Any) -> Dataset:
+        """A dataset over a ``pyarrow.Table``, a record batch or an iterable of record batches."""
+        from arrowmix._dataset import build
+
+        return build.from_arrow(table_or_record_batches)
+
+    @classmethod
+    def from_file(
+        cls,
+        path: str | os.PathLike[str],
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> Dataset:
+        """A dataset over one Arrow IPC file, memory-mapped when local (O(1) open)."""
+        from arrowmix._dataset import build
+
+        return build.from_file(path, storage_options)
+
+    @classmethod
+    def from_chunks(
+        cls,
+        path_or_glob_or_list: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        cache_dir: str | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> Dataset:
+        """A dataset over Arrow IPC chunk files (a directory, glob, fsspec URL or list).
+
+        Local files are memory-mapped and concatenated without copying; ``cache_dir``
+        overrides where derived results go (default: beside the first chunk);
+        ``storage_options`` go to fsspec for remote URLs.
+        """
+        from arrowmix._dataset import build
+
+        return build.from_chunks(path_or_glob_or_list, cache_dir, storage_options)
+
+    # ---- properties ---------------------------------------------------------------------
+    @property
+    def fingerprint(self) -> str:
+        """16 hex characters identifying the content and lineage of this dataset."""
+        return self._s.fingerprint
+
+    @property
+    def num_rows(self) -> int:
+        """Number of rows in the view."""
+        return len(self._s.indices) if self._s.indices is not None else self._s.table.num_rows
+
+    def __len__(self) -> int:
+        return self.num_rows
+
+    @property
+    def column_names(self) -> list[str]:
+        """Column names, in order."""
+        return list(self._s.table.column_names)
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The Arrow schema (without arrowmix's file metadata)."""
+        return self._s.table.schema.remove_metadata()
+
+    @property
+    def format(self) -> str | None:
+        """The output format set by :meth:`with_format` (``None`` is Python objects)."""
+        return self._s.fmt
+
+    @property
+    def cache_files(self) -> list[str]:
+        """Every file backing the dataset: chunk files, cache files and its indices file."""
+        extra = [self._s.indices_file] if self._s.indices_file else []
+        return [*self._s.files, *extra]
+
+    @property
+    def cache_dir(self) -> str:
+        """Where results derived from this dataset are written."""
+        if self._s.cache_dir is not None:
+            os.makedirs(self._s.cache_dir, exist_ok=True)
+            return self._s.cache_dir
+        return dataset_cache_dir(self._s.files[0] if self._s.files else None)
+
+    def __repr__(self) -> str:
+        return (
+            f"Dataset(num_rows={self.num_rows}, columns={self.column_names}, "
+            f"fingerprint={self.fingerprint!r}"
+            + (f", format={self._s.fmt!r}" if self._s.fmt else "")
+            + ")"
+        )
+
+    # ---- reading ------------------------------------------------------------------------
+    def _gather(self, positions: np.ndarray, columns: Sequence[str] | None = None) -> pa.Table:
+        """Rows at view ``positions`` as an Arrow table (validated by the caller)."""
+        base = self._s.indices.lookup(positions) if self._s.indices is not None else positions
+        table = self._s.reader.take(base)
+        return table.select(list(columns)) if columns is not None else table
+
+    def _range(self, start: int, stop: int, columns: Sequence[str] | None = None) -> pa.Table:
+        """View rows ``[start, stop)`` as an Arrow table; zero-copy without an array mapping."""
+        ix = self._s.indices
+        if ix is None or ix.is_range:
+            off = ix.start if ix is not None else 0
+            table = self._s.reader.slice(off + start, off + stop)
+        else:
+            table = self._s.reader.take(ix.array[start:stop])  # type: ignore[index]
+        return table.select(list(columns)) if columns is not None else table
+
+    def _columns(self) -> list[str] | None:
+        return list(self._s.fmt_columns) if self._s.fmt_columns is not None else None
+
+    def _check_column(self, name: str) -> None:
+        if name not in self._s.table.column_names:
+            raise KeyError(
+                f"Unknown column {name!r}; available columns: {self._s.table.column_names}."
+            )
+
+    def __getitem__(self, key: Any) -> Any:
+        fmt = self._s.fmt
+        if isinstance(key, str):
+            self._check_column(key)
+            return formats.format_column(self._range(0, self.num_rows, [key]).column(key), fmt)
+        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            i = int(key)
+            if i < 0 or i >= self.num_rows:
+                to_positions([i], self.num_rows)  # raises IndexError naming i and the length
+            return formats.format_rows(self._range(i, i + 1, self._columns()), fmt)[0]
+        if isinstance(key, slice):
+            start, stop, step = key.indices(self.num_rows)
+            if step == 1:
+                return formats.format_batch(self._range(start, stop, self._columns()), fmt)
+            key = range(start, stop, step)
+        pos = to_positions(key, self.num_rows)
+        return formats.format_batch(self._gather(pos.to_numpy(), self._columns()), fmt)
+
+    def iter(self, batch_size: int, drop_last_batch: bool = False) -> Iterator[Any]:
+        """Iterate over batches of ``batch_size`` rows, in the dataset's format.
+
+        Example:
+            >>> import arrowmix as am
+            >>> [b["x"] for b in am.Dataset.from_dict({"x": [1, 2, 3]}).iter(batch_size=2)]
+            [[1, 2], [3]]
+        """
+        if not isinstance(batch_size, int) or batch_size <= 0:
+            raise ValueError(f"`batch_size` must be a positive int, got {batch_size!r}.")
+        n = self.num_rows
+        for start in range(0, n, batch_size):
+            stop = min(start + batch_size, n)
+            if drop_last_batch and stop - start < batch_size:
+                return
+            yield formats.format_batch(self._range(start, stop, self._columns()), self._s.fmt)
+
+    def __iter__(self) -> Iterator[Any]:
+        n = self.num_rows
+        for start in range(0, n, _ITER_BLOCK):
+            table = self._range(start, min(start + _ITER_BLOCK, n), self._columns())
+            yield from formats.format_rows(table, self._s.fmt)
+
+    def to_table(self) -> pa.Table:
+        """The view materialised as one ``pyarrow.Table`` (zero-copy without an array mapping)."""
+        return self._range(0, self.num_rows).replace_schema_metadata(None)
+
+    def with_format(self, type: str | None = None, columns: Sequence[str] | None = None) -> Dataset:
+        """A view returning ``type`` objects: None/"python", "numpy", "arrow" or "torch".
+
+        Example:
+            >>> import arrowmix as am
+            >>> am.Dataset.from_dict({"x": [1, 2]}).with_format("numpy")["x"]
+            array([1, 2])
+        """
+        fmt = formats.check_format(type)
+        cols = None
+        if columns is not None:
+            for c in columns:
+                self._check_column(c)
+            cols = tuple(columns)
+        return Dataset(replace(self._s, fmt=fmt, fmt_columns=cols))
+
+    # ---- transforms (delegated to ops) --------------------------------------------------
+    def select(self, indices: Any) -> Dataset:
+        """Rows at ``indices`` (range, list, array), as an indices mapping: no data copied."""
+        from arrowmix._dataset import ops
+
+        return ops.select(self, indices)
+
+    def shuffle(self, seed: int | None = None) -> Dataset:
+        """A seeded random permutation view. ``seed=None`` draws a fresh seed."""
+        from arrowmix._dataset import ops
+
+        return ops.shuffle(self, seed)
+
+    def sort(self, column: str | Sequence[str], reverse: bool | Sequence[bool] = False) -> Dataset:
+        """A view sorted by ``column`` (stable; nulls last)."""
+        from arrowmix._dataset import ops
+
+        return ops.sort(self, column, reverse)
+
+    def shard(self, num_shards: int, index: int, contiguous: bool = True) -> Dataset:
+        """The ``index``-th of ``num_shards`` disjoint parts that together cover the dataset."""
+        from arrowmix._dataset import ops
+
+        return ops.shard(self, num_shards, index, contiguous)
+
+    def train_test_split(
+        self, test_size: float | int, seed: int | None = None, shuffle: bool = True
+    ) -> Any:
+        """Split into ``(train, test)``; also indexable as ``split["train"]``/``["test"]``."""
+        from arrowmix._dataset import ops
+
+        return ops.train_test_split(self, test_size, seed, shuffle)
+
+    def flatten_indices(self) -> Dataset:
+        """Materialise the indices mapping into a cache file (memory-mapped)."""
+        from arrowmix._dataset import ops
+
+        return ops.flatten_indices(self)
+
+    def select_columns(self, column_names: str | Sequence[str]) -> Dataset:
+        """Keep only ``column_names`` (zero-copy)."""
+        from arrowmix._dataset import ops
+
+        return ops.select_columns(self, column_names)
+
+    def remove_columns(self, column_names: str | Sequence[str]) -> Dataset:
+        """Drop ``column_names`` (zero-copy)."""
+        from arrowmix._dataset import ops
+
+        return ops.remove_columns(self, column_names)
+
+    def rename_column(self, original_column_name: str, new_column_name: str) -> Dataset:
+        """Rename one column (zero-copy)."""
+        from arrowmix._dataset import ops
+
+        return ops.rename_column(self, original_column_name, new_column_name)
+
+    def cleanup_cache_files(self) -> int:
+        """Remove cache files of this dataset's directory that it does not use; return the count."""
+        from arrowmix._cache.cleanup import remove_unused
+
+        return remove_unused(self.cache_dir, keep={os.path.abspath(f) for f in self.cache_files})

@@ -1,0 +1,165 @@
+"""Indices mappings: a view of a base table through a range or an array of row positions.
+
+A mapping is either a contiguous range (stored as two integers) or an int64 array. Composing
+``outer[inner]`` keeps ranges as ranges where possible, so chained ``select``/``shard`` of
+contiguous parts never allocate. Large arrays are stored as ``indices-<fingerprint>.arrow`` in
+the cache directory and memory-mapped back (zero-copy numpy view), so a shuffled view of a huge
+corpus costs disk, not RAM.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from arrowmix._cache.paths import indices_file_name
+from arrowmix._storage.ipc import open_table, read_meta, write_file
+from arrowmix.exceptions import CacheCorruptedError
+
+__all__ = ["INDICES_FILE_MIN_ROWS", "IndexMap", "load_or_store", "to_positions"]
+
+#: Mappings at least this long are written to an indices file instead of living in RAM only.
+INDICES_FILE_MIN_ROWS = 100_000
+
+
+@dataclass(frozen=True)
+class IndexMap:
+    """Row positions into a base table: ``range(start, stop)`` or an int64 ``array``."""
+
+    start: int = 0
+    stop: int = 0
+    array: np.ndarray | None = None
+
+    @classmethod
+    def from_range(cls, start: int, stop: int) -> IndexMap:
+        return cls(start=start, stop=max(start, stop))
+
+    @classmethod
+    def from_array(cls, array: np.ndarray) -> IndexMap:
+        arr = np.asarray(array, dtype=np.int64)
+        n = len(arr)
+        if (
+            n
+            and int(arr[-1]) - int(arr[0]) + 1 == n
+            and (n == 1 or bool(np.all(np.diff(arr) == 1)))
+        ):
+            return cls.from_range(int(arr[0]), int(arr[-1]) + 1)
+        return cls(array=arr)
+
+    def __len__(self) -> int:
+        return len(self.array) if self.array is not None else self.stop - self.start
+
+    @property
+    def is_range(self) -> bool:
+        return self.array is None
+
+    def to_numpy(self) -> np.ndarray:
+        if self.array is not None:
+            return self.array
+        return np.arange(self.start, self.stop, dtype=np.int64)
+
+    def lookup(self, positions: np.ndarray) -> np.ndarray:
+        """Base rows of view ``positions``."""
+        if self.array is None:
+            return np.asarray(positions, dtype=np.int64) + self.start
+        return np.asarray(self.array[positions])
+
+    def lookup_range(self, start: int, stop: int) -> IndexMap:
+        """The sub-mapping of view rows ``[start, stop)``."""
+        if self.array is None:
+            return IndexMap.from_range(self.start + start, self.start + stop)
+        return IndexMap(array=self.array[start:stop])
+
+    def compose(self, inner: IndexMap) -> IndexMap:
+        """``self[inner]``: apply ``inner`` (view positions) through this mapping."""
+        if inner.array is None:
+            return self.lookup_range(inner.start, inner.stop)
+        return IndexMap.from_array(self.lookup(inner.array))
+
+
+def to_positions(indices: Any, length: int) -> IndexMap:
+    """Validate user indices (range, slice, list, numpy/pyarrow array, iterable of ints).
+
+    Raises:
+        IndexError: an index is negative or not below ``length``; the message names it.
+        TypeError: an index is not an integer.
+    """
+    if isinstance(indices, range) and indices.step == 1:
+        if len(indices) and (indices.start < 0 or indices.stop > length):
+            bad = indices.start if indices.start < 0 else indices.stop - 1
+            _raise_index(bad, length)
+        return IndexMap.from_range(indices.start, indices.stop)
+    arr = _as_int_array(indices)
+    if len(arr):
+        lo, hi = int(arr.min()), int(arr.max())
+        if lo < 0:
+            _raise_index(lo, length)
+        if hi >= length:
+            _raise_index(hi, length)
+    return IndexMap.from_array(arr)
+
+
+def _as_int_array(indices: Any) -> np.ndarray:
+    if isinstance(indices, (pa.Array, pa.ChunkedArray)):
+        indices = indices.to_numpy()
+    elif not isinstance(indices, np.ndarray):
+        indices = np.fromiter(_check_ints(indices), dtype=np.int64)
+    if indices.dtype.kind not in "iu" and len(indices):
+        raise TypeError(f"`indices` must be integers, got dtype {indices.dtype}.")
+    return np.asarray(indices, dtype=np.int64)
+
+
+def _check_ints(values: Iterable[Any]) -> Iterable[int]:
+    for i, v in enumerate(values):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"`indices` must be integers; item {i} is {v!r}.")
+        yield int(v)
+
+
+def _raise_index(index: int, length: int) -> None:
+    if index < 0:
+        raise IndexError(
+            f"Index {index} is negative; indices must be in [0, {length}) for a dataset of "
+            f"length {length}."
+        )
+    raise IndexError(f"Index {index} is out of range for a dataset of length {length}.")
+
+
+def load_or_store(
+    mapping: IndexMap, fingerprint: str, cache_dir: str, parent: str
+) -> tuple[IndexMap, str | None]:
+    """Back a large array mapping by ``indices-<fingerprint>.arrow``; return it and its path."""
+    if mapping.array is None or len(mapping) < INDICES_FILE_MIN_ROWS:
+        return mapping, None
+    path = os.path.join(cache_dir, indices_file_name(fingerprint))
+    if not os.path.exists(path):
+        batch = pa.record_batch({"indices": pa.array(mapping.array, type=pa.int64())})
+        meta = {
+            "kind": "indices",
+            "fingerprint": fingerprint,
+            "parent": parent,
+            "rows": len(mapping),
+        }
+        write_file(path, [batch], batch.schema, meta=meta)
+    return IndexMap(array=open_indices(path, fingerprint, len(mapping))), path
+
+
+def open_indices(path: str, fingerprint: str, rows: int | None = None) -> np.ndarray:
+    """Memory-map an indices file as a read-only int64 numpy array, checking its metadata."""
+    table = open_table(path)
+    meta = read_meta(table.schema)
+    if meta.get("fingerprint") != fingerprint or (rows is not None and table.num_rows != rows):
+        raise CacheCorruptedError(
+            f"Indices file {path!r} does not match its name: metadata says fingerprint "
+            f"{meta.get('fingerprint')!r} with {table.num_rows} rows, expected {fingerprint!r}"
+            + (f" with {rows} rows." if rows is not None else ".")
+        )
+    col = table.column("indices")
+    if col.num_chunks == 1:
+        return np.asarray(col.chunk(0).to_numpy(zero_copy_only=True))
+    return np.asarray(col.to_numpy(), dtype=np.int64)

@@ -1,0 +1,300 @@
+"""Transforms that produce indices mappings or column views: no column data is copied.
+
+Each transform rolls the fingerprint forward with its name and canonical arguments and composes
+its selection with the existing mapping (``outer[inner]``), so chains of
+``select``/``shuffle``/``sort``/``shard`` always hold one mapping over the base table.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import secrets
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, Literal, NamedTuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from arrowmix._cache.paths import cache_file_name
+from arrowmix._dataset.dataset import Dataset, DatasetState
+from arrowmix._dataset.indices import IndexMap, load_or_store, to_positions
+from arrowmix._fingerprint.hasher import hash_value
+from arrowmix._fingerprint.transform import roll
+from arrowmix._storage.ipc import open_table, read_meta, write_file
+from arrowmix.exceptions import CacheCorruptedError, SchemaMismatchError
+
+__all__ = [
+    "SplitResult",
+    "concatenate_datasets",
+    "flatten_indices",
+    "remove_columns",
+    "rename_column",
+    "select",
+    "select_columns",
+    "shard",
+    "shuffle",
+    "sort",
+    "train_test_split",
+]
+
+_FLATTEN_BLOCK = 65536
+
+
+def with_selection(ds: Dataset, sel: IndexMap, fingerprint: str) -> Dataset:
+    """``ds`` viewed through ``sel`` (positions in ``ds``), composed into one mapping."""
+    s = ds._s
+    mapping = sel if s.indices is None else s.indices.compose(sel)
+    path = None
+    if mapping.is_range and mapping.start == 0 and mapping.stop == s.table.num_rows:
+        result: IndexMap | None = None
+    else:
+        result, path = load_or_store(mapping, fingerprint, ds.cache_dir, ds.fingerprint)
+    return Dataset(replace(s, fingerprint=fingerprint, indices=result, indices_file=path))
+
+
+def select(ds: Dataset, indices: Any) -> Dataset:
+    sel = to_positions(indices, len(ds))
+    key: Any = range(sel.start, sel.stop) if sel.is_range else sel.array
+    return with_selection(ds, sel, roll(ds.fingerprint, "select", {"indices": key}))
+
+
+def shuffle(ds: Dataset, seed: int | None) -> Dataset:
+    seed = _check_seed(seed)
+    perm = np.random.default_rng(seed).permutation(len(ds))
+    return with_selection(ds, IndexMap(array=perm), roll(ds.fingerprint, "shuffle", {"seed": seed}))
+
+
+def _check_seed(seed: int | None) -> int:
+    if seed is None:
+        return secrets.randbits(63)  # fresh entropy; never numpy's global state
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"`seed` must be a non-negative int or None, got {seed!r}.")
+    return int(seed)
+
+
+def sort(ds: Dataset, column: str | Sequence[str], reverse: bool | Sequence[bool]) -> Dataset:
+    cols = [column] if isinstance(column, str) else list(column)
+    revs = [reverse] * len(cols) if isinstance(reverse, bool) else list(reverse)
+    if len(revs) != len(cols):
+        raise ValueError(f"`reverse` has {len(revs)} entries for {len(cols)} sort columns.")
+    for c in cols:
+        ds._check_column(c)
+    keys: list[tuple[str, Literal["ascending", "descending"]]] = [
+        (c, "descending" if r else "ascending") for c, r in zip(cols, revs, strict=True)
+    ]
+    table = ds._range(0, len(ds), cols)
+    try:
+        perm = pc.sort_indices(table, sort_keys=keys).to_numpy()  # stable; nulls last
+    except pa.ArrowNotImplementedError as exc:
+        raise TypeError(f"Cannot sort by column(s) {cols}: {exc}") from exc
+    fp = roll(ds.fingerprint, "sort", {"column": cols, "reverse": revs})
+    return with_selection(ds, IndexMap.from_array(perm), fp)
+
+
+def shard(ds: Dataset, num_shards: int, index: int, contiguous: bool) -> Dataset:
+    if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards <= 0:
+        raise ValueError(f"`num_shards` must be a positive int, got {num_shards!r}.")
+    if not isinstance(index, int) or not 0 <= index < num_shards:
+        raise IndexError(f"Shard `index` must be in [0, {num_shards}), got {index!r}.")
+    n = len(ds)
+    if contiguous:
+        div, mod = divmod(n, num_shards)
+        start = div * index + min(index, mod)
+        sel = IndexMap.from_range(start, start + div + (1 if index < mod else 0))
+    else:
+        sel = IndexMap.from_array(np.arange(index, n, num_shards, dtype=np.int64))
+    kwargs = {"num_shards": num_shards, "index": index, "contiguous": contiguous}
+    return with_selection(ds, sel, roll(ds.fingerprint, "shard", kwargs))
+
+
+class SplitResult(NamedTuple):
+    """``(train, test)``; unpack it or index it by ``"train"``/``"test"`` as in HF datasets."""
+
+    train: Dataset
+    test: Dataset
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, str):
+            if key not in self._fields:
+                raise KeyError(f"Unknown split {key!r}; available splits: ['train', 'test'].")
+            return getattr(self, key)
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> list[str]:
+        """The split names."""
+        return list(self._fields)
+
+
+def train_test_split(
+    ds: Dataset, test_size: float | int, seed: int | None, shuffle: bool
+) -> SplitResult:
+    n = len(ds)
+    if isinstance(test_size, float) and 0.0 < test_size < 1.0:
+        n_test = math.ceil(test_size * n)
+    elif isinstance(test_size, int) and not isinstance(test_size, bool) and test_size > 0:
+        n_test = test_size
+    else:
+        raise ValueError(
+            f"`test_size` must be a float in (0, 1) or a positive int, got {test_size!r}."
+        )
+    if not 0 < n_test < n:
+        raise ValueError(
+            f"`test_size`={test_size!r} gives {n_test} test rows out of {n}: both splits must "
+            "be non-empty."
+        )
+    if shuffle:
+        seed = _check_seed(seed)
+        perm = np.random.default_rng(seed).permutation(n)
+        test_sel, train_sel = (
+            IndexMap(array=perm[:n_test]),
+            IndexMap(array=perm[n_test:]),
+        )
+    else:
+        train_sel, test_sel = (
+            IndexMap.from_range(0, n - n_test),
+            IndexMap.from_range(n - n_test, n),
+        )
+    kw: dict[str, Any] = {"test_size": test_size, "seed": seed, "shuffle": shuffle}
+    train = with_selection(
+        ds,
+        train_sel,
+        roll(ds.fingerprint, "train_test_split", {**kw, "split": "train"}),
+    )
+    test = with_selection(
+        ds, test_sel, roll(ds.fingerprint, "train_test_split", {**kw, "split": "test"})
+    )
+    return SplitResult(train, test)
+
+
+def flatten_indices(ds: Dataset) -> Dataset:
+    s = ds._s
+    if s.indices is None:
+        return ds
+    fp = roll(ds.fingerprint, "flatten_indices")
+    path = os.path.join(ds.cache_dir, cache_file_name(fp))
+    n = len(ds)
+    if not os.path.exists(path):
+        blocks = (
+            b
+            for start in range(0, n, _FLATTEN_BLOCK)
+            for b in ds._range(start, min(start + _FLATTEN_BLOCK, n)).combine_chunks().to_batches()
+        )
+        meta = {
+            "kind": "flatten",
+            "fingerprint": fp,
+            "parent": ds.fingerprint,
+            "rows": n,
+        }
+        write_file(path, blocks, s.table.schema.remove_metadata(), meta=meta)
+    table = open_table(path)
+    meta = read_meta(table.schema)
+    if meta.get("fingerprint") != fp or table.num_rows != n:
+        raise CacheCorruptedError(
+            f"Cache file {path!r} does not match its name: expected {n} rows of fingerprint "
+            f"{fp!r}, found {table.num_rows} rows of {meta.get('fingerprint')!r}."
+        )
+    table = table.replace_schema_metadata(None)
+    return Dataset(
+        DatasetState(
+            table=table,
+            fingerprint=fp,
+            files=(path,),
+            file_offsets=(0, n),
+            fmt=s.fmt,
+            fmt_columns=s.fmt_columns,
+            cache_dir=s.cache_dir,
+        )
+    )
+
+
+def _names(column_names: str | Sequence[str]) -> list[str]:
+    return [column_names] if isinstance(column_names, str) else list(column_names)
+
+
+def _with_table(ds: Dataset, table: pa.Table, transform: str, kwargs: dict[str, Any]) -> Dataset:
+    s = ds._s
+    cols = s.fmt_columns
+    if cols is not None:
+        cols = tuple(c for c in cols if c in table.column_names)
+    fp = roll(ds.fingerprint, transform, kwargs)
+    return Dataset(replace(s, table=table, fingerprint=fp, fmt_columns=cols))
+
+
+def select_columns(ds: Dataset, column_names: str | Sequence[str]) -> Dataset:
+    cols = _names(column_names)
+    for c in cols:
+        ds._check_column(c)
+    return _with_table(ds, ds._s.table.select(cols), "select_columns", {"columns": cols})
+
+
+def remove_columns(ds: Dataset, column_names: str | Sequence[str]) -> Dataset:
+    cols = _names(column_names)
+    for c in cols:
+        ds._check_column(c)
+    return _with_table(ds, ds._s.table.drop_columns(cols), "remove_columns", {"columns": cols})
+
+
+def rename_column(ds: Dataset, old: str, new: str) -> Dataset:
+    ds._check_column(old)
+    if new in ds.column_names and new != old:
+        raise ValueError(f"Cannot rename {old!r} to {new!r}: a column {new!r} already exists.")
+    names = [new if c == old else c for c in ds.column_names]
+    return _with_table(
+        ds, ds._s.table.rename_columns(names), "rename_column", {"old": old, "new": new}
+    )
+
+
+def concatenate_datasets(datasets: Sequence[Dataset]) -> Dataset:
+    """Rows of ``datasets`` one after the other, without copying column data.
+
+    Example:
+        >>> import arrowmix as am
+        >>> a, b = am.Dataset.from_dict({"x": [1, 2]}), am.Dataset.from_dict({"x": [3]})
+        >>> am.concatenate_datasets([a, b])["x"]
+        [1, 2, 3]
+    """
+    dsets = list(datasets)
+    if not dsets:
+        raise ValueError("`concatenate_datasets` needs at least one dataset.")
+    first = dsets[0]
+    for i, d in enumerate(dsets[1:], start=1):
+        if not d.schema.equals(first.schema):
+            raise SchemaMismatchError(
+                f"Dataset {i} has a different schema from dataset 0:\n{d.schema}\n"
+                f"dataset 0:\n{first.schema}"
+            )
+    table = pa.concat_tables([d._s.table.replace_schema_metadata(None) for d in dsets])
+    mapping = None
+    if any(d._s.indices is not None for d in dsets):
+        parts, offset = [], 0
+        for d in dsets:
+            ix = d._s.indices or IndexMap.from_range(0, d._s.table.num_rows)
+            parts.append(ix.to_numpy() + offset)
+            offset += d._s.table.num_rows
+        mapping = IndexMap.from_array(np.concatenate(parts))
+    offsets: tuple[int, ...] | None = None
+    if mapping is None and all(d._s.file_offsets for d in dsets):
+        acc, base = [0], 0
+        for d in dsets:
+            acc.extend(base + o for o in d._s.file_offsets[1:])  # type: ignore[index]
+            base += d._s.table.num_rows
+        offsets = tuple(acc)
+    fp = hash_value(("concatenate", [d.fingerprint for d in dsets]))
+    s = first._s
+    state = DatasetState(
+        table=table,
+        fingerprint=fp,
+        files=tuple(f for d in dsets for f in d._s.files),
+        file_offsets=offsets,
+        fmt=s.fmt,
+        fmt_columns=s.fmt_columns,
+        cache_dir=s.cache_dir,
+    )
+    out = Dataset(state)
+    if mapping is not None:
+        mapping, path = load_or_store(mapping, fp, out.cache_dir, fp)
+        out = Dataset(replace(state, indices=mapping, indices_file=path))
+    return out

@@ -1,0 +1,230 @@
+"""Chunk files: stream record batches into size-bounded Arrow IPC files, and find them again.
+
+:func:`write_batches` consumes an iterator of record batches of any length with bounded memory:
+small input batches are coalesced into record batches of about ``_BATCH_ROWS`` rows (few, large
+batches keep ``take`` fast), and a new file starts when ``rows_per_chunk`` rows or
+``bytes_per_chunk`` bytes are reached. Every file is written under a temporary name and renamed
+into place when complete. Names sort naturally: ``chunk-00000.arrow``, ``chunk-00001.arrow``...
+"""
+
+from __future__ import annotations
+
+import glob as globlib
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from arrowmix._storage.fs import is_local, join, local_path, url_to_fs
+from arrowmix._storage.ipc import write_file
+from arrowmix.exceptions import ChunkFileError
+
+__all__ = [
+    "CHUNK_PATTERN",
+    "DEFAULT_BYTES_PER_CHUNK",
+    "list_chunk_files",
+    "write_batches",
+]
+
+DEFAULT_BYTES_PER_CHUNK = 256 * 2**20
+CHUNK_PATTERN = re.compile(r"^chunk-(\d+)\.arrow$")
+_BATCH_ROWS = 64 * 1024
+_BATCH_BYTES = 64 * 2**20
+_NOT_DATA = re.compile(r"^(cache-|indices-|tmp-)")
+
+
+def write_batches(
+    batches: Iterable[pa.RecordBatch],
+    out_dir: str,
+    *,
+    rows_per_chunk: int | None = None,
+    bytes_per_chunk: int | None = None,
+    overwrite: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """Write record batches (one schema) into chunk files in ``out_dir``; return their paths."""
+    for name, value in (
+        ("rows_per_chunk", rows_per_chunk),
+        ("bytes_per_chunk", bytes_per_chunk),
+    ):
+        if value is not None and (not isinstance(value, int) or value <= 0):
+            raise ValueError(f"`{name}` must be a positive int or None, got {value!r}.")
+    if rows_per_chunk is None and bytes_per_chunk is None:
+        bytes_per_chunk = DEFAULT_BYTES_PER_CHUNK
+    _prepare_dir(out_dir, overwrite, storage_options)
+    paths: list[str] = []
+    it = iter(batches)
+    first = next(it, None)
+    if first is None:
+        return paths
+    schema = first.schema
+    pending = _Pending(_chain(first, it), schema)
+    while not pending.exhausted:
+        path = join(out_dir, f"chunk-{len(paths):05d}.arrow")
+        part = pending.take_chunk(rows_per_chunk, bytes_per_chunk)
+        write_file(path, part, schema, storage_options=storage_options)
+        paths.append(path)
+        pending.peek()
+    if not is_local(out_dir):
+        fs, _ = url_to_fs(out_dir, storage_options)
+        paths = [fs.unstrip_protocol(url_to_fs(p, storage_options)[1]) for p in paths]
+    return paths
+
+
+def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    yield first
+    yield from rest
+
+
+class _Pending:
+    """Cut a batch iterator into chunks, coalescing small batches into large ones."""
+
+    def __init__(self, batches: Iterator[pa.RecordBatch], schema: pa.Schema) -> None:
+        self._it = batches
+        self._schema = schema
+        self._head: pa.RecordBatch | None = None
+        self.exhausted = False
+        self.peek()
+
+    def peek(self) -> None:
+        while self._head is None or self._head.num_rows == 0:
+            nxt = next(self._it, None)
+            if nxt is None:
+                self.exhausted = self._head is None or self._head.num_rows == 0
+                return
+            if not nxt.schema.equals(self._schema):
+                raise ValueError(
+                    "All batches written to chunks must share one schema; expected\n"
+                    f"{self._schema}\ngot\n{nxt.schema}"
+                )
+            self._head = nxt
+
+    def _next_piece(self, max_rows: int, max_bytes: int | None) -> pa.RecordBatch | None:
+        self.peek()
+        if self.exhausted or self._head is None:
+            return None
+        head = self._head
+        if max_bytes is not None and head.nbytes > max_bytes:
+            # Cut by the head's average row size so a chunk ends near its byte budget.
+            per_row = max(1, head.nbytes // head.num_rows)
+            max_rows = min(max_rows, max(1, -(-max_bytes // per_row)))
+        if head.num_rows <= max_rows:
+            self._head = None
+            return head
+        self._head = head.slice(max_rows)
+        return head.slice(0, max_rows)
+
+    def take_chunk(self, max_rows: int | None, max_bytes: int | None) -> Iterator[pa.RecordBatch]:
+        rows_left = max_rows if max_rows is not None else 2**62
+        bytes_used = 0
+        group: list[pa.RecordBatch] = []
+        group_rows = group_bytes = 0
+        while rows_left > 0 and (max_bytes is None or bytes_used < max_bytes):
+            budget = None if max_bytes is None else max_bytes - bytes_used
+            piece = self._next_piece(min(rows_left, _BATCH_ROWS - group_rows), budget)
+            if piece is None:
+                break
+            group.append(piece)
+            group_rows += piece.num_rows
+            group_bytes += piece.nbytes
+            rows_left -= piece.num_rows
+            bytes_used += piece.nbytes
+            if group_rows >= _BATCH_ROWS or group_bytes >= _BATCH_BYTES:
+                yield _coalesce(group)
+                group, group_rows, group_bytes = [], 0, 0
+        if group:
+            yield _coalesce(group)
+
+
+def _coalesce(group: list[pa.RecordBatch]) -> pa.RecordBatch:
+    if len(group) == 1:
+        return group[0]
+    return pa.Table.from_batches(group).combine_chunks().to_batches()[0]
+
+
+def _prepare_dir(out_dir: str, overwrite: bool, storage_options: Mapping[str, Any] | None) -> None:
+    existing = _existing_chunks(out_dir, storage_options)
+    if existing and not overwrite:
+        raise FileExistsError(
+            f"`out_dir` {out_dir!r} already holds {len(existing)} chunk file(s) "
+            f"(e.g. {existing[0]!r}); pass `overwrite=True` or choose an empty directory."
+        )
+    if is_local(out_dir):
+        os.makedirs(local_path(out_dir), exist_ok=True)
+        for path in existing:
+            os.unlink(path)
+    else:
+        fs, p = url_to_fs(out_dir, storage_options)
+        fs.makedirs(p, exist_ok=True)
+        for path in existing:
+            fs.rm(url_to_fs(path, storage_options)[1])
+
+
+def _existing_chunks(out_dir: str, storage_options: Mapping[str, Any] | None) -> list[str]:
+    if is_local(out_dir):
+        d = local_path(out_dir)
+        names = os.listdir(d) if os.path.isdir(d) else []
+        return [os.path.join(d, n) for n in names if CHUNK_PATTERN.match(n)]
+    fs, p = url_to_fs(out_dir, storage_options)
+    if not fs.isdir(p):
+        return []
+    found = [f for f in fs.ls(p, detail=False) if CHUNK_PATTERN.match(f.rsplit("/", 1)[-1])]
+    return [fs.unstrip_protocol(f) for f in found]
+
+
+def _natural_key(path: str) -> list[Any]:
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path)]
+
+
+def list_chunk_files(
+    spec: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    storage_options: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """Resolve a directory, glob, file, URL or list of them to chunk file paths.
+
+    A directory yields its ``*.arrow`` files except arrowmix's own cache, indices and temporary
+    files, in natural order (``chunk-2`` before ``chunk-10``).
+    """
+    specs = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
+    if not specs:
+        raise ChunkFileError("`path_or_glob_or_list` is an empty list: no chunk files to open.")
+    out: list[str] = []
+    for s in specs:
+        s = os.fspath(s)
+        found = _resolve_one(s, storage_options)
+        if not found:
+            raise ChunkFileError(
+                f"No Arrow chunk files (*.arrow) found at {s!r}; write some with "
+                "`arrowmix.write_chunks(data, out_dir)`."
+            )
+        out.extend(found)
+    return out
+
+
+def _resolve_one(s: str, storage_options: Mapping[str, Any] | None) -> list[str]:
+    if is_local(s):
+        p = local_path(s)
+        if os.path.isdir(p):
+            names = [n for n in os.listdir(p) if n.endswith(".arrow") and not _NOT_DATA.match(n)]
+            return sorted((os.path.join(p, n) for n in names), key=_natural_key)
+        if globlib.has_magic(p):
+            return sorted(globlib.glob(p), key=_natural_key)
+        if os.path.isfile(p):
+            return [p]
+        raise ChunkFileError(f"No such file or directory: {s!r}.")
+    fs, p = url_to_fs(s, storage_options)
+    if globlib.has_magic(p):
+        found = fs.glob(p)
+    elif fs.isdir(p):
+        found = [
+            f
+            for f in fs.ls(p, detail=False)
+            if f.endswith(".arrow") and not _NOT_DATA.match(f.rsplit("/", 1)[-1])
+        ]
+    elif fs.exists(p):
+        found = [p]
+    else:
+        raise ChunkFileError(f"No such file or directory: {s!r}.")
+    return sorted((fs.unstrip_protocol(f) for f in found), key=_natural_key)

@@ -1,0 +1,184 @@
+from __future__ import annotations
+
+import os
+
+import fsspec
+import pyarrow as pa
+import pytest
+
+import arrowmix as am
+from arrowmix._storage.chunks import list_chunk_files
+from arrowmix.exceptions import ChunkFileError, SchemaMismatchError
+
+
+def rows(n: int, start: int = 0):
+    for i in range(start, start + n):
+        yield {"id": i, "text": "x" * (i % 7)}
+
+
+def test_rows_split_by_rows_with_sortable_names(tmp_path):
+    paths = am.write_chunks(rows(25), tmp_path, rows_per_chunk=10)
+    assert [os.path.basename(p) for p in paths] == [
+        "chunk-00000.arrow",
+        "chunk-00001.arrow",
+        "chunk-00002.arrow",
+    ]
+    ds = am.Dataset.from_chunks(str(tmp_path))
+    assert ds["id"] == list(range(25))
+    assert [am.Dataset.from_file(p).num_rows for p in paths] == [10, 10, 5]
+
+
+def test_split_by_bytes_bounds_every_chunk(tmp_path):
+    table = pa.table({"text": ["y" * 1000] * 2000})
+    paths = am.write_chunks(table, tmp_path, bytes_per_chunk=200_000)
+    assert len(paths) >= 9
+    sizes = [am.Dataset.from_file(p).num_rows for p in paths]
+    assert sum(sizes) == 2000
+    assert max(sizes) <= 201  # a chunk ends once it reaches the byte budget
+
+
+def test_many_chunks_sort_naturally(tmp_path):
+    am.write_chunks(rows(12), tmp_path, rows_per_chunk=1)
+    os.rename(tmp_path / "chunk-00011.arrow", tmp_path / "chunk-11.arrow")
+    os.rename(tmp_path / "chunk-00002.arrow", tmp_path / "chunk-2.arrow")
+    ids = am.Dataset.from_chunks(str(tmp_path))["id"]
+    assert ids == list(range(12))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: pa.table({"id": list(range(30))}),
+        lambda: (pa.record_batch({"id": list(range(i, i + 3))}) for i in range(0, 30, 3)),
+        lambda: ({"id": i} for i in range(30)),
+        lambda: am.Dataset.from_dict({"id": list(range(30))}),
+        lambda: am.Dataset.from_dict({"id": list(range(30))[::-1]}).sort("id"),
+    ],
+    ids=["table", "batches", "row-dicts", "dataset", "dataset-view"],
+)
+def test_all_input_kinds(tmp_path, make):
+    am.write_chunks(make(), tmp_path, rows_per_chunk=7)
+    assert am.Dataset.from_chunks(str(tmp_path))["id"] == list(range(30))
+
+
+def test_unbounded_generator_is_consumed_lazily(tmp_path):
+    consumed = []
+
+    def gen():
+        for i in range(50_000):
+            consumed.append(i)
+            yield {"id": i}
+
+    it = gen()
+    paths = am.write_chunks(it, tmp_path, rows_per_chunk=20_000)
+    assert len(paths) == 3 and len(consumed) == 50_000
+
+
+def test_failure_mid_stream_leaves_only_complete_chunks(tmp_path):
+    def gen():
+        yield from rows(25)
+        raise RuntimeError("source broke")
+
+    with pytest.raises(RuntimeError, match="source broke"):
+        am.write_chunks(gen(), tmp_path, rows_per_chunk=10)
+    names = sorted(os.listdir(tmp_path))
+    assert names == ["chunk-00000.arrow", "chunk-00001.arrow"]
+    assert len(am.Dataset.from_chunks(str(tmp_path))) == 20
+
+
+def test_refuses_to_mix_with_existing_chunks(tmp_path):
+    am.write_chunks(rows(5), tmp_path)
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        am.write_chunks(rows(5), tmp_path)
+    am.write_chunks(rows(3, start=100), tmp_path, overwrite=True)
+    assert am.Dataset.from_chunks(str(tmp_path))["id"] == [100, 101, 102]
+
+
+def test_row_with_new_column_names_it(tmp_path):
+    data = [{"a": 1}] * 8192 + [{"a": 2, "surprise": 3}]
+    with pytest.raises(SchemaMismatchError, match="surprise"):
+        am.write_chunks(iter(data), tmp_path)
+
+
+def test_row_with_wrong_type_names_rows(tmp_path):
+    data = [{"a": 1}] * 8192 + [{"a": "not an int"}]
+    with pytest.raises(SchemaMismatchError, match="8192"):
+        am.write_chunks(iter(data), tmp_path)
+
+
+def test_non_dict_rows_rejected(tmp_path):
+    with pytest.raises(TypeError, match="dicts"):
+        am.write_chunks([1, 2, 3], tmp_path)
+    with pytest.raises(TypeError, match="from_dict"):
+        am.write_chunks({"a": [1]}, tmp_path)
+
+
+def test_bad_sizes_rejected(tmp_path):
+    with pytest.raises(ValueError, match="rows_per_chunk"):
+        am.write_chunks(rows(3), tmp_path, rows_per_chunk=0)
+
+
+def test_empty_directory_error_names_it(tmp_path):
+    with pytest.raises(ChunkFileError, match=str(tmp_path)):
+        am.Dataset.from_chunks(str(tmp_path))
+    with pytest.raises(ChunkFileError, match="No such file"):
+        am.Dataset.from_chunks(str(tmp_path / "missing"))
+
+
+def test_glob_and_list(tmp_path):
+    paths = am.write_chunks(rows(9), tmp_path, rows_per_chunk=3)
+    assert len(am.Dataset.from_chunks(str(tmp_path / "chunk-*.arrow"))) == 9
+    assert am.Dataset.from_chunks([paths[2], paths[0]])["id"] == [6, 7, 8, 0, 1, 2]
+
+
+def test_truncated_file_error_names_file(tmp_path):
+    (path,) = am.write_chunks(rows(100), tmp_path)
+    with open(path, "rb") as f:
+        data = f.read()
+    with open(path, "wb") as f:
+        f.write(data[: len(data) // 2])
+    with pytest.raises(ChunkFileError, match=r"chunk-00000\.arrow"):
+        am.Dataset.from_chunks(str(tmp_path))
+
+
+def test_stream_format_file_is_rejected_clearly(tmp_path):
+    table = pa.table({"a": [1, 2]})
+    path = tmp_path / "data.arrow"
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    with pytest.raises(ChunkFileError, match="IPC file"):
+        am.Dataset.from_file(str(path))
+
+
+def test_mismatched_chunk_schemas_name_the_file(tmp_path):
+    am.write_chunks(rows(3), tmp_path / "a")
+    am.write_chunks(({"other": 1.5} for _ in range(2)), tmp_path / "b")
+    files = [
+        str(tmp_path / "a" / "chunk-00000.arrow"),
+        str(tmp_path / "b" / "chunk-00000.arrow"),
+    ]
+    with pytest.raises(SchemaMismatchError, match=r"b/chunk-00000\.arrow"):
+        am.Dataset.from_chunks(files)
+
+
+def test_open_is_memory_mapped_not_read(tmp_path):
+    table = pa.table({"text": ["z" * 1000] * 20_000})  # ~20 MB
+    am.write_chunks(table, tmp_path)
+    before = pa.total_allocated_bytes()
+    ds = am.Dataset.from_chunks(str(tmp_path))
+    assert len(ds) == 20_000
+    assert pa.total_allocated_bytes() - before < 1_000_000
+
+
+def test_memory_filesystem_round_trip():
+    fs = fsspec.filesystem("memory")
+    url = "memory://arrowmix-test/corpus"
+    try:
+        paths = am.write_chunks(rows(10), url, rows_per_chunk=4)
+        assert all(p.startswith("memory://") for p in paths)
+        assert not [f for f in fs.ls("/arrowmix-test/corpus", detail=False) if "tmp-" in f]
+        ds = am.Dataset.from_chunks(url)
+        assert ds["id"] == list(range(10))
+        assert list_chunk_files(url + "/chunk-0000[01].arrow") == paths[:2]
+    finally:
+        fs.rm("/arrowmix-test", recursive=True)
