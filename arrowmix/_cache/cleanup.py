@@ -177,9 +177,11 @@ def _writer_free(directory: str, fp: str | None) -> Iterator[bool]:
 def remove_unused(cache_dir: str, keep: Set[str]) -> int:
     """Delete cache and indices files of ``cache_dir`` whose absolute path is not in ``keep``.
 
-    Files in use by an open dataset or locked by a writer stay. Returns the number removed.
+    Files in use by an open dataset or locked by a writer stay. An empty ``keep`` (a dataset
+    without files, whose directory is the shared cache root) removes nothing, as in HF
+    ``datasets``. Returns the number removed.
     """
-    if not os.path.isdir(cache_dir):
+    if not keep or not os.path.isdir(cache_dir):
         return 0
     removed = 0
     for name in sorted(os.listdir(cache_dir)):

@@ -123,19 +123,25 @@ else:
             # Blocks only while a cleanup is deleting this very file (it holds LOCK_EX for
             # the unlink); afterwards we hold the unlinked inode, which stays readable.
             fcntl.flock(fd, fcntl.LOCK_SH)
-        except OSError:
+        except OSError:  # no locks on this file system (e.g. ENOLCK): register nothing
             os.close(fd)
-            raise
+            return Hold(path, None)
         return Hold(path, fd)
 
     def _try_exclusive(fd: int) -> bool:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
-            if exc.errno in _CONTENDED:
-                return False
-            raise
+            # Any other error means this file system has no locks, so no reader can hold
+            # one either: the same answer as on platforms without fcntl.
+            return exc.errno not in _CONTENDED
         return True
+
+    def _open_for_probe(path: str) -> int:
+        try:
+            return os.open(path, os.O_RDWR)
+        except PermissionError:
+            return os.open(path, os.O_RDONLY)
 
     def in_use(path: str) -> bool:
         """Whether any process holds ``path`` through :func:`hold`.
@@ -154,7 +160,9 @@ else:
             While the block runs with True, new readers wait in :func:`hold`.
         """
         try:
-            fd = os.open(path, os.O_RDONLY)
+            # Read-write where allowed: NFS emulates flock with POSIX locks, and an exclusive
+            # POSIX lock needs a descriptor open for writing.
+            fd = _open_for_probe(path)
         except FileNotFoundError:
             yield True
             return
@@ -193,7 +201,7 @@ def writer_lock(lock_path: str) -> Iterator[bool]:
     lock = filelock.FileLock(lock_path, timeout=0)
     try:
         lock.acquire()
-    except filelock.Timeout:
+    except (filelock.Timeout, OSError):  # held, or we cannot even tell: assume a writer
         yield False
         return
     try:

@@ -91,7 +91,9 @@ def run(args: argparse.Namespace) -> int:
 def status(e: CacheEntry) -> str:
     """The STATUS cell: why cleanup would leave it, or what is wrong with it."""
     if e.kind == TMP_KIND:
-        return f"writing (pid {e.pid})" if e.busy else f"stale (pid {e.pid} gone)"
+        if e.busy is None:
+            return f"stale (pid {e.pid} gone)"
+        return f"writing (pid {e.pid})" if e.busy.startswith("being written") else "locked"
     if e.busy:
         return e.busy.replace(" by an open dataset", "").replace(" by a writer", "")
     if e.problem:

@@ -218,7 +218,16 @@ def test_remove_unused_keeps_listed_held_and_foreign_files(tmp_path, make_cache)
     assert sorted(os.listdir(tmp_path)) == sorted(
         ["cache-notes.txt", "chunk-00000.arrow", os.path.basename(kept), os.path.basename(held)]
     )
-    assert remove_unused(str(tmp_path / "missing"), keep=set()) == 0
+    assert remove_unused(str(tmp_path / "missing"), keep={kept}) == 0
+    assert remove_unused(str(tmp_path), keep=set()) == 0  # no files of its own: touch nothing
+    assert os.path.exists(held)
+
+
+def test_in_memory_dataset_cleanup_leaves_the_cache_root_alone(make_cache):
+    ds = am.Dataset.from_dict({"n": [1, 2, 3]})
+    files = make_cache(FP[0], segments=2)
+    assert ds.cleanup_cache_files() == 0
+    assert all(os.path.exists(p) for p in files)
 
 
 def test_dataset_cleanup_cache_files_skips_files_held_by_other_datasets(tmp_path):

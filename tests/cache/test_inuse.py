@@ -102,3 +102,26 @@ def test_pid_alive():
         text=True,
     )
     assert not inuse.pid_alive(int(proc.stdout))
+
+
+def test_file_systems_without_locks_register_nothing(cache_file, monkeypatch):
+    import errno
+    import fcntl
+
+    def no_locks(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    h = inuse.hold(cache_file)
+    assert not h.active and not inuse.in_use(cache_file)
+
+
+def test_an_unreadable_lock_file_counts_as_held(tmp_path, monkeypatch):
+    lock = tmp_path / "cache-0123456789abcdef.lock"
+    lock.write_bytes(b"")
+
+    def refuse(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(lock))
+
+    monkeypatch.setattr(filelock.FileLock, "acquire", refuse)
+    assert inuse.lock_held(str(lock))

@@ -44,6 +44,7 @@ def test_status_column(tmp_path, make_cache, capsys):
     (held,) = make_cache(FP2)
     (tmp_path / f"cache-{FP3}.arrow").write_bytes(b"garbage")
     (tmp_path / f"tmp-{os.getpid()}-0a1b2c3d-cache-{FP3}.arrow.partial").write_bytes(b"x")
+    (tmp_path / f"tmp-999999999-0a1b2c3d-cache-{FP1}.arrow.partial").write_bytes(b"x")
     with filelock.FileLock(str(tmp_path / f"cache-{FP1}.lock")), inuse.hold(held):
         assert main(["cache", "ls", str(tmp_path)]) == 0
     rows = {
@@ -53,6 +54,7 @@ def test_status_column(tmp_path, make_cache, capsys):
     assert rows[(FP2, "map")].endswith("in use")
     assert rows[(FP3, "?")].endswith("unreadable")
     assert rows[(FP3, "tmp")].endswith(f"writing (pid {os.getpid()})")
+    assert rows[(FP1, "tmp")].endswith("locked")  # writer pid gone, but its lock is held
 
 
 def test_json_output(tmp_path, make_cache, capsys):
