@@ -80,7 +80,7 @@ def plan_cleanup(
             age = now - e.last_used
             if age > older_than:
                 chosen.add(e.key)
-                why = f"last used {format_span(age)} ago (older than {format_span(older_than)})"
+                why = f"last used {format_span(age)} ago, older than {format_span(older_than)}"
                 plan += [(p, why) for p in e.paths]
     if max_size is not None:
         remaining = sum(e.size for e in data if e.key not in chosen)
@@ -90,8 +90,8 @@ def plan_cleanup(
             if e.key in chosen:
                 continue
             why = (
-                f"least recently used while the cache holds {format_bytes(remaining)}"
-                f" (max {format_bytes(max_size)})"
+                f"least recently used; cache holds {format_bytes(remaining)},"
+                f" max {format_bytes(max_size)}"
             )
             plan += [(p, why) for p in e.paths]
             remaining -= e.size

@@ -39,8 +39,8 @@ def add_parser(subparsers: Any) -> None:
         "ls",
         help="list cache entries: fingerprint, kind, parent, rows, size, last used",
         description=(
-            "List the cache entries of CACHE_DIR, one line each (all segments of a fingerprint"
-            " together), newest first. Reads file footers only."
+            "List the cache entries of CACHE_DIR, one line each (all segments of a\n"
+            "fingerprint together), newest first, and a total. Reads file footers only."
         ),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

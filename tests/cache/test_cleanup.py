@@ -63,7 +63,7 @@ def test_older_than_judges_an_entry_by_its_newest_file():
     plan = plan_cleanup(entries, NOW, older_than=7 * DAY)
     assert paths(plan) == entries[0].paths
     (why,) = {w for _, w in plan}
-    assert why == "last used 10d ago (older than 7d)"
+    assert why == "last used 10d ago, older than 7d"
     assert plan_cleanup(entries, NOW, older_than=0.5 * DAY) == [
         (p, w) for p, w in plan_cleanup(entries[:3], NOW, older_than=0.5 * DAY)
     ]
@@ -87,7 +87,7 @@ def test_max_size_removes_least_recently_used_first_until_it_fits():
         *entries[2].paths,
     ]
     (why, *_) = [w for _, w in plan_cleanup(entries, NOW, max_size=250)]
-    assert why == "least recently used while the cache holds 500 B (max 250 B)"
+    assert why == "least recently used; cache holds 500 B, max 250 B"
 
 
 def test_max_size_counts_busy_and_kept_entries_but_never_removes_them():
@@ -113,7 +113,7 @@ def test_older_than_and_max_size_together_remove_the_union():
     plan = plan_cleanup(entries, NOW, older_than=7 * DAY, max_size=150)
     assert paths(plan) == entries[0].paths + entries[1].paths
     assert "older than" in plan[0][1] and "least recently used" in plan[1][1]
-    assert "holds 200 B" in plan[1][1]  # the old entry's bytes are already gone
+    assert "cache holds 200 B" in plan[1][1]  # the old entry's bytes are already gone
 
 
 def test_stale_temporary_files_go_whatever_the_filters():

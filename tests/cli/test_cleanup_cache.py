@@ -86,7 +86,7 @@ def test_older_than(tmp_path, populated, capsys):
     assert main(["cleanup-cache", str(tmp_path), "--older-than", "7d"]) == 0
     out = capsys.readouterr().out
     assert sorted(lines(out, "removed")) == sorted(populated["old"] + populated["stale"])
-    assert "(last used 10d ago (older than 7d))" in out
+    assert "(last used 10d ago, older than 7d)" in out
     assert main(["cleanup-cache", str(tmp_path), "--older-than", "1d12h"]) == 0
     assert lines(capsys.readouterr().out, "removed") == populated["mid"]
     assert os.path.exists(populated["new"][0])

@@ -26,8 +26,9 @@ RECORD_B = {
 
 
 def test_explain_prints_changed_added_removed_components(tmp_path, make_cache, capsys):
-    (a,) = make_cache(FP1, extra={"record": RECORD_A})
-    (b,) = make_cache(FP2, extra={"record": json.dumps(RECORD_B)}, parent=FP1)  # JSON text too
+    (a,) = make_cache(FP1, extra={"record": {**RECORD_A, "fingerprint": FP1}})
+    rec_b = json.dumps({**RECORD_B, "fingerprint": FP2})  # a record stored as JSON text works too
+    (b,) = make_cache(FP2, extra={"record": rec_b}, parent=FP1)
     assert main(["fingerprint", "--explain", a, b]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[:4] == [
