@@ -139,30 +139,29 @@ def scan(cache_dir: str, *, probe: bool = True) -> list[CacheEntry]:
     """
     groups: dict[str, list[CacheFile]] = {}
     segments: dict[str, int] = {}
-    temps: list[tuple[str, CacheFile, int, str]] = []
+    temps: list[tuple[CacheFile, int, str]] = []
     with os.scandir(cache_dir) as it:
         dir_entries = sorted(it, key=lambda d: d.name)
     for d in dir_entries:
-        if not d.is_file(follow_symlinks=False):
-            continue
         m = CACHE_FILE_RE.match(d.name) or INDICES_FILE_RE.match(d.name)
-        if m is not None:
-            key = f"{d.name.split('-', 1)[0]}-{m.group(1)}"
-            groups.setdefault(key, []).append(_read_file(d.path))
-            if m.re is CACHE_FILE_RE and m.group(3) is not None:
-                segments[key] = max(segments.get(key, 0), int(m.group(3)))
+        t = TMP_FILE_RE.match(d.name) if m is None else None
+        if (m is None and (t is None or not _is_ours(t.group(3)))) or not d.is_file(
+            follow_symlinks=False
+        ):
             continue
-        t = TMP_FILE_RE.match(d.name)
-        if t is not None and _is_ours(t.group(3)):
-            st = d.stat(follow_symlinks=False)
-            temps.append(
-                (
-                    d.name,
-                    CacheFile(d.path, st.st_size, st.st_mtime, {}),
-                    int(t.group(1)),
-                    t.group(3),
-                )
-            )
+        try:
+            if m is not None:
+                key = f"{d.name.split('-', 1)[0]}-{m.group(1)}"
+                file = _read_file(d.path)
+                groups.setdefault(key, []).append(file)
+                if m.re is CACHE_FILE_RE and m.group(3) is not None:
+                    segments[key] = max(segments.get(key, 0), int(m.group(3)))
+            elif t is not None:
+                st = d.stat(follow_symlinks=False)
+                file = CacheFile(d.path, st.st_size, st.st_mtime, {})
+                temps.append((file, int(t.group(1)), t.group(3)))
+        except FileNotFoundError:  # removed while we were listing
+            continue
 
     locks: dict[str, bool] = {}
 
@@ -176,7 +175,8 @@ def scan(cache_dir: str, *, probe: bool = True) -> list[CacheEntry]:
     entries = [
         _entry(key, files, segments.get(key), locked, probe) for key, files in groups.items()
     ]
-    for name, file, pid, final in temps:
+    for file, pid, final in temps:
+        name = os.path.basename(file.path)
         fp = _fingerprint_of(final)
         busy = None
         if probe and pid_alive(pid):

@@ -17,6 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from arrowmix._cache.paths import CACHE_FILE_RE, INDICES_FILE_RE
 from arrowmix._cli.common import CommandError, resolve_cache_dir
 from arrowmix._storage.ipc import read_meta
 
@@ -128,11 +129,11 @@ def _locate(arg: str, cache_dir: str | None) -> str:
     if os.path.exists(arg) or not _FINGERPRINT_RE.match(arg):
         return arg
     directory = resolve_cache_dir(cache_dir)
-    names = sorted(
-        n
-        for n in os.listdir(directory)
-        if n.endswith(".arrow") and (n.startswith(f"cache-{arg}") or n == f"indices-{arg}.arrow")
-    )
+    names = []
+    for name in sorted(os.listdir(directory)):
+        m = CACHE_FILE_RE.match(name) or INDICES_FILE_RE.match(name)
+        if m is not None and m.group(1) == arg:
+            names.append(name)
     if not names:
         raise CommandError(f"No cache file of fingerprint {arg} in {directory}.")
     return os.path.join(directory, names[0])

@@ -114,3 +114,25 @@ def test_temporary_files(tmp_path):
     assert entries[dead_name].busy is None and entries[dead_name].fingerprint == FP2
     assert entries[chunk_name].busy is None and entries[chunk_name].fingerprint is None
     assert entries[locked_name].busy == "locked by a writer"
+
+
+def test_files_removed_while_listing_are_skipped(tmp_path, make_cache, monkeypatch):
+    from arrowmix._cache import listing
+
+    (gone,) = make_cache(FP1)
+    (kept,) = make_cache(FP2)
+    real = listing._read_file
+
+    def racing(path):
+        if path == gone:
+            os.unlink(path)
+        return real(path)
+
+    monkeypatch.setattr(listing, "_read_file", racing)
+    assert [e.paths for e in scan(str(tmp_path))] == [[kept]]
+
+
+def test_empty_file_is_unreadable_not_fatal(tmp_path):
+    (tmp_path / f"indices-{FP1}.arrow").write_bytes(b"")
+    (entry,) = scan(str(tmp_path))
+    assert entry.size == 0 and "unreadable" in entry.problem

@@ -98,6 +98,8 @@ def test_errors_exit_1_with_a_clear_message(tmp_path, make_cache, capsys, setup,
         (tmp_path / f"cache-{FP2}.arrow").write_bytes(b"nope")
     elif setup == "unknown-fp":
         b = FP2
+        (tmp_path / f"cache-{FP2}.lock").write_bytes(b"")  # a lock is not a cache file
+        (tmp_path / f"cache-{FP2}.arrow.bak").write_bytes(b"")
     args = ["fingerprint", "--explain", a, b, "--cache-dir", str(tmp_path)]
     assert main(args) == 1
     err = capsys.readouterr().err
