@@ -137,11 +137,19 @@ else:
             return exc.errno not in _CONTENDED
         return True
 
-    def _open_for_probe(path: str) -> int:
-        try:
-            return os.open(path, os.O_RDWR)
-        except PermissionError:
-            return os.open(path, os.O_RDONLY)
+    def _open_for_probe(path: str) -> int | None:
+        """A fresh descriptor on ``path``, read-write where allowed; None if it is gone."""
+        # Read-write because NFS emulates flock with POSIX locks, and an exclusive POSIX
+        # lock needs a descriptor open for writing.
+        for flags in (os.O_RDWR, os.O_RDONLY):
+            try:
+                return os.open(path, flags)
+            except FileNotFoundError:
+                return None
+            except OSError:  # not writable by us, read-only file system...
+                if flags == os.O_RDONLY:
+                    raise
+        return None  # pragma: no cover - the loop always returns or raises
 
     def in_use(path: str) -> bool:
         """Whether any process holds ``path`` through :func:`hold`.
@@ -159,11 +167,8 @@ else:
             True when no reader holds the file (or it does not exist), False otherwise.
             While the block runs with True, new readers wait in :func:`hold`.
         """
-        try:
-            # Read-write where allowed: NFS emulates flock with POSIX locks, and an exclusive
-            # POSIX lock needs a descriptor open for writing.
-            fd = _open_for_probe(path)
-        except FileNotFoundError:
+        fd = _open_for_probe(path)
+        if fd is None:
             yield True
             return
         try:

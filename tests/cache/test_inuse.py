@@ -125,3 +125,21 @@ def test_an_unreadable_lock_file_counts_as_held(tmp_path, monkeypatch):
 
     monkeypatch.setattr(filelock.FileLock, "acquire", refuse)
     assert inuse.lock_held(str(lock))
+
+
+def test_probe_falls_back_to_read_only_descriptors(cache_file, monkeypatch):
+    import errno
+
+    real_open, modes = os.open, []
+
+    def read_only_fs(path, flags, *args):
+        modes.append(flags & (os.O_RDWR | os.O_WRONLY))
+        if flags & os.O_RDWR:
+            raise OSError(errno.EROFS, "Read-only file system", path)
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", read_only_fs)
+    with inuse.hold(cache_file):
+        assert inuse.in_use(cache_file)
+    assert not inuse.in_use(cache_file)
+    assert os.O_RDWR in modes
