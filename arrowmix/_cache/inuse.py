@@ -118,7 +118,9 @@ else:
             >>> h.release(); in_use(path)
             False
         """
-        fd = os.open(path, os.O_RDONLY)
+        fd = _open_reader(path)
+        if fd is None:
+            return Hold(path, None)
         try:
             # Blocks only while a cleanup is deleting this very file (it holds LOCK_EX for
             # the unlink); afterwards we hold the unlinked inode, which stays readable.
@@ -127,6 +129,36 @@ else:
             os.close(fd)
             return Hold(path, None)
         return Hold(path, fd)
+
+    def _open_reader(path: str) -> int | None:
+        # One descriptor per held file: a result of thousands of segments can reach the soft
+        # limit. Raise it once; failing that, register nothing (the data stays readable even
+        # if a cleanup removes the name, since the memory map keeps the inode alive).
+        for attempt in range(2):
+            try:
+                return os.open(path, os.O_RDONLY)
+            except OSError as exc:
+                if exc.errno != errno.EMFILE or attempt:
+                    if exc.errno == errno.EMFILE:
+                        return None
+                    raise
+                if not _raise_fd_limit():
+                    return None
+        return None  # pragma: no cover - the loop always returns or raises
+
+    def _raise_fd_limit() -> bool:
+        """Raise the soft limit on open files towards the hard one; True if it grew."""
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        target = hard if hard != resource.RLIM_INFINITY else max(soft * 4, 65536)
+        if soft == resource.RLIM_INFINITY or soft >= target:
+            return False
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError):
+            return False
+        return True
 
     def _try_exclusive(fd: int) -> bool:
         try:

@@ -143,3 +143,40 @@ def test_probe_falls_back_to_read_only_descriptors(cache_file, monkeypatch):
         assert inuse.in_use(cache_file)
     assert not inuse.in_use(cache_file)
     assert os.O_RDWR in modes
+
+
+@pytest.mark.parametrize("limit_raised", [True, False])
+def test_running_out_of_descriptors_raises_the_limit_or_registers_nothing(
+    cache_file, monkeypatch, limit_raised
+):
+    import errno
+
+    real_open, calls = os.open, []
+
+    def emfile_once(path, flags, *args):
+        calls.append(path)
+        if len(calls) == 1:
+            raise OSError(errno.EMFILE, "Too many open files")
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", emfile_once)
+    monkeypatch.setattr(inuse, "_raise_fd_limit", lambda: limit_raised)
+    h = inuse.hold(cache_file)
+    assert h.active is limit_raised
+    monkeypatch.undo()
+    assert inuse.in_use(cache_file) is limit_raised
+    h.release()
+
+
+def test_raise_fd_limit_grows_the_soft_limit_up_to_the_hard_one():
+    resource = pytest.importorskip("resource")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        if soft == hard:
+            assert not inuse._raise_fd_limit()
+        else:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 256), hard))
+            assert inuse._raise_fd_limit()
+            assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] > min(soft, 256)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
