@@ -186,3 +186,9 @@ def test_views_match_a_list_model(values, steps):
     assert list(ds) == model
     assert len(ds) == len(model)
     assert list(ds.flatten_indices()) == model
+
+
+def test_repeated_indices_are_not_mistaken_for_a_range():
+    ds = am.Dataset.from_dict({"v": [10, 11, 12]})
+    assert ds.select([0, 0, 2])["v"] == [10, 10, 12]
+    assert ds.select([2, 0, 0])["v"] == [12, 10, 10]
