@@ -119,6 +119,55 @@ class Dataset:
 
         return build.from_chunks(path_or_glob_or_list, cache_dir, storage_options)
 
+    @classmethod
+    def from_text(
+        cls,
+        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> Dataset:
+        """Ingest text files, one row ``{"text": line}`` per line, into cached chunks.
+
+        ``paths``: files, globs, directories or fsspec URLs; compressed files (``.gz``, ``.xz``,
+        ``.bz2``, ``.zst``) are decompressed. The conversion is cached by the files' content:
+        reopening the same files converts nothing.
+        """
+        from arrowmix._dataset.ingest import ingest
+
+        return ingest(paths, "text", storage_options)
+
+    @classmethod
+    def from_json(
+        cls,
+        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> Dataset:
+        """Ingest JSON Lines files (one object per line) into cached chunks; see from_text."""
+        from arrowmix._dataset.ingest import ingest
+
+        return ingest(paths, "json", storage_options)
+
+    @classmethod
+    def from_csv(
+        cls,
+        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> Dataset:
+        """Ingest CSV files (with a header row) into cached chunks; see from_text."""
+        from arrowmix._dataset.ingest import ingest
+
+        return ingest(paths, "csv", storage_options)
+
+    @classmethod
+    def from_parquet(
+        cls,
+        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> Dataset:
+        """Ingest Parquet files into cached Arrow chunks (memory-mappable); see from_text."""
+        from arrowmix._dataset.ingest import ingest
+
+        return ingest(paths, "parquet", storage_options)
+
     # ---- properties ---------------------------------------------------------------------
     @property
     def fingerprint(self) -> str:

@@ -43,28 +43,34 @@ __all__ = [
 _FLATTEN_BLOCK = 65536
 
 
-def with_selection(ds: Dataset, sel: IndexMap, fingerprint: str) -> Dataset:
-    """``ds`` viewed through ``sel`` (positions in ``ds``), composed into one mapping."""
+def with_selection(
+    ds: Dataset, sel: IndexMap, transform: str, kwargs: dict[str, Any] | None = None
+) -> Dataset:
+    """``ds`` viewed through ``sel`` (positions in ``ds``), composed into one mapping.
+
+    The fingerprint rolls forward with ``transform`` and its canonical ``kwargs``.
+    """
+    fingerprint = roll(ds.fingerprint, transform, kwargs)
     s = ds._s
     mapping = sel if s.indices is None else s.indices.compose(sel)
     path = None
     if mapping.is_range and mapping.start == 0 and mapping.stop == s.table.num_rows:
         result: IndexMap | None = None
     else:
-        result, path = load_or_store(mapping, fingerprint, ds.cache_dir, ds.fingerprint)
+        result, path = load_or_store(mapping, fingerprint, ds.cache_dir, ds.fingerprint, transform)
     return Dataset(replace(s, fingerprint=fingerprint, indices=result, indices_file=path))
 
 
 def select(ds: Dataset, indices: Any) -> Dataset:
     sel = to_positions(indices, len(ds))
     key: Any = range(sel.start, sel.stop) if sel.is_range else sel.array
-    return with_selection(ds, sel, roll(ds.fingerprint, "select", {"indices": key}))
+    return with_selection(ds, sel, "select", {"indices": key})
 
 
 def shuffle(ds: Dataset, seed: int | None) -> Dataset:
     seed = _check_seed(seed)
     perm = np.random.default_rng(seed).permutation(len(ds))
-    return with_selection(ds, IndexMap(array=perm), roll(ds.fingerprint, "shuffle", {"seed": seed}))
+    return with_selection(ds, IndexMap(array=perm), "shuffle", {"seed": seed})
 
 
 def _check_seed(seed: int | None) -> int:
@@ -90,8 +96,7 @@ def sort(ds: Dataset, column: str | Sequence[str], reverse: bool | Sequence[bool
         perm = pc.sort_indices(table, sort_keys=keys).to_numpy()  # stable; nulls last
     except pa.ArrowNotImplementedError as exc:
         raise TypeError(f"Cannot sort by column(s) {cols}: {exc}") from exc
-    fp = roll(ds.fingerprint, "sort", {"column": cols, "reverse": revs})
-    return with_selection(ds, IndexMap.from_array(perm), fp)
+    return with_selection(ds, IndexMap.from_array(perm), "sort", {"column": cols, "reverse": revs})
 
 
 def shard(ds: Dataset, num_shards: int, index: int, contiguous: bool) -> Dataset:
@@ -107,7 +112,7 @@ def shard(ds: Dataset, num_shards: int, index: int, contiguous: bool) -> Dataset
     else:
         sel = IndexMap.from_array(np.arange(index, n, num_shards, dtype=np.int64))
     kwargs = {"num_shards": num_shards, "index": index, "contiguous": contiguous}
-    return with_selection(ds, sel, roll(ds.fingerprint, "shard", kwargs))
+    return with_selection(ds, sel, "shard", kwargs)
 
 
 class SplitResult(NamedTuple):
@@ -158,14 +163,8 @@ def train_test_split(
             IndexMap.from_range(n - n_test, n),
         )
     kw: dict[str, Any] = {"test_size": test_size, "seed": seed, "shuffle": shuffle}
-    train = with_selection(
-        ds,
-        train_sel,
-        roll(ds.fingerprint, "train_test_split", {**kw, "split": "train"}),
-    )
-    test = with_selection(
-        ds, test_sel, roll(ds.fingerprint, "train_test_split", {**kw, "split": "test"})
-    )
+    train = with_selection(ds, train_sel, "train_test_split", {**kw, "split": "train"})
+    test = with_selection(ds, test_sel, "train_test_split", {**kw, "split": "test"})
     return SplitResult(train, test)
 
 
@@ -295,6 +294,6 @@ def concatenate_datasets(datasets: Sequence[Dataset]) -> Dataset:
     )
     out = Dataset(state)
     if mapping is not None:
-        mapping, path = load_or_store(mapping, fp, out.cache_dir, fp)
+        mapping, path = load_or_store(mapping, fp, out.cache_dir, fp, "concatenate_datasets")
         out = Dataset(replace(state, indices=mapping, indices_file=path))
     return out

@@ -39,17 +39,18 @@ class TableReader:
         n = len(idx)
         if n == 0:
             return self.table.schema.empty_table()
-        if n > 1 and np.any(idx[1:] < idx[:-1]):
+        steps = np.diff(idx)
+        if n > 1 and np.any(steps < 0):
             order = np.argsort(idx, kind="stable")
-            gathered = self._take_sorted(idx[order])
+            gathered = self._take_sorted(idx[order], unique=False)
             inverse = np.empty(n, dtype=np.int64)
             inverse[order] = np.arange(n, dtype=np.int64)
             return gathered.take(inverse)
-        return self._take_sorted(idx)
+        return self._take_sorted(idx, unique=bool(np.all(steps > 0)))
 
-    def _take_sorted(self, idx: np.ndarray) -> pa.Table:
+    def _take_sorted(self, idx: np.ndarray, *, unique: bool) -> pa.Table:
         first, last = int(idx[0]), int(idx[-1])
-        if last - first + 1 == len(idx):
+        if unique and last - first + 1 == len(idx):  # consecutive: a zero-copy slice
             return self.slice(first, last + 1)
         if len(self._batches) == 1:
             return pa.Table.from_batches([self._batches[0].take(idx)])
