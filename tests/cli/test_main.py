@@ -57,7 +57,7 @@ def test_keyboard_interrupt_exits_130(monkeypatch, tmp_path, capsys):
     assert "interrupted" in capsys.readouterr().err
 
 
-# integration: the lead registers the marker for subprocess CLI tests; unmarked for now.
+@pytest.mark.integration  # a subprocess CLI test (marker registered in pyproject.toml)
 def test_python_m_arrowmix_smoke(tmp_path):
     env = {**os.environ, "PYTHONPATH": REPO, "ARROWMIX_CACHE": str(tmp_path)}
     proc = subprocess.run(
