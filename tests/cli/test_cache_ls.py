@@ -97,3 +97,21 @@ def test_bad_directory_is_an_error(tmp_path, capsys, arg, message):
 def test_cache_needs_a_subcommand(capsys):
     assert main(["cache"]) == 2
     assert "required" in capsys.readouterr().err
+
+
+def test_lists_what_real_transforms_write(tmp_path, monkeypatch, capsys):
+    from arrowmix._dataset import indices as indices_mod
+
+    monkeypatch.setattr(indices_mod, "INDICES_FILE_MIN_ROWS", 1)
+    am.write_chunks(({"n": i} for i in range(12)), tmp_path, rows_per_chunk=5)
+    ds = am.Dataset.from_chunks(str(tmp_path))
+    shuffled = ds.shuffle(seed=0)
+    flat = shuffled.select(range(6)).flatten_indices()
+    assert main(["cache", "ls", str(tmp_path), "--json"]) == 0
+    entries = {e["fingerprint"]: e for e in json.loads(capsys.readouterr().out)["entries"]}
+    assert entries[shuffled.fingerprint]["kind"] == "indices"
+    assert entries[shuffled.fingerprint]["parent"] == ds.fingerprint
+    assert entries[shuffled.fingerprint]["rows"] == 12
+    assert entries[flat.fingerprint]["kind"] == "flatten"
+    assert entries[flat.fingerprint]["rows"] == 6
+    assert entries[shuffled.fingerprint]["created"] is not None
