@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Collection, Iterator, Sequence, Set
+from collections.abc import Callable, Collection, Iterator, Sequence, Set
 from dataclasses import dataclass, field
 
 from arrowmix._cache.inuse import exclusive, pid_alive, writer_lock
@@ -113,22 +113,37 @@ class CleanupResult:
         return sum(size for _, size in self.removed)
 
 
-def remove_planned(plan: Sequence[tuple[str, str]], *, dry_run: bool = False) -> CleanupResult:
-    """Remove the files of a plan, re-checking each one (nothing is deleted when ``dry_run``)."""
+def remove_planned(
+    plan: Sequence[tuple[str, str]],
+    *,
+    dry_run: bool = False,
+    on_file: Callable[[str, int, str | None], None] | None = None,
+) -> CleanupResult:
+    """Remove the files of a plan, re-checking each one (nothing is deleted when ``dry_run``).
+
+    Args:
+        plan: ``(path, reason)`` pairs from :func:`plan_cleanup`.
+        dry_run: Only measure what would be freed.
+        on_file: Called as each file is handled with ``(path, bytes, None)`` when removed (or
+            removable) and ``(path, 0, why)`` when left in place, so progress shows at once.
+    """
     result = CleanupResult()
     for path, _ in plan:
-        if dry_run:
-            try:
-                result.removed.append((path, os.stat(path, follow_symlinks=False).st_size))
-            except FileNotFoundError:
-                result.skipped.append((path, "already gone"))
-            continue
-        size, why = remove_file(path)
+        size, why = _measure(path) if dry_run else remove_file(path)
         if why is None:
             result.removed.append((path, size))
         else:
             result.skipped.append((path, why))
+        if on_file is not None:
+            on_file(path, size, why)
     return result
+
+
+def _measure(path: str) -> tuple[int, str | None]:
+    try:
+        return os.stat(path, follow_symlinks=False).st_size, None
+    except FileNotFoundError:
+        return 0, "already gone"
 
 
 def remove_file(path: str) -> tuple[int, str | None]:

@@ -101,32 +101,34 @@ def run(args: argparse.Namespace) -> int:
     entries = scan(directory)
     plan = plan_cleanup(entries, time.time(), args.older_than, args.max_size, args.keep)
     reasons = dict(plan)
-    result = remove_planned(plan, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
-    for path, size in result.removed:
-        print(f"{verb}  {path}  {format_bytes(size)}  ({reasons[path]})")
-    for path, why in result.skipped:
-        print(f"skipped  {path}  ({why})")
-    planned = set(reasons)
+
+    def report(path: str, size: int, why: str | None) -> None:
+        if why is None:
+            print(f"{verb}  {path}  {format_bytes(size)}  ({reasons[path]})", flush=True)
+        else:
+            print(f"skipped  {path}  ({why})", flush=True)
+
+    result = remove_planned(plan, dry_run=args.dry_run, on_file=report)
     for e in entries:
         if e.busy and e.kind != TMP_KIND:
             for path in e.paths:
-                if path not in planned:
-                    print(f"kept  {path}  ({e.busy})")
+                print(f"kept  {path}  ({e.busy})")
     n = len(result.removed)
-    what = f"{n} {'file' if n == 1 else 'files'}"
     summary = "Would free" if args.dry_run else "Freed"
-    print(f"{summary} {format_bytes(result.freed)} ({result.freed} bytes) by removing {what}.")
+    print(
+        f"{summary} {format_bytes(result.freed)} ({result.freed} bytes) by removing "
+        f"{n} {'file' if n == 1 else 'files'}."
+    )
     if args.max_size is not None:
-        left = sum(e.size for e in entries if e.kind != TMP_KIND) - sum(
-            s for p, s in result.removed if p in planned and not _is_tmp(p)
-        )
+        data = sum(e.size for e in entries if e.kind != TMP_KIND)
+        left = data - sum(size for path, size in result.removed if not _is_tmp(path))
         if left > args.max_size:
             print(
                 f"Note: {format_bytes(left)} remain, above --max-size "
                 f"{format_bytes(args.max_size)}: the rest is in use, locked or kept."
             )
-    failed = [p for p, why in result.skipped if why.startswith("cannot remove")]
+    failed = [path for path, why in result.skipped if why.startswith("cannot remove")]
     if failed:
         print(f"arrowmix: error: {len(failed)} file(s) could not be removed", file=sys.stderr)
         return 1

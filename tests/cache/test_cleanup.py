@@ -154,9 +154,11 @@ def test_removal_rechecks_a_stale_plan(tmp_path, make_cache):
     (gone,) = make_cache(FP[2])
     plan = plan_cleanup(scan(str(tmp_path), probe=False), NOW)  # snapshot says: all free
     os.unlink(gone)
+    calls = []
     with filelock.FileLock(str(tmp_path / f"cache-{FP[0]}.lock")), inuse.hold(held):
-        result = remove_planned(plan)
+        result = remove_planned(plan, on_file=lambda *call: calls.append(call))
     assert result.removed == []
+    assert calls == [(p, 0, why) for p, why in result.skipped] and len(calls) == 3
     assert dict(result.skipped) == {
         locked: "locked by a writer",
         held: "in use by an open dataset",
