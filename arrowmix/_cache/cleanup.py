@@ -74,20 +74,20 @@ def plan_cleanup(
         return plan + [
             (p, "no filter: every unused cache file goes") for e in free for p in e.paths
         ]
-    chosen: set[str] = set()
+    chosen: set[int] = set()  # id() of chosen entries: keys repeat across directories
     if older_than is not None:
         for e in free:
             age = now - e.last_used
             if age > older_than:
-                chosen.add(e.key)
+                chosen.add(id(e))
                 why = f"last used {format_span(age)} ago, older than {format_span(older_than)}"
                 plan += [(p, why) for p in e.paths]
     if max_size is not None:
-        remaining = sum(e.size for e in data if e.key not in chosen)
+        remaining = sum(e.size for e in data if id(e) not in chosen)
         for e in free:
             if remaining <= max_size:
                 break
-            if e.key in chosen:
+            if id(e) in chosen:
                 continue
             why = (
                 f"least recently used; cache holds {format_bytes(remaining)},"

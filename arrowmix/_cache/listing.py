@@ -16,6 +16,7 @@ touches its cache file on every cache hit.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -38,6 +39,7 @@ __all__ = [
     "format_span",
     "lock_path",
     "scan",
+    "scan_tree",
 ]
 
 #: ``tmp-<pid>-<random hex>-<final name>.partial`` (see ``arrowmix._storage.atomic.tmp_name``).
@@ -100,6 +102,11 @@ class CacheEntry:
         """Earliest recorded creation time (unix time), None when unrecorded."""
         times = [float(f.meta["created"]) for f in self.files if _is_number(f.meta.get("created"))]
         return min(times) if times else None
+
+    @property
+    def directory(self) -> str:
+        """The directory holding the entry."""
+        return os.path.dirname(self.files[0].path)
 
     @property
     def paths(self) -> list[str]:
@@ -185,6 +192,19 @@ def scan(cache_dir: str, *, probe: bool = True) -> list[CacheEntry]:
             busy = "locked by a writer"
         entries.append(CacheEntry(name, TMP_KIND, fp, (file,), busy=busy, pid=pid))
     return sorted(entries, key=lambda e: e.key)
+
+
+def scan_tree(top: str, *, probe: bool = True) -> list[CacheEntry]:
+    """:func:`scan` of ``top`` and every directory below it (symbolic links not followed).
+
+    Sorted by directory, then key. Unreadable subdirectories are skipped.
+    """
+    entries = scan(top, probe=probe)  # raises for a missing top; os.walk would not
+    for root, _, _ in os.walk(top, followlinks=False):
+        if root != top:
+            with contextlib.suppress(OSError):
+                entries += scan(root, probe=probe)
+    return sorted(entries, key=lambda e: (e.directory, e.key))
 
 
 def _entry(

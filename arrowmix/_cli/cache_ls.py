@@ -1,13 +1,14 @@
-"""``arrowmix cache ls [CACHE_DIR] [--json]``: one line per cache entry, from footers only."""
+"""``arrowmix cache ls [CACHE_DIR] [-r] [--json]``: one line per cache entry, from footers only."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from typing import Any
 
-from arrowmix._cache.listing import TMP_KIND, CacheEntry, format_bytes, scan
+from arrowmix._cache.listing import TMP_KIND, CacheEntry, format_bytes, scan, scan_tree
 from arrowmix._cli.common import resolve_cache_dir
 from arrowmix._cli.humanize import ago, table
 
@@ -25,6 +26,7 @@ columns:
 examples:
   arrowmix cache ls                      # the default cache ($ARROWMIX_CACHE or ~/.cache/arrowmix)
   arrowmix cache ls data/corpus_chunks   # the cache files beside a chunked corpus
+  arrowmix cache ls -r                   # the cache root and the corpora ingested into it
   arrowmix cache ls --json | jq '.entries[] | select(.kind == "map")'
 """
 
@@ -51,6 +53,12 @@ def add_parser(subparsers: Any) -> None:
         metavar="CACHE_DIR",
         help="directory to list (default: $ARROWMIX_CACHE or ~/.cache/arrowmix)",
     )
+    ls.add_argument(
+        "-r",
+        "--recursive",
+        action="store_true",
+        help="also list the directories below CACHE_DIR (e.g. ingested/<fp>/), with a DIR column",
+    )
     ls.add_argument("--json", action="store_true", help="print machine-readable JSON")
     ls.set_defaults(func=run)
 
@@ -59,13 +67,16 @@ def run(args: argparse.Namespace) -> int:
     """List the entries of ``args.cache_dir``."""
     directory = resolve_cache_dir(args.cache_dir)
     now = time.time()
-    entries = sorted(scan(directory), key=lambda e: (-e.last_used, e.key))
+    found = scan_tree(directory) if args.recursive else scan(directory)
+    entries = sorted(found, key=lambda e: (-e.last_used, e.directory, e.key))
     if args.json:
         print(json.dumps(to_json(directory, entries), indent=2))
         return 0
-    rows = [["FINGERPRINT", "KIND", "PARENT", "ROWS", "FILES", "SIZE", "LAST USED", "STATUS"]]
+    header = ["FINGERPRINT", "KIND", "PARENT", "ROWS", "FILES", "SIZE", "LAST USED", "STATUS"]
+    rows = [["DIR", *header] if args.recursive else header]
     rows += [
         [
+            *([os.path.relpath(e.directory, directory)] if args.recursive else []),
             e.fingerprint or "-",
             e.kind,
             e.parent or "-",
@@ -78,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
         for e in entries
     ]
     if entries:
-        print("\n".join(table(rows, right=[3, 4, 5])))
+        shift = 1 if args.recursive else 0
+        print("\n".join(table(rows, right=[3 + shift, 4 + shift, 5 + shift])))
     files = sum(len(e.files) for e in entries)
     total = sum(e.size for e in entries)
     print(
@@ -109,6 +121,7 @@ def to_json(directory: str, entries: list[CacheEntry]) -> dict[str, Any]:
         "cache_dir": directory,
         "entries": [
             {
+                "dir": e.directory,
                 "fingerprint": e.fingerprint,
                 "kind": e.kind,
                 "parent": e.parent,

@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from arrowmix._cache.cleanup import plan_cleanup, remove_planned
-from arrowmix._cache.listing import TMP_KIND, format_bytes, scan
+from arrowmix._cache.listing import TMP_KIND, format_bytes, scan, scan_tree
 from arrowmix._cli.common import resolve_cache_dir
 from arrowmix._cli.humanize import parse_duration, parse_size
 
@@ -32,6 +32,7 @@ examples:
   arrowmix cleanup-cache data/corpus_chunks         # every cache file beside the corpus
   arrowmix cleanup-cache --older-than 7d            # entries not used for a week
   arrowmix cleanup-cache --max-size 20GB            # least recently used first, until <= 20 GB
+  arrowmix cleanup-cache -r --older-than 30d        # also below: ingested corpora's results
   arrowmix cleanup-cache --older-than 30d --max-size 500GiB --keep 0123456789abcdef
 
 units:
@@ -72,6 +73,13 @@ def add_parser(subparsers: Any) -> None:
         "--dry-run", action="store_true", help="print what would be removed, remove nothing"
     )
     p.add_argument(
+        "-r",
+        "--recursive",
+        action="store_true",
+        help="also clean the directories below CACHE_DIR (e.g. ingested/<fp>/); --max-size"
+        " then applies to the whole tree",
+    )
+    p.add_argument(
         "--older-than",
         type=parse_duration,
         metavar="DURATION",
@@ -98,7 +106,7 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Plan, print and (unless ``--dry-run``) apply the cleanup of ``args.cache_dir``."""
     directory = resolve_cache_dir(args.cache_dir)
-    entries = scan(directory)
+    entries = scan_tree(directory) if args.recursive else scan(directory)
     plan = plan_cleanup(entries, time.time(), args.older_than, args.max_size, args.keep)
     reasons = dict(plan)
     verb = "would remove" if args.dry_run else "removed"

@@ -61,9 +61,9 @@ def write_entry(
 
 @pytest.fixture
 def make_cache(tmp_path: Any) -> MakeCache:
-    """``make_cache(fp, **options) -> paths`` writing into ``tmp_path``."""
+    """``make_cache(fp, directory=None, **options) -> paths`` (default directory: tmp_path)."""
 
-    def make(fp: str, **options: Any) -> list[str]:
-        return write_entry(str(tmp_path), fp, **options)
+    def make(fp: str, directory: str | None = None, **options: Any) -> list[str]:
+        return write_entry(directory or str(tmp_path), fp, **options)
 
     return make

@@ -250,3 +250,13 @@ def test_remove_file_refuses_names_that_are_not_ours(tmp_path, name):
     path.write_bytes(b"x")
     assert remove_file(str(path)) == (0, "not a cache file name; never removed")
     assert path.exists()
+
+
+def test_same_key_in_two_directories_are_two_entries():
+    old = entry(FP[0], ages=(10 * DAY,))
+    new = CacheEntry(old.key, "map", FP[0], (CacheFile(f"/d/cache-{FP[0]}.arrow", 100, NOW, {}),))
+    assert paths(plan_cleanup([old, new], NOW, older_than=DAY)) == old.paths
+    assert paths(plan_cleanup([old, new], NOW, older_than=DAY, max_size=100)) == old.paths
+    assert paths(plan_cleanup([old, new], NOW, older_than=DAY, max_size=99)) == (
+        old.paths + new.paths
+    )

@@ -136,3 +136,17 @@ def test_empty_file_is_unreadable_not_fatal(tmp_path):
     (tmp_path / f"indices-{FP1}.arrow").write_bytes(b"")
     (entry,) = scan(str(tmp_path))
     assert entry.size == 0 and "unreadable" in entry.problem
+
+
+def test_scan_tree_walks_subdirectories_without_following_links(tmp_path, make_cache):
+    from arrowmix._cache.listing import scan_tree
+
+    nested = tmp_path / "ingested" / FP3
+    nested.mkdir(parents=True)
+    (top,) = make_cache(FP1)
+    (below,) = make_cache(FP1, directory=str(nested))  # same fingerprint, another lineage
+    os.symlink(nested, tmp_path / "link")
+    assert [e.paths for e in scan(str(tmp_path))] == [[top]]
+    entries = scan_tree(str(tmp_path))
+    assert [e.paths for e in entries] == [[top], [below]]
+    assert [e.directory for e in entries] == [str(tmp_path), str(nested)]

@@ -115,3 +115,20 @@ def test_lists_what_real_transforms_write(tmp_path, monkeypatch, capsys):
     assert entries[flat.fingerprint]["kind"] == "flatten"
     assert entries[flat.fingerprint]["rows"] == 6
     assert entries[shuffled.fingerprint]["created"] is not None
+
+
+def test_recursive_listing_has_a_dir_column(tmp_path, make_cache, capsys):
+    nested = tmp_path / "ingested" / FP3
+    nested.mkdir(parents=True)
+    make_cache(FP1, age=60)
+    make_cache(FP2, directory=str(nested))
+    assert main(["cache", "ls", str(tmp_path)]) == 0
+    assert [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:-1]] == [FP1]
+    assert main(["cache", "ls", "-r", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split()[:2] == ["DIR", "FINGERPRINT"]
+    assert [line.split()[:2] for line in out[1:3]] == [[f"ingested/{FP3}", FP2], [".", FP1]]
+    assert out[3].startswith("2 entries, 2 files")
+    assert main(["cache", "ls", "--recursive", "--json", str(tmp_path)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [e["dir"] for e in doc["entries"]] == [str(nested), str(tmp_path)]

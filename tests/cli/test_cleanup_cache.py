@@ -188,3 +188,18 @@ def test_help_has_examples(capsys):
     assert main(["cleanup-cache", "--help"]) == 0
     out = capsys.readouterr().out
     assert "examples:" in out and "--older-than 7d" in out and "--max-size 20GB" in out
+
+
+def test_recursive_cleanup_reaches_subdirectories(tmp_path, make_cache, capsys):
+    nested = tmp_path / "ingested" / FP[6]
+    nested.mkdir(parents=True)
+    am.write_chunks(({"n": i} for i in range(5)), nested)
+    (top,) = make_cache(FP[0], age=10 * DAY)
+    (below,) = make_cache(FP[1], directory=str(nested), age=10 * DAY)
+    (recent,) = make_cache(FP[2], directory=str(nested))
+    assert main(["cleanup-cache", str(tmp_path), "--older-than", "7d"]) == 0
+    assert lines(capsys.readouterr().out, "removed") == [top]
+    assert main(["cleanup-cache", str(tmp_path), "-r", "--older-than", "7d"]) == 0
+    assert lines(capsys.readouterr().out, "removed") == [below]
+    assert sorted(os.listdir(nested)) == ["cache-" + FP[2] + ".arrow", "chunk-00000.arrow"]
+    assert os.path.exists(recent)
