@@ -61,6 +61,9 @@ def format_batch(table: pa.Table, fmt: str | None) -> Any:
 def format_rows(table: pa.Table, fmt: str | None) -> list[Any]:
     """Each row of ``table`` as a dict (a one-row table for ``"arrow"``)."""
     if fmt is None:
+        if table.num_rows == 1:  # ds[i]: one scalar per column is ~4x faster than to_pylist
+            names, cols = table.column_names, table.columns
+            return [{name: col[0].as_py() for name, col in zip(names, cols, strict=True)}]
         return table.to_pylist()
     if fmt == "arrow":
         return [table.slice(i, 1) for i in range(table.num_rows)]
