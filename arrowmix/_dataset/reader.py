@@ -17,6 +17,7 @@ once against the table's length, and each batch's local indices are in range by 
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -65,15 +66,19 @@ class TableReader:
         if hi - lo + 1 == n and bool((steps == 1).all()):  # repeats are not contiguous
             return self.slice(lo, hi + 1)
         if len(self._batches) == 1:
-            return pa.Table.from_batches([self._take_batch(0, idx)], schema=self.table.schema)
+            batch = self._take_batch(0, pa.array(idx))
+            return pa.Table.from_batches([batch], schema=self.table.schema)
         owner = np.searchsorted(self._offsets, idx, side="right") - 1
         order = None if is_sorted else np.argsort(owner, kind="stable")
         if order is not None:
             idx, owner = idx[order], owner[order]
-        local = idx - self._offsets[owner]
+        local = pa.array(idx - self._offsets[owner])  # one conversion; zero-copy slices below
         cuts = np.flatnonzero(owner[1:] != owner[:-1]) + 1
         bounds = [0, *cuts.tolist(), n]
-        parts = [self._take_batch(int(owner[a]), local[a:b]) for a, b in itertools.pairwise(bounds)]
+        parts = [
+            self._take_batch(int(owner[a]), local.slice(a, b - a))
+            for a, b in itertools.pairwise(bounds)
+        ]
         gathered = pa.Table.from_batches(parts, schema=self.table.schema)
         if order is None:
             return gathered
@@ -81,7 +86,7 @@ class TableReader:
         inverse[order] = np.arange(n, dtype=np.int64)
         return gathered.take(inverse)
 
-    def _take_batch(self, b: int, local: np.ndarray) -> pa.RecordBatch:
-        """Rows ``local`` (in range by construction) of record batch ``b``."""
-        result: pa.RecordBatch = _TAKE.call([self._batches[b], pa.array(local)], _UNCHECKED)
+    def _take_batch(self, b: int, local: pa.Array[Any]) -> pa.RecordBatch:
+        """Rows ``local`` (int64, in range by construction) of record batch ``b``."""
+        result: pa.RecordBatch = _TAKE.call([self._batches[b], local], _UNCHECKED)
         return result
