@@ -57,6 +57,11 @@ class TableReader:
         n = len(idx)
         if n == 0:
             return self.table.schema.empty_table()
+        if n == 1:  # ds[i] through a mapping: skip the vectorised bookkeeping
+            i = int(idx[0])
+            if not 0 <= i < self.num_rows:
+                raise IndexError(f"Row {i} is out of range for a table of {self.num_rows} rows.")
+            return self.slice(i, i + 1)
         lo, hi = int(idx.min()), int(idx.max())
         if lo < 0 or hi >= self.num_rows:
             bad = lo if lo < 0 else hi
