@@ -57,3 +57,13 @@ def test_dataset_getitem_row(tmp_path):
     ds = am.Dataset.from_chunks(tmp_path / "c")
     assert [ds[i] for i in range(10)] == rows
     assert ds.shuffle(seed=1)[3] == rows[ds.shuffle(seed=1)["id"][3]]
+
+
+def test_torch_tensors_from_memory_mapped_slices_are_writable(tmp_path):
+    torch = pytest.importorskip("torch")
+    am.write_chunks(pa.table({"n": list(range(10))}), tmp_path / "c")
+    ds = am.Dataset.from_chunks(tmp_path / "c").with_format("torch")
+    t = ds[2:5]["n"]  # a zero-copy slice of the memory-mapped file underneath
+    assert isinstance(t, torch.Tensor) and t.tolist() == [2, 3, 4]
+    t += 1  # writable: a copy, the file is untouched
+    assert ds[2:5]["n"].tolist() == [2, 3, 4]
