@@ -63,19 +63,25 @@ def log(msg: str) -> None:
 # ---- data ---------------------------------------------------------------------------------
 
 
-def prepare(workdir: Path, rows: int, seed: int) -> tuple[Path, Path]:
-    """Write the corpus once for each library (reused when ``workdir`` already holds it)."""
+def prepare(workdir: Path, rows: int, seed: int, files: int | None = None) -> tuple[Path, Path]:
+    """Write the corpus once for each library (reused when ``workdir`` already holds it).
+
+    arrowmix gets its default chunking, or ``files`` chunk files when given (so corpora of
+    different sizes can be compared at an equal file count).
+    """
     import datasets
 
     import arrowmix as am
 
-    am_dir, hf_dir = workdir / f"am-{rows}-s{seed}", workdir / f"hf-{rows}-s{seed}"
-    done = workdir / f"done-{rows}-s{seed}"
+    tag = f"{rows}-s{seed}" + (f"-{files}f" if files else "")
+    am_dir, hf_dir = workdir / f"am-{tag}", workdir / f"hf-{tag}"
+    done = workdir / f"done-{tag}"
     if not done.exists():
         log(f"generating {rows:,} rows")
         table = make_text_table(rows, seed)
         log(f"writing arrowmix chunks ({table.nbytes / 2**20:.0f} MiB) to {am_dir}")
-        am.write_chunks(table, am_dir, overwrite=True)
+        per_chunk = -(-rows // files) if files else None
+        am.write_chunks(table, am_dir, rows_per_chunk=per_chunk, overwrite=True)
         log(f"writing datasets save_to_disk to {hf_dir}")
         hf = datasets.Dataset.from_dict({"id": table["id"], "text": table["text"]})
         hf.save_to_disk(str(hf_dir))
@@ -87,6 +93,25 @@ def prepare(workdir: Path, rows: int, seed: int) -> tuple[Path, Path]:
             if f.name.startswith(("cache-", "indices-")):
                 f.unlink()
     return am_dir, hf_dir
+
+
+def one_batch_copy(workdir: Path, am_dir: Path) -> Path:
+    """The same chunk files rewritten with one record batch each (plain pyarrow)."""
+    import pyarrow as pa
+
+    out = workdir / f"{am_dir.name}-1batch"
+    if not (out / "done").exists():
+        out.mkdir(exist_ok=True)
+        for f in sorted(am_dir.glob("chunk-*.arrow")):
+            with pa.memory_map(str(f)) as src:
+                table = pa.ipc.open_file(src).read_all().combine_chunks()
+            with pa.ipc.new_file(str(out / f.name), table.schema) as w:
+                w.write_table(table, max_chunksize=table.num_rows)
+            del table
+        (out / "done").touch()
+    for f in out.glob("indices-*.arrow"):
+        f.unlink()
+    return out
 
 
 def remove_derived(*datasets_: Any) -> None:
@@ -170,7 +195,10 @@ def run(args: Any, workdir: Path, rows: int, repeats: int) -> int:
 
     am_dir, hf_dir = prepare(workdir, rows, args.seed)
     small = min(SMALL_ROWS, rows)
-    am_small, hf_small = prepare(workdir, small, args.seed) if small < rows else (am_dir, hf_dir)
+    n_files = len(list(am_dir.glob("chunk-*.arrow")))
+    am_small, hf_small = (
+        prepare(workdir, small, args.seed, files=n_files) if small < rows else (am_dir, hf_dir)
+    )
     size_mb = sum(f.stat().st_size for f in am_dir.iterdir()) / 2**20
     table: list[Row] = []
     targets: list[Target] = []
@@ -201,7 +229,7 @@ def run(args: Any, workdir: Path, rows: int, repeats: int) -> int:
     )
     table.append(
         Row(
-            f"open {rows:,} rows ({size_mb:.0f} MB on disk)",
+            f"open {rows:,} rows ({size_mb:.0f} MB, {n_files} chunk file(s))",
             t["am"],
             t["hf"],
             "time",
@@ -210,7 +238,14 @@ def run(args: Any, workdir: Path, rows: int, repeats: int) -> int:
         )
     )
     if small < rows:
-        table.append(Row(f"open {small:,} rows", t["am_small"], t["hf_small"], "time"))
+        table.append(
+            Row(
+                f"open {small:,} rows ({n_files} chunk file(s))",
+                t["am_small"],
+                t["hf_small"],
+                "time",
+            )
+        )
         growth = t["am"].median / t["am_small"].median
         targets.append(
             Target(
@@ -249,6 +284,7 @@ def run(args: Any, workdir: Path, rows: int, repeats: int) -> int:
     )
     table.append(Row("`shuffle(seed=0)` (build the mapping)", t["am"], t["hf"], "time"))
     a_shuf, h_shuf = a.shuffle(seed=0), h.shuffle(seed=0)
+    a1_shuf = am.Dataset.from_chunks(str(one_batch_copy(workdir, am_dir))).shuffle(seed=0)
 
     # -- batched reads --------------------------------------------------------------------------
     log(f"read all rows in batches of {BATCH}")
@@ -258,6 +294,7 @@ def run(args: Any, workdir: Path, rows: int, repeats: int) -> int:
             "hf": read_all(h, rows),
             "am_shuf": read_all(a_shuf, rows),
             "hf_shuf": read_all(h_shuf, rows),
+            "am1_shuf": read_all(a1_shuf, rows),
         },
         repeats,
         work=rows,
@@ -272,6 +309,13 @@ def run(args: Any, workdir: Path, rows: int, repeats: int) -> int:
             t["hf_shuf"],
             target=">= 5x datasets",
             passed=shuf_vs_peer >= 5,
+        )
+    )
+    table.append(
+        Row(
+            "same, arrowmix over the chunk files rewritten as 1 record batch each",
+            t["am1_shuf"],
+            t["hf_shuf"],
         )
     )
     targets.append(
