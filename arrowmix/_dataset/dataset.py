@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._cache.paths import dataset_cache_dir
+from arrowmix._cache.inuse import Hold, hold
+from arrowmix._cache.paths import CACHE_FILE_RE, INDICES_FILE_RE, dataset_cache_dir
 from arrowmix._dataset import formats
 from arrowmix._dataset.indices import IndexMap, to_positions
 from arrowmix._dataset.reader import TableReader
@@ -38,11 +39,26 @@ class DatasetState:
     fmt: str | None = None
     fmt_columns: tuple[str, ...] | None = None
     cache_dir: str | None = None
+    #: Reader registrations on the cache/indices files in use, so cleanup never removes them.
+    holds: tuple[Hold, ...] = field(default=(), compare=False, repr=False)
 
     @cached_property
     def reader(self) -> TableReader:
         """Batch-aware gatherer over ``table`` (built on first use)."""
         return TableReader(self.table)
+
+
+def hold_cache_files(paths: Sequence[str]) -> tuple[Hold, ...]:
+    """Register this process as a reader of the local cache and indices files among ``paths``.
+
+    Chunk files are never removed by a cleanup, so they need no registration.
+    """
+    out = []
+    for p in paths:
+        name = os.path.basename(p)
+        if "://" not in p and (CACHE_FILE_RE.match(name) or INDICES_FILE_RE.match(name)):
+            out.append(hold(p))
+    return tuple(out)
 
 
 class Dataset:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import secrets
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Literal, NamedTuple
@@ -19,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from arrowmix._cache.paths import cache_file_name
-from arrowmix._dataset.dataset import Dataset, DatasetState
+from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.indices import IndexMap, load_or_store, to_positions
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._fingerprint.transform import roll
@@ -58,7 +59,12 @@ def with_selection(
         result: IndexMap | None = None
     else:
         result, path = load_or_store(mapping, fingerprint, ds.cache_dir, ds.fingerprint, transform)
-    return Dataset(replace(s, fingerprint=fingerprint, indices=result, indices_file=path))
+    holds = tuple(h for h in s.holds if h.path != s.indices_file) + hold_cache_files(
+        [path] if path else []
+    )
+    return Dataset(
+        replace(s, fingerprint=fingerprint, indices=result, indices_file=path, holds=holds)
+    )
 
 
 def select(ds: Dataset, indices: Any) -> Dataset:
@@ -185,7 +191,9 @@ def flatten_indices(ds: Dataset) -> Dataset:
             "kind": "flatten",
             "fingerprint": fp,
             "parent": ds.fingerprint,
+            "transform": "flatten_indices",
             "rows": n,
+            "created": time.time(),
         }
         write_file(path, blocks, s.table.schema.remove_metadata(), meta=meta)
     table = open_table(path)
@@ -205,6 +213,7 @@ def flatten_indices(ds: Dataset) -> Dataset:
             fmt=s.fmt,
             fmt_columns=s.fmt_columns,
             cache_dir=s.cache_dir,
+            holds=hold_cache_files([path]),
         )
     )
 
@@ -291,9 +300,11 @@ def concatenate_datasets(datasets: Sequence[Dataset]) -> Dataset:
         fmt=s.fmt,
         fmt_columns=s.fmt_columns,
         cache_dir=s.cache_dir,
+        holds=tuple(h for d in dsets for h in d._s.holds if h.path != d._s.indices_file),
     )
     out = Dataset(state)
     if mapping is not None:
         mapping, path = load_or_store(mapping, fp, out.cache_dir, fp, "concatenate_datasets")
-        out = Dataset(replace(state, indices=mapping, indices_file=path))
+        holds = state.holds + hold_cache_files([path] if path else [])
+        out = Dataset(replace(state, indices=mapping, indices_file=path, holds=holds))
     return out

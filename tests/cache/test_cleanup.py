@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gc
 import os
 
 import filelock
@@ -238,9 +239,12 @@ def test_dataset_cleanup_cache_files_skips_files_held_by_other_datasets(tmp_path
     a = ds.shuffle(seed=1).flatten_indices()
     b = ds.shuffle(seed=2).flatten_indices()
     c = ds.shuffle(seed=3).flatten_indices()
-    with inuse.hold(b.cache_files[0]):  # what dataset opening will do once wired in
+    c_file = c.cache_files[0]
+    del c  # its hold goes with it; b's file stays held by the live dataset `b`
+    gc.collect()
+    with inuse.hold(b.cache_files[0]):  # a second reader (as another process would be)
         assert a.cleanup_cache_files() == 1
-    assert os.path.exists(b.cache_files[0]) and not os.path.exists(c.cache_files[0])
+    assert os.path.exists(b.cache_files[0]) and not os.path.exists(c_file)
     assert a["n"] == ds.shuffle(seed=1)["n"]
 
 

@@ -220,3 +220,23 @@ def test_disabled_caching_writes_to_a_temporary_directory(tmp_path):
         am.enable_caching()
     assert not flat.cache_files[0].startswith(str(tmp_path))
     assert os.listdir(tmp_path / "c") == ["chunk-00000.arrow"]
+
+
+def test_files_in_use_are_held_against_cleanup(tmp_path, monkeypatch):
+    from arrowmix._cache.cleanup import remove_unused
+    from arrowmix._cache.inuse import in_use
+
+    monkeypatch.setattr(indices_mod, "INDICES_FILE_MIN_ROWS", 1)
+    am.write_chunks(({"n": i} for i in range(10)), tmp_path)
+    ds = am.Dataset.from_chunks(str(tmp_path))
+    view = ds.shuffle(seed=3)
+    flat = ds.shuffle(seed=4).flatten_indices()
+    (ix,) = [f for f in view.cache_files if "indices-" in f]
+    assert in_use(ix) and in_use(flat.cache_files[0])
+    assert remove_unused(str(tmp_path), keep={"/nothing"}) == 1  # only the unheld seed=4 indices
+    assert os.path.exists(ix) and os.path.exists(flat.cache_files[0])
+    del view, flat
+    import gc
+
+    gc.collect()
+    assert not in_use(ix)
