@@ -1,0 +1,331 @@
+"""Hash functions by value: code, constants, defaults, closures, globals, helpers.
+
+A *user* function (one defined in the user's own modules, see ``modules.py``) is hashed
+from named parts, each hashed on its own so that :class:`~arrowmix._fingerprint.record.
+FingerprintRecord` can tell which one changed:
+
+- ``code``: the code object without ``co_filename``, ``co_firstlineno``, the line table
+  or ``co_qualname`` (moving a function or its file never changes the hash); nested code
+  objects (lambdas, comprehensions, inner functions) are included recursively, constants
+  by value;
+- ``defaults`` / ``kwdefaults``: default argument values;
+- ``closure['x']``: each closure cell value;
+- ``globals['X']``: each global the bytecode loads (``LOAD_GLOBAL`` / ``LOAD_NAME``,
+  also in nested code), with its current value; for a *user* module used as ``mod.attr``
+  the parts are ``globals['mod'].attr`` instead, so editing a helper in an imported
+  module invalidates;
+- ``__dict__``: attributes set on the function (``functools.wraps``'
+  ``__wrapped__``...).
+
+Helpers (user functions and classes reached through any part) are hashed the same way,
+recursively; a function that is already being hashed (recursion, mutual recursion, a
+class whose methods name the class) contributes a marker instead of looping. Installed
+functions and classes are hashed by ``module + qualname + package version``.
+
+Each part lands in ``FunctionHasher.components`` under a path such as
+``tokenize -> globals['helper'] -> code``. A part that cannot be hashed gets a random
+digest and a :class:`Problem` (path, object, reason); in ``strict`` mode it raises
+instead.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dis
+import functools
+import types
+from dataclasses import dataclass
+from typing import Any
+
+from arrowmix._fingerprint.hasher import hash_bytes, hash_value
+from arrowmix._fingerprint.modules import is_user_module
+from arrowmix._fingerprint.pickler import UnhashableError, dumps, reference
+from arrowmix._fingerprint.transform import random_fingerprint
+
+__all__ = ["FunctionHasher", "Problem", "callable_label", "fingerprint_function"]
+
+_LOAD_GLOBAL_OPS = frozenset(
+    {"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"}
+)
+_ATTR_OPS = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
+_ATOMS = frozenset({str, bytes, int, float, bool, type(None)})
+# Class attributes that are bookkeeping, not behaviour (some are added lazily, e.g. by
+# copyreg).
+_CLASS_NOISE = frozenset(
+    {
+        "__module__", "__qualname__", "__dict__", "__weakref__", "__firstlineno__",
+        "__static_attributes__", "__slotnames__", "_abc_impl", "__abstractmethods__",
+        "__dataclass_fields__", "__dataclass_params__", "__annotations__",
+        "__orig_bases__",
+        "__parameters__",
+    }
+)  # fmt: skip
+_MISSING = ("missing",)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something that could not be hashed: where it was found, what it is, and why."""
+
+    path: str
+    obj: str
+    reason: str
+
+    def message(self) -> str:
+        """One line for a warning: ``path: obj: reason``."""
+        return f"{self.path}: {self.obj}: {self.reason}"
+
+
+def callable_label(fn: Any) -> str:
+    """A readable name for a callable: qualname, ``partial(f)`` or class name."""
+    if isinstance(fn, functools.partial):
+        return f"partial({callable_label(fn.func)})"
+    name = getattr(fn, "__qualname__", None)
+    return name if isinstance(name, str) else type(fn).__qualname__
+
+
+@functools.lru_cache(maxsize=8192)
+def _code_digest(code: types.CodeType) -> str:
+    # Code objects are immutable, so their digest is cached for the whole process.
+    consts = tuple(
+        ("code", _code_digest(c)) if isinstance(c, types.CodeType) else c
+        for c in code.co_consts
+    )
+    fields = (
+        code.co_name,
+        code.co_argcount,
+        code.co_posonlyargcount,
+        code.co_kwonlyargcount,
+        code.co_nlocals,
+        code.co_flags,
+        code.co_code,
+        consts,
+        code.co_names,
+        code.co_varnames,
+        code.co_freevars,
+        code.co_cellvars,
+        getattr(code, "co_exceptiontable", b""),
+    )
+    return hash_value(fields)
+
+
+@functools.lru_cache(maxsize=8192)
+def _global_uses(code: types.CodeType) -> tuple[tuple[str, frozenset[str], bool], ...]:
+    """Globals ``code`` (and nested code) uses: (name, attributes read, used bare)."""
+    attrs: dict[str, set[str]] = {}
+    bare: dict[str, bool] = {}
+    stack = [code]
+    while stack:
+        co = stack.pop()
+        stack.extend(c for c in co.co_consts if isinstance(c, types.CodeType))
+        instructions = list(dis.get_instructions(co))
+        for i, ins in enumerate(instructions):
+            if ins.opname not in _LOAD_GLOBAL_OPS:
+                continue
+            name = str(ins.argval)
+            attrs.setdefault(name, set())
+            nxt = instructions[i + 1] if i + 1 < len(instructions) else None
+            if (
+                ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")
+                and nxt
+                and nxt.opname in _ATTR_OPS
+            ):
+                attrs[name].add(str(nxt.argval))
+            else:
+                bare[name] = True
+    return tuple((n, frozenset(attrs[n]), bare.get(n, False)) for n in sorted(attrs))
+
+
+class FunctionHasher:
+    """One fingerprinting run: hashes functions, classes, values; collects components.
+
+    Args:
+        strict: Raise :class:`~arrowmix._fingerprint.pickler.UnhashableError` on the
+        first
+            unhashable object instead of recording a :class:`Problem`.
+    """
+
+    def __init__(self, *, strict: bool = False) -> None:
+        self.strict = strict
+        self.components: dict[str, str] = {}
+        self.problems: list[Problem] = []
+        self._memo: dict[int, tuple[object, str]] = {}
+        self._in_progress: set[int] = set()
+
+    # -- values
+    # ---------------------------------------------------------------------------
+
+    def value_digest(self, value: Any, path: str) -> str:
+        """Digest of any value; functions and classes inside are hashed by this run."""
+        if type(value) in _ATOMS:
+            return hash_value(value)
+        if isinstance(value, types.FunctionType):
+            return self.function_digest(value, path)
+        try:
+            return hash_bytes(dumps(value, ctx=self, path=path))
+        except UnhashableError as exc:
+            return self._unhashable(path, exc)
+
+    def _unhashable(self, path: str, exc: UnhashableError) -> str:
+        if self.strict:
+            raise exc
+        cause = exc.cause.cause if isinstance(exc.cause, UnhashableError) else exc.cause
+        self.problems.append(
+            Problem(path=path, obj=f"{exc.culprit_name} object", reason=f"{cause}")
+        )
+        return random_fingerprint()
+
+    # -- callables
+    # ------------------------------------------------------------------------
+
+    def callable_digest(self, fn: Any, path: str) -> str:
+        """Digest of a callable: function, method, partial, callable object, builtin."""
+        if isinstance(fn, types.FunctionType):
+            return self.function_digest(fn, path)
+        if isinstance(fn, types.MethodType):
+            func = self.callable_digest(fn.__func__, path)
+            owner = self._part(f"{path} -> __self__", fn.__self__)
+            return hash_value(("method", func, owner))
+        if isinstance(fn, functools.partial):
+            func = self.callable_digest(fn.func, f"{path} -> func")
+            args = self._part(f"{path} -> args", fn.args)
+            kws = {
+                k: self._part(f"{path} -> keywords['{k}']", v)
+                for k, v in fn.keywords.items()
+            }
+            return hash_value(("partial", func, args, kws))
+        return self._part(path, fn)
+
+    def _part(self, path: str, value: Any) -> str:
+        digest = self.value_digest(value, path)
+        self.components[path] = digest
+        return digest
+
+    def function_digest(self, fn: types.FunctionType, path: str) -> str:
+        """Digest of a function (by value for user code, by reference otherwise)."""
+        key = id(fn)
+        if key in self._memo:
+            return self._memo[key][1]
+        if key in self._in_progress:
+            return hash_value(("recursive", fn.__module__, fn.__qualname__))
+        if not is_user_module(fn.__module__):
+            digest = hash_value(reference(fn))
+        else:
+            self._in_progress.add(key)
+            try:
+                digest = hash_value(("function", self._function_parts(fn, path)))
+            finally:
+                self._in_progress.discard(key)
+        self._memo[key] = (
+            fn,
+            digest,
+        )  # keep fn alive so its id is not reused in this run
+        return digest
+
+    def _function_parts(self, fn: types.FunctionType, path: str) -> dict[str, str]:
+        parts: dict[str, str] = {"code": self.code_digest(fn.__code__, path)}
+        self.components[f"{path} -> code"] = parts["code"]
+        if fn.__defaults__:
+            parts["defaults"] = self._part(f"{path} -> defaults", fn.__defaults__)
+        if fn.__kwdefaults__:
+            parts["kwdefaults"] = self._part(f"{path} -> kwdefaults", fn.__kwdefaults__)
+        for name, cell in zip(
+            fn.__code__.co_freevars, fn.__closure__ or (), strict=True
+        ):
+            try:
+                value: Any = cell.cell_contents
+            except ValueError:  # an empty cell (variable not bound yet)
+                value = _MISSING
+            parts[f"closure['{name}']"] = self._part(
+                f"{path} -> closure['{name}']", value
+            )
+        parts.update(self._global_parts(fn, path))
+        if fn.__dict__:
+            parts["__dict__"] = self._part(f"{path} -> __dict__", fn.__dict__)
+        return parts
+
+    def _global_parts(self, fn: types.FunctionType, path: str) -> dict[str, str]:
+        parts: dict[str, str] = {}
+        fn_globals = fn.__globals__
+        for name, attrs, bare in _global_uses(fn.__code__):
+            part = f"globals['{name}']"
+            if name not in fn_globals:
+                if not hasattr(builtins, name):
+                    parts[part] = self._part(f"{path} -> {part}", _MISSING)
+                continue  # builtins are identified by their name, already in the code
+            value = fn_globals[name]
+            if isinstance(value, types.ModuleType) and is_user_module(value):
+                # A user module: hash what is read from it, by value.
+                for attr in sorted(attrs):
+                    sub = f"{part}.{attr}"
+                    parts[sub] = self._part(
+                        f"{path} -> {sub}", getattr(value, attr, _MISSING)
+                    )
+                if not bare:
+                    continue
+            parts[part] = self._part(f"{path} -> {part}", value)
+        return parts
+
+    def code_digest(self, code: types.CodeType, path: str) -> str:
+        """Digest of a code object without file names or line numbers."""
+        return _code_digest(code)
+
+    def class_digest(self, cls: type, path: str) -> str:
+        """Digest of a class (by value for user code, by reference otherwise)."""
+        key = id(cls)
+        if key in self._memo:
+            return self._memo[key][1]
+        if key in self._in_progress:
+            return hash_value(("recursive", cls.__module__, cls.__qualname__))
+        if not is_user_module(cls.__module__):
+            digest = hash_value(reference(cls))
+        else:
+            self._in_progress.add(key)
+            try:
+                digest = hash_value(
+                    ("class", cls.__name__, self._class_parts(cls, path))
+                )
+            finally:
+                self._in_progress.discard(key)
+        self._memo[key] = (cls, digest)
+        return digest
+
+    def _class_parts(self, cls: type, path: str) -> dict[str, Any]:
+        parts: dict[str, Any] = {
+            "bases": [
+                self.class_digest(b, f"{path} -> {b.__qualname__}")
+                for b in cls.__bases__
+            ]
+        }
+        if type(cls) is not type:
+            parts["metaclass"] = self.class_digest(type(cls), f"{path} -> metaclass")
+        for name in sorted(vars(cls)):
+            if name in _CLASS_NOISE:
+                continue
+            value = vars(cls)[name]
+            sub = f"{path}.{name}"
+            if isinstance(value, (staticmethod, classmethod)):
+                value = value.__func__
+            if isinstance(value, property):
+                value = (value.fget, value.fset, value.fdel)
+            parts[name] = self.value_digest(value, sub)
+        return parts
+
+
+def fingerprint_function(fn: Any) -> str:
+    """Fingerprint of a callable by value; 16 hex characters.
+
+    Unhashable parts give a random fingerprint (no warning here; transforms warn once,
+    see ``fingerprint_transform``).
+
+    Example:
+        >>> def add_one(x):
+        ...     return x + 1
+        >>> fingerprint_function(add_one) == fingerprint_function(lambda x: x + 1)
+        False
+        >>> len(fingerprint_function(add_one))
+        16
+    """
+    hasher = FunctionHasher()
+    digest = hasher.callable_digest(fn, callable_label(fn))
+    return random_fingerprint() if hasher.problems else digest
