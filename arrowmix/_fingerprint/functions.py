@@ -33,16 +33,25 @@ from __future__ import annotations
 import builtins
 import dis
 import functools
+import sys
 import types
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 from arrowmix._fingerprint.hasher import hash_bytes, hash_value
 from arrowmix._fingerprint.modules import is_user_module
-from arrowmix._fingerprint.pickler import UnhashableError, dumps, reference
+from arrowmix._fingerprint.pickler import UnhashableError, dumps, reference, short_repr
 from arrowmix._fingerprint.transform import random_fingerprint
+from arrowmix.exceptions import FingerprintWarning
 
-__all__ = ["FunctionHasher", "Problem", "callable_label", "fingerprint_function"]
+__all__ = [
+    "FunctionHasher",
+    "Problem",
+    "callable_label",
+    "fingerprint_function",
+    "warn_unhashable",
+]
 
 _LOAD_GLOBAL_OPS = frozenset(
     {"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"}
@@ -170,9 +179,8 @@ class FunctionHasher:
         if self.strict:
             raise exc
         cause = exc.cause.cause if isinstance(exc.cause, UnhashableError) else exc.cause
-        self.problems.append(
-            Problem(path=path, obj=f"{exc.culprit_name} object", reason=f"{cause}")
-        )
+        obj = f"{exc.culprit_name} {short_repr(exc.culprit, 60)}"
+        self.problems.append(Problem(path=path, obj=obj, reason=f"{cause}"))
         return random_fingerprint()
 
     # -- callables
@@ -207,7 +215,7 @@ class FunctionHasher:
         if key in self._memo:
             return self._memo[key][1]
         if key in self._in_progress:
-            return hash_value(("recursive", fn.__module__, fn.__qualname__))
+            return hash_value(("recursive", fn.__qualname__))
         if not is_user_module(fn.__module__):
             digest = hash_value(reference(fn))
         else:
@@ -276,8 +284,9 @@ class FunctionHasher:
         if key in self._memo:
             return self._memo[key][1]
         if key in self._in_progress:
-            return hash_value(("recursive", cls.__module__, cls.__qualname__))
-        if not is_user_module(cls.__module__):
+            return hash_value(("recursive", cls.__qualname__))
+        if cls.__module__ not in sys.modules or not is_user_module(cls.__module__):
+            # Classes of unregistered modules are often C types: by reference.
             digest = hash_value(reference(cls))
         else:
             self._in_progress.add(key)
@@ -315,8 +324,8 @@ class FunctionHasher:
 def fingerprint_function(fn: Any) -> str:
     """Fingerprint of a callable by value; 16 hex characters.
 
-    Unhashable parts give a random fingerprint (no warning here; transforms warn once,
-    see ``fingerprint_transform``).
+    If something cannot be hashed, the result is random and one
+    :class:`~arrowmix.exceptions.FingerprintWarning` names each culprit and its path.
 
     Example:
         >>> def add_one(x):
@@ -327,5 +336,25 @@ def fingerprint_function(fn: Any) -> str:
         16
     """
     hasher = FunctionHasher()
-    digest = hasher.callable_digest(fn, callable_label(fn))
-    return random_fingerprint() if hasher.problems else digest
+    label = callable_label(fn)
+    digest = hasher.callable_digest(fn, label)
+    if not hasher.problems:
+        return digest
+    fingerprint = random_fingerprint()
+    warn_unhashable(f"function {label!r}", hasher.problems, fingerprint, stacklevel=2)
+    return fingerprint
+
+
+def warn_unhashable(
+    subject: str, problems: list[Problem], fingerprint: str, *, stacklevel: int
+) -> None:
+    """Emit the one :class:`~arrowmix.exceptions.FingerprintWarning` of a transform."""
+    details = "; ".join(p.message() for p in problems)
+    warnings.warn(
+        f"{subject} cannot be fingerprinted ({details}), so it gets the random "
+        f"fingerprint {fingerprint} and its result will not be reused from cache by "
+        "later runs. Make the object hashable (a `__fingerprint__()` method or "
+        "`register_fingerprint`), stop capturing it, or pass `new_fingerprint=`.",
+        FingerprintWarning,
+        stacklevel=stacklevel + 1,
+    )

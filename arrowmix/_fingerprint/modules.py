@@ -8,9 +8,9 @@ installed version.
 A module is *installed* when it is built in or frozen, or when its file lies under one
 of the interpreter's stdlib / site-packages directories (``sysconfig`` paths,
 ``site-packages`` or ``dist-packages`` components). Everything else, including
-``__main__`` and modules without a file (notebooks), is user code (so is arrowmix when
-run from a checkout rather than installed). Answers are cached per module name; package versions
-(``importlib.metadata``) are cached per top-level name.
+``__main__`` and modules without a file (notebooks), is user code (so is arrowmix
+when run from a checkout rather than installed). Answers are cached per module name;
+package versions (``importlib.metadata``) are cached per top-level name.
 """
 
 from __future__ import annotations
@@ -75,9 +75,9 @@ def is_user_module(module: ModuleType | str | None) -> bool:
         return True
     name = module if isinstance(module, str) else module.__name__
     if name not in sys.modules:
-        # A module object that is not registered (built with types.ModuleType) is user
-        # code; a name that was never imported can only refer to installed code.
-        return not isinstance(module, str)
+        # Code of a module that is not registered (exec'd into a types.ModuleType, or
+        # gone): treat it as user code, hashed by value, the safe side.
+        return name not in sys.builtin_module_names
     return _is_user_module_name(name)
 
 

@@ -51,6 +51,7 @@ __all__ = [
     "reference",
     "register_fingerprint",
     "registered_fingerprints",
+    "short_repr",
 ]
 
 PROTOCOL = 4
@@ -349,13 +350,14 @@ class UnhashableError(TypeError):
         self.culprit_name = f"{cls.__module__}.{cls.__qualname__}"
         cause_msg = cause.cause if isinstance(cause, UnhashableError) else cause
         super().__init__(
-            f"cannot fingerprint {_short_repr(culprit)} (a {self.culprit_name}) "
+            f"cannot fingerprint {short_repr(culprit)} (a {self.culprit_name}) "
             "found at "
             f"{path}: {type(cause_msg).__name__}: {cause_msg}"
         )
 
 
-def _short_repr(obj: object, limit: int = 80) -> str:
+def short_repr(obj: object, limit: int = 80) -> str:
+    """``repr(obj)`` cut to ``limit`` characters (never raises)."""
     try:
         text = repr(obj)
     except Exception:  # noqa: BLE001 - a broken __repr__ must not hide the real problem

@@ -195,7 +195,9 @@ def build_record(
     )
     env = environment()
     h = Hasher()
-    h.update(("arrowmix.transform", parent, f"{transform}@{version}", env))
+    # arrowmix's own version is recorded but not hashed: bump `version=` to invalidate.
+    hashed_env = {k: v for k, v in env.items() if k != "arrowmix"}
+    h.update(("arrowmix.transform", parent, f"{transform}@{version}", hashed_env))
     h.update(kw_digests)
     h.update(fn_digest)
     problems = [

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import re
 import secrets
-import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from arrowmix._fingerprint.hasher import Hasher
-from arrowmix.exceptions import FingerprintError, FingerprintWarning
+from arrowmix.exceptions import FingerprintError
 
 if TYPE_CHECKING:
     from arrowmix._fingerprint.record import FingerprintRecord
@@ -110,18 +109,13 @@ def transform_record(
         parent_fp, transform_name, version, function, kwargs, defaults
     )
     if record.unhashable:
-        details = "; ".join(
-            f"{p['path']}: {p['object']}: {p['reason']}" for p in record.unhashable
-        )
-        warnings.warn(
-            f"{transform_name} with function {record.function!r} cannot be "
-            f"fingerprinted ({details}), so it gets the random fingerprint "
-            f"{record.fingerprint} and its result will not be reused from cache by "
-            "later runs. Make the object hashable (a `__fingerprint__()` method or "
-            "`register_fingerprint`), stop capturing it, or pass `new_fingerprint=`.",
-            FingerprintWarning,
-            stacklevel=stacklevel + 1,
-        )
+        from arrowmix._fingerprint.functions import Problem, warn_unhashable
+
+        problems = [
+            Problem(p["path"], p["object"], p["reason"]) for p in record.unhashable
+        ]
+        subject = f"{transform_name} with function {record.function!r}"
+        warn_unhashable(subject, problems, record.fingerprint, stacklevel=stacklevel)
     return record
 
 
