@@ -41,7 +41,12 @@ import dill
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._fingerprint.hasher import BIG_CONTAINER, hash_bytes, hash_value
+from arrowmix._fingerprint.hasher import (
+    BIG_CONTAINER,
+    big_container_digest,
+    hash_bytes,
+    hash_value,
+)
 from arrowmix._fingerprint.modules import is_user_module, module_version, object_module
 
 __all__ = [
@@ -68,6 +73,7 @@ _NO_MEMO: tuple[type, ...] = (
     types.CodeType,
 )
 _ATOMS = frozenset({str, bytes, int, float, bool, complex, type(None)})
+_CONTAINERS = frozenset({dict, list, tuple, set, frozenset})
 _ARROW_TYPES = (
     pa.Array,
     pa.ChunkedArray,
@@ -182,17 +188,6 @@ def _sort_key_digest(ctx: Context, path: str) -> Callable[[Any], str]:
     return key
 
 
-def _is_big_plain(obj: Any) -> bool:
-    """Large container of one scalar type: hashed by the hasher's Arrow fast path."""
-    if len(obj) < BIG_CONTAINER:
-        return False
-    values = obj.values() if isinstance(obj, dict) else obj
-    kinds = set(map(type, values))
-    if isinstance(obj, dict):
-        kinds |= set(map(type, obj))
-    return kinds <= _ATOMS and type(None) not in kinds
-
-
 class _FingerprintPickler(dill.Pickler):  # type: ignore[misc]  # dill is untyped
     """dill pickler whose output depends only on values (see the module docstring)."""
 
@@ -211,7 +206,13 @@ class _FingerprintPickler(dill.Pickler):  # type: ignore[misc]  # dill is untype
             if self.culprit is None:
                 self.culprit = exc.culprit
             raise
-        except (pickle.PicklingError, TypeError, AttributeError, ValueError):
+        except (
+            pickle.PicklingError,
+            TypeError,
+            AttributeError,
+            ValueError,
+            RecursionError,
+        ):
             if self.culprit is None:  # the innermost object fails first
                 self.culprit = obj
             raise
@@ -245,8 +246,10 @@ class _FingerprintPickler(dill.Pickler):  # type: ignore[misc]  # dill is untype
             return _tag, ("hook", reference(cls), hash_value(hook(obj)))
         if isinstance(obj, (np.ndarray, np.generic, *_ARROW_TYPES)):
             return _tag, ("value", hash_value(obj))
-        if cls in (dict, list, tuple, set, frozenset) and _is_big_plain(obj):
-            return _tag, ("value", hash_value(obj))
+        if cls in _CONTAINERS and len(obj) >= BIG_CONTAINER:
+            digest = big_container_digest(obj)
+            if digest is not None:
+                return _tag, ("value", digest)
         if (
             cls is set
             or cls is frozenset
@@ -268,6 +271,10 @@ class _FingerprintPickler(dill.Pickler):  # type: ignore[misc]  # dill is untype
             if owner is None or isinstance(owner, types.ModuleType):
                 return _tag, reference(obj)
             return _tag, ("bound-builtin", obj.__name__, owner)
+        if callable(obj) and hasattr(obj, "__wrapped__"):
+            # functools.lru_cache / cache and similar C wrappers: dill would pickle them
+            # by name, hiding the wrapped function's code. Hash what they wrap.
+            return _tag, ("wrapper", reference(cls), obj.__wrapped__)
         if isinstance(obj, functools.partial):
             return _tag, ("partial", obj.func, obj.args, obj.keywords, vars(obj))
         return NotImplemented
@@ -334,7 +341,13 @@ def dumps(obj: Any, *, ctx: Context | None = None, path: str = "value") -> bytes
         pickler.dump(obj)
     except UnhashableError:
         raise
-    except (pickle.PicklingError, TypeError, AttributeError, ValueError) as exc:
+    except (
+        pickle.PicklingError,
+        TypeError,
+        AttributeError,
+        ValueError,
+        RecursionError,
+    ) as exc:
         raise UnhashableError(path, pickler.culprit, exc) from exc
     return buf.getvalue()
 

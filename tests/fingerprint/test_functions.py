@@ -19,6 +19,7 @@ from arrowmix._fingerprint.functions import FunctionHasher, fingerprint_function
 from arrowmix._fingerprint.modules import is_user_module, module_version
 from arrowmix._fingerprint.pickler import reference
 from arrowmix._fingerprint.transform import fingerprint_transform
+from arrowmix.exceptions import FingerprintWarning
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -308,3 +309,31 @@ def test_result_is_json_friendly_hex() -> None:
     assert json.loads(json.dumps(fp)) == fp
     assert len(fp) == 16
     assert int(fp, 16) >= 0
+
+
+def test_lru_cached_helper_is_hashed_by_value(load_module) -> None:
+    src = """
+    import functools
+
+    @functools.lru_cache(maxsize=None)
+    def cached(x):
+        return x + 1
+
+    def fn(x):
+        return cached(x)
+    """
+    a, b = load_module(src), load_module(src)
+    c = load_module(src.replace("x + 1", "x + 2"))
+    assert _fp(a.fn) == _fp(b.fn)
+    assert _fp(a.fn) != _fp(c.fn)
+
+
+def test_deeply_nested_value_is_reported_not_crashing() -> None:
+    deep: list[object] = []
+    node = deep
+    for _ in range(sys.getrecursionlimit()):
+        child: list[object] = []
+        node.append(child)
+        node = child
+    with pytest.warns(FingerprintWarning, match=r"closure\['deep'\]"):
+        fingerprint_function(lambda: deep)

@@ -132,3 +132,19 @@ def test_big_container_fast_path_keeps_types_apart() -> None:
     assert hash_value(huge) != hash_value([2**70 + i + 1 for i in range(n)])
     small = {"a": 1}
     assert hash_value(small) != hash_value({"a": 1.0})
+
+
+def test_nested_big_containers_keep_types_and_lengths_apart() -> None:
+    n = BIG_CONTAINER
+    lists = [[i, i + 1] for i in range(n)]
+    assert hash_value(lists) == hash_value([[i, i + 1] for i in range(n)])
+    assert hash_value(lists) != hash_value([(i, i + 1) for i in range(n)])
+    assert hash_value(lists) != hash_value([[float(i), i + 1.0] for i in range(n)])
+    # same flat values, different split into rows
+    regrouped = [[0, 1, 1], *[[i, i + 1] for i in range(1, n - 1)], [n - 1, n, n - 1]]
+    regrouped[1] = [2]
+    assert hash_value(lists) != hash_value(regrouped)
+    vocab = {f"w{i}": [i, i * 2] for i in range(n)}
+    assert hash_value(vocab) == hash_value(dict(reversed(list(vocab.items()))))
+    assert hash_value(vocab) != hash_value({**vocab, "w3": [3, 7]})
+    assert hash_value([[] for _ in range(n)]) != hash_value([[[]] for _ in range(n)])
