@@ -2,10 +2,11 @@
 
 Usage: python scripts/bench_fingerprint.py [--repeat N]
 
-Prints the median time per call of ``fingerprint_function`` and ``fingerprint_transform``
-for typical map functions, and of ``datasets.fingerprint.Hasher.hash`` on the same
-functions when ``datasets`` is installed. Each case is fingerprinted in a fresh call (no
-result caching between calls), as a rerun of a training script would.
+Prints the median time per call of ``fingerprint_function`` and
+``fingerprint_transform`` for typical map functions, and of
+``datasets.fingerprint.Hasher.hash`` on the same functions when ``datasets`` is
+installed. Each case is fingerprinted in a fresh call (no result caching between
+calls), as a rerun of a training script would.
 """
 
 from __future__ import annotations
@@ -21,10 +22,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from arrowmix._fingerprint.functions import fingerprint_function  # noqa: E402
-from arrowmix._fingerprint.transform import fingerprint_transform  # noqa: E402
+from arrowmix._fingerprint.functions import fingerprint_function
+from arrowmix._fingerprint.transform import fingerprint_transform
 
 MAX_LEN = 128
 WORD = re.compile(r"\w+|[^\w\s]")
@@ -60,7 +61,7 @@ def make_python_tokenizer(vocab: dict[str, int]) -> Callable[[dict[str, Any]], A
 def make_hf_tokenizer(n_words: int) -> Callable[[dict[str, Any]], Any] | None:
     """A closure over a HF ``tokenizers.Tokenizer`` (WordLevel), if installed."""
     try:
-        import tokenizers  # noqa: PLC0415
+        import tokenizers
     except ImportError:
         return None
     vocab = {"[UNK]": 0, **{f"w{i}": i + 1 for i in range(n_words)}}
@@ -97,7 +98,7 @@ def cases() -> dict[str, Callable[..., Any]]:
 def hf_hasher() -> Callable[[Any], str] | None:
     """``datasets.fingerprint.Hasher.hash`` if ``datasets`` is importable."""
     try:
-        from datasets.fingerprint import Hasher  # noqa: PLC0415
+        from datasets.fingerprint import Hasher
     except ImportError:
         return None
     return Hasher.hash  # type: ignore[no-any-return]
