@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arrowmix._fingerprint.hasher import hash_bytes, hash_value
-from arrowmix._fingerprint.modules import is_user_module
+from arrowmix._fingerprint.modules import file_is_installed, is_user_module
 from arrowmix._fingerprint.pickler import UnhashableError, dumps, reference, short_repr
 from arrowmix._fingerprint.transform import random_fingerprint
 from arrowmix.exceptions import FingerprintWarning
@@ -118,10 +118,18 @@ def _code_digest(code: types.CodeType) -> str:
     return hash_value(fields)
 
 
+_MAX_CHAIN = 4
+
+
 @functools.lru_cache(maxsize=8192)
-def _global_uses(code: types.CodeType) -> tuple[tuple[str, frozenset[str], bool], ...]:
-    """Globals ``code`` (and nested code) uses: (name, attributes read, used bare)."""
-    attrs: dict[str, set[str]] = {}
+def _global_uses(
+    code: types.CodeType,
+) -> tuple[tuple[str, frozenset[tuple[str, ...]], bool], ...]:
+    """Globals ``code`` (and nested code) uses: (name, attribute chains read, bare use).
+
+    ``helpers.text.clean(x)`` gives ``("helpers", {("text", "clean")}, False)``.
+    """
+    chains: dict[str, set[tuple[str, ...]]] = {}
     bare: dict[str, bool] = {}
     stack = [code]
     while stack:
@@ -132,17 +140,30 @@ def _global_uses(code: types.CodeType) -> tuple[tuple[str, frozenset[str], bool]
             if ins.opname not in _LOAD_GLOBAL_OPS:
                 continue
             name = str(ins.argval)
-            attrs.setdefault(name, set())
-            nxt = instructions[i + 1] if i + 1 < len(instructions) else None
-            if (
-                ins.opname in ("LOAD_GLOBAL", "LOAD_NAME")
-                and nxt
-                and nxt.opname in _ATTR_OPS
-            ):
-                attrs[name].add(str(nxt.argval))
+            chains.setdefault(name, set())
+            chain: list[str] = []
+            if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+                for nxt in instructions[i + 1 : i + 1 + _MAX_CHAIN]:
+                    if nxt.opname not in _ATTR_OPS:
+                        break
+                    chain.append(str(nxt.argval))
+            if chain:
+                chains[name].add(tuple(chain))
             else:
                 bare[name] = True
-    return tuple((n, frozenset(attrs[n]), bare.get(n, False)) for n in sorted(attrs))
+    return tuple((n, frozenset(chains[n]), bare.get(n, False)) for n in sorted(chains))
+
+
+def _is_installed_function(fn: types.FunctionType) -> bool:
+    # Both the module and the code's file must be installed: by value when unsure.
+    if is_user_module(fn.__module__):
+        return False
+    filename = fn.__code__.co_filename
+    return filename.startswith("<frozen") or file_is_installed(filename)
+
+
+def _user_module(value: object) -> bool:
+    return isinstance(value, types.ModuleType) and is_user_module(value)
 
 
 class FunctionHasher:
@@ -216,7 +237,7 @@ class FunctionHasher:
             return self._memo[key][1]
         if key in self._in_progress:
             return hash_value(("recursive", fn.__qualname__))
-        if not is_user_module(fn.__module__):
+        if _is_installed_function(fn):
             digest = hash_value(reference(fn))
         else:
             self._in_progress.add(key)
@@ -255,23 +276,29 @@ class FunctionHasher:
     def _global_parts(self, fn: types.FunctionType, path: str) -> dict[str, str]:
         parts: dict[str, str] = {}
         fn_globals = fn.__globals__
-        for name, attrs, bare in _global_uses(fn.__code__):
+        for name, chains, bare in _global_uses(fn.__code__):
             part = f"globals['{name}']"
             if name not in fn_globals:
                 if not hasattr(builtins, name):
                     parts[part] = self._part(f"{path} -> {part}", _MISSING)
                 continue  # builtins are identified by their name, already in the code
             value = fn_globals[name]
-            if isinstance(value, types.ModuleType) and is_user_module(value):
-                # A user module: hash what is read from it, by value.
-                for attr in sorted(attrs):
-                    sub = f"{part}.{attr}"
-                    parts[sub] = self._part(
-                        f"{path} -> {sub}", getattr(value, attr, _MISSING)
-                    )
-                if not bare:
-                    continue
-            parts[part] = self._part(f"{path} -> {part}", value)
+            if not _user_module(value):
+                parts[part] = self._part(f"{path} -> {part}", value)
+                continue
+            # A module of the user's own: hash what is read from it, by value, following
+            # attribute chains through its submodules (``pkg.text.clean``).
+            if bare:
+                parts[part] = self._part(f"{path} -> {part}", value)
+            for chain in sorted(chains):
+                target: Any = value
+                for depth, attr in enumerate(chain, start=1):
+                    target = getattr(target, attr, _MISSING)
+                    if not _user_module(target) or depth == len(chain):
+                        break
+                sub = part + "".join(f".{a}" for a in chain[:depth])
+                if sub not in parts:
+                    parts[sub] = self._part(f"{path} -> {sub}", target)
         return parts
 
     def code_digest(self, code: types.CodeType, path: str) -> str:

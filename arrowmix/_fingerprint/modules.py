@@ -22,7 +22,7 @@ import sys
 import sysconfig
 from types import ModuleType
 
-__all__ = ["is_user_module", "module_version", "object_module"]
+__all__ = ["file_is_installed", "is_user_module", "module_version", "object_module"]
 
 _INSTALLED_ROOT_NAMES = frozenset({"builtins", "__builtin__"})
 _SITE_DIR_NAMES = ("site-packages", "dist-packages")
@@ -38,7 +38,9 @@ def _install_prefixes() -> tuple[str, ...]:
     return tuple(sorted(p.rstrip(os.sep) + os.sep for p in prefixes))
 
 
-def _file_is_installed(path: str) -> bool:
+@functools.lru_cache(maxsize=4096)
+def file_is_installed(path: str) -> bool:
+    """True if ``path`` lies in the stdlib or a site-packages directory."""
     real = os.path.normcase(os.path.realpath(path))
     parts = real.split(os.sep)
     if any(name in parts for name in _SITE_DIR_NAMES):
@@ -60,7 +62,7 @@ def _is_user_module_name(name: str) -> bool:
         origin = getattr(spec, "origin", None)
         # Built-in / frozen modules have no file and are part of the interpreter.
         return origin not in ("built-in", "frozen") and spec is not None
-    return not _file_is_installed(path)
+    return not file_is_installed(path)
 
 
 def is_user_module(module: ModuleType | str | None) -> bool:

@@ -271,9 +271,12 @@ class _FingerprintPickler(dill.Pickler):  # type: ignore[misc]  # dill is untype
             if owner is None or isinstance(owner, types.ModuleType):
                 return _tag, reference(obj)
             return _tag, ("bound-builtin", obj.__name__, owner)
-        if callable(obj) and hasattr(obj, "__wrapped__"):
-            # functools.lru_cache / cache and similar C wrappers: dill would pickle them
-            # by name, hiding the wrapped function's code. Hash what they wrap.
+        if "__wrapped__" in getattr(obj, "__dict__", ()) and not is_user_module(
+            cls.__module__
+        ):
+            # functools.lru_cache / cache and similar installed wrappers: dill would
+            # pickle them by name, hiding the wrapped function's code. Hash what they
+            # wrap. (Wrapper classes of the user's own are pickled with their state.)
             return _tag, ("wrapper", reference(cls), obj.__wrapped__)
         if isinstance(obj, functools.partial):
             return _tag, ("partial", obj.func, obj.args, obj.keywords, vars(obj))

@@ -16,12 +16,16 @@ LoadModule = Callable[..., ModuleType]
 
 
 @pytest.fixture
-def load_module(tmp_path: Path) -> Iterator[LoadModule]:
+def load_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[LoadModule]:
     """Write ``source`` to ``<tmp>/<subdir>/<name>.py`` and import it as a user module.
 
     Every call gets a fresh module name unless ``name`` is given (to re-import an edited
-    file under the same name, as after editing a helper between two runs).
+    file under the same name, as after editing a helper between two runs). No bytecode
+    is cached, so an edit within the same second is never hidden by a stale ``.pyc``.
     """
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
     created: list[str] = []
 
     def load(

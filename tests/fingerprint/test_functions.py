@@ -337,3 +337,33 @@ def test_deeply_nested_value_is_reported_not_crashing() -> None:
         node = child
     with pytest.warns(FingerprintWarning, match=r"closure\['deep'\]"):
         fingerprint_function(lambda: deep)
+
+
+def test_editing_a_function_in_a_user_subpackage_invalidates(
+    load_module, tmp_path: Path
+) -> None:
+    pkg = f"pkg_{uuid.uuid4().hex[:8]}"
+    root = tmp_path / "mods" / pkg
+    (root / "text").mkdir(parents=True)
+    (root / "__init__.py").write_text("from . import text\n")
+    (root / "text" / "__init__.py").write_text("def clean(s):\n    return s.strip()\n")
+    main_src = f"""
+    import {pkg}
+
+    def fn(s):
+        return {pkg}.text.clean(s)
+    """
+
+    def run() -> str:
+        for name in [m for m in sys.modules if m == pkg or m.startswith(pkg + ".")]:
+            del sys.modules[name]
+        return _fp(load_module(main_src).fn)
+
+    try:
+        before = run()
+        assert run() == before
+        (root / "text" / "__init__.py").write_text("def clean(s):\n    return s\n")
+        assert run() != before
+    finally:
+        for name in [m for m in sys.modules if m == pkg or m.startswith(pkg + ".")]:
+            del sys.modules[name]
