@@ -58,15 +58,14 @@ _LOAD_GLOBAL_OPS = frozenset(
 )
 _ATTR_OPS = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
 _ATOMS = frozenset({str, bytes, int, float, bool, type(None)})
-# Class attributes that are bookkeeping, not behaviour (some are added lazily, e.g. by
-# copyreg).
+# Class attributes that are bookkeeping, not behaviour: some are added lazily (e.g.
+# __slotnames__ by copyreg), and a dataclass's generated __doc__ names its module.
 _CLASS_NOISE = frozenset(
     {
         "__module__", "__qualname__", "__dict__", "__weakref__", "__firstlineno__",
         "__static_attributes__", "__slotnames__", "_abc_impl", "__abstractmethods__",
         "__dataclass_fields__", "__dataclass_params__", "__annotations__",
-        "__orig_bases__",
-        "__parameters__",
+        "__orig_bases__", "__parameters__", "__doc__",
     }
 )  # fmt: skip
 _MISSING = ("missing",)

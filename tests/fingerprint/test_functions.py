@@ -49,18 +49,62 @@ def _fp(fn: object) -> str:
     return fingerprint_function(fn)
 
 
-def test_equal_in_fresh_interpreter(load_module, tmp_path: Path) -> None:
-    mod = load_module(TOKENIZE_SRC, name=f"tokmod_{uuid.uuid4().hex[:8]}")
-    here = _fp(mod.tokenize)
+RICH_SRC = """
+import dataclasses, enum, functools, re
+import numpy as np
+import pyarrow as pa
+
+class Mode(enum.Enum):
+    FAST = 1
+    SLOW = 2
+
+@dataclasses.dataclass
+class Cfg:
+    mode: Mode
+    tags: frozenset
+    pairs: set
+    table: object
+
+class Scaler:
+    def __init__(self, k):
+        self.k = k
+        self.cache = {("a", 1): {"x", "y"}, 3.5: None}
+    def __call__(self, v):
+        return v * self.k
+
+CFG = Cfg(Mode.FAST, frozenset({"p", "q", "r"}), {(1, "a"), (2, "b")},
+          pa.table({"a": pa.chunked_array([[1, 2], [3]])}))
+SCALE = Scaler(np.arange(4))
+PATTERN = re.compile(r"[a-z]+", re.I)
+
+@functools.lru_cache(maxsize=8)
+def cached(x):
+    return x * 2
+
+def fn(batch, *, mult=2, **extra):
+    rows = [SCALE(len(PATTERN.findall(t))) for t in batch["text"]]
+    return {"y": rows, "mode": CFG.mode.name, "c": cached(mult), "n": len(CFG.pairs)}
+
+target = functools.partial(fn, mult=3)
+"""
+
+
+@pytest.mark.parametrize(
+    ("src", "attr"), [(TOKENIZE_SRC, "tokenize"), (RICH_SRC, "target")]
+)
+def test_equal_in_fresh_interpreter(load_module, tmp_path: Path, src, attr) -> None:
+    mod = load_module(src, name=f"tokmod_{uuid.uuid4().hex[:8]}")
+    here = _fp(getattr(mod, attr))
     script = textwrap.dedent(
         f"""
         import importlib, sys
         sys.path.insert(0, {str(tmp_path / "mods")!r})
         from arrowmix._fingerprint.functions import fingerprint_function
         mod = importlib.import_module({mod.__name__!r})
-        print(fingerprint_function(mod.tokenize))
+        print(fingerprint_function(mod.{attr}))
         """
     )
+    # This process has a random hash seed; the child a fixed one: set order differs.
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONHASHSEED="12345")
     out = subprocess.run(
         [sys.executable, "-c", script],
@@ -98,6 +142,29 @@ def test_sensitive_to(load_module, old: str, new: str) -> None:
     a = load_module(TOKENIZE_SRC)
     b = load_module(TOKENIZE_SRC.replace(old, new))
     assert _fp(a.tokenize) != _fp(b.tokenize)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ('frozenset({"p", "q", "r"})', 'frozenset({"p", "q", "s"})'),
+        ('(2, "b")}', '(2, "c")}'),
+        ("[[1, 2], [3]]", "[[1, 2], [4]]"),
+        ("return v * self.k", "return v + self.k"),
+        ("np.arange(4)", "np.arange(5)"),
+        ("return x * 2", "return x * 3"),
+        ("re.I)", "0)"),
+        ("FAST = 1", "FAST = 3"),
+        ("mult=3)", "mult=4)"),
+        ("3.5: None", "3.5: 0"),
+    ],
+)
+def test_rich_function_sensitive_to(load_module, old: str, new: str) -> None:
+    assert old in RICH_SRC
+    a, b = load_module(RICH_SRC), load_module(RICH_SRC)
+    assert _fp(a.target) == _fp(b.target)
+    c = load_module(RICH_SRC.replace(old, new))
+    assert _fp(a.target) != _fp(c.target)
 
 
 def test_insensitive_to_set_and_dict_insertion_order(load_module) -> None:
