@@ -96,7 +96,12 @@ _UNHASHABLE: tuple[tuple[type | tuple[type, ...], str], ...] = (
 
 # type name ("module.qualname") -> handler returning a hashable value for an instance.
 _REGISTRY: dict[str, Callable[[Any], Any]] = {
+    # HF tokenizers: the JSON serialisation is the tokenizer's whole behaviour.
     "tokenizers.Tokenizer": lambda tok: tok.to_str(),
+    # transformers tokenizers: their state minus the memo cache that fills up with use.
+    "transformers.tokenization_utils_base.PreTrainedTokenizerBase": lambda tok: {
+        k: v for k, v in vars(tok).items() if k != "cache"
+    },
 }
 
 

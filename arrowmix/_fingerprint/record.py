@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,9 +31,19 @@ from arrowmix._fingerprint.hasher import Hasher
 from arrowmix._fingerprint.transform import random_fingerprint, same_value
 from arrowmix.exceptions import FingerprintError
 
-__all__ = ["Change", "FingerprintRecord", "build_record", "environment", "explain"]
+__all__ = [
+    "RECORD_FORMAT",
+    "RECORD_METADATA_KEY",
+    "Change",
+    "FingerprintRecord",
+    "build_record",
+    "environment",
+    "explain",
+]
 
 RECORD_FORMAT = 1
+# Suggested Arrow schema metadata key for a cache file's record (value: ``to_json()``).
+RECORD_METADATA_KEY = b"arrowmix.fingerprint_record"
 _KEYS = frozenset(
     {
         "format", "fingerprint", "parent", "transform", "version", "kwargs", "function",
@@ -177,6 +187,7 @@ def build_record(
     function: Callable[..., Any] | None,
     kwargs: Mapping[str, Any] | None,
     defaults: Mapping[str, Any] | None,
+    ignore: Collection[str] = (),
 ) -> FingerprintRecord:
     """Hash a transform application part by part (no warning: see the caller)."""
     hasher = FunctionHasher()
@@ -184,7 +195,7 @@ def build_record(
     kept = {
         k: v
         for k, v in (kwargs or {}).items()
-        if not (k in defaults and same_value(v, defaults[k]))
+        if k not in ignore and not (k in defaults and same_value(v, defaults[k]))
     }
     kw_digests = {
         k: hasher.value_digest(v, f"kwargs['{k}']") for k, v in sorted(kept.items())

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from arrowmix._fingerprint.hasher import Hasher
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from arrowmix._fingerprint.record import FingerprintRecord
 
 __all__ = [
+    "MAP_IGNORED_KWARGS",
     "fingerprint_transform",
     "random_fingerprint",
     "roll",
@@ -29,6 +30,13 @@ __all__ = [
 ]
 
 _FP_RE = re.compile(r"^[0-9a-f]{16}$")
+
+#: ``map`` / ``filter`` arguments that change how a result is computed or shown, never
+#: what it is: pass them as ``ignore=`` so, e.g., a rerun with another ``num_proc``
+#: reuses the cache.
+MAP_IGNORED_KWARGS = frozenset(
+    {"num_proc", "desc", "load_from_cache_file", "cache_file_name", "new_fingerprint"}
+)
 
 
 def roll(
@@ -95,6 +103,7 @@ def transform_record(
     kwargs: Mapping[str, Any] | None = None,
     defaults: Mapping[str, Any] | None = None,
     *,
+    ignore: Collection[str] = (),
     stacklevel: int = 2,
 ) -> FingerprintRecord:
     """Fingerprint of a transform with a user function, and the record of its parts.
@@ -106,7 +115,7 @@ def transform_record(
     from arrowmix._fingerprint.record import build_record
 
     record = build_record(
-        parent_fp, transform_name, version, function, kwargs, defaults
+        parent_fp, transform_name, version, function, kwargs, defaults, ignore
     )
     if record.unhashable:
         from arrowmix._fingerprint.functions import Problem, warn_unhashable
@@ -127,6 +136,7 @@ def fingerprint_transform(
     kwargs: Mapping[str, Any] | None = None,
     defaults: Mapping[str, Any] | None = None,
     *,
+    ignore: Collection[str] = (),
     stacklevel: int = 2,
 ) -> str:
     """Fingerprint of ``transform_name@version`` applying ``function`` with ``kwargs``.
@@ -144,6 +154,8 @@ def fingerprint_transform(
         function: The user function (or None).
         kwargs: The transform's other arguments.
         defaults: Their defaults.
+        ignore: Names of kwargs that never change the result (e.g.
+            :data:`MAP_IGNORED_KWARGS`: ``num_proc``, ``desc``, ...); they are dropped.
         stacklevel: Passed to ``warnings.warn`` (2: the caller of this function).
 
     Returns:
@@ -167,5 +179,6 @@ def fingerprint_transform(
         function,
         kwargs,
         defaults,
+        ignore=ignore,
         stacklevel=stacklevel + 1,
     ).fingerprint

@@ -434,3 +434,21 @@ def test_editing_a_function_in_a_user_subpackage_invalidates(
     finally:
         for name in [m for m in sys.modules if m == pkg or m.startswith(pkg + ".")]:
             del sys.modules[name]
+
+
+def test_ignored_kwargs_never_change_the_fingerprint() -> None:
+    from arrowmix._fingerprint.transform import MAP_IGNORED_KWARGS
+
+    def fn(batch):
+        return batch
+
+    parent = "0123456789abcdef"
+
+    def fp(**kwargs: object) -> str:
+        return fingerprint_transform(
+            parent, "arrowmix.map", 1, fn, kwargs, {}, ignore=MAP_IGNORED_KWARGS
+        )
+
+    assert fp(num_proc=1, desc="a") == fp(num_proc=8, desc="tokenizing")
+    assert fp(num_proc=1) == fp(load_from_cache_file=False)
+    assert fp(num_proc=1) != fp(batched=True)
