@@ -249,7 +249,7 @@ class _FingerprintPickler(dill.Pickler):  # type: ignore[misc]  # dill is untype
         hook = getattr(cls, "__fingerprint__", None)
         if callable(hook):
             return _tag, ("hook", reference(cls), hash_value(hook(obj)))
-        if isinstance(obj, (np.ndarray, np.generic, *_ARROW_TYPES)):
+        if isinstance(obj, (memoryview, np.ndarray, np.generic, *_ARROW_TYPES)):
             return _tag, ("value", hash_value(obj))
         if cls in _CONTAINERS and len(obj) >= BIG_CONTAINER:
             digest = big_container_digest(obj)

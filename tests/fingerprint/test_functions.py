@@ -452,3 +452,44 @@ def test_ignored_kwargs_never_change_the_fingerprint() -> None:
     assert fp(num_proc=1, desc="a") == fp(num_proc=8, desc="tokenizing")
     assert fp(num_proc=1) == fp(load_from_cache_file=False)
     assert fp(num_proc=1) != fp(batched=True)
+
+
+SCRIPT_SRC = """
+import sys
+from helpers_main import clean
+
+LOWER = True
+
+def tokenize(batch):
+    text = clean(batch["text"])
+    return {"ids": [len(w) for w in (text.lower() if LOWER else text).split()]}
+
+if __name__ == "__main__":
+    from arrowmix._fingerprint.transform import fingerprint_transform
+    print(fingerprint_transform("0123456789abcdef", "arrowmix.map", 1, tokenize))
+"""
+
+
+def test_rerun_of_a_script_in_new_processes(tmp_path: Path) -> None:
+    """The user story: rerun, move the script, edit an imported helper."""
+
+    def run(script_dir: Path, helper_body: str, leading: int = 0) -> str:
+        script_dir.mkdir(parents=True, exist_ok=True)
+        (script_dir / "helpers_main.py").write_text(
+            f"def clean(s):\n    {helper_body}\n"
+        )
+        (script_dir / "train.py").write_text("\n" * leading + SCRIPT_SRC)
+        env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
+        out = subprocess.run(
+            [sys.executable, str(script_dir / "train.py")],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        )
+        return out.stdout.strip()
+
+    first = run(tmp_path / "a", "return s.strip()")
+    assert len(first) == 16
+    assert run(tmp_path / "b" / "moved", "return s.strip()", leading=9) == first
+    assert run(tmp_path / "a", "return s.rstrip()") != first
