@@ -169,9 +169,8 @@ class FunctionHasher:
     """One fingerprinting run: hashes functions, classes, values; collects components.
 
     Args:
-        strict: Raise :class:`~arrowmix._fingerprint.pickler.UnhashableError` on the
-        first
-            unhashable object instead of recording a :class:`Problem`.
+        strict: Raise :class:`~arrowmix._fingerprint.pickler.UnhashableError` on
+            the first unhashable object instead of recording a :class:`Problem`.
     """
 
     def __init__(self, *, strict: bool = False) -> None:
@@ -181,8 +180,7 @@ class FunctionHasher:
         self._memo: dict[int, tuple[object, str]] = {}
         self._in_progress: set[int] = set()
 
-    # -- values
-    # ---------------------------------------------------------------------------
+    # -- values --
 
     def value_digest(self, value: Any, path: str) -> str:
         """Digest of any value; functions and classes inside are hashed by this run."""
@@ -203,8 +201,7 @@ class FunctionHasher:
         self.problems.append(Problem(path=path, obj=obj, reason=f"{cause}"))
         return random_fingerprint()
 
-    # -- callables
-    # ------------------------------------------------------------------------
+    # -- callables --
 
     def callable_digest(self, fn: Any, path: str) -> str:
         """Digest of a callable: function, method, partial, callable object, builtin."""
@@ -244,10 +241,8 @@ class FunctionHasher:
                 digest = hash_value(("function", self._function_parts(fn, path)))
             finally:
                 self._in_progress.discard(key)
-        self._memo[key] = (
-            fn,
-            digest,
-        )  # keep fn alive so its id is not reused in this run
+        # Keep fn alive so that its id is not reused during this run.
+        self._memo[key] = (fn, digest)
         return digest
 
     def _function_parts(self, fn: types.FunctionType, path: str) -> dict[str, str]:

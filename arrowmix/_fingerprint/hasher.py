@@ -2,8 +2,10 @@
 
 Values are encoded by type with a tag byte so that ``1``, ``"1"`` and ``b"1"`` differ,
 dicts and sets are encoded in sorted order so insertion order never matters, and numpy /
-pyarrow arrays are hashed by dtype, shape and raw values. Anything else goes through the
-deterministic pickler.
+pyarrow arrays are hashed by dtype, shape and raw values (Arrow data independently of
+chunking). Large containers of one scalar type (or lists / tuples of such) are
+converted to Arrow and hashed in C++. Anything else goes through the deterministic
+pickler.
 """
 
 from __future__ import annotations

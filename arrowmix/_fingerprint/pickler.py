@@ -34,7 +34,7 @@ import pickle
 import socket
 import threading
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import dill
@@ -126,9 +126,9 @@ def register_fingerprint(cls: type | str, handler: Callable[[Any], Any]) -> None
     _HANDLER_CACHE.clear()
 
 
-def registered_fingerprints() -> dict[str, Callable[[Any], Any]]:
-    """A copy of the registry of special-type handlers, keyed by dotted type name."""
-    return dict(_REGISTRY)
+def registered_fingerprints() -> Mapping[str, Callable[[Any], Any]]:
+    """Read-only view of the special-type handlers, keyed by dotted type name."""
+    return types.MappingProxyType(_REGISTRY)
 
 
 _HANDLER_CACHE: dict[type, Callable[[Any], Any] | None] = {}
@@ -217,6 +217,7 @@ class _FingerprintPickler(dill.Pickler):  # type: ignore[misc]  # dill is untype
             AttributeError,
             ValueError,
             RecursionError,
+            RuntimeError,
         ):
             if self.culprit is None:  # the innermost object fails first
                 self.culprit = obj
@@ -355,6 +356,7 @@ def dumps(obj: Any, *, ctx: Context | None = None, path: str = "value") -> bytes
         AttributeError,
         ValueError,
         RecursionError,
+        RuntimeError,  # e.g. multiprocessing locks refuse pickling outside a spawn
     ) as exc:
         raise UnhashableError(path, pickler.culprit, exc) from exc
     return buf.getvalue()

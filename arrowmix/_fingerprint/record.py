@@ -2,15 +2,16 @@
 
 A :class:`FingerprintRecord` is plain JSON (see ``docs/fingerprints.md`` for the
 format), so the map engine can store it in the cache file's Arrow schema metadata and
-``arrowmix fingerprint
---explain`` can later diff the stored record against the current one::
+``arrowmix fingerprint --explain`` can later diff the stored record against the current
+one::
 
-    {"format": 1, "fingerprint": "…16 hex…", "parent": "…", "transform": "arrowmix.map",
-     "version": "1", "kwargs": {"batched": "…"}, "function": "tokenize",
-     "function_digest": "…", "components": {"tokenize -> code": "…", …},
+    {"format": 1, "fingerprint": "<16 hex>", "parent": "<16 hex>",
+     "transform": "arrowmix.map", "version": "1", "kwargs": {"batched": "<16 hex>"},
+     "function": "tokenize", "function_digest": "<16 hex>",
+     "components": {"tokenize -> code": "<16 hex>", ...},
      "environment": {"python": "3.11", "dill": "0.4", "arrowmix": "0.1.0"},
-     "unhashable": [{"path": "tokenize -> globals['lock']", "object": "…", "reason":
-     "…"}]}
+     "unhashable": [{"path": "tokenize -> globals['lock']", "object": "...",
+                     "reason": "..."}]}
 
 Every digest is 16 hex characters; a record with ``unhashable`` entries has a random
 fingerprint. :meth:`FingerprintRecord.diff` compares the flattened components

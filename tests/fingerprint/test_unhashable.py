@@ -129,3 +129,26 @@ def test_record_lists_the_culprits() -> None:
         "test_record_lists_the_culprits.<locals>.<lambda> -> closure['lock']"
     ]
     assert "_thread.lock" in record.unhashable[0]["object"]
+
+
+@pytest.mark.parametrize(
+    ("make", "type_name"),
+    [
+        (
+            lambda: __import__("multiprocessing").Lock(),
+            "multiprocessing.synchronize.Lock",
+        ),
+        (lambda: __import__("queue").Queue(), "threading.Condition"),
+        (threading.Event, "threading.Event"),
+        (lambda: iter(x for x in ()), "generator"),
+    ],
+)
+def test_process_state_objects(make, type_name: str) -> None:
+    obj = make()
+    fp1, caught = _transform(lambda x: (x, obj))
+    assert len(caught) == 1
+    assert caught[0].category is FingerprintWarning
+    assert type_name in str(caught[0].message)
+    assert "closure['obj']" in str(caught[0].message)
+    fp2, _ = _transform(lambda x: (x, obj))
+    assert fp1 != fp2
