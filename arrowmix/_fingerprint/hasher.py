@@ -184,12 +184,19 @@ def _encode_big_sequence(h: Any, v: list[Any] | tuple[Any, ...]) -> bool:
 def _encode_big_dict(h: Any, v: dict[Any, Any]) -> bool:
     if len(v) < BIG_CONTAINER:
         return False
-    keys = _column(list(v))
-    vals = None if keys is None or "[" in keys[0] else _column(list(v.values()))
+    key_list = list(v)
+    keys = _column(key_list)
+    vals = None if keys is None else _column(list(v.values()))
     if keys is None or vals is None:
         return False
-    # Keys are unique scalars, so sorting by key alone gives one canonical order.
-    order = pc.sort_indices(keys[1])
+    # Keys are unique, so sorting by key alone gives one canonical order: Arrow sorts
+    # scalars; tuple keys (e.g. BPE merges) of uniform item types sort in Python.
+    if "[" in keys[0]:
+        order: Any = pa.array(
+            sorted(range(len(key_list)), key=key_list.__getitem__), pa.int64()
+        )
+    else:
+        order = pc.sort_indices(keys[1])
     table = pa.table({"k": keys[1].take(order), "v": vals[1].take(order)})
     _encode_column(h, b"D", f"{keys[0]}:{vals[0]}", table)
     return True

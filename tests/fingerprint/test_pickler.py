@@ -148,3 +148,11 @@ def test_nested_big_containers_keep_types_and_lengths_apart() -> None:
     assert hash_value(vocab) == hash_value(dict(reversed(list(vocab.items()))))
     assert hash_value(vocab) != hash_value({**vocab, "w3": [3, 7]})
     assert hash_value([[] for _ in range(n)]) != hash_value([[[]] for _ in range(n)])
+
+
+def test_big_dict_with_tuple_keys() -> None:
+    merges = {(f"a{i}", f"b{i % 7}"): i for i in range(BIG_CONTAINER * 2)}
+    assert hash_value(merges) == hash_value(dict(reversed(list(merges.items()))))
+    assert hash_value(merges) != hash_value({**merges, ("a3", "b3"): -1})
+    copy = dict(merges)
+    assert dumps(merges) == dumps(copy)
