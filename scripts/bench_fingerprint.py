@@ -87,6 +87,10 @@ def cases() -> dict[str, Callable[..., Any]]:
             {f"w{i}": i for i in range(200_000)}
         ),
     }
+    word_pieces = {f"w{i}": [i, i + 1] for i in range(200_000)}
+    out["closure over 200k dict[str, list]"] = lambda w: word_pieces.get(w)
+    merges = {(f"a{i}", f"b{i % 977}"): i for i in range(200_000)}
+    out["closure over 200k BPE merges"] = lambda pair: merges.get(pair)
     hf = make_hf_tokenizer(30_000)
     if hf is not None:
         out["HF tokenizers closure (30k vocab)"] = hf

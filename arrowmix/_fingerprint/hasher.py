@@ -250,6 +250,9 @@ def big_container_digest(v: Any) -> str | None:
         >>> big_container_digest({"a": 1}) is None
         True
     """
+    cached = _IMMUTABLE_DIGESTS.get(id(v))
+    if cached is not None and cached[0] is v:
+        return cached[1]
     h = xxhash.xxh3_64()
     if isinstance(v, dict):
         done = _encode_big_dict(h, v)
@@ -259,7 +262,20 @@ def big_container_digest(v: Any) -> str | None:
         done = _encode_big_sequence(h, v)
     else:
         done = False
-    return h.hexdigest() if done else None
+    if not done:
+        return None
+    digest = h.hexdigest()
+    if type(v) is frozenset or (type(v) is tuple and type(v[0]) in _ARROW_SCALAR_TYPES):
+        # A frozenset (hashable items) or a tuple of scalars can never change, so its
+        # digest is kept, with the object itself so that its id stays valid.
+        if len(_IMMUTABLE_DIGESTS) >= _IMMUTABLE_CACHE_SIZE:
+            _IMMUTABLE_DIGESTS.pop(next(iter(_IMMUTABLE_DIGESTS)))
+        _IMMUTABLE_DIGESTS[id(v)] = (v, digest)
+    return digest
+
+
+_IMMUTABLE_CACHE_SIZE = 64
+_IMMUTABLE_DIGESTS: dict[int, tuple[Any, str]] = {}
 
 
 def _encode_arrow(h: Any, v: Any) -> None:

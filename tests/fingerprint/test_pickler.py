@@ -156,3 +156,13 @@ def test_big_dict_with_tuple_keys() -> None:
     assert hash_value(merges) != hash_value({**merges, ("a3", "b3"): -1})
     copy = dict(merges)
     assert dumps(merges) == dumps(copy)
+
+
+def test_immutable_digest_cache_never_hides_a_mutation() -> None:
+    rows = tuple([i] for i in range(BIG_CONTAINER))  # a tuple of *mutable* lists
+    before = dumps(rows)
+    rows[3].append(1)
+    assert dumps(rows) != before
+    frozen = frozenset(range(BIG_CONTAINER))
+    assert hash_value(frozen) == hash_value(frozenset(range(BIG_CONTAINER)))
+    assert dumps(frozen) == dumps(frozen)
