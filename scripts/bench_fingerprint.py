@@ -12,6 +12,7 @@ calls), as a rerun of a training script would.
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import statistics
 import sys
@@ -102,7 +103,7 @@ def cases() -> dict[str, Callable[..., Any]]:
 def hf_hasher() -> Callable[[Any], str] | None:
     """``datasets.fingerprint.Hasher.hash`` if ``datasets`` is importable."""
     try:
-        from datasets.fingerprint import Hasher
+        from datasets.fingerprint import Hasher  # type: ignore[import-untyped]
     except ImportError:
         return None
     return Hasher.hash  # type: ignore[no-any-return]
@@ -119,16 +120,23 @@ def main(argv: list[str] | None = None) -> int:
     print(header)
     print("-" * len(header))
     for name, fn in cases().items():
-        ours = _median_ms(lambda fn=fn: fingerprint_function(fn), args.repeat)
+        ours = _median_ms(functools.partial(fingerprint_function, fn), args.repeat)
         trans = _median_ms(
-            lambda fn=fn: fingerprint_transform(
-                parent, "arrowmix.map", 1, fn, {"batched": True}, {"batched": False}
+            functools.partial(
+                fingerprint_transform,
+                parent,
+                "arrowmix.map",
+                1,
+                fn,
+                {"batched": True},
+                {"batched": False},
             ),
             args.repeat,
         )
         theirs = "n/a"
         if hf is not None:
-            theirs = f"{_median_ms(lambda fn=fn: hf(fn), max(3, args.repeat // 3)):.2f}"
+            hf_ms = _median_ms(functools.partial(hf, fn), max(3, args.repeat // 3))
+            theirs = f"{hf_ms:.2f}"
         print(f"{name:36} {ours:10.2f}ms {trans:8.2f}ms {theirs:>8}ms")
     print("medians in ms per call; HF column: datasets.fingerprint.Hasher.hash")
     return 0

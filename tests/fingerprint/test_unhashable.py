@@ -20,7 +20,9 @@ from arrowmix.exceptions import FingerprintWarning
 PARENT = "0123456789abcdef"
 
 
-def _transform(fn: object, kwargs: dict[str, object] | None = None) -> tuple[str, list]:
+def _transform(
+    fn: object, kwargs: dict[str, object] | None = None
+) -> tuple[str, list[warnings.WarningMessage]]:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         fp = fingerprint_transform(PARENT, "arrowmix.map", 1, fn, kwargs)  # type: ignore[arg-type]
@@ -140,7 +142,7 @@ def test_record_lists_the_culprits() -> None:
         ),
         (lambda: __import__("queue").Queue(), "threading.Condition"),
         (threading.Event, "threading.Event"),
-        (lambda: iter(x for x in ()), "generator"),
+        (lambda: (x for x in range(3)), "generator"),
     ],
 )
 def test_process_state_objects(make, type_name: str) -> None:
