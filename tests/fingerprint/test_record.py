@@ -120,3 +120,15 @@ def test_explain_accepts_functions(load_module) -> None:
     assert "closure['vocab']" in explain(a, b)
     with pytest.raises(TypeError, match="explain"):
         explain(1, a)
+
+
+def test_records_without_function_and_renamed_functions(load_module) -> None:
+    plain = transform_record(PARENT, "arrowmix.select", 1, None, {"indices": [1, 2]})
+    assert plain.function is None
+    assert plain.components == {}
+    assert FingerprintRecord.from_json(plain.to_json()) == plain
+    a = _record(load_module(SRC).tokenize)
+    b = _record(load_module(SRC.replace("tokenize", "encode")).encode)
+    kinds = {(c.component.split(" -> ")[0], c.kind) for c in a.diff(b)}
+    assert ("make.<locals>.tokenize", "removed") in kinds
+    assert ("make.<locals>.encode", "added") in kinds
