@@ -14,6 +14,9 @@ FingerprintRecord` can tell which one changed:
   also in nested code), with its current value; for a *user* module used as ``mod.attr``
   the parts are ``globals['mod'].attr`` instead, so editing a helper in an imported
   module invalidates;
+- ``imports['mod']``: a module imported inside the function (``import mod``; a user
+  module by the content of its source file), or ``imports['mod'].name`` for each name of
+  ``from mod import name``, by value;
 - ``__dict__``: attributes set on the function (``functools.wraps``'
   ``__wrapped__``...).
 
@@ -33,6 +36,8 @@ from __future__ import annotations
 import builtins
 import dis
 import functools
+import importlib
+import importlib.util
 import sys
 import types
 import warnings
@@ -153,6 +158,24 @@ def _global_uses(
     return tuple((n, frozenset(chains[n]), bare.get(n, False)) for n in sorted(chains))
 
 
+@functools.lru_cache(maxsize=8192)
+def _imports(code: types.CodeType) -> tuple[tuple[int, str, tuple[str, ...]], ...]:
+    """Imports in ``code`` (and nested code): (level, module name, names imported)."""
+    found: set[tuple[int, str, tuple[str, ...]]] = set()
+    stack = [code]
+    while stack:
+        co = stack.pop()
+        stack.extend(c for c in co.co_consts if isinstance(c, types.CodeType))
+        instructions = list(dis.get_instructions(co))
+        for i, ins in enumerate(instructions):
+            if ins.opname != "IMPORT_NAME" or i < 2:  # preceded by level and fromlist
+                continue
+            level, fromlist = instructions[i - 2].argval, instructions[i - 1].argval
+            names = tuple(fromlist) if isinstance(fromlist, tuple) else ()
+            found.add((int(level or 0), str(ins.argval), names))
+    return tuple(sorted(found))
+
+
 def _is_installed_function(fn: types.FunctionType) -> bool:
     # Both the module and the code's file must be installed: by value when unsure.
     if is_user_module(fn.__module__):
@@ -263,6 +286,7 @@ class FunctionHasher:
                 f"{path} -> closure['{name}']", value
             )
         parts.update(self._global_parts(fn, path))
+        parts.update(self._import_parts(fn, path))
         if fn.__dict__:
             parts["__dict__"] = self._part(f"{path} -> __dict__", fn.__dict__)
         return parts
@@ -293,6 +317,31 @@ class FunctionHasher:
                 sub = part + "".join(f".{a}" for a in chain[:depth])
                 if sub not in parts:
                     parts[sub] = self._part(f"{path} -> {sub}", target)
+        return parts
+
+    def _import_parts(self, fn: types.FunctionType, path: str) -> dict[str, str]:
+        """Modules imported inside the function: what they provide, by value."""
+        parts: dict[str, str] = {}
+        package = fn.__globals__.get("__package__") or None
+        for level, name, names in _imports(fn.__code__):
+            try:
+                full = importlib.util.resolve_name("." * level + name, package)
+                # Import now (the function would on its first call) so that an edited
+                # module is never hashed by its name alone.
+                module: Any = importlib.import_module(full)
+            except (ImportError, ValueError):
+                label = f"imports['{'.' * level}{name}']"
+                parts[label] = self._part(f"{path} -> {label}", _MISSING)
+                continue
+            label = f"imports['{full}']"
+            if not names or names == ("*",):
+                parts[label] = self._part(f"{path} -> {label}", module)
+                continue
+            for attr in names:
+                value = getattr(module, attr, _MISSING)
+                parts[f"{label}.{attr}"] = self._part(
+                    f"{path} -> {label}.{attr}", value
+                )
         return parts
 
     def code_digest(self, code: types.CodeType, path: str) -> str:

@@ -22,7 +22,15 @@ import sys
 import sysconfig
 from types import ModuleType
 
-__all__ = ["file_is_installed", "is_user_module", "module_version", "object_module"]
+import xxhash
+
+__all__ = [
+    "file_is_installed",
+    "is_user_module",
+    "module_source_digest",
+    "module_version",
+    "object_module",
+]
 
 _INSTALLED_ROOT_NAMES = frozenset({"builtins", "__builtin__"})
 _SITE_DIR_NAMES = ("site-packages", "dist-packages")
@@ -118,3 +126,31 @@ def module_version(name: str) -> str:
         except importlib.metadata.PackageNotFoundError:
             continue
     return "unknown"
+
+
+@functools.lru_cache(maxsize=1024)
+def _file_digest(path: str, mtime_ns: int, size: int) -> str:
+    with open(path, "rb") as f:
+        return xxhash.xxh3_64_hexdigest(f.read())
+
+
+def module_source_digest(module: ModuleType) -> str:
+    """Digest of a user module's source file (content only, never its path).
+
+    Used where a module of the user's own is hashed as a whole (passed around, or
+    imported inside a function): any edit of the file changes it. Cached per file
+    modification time and size.
+
+    Example:
+        >>> import types
+        >>> module_source_digest(types.ModuleType("no_file"))
+        'no-file'
+    """
+    path = getattr(module, "__file__", None)
+    if not isinstance(path, str):
+        return "no-file"
+    try:
+        st = os.stat(path)
+        return _file_digest(path, st.st_mtime_ns, st.st_size)
+    except OSError:
+        return "unreadable"

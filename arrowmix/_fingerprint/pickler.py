@@ -47,7 +47,12 @@ from arrowmix._fingerprint.hasher import (
     hash_bytes,
     hash_value,
 )
-from arrowmix._fingerprint.modules import is_user_module, module_version, object_module
+from arrowmix._fingerprint.modules import (
+    is_user_module,
+    module_source_digest,
+    module_version,
+    object_module,
+)
 
 __all__ = [
     "Context",
@@ -270,7 +275,7 @@ class _FingerprintPickler(dill.Pickler):  # type: ignore[misc]  # dill is untype
             return _tag, ("method", obj.__func__, obj.__self__)
         if isinstance(obj, types.ModuleType):
             if is_user_module(obj):
-                return _tag, ("user-module", obj.__name__)
+                return _tag, ("user-module", obj.__name__, module_source_digest(obj))
             return _tag, reference(obj)
         if isinstance(obj, (types.BuiltinFunctionType, types.BuiltinMethodType)):
             owner = getattr(obj, "__self__", None)

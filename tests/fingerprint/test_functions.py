@@ -493,3 +493,47 @@ def test_rerun_of_a_script_in_new_processes(tmp_path: Path) -> None:
     assert len(first) == 16
     assert run(tmp_path / "b" / "moved", "return s.strip()", leading=9) == first
     assert run(tmp_path / "a", "return s.rstrip()") != first
+
+
+def test_imports_inside_the_function_are_hashed(load_module) -> None:
+    helper = f"inner_helpers_{uuid.uuid4().hex[:8]}"
+    src = f"""
+    def by_from(x):
+        from {helper} import clean
+        return clean(x)
+
+    def by_module(x):
+        import {helper}
+        return {helper}.clean(x)
+
+    def installed(x):
+        import json
+        return json.dumps(x)
+    """
+
+    def run(body: str) -> tuple[str, str, str]:
+        sys.modules.pop(helper, None)
+        load_module(f"def clean(x):\n    {body}\n", name=helper)
+        mod = load_module(src)
+        return _fp(mod.by_from), _fp(mod.by_module), _fp(mod.installed)
+
+    first = run("return x.strip()")
+    assert run("return x.strip()") == first
+    edited = run("return x.lower()")
+    assert edited[0] != first[0]
+    assert edited[1] != first[1]
+    assert edited[2] == first[2]
+
+
+def test_user_module_passed_bare_is_hashed_by_source(load_module) -> None:
+    name = f"bare_{uuid.uuid4().hex[:8]}"
+    src = f"""
+    import {name} as ns
+
+    def fn(x):
+        return getattr(ns, "clean")(x)
+    """
+    load_module("def clean(x):\n    return x\n", name=name)
+    before = _fp(load_module(src).fn)
+    load_module("def clean(x):\n    return x * 2\n", name=name)
+    assert _fp(load_module(src).fn) != before
