@@ -34,6 +34,7 @@ instead.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import dis
 import functools
 import importlib
@@ -172,7 +173,8 @@ def _imports(code: types.CodeType) -> tuple[tuple[int, str, tuple[str, ...]], ..
                 continue
             level, fromlist = instructions[i - 2].argval, instructions[i - 1].argval
             names = tuple(fromlist) if isinstance(fromlist, tuple) else ()
-            found.add((int(level or 0), str(ins.argval), names))
+            level = level if isinstance(level, int) else 0
+            found.add((level, str(ins.argval), names))
     return tuple(sorted(found))
 
 
@@ -339,6 +341,9 @@ class FunctionHasher:
                 continue
             for attr in names:
                 value = getattr(module, attr, _MISSING)
+                if value is _MISSING:  # `from pkg import submodule`, not imported yet
+                    with contextlib.suppress(ImportError):
+                        value = importlib.import_module(f"{full}.{attr}")
                 parts[f"{label}.{attr}"] = self._part(
                     f"{path} -> {label}.{attr}", value
                 )
