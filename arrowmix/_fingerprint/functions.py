@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import dis
 import functools
 import importlib
 import importlib.util
@@ -45,6 +44,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from arrowmix._fingerprint.bytecode import code_digest_of, global_uses, imports_of
 from arrowmix._fingerprint.hasher import hash_bytes, hash_value
 from arrowmix._fingerprint.modules import file_is_installed, is_user_module
 from arrowmix._fingerprint.pickler import UnhashableError, dumps, reference, short_repr
@@ -59,10 +59,6 @@ __all__ = [
     "warn_unhashable",
 ]
 
-_LOAD_GLOBAL_OPS = frozenset(
-    {"LOAD_GLOBAL", "LOAD_NAME", "STORE_GLOBAL", "DELETE_GLOBAL"}
-)
-_ATTR_OPS = frozenset({"LOAD_ATTR", "LOAD_METHOD"})
 _ATOMS = frozenset({str, bytes, int, float, bool, type(None)})
 # Class attributes that are bookkeeping, not behaviour: some are added lazily (e.g.
 # __slotnames__ by copyreg), and a dataclass's generated __doc__ names its module.
@@ -96,86 +92,6 @@ def callable_label(fn: Any) -> str:
         return f"partial({callable_label(fn.func)})"
     name = getattr(fn, "__qualname__", None)
     return name if isinstance(name, str) else type(fn).__qualname__
-
-
-@functools.lru_cache(maxsize=8192)
-def _code_digest(code: types.CodeType) -> str:
-    # Code objects are immutable, so their digest is cached for the whole process.
-    consts = tuple(
-        ("code", _code_digest(c)) if isinstance(c, types.CodeType) else c
-        for c in code.co_consts
-    )
-    fields = (
-        code.co_name,
-        code.co_argcount,
-        code.co_posonlyargcount,
-        code.co_kwonlyargcount,
-        code.co_nlocals,
-        code.co_flags,
-        code.co_code,
-        consts,
-        code.co_names,
-        code.co_varnames,
-        code.co_freevars,
-        code.co_cellvars,
-        getattr(code, "co_exceptiontable", b""),
-    )
-    return hash_value(fields)
-
-
-_MAX_CHAIN = 4
-
-
-@functools.lru_cache(maxsize=8192)
-def _global_uses(
-    code: types.CodeType,
-) -> tuple[tuple[str, frozenset[tuple[str, ...]], bool], ...]:
-    """Globals ``code`` (and nested code) uses: (name, attribute chains read, bare use).
-
-    ``helpers.text.clean(x)`` gives ``("helpers", {("text", "clean")}, False)``.
-    """
-    chains: dict[str, set[tuple[str, ...]]] = {}
-    bare: dict[str, bool] = {}
-    stack = [code]
-    while stack:
-        co = stack.pop()
-        stack.extend(c for c in co.co_consts if isinstance(c, types.CodeType))
-        instructions = list(dis.get_instructions(co))
-        for i, ins in enumerate(instructions):
-            if ins.opname not in _LOAD_GLOBAL_OPS:
-                continue
-            name = str(ins.argval)
-            chains.setdefault(name, set())
-            chain: list[str] = []
-            if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
-                for nxt in instructions[i + 1 : i + 1 + _MAX_CHAIN]:
-                    if nxt.opname not in _ATTR_OPS:
-                        break
-                    chain.append(str(nxt.argval))
-            if chain:
-                chains[name].add(tuple(chain))
-            else:
-                bare[name] = True
-    return tuple((n, frozenset(chains[n]), bare.get(n, False)) for n in sorted(chains))
-
-
-@functools.lru_cache(maxsize=8192)
-def _imports(code: types.CodeType) -> tuple[tuple[int, str, tuple[str, ...]], ...]:
-    """Imports in ``code`` (and nested code): (level, module name, names imported)."""
-    found: set[tuple[int, str, tuple[str, ...]]] = set()
-    stack = [code]
-    while stack:
-        co = stack.pop()
-        stack.extend(c for c in co.co_consts if isinstance(c, types.CodeType))
-        instructions = list(dis.get_instructions(co))
-        for i, ins in enumerate(instructions):
-            if ins.opname != "IMPORT_NAME" or i < 2:  # preceded by level and fromlist
-                continue
-            level, fromlist = instructions[i - 2].argval, instructions[i - 1].argval
-            names = tuple(fromlist) if isinstance(fromlist, tuple) else ()
-            level = level if isinstance(level, int) else 0
-            found.add((level, str(ins.argval), names))
-    return tuple(sorted(found))
 
 
 def _is_installed_function(fn: types.FunctionType) -> bool:
@@ -296,7 +212,7 @@ class FunctionHasher:
     def _global_parts(self, fn: types.FunctionType, path: str) -> dict[str, str]:
         parts: dict[str, str] = {}
         fn_globals = fn.__globals__
-        for name, chains, bare in _global_uses(fn.__code__):
+        for name, chains, bare in global_uses(fn.__code__):
             part = f"globals['{name}']"
             if name not in fn_globals:
                 if not hasattr(builtins, name):
@@ -325,7 +241,7 @@ class FunctionHasher:
         """Modules imported inside the function: what they provide, by value."""
         parts: dict[str, str] = {}
         package = fn.__globals__.get("__package__") or None
-        for level, name, names in _imports(fn.__code__):
+        for level, name, names in imports_of(fn.__code__):
             try:
                 full = importlib.util.resolve_name("." * level + name, package)
                 # Import now (the function would on its first call) so that an edited
@@ -351,7 +267,7 @@ class FunctionHasher:
 
     def code_digest(self, code: types.CodeType, path: str) -> str:
         """Digest of a code object without file names or line numbers."""
-        return _code_digest(code)
+        return code_digest_of(code)
 
     def class_digest(self, cls: type, path: str) -> str:
         """Digest of a class (by value for user code, by reference otherwise)."""
