@@ -15,6 +15,8 @@ from __future__ import annotations
 import copy
 from typing import Any, ClassVar, TypeVar
 
+import numpy as np
+
 from arrowmix._stream.base import State, Stream
 from arrowmix.exceptions import StateError
 
@@ -62,7 +64,7 @@ class AnchoredStage(Stream[U]):
 
     def reset(self, state: State | None = None) -> None:
         super().reset(state)
-        self._buf: list[U] | None = None
+        self._buf: Any = None  # outputs, or an array of row positions
         self._pos = 0
         self._skip = 0
         self._window = 0
@@ -115,9 +117,26 @@ class AnchoredStage(Stream[U]):
         if self._buf is None or self._pos >= len(self._buf):
             self._fill()
         assert self._buf is not None
-        item = self._buf[self._pos]
+        item: U = self._buf[self._pos]
         self._pos += 1
         return item
+
+    def _pull_positions(self, n: int) -> np.ndarray:
+        """Like ``_pull`` for stages whose windows are arrays of row positions."""
+        parts: list[np.ndarray] = []
+        got = 0
+        while got < n:
+            if self._buf is None or self._pos >= len(self._buf):
+                try:
+                    self._fill()
+                except StopIteration:
+                    break
+            assert isinstance(self._buf, np.ndarray)
+            part = self._buf[self._pos : self._pos + n - got]
+            self._pos += len(part)
+            got += len(part)
+            parts.append(part)
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
     def _pull(self, n: int) -> list[U]:
         out: list[U] = []

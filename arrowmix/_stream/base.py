@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
+import numpy as np
 import pyarrow as pa
 
 from arrowmix._fingerprint.hasher import hash_value
@@ -27,6 +28,8 @@ from arrowmix.exceptions import StateError
 
 if TYPE_CHECKING:
     from types import TracebackType
+
+    from arrowmix._stream.row_source import RowSource
 
 __all__ = [
     "FORMAT_VERSION",
@@ -129,6 +132,17 @@ class Stream(Generic[T]):
     def schema(self) -> pa.Schema | None:
         """The Arrow schema of the rows, when known."""
         return None
+
+    def row_source(self) -> RowSource | None:
+        """The row source whose positions this stream can yield (index streams)."""
+        return None
+
+    def _use_positions(self) -> None:
+        """Called by a consumer that will read positions through ``_pull_positions``."""
+
+    def _pull_positions(self, n: int) -> np.ndarray:
+        """Up to ``n`` next row positions (only when ``row_source()`` is not None)."""
+        raise TypeError(f"{type(self).__name__} does not stream row positions.")
 
     def _pull(self, n: int) -> list[T]:
         """Up to ``n`` next items (fewer only at the end); subclasses may batch this."""

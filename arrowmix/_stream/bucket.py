@@ -15,6 +15,7 @@ re-sorts one read-ahead window (at most ``read_ahead`` items).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -23,38 +24,36 @@ import numpy as np
 from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import State, Stream, _fn_name
 from arrowmix._stream.rng import SeedHolder, derive_rng
+from arrowmix._stream.sources import table_to_rows
 
-__all__ = ["LengthBucketIterator", "cut_batches"]
+__all__ = ["LengthBucketIterator", "cut_sorted", "descending"]
 
 T = TypeVar("T")
 
 
 def _getter(key: str | Callable[[Any], Any]) -> Callable[[Any], Any]:
     if isinstance(key, str):
-        name = key
-        return lambda row: row[name]
+        return operator.itemgetter(key)
     if callable(key):
         return key
     raise TypeError(f"`key` must be a column name or a callable, got {key!r}.")
 
 
-def cut_batches(
+def cut_sorted(
     items: list[T],
-    keys: np.ndarray,
     batch_size: int | Callable[[T], int],
     boundaries: list[Any] | None = None,
 ) -> list[list[T]]:
-    """Sort ``items`` by ``keys`` (descending, stable) and cut them into batches.
+    """Cut already sorted ``items`` into batches (sizes from their first item).
 
     Example:
-        >>> cut_batches(["a", "bbb", "cc"], np.array([1, 3, 2]), 2)
-        [['bbb', 'cc'], ['a']]
+        >>> cut_sorted(["c", "b", "b", "a"], 2, boundaries=[3, 2, 2, 1])
+        [['c'], ['b', 'b'], ['a']]
     """
-    order = np.argsort(-keys, kind="stable").tolist()
     batches: list[list[T]] = []
-    i, n = 0, len(order)
+    i, n = 0, len(items)
     while i < n:
-        first = items[order[i]]
+        first = items[i]
         size = batch_size(first) if callable(batch_size) else batch_size
         if (
             isinstance(size, bool)
@@ -67,14 +66,21 @@ def cut_batches(
             )
         stop = min(n, i + int(size))
         if boundaries is not None:
-            b0 = boundaries[order[i]]
+            b0 = boundaries[i]
             j = i + 1
-            while j < stop and boundaries[order[j]] == b0:
+            while j < stop and boundaries[j] == b0:
                 j += 1
             stop = j
-        batches.append([items[k] for k in order[i:stop]])
+        batches.append(items[i:stop])
         i = stop
     return batches
+
+
+def descending(keys: np.ndarray) -> np.ndarray:
+    """Stable order of ``keys`` from the largest to the smallest."""
+    # Stable sort of the negated keys keeps equal keys in arrival order.
+    order: np.ndarray = np.argsort(-keys, kind="stable")
+    return order
 
 
 class LengthBucketIterator(AnchoredStage[list[Any]]):
@@ -124,6 +130,13 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
         self.read_ahead = read_ahead
         self.shuffle_batches = bool(shuffle)
         self._seed = SeedHolder(seed)
+        self._rows = None
+        columns = isinstance(key, str) and (
+            boundary_key is None or isinstance(boundary_key, str)
+        )
+        if columns and source.row_source() is not None:
+            self._rows = source.row_source()
+            source._use_positions()
 
     def describe(self) -> dict[str, Any]:
         def name(k: object) -> object:
@@ -144,15 +157,35 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
     def load_extra(self, state: State) -> None:
         self._seed.load(self, state[self.SEED_KEY])
 
-    def compute(self, window: int) -> list[list[Any]] | None:
+    def _read_rows(self) -> tuple[list[Any], list[Any] | None] | None:
+        """The next read-ahead window sorted by key, and its boundary values."""
+        if self._rows is not None:  # index stream: sort positions by the key column
+            pos = self.source._pull_positions(self.read_ahead)
+            if not len(pos):
+                return None
+            table = self._rows.take(pos)
+            assert isinstance(self.key, str)
+            keys = table.column(self.key).to_numpy(zero_copy_only=False)
+            table = table.take(descending(keys.astype(np.float64)))
+            bounds = None
+            if isinstance(self.boundary_key, str):
+                bounds = table.column(self.boundary_key).to_pylist()
+            return table_to_rows(table), bounds
         items = self.source._pull(self.read_ahead)
         if not items:
             return None
-        keys = np.fromiter(
-            (self._key(x) for x in items), dtype=np.float64, count=len(items)
-        )
-        bounds = None if self._boundary is None else [self._boundary(x) for x in items]
-        batches = cut_batches(items, keys, self.batch_size, bounds)
+        keys = np.fromiter(map(self._key, items), dtype=np.float64, count=len(items))
+        order = descending(keys).tolist()
+        items = [items[i] for i in order]
+        if self._boundary is None:
+            return items, None
+        return items, [self._boundary(x) for x in items]
+
+    def compute(self, window: int) -> list[list[Any]] | None:
+        window_rows = self._read_rows()
+        if window_rows is None:
+            return None
+        batches = cut_sorted(window_rows[0], self.batch_size, window_rows[1])
         if self.shuffle_batches:
             perm = derive_rng(self._seed.value, window).permutation(len(batches))
             batches = [batches[i] for i in perm]

@@ -17,6 +17,8 @@ from typing import Any, TypeVar
 from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import State, Stream
 from arrowmix._stream.rng import SeedHolder, derive_rng
+from arrowmix._stream.row_source import RowSource
+from arrowmix._stream.sources import table_to_rows
 
 __all__ = ["BufferShuffleIterator"]
 
@@ -44,6 +46,7 @@ class BufferShuffleIterator(AnchoredStage[T]):
             )
         self.buffer_size = buffer_size
         self._seed = SeedHolder(seed)
+        self._positions = False  # True once a consumer reads positions
 
     @property
     def schema(self) -> Any:
@@ -58,9 +61,42 @@ class BufferShuffleIterator(AnchoredStage[T]):
     def load_extra(self, state: State) -> None:
         self._seed.load(self, state[self.SEED_KEY])
 
-    def compute(self, window: int) -> list[T] | None:
-        items = self.source._pull(self.buffer_size)
-        if not items:
+    def row_source(self) -> RowSource | None:
+        return self.source.row_source()
+
+    def _use_positions(self) -> None:
+        if self.row_source() is not None:
+            self._positions = True
+            self.source._use_positions()
+
+    def compute(self, window: int) -> Any:
+        rows = self.source.row_source()
+        if rows is None:
+            items = self.source._pull(self.buffer_size)
+            if not items:
+                return None
+            perm = derive_rng(self._seed.value, window).permutation(len(items))
+            return [items[i] for i in perm]
+        # Index stream: permute positions; rows are read once, with one take.
+        pos = self.source._pull_positions(self.buffer_size)
+        if not len(pos):
             return None
-        perm = derive_rng(self._seed.value, window).permutation(len(items))
-        return [items[i] for i in perm]
+        pos = pos[derive_rng(self._seed.value, window).permutation(len(pos))]
+        return pos if self._positions else table_to_rows(rows.take(pos))
+
+    def _rows_at(self, n: int) -> list[T]:
+        rows = self.row_source()
+        assert rows is not None
+        pos = self._pull_positions(n)
+        return table_to_rows(rows.take(pos)) if len(pos) else []  # type: ignore[return-value]
+
+    def next(self) -> T:
+        if not self._positions:
+            return super().next()
+        out = self._rows_at(1)
+        if not out:
+            raise StopIteration
+        return out[0]
+
+    def _pull(self, n: int) -> list[T]:
+        return self._rows_at(n) if self._positions else super()._pull(n)

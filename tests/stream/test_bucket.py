@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from typing import Any
 
@@ -83,3 +84,30 @@ def test_bad_arguments() -> None:
         src.bucket(3, 2, 4)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="returned 0"):
         list(src.bucket("n", lambda r: 0, 4))
+
+
+@pytest.mark.parametrize("infinite", [False, True])
+def test_index_stream_matches_row_stream(infinite: bool) -> None:
+    """Column keys over a row source move positions; the output must not change."""
+
+    def batches(key: Any, boundary: Any) -> list[list[int]]:
+        s = arrow(300, seed=4, infinite=infinite).shuffle(50, seed=5)
+        b = s.bucket(
+            key,
+            lambda r: max(1, 700 // r["n_tokens"]),
+            64,
+            boundary_key=boundary,
+            seed=6,
+        )
+        return [[r["id"] for r in next(b)] for _ in range(40)]
+
+    fast = batches("n_tokens", "lang")
+    assert fast == batches(operator.itemgetter("n_tokens"), lambda r: r["lang"])
+    assert isinstance(fast[0][0], int)
+
+
+def test_shuffle_in_position_mode_still_yields_rows() -> None:
+    s = arrow(30, seed=1).shuffle(8, seed=2)
+    expected = [r["id"] for r in arrow(30, seed=1).shuffle(8, seed=2)]
+    s._use_positions()
+    assert [r["id"] for r in s] == expected

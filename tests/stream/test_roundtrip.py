@@ -265,3 +265,13 @@ class TestPrefetchComposite(CheckpointRoundTripTests):
     def make_iterator(self, seed: int = 0) -> Stream[Any]:
         s = arrow(90, shuffle="global", seed=seed).prefetch(8).shuffle(9, seed=seed)
         return s.map(ident).prefetch(5).batch(4)
+
+
+class TestIndexStreamShuffleBucket(CheckpointRoundTripTests):
+    iterator_cls = BufferShuffleIterator
+    seeded = True
+
+    def make_iterator(self, seed: int = 0) -> Stream[Any]:
+        s = arrow(70, shuffle="chunks", seed=seed, infinite=True).shuffle(16, seed=seed)
+        b = s.bucket("n_tokens", budget, 24, boundary_key="lang", seed=seed)
+        return b.map(lambda batch: [ident(r) for r in batch]).take(60)
