@@ -166,11 +166,13 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
             table = self._rows.take(pos)
             assert isinstance(self.key, str)
             keys = table.column(self.key).to_numpy(zero_copy_only=False)
-            table = table.take(descending(keys.astype(np.float64)))
+            order = descending(keys.astype(np.float64)).tolist()
+            rows = table_to_rows(table)
             bounds = None
             if isinstance(self.boundary_key, str):
-                bounds = table.column(self.boundary_key).to_pylist()
-            return table_to_rows(table), bounds
+                values = table.column(self.boundary_key).to_pylist()
+                bounds = [values[i] for i in order]
+            return [rows[i] for i in order], bounds
         items = self.source._pull(self.read_ahead)
         if not items:
             return None

@@ -25,6 +25,7 @@ from arrowmix._stream.schedule import (
     check_stopping,
     check_weights,
     integer_weights,
+    random_plan,
 )
 from arrowmix.exceptions import SchemaMismatchError, StateError
 
@@ -32,6 +33,7 @@ __all__ = ["WeightedMixIterator", "ZipIterator", "check_schemas", "mix", "zip_st
 
 T = TypeVar("T")
 _BLOCK = 1024
+_MIN_BULK = 16
 
 
 def check_schemas(streams: Sequence[Stream[Any]]) -> None:
@@ -164,24 +166,48 @@ class WeightedMixIterator(Stream[T]):
     def _choose(self) -> int:
         if self.seed is None:
             return self._swrr.choose(self._active)
+        # Same arithmetic as schedule.random_plan, with the block's draws cached.
         step = sum(self._counts)
         block = step // _BLOCK
         if self._u is None or self._u[0] != block:
             self._u = (block, derive_rng(self.seed, block).random(_BLOCK))
         u = self._u[1][step % _BLOCK]
-        w = [
-            wt if on else 0.0 for wt, on in zip(self.weights, self._active, strict=True)
+        w = np.where(np.asarray(self._active), np.asarray(self.weights), 0.0)
+        cum = np.cumsum(w)
+        last = int(np.flatnonzero(w)[-1])
+        return min(int(np.searchsorted(cum, u * cum[-1], side="right")), last)
+
+    def _plan(self, n: int) -> list[int]:
+        if self.seed is None:
+            return self._swrr.plan(self._active, n)
+        step = sum(self._counts)
+        plan = random_plan(self.seed, step, n, self.weights, self._active)
+        out: list[int] = plan.tolist()
+        return out
+
+    def _pull(self, n: int) -> list[T]:
+        """Bulk path: plan ``n`` choices, pull each input's share at once.
+
+        If an input runs short inside the block, everything is rewound to the
+        block start and the exact per-item path handles the exhaustion.
+        """
+        if n < _MIN_BULK or not any(self._active):
+            return super()._pull(n)
+        states = [s.get_state() for s in self.streams]
+        deficits = list(self._swrr.cur)
+        choices = self._plan(n)
+        need = np.bincount(choices, minlength=len(self.streams)).tolist()
+        pulled = [
+            s._pull(c) if c else [] for s, c in zip(self.streams, need, strict=True)
         ]
-        target = u * sum(w)
-        acc = 0.0
-        last = 0
-        for i, wi in enumerate(w):
-            if wi > 0:
-                acc += wi
-                last = i
-                if target < acc:
-                    return i
-        return last
+        if any(len(p) < c for p, c in zip(pulled, need, strict=True)):
+            for s, st in zip(self.streams, states, strict=True):
+                s.reset(st)
+            self._swrr.cur = deficits
+            return super()._pull(n)
+        nexts = [iter(p).__next__ for p in pulled]
+        self._counts = [c + k for c, k in zip(self._counts, need, strict=True)]
+        return [nexts[c]() for c in choices]
 
     def _drop(self, i: int) -> None:
         self._active[i] = False

@@ -23,10 +23,18 @@ import numpy as np
 
 from arrowmix._stream.rng import derive_rng
 
-__all__ = ["STOPPING", "Swrr", "check_weights", "estimate_mix_rows", "random_choice"]
+__all__ = [
+    "STOPPING",
+    "Swrr",
+    "check_weights",
+    "estimate_mix_rows",
+    "random_plan",
+]
 
 STOPPING = ("shortest", "longest_drop", "longest_cycle")
 _BLOCK = 1024
+_MAX_PERIOD = 100_000
+_MAX_CACHED = 64
 
 
 def check_stopping(stopping: str) -> str:
@@ -79,8 +87,28 @@ class Swrr:
     def __init__(self, weights: Sequence[int]) -> None:
         self.a = list(weights)
         self.cur = [0] * len(self.a)
+        self._periods: dict[tuple[tuple[int, ...], tuple[bool, ...]], list[int]] = {}
         # Tie order: higher weight first, then lower index.
         self._rank = sorted(range(len(self.a)), key=lambda i: (-self.a[i], i))
+
+    def plan(self, active: Sequence[bool], n: int) -> list[int]:
+        """The next ``n`` choices; whole periods come from a cache.
+
+        From a given deficit vector, one period (``sum`` of the active weights) of
+        choices brings the deficits back to where they were, so it can be replayed.
+        """
+        out: list[int] = []
+        period = sum(a for a, on in zip(self.a, active, strict=True) if on)
+        while period <= _MAX_PERIOD and n - len(out) >= period:
+            key = (tuple(self.cur), tuple(active))
+            seq = self._periods.get(key)
+            if seq is None:
+                seq = [self.choose(active) for _ in range(period)]
+                if tuple(self.cur) == key[0] and len(self._periods) < _MAX_CACHED:
+                    self._periods[key] = seq
+            out.extend(seq)
+        out.extend(self.choose(active) for _ in range(n - len(out)))
+        return out
 
     def restart(self) -> None:
         """Restart deficits (after the active set changed)."""
@@ -101,14 +129,27 @@ class Swrr:
         return best
 
 
-def random_choice(
-    seed: int, step: int, weights: Sequence[float], active: Sequence[bool]
-) -> int:
-    """The input drawn at ``step`` (pure function of its arguments)."""
-    u = derive_rng(seed, step // _BLOCK).random(_BLOCK)[step % _BLOCK]
-    w = np.where(np.asarray(active), np.asarray(weights), 0.0)
+def random_plan(
+    seed: int, step: int, n: int, weights: Sequence[float], active: Sequence[bool]
+) -> np.ndarray:
+    """Inputs drawn at steps ``[step, step + n)`` (pure function of the arguments).
+
+    Example:
+        >>> plan = random_plan(0, 0, 1000, [0.9, 0.1], [True, True])
+        >>> 850 < int((plan == 0).sum()) < 950
+        True
+    """
+    steps = np.arange(step, step + n, dtype=np.int64)
+    u = np.empty(n)
+    blocks = steps // _BLOCK
+    for b in np.unique(blocks).tolist():
+        sel = blocks == b
+        u[sel] = derive_rng(seed, b).random(_BLOCK)[steps[sel] % _BLOCK]
+    w = np.where(np.asarray(active), np.asarray(weights, dtype=np.float64), 0.0)
     cum = np.cumsum(w)
-    return int(min(np.searchsorted(cum, u * cum[-1], side="right"), len(w) - 1))
+    last = int(np.flatnonzero(w)[-1])
+    out: np.ndarray = np.minimum(np.searchsorted(cum, u * cum[-1], side="right"), last)
+    return out
 
 
 def _first_exhaustion(

@@ -144,3 +144,32 @@ def test_zip_stops_with_shortest_and_stays_stopped() -> None:
     assert z.state_dict() == state
     with pytest.raises(ValueError, match="at least one"):
         zip([])
+
+
+@given(
+    counts=st.lists(st.integers(0, 80), min_size=1, max_size=4),
+    raw=st.lists(st.sampled_from([1, 2, 3, 0.5]), min_size=4, max_size=4),
+    stopping=st.sampled_from(["shortest", "longest_drop", "longest_cycle"]),
+    seed=st.sampled_from([None, 0, 7]),
+    batch=st.integers(1, 50),
+)
+@settings(max_examples=80, deadline=None)
+def test_bulk_path_equals_per_item_path(
+    counts: list[int], raw: list[float], stopping: str, seed: int | None, batch: int
+) -> None:
+    def build():  # type: ignore[no-untyped-def]
+        streams = [
+            from_iterable([(i, k) for k in range(c)]) for i, c in enumerate(counts)
+        ]
+        return mix(streams, raw[: len(counts)], stopping=stopping, seed=seed)
+
+    one_by_one = list(build())
+    m = build()
+    bulk = [x for b in m.batch(batch) for x in b]
+    assert bulk == one_by_one
+    assert m.stats()["counts"] == build_counts(one_by_one, len(counts))
+
+
+def build_counts(items: list[tuple[int, int]], k: int) -> list[int]:
+    c = Counter(i for i, _ in items)
+    return [c[i] for i in range(k)]

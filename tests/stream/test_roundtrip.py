@@ -275,3 +275,16 @@ class TestIndexStreamShuffleBucket(CheckpointRoundTripTests):
         s = arrow(70, shuffle="chunks", seed=seed, infinite=True).shuffle(16, seed=seed)
         b = s.bucket("n_tokens", budget, 24, boundary_key="lang", seed=seed)
         return b.map(lambda batch: [ident(r) for r in batch]).take(60)
+
+
+class TestMixBulk(CheckpointRoundTripTests):
+    iterator_cls = WeightedMixIterator
+    seeded = True
+
+    def make_iterator(self, seed: int = 0) -> Stream[Any]:
+        streams = [
+            arrow(40, seed=seed).map(ident),
+            from_iterable(range(100, 160)).shuffle(9, seed=seed),
+            from_iterable(range(200, 230)),
+        ]
+        return mix(streams, [2, 3, 1], seed=seed).batch(17)
