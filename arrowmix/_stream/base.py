@@ -333,6 +333,16 @@ class Stream(Generic[T]):
 
         return LimitIterator(self, n)
 
+    def to_torch(self) -> Any:
+        """A ``torch.utils.data.IterableDataset`` over this pipeline (needs torch).
+
+        It splits the pipeline across DataLoader workers (and distributed ranks) and
+        its iterator's ``state_dict`` plugs into torchdata's ``StatefulDataLoader``.
+        """
+        from arrowmix.integrations.torch import to_torch
+
+        return to_torch(self)
+
 
 class PassThrough(Stream[T]):
     """A stage without state of its own: it returns its source's state unchanged.

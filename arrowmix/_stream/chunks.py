@@ -69,6 +69,19 @@ class ChunkSource(Stream[T]):
                 f"of {num_instances} gets none of the {len(self.chunk_refs)} chunks."
             )
 
+    @property
+    def sharding(self) -> tuple[int, int]:
+        """``(num_instances, instance_rank)``."""
+        return self.num_instances, self.instance_rank
+
+    def reshard(self, num_instances: int, instance_rank: int) -> None:
+        """Read another share of the chunks (DataLoader workers); restarts."""
+        check_sharding(num_instances, instance_rank)
+        self.num_instances, self.instance_rank = num_instances, instance_rank
+        self._num_mine = len(range(instance_rank, len(self.chunk_refs), num_instances))
+        self._started = False
+        self._pending = None
+
     def describe(self) -> dict[str, Any]:
         return {
             "chunks": hash_value([str(r) for r in self.chunk_refs]),

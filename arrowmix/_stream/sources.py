@@ -129,6 +129,19 @@ class ArrowSource(Stream[Row]):
                 f"{rows.num_rows} rows."
             )
 
+    @property
+    def sharding(self) -> tuple[int, int]:
+        """``(num_instances, instance_rank)``."""
+        return self._sharding[0], self._sharding[1]
+
+    def reshard(self, num_instances: int, instance_rank: int) -> None:
+        """Read another share of the rows (DataLoader workers); restarts the stream."""
+        check_sharding(num_instances, instance_rank)
+        self._sharding = (num_instances, instance_rank, self._sharding[2])
+        self._order = self._make_order()
+        self._started = False
+        self._pending = None
+
     def _make_order(self) -> PositionOrder:
         n, r, w = self._sharding
         return PositionOrder(
