@@ -57,7 +57,7 @@ def hash_bytes(data: bytes | memoryview) -> str:
     return xxhash.xxh3_64_hexdigest(data)
 
 
-def _encode(h: Any, v: Any) -> None:
+def _encode(h: Any, v: Any) -> None:  # noqa: C901, PLR0912 - one branch per type
     if v is None:
         h.update(b"N")
     elif isinstance(v, bool):
@@ -79,9 +79,7 @@ def _encode(h: Any, v: Any) -> None:
         for item in v:
             _encode(h, item)
     elif isinstance(v, dict):
-        items = sorted(
-            ((hash_value(k), k, val) for k, val in v.items()), key=lambda t: t[0]
-        )
+        items = sorted(((hash_value(k), k, val) for k, val in v.items()), key=lambda t: t[0])
         h.update(struct.pack("<cQ", b"d", len(items)))
         for kh, _, val in items:
             h.update(kh.encode())
@@ -107,7 +105,7 @@ def _encode(h: Any, v: Any) -> None:
     elif isinstance(v, pa.DataType):
         _encode(h, ("pa.DataType", str(v)))
     else:
-        from arrowmix._fingerprint.pickler import dumps
+        from arrowmix._fingerprint.pickler import dumps  # noqa: PLC0415 - dill is slow to import
 
         b = dumps(v)
         h.update(struct.pack("<cQ", b"p", len(b)))

@@ -12,6 +12,6 @@ __all__ = ["dumps"]
 
 def dumps(obj: Any) -> bytes:
     """Serialise ``obj`` for hashing (not for loading back)."""
-    import dill
+    import dill  # noqa: PLC0415 - dill is slow to import; only needed for exotic values
 
     return bytes(dill.dumps(obj, recurse=True))

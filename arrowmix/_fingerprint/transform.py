@@ -35,9 +35,7 @@ def roll(
     """
     defaults = defaults or {}
     canonical = {
-        k: v
-        for k, v in (kwargs or {}).items()
-        if not (k in defaults and _same(v, defaults[k]))
+        k: v for k, v in (kwargs or {}).items() if not (k in defaults and _same(v, defaults[k]))
     }
     h = Hasher()
     h.update(("arrowmix.roll", parent, f"{transform}@{version}"))
