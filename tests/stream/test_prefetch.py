@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 
 import pytest
@@ -36,12 +37,24 @@ def test_worker_error_names_the_stage() -> None:
 
 
 def test_close_stops_the_thread() -> None:
-    before = len(prefetch_threads())
+    before = set(prefetch_threads())
     s = arrow(1000, infinite=True).prefetch(8)
     next(s)
-    assert len(prefetch_threads()) == before + 1
+    mine = set(prefetch_threads()) - before
+    assert len(mine) == 1
     s.close()
-    assert len(prefetch_threads()) == before
+    assert not any(t.is_alive() for t in mine)
+
+
+def test_dropped_stream_stops_its_thread() -> None:
+    before = set(prefetch_threads())
+    s = arrow(1000, infinite=True).prefetch(8)
+    next(s)
+    (mine,) = set(prefetch_threads()) - before
+    del s
+    gc.collect()
+    mine.join(timeout=5)
+    assert not mine.is_alive()
 
 
 def test_load_state_restarts_the_worker() -> None:

@@ -8,9 +8,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arrowmix.stream import Stream, from_iterable
+from arrowmix._stream.row_source import TableRowSource
+from arrowmix._stream.sources import from_row_source
+from arrowmix.stream import Stream, from_iterable, mix
 
-from .helpers import arrow
+from .helpers import arrow, table
 
 
 @given(n=st.integers(0, 300), buffer_size=st.integers(1, 50), seed=st.integers(0, 99))
@@ -71,3 +73,37 @@ def test_resume_replays_at_most_one_window() -> None:
     fresh.load_state_dict(state)
     assert [next(fresh) for _ in range(10)] == expected
     assert Counting.produced <= 1000 + 100
+
+
+def test_bucket_and_mix_states_are_small() -> None:
+    a = arrow(5000, seed=1, infinite=True).shuffle(4000, seed=2)
+    b = from_iterable(range(10**6)).shuffle(50_000, seed=3)
+    m = mix([a.map(lambda r: r["n_tokens"]), b], [0.5, 0.5], seed=4)
+    s = m.bucket(lambda x: x, 8, 60_000, seed=5).prefetch(64)
+    for _ in range(5000):
+        next(s)
+    state = json.dumps(s.state_dict())
+    s.close()
+    assert len(state) < 2048
+
+
+def test_deep_resume_of_a_row_source_reads_one_block() -> None:
+    src = CountingRows(table(1000), chunk_rows=100)
+    s = from_row_source(src, seed=1)
+    s.reset({"epoch": 5000, "index": 500, "seed": 1})
+    state = s.state_dict()
+    src.taken.clear()
+    fresh = from_row_source(src, seed=1)
+    fresh.load_state_dict(state)
+    next(fresh)
+    assert 0 < len(src.taken) <= 1024
+
+
+class CountingRows(TableRowSource):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.taken: list[int] = []
+
+    def take(self, positions: Any) -> Any:
+        self.taken.extend(positions.tolist())
+        return super().take(positions)
