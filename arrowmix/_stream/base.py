@@ -67,7 +67,7 @@ def check_keys(owner: object, state: State, keys: Iterable[str]) -> None:
         )
 
 
-def _fn_name(fn: object) -> str:
+def fn_name(fn: object) -> str:
     return str(getattr(fn, "__qualname__", None) or type(fn).__qualname__)
 
 

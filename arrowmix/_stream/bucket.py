@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from arrowmix._stream.anchored import AnchoredStage
-from arrowmix._stream.base import State, Stream, _fn_name
+from arrowmix._stream.base import State, Stream, fn_name
 from arrowmix._stream.rng import SeedHolder, derive_rng
 from arrowmix._stream.sources import table_to_rows
 
@@ -140,7 +140,7 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
 
     def describe(self) -> dict[str, Any]:
         def name(k: object) -> object:
-            return k if k is None or isinstance(k, (str, int)) else _fn_name(k)
+            return k if k is None or isinstance(k, (str, int)) else fn_name(k)
 
         return {
             "key": name(self.key),

@@ -62,11 +62,15 @@ class ChunkSource(Stream[T]):
         self.infinite = infinite
         self.num_instances = num_instances
         self.instance_rank = instance_rank
-        self._num_mine = len(range(instance_rank, len(self.chunk_refs), num_instances))
-        if infinite and self._num_mine == 0:
+        self._check_chunks()
+
+    def _check_chunks(self) -> None:
+        n, r = self.num_instances, self.instance_rank
+        self._num_mine = len(range(r, len(self.chunk_refs), n))
+        if self.infinite and self._num_mine == 0:
             raise ValueError(
-                f"an infinite stream needs chunks for every rank: rank {instance_rank} "
-                f"of {num_instances} gets none of the {len(self.chunk_refs)} chunks."
+                f"an infinite stream needs chunks for every rank: rank {r} of {n} gets "
+                f"none of the {len(self.chunk_refs)} chunks."
             )
 
     @property
@@ -78,7 +82,7 @@ class ChunkSource(Stream[T]):
         """Read another share of the chunks (DataLoader workers); restarts."""
         check_sharding(num_instances, instance_rank)
         self.num_instances, self.instance_rank = num_instances, instance_rank
-        self._num_mine = len(range(instance_rank, len(self.chunk_refs), num_instances))
+        self._check_chunks()
         self._started = False
         self._pending = None
 

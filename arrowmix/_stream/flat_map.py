@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from arrowmix._stream.anchored import AnchoredStage
-from arrowmix._stream.base import Stream, _fn_name
+from arrowmix._stream.base import Stream, fn_name
 
 __all__ = ["FlatMapIterator"]
 
@@ -35,7 +35,7 @@ class FlatMapIterator(AnchoredStage[U]):
         self.fn: Callable[[Any], Iterable[U]] = fn
 
     def describe(self) -> dict[str, Any]:
-        return {"fn": _fn_name(self.fn)}
+        return {"fn": fn_name(self.fn)}
 
     def compute(self, window: int) -> list[U] | None:
         try:

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from arrowmix._stream.anchored import AnchoredStage
-from arrowmix._stream.base import PassThrough, Stream, _fn_name
+from arrowmix._stream.base import PassThrough, Stream, fn_name
 
 __all__ = ["FilterIterator", "MapIterator", "ParallelMapIterator"]
 
@@ -36,7 +36,7 @@ class MapIterator(PassThrough[U]):
         self.fn = fn
 
     def describe(self) -> dict[str, Any]:
-        return {"fn": _fn_name(self.fn)}
+        return {"fn": fn_name(self.fn)}
 
     def next(self) -> U:
         return self.fn(self.source.next())
@@ -60,7 +60,7 @@ class FilterIterator(PassThrough[T]):
         self.fn = fn
 
     def describe(self) -> dict[str, Any]:
-        return {"fn": _fn_name(self.fn)}
+        return {"fn": fn_name(self.fn)}
 
     @property
     def schema(self) -> Any:
@@ -116,7 +116,7 @@ class ParallelMapIterator(AnchoredStage[U]):
         self._pool: ThreadPoolExecutor | None = None
 
     def describe(self) -> dict[str, Any]:
-        return {"fn": _fn_name(self.fn), "chunk": self.chunk}
+        return {"fn": fn_name(self.fn), "chunk": self.chunk}
 
     def compute(self, window: int) -> list[U] | None:
         items = self.source._pull(self.chunk)

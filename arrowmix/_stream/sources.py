@@ -122,11 +122,14 @@ class ArrowSource(Stream[Row]):
         self.block_rows = block_rows
         self._sharding = (num_instances, instance_rank, window_chunks)
         self._order = self._make_order()
-        if infinite and self._order.count == 0:
+        self._check_rows()
+
+    def _check_rows(self) -> None:
+        n, r, _ = self._sharding
+        if self.infinite and self._order.count == 0:
             raise ValueError(
-                "an infinite stream needs rows for every rank: rank "
-                f"{instance_rank} of {num_instances} gets none of the "
-                f"{rows.num_rows} rows."
+                f"an infinite stream needs rows for every rank: rank {r} of {n} gets "
+                f"none of the {self.rows.num_rows} rows."
             )
 
     @property
@@ -139,6 +142,7 @@ class ArrowSource(Stream[Row]):
         check_sharding(num_instances, instance_rank)
         self._sharding = (num_instances, instance_rank, self._sharding[2])
         self._order = self._make_order()
+        self._check_rows()
         self._started = False
         self._pending = None
 
@@ -203,34 +207,38 @@ class ArrowSource(Stream[Row]):
 
         Index streams use this instead of rows; the current block of rows is dropped.
         """
-        self._start += self._pos
-        self._block, self._pos = [], 0
+        self._drop_block()
         parts: list[np.ndarray] = []
         got = 0
-        while got < n:
-            if self._start >= self._order.count:
-                if not self.infinite:
-                    break
-                self._epoch += 1
-                self._start = 0
+        while got < n and not self._finished():
             stop = min(self._order.count, self._start + n - got)
             parts.append(self._order.positions(self._epoch, self._start, stop))
             got += stop - self._start
             self._start = stop
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
-    def _fill(self) -> None:
+    def _drop_block(self) -> None:
         self._start += self._pos
-        if self._start >= self._order.count:
-            if not self.infinite:
-                self._block, self._pos = [], 0
-                raise StopIteration
-            self._epoch += 1
-            self._start = 0
+        self._block, self._pos = [], 0
+
+    def _finished(self) -> bool:
+        """Start the next epoch when this one is over; True when a finite pass ended."""
+        if self._start < self._order.count:
+            return False
+        if not self.infinite:
+            return True
+        self._epoch += 1
+        self._start = 0
+        return False
+
+    def _fill(self) -> None:
+        self._drop_block()
+        if self._finished():
+            raise StopIteration
+        # A block never spans two epochs, so (epoch, index) always names its rows.
         stop = min(self._order.count, self._start + self.block_rows)
         pos = self._order.positions(self._epoch, self._start, stop)
         self._block = table_to_rows(self.rows.take(pos))
-        self._pos = 0
 
     def next(self) -> Row:
         if self._pos >= len(self._block):
