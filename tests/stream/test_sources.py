@@ -64,7 +64,7 @@ def test_one_pass_yields_every_row_once(mode: str | None) -> None:
 def test_ranks_are_disjoint_and_cover_everything(mode: str | None) -> None:
     n = 211
     src = rows(n, chunk_rows=10)
-    for world in [*range(1, 12), 16, 37, 73]:
+    for world in range(1, 74):
         seen: list[int] = []
         for rank in range(world):
             s = from_row_source(
