@@ -42,6 +42,7 @@ __all__ = [
 
 T = TypeVar("T")
 U = TypeVar("U")
+F = TypeVar("F")
 State = dict[str, Any]
 FORMAT_VERSION = 1
 
@@ -65,6 +66,13 @@ def check_keys(owner: object, state: State, keys: Iterable[str]) -> None:
             f"{type(owner).__name__} cannot load this state: missing keys {missing}, "
             f"unexpected keys {extra}. Was it taken from a different pipeline?"
         )
+
+
+def checked_fn(fn: F) -> F:
+    """Return ``fn`` if it is callable, else raise TypeError naming it."""
+    if not callable(fn):
+        raise TypeError(f"`fn` must be callable, got {fn!r}.")
+    return fn
 
 
 def fn_name(fn: object) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from arrowmix._stream.anchored import AnchoredStage
-from arrowmix._stream.base import Stream, fn_name
+from arrowmix._stream.base import Stream, checked_fn, fn_name
 
 __all__ = ["FlatMapIterator"]
 
@@ -30,9 +30,7 @@ class FlatMapIterator(AnchoredStage[U]):
 
     def __init__(self, source: Stream[T], fn: Callable[[T], Iterable[U]]) -> None:
         super().__init__(source)
-        if not callable(fn):
-            raise TypeError(f"`fn` must be callable, got {fn!r}.")
-        self.fn: Callable[[Any], Iterable[U]] = fn
+        self.fn: Callable[[Any], Iterable[U]] = checked_fn(fn)
 
     def describe(self) -> dict[str, Any]:
         return {"fn": fn_name(self.fn)}

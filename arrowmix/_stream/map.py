@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from arrowmix._stream.anchored import AnchoredStage
-from arrowmix._stream.base import PassThrough, Stream, fn_name
+from arrowmix._stream.base import PassThrough, Stream, checked_fn, fn_name
 
 __all__ = ["FilterIterator", "MapIterator", "ParallelMapIterator"]
 
@@ -31,9 +31,7 @@ class MapIterator(PassThrough[U]):
 
     def __init__(self, source: Stream[T], fn: Callable[[T], U]) -> None:
         super().__init__(source)
-        if not callable(fn):
-            raise TypeError(f"`fn` must be callable, got {fn!r}.")
-        self.fn = fn
+        self.fn = checked_fn(fn)
 
     def describe(self) -> dict[str, Any]:
         return {"fn": fn_name(self.fn)}
@@ -55,9 +53,7 @@ class FilterIterator(PassThrough[T]):
 
     def __init__(self, source: Stream[T], fn: Callable[[T], bool]) -> None:
         super().__init__(source)
-        if not callable(fn):
-            raise TypeError(f"`fn` must be callable, got {fn!r}.")
-        self.fn = fn
+        self.fn = checked_fn(fn)
 
     def describe(self) -> dict[str, Any]:
         return {"fn": fn_name(self.fn)}
@@ -104,13 +100,11 @@ class ParallelMapIterator(AnchoredStage[U]):
         chunk_factor: int = 16,
     ) -> None:
         super().__init__(source)
-        if not callable(fn):
-            raise TypeError(f"`fn` must be callable, got {fn!r}.")
+        self.fn = checked_fn(fn)
         if isinstance(num_workers, bool) or not isinstance(num_workers, int):
             raise TypeError(f"`num_workers` must be an int, got {num_workers!r}.")
         if num_workers < 1:
             raise ValueError(f"`num_workers` must be >= 1, got {num_workers!r}.")
-        self.fn = fn
         self.num_workers = num_workers
         self.chunk = num_workers * chunk_factor
         self._pool: ThreadPoolExecutor | None = None

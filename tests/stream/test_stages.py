@@ -72,3 +72,12 @@ def test_pad_batch() -> None:
     assert out.tolist() == [[1, 2, 3], [4, 9, 9], [9, 9, 9]]
     assert pad_batch([[1, 2, 3]], max_length=2).tolist() == [[1, 2]]
     assert pad_batch([]).shape == (0, 0)
+
+
+def test_functions_must_be_callable() -> None:
+    s = from_iterable([1])
+    for stage in (s.map, s.filter, s.flat_map):
+        with pytest.raises(TypeError, match="`fn` must be callable"):
+            stage(3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="`fn` must be callable"):
+        s.map(3, num_workers=2)  # type: ignore[arg-type]
