@@ -12,6 +12,7 @@ block. Infinite sources start a new epoch (with an epoch-derived order) when one
 from __future__ import annotations
 
 import functools
+import gc
 from collections.abc import Callable
 from typing import Any
 
@@ -57,8 +58,16 @@ def table_to_rows(table: pa.Table) -> list[Row]:
     names = table.column_names
     if not names:
         return [{} for _ in range(table.num_rows)]
-    cols = [c.to_pylist() for c in table.columns]
-    return _row_builder(len(names))(*names, *cols)
+    # Building many containers triggers a cyclic-GC pass every 700 allocations; these
+    # rows cannot form cycles, so collection is paused for the block (~1.4x faster).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        cols = [c.to_pylist() for c in table.columns]
+        return _row_builder(len(names))(*names, *cols)
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def check_sharding(num_instances: int, instance_rank: int) -> None:

@@ -220,3 +220,20 @@ def test_from_iterable_materialises_one_shot_iterators() -> None:
     short = from_iterable([1, 2])
     with pytest.raises(StateError, match="only 2 items"):
         short.load_state_dict({**state, "pipeline": short.state_dict()["pipeline"]})
+
+
+def test_table_to_rows_restores_gc_state() -> None:
+    import gc
+
+    from arrowmix._stream.sources import table_to_rows
+
+    t = pa.table({"a": [1, 2], "b": ["x", None], "c": [[1], []]})
+    assert gc.isenabled()
+    assert table_to_rows(t) == t.to_pylist()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        table_to_rows(t)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
