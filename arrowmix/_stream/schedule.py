@@ -106,7 +106,9 @@ class Swrr:
                 seq = [self.choose(active) for _ in range(period)]
                 if tuple(self.cur) == key[0] and len(self._periods) < _MAX_CACHED:
                     self._periods[key] = seq
-            out.extend(seq)
+                out.extend(seq)
+            else:  # the deficits do not change over whole periods
+                out.extend(seq * ((n - len(out)) // period))
         out.extend(self.choose(active) for _ in range(n - len(out)))
         return out
 
