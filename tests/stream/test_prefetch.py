@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +89,25 @@ def test_process_error_is_reported() -> None:
     with pytest.raises(RuntimeError, match="row 7 is broken"):
         list(s)
     s.close()
+
+
+@pytest.mark.parametrize("processes", [False, True])
+def test_interpreter_exits_with_a_running_worker(processes: bool) -> None:
+    code = (
+        "from arrowmix.stream import from_chunks\n"
+        "s = from_chunks(range(4), lambda i: range(1000), seed=0)"
+        f".prefetch(8, processes={processes})\n"
+        "next(s)\n"
+        "print('ok')\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=env,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
