@@ -92,9 +92,7 @@ class CheckpointRoundTripTests:
         for item in it:
             items.append(_canon(item))
             states.append(it.state_dict())
-            assert len(items) <= _MAX_ITEMS, (
-                "make_iterator() must build a finite pipeline"
-            )
+            assert len(items) <= _MAX_ITEMS, "make_iterator() must build a finite pipeline"
         return items, states
 
     def _steps(self, n: int) -> range:
@@ -132,8 +130,7 @@ class CheckpointRoundTripTests:
             it.load_state_dict(states[step])
             got = _drain(it)
             assert got == ref[step:], (
-                f"fresh-instance resume mismatch at step {step} "
-                f"from state {states[step]}"
+                f"fresh-instance resume mismatch at step {step} from state {states[step]}"
             )
 
     def test_json_round_trip(self) -> None:
@@ -156,8 +153,7 @@ class CheckpointRoundTripTests:
             it.load_state_dict(states[step])
             got = it.state_dict()
             assert got == states[step], (
-                f"state after load differs at step {step}: "
-                f"loaded {states[step]}, got {got}"
+                f"state after load differs at step {step}: loaded {states[step]}, got {got}"
             )
 
     def test_state_structure_constant(self) -> None:
@@ -178,9 +174,7 @@ class CheckpointRoundTripTests:
             snapshots.append((step, state, copy.deepcopy(state)))
             assert step <= _MAX_ITEMS, "make_iterator() must build a finite pipeline"
         for step, state, copied in snapshots:
-            assert state == copied, (
-                f"state handed out at step {step} was mutated: {state}"
-            )
+            assert state == copied, f"state handed out at step {step} was mutated: {state}"
 
     def test_resume_at_end(self) -> None:
         """A state taken at the end resumes to an immediate StopIteration."""
@@ -204,8 +198,7 @@ class CheckpointRoundTripTests:
             it.load_state_dict(states[step])
             got = _drain(it)
             assert got == ref[step:], (
-                f"reverse-order restore mismatch at step {step} "
-                f"from state {states[step]}"
+                f"reverse-order restore mismatch at step {step} from state {states[step]}"
             )
 
     def test_reset_replays_and_second_epoch(self) -> None:
@@ -244,6 +237,4 @@ class CheckpointRoundTripTests:
             for _ in range(step):
                 next(it)
             clone = pickle.loads(pickle.dumps(it))
-            assert _drain(clone) == ref[step:], (
-                f"unpickled stream differs at step {step}"
-            )
+            assert _drain(clone) == ref[step:], f"unpickled stream differs at step {step}"

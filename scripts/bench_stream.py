@@ -43,9 +43,7 @@ def make_table(n: int, seed: int = 0) -> pa.Table:
     rng = np.random.default_rng(seed)
     lengths = rng.zipf(1.3, size=n).clip(1, 4096).astype(np.int64)
     text = pa.array(["x" * int(v % 64) for v in lengths])
-    return pa.table(
-        {"id": np.arange(n, dtype=np.int64), "n_tokens": lengths, "text": text}
-    )
+    return pa.table({"id": np.arange(n, dtype=np.int64), "n_tokens": lengths, "text": text})
 
 
 def budget(longest: dict[str, Any]) -> int:
@@ -64,12 +62,8 @@ def count_rows(it: Iterator[Any], rows: int, batched: bool) -> tuple[float, int]
 
 
 def arrowmix_bucket(table: pa.Table, seed: int = 0) -> Any:
-    src = from_row_source(
-        TableRowSource(table, chunk_rows=CHUNK), shuffle="chunks", seed=seed
-    )
-    return src.shuffle(BUFFER, seed=seed).bucket(
-        "n_tokens", budget, READ_AHEAD, seed=seed
-    )
+    src = from_row_source(TableRowSource(table, chunk_rows=CHUNK), shuffle="chunks", seed=seed)
+    return src.shuffle(BUFFER, seed=seed).bucket("n_tokens", budget, READ_AHEAD, seed=seed)
 
 
 def arrowmix_mix(tables: list[pa.Table], seed: int = 0) -> Any:
@@ -136,15 +130,9 @@ def state_at(build: Callable[[], Any], rows: int) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument(
-        "--rows", type=int, default=1_000_000, help="rows of data and rows timed"
-    )
-    ap.add_argument(
-        "--peer-rows", type=int, default=50_000, help="rows timed for datasets"
-    )
-    ap.add_argument(
-        "--resume-at", type=int, default=5_000_000, help="deep resume position"
-    )
+    ap.add_argument("--rows", type=int, default=1_000_000, help="rows of data and rows timed")
+    ap.add_argument("--peer-rows", type=int, default=50_000, help="rows timed for datasets")
+    ap.add_argument("--resume-at", type=int, default=5_000_000, help="deep resume position")
     ap.add_argument("--repeat", type=int, default=3, help="rounds (best is kept)")
     ap.add_argument("--skip-peers", action="store_true")
     args = ap.parse_args(argv)
@@ -190,10 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:34s} {rate / 1e6:8.3f} M rows/s")
     if not args.skip_peers:
         r1 = results["arrowmix shuffle+bucket"] / results["infinibatch shuffle+bucket"]
-        r2 = (
-            results["arrowmix mix3+shuffle+bucket"]
-            / results["datasets interleave3+shuffle"]
-        )
+        r2 = results["arrowmix mix3+shuffle+bucket"] / results["datasets interleave3+shuffle"]
         print(f"ratio shuffle+bucket arrowmix/infinibatch: {r1:.1f}x (target >= 10x)")
         print(f"ratio mix arrowmix/datasets: {r2:.1f}x (target >= 10x)")
 

@@ -21,9 +21,7 @@ def concrete_stream_classes() -> set[type]:
     for info in pkgutil.iter_modules(stream_pkg.__path__):
         module = importlib.import_module(f"{stream_pkg.__name__}.{info.name}")
         for _, obj in inspect.getmembers(module, inspect.isclass):
-            if issubclass(obj, Stream) and obj.__module__.startswith(
-                stream_pkg.__name__
-            ):
+            if issubclass(obj, Stream) and obj.__module__.startswith(stream_pkg.__name__):
                 found.add(obj)
     return found - ABSTRACT
 
@@ -47,9 +45,5 @@ def test_concrete_classes_are_found() -> None:
 
 def test_every_stream_class_has_round_trip_tests() -> None:
     covered = round_trip_classes()
-    missing = sorted(
-        c.__qualname__ for c in concrete_stream_classes() if c not in covered
-    )
-    assert not missing, (
-        f"stream classes without a CheckpointRoundTripTests class: {missing}"
-    )
+    missing = sorted(c.__qualname__ for c in concrete_stream_classes() if c not in covered)
+    assert not missing, f"stream classes without a CheckpointRoundTripTests class: {missing}"

@@ -55,8 +55,7 @@ def check_keys(owner: object, state: State, keys: Iterable[str]) -> None:
     """Raise StateError naming ``owner``'s class when ``state`` lacks or adds keys."""
     if not isinstance(state, dict):
         raise StateError(
-            f"{type(owner).__name__}: a state must be a dict, "
-            f"got {type(state).__name__}."
+            f"{type(owner).__name__}: a state must be a dict, got {type(state).__name__}."
         )
     expected = set(keys)
     missing = sorted(expected - state.keys())

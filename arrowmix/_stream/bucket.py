@@ -55,14 +55,9 @@ def cut_sorted(
     while i < n:
         first = items[i]
         size = batch_size(first) if callable(batch_size) else batch_size
-        if (
-            isinstance(size, bool)
-            or not isinstance(size, (int, np.integer))
-            or size < 1
-        ):
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
             raise ValueError(
-                f"`batch_size` returned {size!r} for item {first!r}; "
-                "it must be an int >= 1."
+                f"`batch_size` returned {size!r} for item {first!r}; it must be an int >= 1."
             )
         stop = min(n, i + int(size))
         if boundaries is not None:
@@ -109,31 +104,20 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
         self._key = _getter(key)
         self._boundary = None if boundary_key is None else _getter(boundary_key)
         if not callable(batch_size) and (
-            isinstance(batch_size, bool)
-            or not isinstance(batch_size, int)
-            or batch_size < 1
+            isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
         ):
             raise ValueError(
-                "`batch_size` must be a positive int or a callable, "
-                f"got {batch_size!r}."
+                f"`batch_size` must be a positive int or a callable, got {batch_size!r}."
             )
-        if (
-            isinstance(read_ahead, bool)
-            or not isinstance(read_ahead, int)
-            or read_ahead < 1
-        ):
-            raise ValueError(
-                f"`read_ahead` must be a positive int, got {read_ahead!r}."
-            )
+        if isinstance(read_ahead, bool) or not isinstance(read_ahead, int) or read_ahead < 1:
+            raise ValueError(f"`read_ahead` must be a positive int, got {read_ahead!r}.")
         self.key, self.boundary_key = key, boundary_key
         self.batch_size: int | Callable[[Any], int] = batch_size
         self.read_ahead = read_ahead
         self.shuffle_batches = bool(shuffle)
         self._seed = SeedHolder(seed)
         self._rows = None
-        columns = isinstance(key, str) and (
-            boundary_key is None or isinstance(boundary_key, str)
-        )
+        columns = isinstance(key, str) and (boundary_key is None or isinstance(boundary_key, str))
         if columns and source.row_source() is not None:
             self._rows = source.row_source()
             source._use_positions()

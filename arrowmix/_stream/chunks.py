@@ -110,9 +110,7 @@ class ChunkSource(Stream[T]):
         ref = self.chunk_refs[int(self._mine[self._chunk])]
         items = list(self.read_chunk_fn(ref))
         if self.shuffle_chunks:
-            perm = derive_rng(self._seed.value, self._epoch, self._chunk).permutation(
-                len(items)
-            )
+            perm = derive_rng(self._seed.value, self._epoch, self._chunk).permutation(len(items))
             items = [items[i] for i in perm]
         self._items: list[T] | None = items
 
@@ -122,9 +120,7 @@ class ChunkSource(Stream[T]):
         if state is not None:
             self._seed.load(self, state[self.SEED_KEY])
             vals = [state[k] for k in (self.EPOCH_KEY, self.CHUNK_KEY, self.ITEM_KEY)]
-            if any(
-                isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in vals
-            ):
+            if any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in vals):
                 raise StateError(f"ChunkSource: bad counters in state {state!r}.")
             self._epoch, self._chunk, self._item = vals
         self._mine = self._my_chunks(self._epoch)

@@ -50,11 +50,7 @@ class LimitIterator(Stream[T]):
             self.source.reset(None)
             return
         count = state[self.COUNT_KEY]
-        if (
-            isinstance(count, bool)
-            or not isinstance(count, int)
-            or not 0 <= count <= self.n
-        ):
+        if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= self.n:
             raise StateError(f"LimitIterator: bad `count` {count!r} (n={self.n}).")
         self.source.reset(state[self.SOURCE_KEY])
         self._count = count

@@ -91,14 +91,10 @@ class WeightedMixIterator(Stream[T]):
         self.streams = list(streams)
         for i, s in enumerate(self.streams):
             if not isinstance(s, Stream):
-                raise TypeError(
-                    f"`streams[{i}]` must be a Stream, got {type(s).__name__}."
-                )
+                raise TypeError(f"`streams[{i}]` must be a Stream, got {type(s).__name__}.")
         self.weights = check_weights(weights, len(self.streams))
         self.stopping = check_stopping(stopping)
-        if seed is not None and (
-            isinstance(seed, bool) or not isinstance(seed, int) or seed < 0
-        ):
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise ValueError(f"`seed` must be an int >= 0 or None, got {seed!r}.")
         self.seed = seed
         check_schemas(self.streams)
@@ -128,8 +124,7 @@ class WeightedMixIterator(Stream[T]):
             return
         if state[self.SEED_KEY] != self.seed:
             raise StateError(
-                "WeightedMixIterator: checkpoint seed "
-                f"{state[self.SEED_KEY]!r} != {self.seed!r}."
+                f"WeightedMixIterator: checkpoint seed {state[self.SEED_KEY]!r} != {self.seed!r}."
             )
         lists = [
             state[key]
@@ -143,8 +138,7 @@ class WeightedMixIterator(Stream[T]):
         ]
         if any(not isinstance(v, list) or len(v) != k for v in lists):
             raise StateError(
-                "WeightedMixIterator: the state is for another number "
-                f"of streams than {k}."
+                f"WeightedMixIterator: the state is for another number of streams than {k}."
             )
         for s, st in zip(self.streams, state[self.SOURCES_KEY], strict=True):
             s.reset(st)
@@ -197,9 +191,7 @@ class WeightedMixIterator(Stream[T]):
         deficits = list(self._swrr.cur)
         choices = self._plan(n)
         need = np.bincount(choices, minlength=len(self.streams)).tolist()
-        pulled = [
-            s._pull(c) if c else [] for s, c in zip(self.streams, need, strict=True)
-        ]
+        pulled = [s._pull(c) if c else [] for s, c in zip(self.streams, need, strict=True)]
         if any(len(p) < c for p, c in zip(pulled, need, strict=True)):
             for s, st in zip(self.streams, states, strict=True):
                 s.reset(st)
@@ -255,9 +247,7 @@ class WeightedMixIterator(Stream[T]):
             "counts": counts,
             "ratios": [c / total if total else 0.0 for c in counts],
             "weights": list(self.weights),
-            "exhausted": list(self._exhausted)
-            if self._started
-            else [False] * len(counts),
+            "exhausted": list(self._exhausted) if self._started else [False] * len(counts),
         }
 
 
@@ -279,9 +269,7 @@ class ZipIterator(Stream[tuple[Any, ...]]):
             raise ValueError("zip needs at least one stream.")
         for i, s in enumerate(self.streams):
             if not isinstance(s, Stream):
-                raise TypeError(
-                    f"`streams[{i}]` must be a Stream, got {type(s).__name__}."
-                )
+                raise TypeError(f"`streams[{i}]` must be a Stream, got {type(s).__name__}.")
 
     def children(self) -> list[Stream[Any]]:
         return list(self.streams)
@@ -295,9 +283,7 @@ class ZipIterator(Stream[tuple[Any, ...]]):
             return
         states = state[self.SOURCES_KEY]
         if not isinstance(states, list) or len(states) != len(self.streams):
-            raise StateError(
-                f"ZipIterator: the state is not for {len(self.streams)} streams."
-            )
+            raise StateError(f"ZipIterator: the state is not for {len(self.streams)} streams.")
         for s, st in zip(self.streams, states, strict=True):
             s.reset(st)
         self._done = bool(state[self.DONE_KEY])

@@ -84,9 +84,7 @@ class PrefetchIterator(Stream[T]):
         if isinstance(buffer_size, bool) or not isinstance(buffer_size, int):
             raise TypeError(f"`buffer_size` must be an int, got {buffer_size!r}.")
         if buffer_size < 1:
-            raise ValueError(
-                f"`buffer_size` must be a positive int, got {buffer_size!r}."
-            )
+            raise ValueError(f"`buffer_size` must be a positive int, got {buffer_size!r}.")
         self.source = source
         self.buffer_size = buffer_size
         self.chunk_size = max(1, buffer_size // _DEPTH)

@@ -68,9 +68,7 @@ class TableRowSource:
         chunk_rows: int | None = None,
     ) -> None:
         if chunk_rows is not None and chunk_rows <= 0:
-            raise ValueError(
-                f"`chunk_rows` must be a positive int, got {chunk_rows!r}."
-            )
+            raise ValueError(f"`chunk_rows` must be a positive int, got {chunk_rows!r}.")
         if chunk_rows is None:
             lengths = [b.num_rows for b in table.to_batches()]
             offsets = np.cumsum([0, *lengths], dtype=np.int64)
@@ -81,9 +79,7 @@ class TableRowSource:
             offsets = np.zeros(1, dtype=np.int64)
         self._offsets = offsets
         self._table = table.combine_chunks()
-        self._fingerprint = (
-            fingerprint if fingerprint is not None else hash_value(table)
-        )
+        self._fingerprint = fingerprint if fingerprint is not None else hash_value(table)
 
     @property
     def num_rows(self) -> int:

@@ -40,9 +40,7 @@ _MAX_CACHED = 64
 def check_stopping(stopping: str) -> str:
     """Validate a stopping rule name."""
     if stopping not in STOPPING:
-        raise ValueError(
-            f"`stopping` must be one of {list(STOPPING)}, got {stopping!r}."
-        )
+        raise ValueError(f"`stopping` must be one of {list(STOPPING)}, got {stopping!r}.")
     return stopping
 
 
@@ -54,13 +52,9 @@ def check_weights(weights: Sequence[float] | None, n: int) -> list[float]:
         return [1.0 / n] * n
     weights = list(weights)
     if len(weights) != n:
-        raise ValueError(
-            f"got {len(weights)} weights for {n} streams; they must match."
-        )
+        raise ValueError(f"got {len(weights)} weights for {n} streams; they must match.")
     for i, w in enumerate(weights):
-        if isinstance(w, bool) or not isinstance(
-            w, (int, float, np.integer, np.floating)
-        ):
+        if isinstance(w, bool) or not isinstance(w, (int, float, np.integer, np.floating)):
             raise ValueError(f"`weights[{i}]` must be a number, got {w!r}.")
         if not (math.isfinite(w) and w > 0):
             raise ValueError(f"`weights[{i}]` must be positive and finite, got {w!r}.")
@@ -154,9 +148,7 @@ def random_plan(
     return out
 
 
-def _first_exhaustion(
-    a: list[int], active: list[bool], remaining: list[int]
-) -> list[int]:
+def _first_exhaustion(a: list[int], active: list[bool], remaining: list[int]) -> list[int]:
     """Steps (from a fresh start) when each input is chosen once too often."""
     sched = Swrr(a)
     period = sum(x for x, on in zip(a, active, strict=True) if on)
@@ -183,9 +175,7 @@ def _chosen_before(a: list[int], active: list[bool], steps: int) -> list[int]:
     return counts
 
 
-def estimate_mix_rows(
-    counts: Sequence[int], weights: Sequence[float] | None, stopping: str
-) -> int:
+def estimate_mix_rows(counts: Sequence[int], weights: Sequence[float] | None, stopping: str) -> int:
     """Rows a deterministic ``mix`` of inputs with these row counts yields.
 
     Example:
@@ -224,6 +214,4 @@ def _simulate_cycle(counts: list[int], weights: Sequence[float] | None) -> int:
     from arrowmix._stream.mix import WeightedMixIterator
 
     streams = [IterableSource(range(c)) for c in counts]
-    return sum(
-        1 for _ in WeightedMixIterator(streams, weights, stopping="longest_cycle")
-    )
+    return sum(1 for _ in WeightedMixIterator(streams, weights, stopping="longest_cycle"))

@@ -41,9 +41,7 @@ class BufferShuffleIterator(AnchoredStage[T]):
         if isinstance(buffer_size, bool) or not isinstance(buffer_size, int):
             raise TypeError(f"`buffer_size` must be an int, got {buffer_size!r}.")
         if buffer_size < 1:
-            raise ValueError(
-                f"`buffer_size` must be a positive int, got {buffer_size!r}."
-            )
+            raise ValueError(f"`buffer_size` must be a positive int, got {buffer_size!r}.")
         self.buffer_size = buffer_size
         self._seed = SeedHolder(seed)
         self._positions = False  # True once a consumer reads positions

@@ -77,17 +77,13 @@ def check_sharding(num_instances: int, instance_rank: int) -> None:
     if num_instances < 1:
         raise ValueError(f"`num_instances` must be >= 1, got {num_instances!r}.")
     if not isinstance(instance_rank, int) or not 0 <= instance_rank < num_instances:
-        raise ValueError(
-            f"`instance_rank` must be in [0, {num_instances}), got {instance_rank!r}."
-        )
+        raise ValueError(f"`instance_rank` must be in [0, {num_instances}), got {instance_rank!r}.")
 
 
 def _nonneg_int(owner: object, state: State, key: str) -> int:
     v = state[key]
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise StateError(
-            f"{type(owner).__name__}: `{key}` must be an int >= 0, got {v!r}."
-        )
+        raise StateError(f"{type(owner).__name__}: `{key}` must be an int >= 0, got {v!r}.")
     return v
 
 

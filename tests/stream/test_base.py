@@ -53,18 +53,11 @@ def test_pickle_does_not_store_buffers() -> None:
 def test_explain_and_fingerprint() -> None:
     a = from_iterable([1, 2]).batch(2)
     expected = (
-        "BatchIterator(batch_size=2, drop_last=False) "
-        "<- [IterableSource(type='list', len=2)]"
+        "BatchIterator(batch_size=2, drop_last=False) <- [IterableSource(type='list', len=2)]"
     )
     assert a.explain() == expected
-    assert (
-        a.pipeline_fingerprint()
-        == from_iterable([3, 4]).batch(2).pipeline_fingerprint()
-    )
-    assert (
-        a.pipeline_fingerprint()
-        != from_iterable([3, 4]).batch(3).pipeline_fingerprint()
-    )
+    assert a.pipeline_fingerprint() == from_iterable([3, 4]).batch(2).pipeline_fingerprint()
+    assert a.pipeline_fingerprint() != from_iterable([3, 4]).batch(3).pipeline_fingerprint()
 
 
 def test_context_manager_closes() -> None:

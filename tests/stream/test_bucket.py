@@ -67,9 +67,7 @@ def test_boundary_key_cuts_batches() -> None:
 
 
 def test_bucket_over_arrow_rows() -> None:
-    s = arrow(200, seed=3).bucket(
-        "n_tokens", lambda r: max(1, 1000 // r["n_tokens"]), 64
-    )
+    s = arrow(200, seed=3).bucket("n_tokens", lambda r: max(1, 1000 // r["n_tokens"]), 64)
     batches = list(s)
     assert Counter(r["id"] for b in batches for r in b) == Counter(range(200))
 

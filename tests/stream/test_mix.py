@@ -58,9 +58,7 @@ def test_stopping_rules() -> None:
 
 def test_bad_arguments() -> None:
     s = [tagged("a", 1), tagged("b", 1)]
-    with pytest.raises(
-        ValueError, match=r"\['shortest', 'longest_drop', 'longest_cycle'\]"
-    ):
+    with pytest.raises(ValueError, match=r"\['shortest', 'longest_drop', 'longest_cycle'\]"):
         mix(s, stopping="first")
     with pytest.raises(ValueError, match="2 streams"):
         mix(s, [1.0])
@@ -70,12 +68,8 @@ def test_bad_arguments() -> None:
 
 
 def test_schema_mismatch_names_columns_before_any_row() -> None:
-    a = from_row_source(
-        TableRowSource(pa.table({"x": [1], "y": ["a"]})), infinite=False
-    )
-    b = from_row_source(
-        TableRowSource(pa.table({"x": [1.5], "z": [1]})), infinite=False
-    )
+    a = from_row_source(TableRowSource(pa.table({"x": [1], "y": ["a"]})), infinite=False)
+    b = from_row_source(TableRowSource(pa.table({"x": [1.5], "z": [1]})), infinite=False)
     with pytest.raises(SchemaMismatchError, match=r"\['x', 'y', 'z'\]"):
         mix([a, b])
     # Unknown schemas (after a map) are not compared.
@@ -88,9 +82,7 @@ def test_schema_mismatch_names_columns_before_any_row() -> None:
     stopping=st.sampled_from(["shortest", "longest_drop", "longest_cycle"]),
 )
 @settings(max_examples=80, deadline=None)
-def test_estimate_equals_produced(
-    counts: list[int], raw: list[float], stopping: str
-) -> None:
+def test_estimate_equals_produced(counts: list[int], raw: list[float], stopping: str) -> None:
     weights = raw[: len(counts)]
     streams = [from_iterable(range(c)) for c in counts]
     produced = sum(1 for _ in mix(streams, weights, stopping=stopping))
@@ -119,9 +111,7 @@ def test_seeded_proportions(seed: int, w: float) -> None:
 
 def test_seeded_choice_is_a_function_of_seed_and_step() -> None:
     def run(seed: int) -> str:
-        return "".join(
-            mix([tagged("a", 100), tagged("b", 100)], seed=seed, stopping="shortest")
-        )
+        return "".join(mix([tagged("a", 100), tagged("b", 100)], seed=seed, stopping="shortest"))
 
     assert run(3) == run(3)
     assert run(3) != run(4)
@@ -158,9 +148,7 @@ def test_bulk_path_equals_per_item_path(
     counts: list[int], raw: list[float], stopping: str, seed: int | None, batch: int
 ) -> None:
     def build():  # type: ignore[no-untyped-def]
-        streams = [
-            from_iterable([(i, k) for k in range(c)]) for i, c in enumerate(counts)
-        ]
+        streams = [from_iterable([(i, k) for k in range(c)]) for i, c in enumerate(counts)]
         return mix(streams, raw[: len(counts)], stopping=stopping, seed=seed)
 
     one_by_one = list(build())

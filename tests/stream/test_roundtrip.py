@@ -84,9 +84,7 @@ class TestChunkSourceInfiniteSharded(CheckpointRoundTripTests):
     seeded = True
 
     def make_iterator(self, seed: int = 0) -> Stream[Any]:
-        s = from_chunks(
-            range(12), read_chunk, seed=seed, num_instances=2, instance_rank=1
-        )
+        s = from_chunks(range(12), read_chunk, seed=seed, num_instances=2, instance_rank=1)
         return s.take(150)
 
 
@@ -153,9 +151,7 @@ class TestBucketColumn(CheckpointRoundTripTests):
 
     def make_iterator(self, seed: int = 0) -> Stream[Any]:
         s = arrow(150, shuffle="global", seed=3)
-        return s.bucket("n_tokens", budget, 40, seed=seed).map(
-            lambda b: [ident(r) for r in b]
-        )
+        return s.bucket("n_tokens", budget, 40, seed=seed).map(lambda b: [ident(r) for r in b])
 
 
 class TestBucketBoundary(CheckpointRoundTripTests):
@@ -232,13 +228,9 @@ class TestCompositeRows(CheckpointRoundTripTests):
 
     def make_iterator(self, seed: int = 0) -> Stream[Any]:
         a = arrow(80, shuffle="chunks", seed=seed).shuffle(10, seed=seed)
-        b = arrow(80, shuffle="global", seed=seed + 1).filter(
-            lambda r: r["id"] % 3 == 0
-        )
+        b = arrow(80, shuffle="global", seed=seed + 1).filter(lambda r: r["id"] % 3 == 0)
         m = mix([a, b], [0.7, 0.3], seed=seed)
-        return m.bucket("n_tokens", 4, 24, seed=seed).map(
-            lambda bt: [ident(r) for r in bt]
-        )
+        return m.bucket("n_tokens", 4, 24, seed=seed).map(lambda bt: [ident(r) for r in bt])
 
 
 class TestCompositeNested(CheckpointRoundTripTests):

@@ -21,9 +21,7 @@ def test_shuffle_is_a_permutation(n: int, buffer_size: int, seed: int) -> None:
     out = list(from_iterable(range(n)).shuffle(buffer_size, seed=seed))
     assert sorted(out) == list(range(n))
     for w in range(0, n, buffer_size):  # items stay inside their window
-        assert sorted(out[w : w + buffer_size]) == list(
-            range(w, min(n, w + buffer_size))
-        )
+        assert sorted(out[w : w + buffer_size]) == list(range(w, min(n, w + buffer_size)))
 
 
 def test_windows_differ() -> None:

@@ -39,9 +39,7 @@ def test_table_row_source_satisfies_protocol() -> None:
     assert isinstance(src, RowSource)
     assert src.chunk_offsets().tolist() == [0, 16, 32, 48, 50]
     assert len(src.fingerprint) == 16
-    assert (
-        src.fingerprint == rows(50, chunk_rows=7).fingerprint
-    )  # content, not chunking
+    assert src.fingerprint == rows(50, chunk_rows=7).fingerprint  # content, not chunking
     assert src.take(np.array([3, 1])).column("id").to_pylist() == [3, 1]
 
 
@@ -142,9 +140,7 @@ def test_load_into_a_different_pipeline_raises() -> None:
 
 def test_bad_state_keys_name_the_class() -> None:
     s = arrow(10)
-    with pytest.raises(
-        StateError, match=r"ArrowSource.*missing keys \['seed'\].*\['bogus'\]"
-    ):
+    with pytest.raises(StateError, match=r"ArrowSource.*missing keys \['seed'\].*\['bogus'\]"):
         s.reset({"epoch": 0, "index": 0, "bogus": 1})
     state = s.state_dict()
     with pytest.raises(StateError, match="format"):

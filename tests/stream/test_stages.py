@@ -13,9 +13,7 @@ from arrowmix.stream import from_iterable, pad_batch
 
 def test_map_filter_flat_map() -> None:
     s = from_iterable(range(10)).map(lambda x: x * 3).filter(lambda x: x % 2 == 0)
-    assert list(s.flat_map(lambda x: [x, -x])) == [
-        v for x in range(0, 30, 6) for v in (x, -x)
-    ]
+    assert list(s.flat_map(lambda x: [x, -x])) == [v for x in range(0, 30, 6) for v in (x, -x)]
 
 
 def test_batch_and_drop_last() -> None:

@@ -72,6 +72,4 @@ class ResumeMachine(RuleBasedStateMachine):
 
 
 TestResumeMachine = ResumeMachine.TestCase
-TestResumeMachine.settings = settings(
-    max_examples=40, stateful_step_count=25, deadline=None
-)
+TestResumeMachine.settings = settings(max_examples=40, stateful_step_count=25, deadline=None)
