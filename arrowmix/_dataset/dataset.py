@@ -379,6 +379,44 @@ class Dataset:
 
         return ops.rename_column(self, original_column_name, new_column_name)
 
+    def to_stream(
+        self,
+        *,
+        shuffle: str | None = "global",
+        seed: int | None = None,
+        infinite: bool = True,
+        num_instances: int = 1,
+        instance_rank: int = 0,
+    ) -> Any:
+        """A checkpointable stream of this dataset's rows (dicts), for training loops.
+
+        Args:
+            shuffle: ``"global"`` (a seeded bijection over all rows, O(1) memory),
+                ``"chunks"`` (a seeded permutation of chunk files, then a shuffle within a
+                window of chunks: for remote or huge corpora), or ``None`` (in order).
+            seed: the shuffle seed; each epoch derives its own order from it.
+            infinite: never end, reshuffling every epoch (training); ``False``: one pass.
+            num_instances: how many ranks share the data; each reads only its share.
+            instance_rank: this rank, in ``[0, num_instances)``.
+
+        Example:
+            >>> import arrowmix as am
+            >>> ds = am.Dataset.from_dict({"x": list(range(6))})
+            >>> s = ds.to_stream(shuffle=None, infinite=False, num_instances=2, instance_rank=0)
+            >>> [r["x"] for r in s]
+            [0, 2, 4]
+        """
+        from arrowmix._dataset.to_stream import to_stream  # the stream layer loads lazily
+
+        return to_stream(
+            self,
+            shuffle=shuffle,
+            seed=seed,
+            infinite=infinite,
+            num_instances=num_instances,
+            instance_rank=instance_rank,
+        )
+
     def cleanup_cache_files(self) -> int:
         """Remove cache files of this dataset's directory that it does not use; return the count."""
         from arrowmix._cache.cleanup import remove_unused
