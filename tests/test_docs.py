@@ -31,24 +31,27 @@ cd = _load()
 FENCE = "```"
 
 
+class Repo:
+    """A fake repository in a temporary directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        (root / "docs").mkdir()
+
+    def write(self, rel: str, text: str) -> Path:
+        """Write ``text`` (dedented; ``'''`` stands for a code fence) to ``rel``."""
+        path = self.root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).replace("'''", FENCE), encoding="utf-8")
+        return path
+
+    def problems(self, pending: tuple[str, ...] = ()) -> list[str]:
+        return [str(p) for p in cd.check(self.root, pending).problems]
+
+
 @pytest.fixture
-def repo(tmp_path: Path):  # type: ignore[no-untyped-def]
-    """A fake repository: ``write(path, text)`` adds a file, ``run()`` checks the docs."""
-    (tmp_path / "docs").mkdir()
-
-    class Repo:
-        root = tmp_path
-
-        def write(self, rel: str, text: str) -> Path:
-            path = tmp_path / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(textwrap.dedent(text).replace("'''", FENCE), encoding="utf-8")
-            return path
-
-        def problems(self, pending: tuple[str, ...] = ()) -> list[str]:
-            return [str(p) for p in cd.check(tmp_path, pending).problems]
-
-    return Repo()
+def repo(tmp_path: Path) -> Repo:
+    return Repo(tmp_path)
 
 
 # ---- the repository's own docs --------------------------------------------------------------
@@ -72,7 +75,7 @@ def test_index_links_every_page() -> None:
 # ---- links ----------------------------------------------------------------------------------
 
 
-def test_missing_file_is_reported_with_its_line(repo) -> None:  # type: ignore[no-untyped-def]
+def test_missing_file_is_reported_with_its_line(repo: Repo) -> None:
     repo.write("docs/a.md", "# A\n\nSee [b](b.md) and\n[the guide](guide/missing.md).\n")
     repo.write("docs/b.md", "# B\n")
     assert repo.problems() == [
@@ -80,7 +83,7 @@ def test_missing_file_is_reported_with_its_line(repo) -> None:  # type: ignore[n
     ]
 
 
-def test_links_resolve_relative_to_the_page(repo) -> None:  # type: ignore[no-untyped-def]
+def test_links_resolve_relative_to_the_page(repo: Repo) -> None:
     repo.write("README.md", "[docs](docs/a.md), [src](pkg/), [root](/docs/a.md)\n")
     repo.write("docs/a.md", "[readme](../README.md) ![logo](img/logo.png)\n[ref]: ../pkg/mod.py\n")
     repo.write("docs/img/logo.png", "")
@@ -94,7 +97,7 @@ def test_links_resolve_relative_to_the_page(repo) -> None:  # type: ignore[no-un
     ]
 
 
-def test_external_links_are_not_checked_but_escapes_are(repo) -> None:  # type: ignore[no-untyped-def]
+def test_external_links_are_not_checked_but_escapes_are(repo: Repo) -> None:
     repo.write(
         "docs/a.md",
         "[x](https://example.org/nope.md) [m](mailto:a@b.c) <https://x.y>\n"
@@ -103,7 +106,7 @@ def test_external_links_are_not_checked_but_escapes_are(repo) -> None:  # type: 
     assert repo.problems() == ["docs/a.md:2: link '../../outside.md' points outside the repository"]
 
 
-def test_links_in_code_and_comments_are_ignored(repo) -> None:  # type: ignore[no-untyped-def]
+def test_links_in_code_and_comments_are_ignored(repo: Repo) -> None:
     repo.write(
         "docs/a.md",
         """\
@@ -121,7 +124,7 @@ def test_links_in_code_and_comments_are_ignored(repo) -> None:  # type: ignore[n
     assert repo.problems() == ["docs/a.md:9: link 'gone.md': docs/gone.md does not exist"]
 
 
-def test_anchors_follow_github_slugs(repo) -> None:  # type: ignore[no-untyped-def]
+def test_anchors_follow_github_slugs(repo: Repo) -> None:
     repo.write(
         "docs/b.md",
         """\
@@ -156,7 +159,7 @@ def test_anchors_follow_github_slugs(repo) -> None:  # type: ignore[no-untyped-d
     assert repo.problems() == ["docs/a.md:1: link '#elsewhere': no heading #elsewhere in this page"]
 
 
-def test_pending_pages_are_notes_until_they_exist(repo) -> None:  # type: ignore[no-untyped-def]
+def test_pending_pages_are_notes_until_they_exist(repo: Repo) -> None:
     repo.write("README.md", "[bench](docs/benchmarks.md#results)\n")
     report = cd.check(repo.root, ["docs/benchmarks.md"])
     assert report.problems == []
@@ -173,7 +176,7 @@ def test_pending_pages_are_notes_until_they_exist(repo) -> None:  # type: ignore
 # ---- Python blocks --------------------------------------------------------------------------
 
 
-def test_python_block_syntax_error_names_the_line(repo) -> None:  # type: ignore[no-untyped-def]
+def test_python_block_syntax_error_names_the_line(repo: Repo) -> None:
     repo.write(
         "docs/a.md",
         """\
@@ -189,7 +192,7 @@ def test_python_block_syntax_error_names_the_line(repo) -> None:  # type: ignore
     assert problem.startswith("docs/a.md:5: Python code does not compile:")
 
 
-def test_skip_comment_and_other_languages_are_not_compiled(repo) -> None:  # type: ignore[no-untyped-def]
+def test_skip_comment_and_other_languages_are_not_compiled(repo: Repo) -> None:
     repo.write(
         "docs/a.md",
         """\
@@ -210,7 +213,7 @@ def test_skip_comment_and_other_languages_are_not_compiled(repo) -> None:  # typ
     assert cd.check(repo.root).python_blocks == 1
 
 
-def test_doctest_blocks_compile_each_example(repo) -> None:  # type: ignore[no-untyped-def]
+def test_doctest_blocks_compile_each_example(repo: Repo) -> None:
     repo.write(
         "docs/a.md",
         """\
@@ -227,7 +230,7 @@ def test_doctest_blocks_compile_each_example(repo) -> None:  # type: ignore[no-u
     assert problem.startswith("docs/a.md:3: Python code does not compile:")
 
 
-def test_doctest_block_needs_a_blank_line_before_the_fence(repo) -> None:  # type: ignore[no-untyped-def]
+def test_doctest_block_needs_a_blank_line_before_the_fence(repo: Repo) -> None:
     repo.write("docs/a.md", "'''python\n>>> 1 + 1\n2\n'''\n")
     assert repo.problems() == [
         "docs/a.md:3: doctest block must end with a blank line before its closing fence "
@@ -235,7 +238,7 @@ def test_doctest_block_needs_a_blank_line_before_the_fence(repo) -> None:  # typ
     ]
 
 
-def test_bad_doctest_prompt_and_unclosed_fence(repo) -> None:  # type: ignore[no-untyped-def]
+def test_bad_doctest_prompt_and_unclosed_fence(repo: Repo) -> None:
     repo.write("docs/a.md", "'''python\n>>>x = 1\n\n'''\n\n~~~python\nx = (\n")
     problems = repo.problems()
     assert problems[0].startswith("docs/a.md:1: doctest block does not parse:")
@@ -248,7 +251,7 @@ def test_bad_doctest_prompt_and_unclosed_fence(repo) -> None:  # type: ignore[no
 # ---- command line ---------------------------------------------------------------------------
 
 
-def test_main_exit_status_and_output(repo, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_main_exit_status_and_output(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
     repo.write("docs/a.md", "# A\n[ok](#a)\n")
     assert cd.main([str(repo.root)]) == 0
     assert "check_docs: OK (1 files, 1 links, 0 Python blocks)" in capsys.readouterr().out
