@@ -395,7 +395,7 @@ def run(args: Any, workdir: Path, rows: int, repeats: int) -> int:
     check = np.random.default_rng(2).integers(0, rows, size=100).tolist()
     assert flat["am"][check] == a_shuf[check], "flatten_indices changed the rows"
     assert flat["hf"][check] == h_shuf[check]
-    remove_derived(flat["am"], flat["hf"])
+    remove_derived(flat["am"], flat["hf"], a_shuf, h_shuf, a1_shuf)
 
     log("done")
     print(f"\n## Dataset: {rows:,} rows, medians of {repeats} interleaved runs\n")
