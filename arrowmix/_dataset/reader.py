@@ -49,7 +49,8 @@ class TableReader:
 
     def _take_sorted(self, idx: np.ndarray) -> pa.Table:
         first, last = int(idx[0]), int(idx[-1])
-        if last - first + 1 == len(idx):
+        # Sorted with repeats can span exactly len(idx) rows too ([0, 0, 2]): check every step.
+        if last - first + 1 == len(idx) and (len(idx) == 1 or bool(np.all(np.diff(idx) == 1))):
             return self.slice(first, last + 1)
         if len(self._batches) == 1:
             return pa.Table.from_batches([self._batches[0].take(idx)])
