@@ -32,7 +32,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from arrowmix._cache.lock import fingerprint_lock
 from arrowmix._cache.paths import is_caching_enabled, temp_cache_dir
 from arrowmix._cache.segments import (
     CacheWarning,
@@ -48,7 +47,6 @@ from arrowmix._dataset.dataset import Dataset, DatasetState
 from arrowmix._dataset.indices import IndexMap
 from arrowmix._dataset.progress import Progress
 from arrowmix._dataset.runner import MapSegment, filter_positions
-from arrowmix._dataset.workers import run_segments
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._fingerprint.transform import random_fingerprint, roll, validate_fingerprint
 from arrowmix._storage.ipc import read_meta, write_file
@@ -204,6 +202,10 @@ def _materialise(
         if len(tables) == len(segments):
             touch(s.path for s in segments)
             return [tables[s.index] for s in segments]
+    # Imported here: a cache hit needs neither locks nor process pools (faster imports).
+    from arrowmix._cache.lock import fingerprint_lock
+    from arrowmix._dataset.workers import run_segments
+
     directory = os.path.dirname(os.path.abspath(segments[0].path))
     with fingerprint_lock(directory, job.fingerprint):
         remove_stale_tmp(directory, [os.path.basename(s.path) for s in segments])

@@ -108,7 +108,9 @@ class MapSegment:
         for lo, table in blocks(self._ds, self._start, self._stop, size):
             n_in = table.num_rows
             where = f"rows {lo}..{lo + n_in - 1}"
-            out = call_batched(call, lo, table) if call.batched else call_rows(call, lo, table)
+            hints = {f.name: f.type for f in conform.schema} if conform.schema else {}
+            run = call_batched if call.batched else call_rows
+            out = run(call, lo, table, hints)
             if self.columns is None:
                 self._layout(list(out))
             elif set(out) != self._out_keys:
