@@ -139,9 +139,6 @@ def child(kind, lib, path, extra):
         import resource
 
         out = mapper(cheap, batched=True, load_from_cache_file=False)
-        total = 0
-        for b in out.with_format("arrow").iter(batch_size=100_000) if lib == "arrowmix" else []:
-            total += b.num_rows
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         return {"peak_rss_mb": rss, "rows": len(out)}
     raise ValueError(kind)
@@ -193,7 +190,9 @@ def main():
             path = paths[(lib, rows)]
             clear_cache_files(path)
             run_child("hit", lib, path, env=env)  # populate the cache
-            med, last = median_of(args.repeat, lambda: run_child("hit", lib, path, env=env), "total_s")
+            med, last = median_of(
+                args.repeat, lambda: run_child("hit", lib, path, env=env), "total_s"
+            )
             results[f"hit/{lib}/{rows}"] = med
             print(
                 f"   {lib:9s} {rows:>9,} rows: {med * 1000:7.1f} ms "
@@ -217,7 +216,9 @@ def main():
                 args.repeat, lambda: run_child("nproc", lib, path, args.nproc_rows, env=e), "s"
             )
         results[f"nproc/{lib}"] = t
-        print(f"   {lib:9s}: 1 proc {t['1']:.2f} s, 2 procs {t['2']:.2f} s, speedup {t['1'] / t['2']:.2f}x")
+        print(
+            f"   {lib:9s}: 1 proc {t['1']:.2f} s, 2 procs {t['2']:.2f} s, speedup {t['1'] / t['2']:.2f}x"
+        )
 
     if args.big:
         print("\n4. peak RSS while mapping a ~2 GB dataset (cheap batched function)")

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._dataset import formats
+from arrowmix._dataset.residency import PageReleaser
 from arrowmix.exceptions import SchemaMismatchError
 
 if TYPE_CHECKING:
@@ -128,9 +129,15 @@ class LazyBatch(MutableMapping[str, Any]):
 
 
 def blocks(ds: Dataset, start: int, stop: int, size: int) -> Iterator[tuple[int, pa.Table]]:
+    """View rows ``[start, stop)`` in tables of ``size`` rows, with bounded resident memory."""
+    s = ds._s
+    pages = PageReleaser([*s.files, *([s.indices_file] if s.indices_file else [])])
     for lo in range(start, stop, size):
         hi = min(lo + size, stop)
-        yield lo, ds._range(lo, hi)
+        table = ds._range(lo, hi)
+        yield lo, table
+        pages.read(table.nbytes)
+    pages.release()
 
 
 def _as_array(fn: str, name: str, value: Any, hint: pa.DataType | None = None) -> pa.Array[Any]:
