@@ -154,8 +154,8 @@ def run_child(kind, lib, path, extra="", env=None):
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
-def median_of(repeat, fn, key):
-    runs = [fn() for _ in range(repeat)]
+def median_of(repeat, key, *child_args, **child_kwargs):
+    runs = [run_child(*child_args, **child_kwargs) for _ in range(repeat)]
     return statistics.median(r[key] for r in runs), runs[-1]
 
 
@@ -190,19 +190,18 @@ def main():
             path = paths[(lib, rows)]
             clear_cache_files(path)
             run_child("hit", lib, path, env=env)  # populate the cache
-            med, last = median_of(
-                args.repeat, lambda: run_child("hit", lib, path, env=env), "total_s"
-            )
+            med, last = median_of(args.repeat, "total_s", "hit", lib, path, env=env)
             results[f"hit/{lib}/{rows}"] = med
             print(
                 f"   {lib:9s} {rows:>9,} rows: {med * 1000:7.1f} ms "
-                f"(import+open {last['import_open_s'] * 1000:.0f} ms, map {last['map_s'] * 1000:.1f} ms)"
+                f"(import+open {last['import_open_s'] * 1000:.0f} ms, "
+                f"map {last['map_s'] * 1000:.1f} ms)"
             )
 
     print("\n2. cold batched map of a cheap function (1M rows), median rows/s")
     for lib in libs:
         path = paths[(lib, 1_000_000)]
-        med, _ = median_of(args.repeat, lambda: run_child("cold", lib, path, env=env), "rows_per_s")
+        med, _ = median_of(args.repeat, "rows_per_s", "cold", lib, path, env=env)
         results[f"cold/{lib}"] = med
         print(f"   {lib:9s}: {med / 1e6:6.2f} M rows/s")
 
@@ -212,13 +211,10 @@ def main():
         t = {}
         for nproc in ("1", "2"):
             e = {**env, "NPROC": nproc}
-            t[nproc], _ = median_of(
-                args.repeat, lambda: run_child("nproc", lib, path, args.nproc_rows, env=e), "s"
-            )
+            t[nproc], _ = median_of(args.repeat, "s", "nproc", lib, path, args.nproc_rows, env=e)
         results[f"nproc/{lib}"] = t
-        print(
-            f"   {lib:9s}: 1 proc {t['1']:.2f} s, 2 procs {t['2']:.2f} s, speedup {t['1'] / t['2']:.2f}x"
-        )
+        speedup = t["1"] / t["2"]
+        print(f"   {lib:9s}: 1 proc {t['1']:.2f} s, 2 procs {t['2']:.2f} s, speedup {speedup:.2f}x")
 
     if args.big:
         print("\n4. peak RSS while mapping a ~2 GB dataset (cheap batched function)")
