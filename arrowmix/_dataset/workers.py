@@ -103,7 +103,7 @@ def _run_pool(
         ctx: Any = mp.get_context("fork")
         payload: bytes | None = None
         _FORK_JOB = (fn, job)
-    else:  # pragma: no cover - spawn-only platforms (Windows, some macOS setups)
+    else:  # spawn-only platforms (Windows, macOS defaults)
         import dill
 
         ctx = mp.get_context("spawn")

@@ -327,3 +327,13 @@ def test_progress_bar_switch(chunked, capfd, monkeypatch, env, shown):
     chunked.map(f_a, desc="Tokenizing")
     err = capfd.readouterr().err
     assert ("Tokenizing" in err and "segments 1/1" in err) is shown
+
+
+def test_spawn_workers_where_fork_is_unavailable(monkeypatch, small_segments):
+    from arrowmix._dataset import workers
+
+    monkeypatch.setattr(workers.mp, "get_all_start_methods", lambda: ["spawn"])
+    ds = am.Dataset.from_dict({"n": list(range(40))})
+    k = 3
+    out = ds.map(lambda r: {"m": r["n"] * k}, num_proc=2)
+    assert out["m"] == [3 * n for n in range(40)] and len(out.cache_files) == 4
