@@ -5,11 +5,11 @@ The result's fingerprint rolls the parent's: ``roll(parent, "map"|"filter" @ ver
 input_columns, remove_columns, format})`` with default arguments dropped; ``num_proc``,
 ``desc`` and ``load_from_cache_file`` never enter it. ``new_fingerprint`` replaces it.
 
-The output is cut into segments by input rows (``arrowmix._cache.segments``). Under a lock per
-fingerprint, stray temporary files of dead writers are removed, the segments already on disk
-and valid are kept, and only the missing ones are computed (in ``num_proc`` processes), each
-committed atomically. An invalid file (unreadable, or metadata that does not match its name) is
-recomputed with a :class:`~arrowmix._cache.segments.CacheWarning`; it is never returned as data.
+The output is cut into segments by input rows (``arrowmix._cache.segments``) and computed by
+``map_job.materialise``: only missing segments are computed, each committed atomically, under
+a lock per fingerprint. An invalid file (unreadable, or metadata that does not match its name)
+is recomputed with a :class:`~arrowmix._cache.segments.CacheWarning`; it is never returned as
+data.
 
 A map result is opened memory-mapped: the stored columns come from the segment files, and
 input columns the function keeps unchanged are referenced zero-copy from the parent when the
@@ -22,40 +22,25 @@ from __future__ import annotations
 
 import os
 import pickle
-import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from arrowmix._cache.paths import is_caching_enabled, temp_cache_dir
-from arrowmix._cache.segments import (
-    CacheWarning,
-    Segment,
-    check_segment,
-    plan_segments,
-    remove_stale_tmp,
-    touch,
-    unify_tables,
-)
+from arrowmix._cache.segments import Segment, plan_segments, unify_tables
 from arrowmix._dataset.apply import Call, function_name
 from arrowmix._dataset.dataset import Dataset, DatasetState
 from arrowmix._dataset.indices import IndexMap
-from arrowmix._dataset.progress import Progress
-from arrowmix._dataset.runner import MapSegment, filter_positions
+from arrowmix._dataset.map_job import MAP_VERSION, Job, materialise
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._fingerprint.transform import random_fingerprint, roll, validate_fingerprint
-from arrowmix._storage.ipc import read_meta, write_file
-from arrowmix.exceptions import CacheCorruptedError, FingerprintWarning, SchemaMismatchError
+from arrowmix._storage.ipc import read_meta
+from arrowmix.exceptions import FingerprintWarning, SchemaMismatchError
 
 __all__ = ["MAP_VERSION", "filter_dataset", "map_dataset"]
-
-#: Bump when the stored layout or semantics of map/filter results change.
-MAP_VERSION = 1
 
 _UNHASHABLE = (
     pickle.PicklingError,
@@ -100,150 +85,7 @@ def _kwargs_fingerprint(fn: Callable[..., Any], fn_kwargs: Mapping[str, Any]) ->
         return random_fingerprint()
 
 
-@dataclass(frozen=True)
-class _Job:
-    """What a worker needs to compute and commit one segment."""
-
-    kind: str
-    ds: Dataset
-    call: Call
-    fingerprint: str
-    zero_copy_ok: bool
-
-    def meta(self, seg: Segment) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "fingerprint": self.fingerprint,
-            "parent": self.ds.fingerprint,
-            "transform": f"{self.kind}@{MAP_VERSION}",
-            "function": self.call.name,
-            "segment": seg.index,
-            "num_segments": seg.count,
-            "input_rows": [seg.start, seg.stop],
-            "created": time.time(),
-            "record": None,
-        }
-
-    def expect(self, seg: Segment) -> dict[str, Any]:
-        return {
-            "kind": self.kind,
-            "fingerprint": self.fingerprint,
-            "segment": seg.index,
-            "num_segments": seg.count,
-            "input_rows": [seg.start, seg.stop],
-        }
-
-
-def _compute_segment(job: _Job, seg: Segment, on_rows: Callable[[int], None]) -> None:
-    meta = job.meta(seg)
-    if job.kind == "filter":
-        pos = filter_positions(job.ds, job.call, seg.start, seg.stop, on_rows)
-        batch = pa.record_batch({"indices": pa.array(pos, type=pa.int64())})
-        meta.update(rows=len(pos), columns=["indices"], zero_copy=[])
-        write_file(seg.path, [batch], batch.schema, meta=meta)
-        return
-    run = MapSegment(
-        job.ds, job.call, seg.start, seg.stop, zero_copy_ok=job.zero_copy_ok, on_rows=on_rows
-    )
-    it = run.batches()
-    first = next(it)  # a segment has at least one input row, so one batch
-    meta.update(
-        rows=seg.num_input_rows if run.rows_known else None,
-        columns=run.columns,
-        zero_copy=run.zero_copy,
-    )
-    write_file(seg.path, _chain(first, it), first.schema, meta=meta)
-
-
-def _chain(first: pa.RecordBatch, rest: Any) -> Any:
-    yield first
-    yield from rest
-
-
-def _check(job: _Job, seg: Segment) -> pa.Table | str:
-    """``check_segment`` plus what only map/filter know about their files."""
-    found = check_segment(seg, job.expect(seg))
-    if isinstance(found, str):
-        return found
-    meta = read_meta(found.schema)
-    if job.kind == "filter":
-        if found.num_rows and found.column_names == ["indices"]:
-            lo, hi = pc.min_max(found.column("indices")).values()
-            if lo.as_py() < seg.start or hi.as_py() >= seg.stop:
-                return f"kept positions outside the segment's rows {seg.start}..{seg.stop - 1}"
-        elif found.column_names != ["indices"]:
-            return f"columns {found.column_names}, expected ['indices']"
-        return found
-    zero_copy = meta.get("zero_copy") or []
-    if zero_copy and not job.zero_copy_ok:
-        return "it references parent columns but the parent is an indexed view"
-    if any(c not in job.ds.column_names for c in zero_copy):
-        return f"it references parent columns {zero_copy} missing from {job.ds.column_names}"
-    if (zero_copy or not job.call.batched) and found.num_rows != seg.num_input_rows:
-        return f"{found.num_rows} rows for {seg.num_input_rows} input rows"
-    return found
-
-
-def _materialise(
-    job: _Job,
-    segments: list[Segment],
-    *,
-    load: bool,
-    num_proc: int | None,
-    desc: str | None,
-) -> list[pa.Table]:
-    tables: dict[int, pa.Table] = {}
-    if load:
-        for seg in segments:
-            found = _check(job, seg)
-            if isinstance(found, str):
-                break
-            tables[seg.index] = found
-        if len(tables) == len(segments):
-            touch(s.path for s in segments)
-            return [tables[s.index] for s in segments]
-    # Imported here: a cache hit needs neither locks nor process pools (faster imports).
-    from arrowmix._cache.lock import fingerprint_lock
-    from arrowmix._dataset.workers import run_segments
-
-    directory = os.path.dirname(os.path.abspath(segments[0].path))
-    with fingerprint_lock(directory, job.fingerprint):
-        remove_stale_tmp(directory, [os.path.basename(s.path) for s in segments])
-        tables = {}
-        if load:
-            for seg in segments:
-                found = _check(job, seg)
-                if not isinstance(found, str):
-                    tables[seg.index] = found
-                elif found != "missing":
-                    warnings.warn(
-                        f"Cache file {seg.path!r} is not usable ({found}); recomputing it.",
-                        CacheWarning,
-                        stacklevel=5,
-                    )
-        missing = [s for s in segments if s.index not in tables]
-        rows = sum(s.num_input_rows for s in missing)
-        label = desc or job.kind.capitalize()
-        with Progress(label, rows, len(segments), len(segments) - len(missing)) as bar:
-            run_segments(
-                _compute_segment,
-                job,
-                missing,
-                num_proc,
-                on_rows=bar.rows,
-                on_segment=bar.segment_done,
-            )
-        for seg in missing:
-            found = _check(job, seg)
-            if isinstance(found, str):
-                raise CacheCorruptedError(
-                    f"Cache file {seg.path!r} was just written but is not valid: {found}."
-                )
-            tables[seg.index] = found
-    return [tables[s.index] for s in segments]
-
-
-def _map_result(job: _Job, tables: list[pa.Table], segments: list[Segment]) -> Dataset:
+def _map_result(job: Job, tables: list[pa.Table], segments: list[Segment]) -> Dataset:
     ds, s = job.ds, job.ds._s
     metas = [read_meta(t.schema) for t in tables]
     columns, zero_copy = metas[0]["columns"], metas[0].get("zero_copy") or []
@@ -282,7 +124,7 @@ def _map_result(job: _Job, tables: list[pa.Table], segments: list[Segment]) -> D
     return Dataset(state)
 
 
-def _filter_result(job: _Job, tables: list[pa.Table]) -> Dataset:
+def _filter_result(job: Job, tables: list[pa.Table]) -> Dataset:
     from arrowmix._dataset.ops import with_selection
 
     parts = [t.column("indices").to_numpy() for t in tables]
@@ -346,8 +188,8 @@ def _run(
     cache_dir = ds.cache_dir if caching else temp_cache_dir()
     segments = plan_segments(len(ds), fp, cache_dir, user_path)
     ix = ds._s.indices
-    job = _Job(kind, ds, call, fp, zero_copy_ok=ix is None or ix.is_range)
-    tables = _materialise(job, segments, load=load, num_proc=num_proc, desc=desc)
+    job = Job(kind, ds, call, fp, zero_copy_ok=ix is None or ix.is_range)
+    tables = materialise(job, segments, load=load, num_proc=num_proc, desc=desc)
     if kind == "filter":
         return _filter_result(job, tables)
     return _map_result(job, tables, segments)
