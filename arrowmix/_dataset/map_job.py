@@ -146,6 +146,7 @@ def materialise(
     from arrowmix._dataset.workers import run_segments
 
     directory = os.path.dirname(os.path.abspath(segments[0].path))
+    os.makedirs(directory, exist_ok=True)
     with fingerprint_lock(directory, job.fingerprint):
         remove_stale_tmp(directory, [os.path.basename(s.path) for s in segments])
         tables = {}

@@ -233,8 +233,7 @@ def test_load_from_cache_file_false_recomputes(chunked, tmp_path):
 
 
 def test_cache_file_name_and_foreign_lineage(chunked, tmp_path):
-    path = str(tmp_path / "mine" / "out.arrow")
-    os.makedirs(os.path.dirname(path))
+    path = str(tmp_path / "mine" / "out.arrow")  # the directory is created
     a = chunked.map(f_a, cache_file_name=path)
     assert a.cache_files[-1] == path and a["x"] == [n + 1 for n in range(40)]
     with pytest.warns(segmod.CacheWarning, match=r"out\.arrow.*fingerprint"):
@@ -337,3 +336,13 @@ def test_spawn_workers_where_fork_is_unavailable(monkeypatch, small_segments):
     k = 3
     out = ds.map(lambda r: {"m": r["n"] * k}, num_proc=2)
     assert out["m"] == [3 * n for n in range(40)] and len(out.cache_files) == 4
+
+
+def test_cache_file_name_with_segments(chunked, tmp_path, small_segments):
+    out = chunked.map(f_a, cache_file_name=str(tmp_path / "o" / "mapped.arrow"))
+    names = sorted(os.listdir(tmp_path / "o"))
+    assert [n for n in names if n.endswith(".arrow")] == [
+        f"mapped-{i:05d}-of-00004.arrow" for i in range(4)
+    ]
+    again = chunked.map(f_a, cache_file_name=str(tmp_path / "o" / "mapped.arrow"))
+    assert again.cache_files == out.cache_files and again["x"] == list(range(1, 41))
