@@ -27,19 +27,22 @@ SCRIPT = textwrap.dedent(
     import json, os, sys, time
     import arrowmix as am
     from arrowmix._cache import segments
+    from arrowmix._dataset import runner
     segments.SEGMENT_ROWS = segments.MIN_SEGMENT_ROWS = 10
+    runner._OUT_ROWS = 1  # write every batch at once: a killed writer leaves a .partial
     data, log, marker, stall_at, delay = sys.argv[1:6]
 
-    def fn(row):
+    def fn(batch):
         with open(log, "a") as f:
-            f.write(f"{row['n']}\\n")
-        if row["n"] == int(stall_at):
+            f.write("".join(f"{n}\\n" for n in batch["n"]))
+        if int(stall_at) in batch["n"]:
             open(marker, "w").close()
             time.sleep(60)
-        time.sleep(float(delay))
-        return {"sq": row["n"] ** 2}
+        time.sleep(float(delay) * len(batch["n"]))
+        return {"sq": [n * n for n in batch["n"]]}
 
-    out = am.Dataset.from_chunks(data).map(fn, new_fingerprint="00000000000000aa")
+    ds = am.Dataset.from_chunks(data)
+    out = ds.map(fn, batched=True, batch_size=2, new_fingerprint="00000000000000aa")
     print(json.dumps(out["sq"]))
     """
 )
@@ -89,6 +92,9 @@ def test_kill_9_then_resume_computes_only_missing_segments(data, tmp_path):
     done = _segment_files(data)
     assert done == [f"cache-00000000000000aa-{i:05d}-of-00004.arrow" for i in (0, 1)]
     assert sorted(_calls(log)) == list(range(26))
+    partial = [n for n in os.listdir(data) if n.endswith(".partial")]
+    assert len(partial) == 1 and f"tmp-{proc.pid}-" in partial[0]  # never a cache-* name
+    assert "-00002-of-00004.arrow" in partial[0]
 
     os.unlink(log)
     rerun = _start(data, log, tmp_path / "unused")
@@ -97,7 +103,7 @@ def test_kill_9_then_resume_computes_only_missing_segments(data, tmp_path):
     assert json.loads(out) == [i * i for i in range(40)]
     assert sorted(_calls(log)) == list(range(20, 40))  # segments 2 and 3 only
     assert len(_segment_files(data)) == 4
-    assert not [n for n in os.listdir(data) if n.endswith(".partial")]
+    assert not [n for n in os.listdir(data) if n.endswith(".partial")]  # the dead one's too
 
 
 def test_concurrent_processes_one_computes_all_correct(data, tmp_path):
