@@ -48,6 +48,8 @@ class Job:
     call: Call
     fingerprint: str
     zero_copy_ok: bool
+    #: The fingerprint's explain record (JSON-serialisable), stored in every segment.
+    record: Any = None
 
     def meta(self, seg: Segment) -> dict[str, Any]:
         return {
@@ -60,7 +62,7 @@ class Job:
             "num_segments": seg.count,
             "input_rows": [seg.start, seg.stop],
             "created": time.time(),
-            "record": None,
+            "record": self.record,
         }
 
     def expect(self, seg: Segment) -> dict[str, Any]:
