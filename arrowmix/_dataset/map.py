@@ -65,7 +65,7 @@ def _function_fingerprint(fn: Callable[..., Any]) -> str:
             "its result gets a random fingerprint and will not be reused from the cache. "
             "Pass `new_fingerprint=` to cache it under a name of your choice.",
             FingerprintWarning,
-            stacklevel=5,
+            stacklevel=6,
         )
         return random_fingerprint()
 
@@ -80,7 +80,7 @@ def _kwargs_fingerprint(fn: Callable[..., Any], fn_kwargs: Mapping[str, Any]) ->
             f"`fn_kwargs` of {function_name(fn)} cannot be hashed ({type(exc).__name__}: {exc});"
             " the result gets a random fingerprint and will not be reused from the cache.",
             FingerprintWarning,
-            stacklevel=5,
+            stacklevel=6,
         )
         return random_fingerprint()
 
@@ -156,6 +156,26 @@ def _check_args(function: Any, batch_size: Any, num_proc: Any) -> None:
         raise ValueError(f"`num_proc` must be a positive int or None, got {num_proc!r}.")
 
 
+def _transform_fingerprint(ds: Dataset, kind: str, call: Call) -> tuple[str, Any]:
+    """``(fingerprint, explain record)`` of ``kind`` (map/filter) of ``call`` on ``ds``.
+
+    The arguments that can change the output, with their defaults (dropped when equal).
+    ``num_proc``, ``desc``, ``load_from_cache_file`` and ``cache_file_name`` never enter.
+    """
+    kwargs = {
+        "fn_kwargs": _kwargs_fingerprint(call.function, call.fn_kwargs),
+        "batched": call.batched,
+        "batch_size": call.batch_size if call.batched else None,
+        "with_indices": call.with_indices,
+        "input_columns": list(call.input_columns) if call.input_columns else None,
+        "remove_columns": list(call.remove_columns) or None,
+        "format": call.fmt,
+    }
+    defaults = dict.fromkeys(kwargs) | {"batched": False, "with_indices": False}
+    kwargs["function"] = _function_fingerprint(call.function)
+    return roll(ds.fingerprint, kind, kwargs, version=MAP_VERSION, defaults=defaults), None
+
+
 def _run(
     kind: str,
     ds: Dataset,
@@ -167,28 +187,18 @@ def _run(
     new_fingerprint: str | None,
     desc: str | None,
 ) -> Dataset:
+    record = None
     if new_fingerprint is not None:
         fp = validate_fingerprint(new_fingerprint)
     else:
-        kwargs = {
-            "function": _function_fingerprint(call.function),
-            "fn_kwargs": _kwargs_fingerprint(call.function, call.fn_kwargs),
-            "batched": call.batched,
-            "batch_size": call.batch_size if call.batched else None,
-            "with_indices": call.with_indices,
-            "input_columns": list(call.input_columns) if call.input_columns else None,
-            "remove_columns": list(call.remove_columns) or None,
-            "format": call.fmt,
-        }
-        defaults = dict.fromkeys(kwargs) | {"batched": False, "with_indices": False}
-        fp = roll(ds.fingerprint, kind, kwargs, version=MAP_VERSION, defaults=defaults)
+        fp, record = _transform_fingerprint(ds, kind, call)
     caching = is_caching_enabled()
     load = caching if load_from_cache_file is None else bool(load_from_cache_file)
     user_path = os.path.abspath(os.fspath(cache_file_name)) if cache_file_name else None
     cache_dir = ds.cache_dir if caching else temp_cache_dir()
     segments = plan_segments(len(ds), fp, cache_dir, user_path)
     ix = ds._s.indices
-    job = Job(kind, ds, call, fp, zero_copy_ok=ix is None or ix.is_range)
+    job = Job(kind, ds, call, fp, zero_copy_ok=ix is None or ix.is_range, record=record)
     tables = materialise(job, segments, load=load, num_proc=num_proc, desc=desc)
     if kind == "filter":
         return _filter_result(job, tables)
