@@ -167,3 +167,21 @@ def test_full_disk_leaves_no_partial_file(ds, monkeypatch):
     assert _files(ds) == []
     monkeypatch.undo()
     assert ds.map(lambda r: {"big": "x" * 100})["big"][0] == "x" * 100
+
+
+def test_keyboard_interrupt_mid_segment_leaves_nothing(ds, monkeypatch):
+    from arrowmix._dataset import runner
+
+    monkeypatch.setattr(runner, "_OUT_ROWS", 1)  # the segment file is open when we interrupt
+    seen = []
+
+    def interrupted(batch):
+        seen.append(batch["n"][0])
+        if len(seen) == 2:
+            assert any(n.endswith(".partial") for n in os.listdir(ds.cache_dir))
+            raise KeyboardInterrupt
+        return {"x": batch["n"]}
+
+    with pytest.raises(KeyboardInterrupt):
+        ds.map(interrupted, batched=True, batch_size=2)
+    assert _files(ds) == []
