@@ -112,8 +112,13 @@ class LazyBatch(MutableMapping[str, Any]):
             self._keys.append(key)
 
     def __delitem__(self, key: str) -> None:
+        if key not in self._keys:
+            raise KeyError(key)
         self._keys.remove(key)
         self._data.pop(key, None)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys  # without converting the column
 
     def __iter__(self) -> Iterator[str]:
         return iter(list(self._keys))

@@ -6,8 +6,9 @@ use 2 GB. :class:`PageReleaser` counts the input bytes a pass has read and, ever
 ``RELEASE_BYTES`` (and at the end of each segment), tells the kernel that the pass no longer
 needs the pages of those files (``madvise(MADV_DONTNEED)`` on their read-only mappings). The
 pages stay in the page cache, and a later access faults them back in from there, so data are
-never lost: only read-only mappings of the dataset's own files are touched. Linux only; a
-no-op elsewhere.
+never lost: only read-only mappings of the dataset's own files are touched (arrowmix never
+modifies such files in place; it writes new files and renames them). Linux only; a no-op
+elsewhere.
 """
 
 from __future__ import annotations

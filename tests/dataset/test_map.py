@@ -194,3 +194,18 @@ def test_chained_maps(ds):
     out = ds.map(lambda r: {"a": r["n"] + 1}).map(lambda r: {"b": r["a"] * 2})
     assert out["b"] == [4, 6, 8, 10, 12]
     assert out.map(lambda r: {"b": 0}, remove_columns=["text"]).column_names == ["n", "a", "b"]
+
+
+def test_lazy_batch_behaves_like_a_dict(ds):
+    def fn(batch):
+        assert "text" in batch and "nope" not in batch and len(batch) == 2
+        assert sorted(batch) == ["n", "text"] and batch.get("nope") is None
+        del batch["n"]
+        with pytest.raises(KeyError):
+            del batch["n"]
+        batch["m"] = [len(t) for t in batch["text"]]
+        return batch
+
+    out = ds.map(fn, batched=True, batch_size=2)
+    assert out.column_names == ["text", "n", "m"]  # "n" is kept: it was not removed
+    assert out["m"] == [1, 2, 3, 4, 5]

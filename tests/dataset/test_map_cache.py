@@ -346,3 +346,16 @@ def test_cache_file_name_with_segments(chunked, tmp_path, small_segments):
     ]
     again = chunked.map(f_a, cache_file_name=str(tmp_path / "o" / "mapped.arrow"))
     assert again.cache_files == out.cache_files and again["x"] == list(range(1, 41))
+
+
+def test_all_null_segment_takes_type_from_other_segments(chunked, small_segments):
+    out = chunked.map(lambda r: {"m": None if r["n"] < 20 else f"s{r['n']}"})
+    assert out.schema.field("m").type == pa.string()
+    assert out["m"] == [None] * 20 + [f"s{n}" for n in range(20, 40)]
+
+
+def test_segments_with_uncastable_types_raise(chunked, small_segments):
+    from arrowmix.exceptions import SchemaMismatchError
+
+    with pytest.raises(SchemaMismatchError, match=r"Column 'm' is string in cache segment"):
+        chunked.map(lambda r: {"m": r["n"] if r["n"] < 20 else "text"})
