@@ -163,6 +163,7 @@ def materialise(
                         CacheWarning,
                         stacklevel=5,
                     )
+        touch(s.path for s in segments if s.index in tables)  # reused: "last used" now
         missing = [s for s in segments if s.index not in tables]
         rows = sum(s.num_input_rows for s in missing)
         label = desc or job.kind.capitalize()
