@@ -35,19 +35,20 @@ WORKER_ENV = {
 
 SegmentFn = Callable[[Any, Segment, Callable[[int], None]], None]
 
-# The job of the forked workers: set in the parent just before forking, inherited by children.
-_FORK_JOB: tuple[SegmentFn, Any] | None = None
+# Jobs of forked workers by token: set in the parent before forking, inherited by children
+# (a dict, so maps started from several threads at once do not mix their jobs up).
+_FORK_JOBS: dict[int, tuple[SegmentFn, Any]] = {}
 _WORKER_JOB: tuple[SegmentFn, Any] | None = None
 
 
-def _init_worker(payload: bytes | None) -> None:
+def _init_worker(token: int, payload: bytes | None) -> None:
     global _WORKER_JOB
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     for key, value in WORKER_ENV.items():
         os.environ.setdefault(key, value)
     os.environ["ARROWMIX_PROGRESS"] = "0"
     if payload is None:
-        _WORKER_JOB = _FORK_JOB
+        _WORKER_JOB = _FORK_JOBS[token]
     else:
         import dill
 
@@ -98,11 +99,11 @@ def _run_pool(
     procs: int,
     on_segment: Callable[[int], None],
 ) -> None:
-    global _FORK_JOB
+    token = id(job)
     if "fork" in mp.get_all_start_methods():
         ctx: Any = mp.get_context("fork")
         payload: bytes | None = None
-        _FORK_JOB = (fn, job)
+        _FORK_JOBS[token] = (fn, job)
     else:  # spawn-only platforms (Windows, macOS defaults)
         import dill
 
@@ -114,7 +115,7 @@ def _run_pool(
             # the job (no locks taken by other threads are needed) and exit.
             warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
             pool = ProcessPoolExecutor(
-                procs, mp_context=ctx, initializer=_init_worker, initargs=(payload,)
+                procs, mp_context=ctx, initializer=_init_worker, initargs=(token, payload)
             )
             futures: list[Future[int]] = [pool.submit(_work, seg) for seg in segments]
         try:
@@ -128,4 +129,4 @@ def _run_pool(
             raise
         pool.shutdown(wait=True)
     finally:
-        _FORK_JOB = None
+        _FORK_JOBS.pop(token, None)
