@@ -11,14 +11,20 @@ from arrowmix._cache.paths import disable_caching, enable_caching, is_caching_en
 from arrowmix._dataset.build import write_chunks
 from arrowmix._dataset.dataset import Dataset
 from arrowmix._dataset.ops import concatenate_datasets
+from arrowmix._fingerprint.pickler import register_fingerprint
+from arrowmix._fingerprint.record import FingerprintRecord
+from arrowmix._fingerprint.record import explain as explain_fingerprint
 from arrowmix._version import __version__
 
 __all__ = [
     "Dataset",
+    "FingerprintRecord",
     "__version__",
     "concatenate_datasets",
     "disable_caching",
     "enable_caching",
+    "explain_fingerprint",
     "is_caching_enabled",
+    "register_fingerprint",
     "write_chunks",
 ]

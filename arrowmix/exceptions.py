@@ -12,6 +12,7 @@ __all__ = [
     "ChunkFileError",
     "FingerprintError",
     "FingerprintWarning",
+    "InputFormatError",
     "SchemaMismatchError",
     "StateError",
 ]
@@ -47,6 +48,13 @@ class SchemaMismatchError(ArrowmixError, ValueError):
 
 class FingerprintError(ArrowmixError, ValueError):
     """A fingerprint is malformed (not filename-safe hex).
+
+    .. versionadded:: 0.1
+    """
+
+
+class InputFormatError(ArrowmixError, ValueError):
+    """An input file being ingested is malformed; the message names the file and line.
 
     .. versionadded:: 0.1
     """

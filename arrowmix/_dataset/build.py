@@ -14,7 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from arrowmix._dataset.dataset import Dataset, DatasetState
+from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage.chunks import list_chunk_files, write_batches
 from arrowmix._storage.ipc import content_summary, open_table
@@ -95,6 +95,7 @@ def from_chunks(
         files=tuple(files),
         file_offsets=offsets,
         cache_dir=cache_dir,
+        holds=hold_cache_files(files),
     )
     return Dataset(state)
 

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._cache.paths import dataset_cache_dir
+from arrowmix._cache.inuse import Hold, hold
+from arrowmix._cache.paths import CACHE_FILE_RE, INDICES_FILE_RE, dataset_cache_dir
 from arrowmix._dataset import formats
 from arrowmix._dataset.indices import IndexMap, to_positions
 from arrowmix._dataset.reader import TableReader
@@ -38,11 +39,26 @@ class DatasetState:
     fmt: str | None = None
     fmt_columns: tuple[str, ...] | None = None
     cache_dir: str | None = None
+    #: Reader registrations on the cache/indices files in use, so cleanup never removes them.
+    holds: tuple[Hold, ...] = field(default=(), compare=False, repr=False)
 
     @cached_property
     def reader(self) -> TableReader:
         """Batch-aware gatherer over ``table`` (built on first use)."""
         return TableReader(self.table)
+
+
+def hold_cache_files(paths: Sequence[str]) -> tuple[Hold, ...]:
+    """Register this process as a reader of the local cache and indices files among ``paths``.
+
+    Chunk files are never removed by a cleanup, so they need no registration.
+    """
+    out = []
+    for p in paths:
+        name = os.path.basename(p)
+        if "://" not in p and (CACHE_FILE_RE.match(name) or INDICES_FILE_RE.match(name)):
+            out.append(hold(p))
+    return tuple(out)
 
 
 class Dataset:
@@ -119,6 +135,55 @@ class Dataset:
 
         return build.from_chunks(path_or_glob_or_list, cache_dir, storage_options)
 
+    @classmethod
+    def from_text(
+        cls,
+        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> Dataset:
+        """Ingest text files, one row ``{"text": line}`` per line, into cached chunks.
+
+        ``paths``: files, globs, directories or fsspec URLs; compressed files (``.gz``, ``.xz``,
+        ``.bz2``, ``.zst``) are decompressed. The conversion is cached by the files' content:
+        reopening the same files converts nothing.
+        """
+        from arrowmix._dataset.ingest import ingest
+
+        return ingest(paths, "text", storage_options)
+
+    @classmethod
+    def from_json(
+        cls,
+        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> Dataset:
+        """Ingest JSON Lines files (one object per line) into cached chunks; see from_text."""
+        from arrowmix._dataset.ingest import ingest
+
+        return ingest(paths, "json", storage_options)
+
+    @classmethod
+    def from_csv(
+        cls,
+        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> Dataset:
+        """Ingest CSV files (with a header row) into cached chunks; see from_text."""
+        from arrowmix._dataset.ingest import ingest
+
+        return ingest(paths, "csv", storage_options)
+
+    @classmethod
+    def from_parquet(
+        cls,
+        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> Dataset:
+        """Ingest Parquet files into cached Arrow chunks (memory-mappable); see from_text."""
+        from arrowmix._dataset.ingest import ingest
+
+        return ingest(paths, "parquet", storage_options)
+
     # ---- properties ---------------------------------------------------------------------
     @property
     def fingerprint(self) -> str:
@@ -161,6 +226,10 @@ class Dataset:
             os.makedirs(self._s.cache_dir, exist_ok=True)
             return self._s.cache_dir
         return dataset_cache_dir(self._s.files[0] if self._s.files else None)
+
+    def __fingerprint__(self) -> tuple[str, str | None, tuple[str, ...] | None]:
+        """How a function capturing this dataset is hashed: its fingerprint and format."""
+        return (self._s.fingerprint, self._s.fmt, self._s.fmt_columns)
 
     def __repr__(self) -> str:
         return (
@@ -411,6 +480,44 @@ class Dataset:
             load_from_cache_file=load_from_cache_file,
             new_fingerprint=new_fingerprint,
             desc=desc,
+        )
+
+    def to_stream(
+        self,
+        *,
+        shuffle: str | None = "global",
+        seed: int | None = None,
+        infinite: bool = True,
+        num_instances: int = 1,
+        instance_rank: int = 0,
+    ) -> Any:
+        """A checkpointable stream of this dataset's rows (dicts), for training loops.
+
+        Args:
+            shuffle: ``"global"`` (a seeded bijection over all rows, O(1) memory),
+                ``"chunks"`` (a seeded permutation of chunk files, then a shuffle within a
+                window of chunks: for remote or huge corpora), or ``None`` (in order).
+            seed: the shuffle seed; each epoch derives its own order from it.
+            infinite: never end, reshuffling every epoch (training); ``False``: one pass.
+            num_instances: how many ranks share the data; each reads only its share.
+            instance_rank: this rank, in ``[0, num_instances)``.
+
+        Example:
+            >>> import arrowmix as am
+            >>> ds = am.Dataset.from_dict({"x": list(range(6))})
+            >>> s = ds.to_stream(shuffle=None, infinite=False, num_instances=2, instance_rank=0)
+            >>> [r["x"] for r in s]
+            [0, 2, 4]
+        """
+        from arrowmix._dataset.to_stream import to_stream  # the stream layer loads lazily
+
+        return to_stream(
+            self,
+            shuffle=shuffle,
+            seed=seed,
+            infinite=infinite,
+            num_instances=num_instances,
+            instance_rank=instance_rank,
         )
 
     def cleanup_cache_files(self) -> int:

@@ -10,6 +10,7 @@ corpus costs disk, not RAM.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -131,7 +132,7 @@ def _raise_index(index: int, length: int) -> None:
 
 
 def load_or_store(
-    mapping: IndexMap, fingerprint: str, cache_dir: str, parent: str
+    mapping: IndexMap, fingerprint: str, cache_dir: str, parent: str, transform: str
 ) -> tuple[IndexMap, str | None]:
     """Back a large array mapping by ``indices-<fingerprint>.arrow``; return it and its path."""
     if mapping.array is None or len(mapping) < INDICES_FILE_MIN_ROWS:
@@ -143,7 +144,9 @@ def load_or_store(
             "kind": "indices",
             "fingerprint": fingerprint,
             "parent": parent,
+            "transform": transform,
             "rows": len(mapping),
+            "created": time.time(),
         }
         write_file(path, [batch], batch.schema, meta=meta)
     return IndexMap(array=open_indices(path, fingerprint, len(mapping))), path

@@ -21,9 +21,8 @@ with the parent's (no column data copied).
 from __future__ import annotations
 
 import os
-import pickle
-import warnings
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -31,58 +30,15 @@ import pyarrow as pa
 
 from arrowmix._cache.paths import is_caching_enabled, temp_cache_dir
 from arrowmix._cache.segments import Segment, plan_segments, unify_tables
-from arrowmix._dataset.apply import Call, function_name
-from arrowmix._dataset.dataset import Dataset, DatasetState
-from arrowmix._dataset.indices import IndexMap
+from arrowmix._dataset.apply import Call
+from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
+from arrowmix._dataset.indices import IndexMap, load_or_store
 from arrowmix._dataset.map_job import MAP_VERSION, Job, materialise
-from arrowmix._fingerprint.hasher import hash_value
-from arrowmix._fingerprint.transform import random_fingerprint, roll, validate_fingerprint
+from arrowmix._fingerprint.transform import validate_fingerprint
 from arrowmix._storage.ipc import read_meta
-from arrowmix.exceptions import FingerprintWarning, SchemaMismatchError
+from arrowmix.exceptions import SchemaMismatchError
 
 __all__ = ["MAP_VERSION", "filter_dataset", "map_dataset"]
-
-_UNHASHABLE = (
-    pickle.PicklingError,
-    TypeError,
-    AttributeError,
-    ValueError,
-    RecursionError,
-    NotImplementedError,
-)
-
-
-def _function_fingerprint(fn: Callable[..., Any]) -> str:
-    """Fingerprint of the user function; random (plus one warning) when it cannot be hashed.
-
-    The single swap point for ``arrowmix._fingerprint.fingerprint_transform``.
-    """
-    try:
-        return hash_value(fn)
-    except _UNHASHABLE as exc:
-        warnings.warn(
-            f"Function {function_name(fn)} cannot be hashed ({type(exc).__name__}: {exc}); "
-            "its result gets a random fingerprint and will not be reused from the cache. "
-            "Pass `new_fingerprint=` to cache it under a name of your choice.",
-            FingerprintWarning,
-            stacklevel=6,
-        )
-        return random_fingerprint()
-
-
-def _kwargs_fingerprint(fn: Callable[..., Any], fn_kwargs: Mapping[str, Any]) -> str | None:
-    if not fn_kwargs:
-        return None
-    try:
-        return hash_value(dict(fn_kwargs))
-    except _UNHASHABLE as exc:
-        warnings.warn(
-            f"`fn_kwargs` of {function_name(fn)} cannot be hashed ({type(exc).__name__}: {exc});"
-            " the result gets a random fingerprint and will not be reused from the cache.",
-            FingerprintWarning,
-            stacklevel=6,
-        )
-        return random_fingerprint()
 
 
 def _map_result(job: Job, tables: list[pa.Table], segments: list[Segment]) -> Dataset:
@@ -105,10 +61,12 @@ def _map_result(job: Job, tables: list[pa.Table], segments: list[Segment]) -> Da
         arrays = [(src.get(c) or stored).column(c) for c in columns]
         table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
         files = (*s.files, *paths)
+        holds = (*s.holds, *hold_cache_files(paths))  # the parent's files stay in use
     else:
         table = stored.select(columns)
         files = tuple(paths)
         offsets = tuple(np.cumsum([0, *(t.num_rows for t in tables)]).tolist())
+        holds = hold_cache_files(paths)
     fmt_cols = s.fmt_columns
     if fmt_cols is not None:
         fmt_cols = tuple(c for c in fmt_cols if c in columns)
@@ -120,16 +78,28 @@ def _map_result(job: Job, tables: list[pa.Table], segments: list[Segment]) -> Da
         fmt=s.fmt,
         fmt_columns=fmt_cols,
         cache_dir=s.cache_dir,
+        holds=tuple(holds),
     )
     return Dataset(state)
 
 
 def _filter_result(job: Job, tables: list[pa.Table]) -> Dataset:
-    from arrowmix._dataset.ops import with_selection
-
+    """The parent viewed through the kept positions, composed into its indices mapping."""
+    ds, s = job.ds, job.ds._s
     parts = [t.column("indices").to_numpy() for t in tables]
-    kept = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
-    return with_selection(job.ds, IndexMap.from_array(kept), job.fingerprint)
+    sel = IndexMap.from_array(np.concatenate(parts) if parts else np.empty(0, dtype=np.int64))
+    mapping = sel if s.indices is None else s.indices.compose(sel)
+    path = None
+    result: IndexMap | None = None
+    if not (mapping.is_range and mapping.start == 0 and mapping.stop == s.table.num_rows):
+        transform = f"arrowmix.{job.kind}@{MAP_VERSION}"
+        result, path = load_or_store(
+            mapping, job.fingerprint, ds.cache_dir, ds.fingerprint, transform
+        )
+    holds = tuple(h for h in s.holds if h.path != s.indices_file)
+    holds += hold_cache_files([path] if path else [])
+    state = replace(s, fingerprint=job.fingerprint, indices=result, indices_file=path, holds=holds)
+    return Dataset(state)
 
 
 def _names(ds: Dataset, value: str | Sequence[str] | None, arg: str) -> tuple[str, ...] | None:
@@ -156,14 +126,18 @@ def _check_args(function: Any, batch_size: Any, num_proc: Any) -> None:
         raise ValueError(f"`num_proc` must be a positive int or None, got {num_proc!r}.")
 
 
-def _transform_fingerprint(ds: Dataset, kind: str, call: Call) -> tuple[str, Any]:
+def _transform_fingerprint(ds: Dataset, kind: str, call: Call) -> tuple[str, dict[str, Any]]:
     """``(fingerprint, explain record)`` of ``kind`` (map/filter) of ``call`` on ``ds``.
 
-    The arguments that can change the output, with their defaults (dropped when equal).
-    ``num_proc``, ``desc``, ``load_from_cache_file`` and ``cache_file_name`` never enter.
+    The function is hashed by value (``arrowmix._fingerprint``), with the arguments that can
+    change the output (dropped when equal to their default). ``num_proc``, ``desc``,
+    ``load_from_cache_file`` and ``cache_file_name`` never enter. Something unhashable gives
+    a random fingerprint and one ``FingerprintWarning`` pointing at the user's call.
     """
+    from arrowmix._fingerprint.transform import transform_record  # dill loads lazily
+
     kwargs = {
-        "fn_kwargs": _kwargs_fingerprint(call.function, call.fn_kwargs),
+        "fn_kwargs": dict(call.fn_kwargs) or None,
         "batched": call.batched,
         "batch_size": call.batch_size if call.batched else None,
         "with_indices": call.with_indices,
@@ -172,8 +146,16 @@ def _transform_fingerprint(ds: Dataset, kind: str, call: Call) -> tuple[str, Any
         "format": call.fmt,
     }
     defaults = dict.fromkeys(kwargs) | {"batched": False, "with_indices": False}
-    kwargs["function"] = _function_fingerprint(call.function)
-    return roll(ds.fingerprint, kind, kwargs, version=MAP_VERSION, defaults=defaults), None
+    record = transform_record(
+        ds.fingerprint,
+        f"arrowmix.{kind}",
+        MAP_VERSION,
+        call.function,
+        kwargs,
+        defaults,
+        stacklevel=6,  # transform_record < this < _run < map_dataset < Dataset.map < user
+    )
+    return record.fingerprint, record.to_dict()
 
 
 def _run(

@@ -56,7 +56,7 @@ class Job:
             "kind": self.kind,
             "fingerprint": self.fingerprint,
             "parent": self.ds.fingerprint,
-            "transform": f"{self.kind}@{MAP_VERSION}",
+            "transform": f"arrowmix.{self.kind}@{MAP_VERSION}",
             "function": self.call.name,
             "segment": seg.index,
             "num_segments": seg.count,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import secrets
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Literal, NamedTuple
@@ -19,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from arrowmix._cache.paths import cache_file_name
-from arrowmix._dataset.dataset import Dataset, DatasetState
+from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.indices import IndexMap, load_or_store, to_positions
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._fingerprint.transform import roll
@@ -43,28 +44,39 @@ __all__ = [
 _FLATTEN_BLOCK = 65536
 
 
-def with_selection(ds: Dataset, sel: IndexMap, fingerprint: str) -> Dataset:
-    """``ds`` viewed through ``sel`` (positions in ``ds``), composed into one mapping."""
+def with_selection(
+    ds: Dataset, sel: IndexMap, transform: str, kwargs: dict[str, Any] | None = None
+) -> Dataset:
+    """``ds`` viewed through ``sel`` (positions in ``ds``), composed into one mapping.
+
+    The fingerprint rolls forward with ``transform`` and its canonical ``kwargs``.
+    """
+    fingerprint = roll(ds.fingerprint, transform, kwargs)
     s = ds._s
     mapping = sel if s.indices is None else s.indices.compose(sel)
     path = None
     if mapping.is_range and mapping.start == 0 and mapping.stop == s.table.num_rows:
         result: IndexMap | None = None
     else:
-        result, path = load_or_store(mapping, fingerprint, ds.cache_dir, ds.fingerprint)
-    return Dataset(replace(s, fingerprint=fingerprint, indices=result, indices_file=path))
+        result, path = load_or_store(mapping, fingerprint, ds.cache_dir, ds.fingerprint, transform)
+    holds = tuple(h for h in s.holds if h.path != s.indices_file) + hold_cache_files(
+        [path] if path else []
+    )
+    return Dataset(
+        replace(s, fingerprint=fingerprint, indices=result, indices_file=path, holds=holds)
+    )
 
 
 def select(ds: Dataset, indices: Any) -> Dataset:
     sel = to_positions(indices, len(ds))
     key: Any = range(sel.start, sel.stop) if sel.is_range else sel.array
-    return with_selection(ds, sel, roll(ds.fingerprint, "select", {"indices": key}))
+    return with_selection(ds, sel, "select", {"indices": key})
 
 
 def shuffle(ds: Dataset, seed: int | None) -> Dataset:
     seed = _check_seed(seed)
     perm = np.random.default_rng(seed).permutation(len(ds))
-    return with_selection(ds, IndexMap(array=perm), roll(ds.fingerprint, "shuffle", {"seed": seed}))
+    return with_selection(ds, IndexMap(array=perm), "shuffle", {"seed": seed})
 
 
 def _check_seed(seed: int | None) -> int:
@@ -90,8 +102,7 @@ def sort(ds: Dataset, column: str | Sequence[str], reverse: bool | Sequence[bool
         perm = pc.sort_indices(table, sort_keys=keys).to_numpy()  # stable; nulls last
     except pa.ArrowNotImplementedError as exc:
         raise TypeError(f"Cannot sort by column(s) {cols}: {exc}") from exc
-    fp = roll(ds.fingerprint, "sort", {"column": cols, "reverse": revs})
-    return with_selection(ds, IndexMap.from_array(perm), fp)
+    return with_selection(ds, IndexMap.from_array(perm), "sort", {"column": cols, "reverse": revs})
 
 
 def shard(ds: Dataset, num_shards: int, index: int, contiguous: bool) -> Dataset:
@@ -107,7 +118,7 @@ def shard(ds: Dataset, num_shards: int, index: int, contiguous: bool) -> Dataset
     else:
         sel = IndexMap.from_array(np.arange(index, n, num_shards, dtype=np.int64))
     kwargs = {"num_shards": num_shards, "index": index, "contiguous": contiguous}
-    return with_selection(ds, sel, roll(ds.fingerprint, "shard", kwargs))
+    return with_selection(ds, sel, "shard", kwargs)
 
 
 class SplitResult(NamedTuple):
@@ -158,14 +169,8 @@ def train_test_split(
             IndexMap.from_range(n - n_test, n),
         )
     kw: dict[str, Any] = {"test_size": test_size, "seed": seed, "shuffle": shuffle}
-    train = with_selection(
-        ds,
-        train_sel,
-        roll(ds.fingerprint, "train_test_split", {**kw, "split": "train"}),
-    )
-    test = with_selection(
-        ds, test_sel, roll(ds.fingerprint, "train_test_split", {**kw, "split": "test"})
-    )
+    train = with_selection(ds, train_sel, "train_test_split", {**kw, "split": "train"})
+    test = with_selection(ds, test_sel, "train_test_split", {**kw, "split": "test"})
     return SplitResult(train, test)
 
 
@@ -186,7 +191,9 @@ def flatten_indices(ds: Dataset) -> Dataset:
             "kind": "flatten",
             "fingerprint": fp,
             "parent": ds.fingerprint,
+            "transform": "flatten_indices",
             "rows": n,
+            "created": time.time(),
         }
         write_file(path, blocks, s.table.schema.remove_metadata(), meta=meta)
     table = open_table(path)
@@ -206,6 +213,7 @@ def flatten_indices(ds: Dataset) -> Dataset:
             fmt=s.fmt,
             fmt_columns=s.fmt_columns,
             cache_dir=s.cache_dir,
+            holds=hold_cache_files([path]),
         )
     )
 
@@ -292,9 +300,11 @@ def concatenate_datasets(datasets: Sequence[Dataset]) -> Dataset:
         fmt=s.fmt,
         fmt_columns=s.fmt_columns,
         cache_dir=s.cache_dir,
+        holds=tuple(h for d in dsets for h in d._s.holds if h.path != d._s.indices_file),
     )
     out = Dataset(state)
     if mapping is not None:
-        mapping, path = load_or_store(mapping, fp, out.cache_dir, fp)
-        out = Dataset(replace(state, indices=mapping, indices_file=path))
+        mapping, path = load_or_store(mapping, fp, out.cache_dir, fp, "concatenate_datasets")
+        holds = state.holds + hold_cache_files([path] if path else [])
+        out = Dataset(replace(state, indices=mapping, indices_file=path, holds=holds))
     return out

@@ -2,17 +2,31 @@
 
 ``pyarrow.Table.take`` on a column of many chunks costs time in proportion to the column's total
 bytes, whatever the number of indices. :meth:`TableReader.take` instead groups the indices by
-record batch (after a stable argsort when they are not sorted), takes from each batch, and
-restores the requested order with one ``take`` over the small result. Sorted, contiguous
-requests become zero-copy slices.
+record batch (a stable argsort of each index's batch number, so rows of one batch keep their
+request order), makes one ``take`` call per batch touched, and restores the requested order
+with one ``take`` over the small result. Sorted requests need no reordering; strictly
+consecutive requests become zero-copy slices (sorted requests with repeats, such as
+``[0, 0, 2]``, are not slices).
+
+A gather of 1,000 random rows from a 1M-row table touches every batch, so the fixed cost of each
+``take`` call matters as much as the bytes copied: the calls go straight to the compute
+function with pyarrow indices and without a per-batch bounds check (the whole request is checked
+once against the table's length, and each batch's local indices are in range by construction).
 """
 
 from __future__ import annotations
 
+import itertools
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 __all__ = ["TableReader"]
+
+_TAKE = pc.get_function("take")
+_UNCHECKED = pc.TakeOptions(boundscheck=False)
 
 
 class TableReader:
@@ -34,31 +48,50 @@ class TableReader:
         return self.table.slice(start, max(0, stop - start))
 
     def take(self, positions: np.ndarray) -> pa.Table:
-        """Rows at ``positions`` (int64, any order, repeats allowed), in that order."""
+        """Rows at ``positions`` (int64, any order, repeats allowed), in that order.
+
+        Raises:
+            IndexError: a position is negative or not below the table's length.
+        """
         idx = np.asarray(positions, dtype=np.int64)
         n = len(idx)
         if n == 0:
             return self.table.schema.empty_table()
-        if n > 1 and np.any(idx[1:] < idx[:-1]):
-            order = np.argsort(idx, kind="stable")
-            gathered = self._take_sorted(idx[order])
-            inverse = np.empty(n, dtype=np.int64)
-            inverse[order] = np.arange(n, dtype=np.int64)
-            return gathered.take(inverse)
-        return self._take_sorted(idx)
-
-    def _take_sorted(self, idx: np.ndarray) -> pa.Table:
-        first, last = int(idx[0]), int(idx[-1])
-        # Sorted with repeats can span exactly len(idx) rows too ([0, 0, 2]): check every step.
-        if last - first + 1 == len(idx) and (len(idx) == 1 or bool(np.all(np.diff(idx) == 1))):
-            return self.slice(first, last + 1)
+        if n == 1:  # ds[i] through a mapping: skip the vectorised bookkeeping
+            i = int(idx[0])
+            if not 0 <= i < self.num_rows:
+                raise IndexError(f"Row {i} is out of range for a table of {self.num_rows} rows.")
+            return self.slice(i, i + 1)
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < 0 or hi >= self.num_rows:
+            bad = lo if lo < 0 else hi
+            raise IndexError(f"Row {bad} is out of range for a table of {self.num_rows} rows.")
+        steps = np.diff(idx)
+        is_sorted = not bool((steps < 0).any())
+        if hi - lo + 1 == n and bool((steps == 1).all()):  # repeats are not contiguous
+            return self.slice(lo, hi + 1)
         if len(self._batches) == 1:
-            return pa.Table.from_batches([self._batches[0].take(idx)])
+            batch = self._take_batch(0, pa.array(idx))
+            return pa.Table.from_batches([batch], schema=self.table.schema)
         owner = np.searchsorted(self._offsets, idx, side="right") - 1
+        order = None if is_sorted else np.argsort(owner, kind="stable")
+        if order is not None:
+            idx, owner = idx[order], owner[order]
+        local = pa.array(idx - self._offsets[owner])  # one conversion; zero-copy slices below
         cuts = np.flatnonzero(owner[1:] != owner[:-1]) + 1
-        parts = []
-        for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(idx)], strict=True):
-            b = int(owner[lo])
-            local = idx[lo:hi] - self._offsets[b]
-            parts.append(self._batches[b].take(local))
-        return pa.Table.from_batches(parts, schema=self.table.schema)
+        bounds = [0, *cuts.tolist(), n]
+        parts = [
+            self._take_batch(int(owner[a]), local.slice(a, b - a))
+            for a, b in itertools.pairwise(bounds)
+        ]
+        gathered = pa.Table.from_batches(parts, schema=self.table.schema)
+        if order is None:
+            return gathered
+        inverse = np.empty(n, dtype=np.int64)
+        inverse[order] = np.arange(n, dtype=np.int64)
+        return gathered.take(inverse)
+
+    def _take_batch(self, b: int, local: pa.Array[Any]) -> pa.RecordBatch:
+        """Rows ``local`` (int64, in range by construction) of record batch ``b``."""
+        result: pa.RecordBatch = _TAKE.call([self._batches[b], local], _UNCHECKED)
+        return result

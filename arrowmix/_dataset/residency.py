@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 import sys
 from collections.abc import Iterable
@@ -26,15 +27,13 @@ __all__ = ["RELEASE_BYTES", "PageReleaser"]
 RELEASE_BYTES = 128 * 2**20
 
 _MADV_DONTNEED = 4
-_libc: Any = None
 
 
+@functools.cache
 def _madvise() -> Any:
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        _libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    return _libc.madvise
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    return libc.madvise
 
 
 def release_mapped_pages(paths: Iterable[str]) -> int:

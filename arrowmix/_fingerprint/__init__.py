@@ -1,1 +1,1 @@
-"""Fingerprints: a small xxhash hasher, canonical values and rolling transform identities."""
+"""Fingerprints: hasher, deterministic pickler, function hashing, transform records."""

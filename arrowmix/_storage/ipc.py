@@ -81,12 +81,8 @@ def open_table(path: str, storage_options: Mapping[str, Any] | None = None) -> p
         ChunkFileError: the file is missing, truncated, corrupt or not Arrow IPC file format.
     """
     try:
-        if is_local(path):
-            source: Any = pa.memory_map(local_path(path), "r")
-        else:
-            fs, p = url_to_fs(path, storage_options)
-            source = pa.py_buffer(fs.cat_file(p))
-        return pa.ipc.open_file(source).read_all()
+        local = local_path(path) if is_local(path) else _read_through(path, storage_options)
+        return pa.ipc.open_file(pa.memory_map(local, "r")).read_all()
     except FileNotFoundError as exc:
         raise ChunkFileError(f"Arrow file not found: {path!r}.") from exc
     except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as exc:
@@ -94,6 +90,32 @@ def open_table(path: str, storage_options: Mapping[str, Any] | None = None) -> p
             f"Cannot read {path!r} as an Arrow IPC file (truncated, corrupt, or another format"
             f" such as the IPC stream format or Parquet): {exc}"
         ) from exc
+
+
+def remote_copy_dir() -> str:
+    """Where remote files are copied so that they can be memory-mapped."""
+    root = os.environ.get("ARROWMIX_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "arrowmix"
+    )
+    return os.path.join(root, "remote")
+
+
+def _read_through(url: str, storage_options: Mapping[str, Any] | None) -> str:
+    """A local copy of a remote file, keyed by URL and the remote's size and version tag.
+
+    The copy is downloaded once (atomically) and reused while the remote object is unchanged,
+    so remote chunks are memory-mapped like local ones.
+    """
+    fs, p = url_to_fs(url, storage_options)
+    info = fs.info(p)
+    tag = [info.get(k) for k in ("size", "ETag", "etag", "mtime", "LastModified", "created")]
+    key = xxhash.xxh3_64_hexdigest(json.dumps([fs.unstrip_protocol(p), tag], default=str).encode())
+    local = os.path.join(remote_copy_dir(), f"{key}-{os.path.basename(p)}")
+    if not os.path.exists(local):
+        with atomic_sink(local) as sink, fs.open(p, "rb") as src:
+            while block := src.read(8 * 2**20):
+                sink.write(block)
+    return local
 
 
 def content_summary(path: str, storage_options: Mapping[str, Any] | None = None) -> str:

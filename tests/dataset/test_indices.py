@@ -186,3 +186,57 @@ def test_views_match_a_list_model(values, steps):
     assert list(ds) == model
     assert len(ds) == len(model)
     assert list(ds.flatten_indices()) == model
+
+
+def test_repeated_indices_are_not_mistaken_for_a_range():
+    ds = am.Dataset.from_dict({"v": [10, 11, 12]})
+    assert ds.select([0, 0, 2])["v"] == [10, 10, 12]
+    assert ds.select([2, 0, 0])["v"] == [12, 10, 10]
+
+
+def test_derived_files_go_beside_chunks_or_to_the_cache_root(tmp_path, monkeypatch):
+    am.write_chunks(({"n": i} for i in range(10)), tmp_path / "c")
+    ds = am.Dataset.from_chunks(str(tmp_path / "c"))
+    assert ds.cache_dir == str(tmp_path / "c")
+    chosen = am.Dataset.from_chunks(str(tmp_path / "c"), cache_dir=str(tmp_path / "elsewhere"))
+    flat = chosen.shuffle(seed=0).flatten_indices()
+    assert os.path.dirname(flat.cache_files[0]) == str(tmp_path / "elsewhere")
+    # A read-only corpus directory falls back to $ARROWMIX_CACHE.
+    real_access = os.access
+    monkeypatch.setattr(
+        os, "access", lambda p, m: False if str(p) == str(tmp_path / "c") else real_access(p, m)
+    )
+    assert ds.cache_dir == os.environ["ARROWMIX_CACHE"]
+    assert am.Dataset.from_dict({"n": [1]}).cache_dir == os.environ["ARROWMIX_CACHE"]
+
+
+def test_disabled_caching_writes_to_a_temporary_directory(tmp_path):
+    am.write_chunks(({"n": i} for i in range(10)), tmp_path / "c")
+    ds = am.Dataset.from_chunks(str(tmp_path / "c"))
+    am.disable_caching()
+    try:
+        flat = ds.shuffle(seed=0).flatten_indices()
+    finally:
+        am.enable_caching()
+    assert not flat.cache_files[0].startswith(str(tmp_path))
+    assert os.listdir(tmp_path / "c") == ["chunk-00000.arrow"]
+
+
+def test_files_in_use_are_held_against_cleanup(tmp_path, monkeypatch):
+    from arrowmix._cache.cleanup import remove_unused
+    from arrowmix._cache.inuse import in_use
+
+    monkeypatch.setattr(indices_mod, "INDICES_FILE_MIN_ROWS", 1)
+    am.write_chunks(({"n": i} for i in range(10)), tmp_path)
+    ds = am.Dataset.from_chunks(str(tmp_path))
+    view = ds.shuffle(seed=3)
+    flat = ds.shuffle(seed=4).flatten_indices()
+    (ix,) = [f for f in view.cache_files if "indices-" in f]
+    assert in_use(ix) and in_use(flat.cache_files[0])
+    assert remove_unused(str(tmp_path), keep={"/nothing"}) == 1  # only the unheld seed=4 indices
+    assert os.path.exists(ix) and os.path.exists(flat.cache_files[0])
+    del view, flat
+    import gc
+
+    gc.collect()
+    assert not in_use(ix)

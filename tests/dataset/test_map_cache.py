@@ -134,9 +134,11 @@ def test_segment_metadata(chunked, small_segments):
     path = next(f for f in out.cache_files if "-00001-of-" in f)
     meta = read_meta(pa.ipc.open_file(path).schema)
     assert meta["kind"] == "map" and meta["fingerprint"] == out.fingerprint
-    assert meta["parent"] == chunked.fingerprint and meta["transform"] == "map@1"
+    assert meta["parent"] == chunked.fingerprint and meta["transform"] == "arrowmix.map@1"
     assert (meta["rows"], meta["segment"], meta["num_segments"]) == (10, 1, 4)
-    assert meta["input_rows"] == [10, 20] and meta["record"] is None
+    assert meta["input_rows"] == [10, 20]
+    assert meta["record"]["fingerprint"] == out.fingerprint  # the explain record
+    assert meta["record"]["parent"] == chunked.fingerprint
     assert abs(meta["created"] - time.time()) < 60
     assert meta["columns"] == ["n", "t", "sq"] and meta["zero_copy"] == ["n", "t"]
     filt = chunked.filter(lambda r: r["n"] % 2 == 0)
@@ -359,3 +361,17 @@ def test_segments_with_uncastable_types_raise(chunked, small_segments):
 
     with pytest.raises(SchemaMismatchError, match=r"Column 'm' is string in cache segment"):
         chunked.map(lambda r: {"m": r["n"] if r["n"] < 20 else "text"})
+
+
+def test_function_capturing_a_dataset_is_hashed_by_its_fingerprint(chunked):
+    lookup = am.Dataset.from_dict({"w": [f"w{i}" for i in range(40)]})
+    other = am.Dataset.from_dict({"w": [f"v{i}" for i in range(40)]})
+
+    def make(table):
+        return lambda r: {"w": table[r["n"]]["w"]}
+
+    a = chunked.map(make(lookup))  # no FingerprintWarning (filterwarnings=error)
+    assert a["w"][:2] == ["w0", "w1"]
+    assert chunked.map(make(lookup)).fingerprint == a.fingerprint
+    assert chunked.map(make(other)).fingerprint != a.fingerprint
+    assert chunked.map(make(lookup.with_format("numpy"))).fingerprint != a.fingerprint

@@ -182,3 +182,18 @@ def test_memory_filesystem_round_trip():
         assert list_chunk_files(url + "/chunk-0000[01].arrow") == paths[:2]
     finally:
         fs.rm("/arrowmix-test", recursive=True)
+
+
+def test_remote_chunks_are_copied_once_and_memory_mapped():
+    fs = fsspec.filesystem("memory")
+    url = "memory://arrowmix-rt/corpus"
+    try:
+        am.write_chunks(pa.table({"text": ["r" * 1000] * 5000}), url)
+        before = pa.total_allocated_bytes()
+        ds = am.Dataset.from_chunks(url)
+        assert len(ds) == 5000 and ds[4999]["text"] == "r" * 1000
+        assert pa.total_allocated_bytes() - before < 500_000  # mapped, not read into memory
+        am.write_chunks(pa.table({"text": ["changed"]}), url, overwrite=True)
+        assert am.Dataset.from_chunks(url)["text"] == ["changed"]  # a new version is fetched
+    finally:
+        fs.rm("/arrowmix-rt", recursive=True)

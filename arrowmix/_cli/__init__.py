@@ -1,0 +1,1 @@
+"""The ``arrowmix`` command line: ``main(argv)`` in ``main``, one module per subcommand."""

@@ -1,0 +1,142 @@
+"""``arrowmix cache ls [CACHE_DIR] [-r] [--json]``: one line per cache entry, from footers only."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from typing import Any
+
+from arrowmix._cache.listing import TMP_KIND, CacheEntry, format_bytes, scan, scan_tree
+from arrowmix._cli.common import resolve_cache_dir
+from arrowmix._cli.humanize import ago, table
+
+__all__ = ["add_parser", "run"]
+
+EPILOG = """\
+columns:
+  FINGERPRINT  the fingerprint in the file name (cache-<fp>*.arrow, indices-<fp>.arrow)
+  KIND         what made it: map, filter, indices, flatten, shard ("?" if unrecorded,
+               "tmp" for a file being written)
+  FILES        number of files; "3/8" = 3 of 8 segments present (an interrupted map)
+  LAST USED    newest modification time (map touches its cache file on every hit)
+  STATUS       in use / locked / writing: cleanup-cache leaves such entries alone
+
+examples:
+  arrowmix cache ls                      # the default cache ($ARROWMIX_CACHE or ~/.cache/arrowmix)
+  arrowmix cache ls data/corpus_chunks   # the cache files beside a chunked corpus
+  arrowmix cache ls -r                   # the cache root and the corpora ingested into it
+  arrowmix cache ls --json | jq '.entries[] | select(.kind == "map")'
+"""
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``cache`` and its ``ls`` subcommand."""
+    cache = subparsers.add_parser(
+        "cache", help="inspect a cache directory", description="Inspect a cache directory."
+    )
+    sub = cache.add_subparsers(dest="cache_command", metavar="COMMAND", required=True)
+    ls = sub.add_parser(
+        "ls",
+        help="list cache entries: fingerprint, kind, parent, rows, size, last used",
+        description=(
+            "List the cache entries of CACHE_DIR, one line each (all segments of a\n"
+            "fingerprint together), newest first, and a total. Reads file footers only."
+        ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ls.add_argument(
+        "cache_dir",
+        nargs="?",
+        metavar="CACHE_DIR",
+        help="directory to list (default: $ARROWMIX_CACHE or ~/.cache/arrowmix)",
+    )
+    ls.add_argument(
+        "-r",
+        "--recursive",
+        action="store_true",
+        help="also list the directories below CACHE_DIR (e.g. ingested/<fp>/), with a DIR column",
+    )
+    ls.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    ls.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """List the entries of ``args.cache_dir``."""
+    directory = resolve_cache_dir(args.cache_dir)
+    now = time.time()
+    found = scan_tree(directory) if args.recursive else scan(directory)
+    entries = sorted(found, key=lambda e: (-e.last_used, e.directory, e.key))
+    if args.json:
+        print(json.dumps(to_json(directory, entries), indent=2))
+        return 0
+    header = ["FINGERPRINT", "KIND", "PARENT", "ROWS", "FILES", "SIZE", "LAST USED", "STATUS"]
+    rows = [["DIR", *header] if args.recursive else header]
+    rows += [
+        [
+            *([os.path.relpath(e.directory, directory)] if args.recursive else []),
+            e.fingerprint or "-",
+            e.kind,
+            e.parent or "-",
+            "-" if e.rows is None else str(e.rows),
+            e.segments,
+            format_bytes(e.size),
+            ago(e.last_used, now),
+            status(e),
+        ]
+        for e in entries
+    ]
+    if entries:
+        shift = 1 if args.recursive else 0
+        print("\n".join(table(rows, right=[3 + shift, 4 + shift, 5 + shift])))
+    files = sum(len(e.files) for e in entries)
+    total = sum(e.size for e in entries)
+    print(
+        f"{len(entries)} {'entry' if len(entries) == 1 else 'entries'}, {files} "
+        f"{'file' if files == 1 else 'files'}, {format_bytes(total)} in {directory}"
+    )
+    return 0
+
+
+def status(e: CacheEntry) -> str:
+    """The STATUS cell: why cleanup would leave it, or what is wrong with it."""
+    if e.kind == TMP_KIND:
+        if e.busy is None:
+            return f"stale (pid {e.pid} gone)"
+        return f"writing (pid {e.pid})" if e.busy.startswith("being written") else "locked"
+    if e.busy:
+        return e.busy.replace(" by an open dataset", "").replace(" by a writer", "")
+    if e.problem:
+        return "unreadable"
+    if e.num_segments is not None and len(e.files) < e.num_segments:
+        return "incomplete"
+    return ""
+
+
+def to_json(directory: str, entries: list[CacheEntry]) -> dict[str, Any]:
+    """The ``--json`` document: the directory, every entry, the totals."""
+    return {
+        "cache_dir": directory,
+        "entries": [
+            {
+                "dir": e.directory,
+                "fingerprint": e.fingerprint,
+                "kind": e.kind,
+                "parent": e.parent,
+                "rows": e.rows,
+                "size_bytes": e.size,
+                "last_used": e.last_used,
+                "created": e.created,
+                "files": e.paths,
+                "num_segments": e.num_segments,
+                "busy": e.busy,
+                "problem": e.problem,
+                "pid": e.pid,
+            }
+            for e in entries
+        ],
+        "total_files": sum(len(e.files) for e in entries),
+        "total_bytes": sum(e.size for e in entries),
+    }

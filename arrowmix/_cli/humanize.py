@@ -1,0 +1,120 @@
+"""Parse and print the sizes, durations and tables of the command line.
+
+Sizes: ``KB``/``MB``/``GB``/``TB`` are powers of 1000, ``KiB``/``MiB``/``GiB``/``TiB`` and the
+bare ``K``/``M``/``G``/``T`` (as in ``du -h``) powers of 1024; a plain number is bytes.
+Durations: one or more ``<number><unit>`` with units ``s``, ``m``, ``h``, ``d``, ``w``
+(``7d``, ``1d12h``, ``1.5h``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+from collections.abc import Sequence
+
+__all__ = ["ago", "iso_time", "parse_duration", "parse_size", "table"]
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*$", re.IGNORECASE)
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1024,
+    "kb": 1000,
+    "kib": 1024,
+    "m": 1024**2,
+    "mb": 1000**2,
+    "mib": 1024**2,
+    "g": 1024**3,
+    "gb": 1000**3,
+    "gib": 1024**3,
+    "t": 1024**4,
+    "tb": 1000**4,
+    "tib": 1024**4,
+}
+_SPAN_RE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)([smhdw])")
+_SPAN_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_size(text: str) -> int:
+    """Bytes in ``text`` (an argparse ``type``).
+
+    Example:
+        >>> parse_size("500MB"), parse_size("1.5GiB"), parse_size("20g"), parse_size("123")
+        (500000000, 1610612736, 21474836480, 123)
+    """
+    m = _SIZE_RE.match(text)
+    unit = m.group(2).lower() if m else ""
+    if m is None or unit not in _SIZE_UNITS:
+        raise argparse.ArgumentTypeError(
+            f"invalid size {text!r}: use a number with an optional unit, e.g. 500MB, 20GB, "
+            "1.5GiB (KB/MB/GB/TB = 1000^n bytes, KiB/MiB/GiB/TiB or K/M/G/T = 1024^n)"
+        )
+    return int(float(m.group(1)) * _SIZE_UNITS[unit])
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in ``text`` (an argparse ``type``).
+
+    Example:
+        >>> parse_duration("7d"), parse_duration("12h"), parse_duration("1d12h")
+        (604800.0, 43200.0, 129600.0)
+    """
+    compact = text.strip().lower().replace(" ", "")
+    parts = _SPAN_RE.findall(compact)
+    if not compact or "".join(n + u for n, u in parts) != compact:
+        raise argparse.ArgumentTypeError(
+            f"invalid duration {text!r}: use a number and a unit s/m/h/d/w, e.g. 45s, 30m, "
+            "12h, 7d, 1d12h"
+        )
+    return sum(float(n) * _SPAN_UNITS[u] for n, u in parts)
+
+
+def iso_time(ts: float) -> str:
+    """Local time as ``YYYY-MM-DD HH:MM``."""
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+
+
+def ago(ts: float, now: float) -> str:
+    """How long ago ``ts`` was, for people: ``"45 s ago"``, ``"3 min ago"``, ``"2 days ago"``.
+
+    Older than 30 days (or in the future): the ISO date.
+
+    Example:
+        >>> ago(1000.0 - 180, 1000.0), ago(0.0, 5 * 3600.0), ago(0.0, 2 * 86400.0)
+        ('3 min ago', '5 h ago', '2 days ago')
+    """
+    delta = now - ts
+    if delta < 0 or delta >= 30 * 86400:
+        return time.strftime("%Y-%m-%d", time.localtime(ts))
+    if delta < 5:
+        return "just now"
+    if delta < 60:
+        return f"{int(delta)} s ago"
+    if delta < 3600:
+        return f"{int(delta // 60)} min ago"
+    if delta < 86400:
+        return f"{int(delta // 3600)} h ago"
+    days = int(delta // 86400)
+    return f"{days} day ago" if days == 1 else f"{days} days ago"
+
+
+def table(rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> list[str]:
+    """Align ``rows`` (the first is the header) into columns; ``right`` aligns to the right.
+
+    Example:
+        >>> for line in table([["NAME", "SIZE"], ["a", "1 B"], ["bbb", "10 B"]], right=[1]):
+        ...     print(line)
+        NAME  SIZE
+        a      1 B
+        bbb   10 B
+    """
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = []
+    for r in rows:
+        cells = [
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        ]
+        out.append("  ".join(cells).rstrip())
+    return out

@@ -1,0 +1,63 @@
+"""Entry point of the ``arrowmix`` command (console script and ``python -m arrowmix``).
+
+``main(argv)`` returns the exit status instead of exiting, so tests call it in-process:
+0 success, 1 an error reported as ``arrowmix: error: <message>`` on stderr, 2 a usage error
+(argparse), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from arrowmix._cli import cache_ls, cleanup_cache, fingerprint
+from arrowmix._cli.common import CommandError
+from arrowmix._version import __version__
+from arrowmix.exceptions import ArrowmixError
+
+__all__ = ["build_parser", "main"]
+
+EPILOG = """\
+examples:
+  arrowmix cache ls                          # what the cache holds, newest first
+  arrowmix cleanup-cache --dry-run           # what a cleanup would remove
+  arrowmix cleanup-cache --older-than 7d     # remove entries unused for a week
+  arrowmix fingerprint --explain A.arrow B.arrow
+
+Run `arrowmix COMMAND --help` for a command's options.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``arrowmix`` parser with every subcommand registered."""
+    parser = argparse.ArgumentParser(
+        prog="arrowmix",
+        description="Inspect and clean arrowmix cache directories.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"arrowmix {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    cache_ls.add_parser(sub)
+    cleanup_cache.add_parser(sub)
+    fingerprint.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version and usage errors
+        return exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 2
+    try:
+        status: int = args.func(args)
+    except (CommandError, ArrowmixError, OSError) as exc:
+        print(f"arrowmix: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("arrowmix: interrupted", file=sys.stderr)
+        return 130
+    return status

@@ -1,0 +1,133 @@
+"""Corpus ingestion: raw files (text, JSON Lines, CSV, Parquet) into cached Arrow chunks.
+
+The result is content-addressed: the output directory ``<cache root>/ingested/<fp>/`` is named
+by a hash of the format, the reader version and the full content (xxh3) of every input file, so
+reopening the same files reads them once to hash them and converts nothing. A directory only
+counts as finished when its ``_COMPLETE.json`` marker exists (written atomically last); a crash
+mid-way leaves an unmarked directory that the next run rebuilds. A file lock serialises
+processes ingesting the same content.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+import xxhash
+from filelock import FileLock
+
+from arrowmix._cache.paths import cache_root, is_caching_enabled, temp_cache_dir
+from arrowmix._dataset.build import from_chunks
+from arrowmix._dataset.dataset import Dataset
+from arrowmix._fingerprint.hasher import hash_value
+from arrowmix._storage.atomic import atomic_sink
+from arrowmix._storage.chunks import write_batches
+from arrowmix._storage.fs import is_local, local_path, url_to_fs
+from arrowmix._storage.readers import read_batches
+from arrowmix.exceptions import SchemaMismatchError
+
+__all__ = ["expand_inputs", "ingest", "input_batches"]
+
+_READER_VERSION = 1
+_MARKER = "_COMPLETE.json"
+
+
+def expand_inputs(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    storage_options: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """Files named by paths, globs, directories (all files inside) or URLs, in order."""
+    import glob as globlib
+
+    specs = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    files: list[str] = []
+    for spec in (os.fspath(s) for s in specs):
+        if is_local(spec):
+            p = local_path(spec)
+            if os.path.isdir(p):
+                found = sorted(
+                    os.path.join(p, n)
+                    for n in os.listdir(p)
+                    if os.path.isfile(os.path.join(p, n)) and not n.startswith(".")
+                )
+            elif globlib.has_magic(p):
+                found = sorted(globlib.glob(p))
+            else:
+                found = [p] if os.path.isfile(p) else []
+        else:
+            fs, p = url_to_fs(spec, storage_options)
+            found = sorted(fs.unstrip_protocol(f) for f in fs.glob(p) if fs.isfile(f))
+        if not found:
+            raise FileNotFoundError(f"No input files found at {spec!r}.")
+        files.extend(found)
+    return files
+
+
+def _content_hash(path: str, storage_options: Mapping[str, Any] | None) -> str:
+    h = xxhash.xxh3_64()
+    if is_local(path):
+        with open(local_path(path), "rb") as f:
+            while block := f.read(8 * 2**20):
+                h.update(block)
+        return h.hexdigest()
+    fs, p = url_to_fs(path, storage_options)
+    with fs.open(p, "rb") as f:
+        while block := f.read(8 * 2**20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def input_batches(
+    files: Sequence[str], fmt: str, storage_options: Mapping[str, Any] | None = None
+) -> Iterator[pa.RecordBatch]:
+    """Record batches of all ``files`` in order, cast to the first file's schema."""
+    schema: pa.Schema | None = None
+    for path in files:
+        for batch in read_batches(path, fmt, storage_options):
+            if schema is None:
+                schema = batch.schema
+            elif not batch.schema.equals(schema):
+                try:
+                    batch = batch.select(schema.names).cast(schema)
+                except (KeyError, ValueError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+                    raise SchemaMismatchError(
+                        f"{path}: its columns {batch.schema} do not match those of "
+                        f"{files[0]} ({schema}): {exc}"
+                    ) from exc
+            yield batch
+
+
+def ingest(
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    fmt: str,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Dataset:
+    """Convert input files to Arrow chunks once (cached by content) and open them."""
+    files = expand_inputs(paths, storage_options)
+    digests = [_content_hash(f, storage_options) for f in files]
+    fp = hash_value(("ingest", fmt, _READER_VERSION, digests))
+    root = cache_root() if is_caching_enabled() else temp_cache_dir()
+    out = os.path.join(root, "ingested", fp)
+    marker = os.path.join(out, _MARKER)
+    os.makedirs(out, exist_ok=True)
+    with FileLock(os.path.join(root, "ingested", f"{fp}.lock")):
+        if not os.path.exists(marker):
+            batches = input_batches(files, fmt, storage_options)
+            first = next(batches, None)
+            if first is None:
+                raise ValueError(f"The {fmt} input {files} holds no rows.")
+            chunk_paths = write_batches(itertools.chain([first], batches), out, overwrite=True)
+            info = {
+                "fingerprint": fp,
+                "format": fmt,
+                "inputs": [os.path.basename(f) for f in files],
+                "content_hashes": digests,
+                "chunks": [os.path.basename(p) for p in chunk_paths],
+            }
+            with atomic_sink(marker) as sink:
+                sink.write(json.dumps(info, indent=1).encode())
+    return from_chunks(out)

@@ -1,0 +1,1 @@
+"""Private stream layer: checkpointable iterators (public API: arrowmix.stream)."""

@@ -1,0 +1,153 @@
+"""Base of the stages that turn a run of source items into a window of outputs.
+
+Shuffle windows, bucketing read-aheads, parallel-map chunks and flat-map expansions
+all follow one rule: *replay a window, never the past*.
+
+Checkpointing: the state holds the source's state when the current window began
+(``source``), the window number (``window``, which also seeds its generator) and how
+many outputs of the window were already emitted (``emitted``). Restoring rewinds the
+source to the anchor, recomputes that one window and skips the emitted outputs. Neither
+the buffer nor a random-generator state is ever stored.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+
+from arrowmix._stream.base import State, Stream
+from arrowmix.exceptions import StateError
+
+__all__ = ["AnchoredStage"]
+
+T = TypeVar("T")
+U = TypeVar("U")
+
+
+class AnchoredStage(Stream[U]):
+    """Outputs computed window by window from ``source`` (subclasses: ``compute``).
+
+    State:
+        ``source``: the source's state at the start of the current window. ``window``:
+        the window number. ``emitted``: outputs of the window already yielded.
+        Subclasses may add keys through ``extra_state``/``load_extra``.
+    """
+
+    SOURCE_KEY = "source"
+    WINDOW_KEY = "window"
+    EMITTED_KEY = "emitted"
+    BASE_KEYS = (SOURCE_KEY, WINDOW_KEY, EMITTED_KEY)
+    STATE_KEYS: ClassVar[tuple[str, ...] | None] = BASE_KEYS
+    TRANSIENT = ("_buf",)
+
+    def __init__(self, source: Stream[Any]) -> None:
+        super().__init__()
+        if not isinstance(source, Stream):
+            raise TypeError(f"`source` must be a Stream, got {type(source).__name__}.")
+        self.source: Stream[Any] = source
+
+    def children(self) -> list[Stream[Any]]:
+        return [self.source]
+
+    def compute(self, window: int) -> list[U] | None:
+        """Read one window from the source and return its outputs (None at the end)."""
+        raise StopIteration
+
+    def extra_state(self) -> State:
+        """Additional state entries (e.g. the seed)."""
+        return {}
+
+    def load_extra(self, state: State) -> None:
+        """Load the entries of ``extra_state``."""
+
+    def reset(self, state: State | None = None) -> None:
+        super().reset(state)
+        self._buf: Any = None  # outputs, or an array of row positions
+        self._pos = 0
+        self._skip = 0
+        self._window = 0
+        if state is None:
+            self.source.reset(None)
+            self._anchor: State = {}
+            return
+        self.load_extra(state)
+        window, emitted = state[self.WINDOW_KEY], state[self.EMITTED_KEY]
+        for name, v in ((self.WINDOW_KEY, window), (self.EMITTED_KEY, emitted)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise StateError(f"{type(self).__name__}: bad `{name}` {v!r} in state.")
+        self.source.reset(state[self.SOURCE_KEY])
+        self._window, self._skip = window, emitted
+
+    def get_state(self) -> State:
+        if self._buf is not None and self._pos < len(self._buf):
+            state = {
+                self.SOURCE_KEY: copy.deepcopy(self._anchor),
+                self.WINDOW_KEY: self._window,
+                self.EMITTED_KEY: self._pos,
+            }
+        else:
+            state = {
+                self.SOURCE_KEY: self.source.get_state(),
+                self.WINDOW_KEY: self._window + (self._buf is not None),
+                self.EMITTED_KEY: self._skip,
+            }
+        state.update(self.extra_state())
+        return state
+
+    def _fill(self) -> None:
+        # Loop: a window may legitimately produce no outputs (e.g. flat_map -> []).
+        while self._buf is None or self._pos >= len(self._buf):
+            if self._buf is not None:
+                self._window += 1
+                self._buf = None
+            anchor = self.source.get_state()
+            out = self.compute(self._window)
+            if out is None:
+                raise StopIteration
+            if self._skip > len(out):
+                raise StateError(
+                    f"{type(self).__name__}: the state skips {self._skip} outputs but "
+                    f"window {self._window} has only {len(out)}."
+                )
+            self._anchor, self._buf, self._pos, self._skip = anchor, out, self._skip, 0
+
+    def next(self) -> U:
+        if self._buf is None or self._pos >= len(self._buf):
+            self._fill()
+        assert self._buf is not None
+        item: U = self._buf[self._pos]
+        self._pos += 1
+        return item
+
+    def _pull_positions(self, n: int) -> np.ndarray:
+        """Like ``_pull`` for stages whose windows are arrays of row positions."""
+        parts: list[np.ndarray] = []
+        got = 0
+        while got < n:
+            if self._buf is None or self._pos >= len(self._buf):
+                try:
+                    self._fill()
+                except StopIteration:
+                    break
+            assert isinstance(self._buf, np.ndarray)
+            part = self._buf[self._pos : self._pos + n - got]
+            self._pos += len(part)
+            got += len(part)
+            parts.append(part)
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+    def _pull(self, n: int) -> list[U]:
+        out: list[U] = []
+        while len(out) < n:
+            if self._buf is None or self._pos >= len(self._buf):
+                try:
+                    self._fill()
+                except StopIteration:
+                    break
+            assert self._buf is not None
+            part = self._buf[self._pos : self._pos + n - len(out)]
+            self._pos += len(part)
+            out.extend(part)
+        return out

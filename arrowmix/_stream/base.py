@@ -1,0 +1,381 @@
+"""The checkpointable stream base class (template method, torchdata style).
+
+User API: ``next(s)``, ``s.state_dict()``, ``s.load_state_dict(state)``, ``s.close()``
+and the context-manager protocol. Subclass API: ``next()``, ``get_state()`` and
+``reset(state | None)``. The base calls ``reset(None)`` lazily before the first item or
+state is requested, so starting and restoring share one code path.
+
+Checkpointing: a node's state is a small JSON dict of integers (and nested source
+states); only the root ``state_dict()`` wraps it as
+``{"format": 1, "pipeline": <16 hex>, "state": {...}}``. ``pipeline`` hashes the
+configuration of every node (class, sizes, explicit seeds, function names, source
+fingerprints), so a checkpoint loaded into a
+different pipeline raises :class:`~arrowmix.exceptions.StateError` instead of silently
+yielding other data. Pickling a stream pickles its configuration and its state, never
+its buffers: the unpickled copy resumes where the original stood.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+import numpy as np
+import pyarrow as pa
+
+from arrowmix._fingerprint.hasher import hash_value
+from arrowmix.exceptions import StateError
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from arrowmix._stream.row_source import RowSource
+
+__all__ = [
+    "FORMAT_VERSION",
+    "CheckpointableIterator",
+    "PassThrough",
+    "State",
+    "Stream",
+    "check_keys",
+]
+
+T = TypeVar("T")
+U = TypeVar("U")
+F = TypeVar("F")
+State = dict[str, Any]
+FORMAT_VERSION = 1
+
+_FORMAT_KEY = "format"
+_PIPELINE_KEY = "pipeline"
+_STATE_KEY = "state"
+
+
+def check_keys(owner: object, state: State, keys: Iterable[str]) -> None:
+    """Raise StateError naming ``owner``'s class when ``state`` lacks or adds keys."""
+    if not isinstance(state, dict):
+        raise StateError(
+            f"{type(owner).__name__}: a state must be a dict, got {type(state).__name__}."
+        )
+    expected = set(keys)
+    missing = sorted(expected - state.keys())
+    extra = sorted(state.keys() - expected)
+    if missing or extra:
+        raise StateError(
+            f"{type(owner).__name__} cannot load this state: missing keys {missing}, "
+            f"unexpected keys {extra}. Was it taken from a different pipeline?"
+        )
+
+
+def checked_fn(fn: F) -> F:
+    """Return ``fn`` if it is callable, else raise TypeError naming it."""
+    if not callable(fn):
+        raise TypeError(f"`fn` must be callable, got {fn!r}.")
+    return fn
+
+
+def fn_name(fn: object) -> str:
+    return str(getattr(fn, "__qualname__", None) or type(fn).__qualname__)
+
+
+class Stream(Generic[T]):
+    """A checkpointable iterator; every arrowmix stage is one.
+
+    Subclasses implement ``next()``, ``get_state()`` and ``reset(state)`` (calling
+    ``super().__init__()`` and ``super().reset(state)``), list their state keys in
+    ``STATE_KEYS`` (``None`` for nodes that return their source's state unchanged) and
+    describe their configuration in ``describe()``.
+
+    Example:
+        >>> from arrowmix.stream import from_iterable
+        >>> s = from_iterable(range(5)).map(lambda x: x * 10)
+        >>> next(s), next(s)
+        (0, 10)
+        >>> state = s.state_dict()
+        >>> rest = list(s)
+        >>> s.load_state_dict(state)
+        >>> list(s) == rest == [20, 30, 40]
+        True
+    """
+
+    STATE_KEYS: ClassVar[tuple[str, ...] | None] = ()
+    #: Attributes rebuilt by ``reset`` (buffers, threads); never pickled.
+    TRANSIENT: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self) -> None:
+        self._started = False
+        self._reset_called = False
+        self._pending: State | None = None
+
+    # ----------------------------------------------------------------- subclass API
+    def next(self) -> T:
+        """Return the next item or raise StopIteration (subclass hook)."""
+        raise StopIteration
+
+    def get_state(self) -> State:
+        """Return this node's state as a fresh JSON-able dict (subclass hook)."""
+        return {}
+
+    def reset(self, state: State | None = None) -> None:
+        """Start from the beginning (``None``) or from ``state`` (subclass hook).
+
+        Overrides must call ``super().reset(state)`` first; it validates the keys.
+        """
+        if state is not None and self.STATE_KEYS is not None:
+            check_keys(self, state, self.STATE_KEYS)
+        self._started = True
+        self._reset_called = True
+        self._pending = None
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-able configuration of this node (not of its sources)."""
+        return {}
+
+    def children(self) -> list[Stream[Any]]:
+        """The streams this node reads from."""
+        return []
+
+    @property
+    def schema(self) -> pa.Schema | None:
+        """The Arrow schema of the rows, when known."""
+        return None
+
+    def row_source(self) -> RowSource | None:
+        """The row source whose positions this stream can yield (index streams)."""
+        return None
+
+    def _use_positions(self) -> None:
+        """Called by a consumer that will read positions through ``_pull_positions``."""
+
+    def _pull_positions(self, n: int) -> np.ndarray:
+        """Up to ``n`` next row positions (only when ``row_source()`` is not None)."""
+        raise TypeError(f"{type(self).__name__} does not stream row positions.")
+
+    def _pull(self, n: int) -> list[T]:
+        """Up to ``n`` next items (fewer only at the end); subclasses may batch this."""
+        out: list[T] = []
+        nxt = self.next
+        try:
+            for _ in range(n):
+                out.append(nxt())
+        except StopIteration:
+            pass
+        return out
+
+    # --------------------------------------------------------------------- user API
+    def _ensure_started(self) -> None:
+        try:
+            started = self._started
+        except AttributeError:
+            raise RuntimeError(
+                f"{type(self).__name__} was not initialised: did you call "
+                "`super().__init__()` in its __init__?"
+            ) from None
+        if not started:
+            self._do_reset(self._pending)
+
+    def _do_reset(self, state: State | None) -> None:
+        self._reset_called = False
+        self.reset(state)
+        if not self._reset_called:
+            raise RuntimeError(
+                f"{type(self).__name__}.reset() did not call `super().reset(state)`."
+            )
+
+    def __iter__(self) -> Iterator[T]:
+        return self
+
+    def __next__(self) -> T:
+        if not self.__dict__.get("_started"):
+            self._ensure_started()
+        return self.next()
+
+    def state_dict(self) -> State:
+        """The checkpoint of the whole pipeline: small and JSON-serialisable."""
+        self._ensure_started()
+        return {
+            _FORMAT_KEY: FORMAT_VERSION,
+            _PIPELINE_KEY: self.pipeline_fingerprint(),
+            _STATE_KEY: self.get_state(),
+        }
+
+    def load_state_dict(self, state: State | None) -> None:
+        """Restore a checkpoint of ``state_dict()``; ``None`` restarts."""
+        self._ensure_started()
+        if state is None:
+            self._do_reset(None)
+            return
+        check_keys(self, state, (_FORMAT_KEY, _PIPELINE_KEY, _STATE_KEY))
+        if state[_FORMAT_KEY] != FORMAT_VERSION:
+            raise StateError(
+                f"checkpoint format {state[_FORMAT_KEY]!r} is not supported; "
+                f"this arrowmix reads format {FORMAT_VERSION}."
+            )
+        mine = self.pipeline_fingerprint()
+        if state[_PIPELINE_KEY] != mine:
+            raise StateError(
+                f"checkpoint was taken from a different pipeline (fingerprint "
+                f"{state[_PIPELINE_KEY]!r}, this one is {mine!r}): {self.explain()}"
+            )
+        self._do_reset(state[_STATE_KEY])
+
+    def pipeline_fingerprint(self) -> str:
+        """16-hex hash of the configuration of this node and everything it reads."""
+        return hash_value(self._config_tree())
+
+    def _config_tree(self) -> list[Any]:
+        return [
+            type(self).__qualname__,
+            self.describe(),
+            [c._config_tree() for c in self.children()],
+        ]
+
+    def explain(self) -> str:
+        """One-line description of the pipeline (for error messages)."""
+        args = ", ".join(f"{k}={v!r}" for k, v in self.describe().items())
+        inner = ", ".join(c.explain() for c in self.children())
+        return f"{type(self).__name__}({args})" + (f" <- [{inner}]" if inner else "")
+
+    def close(self) -> None:
+        """Release background workers of this stream and of its sources."""
+        for c in self.children():
+            c.close()
+
+    def __enter__(self) -> Stream[T]:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        for cls in type(self).__mro__:
+            for name in getattr(cls, "TRANSIENT", ()):
+                d.pop(name, None)
+        if d.get("_started"):
+            d["_pending"] = self.get_state()
+        d["_started"] = False
+        return d
+
+    def __setstate__(self, d: dict[str, Any]) -> None:
+        self.__dict__.update(d)
+
+    # -------------------------------------------------------------- fluent stages
+    # Each stage module imports this base, so they are imported lazily here.
+    def map(self, fn: Callable[[T], U], num_workers: int | None = None) -> Stream[U]:
+        """Apply ``fn`` to every item (``num_workers`` threads keep the order)."""
+        from arrowmix._stream.map import MapIterator, ParallelMapIterator
+
+        if num_workers is None:
+            return MapIterator(self, fn)
+        return ParallelMapIterator(self, fn, num_workers=num_workers)
+
+    def filter(self, fn: Callable[[T], bool]) -> Stream[T]:
+        """Keep the items for which ``fn`` is true."""
+        from arrowmix._stream.map import FilterIterator
+
+        return FilterIterator(self, fn)
+
+    def flat_map(self, fn: Callable[[T], Iterable[U]]) -> Stream[U]:
+        """Replace every item by the items of ``fn(item)``."""
+        from arrowmix._stream.flat_map import FlatMapIterator
+
+        return FlatMapIterator(self, fn)
+
+    def window(self, width: int) -> Stream[tuple[T, ...]]:
+        """Sliding windows: tuples of ``width`` consecutive items."""
+        from arrowmix._stream.window import WindowIterator
+
+        return WindowIterator(self, width)
+
+    def shuffle(self, buffer_size: int, seed: int | None = None) -> Stream[T]:
+        """Shuffle inside consecutive windows of ``buffer_size`` items."""
+        from arrowmix._stream.shuffle import BufferShuffleIterator
+
+        return BufferShuffleIterator(self, buffer_size, seed=seed)
+
+    def batch(self, batch_size: int, drop_last: bool = False) -> Stream[list[T]]:
+        """Group items into lists of ``batch_size``."""
+        from arrowmix._stream.batch import BatchIterator
+
+        return BatchIterator(self, batch_size, drop_last=drop_last)
+
+    def bucket(
+        self,
+        key: str | Callable[[T], float],
+        batch_size: int | Callable[[T], int],
+        read_ahead: int,
+        *,
+        boundary_key: str | Callable[[T], Any] | None = None,
+        shuffle: bool = True,
+        seed: int | None = None,
+    ) -> Stream[list[T]]:
+        """Length-bucketed batches from sorted read-ahead windows."""
+        from arrowmix._stream.bucket import LengthBucketIterator
+
+        return LengthBucketIterator(
+            self,
+            key,
+            batch_size,
+            read_ahead,
+            boundary_key=boundary_key,
+            shuffle=shuffle,
+            seed=seed,
+        )
+
+    def prefetch(self, buffer_size: int, *, processes: bool = False) -> Stream[T]:
+        """Compute items in a background thread (or forked process)."""
+        from arrowmix._stream.prefetch import PrefetchIterator
+
+        return PrefetchIterator(self, buffer_size, processes=processes)
+
+    def take(self, n: int) -> Stream[T]:
+        """Stop after ``n`` items."""
+        from arrowmix._stream.limit import LimitIterator
+
+        return LimitIterator(self, n)
+
+    def to_torch(self) -> Any:
+        """A ``torch.utils.data.IterableDataset`` over this pipeline (needs torch).
+
+        It splits the pipeline across DataLoader workers (and distributed ranks) and
+        its iterator's ``state_dict`` plugs into torchdata's ``StatefulDataLoader``.
+        """
+        from arrowmix.integrations.torch import to_torch
+
+        return to_torch(self)
+
+
+class PassThrough(Stream[T]):
+    """A stage without state of its own: it returns its source's state unchanged.
+
+    State:
+        The source's state, unchanged (no keys of its own). Replay cost: none.
+    """
+
+    STATE_KEYS = None
+
+    def __init__(self, source: Stream[Any]) -> None:
+        super().__init__()
+        if not isinstance(source, Stream):
+            raise TypeError(f"`source` must be a Stream, got {type(source).__name__}.")
+        self.source = source
+
+    def children(self) -> list[Stream[Any]]:
+        return [self.source]
+
+    def reset(self, state: State | None = None) -> None:
+        super().reset(state)
+        self.source.reset(state)
+
+    def get_state(self) -> State:
+        return self.source.get_state()
+
+
+#: The name used in the style guide; the same class.
+CheckpointableIterator = Stream

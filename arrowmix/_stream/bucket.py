@@ -1,0 +1,178 @@
+"""Length bucketing with read-ahead (Infinibatch) and pool batching (torchtext).
+
+The stage reads ``read_ahead`` items, stable-sorts them by ``key`` in descending order,
+cuts batches in that order, and yields the batches of the window in a seeded random
+order (or in sorted order with ``shuffle=False``). ``batch_size`` is an int or a
+callable that receives the longest item of the batch being formed (its first item, as
+the window is sorted) and returns the batch size, e.g. a token budget
+``lambda longest: 16384 // longest["n_tokens"]``. With ``boundary_key``, a batch also
+ends where the boundary value changes between consecutive sorted items.
+
+Checkpointing: anchor and replay: the state is the source's state at the read-ahead
+start, the window number, the batches emitted and the seed; restoring re-reads and
+re-sorts one read-ahead window (at most ``read_ahead`` items).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numpy as np
+
+from arrowmix._stream.anchored import AnchoredStage
+from arrowmix._stream.base import State, Stream, fn_name
+from arrowmix._stream.rng import SeedHolder, derive_rng
+from arrowmix._stream.sources import table_to_rows
+
+__all__ = ["LengthBucketIterator", "cut_sorted", "descending"]
+
+T = TypeVar("T")
+
+
+def _getter(key: str | Callable[[Any], Any]) -> Callable[[Any], Any]:
+    if isinstance(key, str):
+        return operator.itemgetter(key)
+    if callable(key):
+        return key
+    raise TypeError(f"`key` must be a column name or a callable, got {key!r}.")
+
+
+def cut_sorted(
+    items: list[T],
+    batch_size: int | Callable[[T], int],
+    boundaries: list[Any] | None = None,
+) -> list[list[T]]:
+    """Cut already sorted ``items`` into batches (sizes from their first item).
+
+    Example:
+        >>> cut_sorted(["c", "b", "b", "a"], 2, boundaries=[3, 2, 2, 1])
+        [['c'], ['b', 'b'], ['a']]
+    """
+    batches: list[list[T]] = []
+    i, n = 0, len(items)
+    while i < n:
+        first = items[i]
+        size = batch_size(first) if callable(batch_size) else batch_size
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+            raise ValueError(
+                f"`batch_size` returned {size!r} for item {first!r}; it must be an int >= 1."
+            )
+        stop = min(n, i + int(size))
+        if boundaries is not None:
+            b0 = boundaries[i]
+            j = i + 1
+            while j < stop and boundaries[j] == b0:
+                j += 1
+            stop = j
+        batches.append(items[i:stop])
+        i = stop
+    return batches
+
+
+def descending(keys: np.ndarray) -> np.ndarray:
+    """Stable order of ``keys`` from the largest to the smallest."""
+    # Stable sort of the negated keys keeps equal keys in arrival order.
+    order: np.ndarray = np.argsort(-keys, kind="stable")
+    return order
+
+
+class LengthBucketIterator(AnchoredStage[list[Any]]):
+    """Batches of similar-length items from sorted read-ahead windows.
+
+    State:
+        ``source`` (at the read-ahead start), ``window``, ``emitted`` (batches of the
+        window yielded), ``seed``. Replay cost: at most ``read_ahead`` items.
+    """
+
+    SEED_KEY = "seed"
+    STATE_KEYS = (*AnchoredStage.BASE_KEYS, SEED_KEY)
+
+    def __init__(
+        self,
+        source: Stream[T],
+        key: str | Callable[[T], float],
+        batch_size: int | Callable[[T], int],
+        read_ahead: int,
+        *,
+        boundary_key: str | Callable[[T], Any] | None = None,
+        shuffle: bool = True,
+        seed: int | None = None,
+    ) -> None:
+        super().__init__(source)
+        self._key = _getter(key)
+        self._boundary = None if boundary_key is None else _getter(boundary_key)
+        if not callable(batch_size) and (
+            isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+        ):
+            raise ValueError(
+                f"`batch_size` must be a positive int or a callable, got {batch_size!r}."
+            )
+        if isinstance(read_ahead, bool) or not isinstance(read_ahead, int) or read_ahead < 1:
+            raise ValueError(f"`read_ahead` must be a positive int, got {read_ahead!r}.")
+        self.key, self.boundary_key = key, boundary_key
+        self.batch_size: int | Callable[[Any], int] = batch_size
+        self.read_ahead = read_ahead
+        self.shuffle_batches = bool(shuffle)
+        self._seed = SeedHolder(seed)
+        self._rows = None
+        columns = isinstance(key, str) and (boundary_key is None or isinstance(boundary_key, str))
+        if columns and source.row_source() is not None:
+            self._rows = source.row_source()
+            source._use_positions()
+
+    def describe(self) -> dict[str, Any]:
+        def name(k: object) -> object:
+            return k if k is None or isinstance(k, (str, int)) else fn_name(k)
+
+        return {
+            "key": name(self.key),
+            "batch_size": name(self.batch_size),
+            "read_ahead": self.read_ahead,
+            "boundary_key": name(self.boundary_key),
+            "shuffle": self.shuffle_batches,
+            "seed": self._seed.describe(),
+        }
+
+    def extra_state(self) -> State:
+        return {self.SEED_KEY: self._seed.value}
+
+    def load_extra(self, state: State) -> None:
+        self._seed.load(self, state[self.SEED_KEY])
+
+    def _read_rows(self) -> tuple[list[Any], list[Any] | None] | None:
+        """The next read-ahead window sorted by key, and its boundary values."""
+        if self._rows is not None:  # index stream: sort positions by the key column
+            pos = self.source._pull_positions(self.read_ahead)
+            if not len(pos):
+                return None
+            table = self._rows.take(pos)
+            assert isinstance(self.key, str)
+            keys = table.column(self.key).to_numpy(zero_copy_only=False)
+            order = descending(keys.astype(np.float64)).tolist()
+            rows = table_to_rows(table)
+            bounds = None
+            if isinstance(self.boundary_key, str):
+                values = table.column(self.boundary_key).to_pylist()
+                bounds = [values[i] for i in order]
+            return [rows[i] for i in order], bounds
+        items = self.source._pull(self.read_ahead)
+        if not items:
+            return None
+        keys = np.fromiter(map(self._key, items), dtype=np.float64, count=len(items))
+        order = descending(keys).tolist()
+        items = [items[i] for i in order]
+        if self._boundary is None:
+            return items, None
+        return items, [self._boundary(x) for x in items]
+
+    def compute(self, window: int) -> list[list[Any]] | None:
+        window_rows = self._read_rows()
+        if window_rows is None:
+            return None
+        batches = cut_sorted(window_rows[0], self.batch_size, window_rows[1])
+        if self.shuffle_batches:
+            perm = derive_rng(self._seed.value, window).permutation(len(batches))
+            batches = [batches[i] for i in perm]
+        return batches

@@ -1,0 +1,190 @@
+"""A stream over arbitrary chunk references and a reader function (Infinibatch form).
+
+Each epoch, the chunk references are permuted (``shuffle=True``, seeded by the epoch);
+rank ``r`` of ``N`` takes the chunks ``r, r + N, ...`` of that order, so it only reads
+its own chunks. The items of a chunk are shuffled with a generator derived from
+``(seed, epoch, chunk)``.
+
+Checkpointing: the state is ``(epoch, chunk, item, seed)``; restoring reads the current
+chunk again and skips ``item`` items, so the replay cost is at most one chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+
+from arrowmix._fingerprint.hasher import hash_value
+from arrowmix._stream.base import State, Stream
+from arrowmix._stream.rng import SeedHolder, derive_rng
+from arrowmix._stream.sources import check_sharding
+from arrowmix.exceptions import StateError
+
+__all__ = ["ChunkSource", "from_chunks"]
+
+T = TypeVar("T")
+
+
+class ChunkSource(Stream[T]):
+    """Items of chunks read by ``read_chunk_fn``, chunk-permuted per epoch.
+
+    State:
+        ``epoch``, ``chunk`` (index in this rank's chunk order), ``item`` (items of
+        that chunk yielded), ``seed``. Replay cost: one chunk.
+    """
+
+    EPOCH_KEY = "epoch"
+    CHUNK_KEY = "chunk"
+    ITEM_KEY = "item"
+    SEED_KEY = "seed"
+    STATE_KEYS = (EPOCH_KEY, CHUNK_KEY, ITEM_KEY, SEED_KEY)
+    TRANSIENT = ("_items",)
+
+    def __init__(
+        self,
+        chunk_refs: Sequence[Any],
+        read_chunk_fn: Callable[[Any], Iterable[T]],
+        *,
+        shuffle: bool = True,
+        seed: int | None = None,
+        infinite: bool = True,
+        num_instances: int = 1,
+        instance_rank: int = 0,
+    ) -> None:
+        super().__init__()
+        check_sharding(num_instances, instance_rank)
+        self.chunk_refs = list(chunk_refs)
+        self.read_chunk_fn = read_chunk_fn
+        self.shuffle_chunks = bool(shuffle)
+        self._seed = SeedHolder(seed)
+        self.infinite = infinite
+        self.num_instances = num_instances
+        self.instance_rank = instance_rank
+        self._check_chunks()
+
+    def _check_chunks(self) -> None:
+        n, r = self.num_instances, self.instance_rank
+        self._num_mine = len(range(r, len(self.chunk_refs), n))
+        if self.infinite and self._num_mine == 0:
+            raise ValueError(
+                f"an infinite stream needs chunks for every rank: rank {r} of {n} gets "
+                f"none of the {len(self.chunk_refs)} chunks."
+            )
+
+    @property
+    def sharding(self) -> tuple[int, int]:
+        """``(num_instances, instance_rank)``."""
+        return self.num_instances, self.instance_rank
+
+    def reshard(self, num_instances: int, instance_rank: int) -> None:
+        """Read another share of the chunks (DataLoader workers); restarts."""
+        check_sharding(num_instances, instance_rank)
+        self.num_instances, self.instance_rank = num_instances, instance_rank
+        self._check_chunks()
+        self._started = False
+        self._pending = None
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "chunks": hash_value([str(r) for r in self.chunk_refs]),
+            "reader": getattr(self.read_chunk_fn, "__qualname__", "?"),
+            "shuffle": self.shuffle_chunks,
+            "seed": self._seed.describe(),
+            "infinite": self.infinite,
+            "num_instances": self.num_instances,
+            "instance_rank": self.instance_rank,
+        }
+
+    def _my_chunks(self, epoch: int) -> np.ndarray:
+        n = len(self.chunk_refs)
+        order = (
+            derive_rng(self._seed.value, epoch).permutation(n)
+            if self.shuffle_chunks
+            else np.arange(n)
+        )
+        return order[self.instance_rank :: self.num_instances]
+
+    def _load_chunk(self) -> None:
+        ref = self.chunk_refs[int(self._mine[self._chunk])]
+        items = list(self.read_chunk_fn(ref))
+        if self.shuffle_chunks:
+            perm = derive_rng(self._seed.value, self._epoch, self._chunk).permutation(len(items))
+            items = [items[i] for i in perm]
+        self._items: list[T] | None = items
+
+    def reset(self, state: State | None = None) -> None:
+        super().reset(state)
+        self._epoch, self._chunk, self._item = 0, 0, 0
+        if state is not None:
+            self._seed.load(self, state[self.SEED_KEY])
+            vals = [state[k] for k in (self.EPOCH_KEY, self.CHUNK_KEY, self.ITEM_KEY)]
+            if any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in vals):
+                raise StateError(f"ChunkSource: bad counters in state {state!r}.")
+            self._epoch, self._chunk, self._item = vals
+        self._mine = self._my_chunks(self._epoch)
+        self._items = None
+        self._empty_run = 0
+
+    def get_state(self) -> State:
+        return {
+            self.EPOCH_KEY: self._epoch,
+            self.CHUNK_KEY: self._chunk,
+            self.ITEM_KEY: self._item,
+            self.SEED_KEY: self._seed.value,
+        }
+
+    def next(self) -> T:
+        while True:
+            if self._chunk >= len(self._mine):
+                if not self.infinite:
+                    raise StopIteration
+                self._epoch += 1
+                self._chunk, self._item = 0, 0
+                self._mine = self._my_chunks(self._epoch)
+            if self._items is None:
+                self._load_chunk()
+                # Guard against an endless loop over chunks that are all empty.
+                self._empty_run = 0 if self._items else self._empty_run + 1
+                if self._empty_run > self._num_mine:
+                    raise ValueError("from_chunks: every chunk of this rank is empty.")
+            assert self._items is not None
+            if self._item < len(self._items):
+                item = self._items[self._item]
+                self._item += 1
+                return item
+            self._chunk += 1
+            self._item = 0
+            self._items = None
+
+
+def from_chunks(
+    chunk_refs: Sequence[Any],
+    read_chunk_fn: Callable[[Any], Iterable[T]],
+    *,
+    shuffle: bool = True,
+    seed: int | None = None,
+    infinite: bool = True,
+    num_instances: int = 1,
+    instance_rank: int = 0,
+) -> Stream[T]:
+    """A stream over chunks (any references) read by ``read_chunk_fn``.
+
+    Example:
+        >>> from arrowmix.stream import from_chunks
+        >>> chunks = [[0, 1], [2, 3], [4]]
+        >>> s = from_chunks(range(3), chunks.__getitem__, shuffle=False,
+        ...                 infinite=False)
+        >>> list(s)
+        [0, 1, 2, 3, 4]
+    """
+    return ChunkSource(
+        chunk_refs,
+        read_chunk_fn,
+        shuffle=shuffle,
+        seed=seed,
+        infinite=infinite,
+        num_instances=num_instances,
+        instance_rank=instance_rank,
+    )

@@ -1,0 +1,101 @@
+"""The random-access row source protocol streams read from, and an in-memory one.
+
+The Dataset layer hands streams an object satisfying :class:`RowSource`; the stream
+layer never imports the Dataset layer. :class:`TableRowSource` wraps a
+``pyarrow.Table`` for tests and in-memory use.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import pyarrow as pa
+
+from arrowmix._fingerprint.hasher import hash_value
+
+__all__ = ["RowSource", "TableRowSource"]
+
+
+@runtime_checkable
+class RowSource(Protocol):
+    """Random access to the rows of an Arrow table.
+
+    Attributes:
+        num_rows: number of rows.
+        schema: the rows' Arrow schema.
+        fingerprint: 16 hex characters identifying the content.
+    """
+
+    @property
+    def num_rows(self) -> int: ...
+
+    @property
+    def schema(self) -> pa.Schema: ...
+
+    @property
+    def fingerprint(self) -> str: ...
+
+    def chunk_offsets(self) -> np.ndarray:
+        """int64 boundaries ``[0, ..., num_rows]`` of the storage chunks."""
+        ...
+
+    def take(self, positions: np.ndarray) -> pa.Table:
+        """The rows at ``positions`` (int64), in that order."""
+        ...
+
+
+class TableRowSource:
+    """A :class:`RowSource` over an in-memory ``pyarrow.Table``.
+
+    Args:
+        table: the rows; its chunks are combined once so that ``take`` stays fast.
+        fingerprint: 16 hex characters; hashed from the content when omitted.
+        chunk_rows: logical chunk size for ``chunk_offsets`` (default: the table's
+            record batches).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> src = TableRowSource(pa.table({"x": [10, 11, 12]}), chunk_rows=2)
+        >>> src.chunk_offsets().tolist(), src.take(np.array([2, 0])).to_pylist()
+        ([0, 2, 3], [{'x': 12}, {'x': 10}])
+    """
+
+    def __init__(
+        self,
+        table: pa.Table,
+        fingerprint: str | None = None,
+        chunk_rows: int | None = None,
+    ) -> None:
+        if chunk_rows is not None and chunk_rows <= 0:
+            raise ValueError(f"`chunk_rows` must be a positive int, got {chunk_rows!r}.")
+        if chunk_rows is None:
+            lengths = [b.num_rows for b in table.to_batches()]
+            offsets = np.cumsum([0, *lengths], dtype=np.int64)
+        else:
+            offsets = np.arange(0, table.num_rows, chunk_rows, dtype=np.int64)
+            offsets = np.append(offsets, np.int64(table.num_rows))
+        if table.num_rows == 0:
+            offsets = np.zeros(1, dtype=np.int64)
+        self._offsets = offsets
+        self._table = table.combine_chunks()
+        self._fingerprint = fingerprint if fingerprint is not None else hash_value(table)
+
+    @property
+    def num_rows(self) -> int:
+        return int(self._table.num_rows)
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self._table.schema
+
+    @property
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+    def chunk_offsets(self) -> np.ndarray:
+        out: np.ndarray = self._offsets.copy()
+        return out
+
+    def take(self, positions: np.ndarray) -> pa.Table:
+        return self._table.take(pa.array(positions, type=pa.int64()))

@@ -1,0 +1,300 @@
+"""Streams over a random-access :class:`RowSource` (the head of Dataset pipelines).
+
+``from_row_source`` is what ``Dataset.to_stream`` calls. The source computes the
+positions of its rank's share of the epoch (see :mod:`arrowmix._stream.order`) and
+materialises them in blocks of ``block_rows`` with one vectorised ``take`` and one
+conversion to row dicts, so the per-row cost is a list lookup.
+
+Checkpointing: the state is ``(epoch, index, seed)``; restoring re-reads at most one
+block. Infinite sources start a new epoch (with an epoch-derived order) when one ends.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from arrowmix._stream.base import State, Stream
+from arrowmix._stream.order import MODES, PositionOrder
+from arrowmix._stream.rng import SeedHolder
+from arrowmix._stream.row_source import RowSource
+from arrowmix.exceptions import StateError
+
+__all__ = ["ArrowSource", "check_sharding", "from_row_source", "table_to_rows"]
+
+Row = dict[str, Any]
+
+
+@functools.lru_cache(maxsize=64)
+def _row_builder(arity: int) -> Callable[..., list[Row]]:
+    # A dict display with a fixed number of keys is ~4x faster than dict(zip(...)).
+    # Only argument positions enter the generated code, never column names.
+    xs = ", ".join(f"x{i}" for i in range(arity))
+    cs = ", ".join(f"c{i}" for i in range(arity))
+    ks = ", ".join(f"k{i}" for i in range(arity))
+    body = ", ".join(f"k{i}: x{i}" for i in range(arity))
+    src = (
+        f"def build({ks}, {cs}):\n"
+        f"    return [{{{body}}} for {xs}{',' if arity == 1 else ''} in zip({cs})]\n"
+    )
+    namespace: dict[str, Any] = {}
+    exec(src, namespace)  # code generated from integers only, no user text
+    fn: Callable[..., list[Row]] = namespace["build"]
+    return fn
+
+
+def table_to_rows(table: pa.Table) -> list[Row]:
+    """Row dicts of ``table`` (column-wise conversion, ~2x faster than ``to_pylist``).
+
+    Example:
+        >>> table_to_rows(pa.table({"a": [1, 2], "b": ["x", None]}))
+        [{'a': 1, 'b': 'x'}, {'a': 2, 'b': None}]
+    """
+    names = table.column_names
+    if not names:
+        return [{} for _ in range(table.num_rows)]
+    # Building many containers triggers a cyclic-GC pass every 700 allocations; these
+    # rows cannot form cycles, so collection is paused for the block (~1.4x faster).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        cols = [c.to_pylist() for c in table.columns]
+        return _row_builder(len(names))(*names, *cols)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def check_sharding(num_instances: int, instance_rank: int) -> None:
+    """Validate ``num_instances`` / ``instance_rank``."""
+    if isinstance(num_instances, bool) or not isinstance(num_instances, int):
+        raise TypeError(f"`num_instances` must be an int, got {num_instances!r}.")
+    if num_instances < 1:
+        raise ValueError(f"`num_instances` must be >= 1, got {num_instances!r}.")
+    if not isinstance(instance_rank, int) or not 0 <= instance_rank < num_instances:
+        raise ValueError(f"`instance_rank` must be in [0, {num_instances}), got {instance_rank!r}.")
+
+
+def _nonneg_int(owner: object, state: State, key: str) -> int:
+    v = state[key]
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise StateError(f"{type(owner).__name__}: `{key}` must be an int >= 0, got {v!r}.")
+    return v
+
+
+class ArrowSource(Stream[Row]):
+    """Row dicts of a :class:`RowSource` in sequential, global or chunk-shuffled order.
+
+    State:
+        ``epoch``: epoch number. ``index``: rows of this rank's share of the epoch
+        already yielded. ``seed``: the order's seed. Replay cost: at most one block
+        (``block_rows`` rows) is re-read on restore.
+    """
+
+    EPOCH_KEY = "epoch"
+    INDEX_KEY = "index"
+    SEED_KEY = "seed"
+    STATE_KEYS = (EPOCH_KEY, INDEX_KEY, SEED_KEY)
+    TRANSIENT = ("_block",)
+
+    def __init__(
+        self,
+        rows: RowSource,
+        *,
+        shuffle: str | None = "global",
+        seed: int | None = None,
+        infinite: bool = True,
+        num_instances: int = 1,
+        instance_rank: int = 0,
+        window_chunks: int = 4,
+        block_rows: int = 1024,
+    ) -> None:
+        super().__init__()
+        if shuffle not in MODES:
+            raise ValueError(f"`shuffle` must be one of {MODES!r}, got {shuffle!r}.")
+        check_sharding(num_instances, instance_rank)
+        if window_chunks < 1 or block_rows < 1:
+            raise ValueError("`window_chunks` and `block_rows` must be positive ints.")
+        self.rows = rows
+        self._seed = SeedHolder(seed)
+        self.shuffle_mode = shuffle
+        self.infinite = infinite
+        self.block_rows = block_rows
+        self._sharding = (num_instances, instance_rank, window_chunks)
+        self._order = self._make_order()
+        self._check_rows()
+
+    def _check_rows(self) -> None:
+        n, r, _ = self._sharding
+        if self.infinite and self._order.count == 0:
+            raise ValueError(
+                f"an infinite stream needs rows for every rank: rank {r} of {n} gets "
+                f"none of the {self.rows.num_rows} rows."
+            )
+
+    @property
+    def sharding(self) -> tuple[int, int]:
+        """``(num_instances, instance_rank)``."""
+        return self._sharding[0], self._sharding[1]
+
+    def reshard(self, num_instances: int, instance_rank: int) -> None:
+        """Read another share of the rows (DataLoader workers); restarts the stream."""
+        check_sharding(num_instances, instance_rank)
+        self._sharding = (num_instances, instance_rank, self._sharding[2])
+        self._order = self._make_order()
+        self._check_rows()
+        self._started = False
+        self._pending = None
+
+    def _make_order(self) -> PositionOrder:
+        n, r, w = self._sharding
+        return PositionOrder(
+            self.rows.num_rows,
+            self.rows.chunk_offsets(),
+            self.shuffle_mode,
+            self._seed.value,
+            num_instances=n,
+            instance_rank=r,
+            window_chunks=w,
+        )
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.rows.schema
+
+    def describe(self) -> dict[str, Any]:
+        n, r, w = self._sharding
+        return {
+            "rows": self.rows.fingerprint,
+            "num_rows": self.rows.num_rows,
+            "shuffle": self.shuffle_mode,
+            "seed": self._seed.describe(),
+            "infinite": self.infinite,
+            "num_instances": n,
+            "instance_rank": r,
+            "window_chunks": w,
+        }
+
+    def reset(self, state: State | None = None) -> None:
+        super().reset(state)
+        self._epoch, self._start = 0, 0
+        if state is not None:
+            self._seed.load(self, state[self.SEED_KEY])
+            self._epoch = _nonneg_int(self, state, self.EPOCH_KEY)
+            self._start = _nonneg_int(self, state, self.INDEX_KEY)
+            if self._start > self._order.count:
+                raise StateError(
+                    f"ArrowSource: `index` {self._start} exceeds the "
+                    f"{self._order.count} rows of this rank."
+                )
+        if self._order.seed != self._seed.value:
+            self._order = self._make_order()
+        self._block: list[Row] = []
+        self._pos = 0
+
+    def get_state(self) -> State:
+        return {
+            self.EPOCH_KEY: self._epoch,
+            self.INDEX_KEY: self._start + self._pos,
+            self.SEED_KEY: self._seed.value,
+        }
+
+    def row_source(self) -> RowSource:
+        return self.rows
+
+    def _pull_positions(self, n: int) -> np.ndarray:
+        """Advance by up to ``n`` rows and return their positions (no data is read).
+
+        Index streams use this instead of rows; the current block of rows is dropped.
+        """
+        self._drop_block()
+        parts: list[np.ndarray] = []
+        got = 0
+        while got < n and not self._finished():
+            stop = min(self._order.count, self._start + n - got)
+            parts.append(self._order.positions(self._epoch, self._start, stop))
+            got += stop - self._start
+            self._start = stop
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+    def _drop_block(self) -> None:
+        self._start += self._pos
+        self._block, self._pos = [], 0
+
+    def _finished(self) -> bool:
+        """Start the next epoch when this one is over; True when a finite pass ended."""
+        if self._start < self._order.count:
+            return False
+        if not self.infinite:
+            return True
+        self._epoch += 1
+        self._start = 0
+        return False
+
+    def _fill(self) -> None:
+        self._drop_block()
+        if self._finished():
+            raise StopIteration
+        # A block never spans two epochs, so (epoch, index) always names its rows.
+        stop = min(self._order.count, self._start + self.block_rows)
+        pos = self._order.positions(self._epoch, self._start, stop)
+        self._block = table_to_rows(self.rows.take(pos))
+
+    def next(self) -> Row:
+        if self._pos >= len(self._block):
+            self._fill()
+        row = self._block[self._pos]
+        self._pos += 1
+        return row
+
+    def _pull(self, n: int) -> list[Row]:
+        out: list[Row] = []
+        while len(out) < n:
+            if self._pos >= len(self._block):
+                try:
+                    self._fill()
+                except StopIteration:
+                    break
+            take = self._block[self._pos : self._pos + n - len(out)]
+            self._pos += len(take)
+            out.extend(take)
+        return out
+
+
+def from_row_source(
+    rows: RowSource,
+    *,
+    shuffle: str | None = "global",
+    seed: int | None = None,
+    infinite: bool = True,
+    num_instances: int = 1,
+    instance_rank: int = 0,
+    window_chunks: int = 4,
+    block_rows: int = 1024,
+) -> ArrowSource:
+    """The stream of a random-access row source (what ``Dataset.to_stream`` returns).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> from arrowmix._stream.row_source import TableRowSource
+        >>> src = TableRowSource(pa.table({"x": list(range(6))}))
+        >>> s = from_row_source(src, shuffle=None, infinite=False, num_instances=2,
+        ...                     instance_rank=1)
+        >>> [r["x"] for r in s]
+        [1, 3, 5]
+    """
+    return ArrowSource(
+        rows,
+        shuffle=shuffle,
+        seed=seed,
+        infinite=infinite,
+        num_instances=num_instances,
+        instance_rank=instance_rank,
+        window_chunks=window_chunks,
+        block_rows=block_rows,
+    )

@@ -1,0 +1,123 @@
+"""A PyTorch ``IterableDataset`` over an arrowmix stream (``Stream.to_torch()``).
+
+Each DataLoader worker (and each distributed rank, when ``torch.distributed`` is
+initialised and the pipeline's sources are not sharded already) reads its own share:
+the row and chunk sources of the pipeline are re-sharded in the worker, before any data
+is read, so the workers of a rank see disjoint items whose union is the rank's share.
+
+Checkpointing: ``iter(dataset)`` returns the worker's stream itself, whose
+``state_dict``/``load_state_dict`` torchdata's ``StatefulDataLoader`` saves and restores
+per worker; the dataset's own ``state_dict`` carries the same state. Resuming needs the
+same ``num_workers`` (the shards differ otherwise, and loading raises ``StateError``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from arrowmix._stream.base import Stream
+from arrowmix._stream.chunks import ChunkSource
+from arrowmix._stream.sources import ArrowSource
+
+__all__ = ["shardable_sources", "split_for_worker", "to_torch"]
+
+_INSTALL = "Stream.to_torch() needs PyTorch: pip install 'arrowmix[torch]'"
+
+
+def shardable_sources(stream: Stream[Any]) -> tuple[list[Any], list[Stream[Any]]]:
+    """The row/chunk sources of a pipeline, and its sources that cannot be sharded."""
+    shardable: list[Any] = []
+    other: list[Stream[Any]] = []
+    todo = [stream]
+    while todo:
+        node = todo.pop()
+        kids = node.children()
+        if isinstance(node, (ArrowSource, ChunkSource)):
+            shardable.append(node)
+        elif not kids:
+            other.append(node)
+        todo.extend(kids)
+    return shardable, other
+
+
+def split_for_worker(
+    stream: Stream[Any], base: list[tuple[int, int]], parts: int, index: int
+) -> None:
+    """Re-shard ``stream``'s sources into ``parts`` and keep part ``index``.
+
+    A source that was rank ``r`` of ``n`` becomes rank ``r + n * index`` of
+    ``n * parts``: the parts are disjoint and their union is the original share.
+    """
+    shardable, other = shardable_sources(stream)
+    if parts > 1 and other:
+        names = sorted({type(s).__name__ for s in other})
+        raise ValueError(
+            f"the pipeline cannot be split across {parts} DataLoader workers/ranks: "
+            f"its sources {names} cannot be sharded; use a row source or from_chunks, "
+            "or num_workers=0."
+        )
+    for src, (n, r) in zip(shardable, base, strict=True):
+        src.reshard(n * parts, r + n * index)
+
+
+def _worker_split(base: list[tuple[int, int]]) -> tuple[int, int]:
+    """``(parts, index)`` for this DataLoader worker and distributed rank."""
+    import torch
+
+    info = torch.utils.data.get_worker_info()
+    workers, worker = (info.num_workers, info.id) if info is not None else (1, 0)
+    world, rank = 1, 0
+    dist = torch.distributed
+    unsharded = all(n == 1 for n, _ in base)
+    if unsharded and dist.is_available() and dist.is_initialized():
+        world, rank = dist.get_world_size(), dist.get_rank()
+    return world * workers, rank * workers + worker
+
+
+def to_torch(stream: Stream[Any]) -> Any:
+    """Wrap ``stream`` as a ``torch.utils.data.IterableDataset``.
+
+    Example:
+        >>> import pytest; _ = pytest.importorskip("torch")
+        >>> from arrowmix.stream import from_chunks
+        >>> s = from_chunks(range(4), lambda i: [i], shuffle=False, infinite=False)
+        >>> import torch
+        >>> [int(x) for x in torch.utils.data.DataLoader(s.to_torch(), batch_size=None)]
+        [0, 1, 2, 3]
+    """
+    try:
+        import torch
+    except ImportError as exc:
+        raise ImportError(_INSTALL) from exc
+
+    # torch is optional: typed as Any here so the module checks with or without it.
+    base: Any = torch.utils.data.IterableDataset
+
+    class TorchStream(base):  # type: ignore[misc,unused-ignore]  # subclass of Any
+        """An IterableDataset whose iterator is the worker's checkpointable stream."""
+
+        def __init__(self, stream: Stream[Any]) -> None:
+            super().__init__()
+            self.stream = stream
+            shardable, _ = shardable_sources(stream)
+            self._base = [s.sharding for s in shardable]
+            self._pending: dict[str, Any] | None = None
+            self._split: tuple[int, int] | None = None
+
+        def __iter__(self) -> Stream[Any]:
+            split = _worker_split(self._base)
+            if split != self._split:
+                split_for_worker(self.stream, self._base, *split)
+                self._split = split
+            self.stream.load_state_dict(self._pending)
+            self._pending = None
+            return self.stream
+
+        def state_dict(self) -> dict[str, Any]:
+            started = self._split is not None
+            return {"stream": self.stream.state_dict() if started else None}
+
+        def load_state_dict(self, state: dict[str, Any]) -> None:
+            self._pending = state.get("stream")
+
+    return TorchStream(stream)
