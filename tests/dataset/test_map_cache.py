@@ -77,15 +77,13 @@ SCRIPT = textwrap.dedent(
     from arrowmix._cache import segments
     segments.SEGMENT_ROWS = segments.MIN_SEGMENT_ROWS = 10
 
-    # One global only (open) until the deterministic pickler lands: dill orders several
-    # referenced globals by string hash, which differs between processes.
-    def fn(row, log):
-        with open(log, "a") as f:
+    def fn(row):  # reads several globals (sys, open): hashed the same in every process
+        with open(sys.argv[2], "a") as f:
             f.write(f"{row['n']}\\n")
         return {"sq": row["n"] ** 2}
 
     ds = am.Dataset.from_chunks(sys.argv[1])
-    out = ds.map(fn, num_proc=int(sys.argv[3]), fn_kwargs={"log": sys.argv[2]})
+    out = ds.map(fn, num_proc=int(sys.argv[3]))
     kept = out.filter(lambda r: r["n"] % 3 == 0)
     print(json.dumps([out.fingerprint, out["sq"], kept.fingerprint, kept["n"]]))
     """
