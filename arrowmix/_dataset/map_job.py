@@ -9,6 +9,7 @@ missing ones (in ``num_proc`` processes) and checks what it wrote.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import warnings
@@ -30,6 +31,7 @@ from arrowmix._dataset.apply import Call
 from arrowmix._dataset.dataset import Dataset
 from arrowmix._dataset.progress import Progress
 from arrowmix._dataset.runner import MapSegment, filter_positions
+from arrowmix._fingerprint.record import RECORD_METADATA_KEY
 from arrowmix._storage.ipc import read_meta, write_file
 from arrowmix.exceptions import CacheCorruptedError
 
@@ -65,6 +67,13 @@ class Job:
             "record": self.record,
         }
 
+    def schema(self, schema: pa.Schema) -> pa.Schema:
+        """The file schema: the record also goes under its own key, for other readers."""
+        if self.record is None:
+            return schema
+        text = json.dumps(self.record, sort_keys=True, separators=(",", ":"))
+        return schema.with_metadata({**(schema.metadata or {}), RECORD_METADATA_KEY: text})
+
     def expect(self, seg: Segment) -> dict[str, Any]:
         return {
             "kind": self.kind,
@@ -81,7 +90,7 @@ def _compute_segment(job: Job, seg: Segment, on_rows: Callable[[int], None]) -> 
         pos = filter_positions(job.ds, job.call, seg.start, seg.stop, on_rows)
         batch = pa.record_batch({"indices": pa.array(pos, type=pa.int64())})
         meta.update(rows=len(pos), columns=["indices"], zero_copy=[])
-        write_file(seg.path, [batch], batch.schema, meta=meta)
+        write_file(seg.path, [batch], job.schema(batch.schema), meta=meta)
         return
     run = MapSegment(
         job.ds, job.call, seg.start, seg.stop, zero_copy_ok=job.zero_copy_ok, on_rows=on_rows
@@ -93,7 +102,7 @@ def _compute_segment(job: Job, seg: Segment, on_rows: Callable[[int], None]) -> 
         columns=run.columns,
         zero_copy=run.zero_copy,
     )
-    write_file(seg.path, _chain(first, it), first.schema, meta=meta)
+    write_file(seg.path, _chain(first, it), job.schema(first.schema), meta=meta)
 
 
 def _chain(first: pa.RecordBatch, rest: Any) -> Any:

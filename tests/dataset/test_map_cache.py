@@ -137,6 +137,8 @@ def test_segment_metadata(chunked, small_segments):
     assert meta["input_rows"] == [10, 20]
     assert meta["record"]["fingerprint"] == out.fingerprint  # the explain record
     assert meta["record"]["parent"] == chunked.fingerprint
+    schema_meta = pa.ipc.open_file(path).schema.metadata
+    assert json.loads(schema_meta[b"arrowmix.fingerprint_record"]) == meta["record"]
     assert abs(meta["created"] - time.time()) < 60
     assert meta["columns"] == ["n", "t", "sq"] and meta["zero_copy"] == ["n", "t"]
     filt = chunked.filter(lambda r: r["n"] % 2 == 0)
