@@ -375,3 +375,19 @@ def test_function_capturing_a_dataset_is_hashed_by_its_fingerprint(chunked):
     assert chunked.map(make(lookup)).fingerprint == a.fingerprint
     assert chunked.map(make(other)).fingerprint != a.fingerprint
     assert chunked.map(make(lookup.with_format("numpy"))).fingerprint != a.fingerprint
+
+
+def test_results_hold_their_cache_files_while_alive(chunked):
+    import gc
+
+    from arrowmix._cache.inuse import in_use
+
+    out = chunked.map(f_a)
+    big = am.Dataset.from_dict({"n": list(range(250_000))})
+    kept = big.filter(lambda b: [n % 2 == 0 for n in b["n"]], batched=True, batch_size=50_000)
+    files = [f for f in out.cache_files if "cache-" in f] + kept.cache_files
+    assert len(files) == 2 and "indices-" in files[1]
+    assert all(in_use(f) for f in files)  # a cleanup would skip them
+    del out, kept
+    gc.collect()
+    assert not any(in_use(f) for f in files)
