@@ -391,3 +391,16 @@ def test_results_hold_their_cache_files_while_alive(chunked):
     del out, kept
     gc.collect()
     assert not any(in_use(f) for f in files)
+
+
+def test_workers_disable_tokenizer_thread_pools(chunked, small_segments, monkeypatch):
+    monkeypatch.delenv("TOKENIZERS_PARALLELISM", raising=False)
+
+    def env(row):
+        import os as _os
+
+        return {"tp": _os.environ.get("TOKENIZERS_PARALLELISM", "unset"), "pid": _os.getpid()}
+
+    out = chunked.map(env, num_proc=2)
+    assert set(out["tp"]) == {"false"} and os.getpid() not in set(out["pid"])
+    assert os.environ.get("TOKENIZERS_PARALLELISM") is None  # the parent is untouched
