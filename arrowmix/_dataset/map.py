@@ -53,19 +53,19 @@ def _map_result(job: Job, tables: list[pa.Table], segments: list[Segment]) -> Da
             )
     paths = [seg.path for seg in segments]
     stored = pa.concat_tables(unify_tables(tables, paths))
-    offsets: tuple[int, ...] | None = None
+    # Row boundaries of the segments: the "chunks" a stream over the result shuffles.
+    offsets = tuple(int(x) for x in np.cumsum([0, *(t.num_rows for t in tables)]))
     if zero_copy:
         parent = ds._range(0, len(ds), zero_copy)
-        src = dict.fromkeys(zero_copy, parent)
-        fields = [(src.get(c) or stored).schema.field(c) for c in columns]
-        arrays = [(src.get(c) or stored).column(c) for c in columns]
+        owner = [parent if c in zero_copy else stored for c in columns]
+        fields = [t.schema.field(c) for t, c in zip(owner, columns, strict=True)]
+        arrays = [t.column(c) for t, c in zip(owner, columns, strict=True)]
         table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
         files = (*s.files, *paths)
         holds = (*s.holds, *hold_cache_files(paths))  # the parent's files stay in use
     else:
         table = stored.select(columns)
         files = tuple(paths)
-        offsets = tuple(np.cumsum([0, *(t.num_rows for t in tables)]).tolist())
         holds = hold_cache_files(paths)
     fmt_cols = s.fmt_columns
     if fmt_cols is not None:

@@ -209,3 +209,13 @@ def test_lazy_batch_behaves_like_a_dict(ds):
     out = ds.map(fn, batched=True, batch_size=2)
     assert out.column_names == ["text", "n", "m"]  # "n" is kept: it was not removed
     assert out["m"] == [1, 2, 3, 4, 5]
+
+
+def test_map_result_streams_and_concatenates(tmp_path):
+    am.write_chunks(({"n": i} for i in range(30)), tmp_path / "c", rows_per_chunk=8)
+    ds = am.Dataset.from_chunks(str(tmp_path / "c"))
+    out = ds.map(lambda r: {"m": -r["n"]})
+    rows = list(out.to_stream(shuffle="chunks", seed=1, infinite=False))
+    assert sorted(r["n"] for r in rows) == list(range(30)) and all(r["m"] == -r["n"] for r in rows)
+    both = am.concatenate_datasets([out, out.filter(lambda r: r["n"] < 3)])
+    assert both["m"] == [-n for n in range(30)] + [0, -1, -2]
