@@ -29,7 +29,7 @@ import pyarrow as pa
 from arrowmix._cache.paths import cache_file_name
 from arrowmix._storage.atomic import TMP_PREFIX, TMP_SUFFIX
 from arrowmix._storage.ipc import open_table, read_meta
-from arrowmix.exceptions import ChunkFileError, SchemaMismatchError
+from arrowmix.exceptions import CacheWarning, ChunkFileError, SchemaMismatchError
 
 __all__ = [
     "MIN_SEGMENT_ROWS",
@@ -52,10 +52,6 @@ MIN_SEGMENT_ROWS = 10_000
 TARGET_SEGMENTS = 8
 
 _TMP_RE = re.compile(rf"^{re.escape(TMP_PREFIX)}(\d+)-[0-9a-f]+-(.+){re.escape(TMP_SUFFIX)}$")
-
-
-class CacheWarning(UserWarning):
-    """A cache file was invalid (damaged, foreign or stale) and is recomputed."""
 
 
 @dataclass(frozen=True)
