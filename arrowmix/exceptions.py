@@ -8,8 +8,8 @@ from __future__ import annotations
 
 __all__ = [
     "ArrowmixError",
-    "CacheWarning",
     "CacheCorruptedError",
+    "CacheWarning",
     "ChunkFileError",
     "FingerprintError",
     "FingerprintWarning",
