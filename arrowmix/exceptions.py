@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "ArrowmixError",
     "CacheCorruptedError",
+    "CacheWarning",
     "ChunkFileError",
     "FingerprintError",
     "FingerprintWarning",
@@ -71,6 +72,13 @@ class FingerprintWarning(UserWarning):
     """An object could not be hashed; the transform got a random fingerprint.
 
     Filter it like any warning, e.g. ``warnings.simplefilter("error", FingerprintWarning)``.
+
+    .. versionadded:: 0.1
+    """
+
+
+class CacheWarning(UserWarning):
+    """A cache file was invalid (damaged, foreign or stale) and its result is recomputed.
 
     .. versionadded:: 0.1
     """

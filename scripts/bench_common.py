@@ -118,10 +118,16 @@ class Timing:
     name: str
     work: int = 1
     samples: list[float] = field(default_factory=list)
+    cpu_samples: list[float] = field(default_factory=list)
 
     @property
     def median(self) -> float:
         return statistics.median(self.samples) if self.samples else math.nan
+
+    @property
+    def cpu_median(self) -> float:
+        """Median CPU time of this process (NaN when not recorded, e.g. for subprocesses)."""
+        return statistics.median(self.cpu_samples) if self.cpu_samples else math.nan
 
     @property
     def rate(self) -> float:
@@ -135,12 +141,16 @@ class Timing:
         return f"{fmt_seconds(min(self.samples))}..{fmt_seconds(max(self.samples))}"
 
 
-def timed(fn: Callable[[], Any]) -> float:
-    """Seconds taken by one call of ``fn`` (after a garbage collection, outside the timing)."""
+def timed(fn: Callable[[], Any]) -> tuple[float, float]:
+    """Wall and CPU seconds of one call of ``fn`` (after a garbage collection, not timed).
+
+    On a shared machine the CPU time of this process is steadier than the wall time: time spent
+    descheduled while other jobs run is not counted.
+    """
     gc.collect()
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     fn()
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
 def interleaved(
@@ -151,6 +161,7 @@ def interleaved(
     warmup: int = 0,
     before_each: Callable[[str], Any] | None = None,
     verbose: bool = True,
+    cpu: bool = True,
 ) -> dict[str, Timing]:
     """Run every case ``repeats`` times round-robin (A, B, A, B, ...) and keep all samples.
 
@@ -162,6 +173,7 @@ def interleaved(
         before_each: called with the case name before each timed call, untimed (e.g. to delete
             a cache file so the next call really computes).
         verbose: print a progress line per round to stderr.
+        cpu: record this process's CPU time too (False when the work runs in subprocesses).
     """
     timings = {name: Timing(name, work[name] if isinstance(work, dict) else work) for name in cases}
     for _ in range(warmup):
@@ -173,7 +185,10 @@ def interleaved(
         for name, fn in cases.items():
             if before_each is not None:
                 before_each(name)
-            timings[name].samples.append(timed(fn))
+            wall, cpu_s = timed(fn)
+            timings[name].samples.append(wall)
+            if cpu:
+                timings[name].cpu_samples.append(cpu_s)
         if verbose:
             line = "  ".join(f"{n}={fmt_seconds(t.samples[-1])}" for n, t in timings.items())
             print(f"    round {r + 1}/{repeats}: {line}", file=sys.stderr, flush=True)
@@ -226,13 +241,18 @@ class Row:
             return "-"
         return fmt_seconds(t.median) if self.kind == "time" else fmt_rate(t.rate)
 
-    def ratio(self) -> float:
-        """arrowmix / peer of the displayed quantity (time or rate)."""
+    def ratio(self, cpu: bool = False) -> float:
+        """arrowmix / peer of the displayed quantity (time or rate), on wall or CPU time."""
         if self.ours is None or self.peer is None or not self.ours.samples or not self.peer.samples:
             return math.nan
+        a, b = (
+            (self.ours.cpu_median, self.peer.cpu_median)
+            if cpu
+            else (self.ours.median, self.peer.median)
+        )
         if self.kind == "time":
-            return self.ours.median / self.peer.median
-        return self.ours.rate / self.peer.rate
+            return a / b
+        return (self.ours.work / a) / (self.peer.work / b)
 
 
 def _fmt_ratio(x: float) -> str:
@@ -248,6 +268,7 @@ def print_table(rows: list[Row], *, ours: str = "arrowmix", peer: str = "dataset
         ours,
         peer,
         f"{ours} / {peer}",
+        "same on CPU time",
         "target",
         "met",
         f"spread ({ours}; {peer})",
@@ -256,7 +277,15 @@ def print_table(rows: list[Row], *, ours: str = "arrowmix", peer: str = "dataset
     for r in rows:
         met = "" if r.passed is None else ("yes" if r.passed else "**no**")
         spread = "; ".join(t.spread() if t else "-" for t in (r.ours, r.peer))
-        cells = [r.metric, r.cell(r.ours), r.cell(r.peer), _fmt_ratio(r.ratio()), r.target, met]
+        cells = [
+            r.metric,
+            r.cell(r.ours),
+            r.cell(r.peer),
+            _fmt_ratio(r.ratio()),
+            _fmt_ratio(r.ratio(cpu=True)),
+            r.target,
+            met,
+        ]
         lines.append("| " + " | ".join([*cells, spread]) + " |")
     text = "\n".join(lines)
     print(text, flush=True)

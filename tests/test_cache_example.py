@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
-import os
+import json
 from pathlib import Path
 
 import pytest
@@ -11,17 +11,37 @@ import pytest
 from arrowmix._dataset import indices
 
 ROOT = Path(__file__).resolve().parents[1]
+#: Files whose fingerprint hashes a Python function (map, filter): those hashes depend on the
+#: Python and dill minor versions (bytecode differs), so they are compared on the same ones.
+FUNCTION_KINDS = (
+    "cache-a2bb302267d5ec34.arrow",
+    "cache-ac49ba08207c685a.arrow",
+    "indices-a2bb302267d5ec34.arrow",
+)
+
+
+def _script():
+    path = ROOT / "scripts" / "make_cache_example.py"
+    spec = importlib.util.spec_from_file_location("make_cache_example", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_regenerated_example_has_the_committed_names(tmp_path, monkeypatch):
     monkeypatch.setattr(indices, "INDICES_FILE_MIN_ROWS", indices.INDICES_FILE_MIN_ROWS)
-    spec = importlib.util.spec_from_file_location(
-        "make_cache_example", ROOT / "scripts" / "make_cache_example.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    committed = sorted(n for n in os.listdir(ROOT / ".cache-example") if n.endswith(".arrow"))
-    if not committed:
-        pytest.fail(".cache-example holds no .arrow files: run scripts/make_cache_example.py")
-    assert module.build(str(tmp_path)) == committed
+    manifest = json.loads((ROOT / ".cache-example" / "MANIFEST.json").read_text())
+    committed = sorted(p.name for p in (ROOT / ".cache-example").glob("*.arrow"))
+    assert committed == manifest["files"], "run scripts/make_cache_example.py"
+    module = _script()
+    names = module.build(str(tmp_path))
+    if module.environment() == manifest["environment"]:
+        assert names == committed
+    else:
+        keep = [n for n in committed if n not in FUNCTION_KINDS]
+        assert [n for n in names if n in keep] == keep
+        pytest.skip(
+            f"map/filter names pinned for {manifest['environment']}, "
+            f"this is {module.environment()}; the others match"
+        )

@@ -9,7 +9,7 @@ import pytest
 
 import arrowmix
 
-FACADES = ["arrowmix", "arrowmix.exceptions"]
+FACADES = ["arrowmix", "arrowmix.exceptions", "arrowmix.stream", "arrowmix.testing"]
 
 
 @pytest.mark.parametrize("module_name", FACADES)

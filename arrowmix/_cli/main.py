@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from arrowmix._cli import cache_ls, cleanup_cache, fingerprint
+from arrowmix._cli import cache_ls, chunk, cleanup_cache, fingerprint
 from arrowmix._cli.common import CommandError
 from arrowmix._version import __version__
 from arrowmix.exceptions import ArrowmixError
@@ -20,6 +20,7 @@ __all__ = ["build_parser", "main"]
 
 EPILOG = """\
 examples:
+  arrowmix chunk corpus/*.txt.gz --out corpus_chunks --chunk-size 64MB
   arrowmix cache ls                          # what the cache holds, newest first
   arrowmix cleanup-cache --dry-run           # what a cleanup would remove
   arrowmix cleanup-cache --older-than 7d     # remove entries unused for a week
@@ -33,12 +34,13 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``arrowmix`` parser with every subcommand registered."""
     parser = argparse.ArgumentParser(
         prog="arrowmix",
-        description="Inspect and clean arrowmix cache directories.",
+        description="Convert corpora to Arrow chunks; inspect and clean arrowmix caches.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"arrowmix {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    chunk.add_parser(sub)
     cache_ls.add_parser(sub)
     cleanup_cache.add_parser(sub)
     fingerprint.add_parser(sub)

@@ -7,7 +7,7 @@ The class is a thin delegator: constructors live in ``build``, indices-producing
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -227,6 +227,10 @@ class Dataset:
             return self._s.cache_dir
         return dataset_cache_dir(self._s.files[0] if self._s.files else None)
 
+    def __fingerprint__(self) -> tuple[str, str | None, tuple[str, ...] | None]:
+        """How a function capturing this dataset is hashed: its fingerprint and format."""
+        return (self._s.fingerprint, self._s.fmt, self._s.fmt_columns)
+
     def __repr__(self) -> str:
         return (
             f"Dataset(num_rows={self.num_rows}, columns={self.column_names}, "
@@ -378,6 +382,105 @@ class Dataset:
         from arrowmix._dataset import ops
 
         return ops.rename_column(self, original_column_name, new_column_name)
+
+    def map(
+        self,
+        function: Callable[..., Any] | None,
+        *,
+        batched: bool = False,
+        batch_size: int | None = 1000,
+        with_indices: bool = False,
+        input_columns: str | Sequence[str] | None = None,
+        fn_kwargs: Mapping[str, Any] | None = None,
+        remove_columns: str | Sequence[str] | None = None,
+        num_proc: int | None = None,
+        load_from_cache_file: bool | None = None,
+        cache_file_name: str | None = None,
+        new_fingerprint: str | None = None,
+        desc: str | None = None,
+    ) -> Dataset:
+        """Apply ``function`` to every row (or batch); the result is cached on disk.
+
+        ``function(row) -> dict | None`` (or ``function(batch: dict of lists) -> dict of
+        lists`` with ``batched=True``, which may change the number of rows when the input
+        columns are removed). The output is the input columns minus ``remove_columns``,
+        updated and extended by the returned columns. ``with_indices`` passes the row
+        position(s) after the row/batch, ``input_columns`` passes those columns positionally
+        instead of the dict, ``fn_kwargs`` are extra keyword arguments.
+
+        The result lives in ``cache-<fingerprint>[-<i>-of-<n>].arrow`` files of
+        :attr:`cache_dir` (or ``cache_file_name``) and is reused by any later run, in any
+        process, with the same data, function and arguments; ``load_from_cache_file=False``
+        recomputes. ``num_proc`` spreads the work over processes. See ``docs/caching.md``.
+
+        Example:
+            >>> import arrowmix as am
+            >>> ds = am.Dataset.from_dict({"text": ["a", "bb"]})
+            >>> ds.map(lambda row: {"n": len(row["text"])})["n"]
+            [1, 2]
+            >>> ds.map(lambda b: {"t": b["text"] * 2}, batched=True, remove_columns="text")["t"]
+            ['a', 'bb', 'a', 'bb']
+        """
+        from arrowmix._dataset.map import map_dataset
+
+        return map_dataset(
+            self,
+            function,
+            batched=batched,
+            batch_size=batch_size,
+            with_indices=with_indices,
+            input_columns=input_columns,
+            fn_kwargs=fn_kwargs,
+            remove_columns=remove_columns,
+            num_proc=num_proc,
+            load_from_cache_file=load_from_cache_file,
+            cache_file_name=cache_file_name,
+            new_fingerprint=new_fingerprint,
+            desc=desc,
+        )
+
+    def filter(
+        self,
+        function: Callable[..., Any],
+        *,
+        batched: bool = False,
+        batch_size: int | None = 1000,
+        with_indices: bool = False,
+        input_columns: str | Sequence[str] | None = None,
+        fn_kwargs: Mapping[str, Any] | None = None,
+        num_proc: int | None = None,
+        load_from_cache_file: bool | None = None,
+        new_fingerprint: str | None = None,
+        desc: str | None = None,
+    ) -> Dataset:
+        """Keep the rows for which ``function`` is true; an indices mapping, cached on disk.
+
+        ``function(row) -> bool`` (or ``function(batch) -> list of bool`` with
+        ``batched=True``); the other arguments are as in :meth:`map`. No column data is
+        copied: the kept positions are stored in the cache and composed with the existing
+        indices mapping.
+
+        Example:
+            >>> import arrowmix as am
+            >>> ds = am.Dataset.from_dict({"n": [1, 2, 3, 4]})
+            >>> ds.filter(lambda row: row["n"] % 2 == 0)["n"]
+            [2, 4]
+        """
+        from arrowmix._dataset.map import filter_dataset
+
+        return filter_dataset(
+            self,
+            function,
+            batched=batched,
+            batch_size=batch_size,
+            with_indices=with_indices,
+            input_columns=input_columns,
+            fn_kwargs=fn_kwargs,
+            num_proc=num_proc,
+            load_from_cache_file=load_from_cache_file,
+            new_fingerprint=new_fingerprint,
+            desc=desc,
+        )
 
     def to_stream(
         self,

@@ -30,8 +30,10 @@ __all__ = [
 
 DEFAULT_BYTES_PER_CHUNK = 256 * 2**20
 CHUNK_PATTERN = re.compile(r"^chunk-(\d+)\.arrow$")
-_BATCH_ROWS = 64 * 1024
-_BATCH_BYTES = 64 * 2**20
+# Few, large record batches make random reads cheap (one `take` per batch touched); the
+# writer holds at most one such batch while coalescing small inputs.
+_BATCH_ROWS = 256 * 1024
+_BATCH_BYTES = 128 * 2**20
 _NOT_DATA = re.compile(r"^(cache-|indices-|tmp-)")
 
 

@@ -1,0 +1,218 @@
+"""Segmented cache results: plan the segments, name them, check them, open them.
+
+A cached ``map``/``filter`` result covers the input view's rows ``[0, N)`` cut into ``n`` equal
+row ranges. ``n`` depends on ``N`` only (never on ``num_proc``): segments hold between
+``MIN_SEGMENT_ROWS`` and ``SEGMENT_ROWS`` input rows, with up to ``TARGET_SEGMENTS`` segments
+for mid-sized inputs so that ``num_proc`` has work to spread. One segment is stored as
+``cache-<fp>.arrow``; several as ``cache-<fp>-<i>-of-<n>.arrow``.
+
+Each segment is an Arrow IPC file committed atomically on its own. Its schema metadata (JSON
+under the ``arrowmix`` key) records what it is: kind, fingerprint, parent, transform, rows,
+segment, num_segments, input row range, created, stored columns and the fingerprint explain
+``record``. A segment counts as present only when that metadata matches the name it was looked
+up under (see :func:`check_segment`); anything else is reported as a reason string and the
+caller recomputes it, so a damaged or foreign file is never returned as data.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from arrowmix._cache.paths import cache_file_name
+from arrowmix._storage.atomic import TMP_PREFIX, TMP_SUFFIX
+from arrowmix._storage.ipc import open_table, read_meta
+from arrowmix.exceptions import CacheWarning, ChunkFileError, SchemaMismatchError
+
+__all__ = [
+    "MIN_SEGMENT_ROWS",
+    "SEGMENT_ROWS",
+    "TARGET_SEGMENTS",
+    "CacheWarning",
+    "Segment",
+    "check_segment",
+    "plan_segments",
+    "remove_stale_tmp",
+    "touch",
+    "unify_tables",
+]
+
+#: Largest number of input rows per segment.
+SEGMENT_ROWS = 100_000
+#: Smallest number of input rows per segment (below it, one file).
+MIN_SEGMENT_ROWS = 10_000
+#: Number of segments aimed at for inputs between the two bounds above.
+TARGET_SEGMENTS = 8
+
+_TMP_RE = re.compile(rf"^{re.escape(TMP_PREFIX)}(\d+)-[0-9a-f]+-(.+){re.escape(TMP_SUFFIX)}$")
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Input rows ``[start, stop)`` of segment ``index`` of ``count``, stored at ``path``."""
+
+    index: int
+    count: int
+    start: int
+    stop: int
+    path: str
+
+    @property
+    def num_input_rows(self) -> int:
+        return self.stop - self.start
+
+
+def plan_segments(
+    num_rows: int, fingerprint: str, cache_dir: str, user_path: str | None = None
+) -> list[Segment]:
+    """Cut ``num_rows`` input rows into segments and name their files.
+
+    ``user_path`` (the ``cache_file_name`` argument) replaces the default name; several
+    segments then become ``<stem>-<i>-of-<n><ext>``.
+
+    Example:
+        >>> [(s.start, s.stop) for s in plan_segments(25_000, "0" * 16, "/c")]
+        [(0, 8333), (8333, 16666), (16666, 25000)]
+        >>> plan_segments(10, "0" * 16, "/c")[0].path
+        '/c/cache-0000000000000000.arrow'
+    """
+    per = min(SEGMENT_ROWS, max(MIN_SEGMENT_ROWS, math.ceil(num_rows / TARGET_SEGMENTS)))
+    n = max(1, math.ceil(num_rows / per))
+    out = []
+    for i in range(n):
+        if user_path is not None:
+            stem, ext = os.path.splitext(user_path)
+            path = user_path if n == 1 else f"{stem}-{i:05d}-of-{n:05d}{ext}"
+        else:
+            name = cache_file_name(fingerprint) if n == 1 else cache_file_name(fingerprint, i, n)
+            path = os.path.join(cache_dir, name)
+        out.append(Segment(i, n, i * num_rows // n, (i + 1) * num_rows // n, path))
+    return out
+
+
+def check_segment(seg: Segment, expect: dict[str, Any]) -> pa.Table | str:
+    """Open ``seg`` and check its metadata; return the table, or why it is not usable.
+
+    ``expect`` holds the metadata values the file must have (``fingerprint``, ``kind``,
+    ``segment``, ``num_segments``, ``input_rows``...). A ``rows`` entry in the metadata must
+    equal the file's row count.
+    """
+    if not os.path.exists(seg.path):
+        return "missing"
+    try:
+        table = open_table(seg.path)
+    except ChunkFileError as exc:
+        return f"unreadable ({exc.__cause__ or exc})"
+    meta = read_meta(table.schema)
+    for key, want in expect.items():
+        if meta.get(key) != want:
+            return f"metadata {key}={meta.get(key)!r}, expected {want!r}"
+    rows = meta.get("rows")
+    if rows is not None and rows != table.num_rows:
+        return f"metadata says {rows} rows but the file holds {table.num_rows}"
+    return table
+
+
+def touch(paths: Iterable[str]) -> None:
+    """Mark files as just used (mtime = now) for the cleanup CLI; ignore read-only files."""
+    for p in paths:
+        with contextlib.suppress(OSError):
+            os.utime(p)
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    try:  # a zombie (killed, not yet reaped) writes nothing any more
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def remove_stale_tmp(directory: str, final_names: Sequence[str]) -> list[str]:
+    """Remove ``tmp-<pid>-...-<name>.partial`` files of dead writers for ``final_names``.
+
+    Only temporary files of the given final names are considered (the caller holds their
+    lock), so a live writer of another result, or on another machine, is never disturbed.
+    Returns the removed paths.
+    """
+    wanted = set(final_names)
+    removed: list[str] = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        m = _TMP_RE.match(name)
+        if m and m.group(2) in wanted and not _pid_alive(int(m.group(1))):
+            path = os.path.join(directory, name)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+                removed.append(path)
+    return removed
+
+
+def unify_tables(tables: Sequence[pa.Table], paths: Sequence[str]) -> list[pa.Table]:
+    """Cast segment tables to one schema: the first's, with all-null columns promoted.
+
+    A column that is all-null (type ``null``) in early segments takes its type from the first
+    segment where it is not; other differences are cast safely or raise.
+
+    Raises:
+        SchemaMismatchError: column sets differ or a cast fails; names the column, both types
+            and the file.
+    """
+    plain = [t.replace_schema_metadata(None) for t in tables]
+    first = plain[0].schema
+    fields = []
+    for i, field in enumerate(first):
+        ftype = field.type
+        if pa.types.is_null(ftype):
+            for t in plain[1:]:
+                other = t.schema.field(i).type if i < len(t.schema) else ftype
+                if not pa.types.is_null(other):
+                    ftype = other
+                    break
+        fields.append(pa.field(field.name, ftype))
+    target = pa.schema(fields)
+    out = []
+    for t, path in zip(plain, paths, strict=True):
+        if t.schema.names != target.names:
+            raise SchemaMismatchError(
+                f"Cache segment {path!r} has columns {t.schema.names}, but the first segment "
+                f"has {target.names}: the function returned different columns for different "
+                "rows."
+            )
+        out.append(t if t.schema.equals(target) else _cast(t, target, path))
+    return out
+
+
+def _cast(table: pa.Table, target: pa.Schema, path: str) -> pa.Table:
+    cols = []
+    for name, col in zip(table.column_names, table.columns, strict=True):
+        want = target.field(name).type
+        if col.type == want:
+            cols.append(col)
+            continue
+        try:
+            cols.append(col.cast(want))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise SchemaMismatchError(
+                f"Column {name!r} is {col.type} in cache segment {path!r} but {want} in the "
+                f"first segment, and cannot be cast: {exc}"
+            ) from exc
+    return pa.Table.from_arrays(cols, schema=target)

@@ -1,0 +1,277 @@
+"""Cached ``Dataset.map`` and ``Dataset.filter``.
+
+The result's fingerprint rolls the parent's: ``roll(parent, "map"|"filter" @ version,
+{function fingerprint, fn_kwargs, batched, batch_size (batched only), with_indices,
+input_columns, remove_columns, format})`` with default arguments dropped; ``num_proc``,
+``desc`` and ``load_from_cache_file`` never enter it. ``new_fingerprint`` replaces it.
+
+The output is cut into segments by input rows (``arrowmix._cache.segments``) and computed by
+``map_job.materialise``: only missing segments are computed, each committed atomically, under
+a lock per fingerprint. An invalid file (unreadable, or metadata that does not match its name)
+is recomputed with a :class:`~arrowmix._cache.segments.CacheWarning`; it is never returned as
+data.
+
+A map result is opened memory-mapped: the stored columns come from the segment files, and
+input columns the function keeps unchanged are referenced zero-copy from the parent when the
+parent is a plain or contiguous view (otherwise they are copied into the segments, as HF
+``datasets`` does). A filter stores the kept positions and returns an indices mapping composed
+with the parent's (no column data copied).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from arrowmix._cache.paths import is_caching_enabled, temp_cache_dir
+from arrowmix._cache.segments import Segment, plan_segments, unify_tables
+from arrowmix._dataset.apply import Call
+from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
+from arrowmix._dataset.indices import IndexMap, load_or_store
+from arrowmix._dataset.map_job import MAP_VERSION, Job, materialise
+from arrowmix._fingerprint.transform import validate_fingerprint
+from arrowmix._storage.ipc import read_meta
+from arrowmix.exceptions import SchemaMismatchError
+
+__all__ = ["MAP_VERSION", "filter_dataset", "map_dataset"]
+
+
+def _map_result(job: Job, tables: list[pa.Table], segments: list[Segment]) -> Dataset:
+    ds, s = job.ds, job.ds._s
+    metas = [read_meta(t.schema) for t in tables]
+    columns, zero_copy = metas[0]["columns"], metas[0].get("zero_copy") or []
+    for m, seg in zip(metas[1:], segments[1:], strict=True):
+        if m["columns"] != columns or (m.get("zero_copy") or []) != zero_copy:
+            raise SchemaMismatchError(
+                f"Cache segment {seg.path!r} has columns {m['columns']} but the first segment "
+                f"has {columns}: {job.call.name} returned different columns for different rows."
+            )
+    paths = [seg.path for seg in segments]
+    stored = pa.concat_tables(unify_tables(tables, paths))
+    # Row boundaries of the segments: the "chunks" a stream over the result shuffles.
+    offsets = tuple(int(x) for x in np.cumsum([0, *(t.num_rows for t in tables)]))
+    if zero_copy:
+        parent = ds._range(0, len(ds), zero_copy)
+        owner = [parent if c in zero_copy else stored for c in columns]
+        fields = [t.schema.field(c) for t, c in zip(owner, columns, strict=True)]
+        arrays = [t.column(c) for t, c in zip(owner, columns, strict=True)]
+        table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+        files = (*s.files, *paths)
+        holds = (*s.holds, *hold_cache_files(paths))  # the parent's files stay in use
+    else:
+        table = stored.select(columns)
+        files = tuple(paths)
+        holds = hold_cache_files(paths)
+    fmt_cols = s.fmt_columns
+    if fmt_cols is not None:
+        fmt_cols = tuple(c for c in fmt_cols if c in columns)
+    state = DatasetState(
+        table=table,
+        fingerprint=job.fingerprint,
+        files=files,
+        file_offsets=offsets,
+        fmt=s.fmt,
+        fmt_columns=fmt_cols,
+        cache_dir=s.cache_dir,
+        holds=tuple(holds),
+    )
+    return Dataset(state)
+
+
+def _filter_result(job: Job, tables: list[pa.Table]) -> Dataset:
+    """The parent viewed through the kept positions, composed into its indices mapping."""
+    ds, s = job.ds, job.ds._s
+    parts = [t.column("indices").to_numpy() for t in tables]
+    sel = IndexMap.from_array(np.concatenate(parts) if parts else np.empty(0, dtype=np.int64))
+    mapping = sel if s.indices is None else s.indices.compose(sel)
+    path = None
+    result: IndexMap | None = None
+    if not (mapping.is_range and mapping.start == 0 and mapping.stop == s.table.num_rows):
+        transform = f"arrowmix.{job.kind}@{MAP_VERSION}"
+        result, path = load_or_store(
+            mapping, job.fingerprint, ds.cache_dir, ds.fingerprint, transform
+        )
+    holds = tuple(h for h in s.holds if h.path != s.indices_file)
+    holds += hold_cache_files([path] if path else [])
+    state = replace(s, fingerprint=job.fingerprint, indices=result, indices_file=path, holds=holds)
+    return Dataset(state)
+
+
+def _names(ds: Dataset, value: str | Sequence[str] | None, arg: str) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    names = (value,) if isinstance(value, str) else tuple(value)
+    missing = [c for c in names if c not in ds.column_names]
+    if missing:
+        raise KeyError(
+            f"`{arg}` has column(s) {missing} that are not in the dataset; available columns: "
+            f"{ds.column_names}."
+        )
+    return names
+
+
+def _check_args(function: Any, batch_size: Any, num_proc: Any) -> None:
+    if not callable(function):
+        raise TypeError(f"`function` must be callable, got {type(function).__name__}.")
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)):
+        raise TypeError(f"`batch_size` must be an int or None, got {batch_size!r}.")
+    if num_proc is not None and (
+        isinstance(num_proc, bool) or not isinstance(num_proc, int) or num_proc < 1
+    ):
+        raise ValueError(f"`num_proc` must be a positive int or None, got {num_proc!r}.")
+
+
+def _transform_fingerprint(ds: Dataset, kind: str, call: Call) -> tuple[str, dict[str, Any]]:
+    """``(fingerprint, explain record)`` of ``kind`` (map/filter) of ``call`` on ``ds``.
+
+    The function is hashed by value (``arrowmix._fingerprint``), with the arguments that can
+    change the output (dropped when equal to their default). ``num_proc``, ``desc``,
+    ``load_from_cache_file`` and ``cache_file_name`` never enter. Something unhashable gives
+    a random fingerprint and one ``FingerprintWarning`` pointing at the user's call.
+    """
+    from arrowmix._fingerprint.transform import transform_record  # dill loads lazily
+
+    kwargs = {
+        "fn_kwargs": dict(call.fn_kwargs) or None,
+        "batched": call.batched,
+        "batch_size": call.batch_size if call.batched else None,
+        "with_indices": call.with_indices,
+        "input_columns": list(call.input_columns) if call.input_columns else None,
+        "remove_columns": list(call.remove_columns) or None,
+        "format": call.fmt,
+    }
+    defaults = dict.fromkeys(kwargs) | {"batched": False, "with_indices": False}
+    record = transform_record(
+        ds.fingerprint,
+        f"arrowmix.{kind}",
+        MAP_VERSION,
+        call.function,
+        kwargs,
+        defaults,
+        stacklevel=6,  # transform_record < this < _run < map_dataset < Dataset.map < user
+    )
+    return record.fingerprint, record.to_dict()
+
+
+def _run(
+    kind: str,
+    ds: Dataset,
+    call: Call,
+    *,
+    num_proc: int | None,
+    load_from_cache_file: bool | None,
+    cache_file_name: str | None,
+    new_fingerprint: str | None,
+    desc: str | None,
+) -> Dataset:
+    record = None
+    if new_fingerprint is not None:
+        fp = validate_fingerprint(new_fingerprint)
+    else:
+        fp, record = _transform_fingerprint(ds, kind, call)
+    caching = is_caching_enabled()
+    load = caching if load_from_cache_file is None else bool(load_from_cache_file)
+    user_path = os.path.abspath(os.fspath(cache_file_name)) if cache_file_name else None
+    cache_dir = ds.cache_dir if caching else temp_cache_dir()
+    segments = plan_segments(len(ds), fp, cache_dir, user_path)
+    ix = ds._s.indices
+    job = Job(kind, ds, call, fp, zero_copy_ok=ix is None or ix.is_range, record=record)
+    tables = materialise(job, segments, load=load, num_proc=num_proc, desc=desc)
+    if kind == "filter":
+        return _filter_result(job, tables)
+    return _map_result(job, tables, segments)
+
+
+def map_dataset(
+    ds: Dataset,
+    function: Callable[..., Any] | None,
+    *,
+    batched: bool = False,
+    batch_size: int | None = 1000,
+    with_indices: bool = False,
+    input_columns: str | Sequence[str] | None = None,
+    fn_kwargs: Mapping[str, Any] | None = None,
+    remove_columns: str | Sequence[str] | None = None,
+    num_proc: int | None = None,
+    load_from_cache_file: bool | None = None,
+    cache_file_name: str | None = None,
+    new_fingerprint: str | None = None,
+    desc: str | None = None,
+) -> Dataset:
+    """``Dataset.map`` (see its docstring)."""
+    if function is None:  # HF: identity, handy for remove_columns alone
+        function = _identity
+    _check_args(function, batch_size, num_proc)
+    inputs = _names(ds, input_columns, "input_columns")
+    removed = _names(ds, remove_columns, "remove_columns") or ()
+    if len(ds) == 0:
+        return ds.remove_columns(list(removed)) if removed else ds
+    call = Call(
+        function,
+        batched=bool(batched),
+        batch_size=batch_size if batch_size and batch_size > 0 else None,
+        with_indices=bool(with_indices),
+        input_columns=inputs,
+        fn_kwargs=dict(fn_kwargs or {}),
+        remove_columns=removed,
+        fmt=ds.format,
+    )
+    return _run(
+        "map",
+        ds,
+        call,
+        num_proc=num_proc,
+        load_from_cache_file=load_from_cache_file,
+        cache_file_name=cache_file_name,
+        new_fingerprint=new_fingerprint,
+        desc=desc,
+    )
+
+
+def _identity(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+def filter_dataset(
+    ds: Dataset,
+    function: Callable[..., Any],
+    *,
+    batched: bool = False,
+    batch_size: int | None = 1000,
+    with_indices: bool = False,
+    input_columns: str | Sequence[str] | None = None,
+    fn_kwargs: Mapping[str, Any] | None = None,
+    num_proc: int | None = None,
+    load_from_cache_file: bool | None = None,
+    new_fingerprint: str | None = None,
+    desc: str | None = None,
+) -> Dataset:
+    """``Dataset.filter`` (see its docstring)."""
+    _check_args(function, batch_size, num_proc)
+    inputs = _names(ds, input_columns, "input_columns")
+    if len(ds) == 0:
+        return ds
+    call = Call(
+        function,
+        batched=bool(batched),
+        batch_size=batch_size if batch_size and batch_size > 0 else None,
+        with_indices=bool(with_indices),
+        input_columns=inputs,
+        fn_kwargs=dict(fn_kwargs or {}),
+        fmt=ds.format,
+    )
+    return _run(
+        "filter",
+        ds,
+        call,
+        num_proc=num_proc,
+        load_from_cache_file=load_from_cache_file,
+        cache_file_name=None,
+        new_fingerprint=new_fingerprint,
+        desc=desc,
+    )

@@ -1,0 +1,195 @@
+"""Computing and committing the segments of one map/filter result.
+
+:func:`materialise` returns one table per segment. Without the lock, it first checks whether
+every segment is already on disk and valid (a cache hit costs a footer read per segment and
+no lock). Otherwise, under the fingerprint's lock, it removes temporary files of dead writers,
+keeps the valid segments (warning about invalid ones, which are recomputed), computes the
+missing ones (in ``num_proc`` processes) and checks what it wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from arrowmix._cache.segments import (
+    CacheWarning,
+    Segment,
+    check_segment,
+    remove_stale_tmp,
+    touch,
+)
+from arrowmix._dataset.apply import Call
+from arrowmix._dataset.dataset import Dataset
+from arrowmix._dataset.progress import Progress
+from arrowmix._dataset.runner import MapSegment, filter_positions
+from arrowmix._fingerprint.record import RECORD_METADATA_KEY
+from arrowmix._storage.ipc import read_meta, write_file
+from arrowmix.exceptions import CacheCorruptedError
+
+__all__ = ["MAP_VERSION", "Job", "materialise"]
+
+#: Bump when the stored layout or semantics of map/filter results change.
+MAP_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a worker needs to compute and commit one segment."""
+
+    kind: str
+    ds: Dataset
+    call: Call
+    fingerprint: str
+    zero_copy_ok: bool
+    #: The fingerprint's explain record (JSON-serialisable), stored in every segment.
+    record: Any = None
+
+    def meta(self, seg: Segment) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "fingerprint": self.fingerprint,
+            "parent": self.ds.fingerprint,
+            "transform": f"arrowmix.{self.kind}@{MAP_VERSION}",
+            "function": self.call.name,
+            "segment": seg.index,
+            "num_segments": seg.count,
+            "input_rows": [seg.start, seg.stop],
+            "created": time.time(),
+            "record": self.record,
+        }
+
+    def schema(self, schema: pa.Schema) -> pa.Schema:
+        """The file schema: the record also goes under its own key, for other readers."""
+        if self.record is None:
+            return schema
+        text = json.dumps(self.record, sort_keys=True, separators=(",", ":"))
+        return schema.with_metadata({**(schema.metadata or {}), RECORD_METADATA_KEY: text})
+
+    def expect(self, seg: Segment) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "fingerprint": self.fingerprint,
+            "segment": seg.index,
+            "num_segments": seg.count,
+            "input_rows": [seg.start, seg.stop],
+        }
+
+
+def _compute_segment(job: Job, seg: Segment, on_rows: Callable[[int], None]) -> None:
+    meta = job.meta(seg)
+    if job.kind == "filter":
+        pos = filter_positions(job.ds, job.call, seg.start, seg.stop, on_rows)
+        batch = pa.record_batch({"indices": pa.array(pos, type=pa.int64())})
+        meta.update(rows=len(pos), columns=["indices"], zero_copy=[])
+        write_file(seg.path, [batch], job.schema(batch.schema), meta=meta)
+        return
+    run = MapSegment(
+        job.ds, job.call, seg.start, seg.stop, zero_copy_ok=job.zero_copy_ok, on_rows=on_rows
+    )
+    it = run.batches()
+    first = next(it)  # a segment has at least one input row, so one batch
+    meta.update(
+        rows=seg.num_input_rows if run.rows_known else None,
+        columns=run.columns,
+        zero_copy=run.zero_copy,
+    )
+    write_file(seg.path, _chain(first, it), job.schema(first.schema), meta=meta)
+
+
+def _chain(first: pa.RecordBatch, rest: Any) -> Any:
+    yield first
+    yield from rest
+
+
+def _check(job: Job, seg: Segment) -> pa.Table | str:
+    """``check_segment`` plus what only map/filter know about their files."""
+    found = check_segment(seg, job.expect(seg))
+    if isinstance(found, str):
+        return found
+    meta = read_meta(found.schema)
+    if job.kind == "filter":
+        if found.num_rows and found.column_names == ["indices"]:
+            lo, hi = pc.min_max(found.column("indices")).values()
+            if lo.as_py() < seg.start or hi.as_py() >= seg.stop:
+                return f"kept positions outside the segment's rows {seg.start}..{seg.stop - 1}"
+        elif found.column_names != ["indices"]:
+            return f"columns {found.column_names}, expected ['indices']"
+        return found
+    zero_copy = meta.get("zero_copy") or []
+    if zero_copy and not job.zero_copy_ok:
+        return "it references parent columns but the parent is an indexed view"
+    if any(c not in job.ds.column_names for c in zero_copy):
+        return f"it references parent columns {zero_copy} missing from {job.ds.column_names}"
+    if (zero_copy or not job.call.batched) and found.num_rows != seg.num_input_rows:
+        return f"{found.num_rows} rows for {seg.num_input_rows} input rows"
+    return found
+
+
+def materialise(
+    job: Job,
+    segments: list[Segment],
+    *,
+    load: bool,
+    num_proc: int | None,
+    desc: str | None,
+) -> list[pa.Table]:
+    tables: dict[int, pa.Table] = {}
+    if load:
+        for seg in segments:
+            found = _check(job, seg)
+            if isinstance(found, str):
+                break
+            tables[seg.index] = found
+        if len(tables) == len(segments):
+            touch(s.path for s in segments)
+            return [tables[s.index] for s in segments]
+    # Imported here: a cache hit needs neither locks nor process pools (faster imports).
+    from arrowmix._cache.lock import fingerprint_lock
+    from arrowmix._dataset.workers import run_segments
+
+    directory = os.path.dirname(os.path.abspath(segments[0].path))
+    os.makedirs(directory, exist_ok=True)
+    with fingerprint_lock(directory, job.fingerprint):
+        remove_stale_tmp(directory, [os.path.basename(s.path) for s in segments])
+        tables = {}
+        if load:
+            for seg in segments:
+                found = _check(job, seg)
+                if not isinstance(found, str):
+                    tables[seg.index] = found
+                elif found != "missing":
+                    warnings.warn(
+                        f"Cache file {seg.path!r} is not usable ({found}); recomputing it.",
+                        CacheWarning,
+                        stacklevel=5,
+                    )
+        touch(s.path for s in segments if s.index in tables)  # reused: "last used" now
+        missing = [s for s in segments if s.index not in tables]
+        rows = sum(s.num_input_rows for s in missing)
+        label = desc or job.kind.capitalize()
+        with Progress(label, rows, len(segments), len(segments) - len(missing)) as bar:
+            run_segments(
+                _compute_segment,
+                job,
+                missing,
+                num_proc,
+                on_rows=bar.rows,
+                on_segment=bar.segment_done,
+            )
+        for seg in missing:
+            found = _check(job, seg)
+            if isinstance(found, str):
+                raise CacheCorruptedError(
+                    f"Cache file {seg.path!r} was just written but is not valid: {found}."
+                )
+            tables[seg.index] = found
+    return [tables[s.index] for s in segments]

@@ -1,0 +1,132 @@
+"""Spread cache segments over worker processes (``num_proc``).
+
+Segments are the unit of work, so the files on disk never depend on ``num_proc``: each worker
+computes whole segments and commits each one atomically. Workers are forked where the platform
+allows it (they inherit the memory-mapped input and the function for free); elsewhere they are
+spawned and receive the job serialised with dill. Worker processes set
+``TOKENIZERS_PARALLELISM=false`` (and one thread for OpenMP/BLAS pools), since every core is
+already busy with a worker and forked tokenizer pools can deadlock.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing as mp
+import os
+import warnings
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
+from typing import Any
+
+from arrowmix._cache.segments import Segment
+
+__all__ = ["WORKER_ENV", "run_segments"]
+
+logger = logging.getLogger("arrowmix")
+
+#: Environment set in worker processes (unless already set, except the tokenizer switch).
+WORKER_ENV = {
+    "TOKENIZERS_PARALLELISM": "false",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "RAYON_NUM_THREADS": "1",
+}
+
+SegmentFn = Callable[[Any, Segment, Callable[[int], None]], None]
+
+# Jobs of forked workers by token: set in the parent before forking, inherited by children
+# (a dict, so maps started from several threads at once do not mix their jobs up).
+_FORK_JOBS: dict[int, tuple[SegmentFn, Any]] = {}
+_WORKER_JOB: tuple[SegmentFn, Any] | None = None
+
+
+def _init_worker(token: int, payload: bytes | None) -> None:
+    global _WORKER_JOB
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    for key, value in WORKER_ENV.items():
+        os.environ.setdefault(key, value)
+    os.environ["ARROWMIX_PROGRESS"] = "0"
+    if payload is None:
+        _WORKER_JOB = _FORK_JOBS[token]
+    else:
+        import dill
+
+        _WORKER_JOB = dill.loads(payload)
+
+
+def _work(seg: Segment) -> int:
+    assert _WORKER_JOB is not None, "worker started without a job"
+    fn, job = _WORKER_JOB
+    fn(job, seg, lambda n: None)
+    return seg.num_input_rows
+
+
+def run_segments(
+    fn: SegmentFn,
+    job: Any,
+    segments: Sequence[Segment],
+    num_proc: int | None,
+    *,
+    on_rows: Callable[[int], None],
+    on_segment: Callable[[int], None],
+) -> None:
+    """Run ``fn(job, segment, on_rows)`` for every segment, in ``num_proc`` processes.
+
+    ``on_rows(n)`` reports rows processed (in-process runs); ``on_segment(rows)`` reports each
+    finished segment with the rows not reported yet.
+    """
+    procs = min(num_proc or 1, len(segments))
+    if num_proc is not None and num_proc > 1 and procs < num_proc:
+        logger.info(
+            "num_proc=%d capped to %d: only %d segment(s) to compute.",
+            num_proc,
+            procs,
+            len(segments),
+        )
+    if procs <= 1:
+        for seg in segments:
+            fn(job, seg, on_rows)
+            on_segment(0)
+        return
+    _run_pool(fn, job, segments, procs, on_segment)
+
+
+def _run_pool(
+    fn: SegmentFn,
+    job: Any,
+    segments: Sequence[Segment],
+    procs: int,
+    on_segment: Callable[[int], None],
+) -> None:
+    token = id(job)
+    if "fork" in mp.get_all_start_methods():
+        ctx: Any = mp.get_context("fork")
+        payload: bytes | None = None
+        _FORK_JOBS[token] = (fn, job)
+    else:  # spawn-only platforms (Windows, macOS defaults)
+        import dill
+
+        ctx = mp.get_context("spawn")
+        payload = dill.dumps((fn, job), recurse=True)
+    try:
+        with warnings.catch_warnings():
+            # Python >= 3.12 warns about fork() in a threaded process; our children only run
+            # the job (no locks taken by other threads are needed) and exit.
+            warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
+            pool = ProcessPoolExecutor(
+                procs, mp_context=ctx, initializer=_init_worker, initargs=(token, payload)
+            )
+            futures: list[Future[int]] = [pool.submit(_work, seg) for seg in segments]
+        try:
+            pending: set[Future[int]] = set(futures)
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                for fut in done:
+                    on_segment(fut.result())  # raises the worker's exception
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+    finally:
+        _FORK_JOBS.pop(token, None)

@@ -1,0 +1,249 @@
+"""Benchmark the cached Dataset.map against HuggingFace ``datasets`` (side by side).
+
+Usage (from the repository root):
+
+    python scripts/bench_map.py                 # 100k and 1M rows of text, both libraries
+    python scripts/bench_map.py --big           # also: peak RSS of mapping a ~2 GB dataset
+    python scripts/bench_map.py --only arrowmix # skip HF datasets
+
+Every measurement runs in a fresh subprocess (cold imports, no state carried over) and
+reports medians of ``--repeat`` runs. Measured:
+
+1. cache hit in a new process: interpreter start excluded, ``import`` + open + ``map`` (a hit)
+   + first row read, for 100k and 1M rows (should not grow with size);
+2. cold batched map of a cheap function (rows/s);
+3. ``num_proc=2`` vs ``1`` for an expensive per-row function;
+4. (``--big``) peak RSS (``resource.getrusage``) while mapping a ~2 GB dataset.
+
+Data lives in ``--dir`` (default ``$TMPDIR/arrowmix-bench``), generated once and reused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WORDS = [f"w{i:03d}x" for i in range(1000)]
+
+
+# ---- data -------------------------------------------------------------------------------
+def _texts(n, seed, words_per_row=50):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(words_per_row // 2, words_per_row * 3 // 2, size=n)
+    picks = rng.integers(0, len(WORDS), size=int(lengths.sum()))
+    out, pos = [], 0
+    for k in lengths:
+        out.append(" ".join(WORDS[j] for j in picks[pos : pos + k]))
+        pos += k
+    return out
+
+
+def make_data(base, rows, words_per_row=50):
+    """``<base>/am-<rows>`` (arrowmix chunks) and ``<base>/hf-<rows>`` (HF save_to_disk)."""
+    import pyarrow as pa
+
+    sys.path.insert(0, ROOT)
+    import arrowmix as am
+
+    am_dir = os.path.join(base, f"am-{rows}-{words_per_row}")
+    if not os.path.isdir(am_dir):
+        tmp = am_dir + ".tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+
+        def batches():
+            step = 100_000
+            for lo in range(0, rows, step):
+                hi = min(rows, lo + step)
+                yield pa.record_batch(
+                    {"id": pa.array(range(lo, hi)), "text": _texts(hi - lo, lo, words_per_row)}
+                )
+
+        am.write_chunks(batches(), tmp, rows_per_chunk=250_000)
+        os.rename(tmp, am_dir)
+    return am_dir
+
+
+def make_hf(base, rows, am_dir):
+    hf_dir = os.path.join(base, f"hf-{rows}")
+    if not os.path.isdir(hf_dir):
+        import datasets
+
+        sys.path.insert(0, ROOT)
+        import arrowmix as am
+
+        table = am.Dataset.from_chunks(am_dir).to_table()
+        datasets.Dataset(datasets.table.InMemoryTable(table)).save_to_disk(hf_dir)
+    return hf_dir
+
+
+def clear_cache_files(directory):
+    for name in os.listdir(directory):
+        if name.startswith(("cache-", "indices-", "tmp-")):
+            os.unlink(os.path.join(directory, name))
+
+
+# ---- children (run in fresh processes) ----------------------------------------------------
+def cheap(batch):
+    return {"n_chars": [len(t) for t in batch["text"]]}
+
+
+def warmup(batch):
+    return {"w": [len(t) + 1 for t in batch["text"]]}
+
+
+def expensive(row):
+    h = 0
+    for _ in range(3):
+        for w in row["text"].split():
+            h = (h * 31 + hash(w)) & 0xFFFFFFFF
+    return {"h": h}
+
+
+def child(kind, lib, path, extra):
+    if kind == "make":  # data generation runs in a child too, so the parent stays small
+        rows, words = (int(x) for x in extra.split(","))
+        am_dir = make_data(path, rows, words)
+        hf_dir = make_hf(path, rows, am_dir) if lib == "datasets" else None
+        return {"arrowmix": am_dir, "datasets": hf_dir}
+    t0 = time.perf_counter()
+    if lib == "arrowmix":
+        sys.path.insert(0, ROOT)
+        import arrowmix as am
+
+        ds = am.Dataset.from_chunks(path)
+        mapper = ds.map
+    else:
+        import datasets
+
+        datasets.disable_progress_bars()
+        ds = datasets.load_from_disk(path)
+        mapper = ds.map
+    t_open = time.perf_counter()
+    if kind == "hit":
+        out = mapper(cheap, batched=True)
+        _ = out[0]
+        t1 = time.perf_counter()
+        return {"total_s": t1 - t0, "import_open_s": t_open - t0, "map_s": t1 - t_open}
+    if kind == "cold":
+        # Throughput, not first-call costs: a tiny map first loads what both libraries load
+        # lazily (pyarrow imports pandas on its first pa.array of a list, for instance).
+        ds.select(range(1000)).map(warmup, batched=True, load_from_cache_file=False)
+        t = time.perf_counter()
+        out = mapper(cheap, batched=True, load_from_cache_file=False)
+        dt = time.perf_counter() - t
+        return {"rows_per_s": len(out) / dt, "s": dt}
+    if kind == "nproc":
+        sub = ds.select(range(int(extra)))
+        t = time.perf_counter()
+        sub.map(expensive, num_proc=int(os.environ["NPROC"]), load_from_cache_file=False)
+        return {"s": time.perf_counter() - t}
+    if kind == "rss":
+        import resource
+
+        out = mapper(cheap, batched=True, load_from_cache_file=False)
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        with open("/proc/self/status") as f:
+            hwm = next(int(x.split()[1]) for x in f if x.startswith("VmHWM:")) / 1024
+        return {"peak_rss_mb": rss, "vm_hwm_mb": hwm, "rows": len(out)}
+    raise ValueError(kind)
+
+
+def run_child(kind, lib, path, extra="", env=None):
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", kind, lib, path, str(extra)]
+    res = subprocess.run(
+        cmd, capture_output=True, text=True, env={**os.environ, **(env or {})}, check=False
+    )
+    if res.returncode != 0:
+        raise RuntimeError(f"{kind}/{lib} failed:\n{res.stderr[-3000:]}")
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def median_of(repeat, key, *child_args, **child_kwargs):
+    runs = [run_child(*child_args, **child_kwargs) for _ in range(repeat)]
+    return statistics.median(r[key] for r in runs), runs[-1]
+
+
+# ---- main -----------------------------------------------------------------------------
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "arrowmix-bench"))
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--only", choices=["arrowmix", "datasets"])
+    p.add_argument("--big", action="store_true", help="also map a ~2 GB dataset (peak RSS)")
+    p.add_argument("--nproc-rows", type=int, default=100_000)
+    p.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        kind, lib, path, extra = args.child
+        print(json.dumps(child(kind, lib, path, extra)))
+        return
+    os.makedirs(args.dir, exist_ok=True)
+    libs = [args.only] if args.only else ["arrowmix", "datasets"]
+    env = {"ARROWMIX_PROGRESS": "0", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}
+    paths = {}
+    for rows in (100_000, 1_000_000):
+        hf = "datasets" if "datasets" in libs else "arrowmix"
+        made = run_child("make", hf, args.dir, f"{rows},50")
+        paths[("arrowmix", rows)] = made["arrowmix"]
+        paths[("datasets", rows)] = made["datasets"]
+    results = {}
+
+    print("\n1. cache hit in a new process (import + open + map hit + first row), median s")
+    for rows in (100_000, 1_000_000):
+        for lib in libs:
+            path = paths[(lib, rows)]
+            clear_cache_files(path)
+            run_child("hit", lib, path, env=env)  # populate the cache
+            med, last = median_of(args.repeat, "total_s", "hit", lib, path, env=env)
+            results[f"hit/{lib}/{rows}"] = med
+            print(
+                f"   {lib:9s} {rows:>9,} rows: {med * 1000:7.1f} ms "
+                f"(import+open {last['import_open_s'] * 1000:.0f} ms, "
+                f"map {last['map_s'] * 1000:.1f} ms)"
+            )
+
+    print("\n2. cold batched map of a cheap function (1M rows), median rows/s")
+    for lib in libs:
+        path = paths[(lib, 1_000_000)]
+        med, _ = median_of(args.repeat, "rows_per_s", "cold", lib, path, env=env)
+        results[f"cold/{lib}"] = med
+        print(f"   {lib:9s}: {med / 1e6:6.2f} M rows/s")
+
+    print(f"\n3. expensive per-row function on {args.nproc_rows:,} rows: num_proc 1 vs 2, median s")
+    for lib in libs:
+        path = paths[(lib, 1_000_000)]
+        t = {}
+        for nproc in ("1", "2"):
+            e = {**env, "NPROC": nproc}
+            t[nproc], _ = median_of(args.repeat, "s", "nproc", lib, path, args.nproc_rows, env=e)
+        results[f"nproc/{lib}"] = t
+        speedup = t["1"] / t["2"]
+        print(f"   {lib:9s}: 1 proc {t['1']:.2f} s, 2 procs {t['2']:.2f} s, speedup {speedup:.2f}x")
+
+    if args.big:
+        print("\n4. peak RSS while mapping a ~2 GB dataset (cheap batched function)")
+        big = run_child("make", "arrowmix", args.dir, "3500000,100")["arrowmix"]
+        clear_cache_files(big)
+        size = sum(os.path.getsize(os.path.join(big, f)) for f in os.listdir(big))
+        r = run_child("rss", "arrowmix", big, env=env)
+        results["rss/arrowmix"] = r
+        print(
+            f"   arrowmix: {size / 2**30:.2f} GiB input, peak RSS {r['peak_rss_mb']:.0f} MB "
+            f"(getrusage; VmHWM {r['vm_hwm_mb']:.0f} MB)"
+        )
+
+    print("\n" + json.dumps(results, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
