@@ -72,6 +72,14 @@ def test_index_links_every_page() -> None:
     assert pages <= targets, f"docs/index.md does not link {sorted(pages - targets)}"
 
 
+def test_pytest_runs_the_doc_examples() -> None:
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    options = config["tool"]["pytest"]["ini_options"]
+    assert "docs" in options["testpaths"]
+    assert "--doctest-glob=*.md" in options["addopts"]
+
+
 # ---- links ----------------------------------------------------------------------------------
 
 
