@@ -215,9 +215,10 @@ class Dataset:
 
     @property
     def cache_files(self) -> list[str]:
-        """Every file backing the dataset: chunk files, cache files and its indices file."""
+        """Every file the dataset uses: chunks, cache files (map/filter results) and indices."""
         extra = [self._s.indices_file] if self._s.indices_file else []
-        return [*self._s.files, *extra]
+        paths = [*self._s.files, *extra, *(h.path for h in self._s.holds)]
+        return list(dict.fromkeys(paths))
 
     @property
     def cache_dir(self) -> str:
