@@ -1,0 +1,226 @@
+"""Remote storage against a real S3-compatible server (moto, started once per session)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+
+import pyarrow as pa
+import pytest
+
+import arrowmix as am
+from arrowmix._dataset import indices
+from arrowmix.exceptions import ChunkFileError
+
+pytestmark = pytest.mark.integration
+
+BIG_TEXT = "s" * 1000  # ~1 KB per row: 600 rows make a chunk larger than the sampled summary
+
+
+def rows(n: int, start: int = 0):
+    for i in range(start, start + n):
+        yield {"id": i, "text": f"row {i} " + "x" * (i % 5)}
+
+
+def names(fs, url: str) -> list[str]:
+    return sorted(p.rsplit("/", 1)[-1] for p in fs.find(url))
+
+
+def remote_copies() -> list[str]:
+    root = os.path.join(os.environ["ARROWMIX_CACHE"], "remote")
+    return sorted(os.listdir(root)) if os.path.isdir(root) else []
+
+
+def test_write_chunks_leaves_only_complete_chunk_objects(
+    s3_url, s3_storage_options, s3_other_client
+):
+    paths = am.write_chunks(rows(25), s3_url, rows_per_chunk=10, storage_options=s3_storage_options)
+    assert paths == [f"{s3_url}/chunk-{i:05d}.arrow" for i in range(3)]
+    assert names(s3_other_client, s3_url) == [
+        "chunk-00000.arrow",
+        "chunk-00001.arrow",
+        "chunk-00002.arrow",
+    ]
+    ds = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)
+    assert ds["id"] == list(range(25))
+    assert ds.cache_files == paths
+
+
+def test_failure_mid_stream_leaves_only_complete_chunks(
+    s3_url, s3_storage_options, s3_other_client
+):
+    def gen():
+        yield from rows(25)
+        raise RuntimeError("source broke")
+
+    with pytest.raises(RuntimeError, match="source broke"):
+        am.write_chunks(gen(), s3_url, rows_per_chunk=10, storage_options=s3_storage_options)
+    assert names(s3_other_client, s3_url) == ["chunk-00000.arrow", "chunk-00001.arrow"]
+    ds = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)
+    assert ds["id"] == list(range(20))
+
+
+def test_existing_chunks_are_not_mixed_with_new_ones(s3_url, s3_storage_options):
+    am.write_chunks(rows(5), s3_url, storage_options=s3_storage_options)
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        am.write_chunks(rows(5), s3_url, storage_options=s3_storage_options)
+    am.write_chunks(rows(3, 100), s3_url, storage_options=s3_storage_options, overwrite=True)
+    assert am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)["id"] == [
+        100,
+        101,
+        102,
+    ]
+
+
+def test_read_through_local_copy_is_memory_mapped_and_reused(s3_url, s3_storage_options):
+    am.write_chunks(
+        pa.table({"text": [BIG_TEXT] * 4000}), s3_url, rows_per_chunk=2000,
+        storage_options=s3_storage_options,
+    )  # fmt: skip
+    before = pa.total_allocated_bytes()
+    ds = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)
+    assert len(ds) == 4000 and ds[3999]["text"] == BIG_TEXT
+    assert pa.total_allocated_bytes() - before < 500_000  # ~4 MB of data, mapped not read
+    copies = remote_copies()
+    assert sorted(c.split("-", 1)[1] for c in copies) == ["chunk-00000.arrow", "chunk-00001.arrow"]
+    stamps = [os.stat(os.path.join(os.environ["ARROWMIX_CACHE"], "remote", c)).st_mtime_ns
+              for c in copies]  # fmt: skip
+    again = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)
+    assert again.fingerprint == ds.fingerprint
+    assert remote_copies() == copies  # reused, not downloaded again
+    assert [os.stat(os.path.join(os.environ["ARROWMIX_CACHE"], "remote", c)).st_mtime_ns
+            for c in copies] == stamps  # fmt: skip
+
+
+def test_glob_urls_and_lists(s3_url, s3_storage_options):
+    paths = am.write_chunks(rows(9), s3_url, rows_per_chunk=3, storage_options=s3_storage_options)
+    ds = am.Dataset.from_chunks(
+        f"{s3_url}/chunk-0000[02].arrow", storage_options=s3_storage_options
+    )
+    assert ds["id"] == [0, 1, 2, 6, 7, 8]
+    assert am.Dataset.from_chunks(f"{s3_url}/*.arrow", storage_options=s3_storage_options)[
+        "id"
+    ] == list(range(9))
+    listed = am.Dataset.from_chunks([paths[2], paths[0]], storage_options=s3_storage_options)
+    assert listed["id"] == [6, 7, 8, 0, 1, 2]
+
+
+def test_fingerprint_is_content_addressed_not_path_based(tmp_path, s3_url, s3_storage_options):
+    # Chunks over 256 KiB take the sampled summary path locally: remote must agree with it.
+    table = pa.table({"id": list(range(1200)), "text": [BIG_TEXT] * 1200})
+    am.write_chunks(table, s3_url, rows_per_chunk=600, storage_options=s3_storage_options)
+    am.write_chunks(table, tmp_path / "local", rows_per_chunk=600)
+    remote = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)
+    local = am.Dataset.from_chunks(str(tmp_path / "local"))
+    assert remote.fingerprint == local.fingerprint
+    assert remote.shuffle(seed=3).fingerprint == local.shuffle(seed=3).fingerprint
+    other = am.Dataset.from_chunks(str(tmp_path / "local" / "chunk-00000.arrow"))
+    assert other.fingerprint != local.fingerprint
+
+
+def test_changed_remote_object_is_fetched_again(s3_url, s3_storage_options, s3_other_client):
+    am.write_chunks(rows(4), s3_url, storage_options=s3_storage_options)
+    first = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)
+    assert first["id"] == [0, 1, 2, 3]
+    # Another writer replaces the object with one of the same size (only the ETag differs) and
+    # adds a chunk; our s3fs instance has both in its listing cache from the read above.
+    key = f"{s3_url}/chunk-00000.arrow"
+    data = s3_other_client.cat_file(key)
+    changed = pa.table({"id": [9, 8, 7, 6], "text": first["text"]})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, changed.schema) as w:
+        w.write_table(changed)
+    new_data = sink.getvalue().to_pybytes()
+    assert len(new_data) != len(data) or new_data != data
+    s3_other_client.pipe_file(key, new_data)
+    s3_other_client.pipe_file(f"{s3_url}/chunk-00001.arrow", new_data)
+    second = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)
+    assert second["id"] == [9, 8, 7, 6, 9, 8, 7, 6]
+    assert second.fingerprint != first.fingerprint
+    assert first["id"] == [0, 1, 2, 3]  # the old copy stays valid for readers that hold it
+
+
+def test_same_size_rewrite_is_detected_by_etag(s3_url, s3_storage_options, s3_other_client):
+    am.write_chunks([{"v": "aaaa"}], s3_url, storage_options=s3_storage_options)
+    assert am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)["v"] == ["aaaa"]
+    local = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options).fingerprint
+    tmp = f"{s3_url}-b"
+    am.write_chunks([{"v": "bbbb"}], tmp, storage_options=s3_storage_options)
+    s3_other_client.copy(f"{tmp}/chunk-00000.arrow", f"{s3_url}/chunk-00000.arrow")
+    ds = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)
+    assert ds["v"] == ["bbbb"]
+    assert ds.fingerprint != local
+
+
+def test_missing_bucket_and_prefix_errors_name_the_url(s3_url, s3_storage_options):
+    for url in ("s3://arrowmix-no-such-bucket/corpus", f"{s3_url}/nothing-here"):
+        with pytest.raises(ChunkFileError, match=url):
+            am.Dataset.from_chunks(url, storage_options=s3_storage_options)
+    with pytest.raises(ChunkFileError, match="nothing-here"):
+        am.Dataset.from_chunks(f"{s3_url}/nothing-here/*.arrow", storage_options=s3_storage_options)
+    with pytest.raises(FileNotFoundError, match="arrowmix-no-such-bucket"):
+        am.Dataset.from_text(
+            "s3://arrowmix-no-such-bucket/a.txt", storage_options=s3_storage_options
+        )
+
+
+def test_truncated_remote_chunk_error_names_the_url(s3_url, s3_storage_options, s3_other_client):
+    (path,) = am.write_chunks(rows(50), s3_url, storage_options=s3_storage_options)
+    data = s3_other_client.cat_file(path)
+    s3_other_client.pipe_file(path, data[: len(data) // 2])
+    with pytest.raises(ChunkFileError, match=path):
+        am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)
+
+
+def test_from_text_and_json_ingest_s3_objects(s3_url, s3_storage_options, s3_other_client):
+    s3_other_client.pipe_file(f"{s3_url}/in/a.txt", b"alpha\nbeta\n")
+    s3_other_client.pipe_file(f"{s3_url}/in/b.txt.gz", gzip.compress(b"gamma\r\ndelta"))
+    text = am.Dataset.from_text(f"{s3_url}/in/*", storage_options=s3_storage_options)
+    assert text["text"] == ["alpha", "beta", "gamma", "delta"]
+    assert text.cache_files[0].startswith(os.environ["ARROWMIX_CACHE"])  # ingested locally
+    s3_other_client.pipe_file(f"{s3_url}/in/c.txt", b"epsilon")  # a file added by another host
+    more = am.Dataset.from_text(f"{s3_url}/in/*", storage_options=s3_storage_options)
+    assert more["text"] == ["alpha", "beta", "gamma", "delta", "epsilon"]
+    lines = b"".join(json.dumps({"id": i, "tag": "t"}).encode() + b"\n" for i in range(5))
+    s3_other_client.pipe_file(f"{s3_url}/j/data.jsonl", lines)
+    js = am.Dataset.from_json(f"{s3_url}/j/data.jsonl", storage_options=s3_storage_options)
+    assert js["id"] == list(range(5))
+    again = am.Dataset.from_json(f"{s3_url}/j/data.jsonl", storage_options=s3_storage_options)
+    assert again.fingerprint == js.fingerprint and again.cache_files == js.cache_files
+
+
+def test_views_over_remote_data_write_to_the_local_cache_root(
+    tmp_path, monkeypatch, s3_url, s3_storage_options, s3_other_client
+):
+    monkeypatch.setattr(indices, "INDICES_FILE_MIN_ROWS", 10)  # back views by indices files
+    am.write_chunks(rows(30), s3_url, rows_per_chunk=8, storage_options=s3_storage_options)
+    am.write_chunks(rows(30), tmp_path / "local", rows_per_chunk=8)
+    ds = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)
+    local = am.Dataset.from_chunks(str(tmp_path / "local"))
+    root = os.environ["ARROWMIX_CACHE"]
+    assert ds.cache_dir == root  # the corpus directory is remote: derived files stay local
+    shuffled = ds.shuffle(seed=7)
+    assert shuffled["id"] == local.shuffle(seed=7)["id"]
+    assert sorted(shuffled["id"]) == list(range(30))
+    picked = shuffled.select([0, 5, 29])
+    assert picked["id"] == [shuffled[0]["id"], shuffled[5]["id"], shuffled[29]["id"]]
+    by_text = ds.sort("text", reverse=True)
+    assert by_text["text"] == sorted(local["text"], reverse=True)
+    flat = shuffled.flatten_indices()
+    assert flat["id"] == shuffled["id"]
+    (cache_file,) = flat.cache_files
+    assert os.path.dirname(cache_file) == root
+    assert os.path.dirname(shuffled.cache_files[-1]) == root  # its indices-<fp>.arrow
+    assert os.path.basename(shuffled.cache_files[-1]).startswith("indices-")
+    # Nothing derived is written next to the remote chunks.
+    assert names(s3_other_client, s3_url) == [f"chunk-{i:05d}.arrow" for i in range(4)]
+
+
+def test_writing_to_a_missing_bucket_names_it_and_creates_nothing(
+    s3_storage_options, s3_other_client
+):
+    url = "s3://arrowmix-typo-bucket/corpus"
+    with pytest.raises(FileNotFoundError, match="arrowmix-typo-bucket"):
+        am.write_chunks(rows(3), url, storage_options=s3_storage_options)
+    assert not s3_other_client.exists("arrowmix-typo-bucket")
