@@ -224,3 +224,21 @@ def test_writing_to_a_missing_bucket_names_it_and_creates_nothing(
     with pytest.raises(FileNotFoundError, match="arrowmix-typo-bucket"):
         am.write_chunks(rows(3), url, storage_options=s3_storage_options)
     assert not s3_other_client.exists("arrowmix-typo-bucket")
+
+
+@pytest.mark.xfail(
+    reason="cleanup_cache_files cleans the shared cache root of remote data", raises=AssertionError
+)
+def test_cleanup_of_one_remote_dataset_spares_another_datasets_files(
+    monkeypatch, s3_url, s3_storage_options
+):
+    monkeypatch.setattr(indices, "INDICES_FILE_MIN_ROWS", 10)
+    am.write_chunks(rows(30), f"{s3_url}/a", storage_options=s3_storage_options)
+    am.write_chunks(rows(40), f"{s3_url}/b", storage_options=s3_storage_options)
+    a = am.Dataset.from_chunks(f"{s3_url}/a", storage_options=s3_storage_options)
+    b = am.Dataset.from_chunks(f"{s3_url}/b", storage_options=s3_storage_options).shuffle(seed=1)
+    other = b.cache_files[-1]
+    assert os.path.basename(other).startswith("indices-")
+    del b
+    a.cleanup_cache_files()
+    assert os.path.exists(other)
