@@ -7,6 +7,7 @@ import json
 import os
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import arrowmix as am
@@ -30,6 +31,11 @@ def names(fs, url: str) -> list[str]:
 def remote_copies() -> list[str]:
     root = os.path.join(os.environ["ARROWMIX_CACHE"], "remote")
     return sorted(os.listdir(root)) if os.path.isdir(root) else []
+
+
+def copy_stamps() -> list[int]:
+    root = os.path.join(os.environ["ARROWMIX_CACHE"], "remote")
+    return [os.stat(os.path.join(root, name)).st_mtime_ns for name in remote_copies()]
 
 
 def test_write_chunks_leaves_only_complete_chunk_objects(
@@ -74,23 +80,19 @@ def test_existing_chunks_are_not_mixed_with_new_ones(s3_url, s3_storage_options)
 
 
 def test_read_through_local_copy_is_memory_mapped_and_reused(s3_url, s3_storage_options):
-    am.write_chunks(
-        pa.table({"text": [BIG_TEXT] * 4000}), s3_url, rows_per_chunk=2000,
-        storage_options=s3_storage_options,
-    )  # fmt: skip
+    table = pa.table({"text": [BIG_TEXT] * 4000})
+    am.write_chunks(table, s3_url, rows_per_chunk=2000, storage_options=s3_storage_options)
     before = pa.total_allocated_bytes()
     ds = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)
     assert len(ds) == 4000 and ds[3999]["text"] == BIG_TEXT
     assert pa.total_allocated_bytes() - before < 500_000  # ~4 MB of data, mapped not read
     copies = remote_copies()
     assert sorted(c.split("-", 1)[1] for c in copies) == ["chunk-00000.arrow", "chunk-00001.arrow"]
-    stamps = [os.stat(os.path.join(os.environ["ARROWMIX_CACHE"], "remote", c)).st_mtime_ns
-              for c in copies]  # fmt: skip
+    stamps = copy_stamps()
     again = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)
     assert again.fingerprint == ds.fingerprint
     assert remote_copies() == copies  # reused, not downloaded again
-    assert [os.stat(os.path.join(os.environ["ARROWMIX_CACHE"], "remote", c)).st_mtime_ns
-            for c in copies] == stamps  # fmt: skip
+    assert copy_stamps() == stamps
 
 
 def test_glob_urls_and_lists(s3_url, s3_storage_options):
@@ -104,6 +106,7 @@ def test_glob_urls_and_lists(s3_url, s3_storage_options):
     ] == list(range(9))
     listed = am.Dataset.from_chunks([paths[2], paths[0]], storage_options=s3_storage_options)
     assert listed["id"] == [6, 7, 8, 0, 1, 2]
+    assert am.Dataset.from_file(paths[1], storage_options=s3_storage_options)["id"] == [3, 4, 5]
 
 
 def test_fingerprint_is_content_addressed_not_path_based(tmp_path, s3_url, s3_storage_options):
@@ -119,38 +122,44 @@ def test_fingerprint_is_content_addressed_not_path_based(tmp_path, s3_url, s3_st
     assert other.fingerprint != local.fingerprint
 
 
-def test_changed_remote_object_is_fetched_again(s3_url, s3_storage_options, s3_other_client):
-    am.write_chunks(rows(4), s3_url, storage_options=s3_storage_options)
-    first = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)
-    assert first["id"] == [0, 1, 2, 3]
-    # Another writer replaces the object with one of the same size (only the ETag differs) and
-    # adds a chunk; our s3fs instance has both in its listing cache from the read above.
-    key = f"{s3_url}/chunk-00000.arrow"
-    data = s3_other_client.cat_file(key)
-    changed = pa.table({"id": [9, 8, 7, 6], "text": first["text"]})
+def ipc_bytes(table: pa.Table) -> bytes:
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, changed.schema) as w:
-        w.write_table(changed)
-    new_data = sink.getvalue().to_pybytes()
-    assert len(new_data) != len(data) or new_data != data
+    with pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def test_changed_remote_object_is_fetched_again(s3_url, s3_storage_options, s3_other_client):
+    am.write_chunks(pa.table({"v": ["aaaa", "bbbb"]}), s3_url, storage_options=s3_storage_options)
+    first = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)
+    assert first["v"] == ["aaaa", "bbbb"]
+    # Another host replaces the object with one of the same size (only its ETag tells them
+    # apart) and adds a chunk, while our s3fs instance caches the listing of the read above.
+    key = f"{s3_url}/chunk-00000.arrow"
+    new_data = ipc_bytes(pa.table({"v": ["cccc", "dddd"]}))
+    assert len(new_data) == s3_other_client.size(key)
     s3_other_client.pipe_file(key, new_data)
-    s3_other_client.pipe_file(f"{s3_url}/chunk-00001.arrow", new_data)
+    s3_other_client.pipe_file(f"{s3_url}/chunk-00001.arrow", ipc_bytes(pa.table({"v": ["e"]})))
     second = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)
-    assert second["id"] == [9, 8, 7, 6, 9, 8, 7, 6]
+    assert second["v"] == ["cccc", "dddd", "e"]
     assert second.fingerprint != first.fingerprint
-    assert first["id"] == [0, 1, 2, 3]  # the old copy stays valid for readers that hold it
+    assert first["v"] == ["aaaa", "bbbb"]  # the old copy stays valid for readers that map it
+    assert len(remote_copies()) == 3
 
 
-def test_same_size_rewrite_is_detected_by_etag(s3_url, s3_storage_options, s3_other_client):
+def test_server_side_copy_over_a_chunk_is_seen(s3_url, s3_storage_options, s3_other_client):
     am.write_chunks([{"v": "aaaa"}], s3_url, storage_options=s3_storage_options)
-    assert am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)["v"] == ["aaaa"]
-    local = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options).fingerprint
-    tmp = f"{s3_url}-b"
-    am.write_chunks([{"v": "bbbb"}], tmp, storage_options=s3_storage_options)
-    s3_other_client.copy(f"{tmp}/chunk-00000.arrow", f"{s3_url}/chunk-00000.arrow")
-    ds = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)
-    assert ds["v"] == ["bbbb"]
-    assert ds.fingerprint != local
+    before = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)
+    other = f"{s3_url}-b"
+    am.write_chunks([{"v": "bbbb"}], other, storage_options=s3_storage_options)
+    s3_other_client.copy(f"{other}/chunk-00000.arrow", f"{s3_url}/chunk-00000.arrow")
+    after = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)
+    assert (before["v"], after["v"]) == (["aaaa"], ["bbbb"])
+    assert after.fingerprint != before.fingerprint
+    assert (
+        after.fingerprint
+        == am.Dataset.from_chunks(other, storage_options=s3_storage_options).fingerprint
+    )
 
 
 def test_missing_bucket_and_prefix_errors_name_the_url(s3_url, s3_storage_options):
@@ -188,6 +197,18 @@ def test_from_text_and_json_ingest_s3_objects(s3_url, s3_storage_options, s3_oth
     assert js["id"] == list(range(5))
     again = am.Dataset.from_json(f"{s3_url}/j/data.jsonl", storage_options=s3_storage_options)
     assert again.fingerprint == js.fingerprint and again.cache_files == js.cache_files
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table({"n": [1.5, 2.5]}), sink)
+    s3_other_client.pipe_file(f"{s3_url}/p/data.parquet", sink.getvalue().to_pybytes())
+    pqds = am.Dataset.from_parquet(f"{s3_url}/p/data.parquet", storage_options=s3_storage_options)
+    assert pqds["n"] == [1.5, 2.5]
+
+
+def test_stream_over_remote_chunks(s3_url, s3_storage_options):
+    am.write_chunks(rows(20), s3_url, rows_per_chunk=6, storage_options=s3_storage_options)
+    ds = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)
+    with ds.to_stream(shuffle="chunks", seed=5, infinite=False) as stream:
+        assert sorted(r["id"] for r in stream) == list(range(20))
 
 
 def test_views_over_remote_data_write_to_the_local_cache_root(
