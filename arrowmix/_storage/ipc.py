@@ -1,7 +1,8 @@
 """Arrow IPC *file* format: write atomically, open memory-mapped, summarise cheaply.
 
 Local files are opened with :func:`pyarrow.memory_map`, so opening costs the footer only, not
-the data (O(1) in the file size). Other URLs go through fsspec and are read into memory.
+the data (O(1) in the file size). Other URLs go through fsspec: each file is copied once into
+``$ARROWMIX_CACHE/remote/`` (keyed by URL and object version) and that copy is memory-mapped.
 Metadata that arrowmix records (kind, fingerprint, version...) lives under one JSON value in the
 schema metadata key ``arrowmix``.
 """
