@@ -16,7 +16,7 @@ from arrowmix.exceptions import ChunkFileError
 
 pytestmark = pytest.mark.integration
 
-BIG_TEXT = "s" * 1000  # ~1 KB per row: 600 rows make a chunk larger than the sampled summary
+BIG_TEXT = "s" * 1000  # ~1 KB per row: 300 rows make a chunk larger than the sampled summary
 
 
 def rows(n: int, start: int = 0):
@@ -80,12 +80,12 @@ def test_existing_chunks_are_not_mixed_with_new_ones(s3_url, s3_storage_options)
 
 
 def test_read_through_local_copy_is_memory_mapped_and_reused(s3_url, s3_storage_options):
-    table = pa.table({"text": [BIG_TEXT] * 4000})
-    am.write_chunks(table, s3_url, rows_per_chunk=2000, storage_options=s3_storage_options)
+    table = pa.table({"text": [BIG_TEXT] * 3000})
+    am.write_chunks(table, s3_url, rows_per_chunk=1500, storage_options=s3_storage_options)
     before = pa.total_allocated_bytes()
     ds = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)
-    assert len(ds) == 4000 and ds[3999]["text"] == BIG_TEXT
-    assert pa.total_allocated_bytes() - before < 500_000  # ~4 MB of data, mapped not read
+    assert len(ds) == 3000 and ds[2999]["text"] == BIG_TEXT
+    assert pa.total_allocated_bytes() - before < 500_000  # ~3 MB of data, mapped not read
     copies = remote_copies()
     assert sorted(c.split("-", 1)[1] for c in copies) == ["chunk-00000.arrow", "chunk-00001.arrow"]
     stamps = copy_stamps()
@@ -111,9 +111,9 @@ def test_glob_urls_and_lists(s3_url, s3_storage_options):
 
 def test_fingerprint_is_content_addressed_not_path_based(tmp_path, s3_url, s3_storage_options):
     # Chunks over 256 KiB take the sampled summary path locally: remote must agree with it.
-    table = pa.table({"id": list(range(1200)), "text": [BIG_TEXT] * 1200})
-    am.write_chunks(table, s3_url, rows_per_chunk=600, storage_options=s3_storage_options)
-    am.write_chunks(table, tmp_path / "local", rows_per_chunk=600)
+    table = pa.table({"id": list(range(600)), "text": [BIG_TEXT] * 600})
+    am.write_chunks(table, s3_url, rows_per_chunk=300, storage_options=s3_storage_options)
+    am.write_chunks(table, tmp_path / "local", rows_per_chunk=300)
     remote = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)
     local = am.Dataset.from_chunks(str(tmp_path / "local"))
     assert remote.fingerprint == local.fingerprint
