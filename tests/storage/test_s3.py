@@ -247,9 +247,6 @@ def test_writing_to_a_missing_bucket_names_it_and_creates_nothing(
     assert not s3_other_client.exists("arrowmix-typo-bucket")
 
 
-@pytest.mark.xfail(
-    reason="cleanup_cache_files cleans the shared cache root of remote data", raises=AssertionError
-)
 def test_cleanup_of_one_remote_dataset_spares_another_datasets_files(
     monkeypatch, s3_url, s3_storage_options
 ):
