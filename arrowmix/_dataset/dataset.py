@@ -215,9 +215,10 @@ class Dataset:
 
     @property
     def cache_files(self) -> list[str]:
-        """Every file backing the dataset: chunk files, cache files and its indices file."""
+        """Every file the dataset uses: chunks, cache files (map/filter results) and indices."""
         extra = [self._s.indices_file] if self._s.indices_file else []
-        return [*self._s.files, *extra]
+        paths = [*self._s.files, *extra, *(h.path for h in self._s.holds)]
+        return list(dict.fromkeys(paths))
 
     @property
     def cache_dir(self) -> str:
@@ -521,7 +522,17 @@ class Dataset:
         )
 
     def cleanup_cache_files(self) -> int:
-        """Remove cache files of this dataset's directory that it does not use; return the count."""
+        """Remove the cache files of this dataset's directory that it does not use.
+
+        Returns how many files were removed. Files in use by any open dataset, or being
+        written, stay. A dataset none of whose files lives in its cache directory (in-memory
+        or remote data, whose directory is the shared cache root) removes nothing, as in HF
+        ``datasets``: other datasets' results live there too.
+        """
         from arrowmix._cache.cleanup import remove_unused
 
-        return remove_unused(self.cache_dir, keep={os.path.abspath(f) for f in self.cache_files})
+        cache_dir = os.path.abspath(self.cache_dir)
+        mine = {os.path.abspath(f) for f in self.cache_files if "://" not in f}
+        if not any(os.path.dirname(f) == cache_dir for f in mine):
+            return 0
+        return remove_unused(cache_dir, keep=mine)

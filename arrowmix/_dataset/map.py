@@ -83,8 +83,12 @@ def _map_result(job: Job, tables: list[pa.Table], segments: list[Segment]) -> Da
     return Dataset(state)
 
 
-def _filter_result(job: Job, tables: list[pa.Table]) -> Dataset:
-    """The parent viewed through the kept positions, composed into its indices mapping."""
+def _filter_result(job: Job, tables: list[pa.Table], segment_paths: list[str]) -> Dataset:
+    """The parent viewed through the kept positions, composed into its indices mapping.
+
+    The result holds its segments (the kept positions) as well as its indices file, so a
+    cleanup never removes the cache of a filter whose result is in use.
+    """
     ds, s = job.ds, job.ds._s
     parts = [t.column("indices").to_numpy() for t in tables]
     sel = IndexMap.from_array(np.concatenate(parts) if parts else np.empty(0, dtype=np.int64))
@@ -97,7 +101,7 @@ def _filter_result(job: Job, tables: list[pa.Table]) -> Dataset:
             mapping, job.fingerprint, ds.cache_dir, ds.fingerprint, transform
         )
     holds = tuple(h for h in s.holds if h.path != s.indices_file)
-    holds += hold_cache_files([path] if path else [])
+    holds += hold_cache_files([*segment_paths, *([path] if path else [])])
     state = replace(s, fingerprint=job.fingerprint, indices=result, indices_file=path, holds=holds)
     return Dataset(state)
 
@@ -183,7 +187,7 @@ def _run(
     job = Job(kind, ds, call, fp, zero_copy_ok=ix is None or ix.is_range, record=record)
     tables = materialise(job, segments, load=load, num_proc=num_proc, desc=desc)
     if kind == "filter":
-        return _filter_result(job, tables)
+        return _filter_result(job, tables, [seg.path for seg in segments])
     return _map_result(job, tables, segments)
 
 

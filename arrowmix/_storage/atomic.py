@@ -5,6 +5,10 @@ target, is flushed and fsynced, and only then renamed over the final name. Any e
 ``KeyboardInterrupt`` included, removes the temporary file. A process killed with ``kill -9``
 can leave a ``tmp-*.partial`` file behind; it never has a final name, and the cache cleanup
 removes it once its writer is gone.
+
+fsspec URLs (object stores) follow the same scheme with a temporary *key* and a server-side
+copy to the final key (see :func:`_atomic_remote`); a ``tmp-*`` key left by a killed writer is
+never listed as a chunk, but nothing removes it remotely.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from arrowmix._storage.fs import is_local, local_path, url_to_fs
+from arrowmix._storage.fs import ensure_parent, is_local, local_path, url_to_fs
 
 __all__ = ["TMP_PREFIX", "TMP_SUFFIX", "atomic_sink", "tmp_name"]
 
@@ -79,18 +83,26 @@ def _fsync_dir(directory: str) -> None:
 
 @contextlib.contextmanager
 def _atomic_remote(url: str, storage_options: Mapping[str, Any] | None) -> Iterator[pa.NativeFile]:
+    """Upload to a temporary key beside ``url``, then server-side copy it to the final key.
+
+    Object stores have no rename: the final key is written by one copy (atomic per object on
+    S3/GCS: readers see the old object, nothing, or the whole new one), then the temporary key
+    is deleted. ``cp_file``/``rm_file`` rather than ``mv``: ``mv`` probes both keys as
+    directories first (two listings per file) and would copy *into* a "directory" if a key
+    below the final name existed.
+    """
     fs, path = url_to_fs(url, storage_options)
     parent, name = path.rsplit("/", 1) if "/" in path else ("", path)
     tmp = f"{parent}/{tmp_name(name)}" if parent else tmp_name(name)
-    if parent:
-        fs.makedirs(parent, exist_ok=True)
+    ensure_parent(fs, parent, url)
     try:
         with fs.open(tmp, "wb") as f:
             sink = pa.PythonFile(f, mode="w")
             yield sink
             sink.flush()
-        fs.mv(tmp, path)
+        fs.cp_file(tmp, path)
     except BaseException:
         with contextlib.suppress(Exception):
-            fs.rm(tmp)
+            fs.rm_file(tmp)
         raise
+    fs.rm_file(tmp)  # the final object is complete even if this fails (a tmp- key remains)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from arrowmix._storage.fs import is_local, join, local_path, url_to_fs
+from arrowmix._storage.fs import ensure_parent, is_local, join, local_path, url_to_fs
 from arrowmix._storage.ipc import write_file
 from arrowmix.exceptions import ChunkFileError
 
@@ -159,7 +159,7 @@ def _prepare_dir(out_dir: str, overwrite: bool, storage_options: Mapping[str, An
             os.unlink(path)
     else:
         fs, p = url_to_fs(out_dir, storage_options)
-        fs.makedirs(p, exist_ok=True)
+        ensure_parent(fs, p, out_dir)
         for path in existing:
             fs.rm(url_to_fs(path, storage_options)[1])
 

@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["is_local", "join", "local_path", "url_to_fs"]
+__all__ = ["ensure_parent", "is_local", "join", "local_path", "url_to_fs"]
 
 
 def is_local(path: str) -> bool:
@@ -27,7 +27,13 @@ def join(base: str, name: str) -> str:
 
 
 def url_to_fs(url: str, storage_options: Mapping[str, Any] | None = None) -> tuple[Any, str]:
-    """Return ``(filesystem, path)`` for an fsspec URL, with an install hint on failure."""
+    """Return ``(filesystem, path)`` for an fsspec URL, with an install hint on failure.
+
+    fsspec reuses one filesystem instance per set of options, and object-store filesystems
+    (s3fs, gcsfs...) keep a listing cache in it that never sees another process's writes. The
+    listings of ``path`` and of its parents are dropped here, so what follows (``ls``, ``glob``,
+    ``info``, ``exists``) asks the store again instead of answering from a stale listing.
+    """
     import fsspec
 
     try:
@@ -38,4 +44,29 @@ def url_to_fs(url: str, storage_options: Mapping[str, Any] | None = None) -> tup
             f"Reading {scheme}:// URLs needs an fsspec backend for {scheme!r}: {exc}. "
             f"For S3: pip install 'arrowmix[s3]'."
         ) from exc
+    fs.invalidate_cache(path)
     return fs, path
+
+
+def ensure_parent(fs: Any, directory: str, url: str) -> None:
+    """Make ``directory`` ready to receive files, without ever creating a bucket.
+
+    Object stores (filesystems with buckets: s3fs, gcsfs, adlfs) have no directories, and their
+    ``makedirs`` creates a *bucket* when the first path component does not exist: a typo in a
+    bucket name would silently make a new bucket. There we only check that the bucket exists.
+    Other filesystems get their directories created.
+
+    Raises:
+        FileNotFoundError: the bucket of ``url`` does not exist (the message names ``url``).
+    """
+    split = getattr(fs, "split_path", None)
+    if split is None:
+        if directory:
+            fs.makedirs(directory, exist_ok=True)
+        return
+    bucket = split(directory)[0]
+    if not fs.exists(bucket):
+        raise FileNotFoundError(
+            f"Cannot write to {url!r}: the bucket {bucket!r} does not exist (or these "
+            "credentials cannot see it). Create it first; arrowmix never creates buckets."
+        )

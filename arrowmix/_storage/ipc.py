@@ -1,7 +1,8 @@
 """Arrow IPC *file* format: write atomically, open memory-mapped, summarise cheaply.
 
 Local files are opened with :func:`pyarrow.memory_map`, so opening costs the footer only, not
-the data (O(1) in the file size). Other URLs go through fsspec and are read into memory.
+the data (O(1) in the file size). Other URLs go through fsspec: each file is copied once into
+``$ARROWMIX_CACHE/remote/`` (keyed by URL and object version) and that copy is memory-mapped.
 Metadata that arrowmix records (kind, fingerprint, version...) lives under one JSON value in the
 schema metadata key ``arrowmix``.
 """
@@ -34,6 +35,10 @@ __all__ = [
 META_KEY = b"arrowmix"
 _MAGIC = b"ARROW1"
 _SAMPLE = 64 * 1024
+#: Info keys that identify one version of a remote object (S3, GCS, Azure, memory, HTTP...).
+_VERSION_KEYS = (
+    "size", "ETag", "etag", "VersionId", "generation", "mtime", "LastModified", "created",
+)  # fmt: skip
 
 
 def with_meta(schema: pa.Schema, meta: Mapping[str, Any] | None) -> pa.Schema:
@@ -106,17 +111,21 @@ def _read_through(url: str, storage_options: Mapping[str, Any] | None) -> str:
     """A local copy of a remote file, keyed by URL and the remote's size and version tag.
 
     The copy is downloaded once (atomically) and reused while the remote object is unchanged,
-    so remote chunks are memory-mapped like local ones.
+    so remote chunks are memory-mapped like local ones. The version tag comes from the metadata
+    the opened file itself holds when it has some (s3fs: a fresh HEAD, and every ranged read is
+    made with ``If-Match`` on that ETag), so the key always describes the bytes downloaded.
     """
-    fs, p = url_to_fs(url, storage_options)
-    info = fs.info(p)
-    tag = [info.get(k) for k in ("size", "ETag", "etag", "mtime", "LastModified", "created")]
-    key = xxhash.xxh3_64_hexdigest(json.dumps([fs.unstrip_protocol(p), tag], default=str).encode())
-    local = os.path.join(remote_copy_dir(), f"{key}-{os.path.basename(p)}")
-    if not os.path.exists(local):
-        with atomic_sink(local) as sink, fs.open(p, "rb") as src:
-            while block := src.read(8 * 2**20):
-                sink.write(block)
+    fs, p = url_to_fs(url, storage_options)  # drops stale listings: info is asked afresh
+    with fs.open(p, "rb") as src:
+        info = getattr(src, "details", None) or fs.info(p)
+        tag = [info.get(k) for k in _VERSION_KEYS]
+        ident = json.dumps([fs.unstrip_protocol(p), tag], default=str)
+        key = xxhash.xxh3_64_hexdigest(ident.encode())
+        local = os.path.join(remote_copy_dir(), f"{key}-{os.path.basename(p)}")
+        if not os.path.exists(local):
+            with atomic_sink(local) as sink:
+                while block := src.read(8 * 2**20):
+                    sink.write(block)
     return local
 
 
@@ -125,14 +134,12 @@ def content_summary(path: str, storage_options: Mapping[str, Any] | None = None)
 
     The footer holds the schema (with the content hash arrowmix writes into chunk metadata) and
     every record batch's offset and length; the samples catch in-place edits of foreign files.
-    Paths and mtimes never enter, so a moved corpus keeps its identity.
+    Paths and mtimes never enter, so a moved corpus keeps its identity, and a remote file
+    (summarised from its local read-through copy) has the same summary as a local copy of it.
     """
     try:
-        if is_local(path):
-            return _summary_local(local_path(path))
-        fs, p = url_to_fs(path, storage_options)
-        data = fs.cat_file(p)
-        return _summary_bytes(data)
+        local = local_path(path) if is_local(path) else _read_through(path, storage_options)
+        return _summary_local(local)
     except FileNotFoundError as exc:
         raise ChunkFileError(f"Arrow file not found: {path!r}.") from exc
 

@@ -91,3 +91,13 @@ def test_large_filter_uses_an_indices_file(tmp_path):
     kept = big.filter(lambda b: np.asarray(b["n"]) % 2 == 1, batched=True, batch_size=50_000)
     assert len(kept) == 125_000 and kept[:3]["n"] == [1, 3, 5]
     assert any("indices-" in f for f in kept.cache_files)
+
+
+def test_filter_result_holds_its_cache_against_cleanup(tmp_path):
+    from arrowmix._cache.inuse import in_use
+
+    am.write_chunks(({"n": i} for i in range(50)), tmp_path)
+    kept = am.Dataset.from_chunks(str(tmp_path)).filter(lambda r: r["n"] % 2 == 0)
+    (segment,) = tmp_path.glob("cache-*.arrow")
+    assert in_use(str(segment))
+    assert kept.cleanup_cache_files() == 0 and segment.exists()
