@@ -101,6 +101,13 @@ class Dataset:
         return build.from_pylist(rows, schema)
 
     @classmethod
+    def from_list(
+        cls, rows: Sequence[Mapping[str, Any]], schema: pa.Schema | None = None
+    ) -> Dataset:
+        """HF ``datasets``' name for :meth:`from_pylist`."""
+        return cls.from_pylist(rows, schema)
+
+    @classmethod
     def from_arrow(cls, table_or_record_batches: Any) -> Dataset:
         """A dataset over a ``pyarrow.Table``, a record batch or an iterable of record batches."""
         from arrowmix._dataset import build
@@ -340,11 +347,24 @@ class Dataset:
 
         return ops.shuffle(self, seed)
 
-    def sort(self, column: str | Sequence[str], reverse: bool | Sequence[bool] = False) -> Dataset:
-        """A view sorted by ``column`` (stable; nulls last)."""
+    def sort(
+        self,
+        column: str | Sequence[str] | None = None,
+        reverse: bool | Sequence[bool] = False,
+        *,
+        column_names: str | Sequence[str] | None = None,
+    ) -> Dataset:
+        """A view sorted by ``column`` (stable; nulls last); several columns sort in order.
+
+        ``column_names=`` is accepted as HF ``datasets`` spells it.
+        """
         from arrowmix._dataset import ops
 
-        return ops.sort(self, column, reverse)
+        if (column is None) == (column_names is None):
+            raise TypeError("`sort` needs exactly one of `column` or `column_names`.")
+        by = column if column is not None else column_names
+        assert by is not None  # checked above
+        return ops.sort(self, by, reverse)
 
     def shard(self, num_shards: int, index: int, contiguous: bool = True) -> Dataset:
         """The ``index``-th of ``num_shards`` disjoint parts that together cover the dataset."""

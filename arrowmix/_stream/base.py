@@ -230,6 +230,9 @@ class Stream(Generic[T]):
             [c._config_tree() for c in self.children()],
         ]
 
+    def __repr__(self) -> str:
+        return f"<Stream {self.explain()}>"
+
     def explain(self) -> str:
         """One-line description of the pipeline (for error messages)."""
         args = ", ".join(f"{k}={v!r}" for k, v in self.describe().items())

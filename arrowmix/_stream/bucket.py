@@ -149,8 +149,8 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
                 return None
             table = self._rows.take(pos)
             assert isinstance(self.key, str)
-            keys = table.column(self.key).to_numpy(zero_copy_only=False)
-            order = descending(keys.astype(np.float64)).tolist()
+            keys = _numeric_keys(table.column(self.key).to_numpy(zero_copy_only=False), self.key)
+            order = descending(keys).tolist()
             rows = table_to_rows(table)
             bounds = None
             if isinstance(self.boundary_key, str):
@@ -160,7 +160,7 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
         items = self.source._pull(self.read_ahead)
         if not items:
             return None
-        keys = np.fromiter(map(self._key, items), dtype=np.float64, count=len(items))
+        keys = _numeric_keys([self._key(x) for x in items], self.key)
         order = descending(keys).tolist()
         items = [items[i] for i in order]
         if self._boundary is None:
@@ -176,3 +176,19 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
             perm = derive_rng(self._seed.value, window).permutation(len(batches))
             batches = [batches[i] for i in perm]
         return batches
+
+
+def _numeric_keys(values: Any, key: Any) -> np.ndarray:
+    """Sort keys as float64, or a ValueError naming ``key`` and the offending value."""
+    try:
+        keys = np.asarray(values, dtype=np.float64)
+        if keys.ndim == 1:
+            return keys
+        cause: Exception | None = None
+    except (TypeError, ValueError) as exc:
+        cause = exc
+    bad = next((v for v in values if not isinstance(v, (int, float, np.number))), None)
+    raise ValueError(
+        f"`key` {key!r} must give a number per item (a length, a token count), got "
+        f"{bad!r}; to group by a category as well, use `boundary_key`."
+    ) from cause

@@ -157,3 +157,11 @@ def test_caching_switches():
     finally:
         am.enable_caching()
     assert am.is_caching_enabled()
+
+
+def test_hf_spellings():
+    rows = [{"n": 2}, {"n": 1}]
+    ds = am.Dataset.from_list(rows)
+    assert ds.sort(column_names="n")["n"] == [1, 2] == ds.sort("n")["n"]
+    with pytest.raises(TypeError, match="exactly one"):
+        ds.sort()

@@ -109,3 +109,17 @@ def test_shuffle_in_position_mode_still_yields_rows() -> None:
     expected = [r["id"] for r in arrow(30, seed=1).shuffle(8, seed=2)]
     s._use_positions()
     assert [r["id"] for r in s] == expected
+
+
+def test_non_numeric_key_is_named() -> None:
+    import pyarrow as pa
+
+    from arrowmix._stream.row_source import TableRowSource
+    from arrowmix._stream.sources import from_row_source
+
+    src = from_row_source(TableRowSource(pa.table({"lang": ["en", "de"]})), infinite=False)
+    with pytest.raises(ValueError, match=r"`key` 'lang' must give a number.*'(en|de)'"):
+        next(src.bucket("lang", 2, 4))
+    rows = from_iterable([{"k": (1, 2)}, {"k": (3, 4)}])
+    with pytest.raises(ValueError, match=r"boundary_key"):
+        next(rows.bucket(lambda r: r["k"], 2, 4))
