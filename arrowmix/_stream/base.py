@@ -173,6 +173,9 @@ class Stream(Generic[T]):
             ) from None
         if not started:
             self._do_reset(self._pending)
+            elastic = self.__dict__.pop("_pending_elastic", None)
+            if elastic is not None:
+                self.load_state_dict(elastic)
 
     def _do_reset(self, state: State | None) -> None:
         self._reset_called = False
@@ -193,6 +196,10 @@ class Stream(Generic[T]):
     def state_dict(self) -> State:
         """The checkpoint of the whole pipeline: small and JSON-serialisable."""
         self._ensure_started()
+        run = self.__dict__.get("_elastic")
+        if run is not None:
+            state: State = run.state_dict()
+            return state
         return {
             _FORMAT_KEY: FORMAT_VERSION,
             _PIPELINE_KEY: self.pipeline_fingerprint(),
@@ -200,8 +207,27 @@ class Stream(Generic[T]):
         }
 
     def load_state_dict(self, state: State | None) -> None:
-        """Restore a checkpoint of ``state_dict()``; ``None`` restarts."""
+        """Restore a checkpoint of ``state_dict()``; ``None`` restarts.
+
+        Also accepts ``arrowmix.stream.merge_states`` of the checkpoints of every
+        instance of a run with another number of instances (elastic resume, see
+        :mod:`arrowmix._stream.elastic`).
+        """
         self._ensure_started()
+        run = self.__dict__.pop("_elastic", None)
+        if run is not None:
+            self.__dict__.pop("next", None)
+            run.leave()
+        if isinstance(state, dict) and ("merged" in state or "elastic" in state):
+            from arrowmix._stream.elastic import ElasticRun
+
+            if "merged" in state:
+                run = ElasticRun.from_merged(self, state["merged"])
+            else:
+                run = ElasticRun.from_instance(self, state)
+            self._elastic = run
+            self.next = run.next  # type: ignore[method-assign]  # root only: drains
+            return
         if state is None:
             self._do_reset(None)
             return
@@ -259,6 +285,10 @@ class Stream(Generic[T]):
                 d.pop(name, None)
         if d.get("_started"):
             d["_pending"] = self.get_state()
+        if d.pop("_elastic", None) is not None:
+            d.pop("next", None)
+            d["_pending_elastic"] = self.state_dict()
+            d["_pending"] = None
         d["_started"] = False
         return d
 
