@@ -358,6 +358,41 @@ class Stream(Generic[T]):
             seed=seed,
         )
 
+    def budget_bucket(
+        self,
+        key: str | Callable[[T], int],
+        budget: int,
+        read_ahead: int,
+        *,
+        num_instances: int = 1,
+        instance_rank: int = 0,
+        remainder: str = "drop",
+        max_batch_size: int | None = None,
+        shuffle: bool = True,
+        seed: int | None = None,
+    ) -> Stream[list[T]]:
+        """Token-budget batches, the same number on each of ``num_instances`` ranks.
+
+        Every rank reads this same (unsharded) stream, plans the same batches per
+        read-ahead window (``len(batch) * longest <= budget``) and takes every
+        ``num_instances``-th one; ``remainder`` (``"drop"`` or ``"pad"``) settles the
+        batches that do not divide evenly. See :mod:`arrowmix._stream.balanced`.
+        """
+        from arrowmix._stream.balanced import BudgetBucketIterator
+
+        return BudgetBucketIterator(
+            self,
+            key,
+            budget,
+            read_ahead,
+            num_instances=num_instances,
+            instance_rank=instance_rank,
+            remainder=remainder,
+            max_batch_size=max_batch_size,
+            shuffle=shuffle,
+            seed=seed,
+        )
+
     def prefetch(self, buffer_size: int, *, processes: bool = False) -> Stream[T]:
         """Compute items in a background thread (or forked process)."""
         from arrowmix._stream.prefetch import PrefetchIterator

@@ -99,3 +99,7 @@ class TableRowSource:
 
     def take(self, positions: np.ndarray) -> pa.Table:
         return self._table.take(pa.array(positions, type=pa.int64()))
+
+    def take_column(self, positions: np.ndarray, name: str) -> pa.ChunkedArray:
+        """One column at ``positions`` (optional in the protocol; bucketing uses it)."""
+        return self._table.column(name).take(pa.array(positions, type=pa.int64()))

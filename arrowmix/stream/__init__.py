@@ -1,5 +1,6 @@
 """Checkpointable streams: sources, stages, mixing (public facade)."""
 
+from arrowmix._stream.balanced import plan_batches
 from arrowmix._stream.base import Stream
 from arrowmix._stream.batch import pad_batch
 from arrowmix._stream.chunks import from_chunks
@@ -17,5 +18,6 @@ __all__ = [
     "merge_states",
     "mix",
     "pad_batch",
+    "plan_batches",
     "zip",
 ]

@@ -1,0 +1,173 @@
+"""budget_bucket / plan_batches: token budgets and equal batch counts on every rank."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from arrowmix._stream.balanced import BudgetBucketIterator, deal_batches
+from arrowmix._stream.row_source import TableRowSource
+from arrowmix._stream.sources import ArrowSource
+from arrowmix.stream import Stream, from_iterable, plan_batches
+from arrowmix.testing import CheckpointRoundTripTests
+
+from .helpers import arrow, ident
+
+BUDGET = 2048
+
+
+def skewed(n: int, dist: str, seed: int = 0) -> TableRowSource:
+    rng = np.random.default_rng(seed)
+    if dist == "zipf":
+        lengths = rng.zipf(1.4, n)
+    else:
+        lengths = np.rint(rng.lognormal(4.0, 1.2, n))
+    lengths = lengths.clip(1, BUDGET).astype(np.int64)
+    return TableRowSource(pa.table({"id": np.arange(n), "n": lengths}), chunk_rows=256)
+
+
+def run_ranks(rows: TableRowSource, world: int, remainder: str, read_ahead: int) -> list[list[Any]]:
+    out = []
+    for rank in range(world):
+        src = ArrowSource(rows, seed=7, infinite=False, block_rows=100)
+        s = src.budget_bucket(
+            "n",
+            BUDGET,
+            read_ahead,
+            num_instances=world,
+            instance_rank=rank,
+            remainder=remainder,
+            seed=11,
+        )
+        out.append([[(r["id"], r["n"]) for r in b] for b in s])
+    return out
+
+
+@pytest.mark.parametrize("dist", ["zipf", "lognormal"])
+@pytest.mark.parametrize("world", [1, 2, 3, 5, 8, 13, 16, 31, 64])
+def test_equal_counts_budget_and_coverage(dist: str, world: int) -> None:
+    rows = skewed(3000, dist, seed=world)
+    for remainder in ("drop", "pad"):
+        per_rank = run_ranks(rows, world, remainder, read_ahead=1000)
+        counts = {len(b) for b in per_rank}
+        assert len(counts) == 1, (remainder, counts)
+        batches = [b for r in per_rank for b in r]
+        assert all(len(b) * max(n for _, n in b) <= BUDGET for b in batches)
+        ids = [i for b in batches for i, _ in b]
+        if remainder == "drop":
+            assert len(ids) == len(set(ids))
+        else:
+            assert set(ids) == set(range(3000))
+            assert counts.pop() > 0
+
+
+def test_every_world_size_1_to_64_equal_counts() -> None:
+    rows = skewed(1500, "zipf", seed=3)
+    for world in range(1, 65):
+        for remainder in ("drop", "pad"):
+            counts = set()
+            for rank in range(world):
+                s = ArrowSource(rows, seed=1, infinite=False, block_rows=256).budget_bucket(
+                    "n",
+                    BUDGET,
+                    700,
+                    num_instances=world,
+                    instance_rank=rank,
+                    remainder=remainder,
+                    seed=2,
+                )
+                counts.add(sum(1 for _ in s))
+            assert len(counts) == 1, (world, remainder, counts)
+
+
+def test_row_stream_key_callable_matches_column_key() -> None:
+    rows = skewed(400, "lognormal")
+
+    def build(index: bool) -> list[list[int]]:
+        src = ArrowSource(rows, seed=3, infinite=False, block_rows=50)
+        key: Any = "n" if index else (lambda r: r["n"])
+        s = src.budget_bucket(key, BUDGET, 128, num_instances=3, instance_rank=1, seed=5)
+        return [[r["id"] for r in b] for b in s]
+
+    assert build(True) == build(False)
+
+
+@given(st.lists(st.integers(1, 300), max_size=200), st.integers(300, 5000))
+def test_plan_batches_partitions_within_budget(lengths: list[int], budget: int) -> None:
+    batches = plan_batches(lengths, budget)
+    flat = sorted(i for b in batches for i in b.tolist())
+    assert flat == list(range(len(lengths)))
+    for b in batches:
+        assert len(b) * max(lengths[i] for i in b) <= budget
+        assert len(b) >= 1
+
+
+def test_plan_batches_max_batch_size_and_errors() -> None:
+    assert max(len(b) for b in plan_batches([1] * 50, 100, max_batch_size=8)) == 8
+    with pytest.raises(ValueError, match="item 1 has length 50, more than the budget 40"):
+        plan_batches([3, 50], 40)
+    with pytest.raises(ValueError, match="lengths must be >= 1"):
+        plan_batches([3, 0], 40)
+    with pytest.raises(ValueError, match="budget"):
+        plan_batches([3], 0)
+
+
+@given(st.integers(0, 100), st.integers(1, 20))
+def test_deal_batches_equal_counts(batches: int, world: int) -> None:
+    for remainder in ("drop", "pad"):
+        dealt = [deal_batches(batches, world, r, remainder) for r in range(world)]
+        assert len({len(d) for d in dealt}) == 1
+        flat = [i for d in dealt for i in d]
+        if remainder == "drop":
+            assert len(flat) == len(set(flat)) == batches - batches % world
+        else:
+            assert set(flat) == set(range(batches))
+
+
+def test_bad_arguments() -> None:
+    src = ArrowSource(skewed(10, "zipf"), seed=1, infinite=False)
+    with pytest.raises(ValueError, match="remainder"):
+        src.budget_bucket("n", 100, 10, remainder="keep")
+    with pytest.raises(ValueError, match="give `seed`"):
+        src.budget_bucket("n", 100, 10, num_instances=2, instance_rank=0)
+    sharded = ArrowSource(skewed(10, "zipf"), seed=1, num_instances=2, instance_rank=0)
+    with pytest.raises(ValueError, match="same stream on every instance"):
+        sharded.budget_bucket("n", 100, 10, seed=1)
+    with pytest.raises(ValueError, match="instance_rank"):
+        src.budget_bucket("n", 100, 10, num_instances=2, instance_rank=2, seed=1)
+
+
+def test_too_long_row_names_it() -> None:
+    s = from_iterable([{"n": 5}, {"n": 500}]).budget_bucket("n", 100, 10)
+    with pytest.raises(ValueError, match="length 500, more than the budget 100"):
+        list(s)
+
+
+def ids(batch: list[dict[str, Any]]) -> list[int]:
+    return [ident(r) for r in batch]
+
+
+class TestBudgetBucketIndex(CheckpointRoundTripTests):
+    iterator_cls = BudgetBucketIterator
+    seeded = True
+
+    def make_iterator(self, seed: int = 0) -> Stream[Any]:
+        s = arrow(150, shuffle="global", seed=3).budget_bucket(
+            "n_tokens", 600, 40, num_instances=3, instance_rank=2, remainder="pad", seed=seed
+        )
+        return s.map(ids)
+
+
+class TestBudgetBucketRows(CheckpointRoundTripTests):
+    iterator_cls = BudgetBucketIterator
+    seeded = True
+
+    def make_iterator(self, seed: int = 0) -> Stream[Any]:
+        s = arrow(120, shuffle="chunks", seed=3).map(lambda r: r).shuffle(9, seed=1)
+        b = s.budget_bucket("n_tokens", 700, 30, num_instances=2, instance_rank=1, seed=seed)
+        return b.map(ids)
