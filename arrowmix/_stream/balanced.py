@@ -216,10 +216,11 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
         return [[items[j] for j in batches[i].tolist()] for i in mine]
 
     def next(self) -> list[Any]:
-        batch = super().next()
+        batch: Any = super().next()
         if self._rows is not None:
             return table_to_rows(self._rows.take(batch))
-        return batch
+        out: list[Any] = batch
+        return out
 
     def _pull(self, n: int) -> list[list[Any]]:
         return Stream._pull(self, n)

@@ -23,10 +23,7 @@ BUDGET = 2048
 
 def skewed(n: int, dist: str, seed: int = 0) -> TableRowSource:
     rng = np.random.default_rng(seed)
-    if dist == "zipf":
-        lengths = rng.zipf(1.4, n)
-    else:
-        lengths = np.rint(rng.lognormal(4.0, 1.2, n))
+    lengths = rng.zipf(1.4, n) if dist == "zipf" else np.rint(rng.lognormal(4.0, 1.2, n))
     lengths = lengths.clip(1, BUDGET).astype(np.int64)
     return TableRowSource(pa.table({"id": np.arange(n), "n": lengths}), chunk_rows=256)
 
