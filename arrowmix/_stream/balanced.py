@@ -63,7 +63,7 @@ def plan_batches(
 
     Example:
         >>> [b.tolist() for b in plan_batches([3, 9, 4, 1, 8, 2], budget=16)]
-        [[1], [4], [2, 0, 5, 3]]
+        [[1], [4, 2], [0, 5, 3]]
     """
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise ValueError(f"`budget` must be a positive int, got {budget!r}.")
@@ -172,8 +172,23 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
         self.shuffle_batches = bool(shuffle)
         self._seed = SeedHolder(seed)
         self._rows = source.row_source() if isinstance(key, str) else None
+        # Elastic resume (arrowmix._stream.elastic): (window, [[old instances,
+        # batches each had yielded], ...]): that window deals only what is left.
+        self._override: tuple[int, list[Any]] | None = None
         if self._rows is not None:
             source._use_positions()
+
+    @property
+    def sharding(self) -> tuple[int, int]:
+        """``(num_instances, instance_rank)``."""
+        return self.num_instances, self.instance_rank
+
+    def reshard(self, num_instances: int, instance_rank: int) -> None:
+        """Take another instance's batches (elastic resume); restarts the stream."""
+        check_sharding(num_instances, instance_rank)
+        self.num_instances, self.instance_rank = num_instances, instance_rank
+        self._started = False
+        self._pending = None
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -210,7 +225,16 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
         if self.shuffle_batches:
             perm = derive_rng(self._seed.value, window).permutation(len(batches))
             batches = [batches[i] for i in perm]
-        mine = deal_batches(len(batches), self.num_instances, self.instance_rank, self.remainder)
+        left = list(range(len(batches)))
+        if self._override is not None and self._override[0] == window:
+            for n_old, emitted in self._override[1]:
+                done: set[int] = set()
+                for k, e in enumerate(emitted):
+                    dealt = deal_batches(len(left), n_old, k, self.remainder)
+                    done.update(left[i] for i in dealt[:e])
+                left = [b for b in left if b not in done]
+        dealt = deal_batches(len(left), self.num_instances, self.instance_rank, self.remainder)
+        mine = [left[i] for i in dealt]
         if self._rows is not None:
             return [items[batches[i]] for i in mine]
         return [[items[j] for j in batches[i].tolist()] for i in mine]

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from arrowmix._stream.anchored import AnchoredStage
+from arrowmix._stream.balanced import BudgetBucketIterator
 from arrowmix._stream.base import FORMAT_VERSION, State, Stream
 from arrowmix._stream.dealing import Generation
 from arrowmix._stream.mix import WeightedMixIterator, ZipIterator
@@ -48,7 +49,7 @@ __all__ = ["ElasticRun", "merge_states", "row_sources"]
 
 MERGED_KEY = "merged"
 ELASTIC_KEY = "elastic"
-_TASK_KEYS = ("pipeline", "state", "sharding", "sources")
+_TASK_KEYS = ("pipeline", "state", "sharding", "sources", "override")
 
 
 def merge_states(states: Sequence[State]) -> State:
@@ -147,7 +148,13 @@ def _plain_task(st: State, n: int, k: int, num_sources: int) -> dict[str, Any]:
     src: list[dict[str, Any]] = [
         {"generations": [], "limit": None, "seed": None} for _ in range(num_sources)
     ]
-    return {"pipeline": st["pipeline"], "state": st["state"], "sharding": [n, k], "sources": src}
+    return {
+        "pipeline": st["pipeline"],
+        "state": st["state"],
+        "sharding": [n, k],
+        "sources": src,
+        "override": None,
+    }
 
 
 def _check_task(task: Any) -> dict[str, Any]:
@@ -162,8 +169,25 @@ class ElasticRun:
     def __init__(self, root: Stream[Any], tasks: list[dict[str, Any]]) -> None:
         self.root = root
         self.sources = row_sources(root)
-        self.home = self.sources[0].sharding if self.sources else (1, 0)
+        # With budget_bucket every instance reads the same rows and the stage deals
+        # batches: it carries the instance sharding, the sources stay unsharded.
+        self.dealers: list[Any] = [n for n in _nodes(root) if isinstance(n, BudgetBucketIterator)]
+        if self.dealers:
+            inside = {id(x) for d in self.dealers for x in _nodes(d)}
+            if any(id(s) not in inside for s in self.sources):
+                raise ValueError(
+                    "elastic resume: every row source must feed a budget_bucket stage "
+                    "when the pipeline has one."
+                )
+        else:
+            self.dealers = list(self.sources)
+        self.home = self.dealers[0].sharding if self.dealers else (1, 0)
         self.tasks = tasks
+
+    @property
+    def shared(self) -> bool:
+        """True when every instance reads the same rows (budget_bucket deals batches)."""
+        return bool(self.dealers) and isinstance(self.dealers[0], BudgetBucketIterator)
 
     # -------------------------------------------------------------- configuration
     def _configure(self, task: dict[str, Any]) -> None:
@@ -175,8 +199,9 @@ class ElasticRun:
                 f"elastic checkpoint has {len(task['sources'])} row sources, this "
                 f"pipeline {len(self.sources)}."
             )
+        for dealer in self.dealers:
+            dealer.reshard(n, r)
         for src, spec in zip(self.sources, task["sources"], strict=True):
-            src.reshard(n, r)
             gens = [Generation(g) for g in spec["generations"]]
             limit = None if spec["limit"] is None else tuple(spec["limit"])
             src.set_elastic(gens, limit)
@@ -190,22 +215,87 @@ class ElasticRun:
         for node in _nodes(self.root):
             if isinstance(node, WeightedMixIterator):
                 node._drain = any(s["limit"] is not None for s in task["sources"])
+        override = task["override"]
+        if self.shared:
+            dealer = self.dealers[0]
+            dealer._override = None
+            if override is not None:
+                start = override["start"]
+                dealer._override = (start["window"], override["generations"])
         self.root._do_reset(task["state"])
+        if override is not None and task["state"] is None:
+            # Start the dealer inside the window being re-dealt; stages above it
+            # that cache its state (prefetch) re-read it.
+            dealer.reset(override["start"])
+            for node in _nodes(self.root):
+                if isinstance(node, PrefetchIterator):
+                    node._after = node._anchor = node.source.get_state()
 
-    def _frontier(self, task: dict[str, Any]) -> list[list[int]]:
-        """Where the sources of ``task`` stand once its windows are replayed."""
-        if task["state"] is None:
-            return [[0, 0] for _ in self.sources]
+    def _replay(self, task: dict[str, Any]) -> None:
+        """Restore ``task`` and replay its partially emitted windows (synchronously)."""
         self._configure(task)
         prefetch = [p for p in _nodes(self.root) if isinstance(p, PrefetchIterator)]
         for p in prefetch:
             p._sync = True  # frontiers must not depend on a background thread's progress
         try:
             _materialize(self.root)
-            return [list(s.frontier()) for s in self.sources]
         finally:
             for p in prefetch:
                 p._sync = False
+
+    def _frontier(self, task: dict[str, Any]) -> list[list[int]]:
+        """Where the sources of ``task`` stand once its windows are replayed."""
+        if task["state"] is None:
+            return [[0, 0] for _ in self.sources]
+        self._replay(task)
+        return [list(s.frontier()) for s in self.sources]
+
+    def _plan_shared(self, mains: list[dict[str, Any]]) -> dict[str, Any]:
+        """The main task of a budget_bucket pipeline: re-deal the current window.
+
+        Every instance read the same rows, so no drain is needed: the window the old
+        instances stood in is planned again and the batches none of them yielded are
+        dealt to the new instances (same remainder rule, equal counts).
+        """
+        if len(self.dealers) != 1:
+            raise ValueError("elastic resume supports one budget_bucket stage per pipeline.")
+        dealer = self.dealers[0]
+        start: State | None = None
+        emitted: list[int] = []
+        carried: list[Any] = []
+        for k, main in enumerate(mains):
+            if main["state"] is None:
+                raise StateError(f"merge_states: instance {k} had not started.")
+            self._replay(main)
+            ds = dealer.get_state()
+            here = {**ds, "emitted": 0}
+            if start is not None and here != start:
+                raise StateError(
+                    f"budget_bucket: instance {k} was checkpointed in another read-ahead "
+                    "window than instance 0; checkpoint every rank at the same step."
+                )
+            start = here
+            emitted.append(ds["emitted"])
+            old = main["override"]
+            if old is not None and old["start"]["window"] == ds["window"]:
+                if k and old["generations"] != carried:
+                    raise StateError(
+                        "merge_states: the instances come from different elastic restores."
+                    )
+                carried = old["generations"]
+        assert start is not None
+        t, j = self.home
+        sources: list[dict[str, Any]] = [
+            {"generations": [], "limit": None, "seed": None} for _ in self.sources
+        ]
+        override = {"start": start, "generations": [*carried, [len(mains), emitted]]}
+        return {
+            "pipeline": "",
+            "state": None,
+            "sharding": [t, j],
+            "sources": sources,
+            "override": override,
+        }
 
     @classmethod
     def from_merged(cls, root: Stream[Any], merged: list[State]) -> ElasticRun:
@@ -229,15 +319,19 @@ class ElasticRun:
                 )
             drains.extend(pending)
             mains.append(main)
+        if run.shared:
+            run.tasks = [run._plan_shared(mains)]
+            run._configure(run.tasks[0])
+            return run
         chain = [s["generations"] for s in mains[0]["sources"]]
         if any([s["generations"] for s in m["sources"]] != chain for m in mains):
             raise StateError("merge_states: the instances come from different elastic restores.")
-        frontiers: list[list[list[int]]] = []
+        frontiers: list[list[list[int]]] = [run._frontier(m) for m in mains]
         seeds: list[int] | None = None
         for k, main in enumerate(mains):
-            frontiers.append(run._frontier(main))
             if main["state"] is None:
                 continue
+            run._configure(main)
             mine = [s._seed.value for s in run.sources]
             if seeds is not None and mine != seeds:
                 raise StateError(
@@ -247,7 +341,7 @@ class ElasticRun:
             seeds = mine
             sources = [
                 {**spec, "limit": f, "seed": seed}
-                for spec, f, seed in zip(main["sources"], frontiers[-1], mine, strict=True)
+                for spec, f, seed in zip(main["sources"], frontiers[k], mine, strict=True)
             ]
             drains.append({**main, "sources": sources})
         if seeds is None:
@@ -261,7 +355,13 @@ class ElasticRun:
             for i in range(ns)
         ]
         t, j = run.home
-        main_task = {"pipeline": "", "state": None, "sharding": [t, j], "sources": new_sources}
+        main_task = {
+            "pipeline": "",
+            "state": None,
+            "sharding": [t, j],
+            "sources": new_sources,
+            "override": None,
+        }
         run.tasks = [*drains[j::t], main_task]
         run._configure(run.tasks[0])
         return run

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 from typing import Any
 
 import numpy as np
@@ -13,7 +15,8 @@ from hypothesis import strategies as st
 from arrowmix._stream.balanced import BudgetBucketIterator, deal_batches
 from arrowmix._stream.row_source import TableRowSource
 from arrowmix._stream.sources import ArrowSource
-from arrowmix.stream import Stream, from_iterable, plan_batches
+from arrowmix.exceptions import StateError
+from arrowmix.stream import Stream, from_iterable, merge_states, plan_batches
 from arrowmix.testing import CheckpointRoundTripTests
 
 from .helpers import arrow, ident
@@ -168,3 +171,57 @@ class TestBudgetBucketRows(CheckpointRoundTripTests):
         s = arrow(120, shuffle="chunks", seed=3).map(lambda r: r).shuffle(9, seed=1)
         b = s.budget_bucket("n_tokens", 700, 30, num_instances=2, instance_rank=1, seed=seed)
         return b.map(ids)
+
+
+def budget_pipeline(rows: TableRowSource, remainder: str) -> Any:
+    def build(n: int, r: int) -> Stream[Any]:
+        s = ArrowSource(rows, seed=4, infinite=False, block_rows=64).shuffle(40, seed=5)
+        b = s.budget_bucket(
+            "n", BUDGET, 300, num_instances=n, instance_rank=r, remainder=remainder, seed=6
+        )
+        return b.map(lambda batch: [int(x["id"]) for x in batch])
+
+    return build
+
+
+@pytest.mark.parametrize("remainder", ["drop", "pad"])
+@pytest.mark.parametrize(("n", "m"), [(1, 3), (2, 5), (4, 2), (3, 3), (8, 16), (16, 1)])
+def test_elastic_resize_keeps_equal_counts(remainder: str, n: int, m: int) -> None:
+    rows = skewed(1200, "lognormal", seed=n * m)
+    build = budget_pipeline(rows, remainder)
+    for steps in (0, 2, 5):
+        old = [build(n, r) for r in range(n)]
+        seen = [x for s in old for b in itertools.islice(s, steps) for x in b]
+        merged = json.loads(json.dumps(merge_states([s.state_dict() for s in old])))
+        new = [build(m, r) for r in range(m)]
+        for s in new:
+            s.load_state_dict(merged)
+        per_rank = [list(s) for s in new]
+        assert len({len(p) for p in per_rank}) == 1, (steps, [len(p) for p in per_rank])
+        got = seen + [x for p in per_rank for b in p for x in b]
+        if remainder == "drop":
+            assert len(got) == len(set(got))
+        else:
+            assert set(got) == set(range(1200))
+
+
+def test_elastic_resize_twice_and_window_mismatch() -> None:
+    rows = skewed(900, "zipf", seed=5)
+    build = budget_pipeline(rows, "pad")
+    old = [build(3, r) for r in range(3)]
+    seen = [x for s in old for b in itertools.islice(s, 2) for x in b]
+    mid = [build(5, r) for r in range(5)]
+    for s in mid:
+        s.load_state_dict(merge_states([o.state_dict() for o in old]))
+    seen += [x for s in mid for b in itertools.islice(s, 1) for x in b]
+    new = [build(2, r) for r in range(2)]
+    for s in new:
+        s.load_state_dict(merge_states([o.state_dict() for o in mid]))
+    per_rank = [list(s) for s in new]
+    assert len(per_rank[0]) == len(per_rank[1])
+    assert set(seen + [x for p in per_rank for b in p for x in b]) == set(range(900))
+    # ranks checkpointed in different read-ahead windows cannot be re-dealt
+    skew = [build(2, r) for r in range(2)]
+    list(itertools.islice(skew[0], 40))
+    with pytest.raises(StateError, match="another read-ahead window"):
+        build(3, 0).load_state_dict(merge_states([s.state_dict() for s in skew]))
