@@ -12,7 +12,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from arrowmix._stream.dealing import Dealing, Generation
 from arrowmix._stream.row_source import TableRowSource
 from arrowmix._stream.sources import ArrowSource
 from arrowmix.exceptions import StateError
@@ -137,14 +140,14 @@ def test_resume_same_instance_during_drain_and_pickle() -> None:
     states = [json.loads(json.dumps(s.state_dict())) for s in new]
     reference = [[x for b in s for x in b] for s in new]
     again = [p_mix(2, r) for r in range(2)]
-    for s, st in bzip(again, states, strict=True):
-        s.load_state_dict(st)
+    for s, state in bzip(again, states, strict=True):
+        s.load_state_dict(state)
     assert [[x for b in s for x in b] for s in again] == reference
     assert sorted(seen + [x for part in reference for x in part]) == EPOCH
     # a pickled elastic stream resumes where it stood
     fresh = [p_mix(2, r) for r in range(2)]
-    for s, st in bzip(fresh, states, strict=True):
-        s.load_state_dict(st)
+    for s, state in bzip(fresh, states, strict=True):
+        s.load_state_dict(state)
     copies = [pickle.loads(pickle.dumps(s)) for s in fresh]
     assert [[x for b in s for x in b] for s in copies] == reference
 
@@ -207,3 +210,24 @@ def test_errors_name_the_problem() -> None:
         ArrowSource(A, num_instances=2, instance_rank=0, infinite=False).load_state_dict(
             merge_states([s.state_dict() for s in unseeded])
         )
+
+
+@given(st.integers(1, 80), st.integers(1, 7), st.integers(1, 7), st.data())
+def test_dealing_partitions_what_is_left(rows: int, n: int, m: int, data: st.DataObject) -> None:
+    frontiers = []
+    for k in range(n):
+        count = len(range(k, rows, n))
+        epoch = data.draw(st.integers(0, 1))
+        frontiers.append((epoch, data.draw(st.integers(0, count))))
+    gens = [Generation(frontiers)]
+    new = [Dealing(rows, gens, m, j) for j in range(m)]
+    for epoch in (0, 1, 2):
+        read = {
+            k + n * i
+            for k, (e, f) in enumerate(frontiers)
+            for i in range(len(range(k, rows, n)))
+            if e > epoch or (e == epoch and i < f)
+        }
+        got = [u for d in new for u in d.units(epoch, 0, d.count(epoch)).tolist()]
+        assert len(got) == len(set(got))
+        assert set(got) == set(range(rows)) - read, epoch
