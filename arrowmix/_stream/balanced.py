@@ -13,7 +13,7 @@ yields the same number of batches per epoch: no rank waits at a collective for a
 that ran out of data.
 
 Only the length column of the window is read by every instance; each instance reads the
-rows of its own batches only.
+rows of its own batches only (one gather per window).
 
 Checkpointing: anchor and replay (see :mod:`arrowmix._stream.anchored`): the state is
 the source's state at the window start, the window number, the batches of this
@@ -87,13 +87,32 @@ def plan_batches(
         )
     if max_batch_size is not None:
         caps = np.minimum(caps, max_batch_size)
-    starts: list[int] = []
-    i, n = 0, len(order)
-    caps_list = caps.tolist()
-    while i < n:  # one step per batch: items are sorted, so the first one is the longest
-        starts.append(i)
-        i += caps_list[i]
-    return np.split(order, starts[1:]) if starts else []
+    return [order[a:b] for a, b in _cuts(caps)]
+
+
+def _cuts(caps: np.ndarray) -> list[tuple[int, int]]:
+    """Greedy cut points: a batch starting at ``i`` ends at ``i + caps[i]``.
+
+    ``caps`` is non-decreasing (items sorted longest first), so inside a run of equal
+    caps the starts form one arithmetic progression: the loop is per run of equal
+    caps, not per batch, and each run's starts are made with one ``arange``.
+    """
+    n = len(caps)
+    if n == 0:
+        return []
+    run_starts = np.flatnonzero(np.r_[True, caps[1:] != caps[:-1]])
+    run_ends = np.r_[run_starts[1:], n]
+    parts: list[np.ndarray] = []
+    i = 0
+    while i < n:
+        r = int(np.searchsorted(run_starts, i, side="right")) - 1
+        k, end = int(caps[i]), int(run_ends[r])
+        count = -(-(end - i) // k)
+        parts.append(np.arange(i, i + count * k, k))
+        i += count * k
+    starts = np.concatenate(parts)
+    stops = np.r_[starts[1:], n]  # each start is the previous start + its cap
+    return list(zip(starts.tolist(), stops.tolist(), strict=True))
 
 
 def deal_batches(num_batches: int, num_instances: int, rank: int, remainder: str) -> list[int]:
@@ -235,19 +254,18 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
                 left = [b for b in left if b not in done]
         dealt = deal_batches(len(left), self.num_instances, self.instance_rank, self.remainder)
         mine = [left[i] for i in dealt]
-        if self._rows is not None:
-            return [items[batches[i]] for i in mine]
-        return [[items[j] for j in batches[i].tolist()] for i in mine]
-
-    def next(self) -> list[Any]:
-        batch: Any = super().next()
-        if self._rows is not None:
-            return table_to_rows(self._rows.take(batch))
-        out: list[Any] = batch
+        if self._rows is None:
+            return [[items[j] for j in batches[i].tolist()] for i in mine]
+        if not mine:
+            return []
+        # One gather for all of this instance's rows of the window.
+        parts = [items[batches[i]] for i in mine]
+        flat = table_to_rows(self._rows.take(np.concatenate(parts)))
+        out, at = [], 0
+        for part in parts:
+            out.append(flat[at : at + len(part)])
+            at += len(part)
         return out
-
-    def _pull(self, n: int) -> list[list[Any]]:
-        return Stream._pull(self, n)
 
 
 def _subtree(node: Stream[Any]) -> list[Stream[Any]]:

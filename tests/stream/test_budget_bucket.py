@@ -103,6 +103,21 @@ def test_plan_batches_partitions_within_budget(lengths: list[int], budget: int) 
         assert len(b) >= 1
 
 
+@given(
+    st.lists(st.integers(1, 64), max_size=300), st.integers(64, 700), st.none() | st.integers(1, 9)
+)
+def test_plan_batches_is_the_greedy_cut(lengths: list[int], budget: int, cap: int | None) -> None:
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])  # stable
+    expected, i = [], 0
+    while i < len(order):
+        size = budget // lengths[order[i]]
+        size = size if cap is None else min(size, cap)
+        expected.append(order[i : i + size])
+        i += size
+    got = plan_batches(lengths, budget, max_batch_size=cap)
+    assert [b.tolist() for b in got] == expected
+
+
 def test_plan_batches_max_batch_size_and_errors() -> None:
     assert max(len(b) for b in plan_batches([1] * 50, 100, max_batch_size=8)) == 8
     with pytest.raises(ValueError, match="item 1 has length 50, more than the budget 40"):
@@ -221,3 +236,24 @@ def test_elastic_resize_twice_and_window_mismatch() -> None:
     list(itertools.islice(skew[0], 40))
     with pytest.raises(StateError, match="another read-ahead window"):
         build(3, 0).load_state_dict(merge_states([s.state_dict() for s in skew]))
+
+
+def test_to_torch_split_shards_the_stage_not_the_source() -> None:
+    from arrowmix.integrations.torch import shardable_sources, split_for_worker
+
+    rows = skewed(800, "zipf", seed=9)
+
+    def build() -> Any:
+        src = ArrowSource(rows, seed=1, infinite=False, block_rows=64)
+        return src.budget_bucket("n", BUDGET, 200, remainder="pad", seed=2)
+
+    parts = []
+    for j in range(3):
+        s = build()
+        shardable, other = shardable_sources(s)
+        assert [type(x).__name__ for x in shardable] == ["BudgetBucketIterator"] and not other
+        split_for_worker(s, [(1, 0)], 3, j)
+        assert s.source.sharding == (1, 0) and s.sharding == (3, j)
+        parts.append([[r["id"] for r in b] for b in s])
+    assert len({len(p) for p in parts}) == 1
+    assert {i for p in parts for b in p for i in b} == set(range(800))

@@ -231,3 +231,11 @@ def test_dealing_partitions_what_is_left(rows: int, n: int, m: int, data: st.Dat
         got = [u for d in new for u in d.units(epoch, 0, d.count(epoch)).tolist()]
         assert len(got) == len(set(got))
         assert set(got) == set(range(rows)) - read, epoch
+
+
+def test_resume_after_the_end_yields_nothing_more() -> None:
+    old = [p_bucket(3, r) for r in range(3)]
+    seen = [x for s in old for b in s for x in b]
+    new = resize([s.state_dict() for s in old], p_bucket, 2)
+    assert [x for s in new for b in s for x in b] == []
+    assert sorted(seen) == list(range(ROWS_A))
