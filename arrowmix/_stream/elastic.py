@@ -16,7 +16,13 @@ of *tasks*:
    ends during a drain (``"longest_drop"``), whatever its stopping rule.
 2. **Main.** The rows no old instance had read (the remainder of the epoch, see
    :mod:`arrowmix._stream.dealing`) are dealt round-robin to the M instances, then the
-   following epochs are dealt as usual.
+   following epochs are dealt as usual. ``from_chunks`` sources deal chunks the same
+   way; the drain of an old instance finishes the chunk it had begun.
+
+With ``budget_bucket`` every instance reads the same rows: nothing is drained, the window
+the old instances stood in is planned again and the batches none of them yielded are
+dealt to the new instances (equal counts are kept; all old instances must stand in the
+same window).
 
 Guarantee: over the epochs in progress, the rows yielded before the checkpoint by all
 old instances plus the rows yielded after it by all new instances are every row
@@ -38,6 +44,7 @@ from typing import Any
 from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.balanced import BudgetBucketIterator
 from arrowmix._stream.base import FORMAT_VERSION, State, Stream
+from arrowmix._stream.chunks import ChunkSource
 from arrowmix._stream.dealing import Generation
 from arrowmix._stream.mix import WeightedMixIterator, ZipIterator
 from arrowmix._stream.prefetch import PrefetchIterator
@@ -95,9 +102,9 @@ def merge_states(states: Sequence[State]) -> State:
     return {"format": FORMAT_VERSION, MERGED_KEY: copy.deepcopy(states)}
 
 
-def row_sources(root: Stream[Any]) -> list[ArrowSource]:
-    """The row sources of a pipeline in a fixed (depth-first) order; checks support."""
-    out: list[ArrowSource] = []
+def row_sources(root: Stream[Any]) -> list[ArrowSource | ChunkSource[Any]]:
+    """The row and chunk sources of a pipeline in a fixed (depth-first) order."""
+    out: list[ArrowSource | ChunkSource[Any]] = []
     todo: list[Stream[Any]] = [root]
     while todo:
         node = todo.pop()
@@ -107,12 +114,12 @@ def row_sources(root: Stream[Any]) -> list[ArrowSource]:
                 "it pairs or repeats items."
             )
         kids = node.children()
-        if isinstance(node, ArrowSource):
+        if isinstance(node, (ArrowSource, ChunkSource)):
             out.append(node)
         elif not kids:
             raise ValueError(
-                f"elastic resume needs row sources (Dataset.to_stream); "
-                f"{type(node).__name__} cannot be re-dealt."
+                f"elastic resume needs row or chunk sources (Dataset.to_stream, "
+                f"from_chunks); {type(node).__name__} cannot be re-dealt."
             )
         todo.extend(reversed(kids))
     return out

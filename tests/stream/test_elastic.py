@@ -75,8 +75,31 @@ def p_prefetch(n: int, r: int) -> Stream[Any]:
     return m.bucket("n", 3, 8, shuffle=False).map(ids)
 
 
-PIPELINES = {"shuffle": p_shuffle, "bucket": p_bucket, "mix": p_mix, "prefetch": p_prefetch}
-EXPECTED = {"shuffle": list(range(ROWS_A)), "bucket": list(range(ROWS_A))}
+CHUNKS = [list(range(20_000 + 10 * i, 20_000 + 10 * i + (i % 5) * 3)) for i in range(40)]
+
+
+def read_chunk(i: int) -> list[dict[str, int]]:
+    return [{"id": x, "n": 1 + x % 7} for x in CHUNKS[i]]
+
+
+def p_chunks(n: int, r: int) -> Stream[Any]:
+    c = from_chunks(range(40), read_chunk, seed=4, infinite=False, num_instances=n, instance_rank=r)
+    m = mix([c.shuffle(6, seed=1), src(A, n, r, 1)], [0.5, 0.5], seed=2)
+    return m.bucket("n", 3, 9, seed=3).map(ids)
+
+
+PIPELINES = {
+    "shuffle": p_shuffle,
+    "bucket": p_bucket,
+    "mix": p_mix,
+    "prefetch": p_prefetch,
+    "chunks": p_chunks,
+}
+EXPECTED = {
+    "shuffle": list(range(ROWS_A)),
+    "bucket": list(range(ROWS_A)),
+    "chunks": sorted([*range(ROWS_A), *(x for c in CHUNKS for x in c)]),
+}
 
 
 def expected(name: str) -> list[int]:
@@ -113,7 +136,7 @@ def test_union_is_the_epoch(name: str, n: int, m: int) -> None:
         assert sorted(seen + rest) == want, (name, n, m, steps)
 
 
-@pytest.mark.parametrize("name", ["mix", "prefetch", "bucket"])
+@pytest.mark.parametrize("name", ["mix", "prefetch", "bucket", "chunks"])
 def test_resize_twice(name: str) -> None:
     build = PIPELINES[name]
     want = expected(name)
@@ -197,9 +220,9 @@ def test_errors_name_the_problem() -> None:
         p_shuffle(2, 0).load_state_dict(merge_states(states[::-1]))
     with pytest.raises(StateError, match="already merged"):
         merge_states([merge_states(states)])
-    chunks = from_chunks(range(3), lambda i: [i], infinite=False)
-    with pytest.raises(ValueError, match="needs row sources"):
-        chunks.load_state_dict(merge_states([chunks.state_dict()]))
+    items = from_iterable(range(3))
+    with pytest.raises(ValueError, match="needs row or chunk sources"):
+        items.load_state_dict(merge_states([items.state_dict()]))
     pair = zip([src(A, 1, 0, 1), from_iterable(range(3))])
     with pytest.raises(ValueError, match="ZipIterator"):
         pair.load_state_dict(merge_states([pair.state_dict()]))
