@@ -41,18 +41,15 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.balanced import BudgetBucketIterator
 from arrowmix._stream.base import FORMAT_VERSION, State, Stream
-from arrowmix._stream.chunks import ChunkSource
 from arrowmix._stream.dealing import Generation
-from arrowmix._stream.mix import WeightedMixIterator, ZipIterator
+from arrowmix._stream.frontier import materialize, pipeline_nodes, row_sources
+from arrowmix._stream.mix import WeightedMixIterator
 from arrowmix._stream.prefetch import PrefetchIterator
-from arrowmix._stream.sources import ArrowSource
-from arrowmix._stream.window import WindowIterator
 from arrowmix.exceptions import StateError
 
-__all__ = ["ElasticRun", "merge_states", "row_sources"]
+__all__ = ["ElasticRun", "merge_states"]
 
 MERGED_KEY = "merged"
 ELASTIC_KEY = "elastic"
@@ -102,55 +99,6 @@ def merge_states(states: Sequence[State]) -> State:
     return {"format": FORMAT_VERSION, MERGED_KEY: copy.deepcopy(states)}
 
 
-def row_sources(root: Stream[Any]) -> list[ArrowSource | ChunkSource[Any]]:
-    """The row and chunk sources of a pipeline in a fixed (depth-first) order."""
-    out: list[ArrowSource | ChunkSource[Any]] = []
-    todo: list[Stream[Any]] = [root]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ZipIterator, WindowIterator)):
-            raise ValueError(
-                f"elastic resume cannot re-deal the rows of {type(node).__name__}: "
-                "it pairs or repeats items."
-            )
-        kids = node.children()
-        if isinstance(node, (ArrowSource, ChunkSource)):
-            out.append(node)
-        elif not kids:
-            raise ValueError(
-                f"elastic resume needs row or chunk sources (Dataset.to_stream, "
-                f"from_chunks); {type(node).__name__} cannot be re-dealt."
-            )
-        todo.extend(reversed(kids))
-    return out
-
-
-def _nodes(root: Stream[Any]) -> list[Stream[Any]]:
-    out, todo = [], [root]
-    while todo:
-        node = todo.pop()
-        out.append(node)
-        todo.extend(reversed(node.children()))
-    return out
-
-
-def _materialize(root: Stream[Any]) -> None:
-    """Replay every partially emitted window of a freshly restored pipeline."""
-    for node in _nodes(root):
-        if isinstance(node, AnchoredStage) and node._buf is None and node._skip > 0:
-            node._fill()
-        elif (
-            isinstance(node, PrefetchIterator)
-            and node._worker is None
-            and node._skip > 0
-            and not node._chunk
-            and not node._ended
-        ):
-            items = node.source._pull(node._skip)
-            node._chunk, node._pos, node._skip = items, len(items), 0
-            node._after = node.source.get_state()
-
-
 def _plain_task(st: State, n: int, k: int, num_sources: int) -> dict[str, Any]:
     src: list[dict[str, Any]] = [
         {"generations": [], "limit": None, "seed": None} for _ in range(num_sources)
@@ -178,9 +126,11 @@ class ElasticRun:
         self.sources = row_sources(root)
         # With budget_bucket every instance reads the same rows and the stage deals
         # batches: it carries the instance sharding, the sources stay unsharded.
-        self.dealers: list[Any] = [n for n in _nodes(root) if isinstance(n, BudgetBucketIterator)]
+        self.dealers: list[Any] = [
+            n for n in pipeline_nodes(root) if isinstance(n, BudgetBucketIterator)
+        ]
         if self.dealers:
-            inside = {id(x) for d in self.dealers for x in _nodes(d)}
+            inside = {id(x) for d in self.dealers for x in pipeline_nodes(d)}
             if any(id(s) not in inside for s in self.sources):
                 raise ValueError(
                     "elastic resume: every row source must feed a budget_bucket stage "
@@ -219,7 +169,7 @@ class ElasticRun:
                 f"checkpoint of instance {r} of {n} was taken from a different pipeline "
                 f"({task['pipeline']!r}): {self.root.explain()}"
             )
-        for node in _nodes(self.root):
+        for node in pipeline_nodes(self.root):
             if isinstance(node, WeightedMixIterator):
                 node._drain = any(s["limit"] is not None for s in task["sources"])
         override = task["override"]
@@ -234,18 +184,18 @@ class ElasticRun:
             # Start the dealer inside the window being re-dealt; stages above it
             # that cache its state (prefetch) re-read it.
             dealer.reset(override["start"])
-            for node in _nodes(self.root):
+            for node in pipeline_nodes(self.root):
                 if isinstance(node, PrefetchIterator):
                     node._after = node._anchor = node.source.get_state()
 
     def _replay(self, task: dict[str, Any]) -> None:
         """Restore ``task`` and replay its partially emitted windows (synchronously)."""
         self._configure(task)
-        prefetch = [p for p in _nodes(self.root) if isinstance(p, PrefetchIterator)]
+        prefetch = [p for p in pipeline_nodes(self.root) if isinstance(p, PrefetchIterator)]
         for p in prefetch:
             p._sync = True  # frontiers must not depend on a background thread's progress
         try:
-            _materialize(self.root)
+            materialize(self.root)
         finally:
             for p in prefetch:
                 p._sync = False
@@ -411,6 +361,6 @@ class ElasticRun:
         for src in self.sources:
             src.reshard(*self.home)
             src.set_elastic([], None)
-        for node in _nodes(self.root):
+        for node in pipeline_nodes(self.root):
             if isinstance(node, WeightedMixIterator):
                 node._drain = False
