@@ -173,6 +173,9 @@ class Stream(Generic[T]):
             ) from None
         if not started:
             self._do_reset(self._pending)
+            elastic = self.__dict__.pop("_pending_elastic", None)
+            if elastic is not None:
+                self.load_state_dict(elastic)
 
     def _do_reset(self, state: State | None) -> None:
         self._reset_called = False
@@ -193,6 +196,10 @@ class Stream(Generic[T]):
     def state_dict(self) -> State:
         """The checkpoint of the whole pipeline: small and JSON-serialisable."""
         self._ensure_started()
+        run = self.__dict__.get("_elastic")
+        if run is not None:
+            state: State = run.state_dict()
+            return state
         return {
             _FORMAT_KEY: FORMAT_VERSION,
             _PIPELINE_KEY: self.pipeline_fingerprint(),
@@ -200,8 +207,27 @@ class Stream(Generic[T]):
         }
 
     def load_state_dict(self, state: State | None) -> None:
-        """Restore a checkpoint of ``state_dict()``; ``None`` restarts."""
+        """Restore a checkpoint of ``state_dict()``; ``None`` restarts.
+
+        Also accepts ``arrowmix.stream.merge_states`` of the checkpoints of every
+        instance of a run with another number of instances (elastic resume, see
+        :mod:`arrowmix._stream.elastic`).
+        """
         self._ensure_started()
+        run = self.__dict__.pop("_elastic", None)
+        if run is not None:
+            self.__dict__.pop("next", None)
+            run.leave()
+        if isinstance(state, dict) and ("merged" in state or "elastic" in state):
+            from arrowmix._stream.elastic import ElasticRun
+
+            if "merged" in state:
+                run = ElasticRun.from_merged(self, state["merged"])
+            else:
+                run = ElasticRun.from_instance(self, state)
+            self._elastic = run
+            self.next = run.next  # type: ignore[method-assign]  # root only: drains
+            return
         if state is None:
             self._do_reset(None)
             return
@@ -262,6 +288,10 @@ class Stream(Generic[T]):
                 d.pop(name, None)
         if d.get("_started"):
             d["_pending"] = self.get_state()
+        if d.pop("_elastic", None) is not None:
+            d.pop("next", None)
+            d["_pending_elastic"] = self.state_dict()
+            d["_pending"] = None
         d["_started"] = False
         return d
 
@@ -327,6 +357,41 @@ class Stream(Generic[T]):
             batch_size,
             read_ahead,
             boundary_key=boundary_key,
+            shuffle=shuffle,
+            seed=seed,
+        )
+
+    def budget_bucket(
+        self,
+        key: str | Callable[[T], int],
+        budget: int,
+        read_ahead: int,
+        *,
+        num_instances: int = 1,
+        instance_rank: int = 0,
+        remainder: str = "drop",
+        max_batch_size: int | None = None,
+        shuffle: bool = True,
+        seed: int | None = None,
+    ) -> Stream[list[T]]:
+        """Token-budget batches, the same number on each of ``num_instances`` ranks.
+
+        Every rank reads this same (unsharded) stream, plans the same batches per
+        read-ahead window (``len(batch) * longest <= budget``) and takes every
+        ``num_instances``-th one; ``remainder`` (``"drop"`` or ``"pad"``) settles the
+        batches that do not divide evenly. See :mod:`arrowmix._stream.balanced`.
+        """
+        from arrowmix._stream.balanced import BudgetBucketIterator
+
+        return BudgetBucketIterator(
+            self,
+            key,
+            budget,
+            read_ahead,
+            num_instances=num_instances,
+            instance_rank=instance_rank,
+            remainder=remainder,
+            max_batch_size=max_batch_size,
             shuffle=shuffle,
             seed=seed,
         )

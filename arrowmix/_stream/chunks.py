@@ -18,6 +18,7 @@ import numpy as np
 
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._stream.base import State, Stream
+from arrowmix._stream.dealing import Dealing, Generation
 from arrowmix._stream.rng import SeedHolder, derive_rng
 from arrowmix._stream.sources import check_sharding
 from arrowmix.exceptions import StateError
@@ -62,10 +63,15 @@ class ChunkSource(Stream[T]):
         self.infinite = infinite
         self.num_instances = num_instances
         self.instance_rank = instance_rank
+        # Elastic restores (see arrowmix._stream.elastic): past resizes of the chunk
+        # order, and the chunk before which a drain stops.
+        self._generations: list[Generation] = []
+        self._limit: tuple[int, int] | None = None
         self._check_chunks()
 
     def _check_chunks(self) -> None:
         n, r = self.num_instances, self.instance_rank
+        self._dealing = Dealing(len(self.chunk_refs), self._generations, n, r)
         self._num_mine = len(range(r, len(self.chunk_refs), n))
         if self.infinite and self._num_mine == 0:
             raise ValueError(
@@ -86,6 +92,18 @@ class ChunkSource(Stream[T]):
         self._started = False
         self._pending = None
 
+    def set_elastic(self, generations: list[Generation], limit: tuple[int, int] | None) -> None:
+        """Deal the remainder of resized epochs; stop before chunk ``limit``. Restarts."""
+        self._generations = list(generations)
+        self._limit = limit
+        self._check_chunks()
+        self._started = False
+        self._pending = None
+
+    def frontier(self) -> tuple[int, int]:
+        """``(epoch, chunk)``: chunks of this rank's order begun so far (a drain ends them)."""
+        return self._epoch, self._chunk + (self._item > 0)
+
     def describe(self) -> dict[str, Any]:
         return {
             "chunks": hash_value([str(r) for r in self.chunk_refs]),
@@ -104,7 +122,10 @@ class ChunkSource(Stream[T]):
             if self.shuffle_chunks
             else np.arange(n)
         )
-        return order[self.instance_rank :: self.num_instances]
+        if self._dealing.plain:
+            return order[self.instance_rank :: self.num_instances]
+        mine: np.ndarray = order[self._dealing.units(epoch, 0, self._dealing.count(epoch))]
+        return mine
 
     def _load_chunk(self) -> None:
         ref = self.chunk_refs[int(self._mine[self._chunk])]
@@ -137,6 +158,8 @@ class ChunkSource(Stream[T]):
 
     def next(self) -> T:
         while True:
+            if self._limit is not None and (self._epoch, self._chunk) >= self._limit:
+                raise StopIteration
             if self._chunk >= len(self._mine):
                 if not self.infinite:
                     raise StopIteration

@@ -99,6 +99,8 @@ class WeightedMixIterator(Stream[T]):
         self.seed = seed
         check_schemas(self.streams)
         self._ints = integer_weights(self.weights)
+        # Elastic drains (arrowmix._stream.elastic): inputs that end are dropped.
+        self._drain = False
 
     def children(self) -> list[Stream[Any]]:
         return list(self.streams)
@@ -211,6 +213,9 @@ class WeightedMixIterator(Stream[T]):
             try:
                 item = self.streams[i].next()
             except StopIteration:
+                if self._drain:
+                    self._drop(i)
+                    continue
                 self._exhausted[i] = True
                 if self.stopping == "shortest" or (
                     self.stopping == "longest_cycle" and all(self._exhausted)

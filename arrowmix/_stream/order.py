@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from arrowmix._stream.dealing import Dealing, Generation
 from arrowmix._stream.permutation import FeistelPermutation
 from arrowmix._stream.rng import derive_rng
 
@@ -38,6 +39,7 @@ class PositionOrder:
         num_instances: int = 1,
         instance_rank: int = 0,
         window_chunks: int = 4,
+        generations: list[Generation] | None = None,
     ) -> None:
         self.num_rows = int(num_rows)
         self.offsets = np.asarray(chunk_offsets, dtype=np.int64)
@@ -48,14 +50,22 @@ class PositionOrder:
         self.window_chunks = window_chunks
         # Rows of this rank per epoch: ceil((n - r) / N).
         self.count = max(0, -(-(self.num_rows - instance_rank) // num_instances))
+        self.dealing = Dealing(self.num_rows, generations or [], num_instances, instance_rank)
         self._cache_key: tuple[int, ...] | None = None
         self._feistel: FeistelPermutation | None = None
         self._windows: tuple[np.ndarray, np.ndarray] | None = None
         self._window_pos: dict[int, np.ndarray] = {}
 
+    def count_for(self, epoch: int) -> int:
+        """Rows of this rank in ``epoch`` (fewer in an epoch resumed on a resized cluster)."""
+        return self.count if self.dealing.plain else self.dealing.count(epoch)
+
     def positions(self, epoch: int, start: int, stop: int) -> np.ndarray:
         """Positions of the rank-local indices ``[start, stop)`` of ``epoch``."""
-        g = np.arange(start, stop, dtype=np.int64) * self.num_instances + self.rank
+        if self.dealing.plain:
+            g = np.arange(start, stop, dtype=np.int64) * self.num_instances + self.rank
+        else:
+            g = self.dealing.units(epoch, start, stop)
         if self.mode is None:
             return g
         if self.mode == "global":

@@ -90,6 +90,7 @@ class PrefetchIterator(Stream[T]):
         self.chunk_size = max(1, buffer_size // _DEPTH)
         self.processes = bool(processes) and "fork" in mp.get_all_start_methods()
         self._worker: Any = None
+        self._sync = False  # set while elastic resume computes frontiers
 
     def children(self) -> list[Stream[Any]]:
         return [self.source]
@@ -147,6 +148,9 @@ class PrefetchIterator(Stream[T]):
         self._worker.start()
 
     def _receive(self) -> tuple[Any, ...]:
+        if self.__dict__.get("_sync"):  # elastic frontiers: no read-ahead in the background
+            items = self.source._pull(self.chunk_size)
+            return ("items" if items else "end", items, self.source.get_state())
         if self.__dict__.get("_worker") is None:
             self._start()
         while True:

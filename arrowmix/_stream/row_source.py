@@ -7,7 +7,7 @@ layer never imports the Dataset layer. :class:`TableRowSource` wraps a
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import pyarrow as pa
@@ -99,3 +99,7 @@ class TableRowSource:
 
     def take(self, positions: np.ndarray) -> pa.Table:
         return self._table.take(pa.array(positions, type=pa.int64()))
+
+    def take_column(self, positions: np.ndarray, name: str) -> pa.ChunkedArray[Any]:
+        """One column at ``positions`` (optional in the protocol; bucketing uses it)."""
+        return self._table.column(name).take(pa.array(positions, type=pa.int64()))

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._stream.base import State, Stream
+from arrowmix._stream.dealing import Generation
 from arrowmix._stream.order import MODES, PositionOrder
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.row_source import RowSource
@@ -126,6 +127,10 @@ class ArrowSource(Stream[Row]):
         self.infinite = infinite
         self.block_rows = block_rows
         self._sharding = (num_instances, instance_rank, window_chunks)
+        # Elastic restores (see arrowmix._stream.elastic): past resizes of the epoch
+        # order, and where a drain of an old instance's buffered rows stops.
+        self._generations: list[Generation] = []
+        self._limit: tuple[int, int] | None = None
         self._order = self._make_order()
         self._check_rows()
 
@@ -151,6 +156,18 @@ class ArrowSource(Stream[Row]):
         self._started = False
         self._pending = None
 
+    def set_elastic(self, generations: list[Generation], limit: tuple[int, int] | None) -> None:
+        """Deal the remainder of resized epochs; stop at ``limit`` (drains). Restarts."""
+        self._generations = list(generations)
+        self._limit = limit
+        self._order = self._make_order()
+        self._started = False
+        self._pending = None
+
+    def frontier(self) -> tuple[int, int]:
+        """``(epoch, index)``: rows of this rank's share handed out so far."""
+        return self._epoch, self._start + self._pos
+
     def _make_order(self) -> PositionOrder:
         n, r, w = self._sharding
         return PositionOrder(
@@ -161,6 +178,7 @@ class ArrowSource(Stream[Row]):
             num_instances=n,
             instance_rank=r,
             window_chunks=w,
+            generations=self._generations,
         )
 
     @property
@@ -187,10 +205,10 @@ class ArrowSource(Stream[Row]):
             self._seed.load(self, state[self.SEED_KEY])
             self._epoch = _nonneg_int(self, state, self.EPOCH_KEY)
             self._start = _nonneg_int(self, state, self.INDEX_KEY)
-            if self._start > self._order.count:
+            if self._start > self._order.count_for(self._epoch):
                 raise StateError(
                     f"ArrowSource: `index` {self._start} exceeds the "
-                    f"{self._order.count} rows of this rank."
+                    f"{self._order.count_for(self._epoch)} rows of this rank."
                 )
         if self._order.seed != self._seed.value:
             self._order = self._make_order()
@@ -216,7 +234,7 @@ class ArrowSource(Stream[Row]):
         parts: list[np.ndarray] = []
         got = 0
         while got < n and not self._finished():
-            stop = min(self._order.count, self._start + n - got)
+            stop = min(self._epoch_stop(), self._start + n - got)
             parts.append(self._order.positions(self._epoch, self._start, stop))
             got += stop - self._start
             self._start = stop
@@ -226,22 +244,32 @@ class ArrowSource(Stream[Row]):
         self._start += self._pos
         self._block, self._pos = [], 0
 
+    def _epoch_stop(self) -> int:
+        """End of the readable part of the current epoch (its rows, or the drain limit)."""
+        stop = self._order.count_for(self._epoch)
+        if self._limit is not None and self._limit[0] == self._epoch:
+            stop = min(stop, self._limit[1])
+        return stop
+
     def _finished(self) -> bool:
         """Start the next epoch when this one is over; True when a finite pass ended."""
-        if self._start < self._order.count:
-            return False
-        if not self.infinite:
-            return True
-        self._epoch += 1
-        self._start = 0
-        return False
+        while True:
+            if self._limit is not None and (self._epoch, self._start) >= self._limit:
+                return True
+            if self._start < self._epoch_stop():
+                return False
+            if not self.infinite:
+                return True
+            # An epoch resumed on a resized cluster may hold no rows for this rank.
+            self._epoch += 1
+            self._start = 0
 
     def _fill(self) -> None:
         self._drop_block()
         if self._finished():
             raise StopIteration
         # A block never spans two epochs, so (epoch, index) always names its rows.
-        stop = min(self._order.count, self._start + self.block_rows)
+        stop = min(self._epoch_stop(), self._start + self.block_rows)
         pos = self._order.positions(self._epoch, self._start, stop)
         self._block = table_to_rows(self.rows.take(pos))
 

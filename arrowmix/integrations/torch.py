@@ -7,31 +7,46 @@ is read, so the workers of a rank see disjoint items whose union is the rank's s
 
 Checkpointing: ``iter(dataset)`` returns the worker's stream itself, whose
 ``state_dict``/``load_state_dict`` torchdata's ``StatefulDataLoader`` saves and restores
-per worker; the dataset's own ``state_dict`` carries the same state. Resuming needs the
-same ``num_workers`` (the shards differ otherwise, and loading raises ``StateError``).
+per worker; the dataset's own ``state_dict`` carries the same state. Resuming through
+``StatefulDataLoader.load_state_dict`` needs the same ``num_workers`` (the shards differ
+otherwise, and loading raises ``StateError``). To resume on another number of ranks or
+workers, collect every worker's stream state (``worker_stream_states``) on every rank,
+``merge_states`` them in instance order (rank-major) and give the result to
+``dataset.load_state_dict({"stream": merged})`` of a fresh dataset and DataLoader.
+
+With a ``budget_bucket`` stage, the stage is sharded instead of the row sources: every
+worker reads the same rows and takes its own batches (equal counts).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from arrowmix._stream.base import Stream
+from arrowmix._stream.balanced import BudgetBucketIterator
+from arrowmix._stream.base import State, Stream
 from arrowmix._stream.chunks import ChunkSource
 from arrowmix._stream.sources import ArrowSource
 
-__all__ = ["shardable_sources", "split_for_worker", "to_torch"]
+__all__ = ["shardable_sources", "split_for_worker", "to_torch", "worker_stream_states"]
 
 _INSTALL = "Stream.to_torch() needs PyTorch: pip install 'arrowmix[torch]'"
 
 
 def shardable_sources(stream: Stream[Any]) -> tuple[list[Any], list[Stream[Any]]]:
-    """The row/chunk sources of a pipeline, and its sources that cannot be sharded."""
+    """The row/chunk sources of a pipeline, and its sources that cannot be sharded.
+
+    A ``budget_bucket`` stage counts as a source: it deals the batches, so the sources
+    below it stay unsharded.
+    """
     shardable: list[Any] = []
     other: list[Stream[Any]] = []
     todo = [stream]
     while todo:
         node = todo.pop()
         kids = node.children()
+        if isinstance(node, BudgetBucketIterator):
+            shardable.append(node)
+            continue
         if isinstance(node, (ArrowSource, ChunkSource)):
             shardable.append(node)
         elif not kids:
@@ -72,6 +87,38 @@ def _worker_split(base: list[tuple[int, int]]) -> tuple[int, int]:
     if unsharded and dist.is_available() and dist.is_initialized():
         world, rank = dist.get_world_size(), dist.get_rank()
     return world * workers, rank * workers + worker
+
+
+def worker_stream_states(dataloader_state: dict[str, Any]) -> list[State]:
+    """The stream state of every worker in a ``StatefulDataLoader.state_dict()``.
+
+    Returns one state per DataLoader worker, ordered by worker id (a single state for
+    ``num_workers=0``). Concatenate the lists of all ranks in rank order and pass them
+    to :func:`arrowmix.stream.merge_states` for an elastic resume.
+
+    Example:
+        >>> snap = {"worker_1": {"worker_id": 1, "fetcher_state": {"dataset_iter_state": "b"}},
+        ...         "worker_0": {"worker_id": 0, "fetcher_state": {"dataset_iter_state": "a"}}}
+        >>> worker_stream_states({"_snapshot": {"_worker_snapshots": snap}})
+        ['a', 'b']
+    """
+    snapshot = dataloader_state.get("_snapshot")
+    if snapshot is None:
+        entries = [dataloader_state]
+    else:
+        workers = snapshot["_worker_snapshots"].values()
+        entries = sorted(workers, key=lambda w: int(w["worker_id"]))
+    out: list[State] = []
+    for entry in entries:
+        state = (entry.get("fetcher_state") or {}).get("dataset_iter_state")
+        if state is None:
+            state = (entry.get("dataset_state") or {}).get("stream")
+        if state is None:
+            raise ValueError(
+                "this DataLoader state holds no arrowmix stream state (was the iterator started?)."
+            )
+        out.append(state)
+    return out
 
 
 def to_torch(stream: Stream[Any]) -> Any:

@@ -1,0 +1,129 @@
+"""Which units of an epoch's global order an instance reads, across cluster resizes.
+
+Normally instance ``r`` of ``n`` reads the units ``r, r + n, ...`` of the epoch's global
+order (rows in the order of :mod:`arrowmix._stream.order`). After an elastic restore the
+order that remains of an epoch is the *remainder*: the units that no old instance had
+read. A :class:`Generation` records one resize: the old instance count ``n`` and, per old
+instance, its frontier ``(epoch, index)`` (rows of its share it had read, in its own
+dealing). The remainder of epoch ``e`` in the parent unit space is
+
+* a ragged head: the units ``k + n * i`` with ``s_k <= i < max(s)``, in ascending order,
+  where ``s_k`` is where old instance ``k`` stopped in epoch ``e`` (0 in later epochs,
+  its whole share in earlier ones), then
+* a dense tail: every parent unit from ``n * max(s)`` on.
+
+Generations chain (a resize of a resized run): each maps its remainder indices to its
+parent's units, down to the global order. The head holds at most ``n * (max(s) -
+min(s))`` units, so memory follows the spread of the old instances, not the epoch size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from arrowmix.exceptions import StateError
+
+__all__ = ["Dealing", "Generation"]
+
+
+class Generation:
+    """One resize: ``n`` old instances and their frontiers ``(epoch, index)``."""
+
+    def __init__(self, frontiers: Sequence[Sequence[int]]) -> None:
+        self.frontiers = [(int(e), int(i)) for e, i in frontiers]
+        if not self.frontiers or any(e < 0 or i < 0 for e, i in self.frontiers):
+            raise StateError(f"bad elastic frontiers {frontiers!r}.")
+        self.n = len(self.frontiers)
+        self.last_epoch = max(e for e, _ in self.frontiers)
+
+    def to_json(self) -> list[list[int]]:
+        return [[e, i] for e, i in self.frontiers]
+
+    def remainder(self, epoch: int, parent_size: int) -> tuple[np.ndarray, int, int]:
+        """``(head, tail_start, size)`` of the remainder of ``epoch`` in parent units."""
+        n = self.n
+        counts = np.array([len(range(k, parent_size, n)) for k in range(n)], dtype=np.int64)
+        starts = np.empty(n, dtype=np.int64)
+        for k, (e, i) in enumerate(self.frontiers):
+            starts[k] = counts[k] if epoch < e else (min(i, counts[k]) if epoch == e else 0)
+        s_max = int(starts.max())
+        s_min = int(starts.min())
+        ii = np.arange(s_min, s_max, dtype=np.int64)
+        kk = np.arange(n, dtype=np.int64)
+        units = kk[None, :] + n * ii[:, None]
+        keep = (ii[:, None] >= starts[None, :]) & (units < parent_size)
+        head = units[keep]  # row-major: ascending units
+        tail_start = min(n * s_max, parent_size)
+        return head, tail_start, len(head) + parent_size - tail_start
+
+
+class Dealing:
+    """Units of instance ``rank`` of ``num_instances`` per epoch, through resizes.
+
+    Example:
+        >>> d = Dealing(10, [], 3, 1)
+        >>> d.count(0), d.units(0, 0, 3).tolist()
+        (3, [1, 4, 7])
+        >>> # two old instances had read 2 and 4 of their 5 units of epoch 0
+        >>> d = Dealing(10, [Generation([(0, 2), (0, 4)])], 1, 0)
+        >>> d.units(0, 0, d.count(0)).tolist()
+        [4, 6, 8, 9]
+    """
+
+    def __init__(
+        self,
+        num_units: int,
+        generations: Sequence[Generation],
+        num_instances: int,
+        rank: int,
+    ) -> None:
+        self.num_units = int(num_units)
+        self.generations = list(generations)
+        self.num_instances = num_instances
+        self.rank = rank
+        self.last_epoch = max((g.last_epoch for g in self.generations), default=-1)
+        self._cache: dict[int, list[tuple[np.ndarray, int, int]]] = {}
+
+    @property
+    def plain(self) -> bool:
+        """True when no resize is recorded (the plain strided dealing)."""
+        return not self.generations
+
+    def to_json(self) -> list[Any]:
+        return [g.to_json() for g in self.generations]
+
+    def _levels(self, epoch: int) -> list[tuple[np.ndarray, int, int]] | None:
+        if epoch > self.last_epoch:
+            return None  # every resize is in the past: the whole epoch remains
+        levels = self._cache.get(epoch)
+        if levels is None:
+            levels, size = [], self.num_units
+            for g in self.generations:
+                head, tail, size = g.remainder(epoch, size)
+                levels.append((head, tail, size))
+            self._cache = {epoch: levels}
+        return levels
+
+    def epoch_size(self, epoch: int) -> int:
+        """Units of ``epoch`` left to deal among the current instances."""
+        levels = self._levels(epoch)
+        return self.num_units if levels is None else levels[-1][2]
+
+    def count(self, epoch: int) -> int:
+        """Units of this instance in ``epoch``."""
+        return len(range(self.rank, self.epoch_size(epoch), self.num_instances))
+
+    def units(self, epoch: int, start: int, stop: int) -> np.ndarray:
+        """Global-order units of this instance's local indices ``[start, stop)``."""
+        u = np.arange(start, stop, dtype=np.int64) * self.num_instances + self.rank
+        levels = self._levels(epoch)
+        if levels is None:
+            return u
+        for head, tail, _ in reversed(levels):
+            nh = len(head)
+            in_head = u < nh
+            u = np.where(in_head, head[np.minimum(u, max(nh - 1, 0))] if nh else 0, u - nh + tail)
+        return u

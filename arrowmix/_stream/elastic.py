@@ -1,0 +1,366 @@
+"""Elastic resume: restore the checkpoints of N instances on M instances.
+
+An *instance* is one reader of the pipeline: a rank, or a DataLoader worker of a rank
+(instance ``rank * workers + worker``). ``merge_states`` bundles the ``state_dict()``
+of every old instance, in instance order; ``load_state_dict`` of the bundle on a
+pipeline whose row sources are sharded as instance ``j`` of ``M`` makes it run a list
+of *tasks*:
+
+1. **Drains.** An old instance had read rows that it had not yielded yet (shuffle
+   buffers, bucketing read-aheads, prefetch queues). Its *frontier* is where each row
+   source stood once its pipeline is restored and every partially emitted window is
+   replayed (the rows it had read to produce what it yielded). Draining old instance
+   ``k`` restores its state with its old sharding, stops the sources at that frontier
+   and yields everything that comes out: exactly its read-but-not-yielded rows. Old
+   instance ``k``'s drain runs on new instance ``k mod M``. ``mix`` drops an input that
+   ends during a drain (``"longest_drop"``), whatever its stopping rule.
+2. **Main.** The rows no old instance had read (the remainder of the epoch, see
+   :mod:`arrowmix._stream.dealing`) are dealt round-robin to the M instances, then the
+   following epochs are dealt as usual. ``from_chunks`` sources deal chunks the same
+   way; the drain of an old instance finishes the chunk it had begun.
+
+With ``budget_bucket`` every instance reads the same rows: nothing is drained, the window
+the old instances stood in is planned again and the batches none of them yielded are
+dealt to the new instances (equal counts are kept; all old instances must stand in the
+same window).
+
+Guarantee: over the epochs in progress, the rows yielded before the checkpoint by all
+old instances plus the rows yielded after it by all new instances are every row
+exactly once (with pipelines whose stages neither drop nor duplicate rows: ``take``,
+``filter``, ``batch(drop_last=True)`` and ``window`` change what "every row" means).
+The order is not the order of an uninterrupted run. Cost: loading computes every old
+instance's frontier, i.e. replays one window per old instance.
+
+A checkpoint taken during a drain holds the remaining tasks, so it can be merged and
+resized again.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+from arrowmix._stream.balanced import BudgetBucketIterator
+from arrowmix._stream.base import FORMAT_VERSION, State, Stream
+from arrowmix._stream.dealing import Generation
+from arrowmix._stream.frontier import materialize, pipeline_nodes, row_sources
+from arrowmix._stream.mix import WeightedMixIterator
+from arrowmix._stream.prefetch import PrefetchIterator
+from arrowmix.exceptions import StateError
+
+__all__ = ["ElasticRun", "merge_states"]
+
+MERGED_KEY = "merged"
+ELASTIC_KEY = "elastic"
+_TASK_KEYS = ("pipeline", "state", "sharding", "sources", "override")
+
+
+def merge_states(states: Sequence[State]) -> State:
+    """Bundle the checkpoints of all instances into one elastic checkpoint.
+
+    Args:
+        states: ``state_dict()`` of every old instance, in instance order (rank-major,
+            then DataLoader worker: instance ``rank * num_workers + worker``).
+
+    Returns:
+        A JSON-able checkpoint that ``load_state_dict`` accepts on any number of
+        instances (see the module docstring for what is guaranteed).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> from arrowmix._stream.row_source import TableRowSource
+        >>> from arrowmix._stream.sources import from_row_source
+        >>> rows = TableRowSource(pa.table({"x": list(range(10))}))
+        >>> def build(n, r):
+        ...     s = from_row_source(rows, seed=1, infinite=False, num_instances=n,
+        ...                         instance_rank=r)
+        ...     return s.shuffle(3, seed=2)
+        >>> old = [build(2, r) for r in range(2)]
+        >>> seen = [next(s)["x"] for s in old for _ in range(2)]
+        >>> merged = merge_states([s.state_dict() for s in old])
+        >>> new = [build(3, r) for r in range(3)]
+        >>> for s in new:
+        ...     s.load_state_dict(merged)
+        >>> sorted(seen + [row["x"] for s in new for row in s]) == list(range(10))
+        True
+    """
+    states = list(states)
+    if not states:
+        raise ValueError("merge_states needs the state of at least one instance.")
+    for k, st in enumerate(states):
+        if not isinstance(st, dict) or st.get("format") != FORMAT_VERSION:
+            raise StateError(f"merge_states: states[{k}] is not a stream checkpoint: {st!r:.80}.")
+        if MERGED_KEY in st:
+            raise StateError(f"merge_states: states[{k}] is already merged; load it first.")
+        missing = {"pipeline", "state"} - st.keys()
+        if missing:
+            raise StateError(f"merge_states: states[{k}] lacks keys {sorted(missing)}.")
+    return {"format": FORMAT_VERSION, MERGED_KEY: copy.deepcopy(states)}
+
+
+def _plain_task(st: State, n: int, k: int, num_sources: int) -> dict[str, Any]:
+    src: list[dict[str, Any]] = [
+        {"generations": [], "limit": None, "seed": None} for _ in range(num_sources)
+    ]
+    return {
+        "pipeline": st["pipeline"],
+        "state": st["state"],
+        "sharding": [n, k],
+        "sources": src,
+        "override": None,
+    }
+
+
+def _check_task(task: Any) -> dict[str, Any]:
+    if not isinstance(task, dict) or set(task) != set(_TASK_KEYS):
+        raise StateError(f"elastic checkpoint: bad task {task!r:.120}.")
+    return task
+
+
+class ElasticRun:
+    """The task list of one instance after an elastic load (held by the root stream)."""
+
+    def __init__(self, root: Stream[Any], tasks: list[dict[str, Any]]) -> None:
+        self.root = root
+        self.sources = row_sources(root)
+        # With budget_bucket every instance reads the same rows and the stage deals
+        # batches: it carries the instance sharding, the sources stay unsharded.
+        self.dealers: list[Any] = [
+            n for n in pipeline_nodes(root) if isinstance(n, BudgetBucketIterator)
+        ]
+        if self.dealers:
+            inside = {id(x) for d in self.dealers for x in pipeline_nodes(d)}
+            if any(id(s) not in inside for s in self.sources):
+                raise ValueError(
+                    "elastic resume: every row source must feed a budget_bucket stage "
+                    "when the pipeline has one."
+                )
+        else:
+            self.dealers = list(self.sources)
+        self.home = self.dealers[0].sharding if self.dealers else (1, 0)
+        self.tasks = tasks
+
+    @property
+    def shared(self) -> bool:
+        """True when every instance reads the same rows (budget_bucket deals batches)."""
+        return bool(self.dealers) and isinstance(self.dealers[0], BudgetBucketIterator)
+
+    # -------------------------------------------------------------- configuration
+    def _configure(self, task: dict[str, Any]) -> None:
+        """Shard the sources as ``task`` says and restore its state (lazily)."""
+        n, r = task["sharding"]
+        self.root.close()  # background workers must not read while sources change
+        if len(task["sources"]) != len(self.sources):
+            raise StateError(
+                f"elastic checkpoint has {len(task['sources'])} row sources, this "
+                f"pipeline {len(self.sources)}."
+            )
+        for dealer in self.dealers:
+            dealer.reshard(n, r)
+        for src, spec in zip(self.sources, task["sources"], strict=True):
+            gens = [Generation(g) for g in spec["generations"]]
+            limit = None if spec["limit"] is None else tuple(spec["limit"])
+            src.set_elastic(gens, limit)
+            if spec["seed"] is not None:
+                src._seed.value = int(spec["seed"])
+        if task["state"] is not None and task["pipeline"] != self.root.pipeline_fingerprint():
+            raise StateError(
+                f"checkpoint of instance {r} of {n} was taken from a different pipeline "
+                f"({task['pipeline']!r}): {self.root.explain()}"
+            )
+        for node in pipeline_nodes(self.root):
+            if isinstance(node, WeightedMixIterator):
+                node._drain = any(s["limit"] is not None for s in task["sources"])
+        override = task["override"]
+        if self.shared:
+            dealer = self.dealers[0]
+            dealer._override = None
+            if override is not None:
+                start = override["start"]
+                dealer._override = (start["window"], override["generations"])
+        self.root._do_reset(task["state"])
+        if override is not None and task["state"] is None:
+            # Start the dealer inside the window being re-dealt; stages above it
+            # that cache its state (prefetch) re-read it.
+            dealer.reset(override["start"])
+            for node in pipeline_nodes(self.root):
+                if isinstance(node, PrefetchIterator):
+                    node._after = node._anchor = node.source.get_state()
+
+    def _replay(self, task: dict[str, Any]) -> None:
+        """Restore ``task`` and replay its partially emitted windows (synchronously)."""
+        self._configure(task)
+        prefetch = [p for p in pipeline_nodes(self.root) if isinstance(p, PrefetchIterator)]
+        for p in prefetch:
+            p._sync = True  # frontiers must not depend on a background thread's progress
+        try:
+            materialize(self.root)
+        finally:
+            for p in prefetch:
+                p._sync = False
+
+    def _frontier(self, task: dict[str, Any]) -> list[list[int]]:
+        """Where the sources of ``task`` stand once its windows are replayed."""
+        if task["state"] is None:
+            return [[0, 0] for _ in self.sources]
+        self._replay(task)
+        return [list(s.frontier()) for s in self.sources]
+
+    def _plan_shared(self, mains: list[dict[str, Any]]) -> dict[str, Any]:
+        """The main task of a budget_bucket pipeline: re-deal the current window.
+
+        Every instance read the same rows, so no drain is needed: the window the old
+        instances stood in is planned again and the batches none of them yielded are
+        dealt to the new instances (same remainder rule, equal counts).
+        """
+        if len(self.dealers) != 1:
+            raise ValueError("elastic resume supports one budget_bucket stage per pipeline.")
+        dealer = self.dealers[0]
+        start: State | None = None
+        emitted: list[int] = []
+        carried: list[Any] = []
+        for k, main in enumerate(mains):
+            if main["state"] is None:
+                raise StateError(f"merge_states: instance {k} had not started.")
+            self._replay(main)
+            ds = dealer.get_state()
+            here = {**ds, "emitted": 0}
+            if start is not None and here != start:
+                raise StateError(
+                    f"budget_bucket: instance {k} was checkpointed in another read-ahead "
+                    "window than instance 0; checkpoint every rank at the same step."
+                )
+            start = here
+            emitted.append(ds["emitted"])
+            old = main["override"]
+            if old is not None and old["start"]["window"] == ds["window"]:
+                if k and old["generations"] != carried:
+                    raise StateError(
+                        "merge_states: the instances come from different elastic restores."
+                    )
+                carried = old["generations"]
+        assert start is not None
+        t, j = self.home
+        sources: list[dict[str, Any]] = [
+            {"generations": [], "limit": None, "seed": None} for _ in self.sources
+        ]
+        override = {"start": start, "generations": [*carried, [len(mains), emitted]]}
+        return {
+            "pipeline": "",
+            "state": None,
+            "sharding": [t, j],
+            "sources": sources,
+            "override": override,
+        }
+
+    @classmethod
+    def from_merged(cls, root: Stream[Any], merged: list[State]) -> ElasticRun:
+        """Plan this instance's tasks from the checkpoints of all old instances."""
+        run = cls(root, [])
+        n, ns = len(merged), len(run.sources)
+        drains: list[dict[str, Any]] = []
+        mains: list[dict[str, Any]] = []
+        for k, st in enumerate(merged):
+            if ELASTIC_KEY in st:
+                tasks = [_check_task(x) for x in st[ELASTIC_KEY]["tasks"]]
+                tasks[0] = {**tasks[0], "state": st["state"], "pipeline": st["pipeline"]}
+            else:
+                tasks = [_plain_task(st, n, k, ns)]
+            *pending, main = tasks
+            if main["sharding"] != [n, k]:
+                raise StateError(
+                    f"merge_states: states[{k}] belongs to instance {main['sharding'][1]} "
+                    f"of {main['sharding'][0]}, expected {k} of {n}; pass the states of "
+                    "every instance in instance order."
+                )
+            drains.extend(pending)
+            mains.append(main)
+        if run.shared:
+            run.tasks = [run._plan_shared(mains)]
+            run._configure(run.tasks[0])
+            return run
+        chain = [s["generations"] for s in mains[0]["sources"]]
+        if any([s["generations"] for s in m["sources"]] != chain for m in mains):
+            raise StateError("merge_states: the instances come from different elastic restores.")
+        frontiers: list[list[list[int]]] = [run._frontier(m) for m in mains]
+        seeds: list[int] | None = None
+        for k, main in enumerate(mains):
+            if main["state"] is None:
+                continue
+            run._configure(main)
+            mine = [s._seed.value for s in run.sources]
+            if seeds is not None and mine != seeds:
+                raise StateError(
+                    f"merge_states: instance {k} reads the rows in another order than "
+                    "instance 0 (different source seeds); give every rank the same seed."
+                )
+            seeds = mine
+            sources = [
+                {**spec, "limit": f, "seed": seed}
+                for spec, f, seed in zip(main["sources"], frontiers[k], mine, strict=True)
+            ]
+            drains.append({**main, "sources": sources})
+        if seeds is None:
+            seeds = [spec["seed"] for spec in mains[0]["sources"]]
+        new_sources = [
+            {
+                "generations": [*chain[i], [f[i] for f in frontiers]],
+                "limit": None,
+                "seed": seeds[i],
+            }
+            for i in range(ns)
+        ]
+        t, j = run.home
+        main_task = {
+            "pipeline": "",
+            "state": None,
+            "sharding": [t, j],
+            "sources": new_sources,
+            "override": None,
+        }
+        run.tasks = [*drains[j::t], main_task]
+        run._configure(run.tasks[0])
+        return run
+
+    @classmethod
+    def from_instance(cls, root: Stream[Any], state: State) -> ElasticRun:
+        """Resume an elastic run from the checkpoint of the same instance."""
+        tasks = [_check_task(x) for x in state[ELASTIC_KEY]["tasks"]]
+        tasks[0] = {**tasks[0], "state": state["state"], "pipeline": state["pipeline"]}
+        run = cls(root, tasks)
+        run.home = tuple(tasks[-1]["sharding"])
+        run._configure(tasks[0])
+        return run
+
+    # ------------------------------------------------------------------ running
+    def next(self) -> Any:
+        while True:
+            try:
+                return type(self.root).next(self.root)
+            except StopIteration:
+                if len(self.tasks) == 1:
+                    raise
+                self.tasks.pop(0)
+                self._configure(self.tasks[0])
+
+    def state_dict(self) -> State:
+        state = self.root.get_state()
+        tasks = copy.deepcopy(self.tasks)
+        tasks[0]["state"] = None
+        tasks[0]["pipeline"] = ""
+        return {
+            "format": FORMAT_VERSION,
+            "pipeline": self.root.pipeline_fingerprint(),
+            "state": state,
+            ELASTIC_KEY: {"tasks": tasks},
+        }
+
+    def leave(self) -> None:
+        """Back to the home sharding without elastic dealing (then a plain reset)."""
+        for src in self.sources:
+            src.reshard(*self.home)
+            src.set_elastic([], None)
+        for node in pipeline_nodes(self.root):
+            if isinstance(node, WeightedMixIterator):
+                node._drain = False
