@@ -1,4 +1,4 @@
-"""Cache-directory factory for the CLI tests: result files with metadata and a chosen age."""
+"""Cache-directory factory for the cache and CLI tests: result files with metadata and an age."""
 
 from __future__ import annotations
 
