@@ -43,6 +43,8 @@ _INSTALL = "arrowmix's Ray integration needs Ray: pip install 'ray[data]'"
 _BLOCK_BYTES = 128 * 2**20
 _SETTLE_TIMEOUT = 60.0
 _REMOTE: Any = None
+#: The input last opened by this (worker) process: later segments of the same map reuse it.
+_OPENED: dict[Any, Dataset] = {}
 
 
 def _ray() -> Any:
@@ -64,7 +66,16 @@ class _Source:
     files: tuple[str, ...]
     indices_file: str | None
 
+    def key(self) -> Any:
+        table = self.table if isinstance(self.table, TableRef) else self.table.hex()
+        ix = self.indices_array.hex() if self.indices_array is not None else self.indices
+        return (self.fingerprint, table, ix, self.files, self.indices_file)
+
     def open(self, ray: Any) -> Dataset:
+        """The input dataset, reopened (or reused from this process's last task)."""
+        key = self.key()
+        if key in _OPENED:
+            return _OPENED[key]
         from arrowmix._dataset.dataset import Dataset, DatasetState
         from arrowmix._dataset.indices import IndexMap
 
@@ -79,7 +90,9 @@ class _Source:
             indices=indices,
             indices_file=self.indices_file,
         )
-        return Dataset(state)
+        _OPENED.clear()
+        _OPENED[key] = Dataset(state)
+        return _OPENED[key]
 
 
 def _source(ray: Any, ds: Dataset) -> _Source:
