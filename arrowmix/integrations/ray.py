@@ -263,8 +263,8 @@ def _ordered(ray_ds: Any) -> Iterator[None]:
 def from_ray(ray_ds: Any, *, cache_dir: str | None = None) -> Dataset:
     """Materialise a ``ray.data.Dataset`` into arrowmix chunk files and open them.
 
-    The blocks are fetched in order (Ray's ``preserve_order`` is set while the dataset
-    executes) and streamed into chunk files (``write_chunks``) in
+    The blocks are streamed in order (Ray's ``preserve_order`` is set while the dataset
+    executes; memory holds a few blocks at a time) into chunk files (``write_chunks``) in
     ``<cache_dir>/from_ray-<fingerprint>/``, named by their content: converting the same data
     again reuses the directory. The result is memory-mapped.
 
@@ -273,31 +273,26 @@ def from_ray(ray_ds: Any, *, cache_dir: str | None = None) -> Dataset:
         cache_dir: where the chunk directory goes; default ``<cache root>/from_ray``.
 
     Raises:
-        ValueError: the Ray dataset has no blocks (its schema is unknown).
+        ValueError: the Ray dataset is empty and its schema is not an Arrow schema.
     """
     from arrowmix._cache.paths import cache_root
     from arrowmix._dataset.build import from_arrow, from_chunks, write_chunks
 
-    ray = _ray()
+    _ray()
     root = os.path.abspath(cache_dir or os.path.join(cache_root(), "from_ray"))
     os.makedirs(root, exist_ok=True)
-    with _ordered(ray_ds):
-        refs = ray_ds.to_arrow_refs()
-    schema: list[pa.Schema] = []
-
-    def batches() -> Iterator[pa.RecordBatch]:
-        for ref in refs:
-            table: pa.Table = ray.get(ref)
-            schema.append(table.schema)
-            yield from (b for b in table.to_batches() if b.num_rows)
-
     tmp = tempfile.mkdtemp(prefix="tmp-from_ray-", dir=root)
     try:
-        files = write_chunks(batches(), tmp)
+        with _ordered(ray_ds):
+            blocks = ray_ds.iter_batches(batch_size=None, batch_format="pyarrow")
+            files = write_chunks((b for t in blocks for b in t.to_batches() if b.num_rows), tmp)
         if not files:
-            if not schema:
-                raise ValueError("`from_ray` got a Ray dataset without blocks: no schema.")
-            return from_arrow(schema[0].empty_table())
+            schema = getattr(ray_ds.schema(), "base_schema", None)
+            if not isinstance(schema, pa.Schema):
+                raise ValueError(
+                    f"`from_ray` got an empty Ray dataset whose schema {schema!r} is not Arrow."
+                )
+            return from_arrow(schema.empty_table())
         final = os.path.join(root, f"from_ray-{from_chunks(tmp).fingerprint}")
         if not os.path.isdir(final):
             with contextlib.suppress(OSError):  # a concurrent conversion won: use its files

@@ -19,7 +19,8 @@ def ray_session():
     ray = pytest.importorskip("ray")
     pytest.importorskip("ray.data")
     # Workers import arrowmix from this checkout (it is not installed in every environment).
-    paths = [ROOT, *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    before = os.environ.get("PYTHONPATH")
+    paths = [ROOT, *filter(None, (before or "").split(os.pathsep))]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(paths))
     temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray's socket paths are limited
     with warnings.catch_warnings():
@@ -33,6 +34,11 @@ def ray_session():
             logging_level="ERROR",
             log_to_driver=False,
         )
+    # The raylet (and so every worker) has the environment now; restore this process's.
+    if before is None:
+        del os.environ["PYTHONPATH"]
+    else:
+        os.environ["PYTHONPATH"] = before
     try:
         yield ray
     finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -194,3 +195,39 @@ def test_from_ray_of_an_empty_dataset(ray, tmp_path):
     empty = ray.data.from_arrow(pa.table({"x": pa.array([], pa.int64())}))
     out = am.Dataset.from_ray(empty, cache_dir=str(tmp_path / "r"))
     assert len(out) == 0 and out.column_names == ["x"]
+
+
+def late_blocks_first(table):
+    """The first block finishes last (when the workers are cold, Ray yields it last)."""
+    time.sleep(0.3 if table["id"][0].as_py() == 0 else 0.0)
+    return table.append_column("sq", pc.multiply(table["id"], table["id"]))
+
+
+def test_from_ray_keeps_the_order_of_a_parallel_pipeline(ray, tmp_path):
+    rds = ray.data.range(200, override_num_blocks=20).map_batches(
+        late_blocks_first, batch_format="pyarrow"
+    )
+    out = am.Dataset.from_ray(rds, cache_dir=str(tmp_path / "r"))
+    assert out["id"] == list(range(200)) and out["sq"] == [i * i for i in range(200)]
+
+
+class RecordingRayDataset:
+    """Stands for a ray.data.Dataset: records Ray's preserve_order flag when executed."""
+
+    def __init__(self, ray):
+        self.context = ray.data.DataContext.get_current().copy()
+        self.context.execution_options.preserve_order = False
+        self.seen = []
+
+    def iter_batches(self, *, batch_size, batch_format):
+        assert (batch_size, batch_format) == (None, "pyarrow")
+        self.seen.append(self.context.execution_options.preserve_order)
+        yield pa.table({"x": [1, 2]})
+        yield pa.table({"x": [3]})
+
+
+def test_from_ray_asks_ray_to_preserve_the_order(ray, tmp_path):
+    fake = RecordingRayDataset(ray)
+    out = am.Dataset.from_ray(fake, cache_dir=str(tmp_path / "r"))
+    assert out["x"] == [1, 2, 3] and fake.seen == [True]
+    assert fake.context.execution_options.preserve_order is False  # restored
