@@ -156,6 +156,17 @@ def test_user_exception_keeps_type_and_row_note(ray, chunked, small_segments):
     assert not [n for n in os.listdir(chunked.cache_dir) if n.endswith(".partial")]
 
 
+def test_batched_filter_exception_names_the_batch(ray, chunked, small_segments):
+    def boom(batch):
+        if 33 in batch["n"]:
+            raise ZeroDivisionError("thirty-three")
+        return [True] * len(batch["n"])
+
+    with pytest.raises(ZeroDivisionError, match="thirty-three") as e:
+        chunked.filter(boom, batched=True, batch_size=4, executor="ray")
+    assert any("on the batch of rows 30..33" in n for n in e.value.__notes__)
+
+
 def test_custom_executor_options(ray, chunked, small_segments):
     from arrowmix.integrations.ray import RayExecutor
 
