@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -214,6 +215,7 @@ def main() -> None:
                 bench_map(work, map_rows, repeats)
         finally:
             ray.shutdown()
+            shutil.rmtree(ray_tmp, ignore_errors=True)
 
 
 def bench_map(work: Path, rows: int, repeats: int) -> None:
