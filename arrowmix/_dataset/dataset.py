@@ -191,6 +191,25 @@ class Dataset:
 
         return ingest(paths, "parquet", storage_options)
 
+    @classmethod
+    def from_ray(cls, ray_dataset: Any, *, cache_dir: str | None = None) -> Dataset:
+        """Materialise a ``ray.data.Dataset`` into cached chunk files (row order kept).
+
+        See :func:`arrowmix.integrations.ray.from_ray` and ``docs/ray.md``.
+        """
+        from arrowmix.integrations.ray import from_ray
+
+        return from_ray(ray_dataset, cache_dir=cache_dir)
+
+    def to_ray(self, *, rows_per_block: int | None = None) -> Any:
+        """This view as a ``ray.data.Dataset`` of Arrow blocks, in the same row order.
+
+        See :func:`arrowmix.integrations.ray.to_ray` and ``docs/ray.md``.
+        """
+        from arrowmix.integrations.ray import to_ray
+
+        return to_ray(self, rows_per_block=rows_per_block)
+
     # ---- properties ---------------------------------------------------------------------
     @property
     def fingerprint(self) -> str:
@@ -419,6 +438,7 @@ class Dataset:
         cache_file_name: str | None = None,
         new_fingerprint: str | None = None,
         desc: str | None = None,
+        executor: Any = None,
     ) -> Dataset:
         """Apply ``function`` to every row (or batch); the result is cached on disk.
 
@@ -432,7 +452,9 @@ class Dataset:
         The result lives in ``cache-<fingerprint>[-<i>-of-<n>].arrow`` files of
         :attr:`cache_dir` (or ``cache_file_name``) and is reused by any later run, in any
         process, with the same data, function and arguments; ``load_from_cache_file=False``
-        recomputes. ``num_proc`` spreads the work over processes. See ``docs/caching.md``.
+        recomputes. ``num_proc`` spreads the work over processes. ``executor="ray"`` runs the
+        missing segments as Ray tasks instead (``num_proc`` then caps the tasks in flight; the
+        files and the fingerprint are the same). See ``docs/caching.md`` and ``docs/ray.md``.
 
         Example:
             >>> import arrowmix as am
@@ -458,6 +480,7 @@ class Dataset:
             cache_file_name=cache_file_name,
             new_fingerprint=new_fingerprint,
             desc=desc,
+            executor=executor,
         )
 
     def filter(
@@ -473,13 +496,14 @@ class Dataset:
         load_from_cache_file: bool | None = None,
         new_fingerprint: str | None = None,
         desc: str | None = None,
+        executor: Any = None,
     ) -> Dataset:
         """Keep the rows for which ``function`` is true; an indices mapping, cached on disk.
 
         ``function(row) -> bool`` (or ``function(batch) -> list of bool`` with
-        ``batched=True``); the other arguments are as in :meth:`map`. No column data is
-        copied: the kept positions are stored in the cache and composed with the existing
-        indices mapping.
+        ``batched=True``); the other arguments (``executor`` too) are as in :meth:`map`. No
+        column data is copied: the kept positions are stored in the cache and composed with
+        the existing indices mapping.
 
         Example:
             >>> import arrowmix as am
@@ -501,6 +525,7 @@ class Dataset:
             load_from_cache_file=load_from_cache_file,
             new_fingerprint=new_fingerprint,
             desc=desc,
+            executor=executor,
         )
 
     def to_stream(

@@ -6,7 +6,8 @@ input_columns, remove_columns, format})`` with default arguments dropped; ``num_
 ``desc`` and ``load_from_cache_file`` never enter it. ``new_fingerprint`` replaces it.
 
 The output is cut into segments by input rows (``arrowmix._cache.segments``) and computed by
-``map_job.materialise``: only missing segments are computed, each committed atomically, under
+``map_job.materialise`` (in local processes, or on an ``executor`` such as Ray, which never
+enters the fingerprint): only missing segments are computed, each committed atomically, under
 a lock per fingerprint. An invalid file (unreadable, or metadata that does not match its name)
 is recomputed with a :class:`~arrowmix._cache.segments.CacheWarning`; it is never returned as
 data.
@@ -130,6 +131,15 @@ def _check_args(function: Any, batch_size: Any, num_proc: Any) -> None:
         raise ValueError(f"`num_proc` must be a positive int or None, got {num_proc!r}.")
 
 
+def _resolve_executor(executor: Any) -> Any:
+    if executor is None:
+        return None
+    # Imported here: a plain map (and its cache hit) does not load the process-pool modules.
+    from arrowmix._dataset.workers import resolve_executor
+
+    return resolve_executor(executor)
+
+
 def _transform_fingerprint(ds: Dataset, kind: str, call: Call) -> tuple[str, dict[str, Any]]:
     """``(fingerprint, explain record)`` of ``kind`` (map/filter) of ``call`` on ``ds``.
 
@@ -172,6 +182,7 @@ def _run(
     cache_file_name: str | None,
     new_fingerprint: str | None,
     desc: str | None,
+    executor: Any,
 ) -> Dataset:
     record = None
     if new_fingerprint is not None:
@@ -185,7 +196,7 @@ def _run(
     segments = plan_segments(len(ds), fp, cache_dir, user_path)
     ix = ds._s.indices
     job = Job(kind, ds, call, fp, zero_copy_ok=ix is None or ix.is_range, record=record)
-    tables = materialise(job, segments, load=load, num_proc=num_proc, desc=desc)
+    tables = materialise(job, segments, load=load, num_proc=num_proc, desc=desc, executor=executor)
     if kind == "filter":
         return _filter_result(job, tables, [seg.path for seg in segments])
     return _map_result(job, tables, segments)
@@ -206,11 +217,13 @@ def map_dataset(
     cache_file_name: str | None = None,
     new_fingerprint: str | None = None,
     desc: str | None = None,
+    executor: Any = None,
 ) -> Dataset:
     """``Dataset.map`` (see its docstring)."""
     if function is None:  # HF: identity, handy for remove_columns alone
         function = _identity
     _check_args(function, batch_size, num_proc)
+    runner = _resolve_executor(executor)
     inputs = _names(ds, input_columns, "input_columns")
     removed = _names(ds, remove_columns, "remove_columns") or ()
     if len(ds) == 0:
@@ -234,6 +247,7 @@ def map_dataset(
         cache_file_name=cache_file_name,
         new_fingerprint=new_fingerprint,
         desc=desc,
+        executor=runner,
     )
 
 
@@ -254,9 +268,11 @@ def filter_dataset(
     load_from_cache_file: bool | None = None,
     new_fingerprint: str | None = None,
     desc: str | None = None,
+    executor: Any = None,
 ) -> Dataset:
     """``Dataset.filter`` (see its docstring)."""
     _check_args(function, batch_size, num_proc)
+    runner = _resolve_executor(executor)
     inputs = _names(ds, input_columns, "input_columns")
     if len(ds) == 0:
         return ds
@@ -278,4 +294,5 @@ def filter_dataset(
         cache_file_name=None,
         new_fingerprint=new_fingerprint,
         desc=desc,
+        executor=runner,
     )

@@ -4,7 +4,8 @@
 every segment is already on disk and valid (a cache hit costs a footer read per segment and
 no lock). Otherwise, under the fingerprint's lock, it removes temporary files of dead writers,
 keeps the valid segments (warning about invalid ones, which are recomputed), computes the
-missing ones (in ``num_proc`` processes) and checks what it wrote.
+missing ones (in ``num_proc`` processes, or on an ``executor`` such as Ray) and checks what it
+wrote.
 """
 
 from __future__ import annotations
@@ -141,6 +142,7 @@ def materialise(
     load: bool,
     num_proc: int | None,
     desc: str | None,
+    executor: Any = None,
 ) -> list[pa.Table]:
     tables: dict[int, pa.Table] = {}
     if load:
@@ -184,6 +186,7 @@ def materialise(
                 num_proc,
                 on_rows=bar.rows,
                 on_segment=bar.segment_done,
+                executor=executor,
             )
         for seg in missing:
             found = _check(job, seg)

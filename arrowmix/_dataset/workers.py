@@ -6,10 +6,17 @@ allows it (they inherit the memory-mapped input and the function for free); else
 spawned and receive the job serialised with dill. Worker processes set
 ``TOKENIZERS_PARALLELISM=false`` (and one thread for OpenMP/BLAS pools), since every core is
 already busy with a worker and forked tokenizer pools can deadlock.
+
+An *executor* (the ``executor=`` argument of ``map``/``filter``) replaces the local processes:
+any object with a ``run_segments(fn, job, segments, num_proc, *, on_segment)`` method that runs
+``fn(job, segment, on_rows)`` for every segment somewhere else and returns when all are
+committed (re-raising the first failure). Names resolve lazily: ``"ray"`` is
+``arrowmix.integrations.ray.RayExecutor()``; ``None`` and ``"local"`` mean local processes.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import multiprocessing as mp
 import os
@@ -20,7 +27,7 @@ from typing import Any
 
 from arrowmix._cache.segments import Segment
 
-__all__ = ["WORKER_ENV", "run_segments"]
+__all__ = ["EXECUTORS", "WORKER_ENV", "resolve_executor", "run_segments"]
 
 logger = logging.getLogger("arrowmix")
 
@@ -34,6 +41,34 @@ WORKER_ENV = {
 }
 
 SegmentFn = Callable[[Any, Segment, Callable[[int], None]], None]
+
+#: Executors known by name: ``name -> (module, class)``, imported on first use.
+EXECUTORS = {"ray": ("arrowmix.integrations.ray", "RayExecutor")}
+
+
+def resolve_executor(executor: Any) -> Any:
+    """The executor object for ``executor`` (a name or an object), or None for local processes.
+
+    Raises:
+        ValueError: an unknown name, or an object without a ``run_segments`` method.
+    """
+    if executor is None or executor == "local":
+        return None
+    if isinstance(executor, str):
+        if executor not in EXECUTORS:
+            raise ValueError(
+                f"Unknown executor {executor!r}; use None or 'local' (processes on this "
+                f"machine), one of {sorted(EXECUTORS)}, or an object with a run_segments method."
+            )
+        module, name = EXECUTORS[executor]
+        return getattr(importlib.import_module(module), name)()
+    if not callable(getattr(executor, "run_segments", None)):
+        raise ValueError(
+            f"`executor` must be None, 'local', one of {sorted(EXECUTORS)} or an object with a "
+            f"run_segments method; got {type(executor).__name__}."
+        )
+    return executor
+
 
 # Jobs of forked workers by token: set in the parent before forking, inherited by children
 # (a dict, so maps started from several threads at once do not mix their jobs up).
@@ -70,12 +105,18 @@ def run_segments(
     *,
     on_rows: Callable[[int], None],
     on_segment: Callable[[int], None],
+    executor: Any = None,
 ) -> None:
     """Run ``fn(job, segment, on_rows)`` for every segment, in ``num_proc`` processes.
 
     ``on_rows(n)`` reports rows processed (in-process runs); ``on_segment(rows)`` reports each
-    finished segment with the rows not reported yet.
+    finished segment with the rows not reported yet. ``executor`` (from
+    :func:`resolve_executor`) runs the segments instead of local processes.
     """
+    if executor is not None:
+        if segments:
+            executor.run_segments(fn, job, segments, num_proc, on_segment=on_segment)
+        return
     procs = min(num_proc or 1, len(segments))
     if num_proc is not None and num_proc > 1 and procs < num_proc:
         logger.info(

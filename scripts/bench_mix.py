@@ -1,0 +1,245 @@
+"""Benchmark weighted mixing (``arrowmix.stream.mix`` vs Ray Data ``Dataset.mix``) and map on Ray.
+
+Usage (from the repository root; needs ``pip install 'ray[data]'``):
+
+    python scripts/bench_mix.py                # 300k rows in 3 sources, 3 repeats
+    python scripts/bench_mix.py --quick        # 60k rows, 2 repeats
+    python scripts/bench_mix.py --skip-map     # only the mixing comparison
+
+Mixing: three sources of small rows (``{"src", "id", "text"}``, ~20 characters of text) with
+sizes in the ratio of the weights 0.5/0.3/0.2, stored as arrowmix chunk files of
+``--block-rows`` rows; Ray gets the very same Arrow record batches as its blocks
+(``ray.data.from_arrow``). Both mix with the longest-drop rule and are read to the end as row
+dicts, one at a time and (ours) in ``.batch(1024)`` lists, which takes the mix's bulk path;
+Ray also as Arrow batches. Reported: rows/s, and the realised ratio's largest deviation
+from the target over consecutive windows of 1,000 output rows, counted until the first source
+runs out (``max |count_i / 1000 - w_i|``). arrowmix's deterministic rule is exact up to
+rounding; Ray interleaves whole blocks, so its windows hold one source at a time.
+
+Map: an expensive per-row function (repeated SHA-256 of the text) over ``--map-rows`` rows of
+arrowmix chunks, recomputed each time (``load_from_cache_file=False``): one local process,
+``num_proc=2``, and ``executor="ray"`` on a local 2-CPU Ray cluster (started once, not timed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_common import (  # the scripts folder is not a package
+    Row,
+    base_parser,
+    fmt_rate,
+    interleaved,
+    machine_summary,
+    print_table,
+    workdir_from_args,
+)
+
+import arrowmix as am  # bench_common puts the checkout on sys.path
+from arrowmix.stream import mix
+
+WEIGHTS = (0.5, 0.3, 0.2)
+WINDOW = 1000
+
+
+def make_sources(root: Path, total: int, block_rows: int) -> list[am.Dataset]:
+    """Three chunked datasets of sizes proportional to the weights (reused when present)."""
+    out = []
+    rng = np.random.default_rng(0)
+    for src, w in enumerate(WEIGHTS):
+        n = int(total * w)
+        path = root / f"src{src}-{n}-{block_rows}"
+        if not path.exists():
+            ids = np.arange(n, dtype=np.int64)
+            words = rng.integers(0, 10**6, size=n)
+            text = pa.array([f"source {src} word {w:07d}" for w in words.tolist()])
+            table = pa.table({"src": pa.array(np.full(n, src, np.int8)), "id": ids, "text": text})
+            tmp = path.with_suffix(".tmp")
+            am.write_chunks(table, tmp, rows_per_chunk=block_rows, overwrite=True)
+            os.rename(tmp, path)
+        out.append(am.Dataset.from_chunks(str(path)))
+    return out
+
+
+def max_window_deviation(srcs: np.ndarray, sizes: list[int]) -> float:
+    """Largest ``|share of source i in a window - w_i|`` over full windows before exhaustion."""
+    cut = len(srcs)
+    for i, n in enumerate(sizes):
+        pos = np.flatnonzero(srcs == i)
+        if len(pos) == n:  # source i ran out at its last row
+            cut = min(cut, int(pos[-1]) + 1)
+    full = cut // WINDOW
+    if full == 0:
+        return float("nan")
+    windows = srcs[: full * WINDOW].reshape(full, WINDOW)
+    worst = 0.0
+    for i, w in enumerate(WEIGHTS):
+        share = (windows == i).sum(axis=1) / WINDOW
+        worst = max(worst, float(np.abs(share - w).max()))
+    return worst
+
+
+def run_arrowmix(sources: list[am.Dataset], seed: int | None, batch: int = 0) -> np.ndarray:
+    """The mixed sources' ``src`` column, read row by row (or in ``.batch(batch)`` lists)."""
+    streams = [ds.to_stream(shuffle=None, infinite=False) for ds in sources]
+    mixed = mix(streams, list(WEIGHTS), seed=seed)
+    if not batch:
+        return np.fromiter((r["src"] for r in mixed), np.int8)
+    return np.fromiter((r["src"] for b in mixed.batch(batch) for r in b), np.int8)
+
+
+def ray_mixed(ray_sources: list[object]) -> object:
+    first, *rest = ray_sources
+    return first.mix(*rest, weights=list(WEIGHTS))  # type: ignore[attr-defined]
+
+
+def run_ray_rows(ray_sources: list[object]) -> np.ndarray:
+    rows = ray_mixed(ray_sources).iter_rows()  # type: ignore[attr-defined]
+    return np.fromiter((r["src"] for r in rows), np.int8)
+
+
+def run_ray_batches(ray_sources: list[object]) -> np.ndarray:
+    batches = ray_mixed(ray_sources).iter_batches(  # type: ignore[attr-defined]
+        batch_size=None, batch_format="pyarrow"
+    )
+    return np.concatenate([b.column("src").to_numpy() for b in batches])
+
+
+def expensive(row: dict) -> dict:
+    data = row["text"].encode()
+    for _ in range(40):
+        data = hashlib.sha256(data).digest()
+    return {"h": data[:8].hex()}
+
+
+def main() -> None:
+    p = base_parser(__doc__.split("\n", 1)[0])
+    p.add_argument("--block-rows", type=int, default=10_000, help="rows per chunk / Ray block")
+    p.add_argument("--map-rows", type=int, default=100_000, help="rows of the map comparison")
+    p.add_argument("--skip-map", action="store_true", help="only the mixing comparison")
+    p.set_defaults(rows=300_000)
+    args = p.parse_args()
+    total = 60_000 if args.quick and args.rows == 300_000 else args.rows
+    repeats = args.repeats or (2 if args.quick else 3)
+    map_rows = min(args.map_rows, 20_000) if args.quick else args.map_rows
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ["ARROWMIX_PROGRESS"] = "0"
+    repo = str(Path(__file__).resolve().parent.parent)
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")]))
+    print("command: python scripts/bench_mix.py " + " ".join(sys.argv[1:]))
+    print(machine_summary())
+
+    t0 = time.perf_counter()
+    import ray
+    import ray.data
+
+    t_import = time.perf_counter() - t0
+    with workdir_from_args(args, "arrowmix-bench-mix-") as work:
+        ray_tmp = os.path.join("/tmp", f"raybench{os.getpid()}")
+        t0 = time.perf_counter()
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            _node_ip_address="127.0.0.1",
+            object_store_memory=512 * 2**20,
+            _temp_dir=ray_tmp,
+            logging_level="ERROR",
+            log_to_driver=False,
+        )
+        t_init = time.perf_counter() - t0
+        ctx = ray.data.DataContext.get_current()
+        ctx.enable_progress_bars = False
+        logging.getLogger("ray").setLevel(logging.WARNING)
+        logging.getLogger("ray.data").setLevel(logging.WARNING)
+        print(f"ray: import {t_import:.2f} s, ray.init {t_init:.2f} s (not in the numbers below)")
+        try:
+            sources = make_sources(work, total, args.block_rows)
+            sizes = [len(ds) for ds in sources]
+            ray_sources = [
+                ray.data.from_arrow(
+                    [
+                        pa.Table.from_batches([b])
+                        for b in ds.to_table().to_batches(max_chunksize=args.block_rows)
+                    ]
+                )
+                for ds in sources
+            ]
+            ray_sources = [r.materialize() for r in ray_sources]
+            n = sum(sizes)
+            cases = {
+                "arrowmix deterministic": lambda: run_arrowmix(sources, None),
+                "arrowmix seeded": lambda: run_arrowmix(sources, 0),
+                "arrowmix deterministic, .batch(1024)": lambda: run_arrowmix(sources, None, 1024),
+                "arrowmix seeded, .batch(1024)": lambda: run_arrowmix(sources, 0, 1024),
+                "ray rows": lambda: run_ray_rows(ray_sources),
+                "ray batches": lambda: run_ray_batches(ray_sources),
+            }
+            dev = {name: max_window_deviation(fn(), sizes) for name, fn in cases.items()}
+            t = interleaved(cases, repeats, work=n, warmup=0)
+            print(
+                f"\n### Mixing {n:,} rows of 3 sources, weights {WEIGHTS}, blocks of "
+                f"{args.block_rows:,} rows\n"
+            )
+            lines = ["| case | rows/s | max deviation over 1,000-row windows |", "|---|---|---|"]
+            for name in cases:
+                lines.append(f"| {name} | {fmt_rate(t[name].rate)} | {dev[name]:.3f} |")
+            print("\n".join(lines))
+            print()
+            print_table(
+                [
+                    Row("mix, row dicts", t["arrowmix deterministic"], t["ray rows"]),
+                    Row(
+                        "mix, row dicts in lists of 1024 (ours)",
+                        t["arrowmix deterministic, .batch(1024)"],
+                        t["ray rows"],
+                    ),
+                    Row(
+                        "mix, ours lists of 1024 rows vs Ray Arrow batches",
+                        t["arrowmix deterministic, .batch(1024)"],
+                        t["ray batches"],
+                    ),
+                ],
+                peer="ray",
+            )
+            if not args.skip_map:
+                bench_map(work, map_rows, repeats)
+        finally:
+            ray.shutdown()
+            shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+def bench_map(work: Path, rows: int, repeats: int) -> None:
+    path = work / f"map-{rows}"
+    if not path.exists():
+        text = pa.array([f"row {i} of the map benchmark" for i in range(rows)])
+        am.write_chunks(pa.table({"text": text}), path, rows_per_chunk=25_000)
+    ds = am.Dataset.from_chunks(str(path))
+    kw = {"load_from_cache_file": False}
+    cases = {
+        "num_proc=1": lambda: ds.map(expensive, **kw),
+        "num_proc=2": lambda: ds.map(expensive, num_proc=2, **kw),
+        'executor="ray"': lambda: ds.map(expensive, executor="ray", **kw),
+    }
+    want = ds.map(expensive, **kw)["h"]
+    assert cases['executor="ray"']()["h"] == want  # same result (and warms the Ray workers)
+    t = interleaved(cases, repeats, work=rows)
+    print(f"\n### Map of an expensive per-row function, {rows:,} rows (2 CPUs)\n")
+    print_table([Row("map, num_proc=2 vs Ray", t["num_proc=2"], t['executor="ray"'])], peer="ray")
+    print()
+    print("| case | rows/s | median |\n|---|---|---|")
+    for name, tm in t.items():
+        print(f"| {name} | {fmt_rate(tm.rate)} | {tm.median:.2f} s |")
+
+
+if __name__ == "__main__":
+    main()
