@@ -35,14 +35,14 @@ def speedups(markdown: str) -> list[tuple[str, str, float]]:
             continue
         if set(line) <= set("|-: "):
             continue
-        col = next((i for i, h in enumerate(header) if "/" in h or h == "ratio"), None)
+        col = next((i for i, h in enumerate(header) if " / " in h or h == "ratio"), None)
         if col is None or col >= len(cells) or len(cells) < 3:
             continue
         m = RATIO.match(cells[col].replace(",", ""))
         if not m or not cells[1] or not cells[2]:
             continue
         ratio = float(m.group(1))
-        rate = "/s" in cells[1]
+        rate = "/s" in cells[1] or "/s" in header[1]
         metric = re.sub(r"`", "", cells[0])
         out.append((section, metric, ratio if rate else 1.0 / ratio))
     return out
