@@ -287,3 +287,36 @@ def test_local_chunks_with_a_remote_cache_dir(tmp_path, s3_url, s3_storage_optio
     assert out["s"] == [str(i) for i in range(12)]
     assert out.cache_files[-1].startswith(f"{s3_url}/cache/cache-")
     assert sorted(os.listdir(tmp_path / "c")) == [f"chunk-{i:05d}.arrow" for i in range(3)]
+
+
+class RayTasksInProcess:
+    """Runs the Ray task body of ``executor="ray"`` here, on the payload Ray would ship."""
+
+    def run_segments(self, fn, job, segments, num_proc, *, on_segment):
+        import pickle
+
+        from arrowmix.integrations import ray as amray
+
+        source = pickle.loads(pickle.dumps(amray._source(None, job.ds)))  # crosses a process
+        self.storage_options = source.storage_options
+        payload = (fn, job.kind, job.call, job.fingerprint, job.zero_copy_ok, job.record, source)
+        try:
+            for seg in segments:
+                on_segment(amray._segment_task(payload, seg))
+        finally:
+            amray._OPENED.clear()
+
+
+def test_ray_tasks_write_to_the_remote_cache_dir_with_the_storage_options(
+    small_segments, corpus, s3_storage_options, s3_other_client
+):
+    pytest.importorskip("ray")
+    ds = open_corpus(corpus, s3_storage_options)
+    executor = RayTasksInProcess()
+    fp = "00000000000abcde"
+    out = ds.map(lambda row: {"h": row["id"] // 2}, new_fingerprint=fp, executor=executor)
+    assert executor.storage_options == s3_storage_options
+    assert out["h"] == [i // 2 for i in range(30)]
+    assert names(s3_other_client, corpus[1]) == [
+        f"cache-{fp}-{i:05d}-of-00003.arrow" for i in range(3)
+    ]
