@@ -12,6 +12,9 @@ segment, num_segments, input row range, created, stored columns and the fingerpr
 ``record``. A segment counts as present only when that metadata matches the name it was looked
 up under (see :func:`check_segment`); anything else is reported as a reason string and the
 caller recomputes it, so a damaged or foreign file is never returned as data.
+
+The cache directory may be an fsspec URL (``s3://bucket/cache``): segments are then objects,
+read through their local read-through copies (``arrowmix._storage.ipc``).
 """
 
 from __future__ import annotations
@@ -20,13 +23,15 @@ import contextlib
 import math
 import os
 import re
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from arrowmix._cache.paths import cache_file_name
+from arrowmix._storage import fs
 from arrowmix._storage.atomic import TMP_PREFIX, TMP_SUFFIX
 from arrowmix._storage.ipc import open_table, read_meta
 from arrowmix.exceptions import CacheWarning, ChunkFileError, SchemaMismatchError
@@ -50,6 +55,9 @@ SEGMENT_ROWS = 100_000
 MIN_SEGMENT_ROWS = 10_000
 #: Number of segments aimed at for inputs between the two bounds above.
 TARGET_SEGMENTS = 8
+#: A temporary object in a *remote* cache directory is removed only when its writer's pid is
+#: gone from this host and it is older than this (seconds): pids say nothing about other hosts.
+REMOTE_TMP_MIN_AGE = 600.0
 
 _TMP_RE = re.compile(rf"^{re.escape(TMP_PREFIX)}(\d+)-[0-9a-f]+-(.+){re.escape(TMP_SUFFIX)}$")
 
@@ -92,22 +100,24 @@ def plan_segments(
             path = user_path if n == 1 else f"{stem}-{i:05d}-of-{n:05d}{ext}"
         else:
             name = cache_file_name(fingerprint) if n == 1 else cache_file_name(fingerprint, i, n)
-            path = os.path.join(cache_dir, name)
+            path = fs.join(cache_dir, name)
         out.append(Segment(i, n, i * num_rows // n, (i + 1) * num_rows // n, path))
     return out
 
 
-def check_segment(seg: Segment, expect: dict[str, Any]) -> pa.Table | str:
+def check_segment(
+    seg: Segment, expect: dict[str, Any], storage_options: Mapping[str, Any] | None = None
+) -> pa.Table | str:
     """Open ``seg`` and check its metadata; return the table, or why it is not usable.
 
     ``expect`` holds the metadata values the file must have (``fingerprint``, ``kind``,
     ``segment``, ``num_segments``, ``input_rows``...). A ``rows`` entry in the metadata must
-    equal the file's row count.
+    equal the file's row count. ``storage_options`` reach a segment stored at a URL.
     """
-    if not os.path.exists(seg.path):
+    if not fs.exists(seg.path, storage_options):
         return "missing"
     try:
-        table = open_table(seg.path)
+        table = open_table(seg.path, storage_options)
     except ChunkFileError as exc:
         return f"unreadable ({exc.__cause__ or exc})"
     meta = read_meta(table.schema)
@@ -121,8 +131,13 @@ def check_segment(seg: Segment, expect: dict[str, Any]) -> pa.Table | str:
 
 
 def touch(paths: Iterable[str]) -> None:
-    """Mark files as just used (mtime = now) for the cleanup CLI; ignore read-only files."""
+    """Mark local files as just used (mtime = now) for the cleanup CLI; ignore read-only files.
+
+    Objects in a remote cache directory are left alone (no "touch" on object stores).
+    """
     for p in paths:
+        if not fs.is_local(p):
+            continue
         with contextlib.suppress(OSError):
             os.utime(p)
 
@@ -143,26 +158,34 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
-def remove_stale_tmp(directory: str, final_names: Sequence[str]) -> list[str]:
+def remove_stale_tmp(
+    directory: str,
+    final_names: Sequence[str],
+    storage_options: Mapping[str, Any] | None = None,
+) -> list[str]:
     """Remove ``tmp-<pid>-...-<name>.partial`` files of dead writers for ``final_names``.
 
     Only temporary files of the given final names are considered (the caller holds their
-    lock), so a live writer of another result, or on another machine, is never disturbed.
-    Returns the removed paths.
+    lock), so a live writer of another result is never disturbed. The pid check is host-local:
+    in a remote directory (a URL, shared by hosts and without a lock) a temporary object must
+    also be older than :data:`REMOTE_TMP_MIN_AGE`, since a pid that is free here may be a live
+    writer on another host (which exposes its temporary object only between its upload and
+    its copy to the final key). Returns the removed paths.
     """
     wanted = set(final_names)
+    local = fs.is_local(directory)
     removed: list[str] = []
-    try:
-        names = os.listdir(directory)
-    except OSError:
-        return removed
-    for name in names:
+    for name in fs.listdir(directory, storage_options):
         m = _TMP_RE.match(name)
-        if m and m.group(2) in wanted and not _pid_alive(int(m.group(1))):
-            path = os.path.join(directory, name)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
-                removed.append(path)
+        if not (m and m.group(2) in wanted and not _pid_alive(int(m.group(1)))):
+            continue
+        path = fs.join(directory, name)
+        if not local:
+            stamp = fs.modified(path, storage_options)
+            if stamp is None or time.time() - stamp < REMOTE_TMP_MIN_AGE:
+                continue
+        if fs.remove(path, storage_options):
+            removed.append(path)
     return removed
 
 

@@ -75,7 +75,8 @@ def from_chunks(
     """A dataset over Arrow IPC chunk files: a directory, glob, fsspec URL or list of them.
 
     The files are memory-mapped (local) and concatenated without copying. ``cache_dir``
-    overrides where derived results go (default: beside the first chunk).
+    overrides where derived results go (default: beside the first chunk): a local directory or
+    an fsspec URL, reached with ``storage_options`` like the chunks.
     """
     files = list_chunk_files(path_or_glob_or_list, storage_options)
     tables = [open_table(f, storage_options) for f in files]
@@ -95,6 +96,7 @@ def from_chunks(
         files=tuple(files),
         file_offsets=offsets,
         cache_dir=cache_dir,
+        storage_options=dict(storage_options) if storage_options else None,
         holds=hold_cache_files(files),
     )
     return Dataset(state)

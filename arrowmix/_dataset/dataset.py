@@ -20,6 +20,7 @@ from arrowmix._cache.paths import CACHE_FILE_RE, INDICES_FILE_RE, dataset_cache_
 from arrowmix._dataset import formats
 from arrowmix._dataset.indices import IndexMap, to_positions
 from arrowmix._dataset.reader import TableReader
+from arrowmix._storage import fs
 
 __all__ = ["Dataset", "DatasetState"]
 
@@ -39,6 +40,8 @@ class DatasetState:
     fmt: str | None = None
     fmt_columns: tuple[str, ...] | None = None
     cache_dir: str | None = None
+    #: fsspec options for the dataset's URLs (remote chunks, a remote ``cache_dir``).
+    storage_options: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
     #: Reader registrations on the cache/indices files in use, so cleanup never removes them.
     holds: tuple[Hold, ...] = field(default=(), compare=False, repr=False)
 
@@ -135,8 +138,9 @@ class Dataset:
         """A dataset over Arrow IPC chunk files (a directory, glob, fsspec URL or list).
 
         Local files are memory-mapped and concatenated without copying; ``cache_dir``
-        overrides where derived results go (default: beside the first chunk);
-        ``storage_options`` go to fsspec for remote URLs.
+        overrides where derived results go (default: beside the first chunk), a local
+        directory or an fsspec URL (``s3://bucket/cache``: see ``docs/remote-storage.md``);
+        ``storage_options`` go to fsspec for remote URLs (chunks and ``cache_dir``).
         """
         from arrowmix._dataset import build
 
@@ -248,9 +252,9 @@ class Dataset:
 
     @property
     def cache_dir(self) -> str:
-        """Where results derived from this dataset are written."""
+        """Where results derived from this dataset are written (a local directory or a URL)."""
         if self._s.cache_dir is not None:
-            os.makedirs(self._s.cache_dir, exist_ok=True)
+            fs.makedirs(self._s.cache_dir)
             return self._s.cache_dir
         return dataset_cache_dir(self._s.files[0] if self._s.files else None)
 
@@ -572,10 +576,13 @@ class Dataset:
         Returns how many files were removed. Files in use by any open dataset, or being
         written, stay. A dataset none of whose files lives in its cache directory (in-memory
         or remote data, whose directory is the shared cache root) removes nothing, as in HF
-        ``datasets``: other datasets' results live there too.
+        ``datasets``: other datasets' results live there too. Neither does a remote
+        ``cache_dir`` (nothing is removed from object stores).
         """
         from arrowmix._cache.cleanup import remove_unused
 
+        if not fs.is_local(self.cache_dir):
+            return 0
         cache_dir = os.path.abspath(self.cache_dir)
         mine = {os.path.abspath(f) for f in self.cache_files if "://" not in f}
         if not any(os.path.dirname(f) == cache_dir for f in mine):

@@ -9,9 +9,8 @@ corpus costs disk, not RAM.
 
 from __future__ import annotations
 
-import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._cache.paths import indices_file_name
+from arrowmix._storage import fs
 from arrowmix._storage.ipc import open_table, read_meta, write_file
 from arrowmix.exceptions import CacheCorruptedError
 
@@ -132,13 +132,22 @@ def _raise_index(index: int, length: int) -> None:
 
 
 def load_or_store(
-    mapping: IndexMap, fingerprint: str, cache_dir: str, parent: str, transform: str
+    mapping: IndexMap,
+    fingerprint: str,
+    cache_dir: str,
+    parent: str,
+    transform: str,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> tuple[IndexMap, str | None]:
-    """Back a large array mapping by ``indices-<fingerprint>.arrow``; return it and its path."""
+    """Back a large array mapping by ``indices-<fingerprint>.arrow``; return it and its path.
+
+    ``cache_dir`` may be a URL (reached with ``storage_options``): the file is then an object,
+    memory-mapped through its local read-through copy.
+    """
     if mapping.array is None or len(mapping) < INDICES_FILE_MIN_ROWS:
         return mapping, None
-    path = os.path.join(cache_dir, indices_file_name(fingerprint))
-    if not os.path.exists(path):
+    path = fs.join(cache_dir, indices_file_name(fingerprint))
+    if not fs.exists(path, storage_options):
         batch = pa.record_batch({"indices": pa.array(mapping.array, type=pa.int64())})
         meta = {
             "kind": "indices",
@@ -148,13 +157,19 @@ def load_or_store(
             "rows": len(mapping),
             "created": time.time(),
         }
-        write_file(path, [batch], batch.schema, meta=meta)
-    return IndexMap(array=open_indices(path, fingerprint, len(mapping))), path
+        write_file(path, [batch], batch.schema, meta=meta, storage_options=storage_options)
+    array = open_indices(path, fingerprint, len(mapping), storage_options)
+    return IndexMap(array=array), path
 
 
-def open_indices(path: str, fingerprint: str, rows: int | None = None) -> np.ndarray:
+def open_indices(
+    path: str,
+    fingerprint: str,
+    rows: int | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> np.ndarray:
     """Memory-map an indices file as a read-only int64 numpy array, checking its metadata."""
-    table = open_table(path)
+    table = open_table(path, storage_options)
     meta = read_meta(table.schema)
     if meta.get("fingerprint") != fingerprint or (rows is not None and table.num_rows != rows):
         raise CacheCorruptedError(

@@ -36,6 +36,7 @@ from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.indices import IndexMap, load_or_store
 from arrowmix._dataset.map_job import MAP_VERSION, Job, materialise
 from arrowmix._fingerprint.transform import validate_fingerprint
+from arrowmix._storage.fs import is_local
 from arrowmix._storage.ipc import read_meta
 from arrowmix.exceptions import SchemaMismatchError
 
@@ -79,6 +80,7 @@ def _map_result(job: Job, tables: list[pa.Table], segments: list[Segment]) -> Da
         fmt=s.fmt,
         fmt_columns=fmt_cols,
         cache_dir=s.cache_dir,
+        storage_options=s.storage_options,
         holds=tuple(holds),
     )
     return Dataset(state)
@@ -99,7 +101,7 @@ def _filter_result(job: Job, tables: list[pa.Table], segment_paths: list[str]) -
     if not (mapping.is_range and mapping.start == 0 and mapping.stop == s.table.num_rows):
         transform = f"arrowmix.{job.kind}@{MAP_VERSION}"
         result, path = load_or_store(
-            mapping, job.fingerprint, ds.cache_dir, ds.fingerprint, transform
+            mapping, job.fingerprint, ds.cache_dir, ds.fingerprint, transform, s.storage_options
         )
     holds = tuple(h for h in s.holds if h.path != s.indices_file)
     holds += hold_cache_files([*segment_paths, *([path] if path else [])])
@@ -191,7 +193,10 @@ def _run(
         fp, record = _transform_fingerprint(ds, kind, call)
     caching = is_caching_enabled()
     load = caching if load_from_cache_file is None else bool(load_from_cache_file)
-    user_path = os.path.abspath(os.fspath(cache_file_name)) if cache_file_name else None
+    user_path = None
+    if cache_file_name:
+        user_path = os.fspath(cache_file_name)
+        user_path = os.path.abspath(user_path) if is_local(user_path) else user_path
     cache_dir = ds.cache_dir if caching else temp_cache_dir()
     segments = plan_segments(len(ds), fp, cache_dir, user_path)
     ix = ds._s.indices

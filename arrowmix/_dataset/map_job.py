@@ -6,12 +6,16 @@ no lock). Otherwise, under the fingerprint's lock, it removes temporary files of
 keeps the valid segments (warning about invalid ones, which are recomputed), computes the
 missing ones (in ``num_proc`` processes, or on an ``executor`` such as Ray) and checks what it
 wrote.
+
+A remote cache directory (an fsspec URL) has no lock: concurrent writers each compute the
+missing segments and every segment is committed by one atomic copy to its final key, so the
+last copy wins and readers never see a partial object (``docs/remote-storage.md``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-import os
 import time
 import warnings
 from collections.abc import Callable
@@ -33,6 +37,7 @@ from arrowmix._dataset.dataset import Dataset
 from arrowmix._dataset.progress import Progress
 from arrowmix._dataset.runner import MapSegment, filter_positions
 from arrowmix._fingerprint.record import RECORD_METADATA_KEY
+from arrowmix._storage import fs
 from arrowmix._storage.ipc import read_meta, write_file
 from arrowmix.exceptions import CacheCorruptedError
 
@@ -53,6 +58,11 @@ class Job:
     zero_copy_ok: bool
     #: The fingerprint's explain record (JSON-serialisable), stored in every segment.
     record: Any = None
+
+    @property
+    def storage_options(self) -> Any:
+        """The fsspec options for segments at URLs (the input dataset's)."""
+        return self.ds._s.storage_options
 
     def meta(self, seg: Segment) -> dict[str, Any]:
         return {
@@ -91,7 +101,13 @@ def _compute_segment(job: Job, seg: Segment, on_rows: Callable[[int], None]) -> 
         pos = filter_positions(job.ds, job.call, seg.start, seg.stop, on_rows)
         batch = pa.record_batch({"indices": pa.array(pos, type=pa.int64())})
         meta.update(rows=len(pos), columns=["indices"], zero_copy=[])
-        write_file(seg.path, [batch], job.schema(batch.schema), meta=meta)
+        write_file(
+            seg.path,
+            [batch],
+            job.schema(batch.schema),
+            meta=meta,
+            storage_options=job.storage_options,
+        )
         return
     run = MapSegment(
         job.ds, job.call, seg.start, seg.stop, zero_copy_ok=job.zero_copy_ok, on_rows=on_rows
@@ -103,7 +119,13 @@ def _compute_segment(job: Job, seg: Segment, on_rows: Callable[[int], None]) -> 
         columns=run.columns,
         zero_copy=run.zero_copy,
     )
-    write_file(seg.path, _chain(first, it), job.schema(first.schema), meta=meta)
+    write_file(
+        seg.path,
+        _chain(first, it),
+        job.schema(first.schema),
+        meta=meta,
+        storage_options=job.storage_options,
+    )
 
 
 def _chain(first: pa.RecordBatch, rest: Any) -> Any:
@@ -113,7 +135,7 @@ def _chain(first: pa.RecordBatch, rest: Any) -> Any:
 
 def _check(job: Job, seg: Segment) -> pa.Table | str:
     """``check_segment`` plus what only map/filter know about their files."""
-    found = check_segment(seg, job.expect(seg))
+    found = check_segment(seg, job.expect(seg), job.storage_options)
     if isinstance(found, str):
         return found
     meta = read_meta(found.schema)
@@ -158,10 +180,14 @@ def materialise(
     from arrowmix._cache.lock import fingerprint_lock
     from arrowmix._dataset.workers import run_segments
 
-    directory = os.path.dirname(os.path.abspath(segments[0].path))
-    os.makedirs(directory, exist_ok=True)
-    with fingerprint_lock(directory, job.fingerprint):
-        remove_stale_tmp(directory, [os.path.basename(s.path) for s in segments])
+    directory = fs.split(segments[0].path)[0]
+    fs.makedirs(directory)
+    # No lock in a remote directory: concurrent writers fall back to "last copy wins".
+    local = fs.is_local(directory)
+    lock = fingerprint_lock(directory, job.fingerprint) if local else contextlib.nullcontext()
+    with lock:
+        names = [fs.split(s.path)[1] for s in segments]
+        remove_stale_tmp(directory, names, job.storage_options)
         tables = {}
         if load:
             for seg in segments:

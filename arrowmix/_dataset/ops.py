@@ -8,7 +8,6 @@ its selection with the existing mapping (``outer[inner]``), so chains of
 from __future__ import annotations
 
 import math
-import os
 import secrets
 import time
 from collections.abc import Sequence
@@ -24,6 +23,7 @@ from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.indices import IndexMap, load_or_store, to_positions
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._fingerprint.transform import roll
+from arrowmix._storage import fs
 from arrowmix._storage.ipc import open_table, read_meta, write_file
 from arrowmix.exceptions import CacheCorruptedError, SchemaMismatchError
 
@@ -58,7 +58,9 @@ def with_selection(
     if mapping.is_range and mapping.start == 0 and mapping.stop == s.table.num_rows:
         result: IndexMap | None = None
     else:
-        result, path = load_or_store(mapping, fingerprint, ds.cache_dir, ds.fingerprint, transform)
+        result, path = load_or_store(
+            mapping, fingerprint, ds.cache_dir, ds.fingerprint, transform, s.storage_options
+        )
     holds = tuple(h for h in s.holds if h.path != s.indices_file) + hold_cache_files(
         [path] if path else []
     )
@@ -179,9 +181,10 @@ def flatten_indices(ds: Dataset) -> Dataset:
     if s.indices is None:
         return ds
     fp = roll(ds.fingerprint, "flatten_indices")
-    path = os.path.join(ds.cache_dir, cache_file_name(fp))
+    path = fs.join(ds.cache_dir, cache_file_name(fp))
     n = len(ds)
-    if not os.path.exists(path):
+    so = s.storage_options
+    if not fs.exists(path, so):
         blocks = (
             b
             for start in range(0, n, _FLATTEN_BLOCK)
@@ -195,8 +198,8 @@ def flatten_indices(ds: Dataset) -> Dataset:
             "rows": n,
             "created": time.time(),
         }
-        write_file(path, blocks, s.table.schema.remove_metadata(), meta=meta)
-    table = open_table(path)
+        write_file(path, blocks, s.table.schema.remove_metadata(), meta=meta, storage_options=so)
+    table = open_table(path, so)
     meta = read_meta(table.schema)
     if meta.get("fingerprint") != fp or table.num_rows != n:
         raise CacheCorruptedError(
@@ -213,6 +216,7 @@ def flatten_indices(ds: Dataset) -> Dataset:
             fmt=s.fmt,
             fmt_columns=s.fmt_columns,
             cache_dir=s.cache_dir,
+            storage_options=so,
             holds=hold_cache_files([path]),
         )
     )
@@ -300,11 +304,14 @@ def concatenate_datasets(datasets: Sequence[Dataset]) -> Dataset:
         fmt=s.fmt,
         fmt_columns=s.fmt_columns,
         cache_dir=s.cache_dir,
+        storage_options=s.storage_options,
         holds=tuple(h for d in dsets for h in d._s.holds if h.path != d._s.indices_file),
     )
     out = Dataset(state)
     if mapping is not None:
-        mapping, path = load_or_store(mapping, fp, out.cache_dir, fp, "concatenate_datasets")
+        mapping, path = load_or_store(
+            mapping, fp, out.cache_dir, fp, "concatenate_datasets", s.storage_options
+        )
         holds = state.holds + hold_cache_files([path] if path else [])
         out = Dataset(replace(state, indices=mapping, indices_file=path, holds=holds))
     return out

@@ -8,7 +8,8 @@ removes it once its writer is gone.
 
 fsspec URLs (object stores) follow the same scheme with a temporary *key* and a server-side
 copy to the final key (see :func:`_atomic_remote`); a ``tmp-*`` key left by a killed writer is
-never listed as a chunk, but nothing removes it remotely.
+never listed as a chunk; only a map's next run removes it, in a remote cache directory
+(``arrowmix._cache.segments.remove_stale_tmp``).
 """
 
 from __future__ import annotations

@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ensure_parent", "is_local", "join", "local_path", "url_to_fs"]
+__all__ = [
+    "ensure_parent",
+    "exists",
+    "is_local",
+    "join",
+    "listdir",
+    "local_path",
+    "makedirs",
+    "modified",
+    "remove",
+    "split",
+    "url_to_fs",
+]
+
+Options = Mapping[str, Any] | None
 
 
 def is_local(path: str) -> bool:
@@ -70,3 +85,76 @@ def ensure_parent(fs: Any, directory: str, url: str) -> None:
             f"Cannot write to {url!r}: the bucket {bucket!r} does not exist (or these "
             "credentials cannot see it). Create it first; arrowmix never creates buckets."
         )
+
+
+# ---- the few file operations the cache needs, on a local path or a URL alike ----------------
+
+
+def split(path: str) -> tuple[str, str]:
+    """``(directory, name)`` of a path or URL; a local directory is made absolute."""
+    if is_local(path):
+        return os.path.split(os.path.abspath(local_path(path)))
+    directory, _, name = path.rstrip("/").rpartition("/")
+    return directory, name
+
+
+def exists(path: str, storage_options: Options = None) -> bool:
+    """Whether the file (or object) ``path`` exists, asked afresh of the store."""
+    if is_local(path):
+        return os.path.exists(local_path(path))
+    fs, p = url_to_fs(path, storage_options)
+    return bool(fs.exists(p))
+
+
+def listdir(directory: str, storage_options: Options = None) -> list[str]:
+    """The names in ``directory`` (``[]`` when it does not exist)."""
+    if is_local(directory):
+        try:
+            return os.listdir(local_path(directory))
+        except OSError:
+            return []
+    fs, p = url_to_fs(directory, storage_options)
+    try:
+        found = fs.ls(p, detail=False)
+    except FileNotFoundError:
+        return []
+    return [str(f).rstrip("/").rsplit("/", 1)[-1] for f in found]
+
+
+def remove(path: str, storage_options: Options = None) -> bool:
+    """Delete one file (or object); False when it was already gone."""
+    if is_local(path):
+        try:
+            os.unlink(local_path(path))
+        except FileNotFoundError:
+            return False
+        return True
+    fs, p = url_to_fs(path, storage_options)
+    try:
+        fs.rm_file(p)
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def makedirs(directory: str, storage_options: Options = None) -> None:
+    """Create a local directory; a no-op for a URL.
+
+    Object stores have no directories, and writes there check the bucket themselves (see
+    :func:`ensure_parent`).
+    """
+    if is_local(directory):
+        os.makedirs(local_path(directory), exist_ok=True)
+
+
+def modified(path: str, storage_options: Options = None) -> float | None:
+    """Last modification time (unix seconds) of a file or object, None when unknown."""
+    if is_local(path):
+        try:
+            return os.stat(local_path(path)).st_mtime
+        except OSError:
+            return None
+    fs, p = url_to_fs(path, storage_options)
+    with contextlib.suppress(Exception):  # not implemented by every backend, or gone
+        return float(fs.modified(p).timestamp())
+    return None

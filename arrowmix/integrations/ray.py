@@ -65,6 +65,8 @@ class _Source:
     indices_array: Any  # ObjectRef of the int64 positions of an array mapping, or None
     files: tuple[str, ...]
     indices_file: str | None
+    #: fsspec options: tasks write segments to a remote cache directory with them.
+    storage_options: Any = None
 
     def key(self) -> Any:
         table = self.table if isinstance(self.table, TableRef) else self.table.hex()
@@ -89,6 +91,7 @@ class _Source:
             files=self.files,
             indices=indices,
             indices_file=self.indices_file,
+            storage_options=self.storage_options,
         )
         _OPENED.clear()
         _OPENED[key] = Dataset(state)
@@ -115,6 +118,7 @@ def _source(ray: Any, ds: Dataset) -> _Source:
         indices_array=array,
         files=s.files,
         indices_file=s.indices_file,
+        storage_options=s.storage_options,
     )
 
 
