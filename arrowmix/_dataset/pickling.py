@@ -52,6 +52,8 @@ class DatasetRef:
 
     #: The table by reference into its files, or the table itself (not file-backed).
     table: TableRef | pa.Table
+    #: Rows of the table: neither form keeps the row count of a table without columns.
+    num_rows: int
     fingerprint: str
     files: tuple[str, ...]
     file_offsets: tuple[int, ...] | None
@@ -89,6 +91,7 @@ def describe(ds: Dataset) -> DatasetRef:
     ix_fp = _indices_fp(s.indices_file, s.indices)
     return DatasetRef(
         table=ref if ref is not None else s.table,
+        num_rows=s.table.num_rows,
         fingerprint=s.fingerprint,
         files=s.files,
         file_offsets=s.file_offsets,
@@ -149,6 +152,8 @@ def rebuild(cls: type[Dataset], ref: DatasetRef) -> Dataset:
             raise _gone(ref, ", ".join(ref.table.files), exc) from exc
     else:
         table = ref.table
+    if table.num_columns == 0 and table.num_rows != ref.num_rows:
+        table = pa.table({"_": pa.nulls(ref.num_rows)}).drop_columns(["_"])
     indices = ref.indices
     if ref.indices_fp is not None:
         assert ref.indices_file is not None  # set together by describe()

@@ -132,6 +132,24 @@ def test_half_in_memory_table_falls_back_to_the_data(big):
     assert again[ROWS + 3] == both[ROWS + 3]
 
 
+def test_views_without_columns_keep_their_length(big):
+    for view in (big.remove_columns(["id", "text", "f"]), am.Dataset.from_dict({"x": [1, 2]})):
+        empty = view.remove_columns(view.column_names)
+        again = pickle.loads(pickle.dumps(empty))
+        assert len(again) == len(view) and again.column_names == []
+
+
+def test_stream_over_a_dataset_pickles_small(big):
+    stream = big.to_stream(seed=5)
+    it = iter(stream)
+    head = [next(it)["id"] for _ in range(3)]
+    data = pickle.dumps(stream)
+    assert len(data) < SMALL
+    clone = pickle.loads(data)
+    assert [next(clone)["id"] for _ in range(3)] == [next(it)["id"] for _ in range(3)]
+    assert len(set(head)) == 3
+
+
 def test_copies_share_the_state(big):
     import copy
 
