@@ -178,6 +178,14 @@ def test_rewritten_file_is_detected(small, tmp_path):
         pickle.loads(data)
 
 
+def test_missing_indices_file_is_named(big):
+    view = big.shuffle(seed=99)  # a file of its own: no other test reads it
+    data = pickle.dumps(view)
+    os.remove(view._s.indices_file)
+    with pytest.raises(ChunkFileError, match=r"indices-[0-9a-f]{16}\.arrow"):
+        pickle.loads(data)
+
+
 def test_spawned_pool_worker_reads_rows(big):
     view = big.shuffle(seed=3).with_format("numpy", columns=["id"])
     with multiprocessing.get_context("spawn").Pool(1) as pool:
