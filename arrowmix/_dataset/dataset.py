@@ -262,6 +262,24 @@ class Dataset:
         """How a function capturing this dataset is hashed: its fingerprint and format."""
         return (self._s.fingerprint, self._s.fmt, self._s.fmt_columns)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle by reference to the memory-mapped files (a few KB), not with the rows.
+
+        The unpickled dataset reopens the same files, memory-mapped, and registers as their
+        reader; a dataset built in memory is pickled with its data. See
+        ``arrowmix._dataset.pickling`` and "Pickling and worker processes" in
+        ``docs/datasets.md``.
+        """
+        from arrowmix._dataset.pickling import reduce_dataset
+
+        return reduce_dataset(self)
+
+    def __copy__(self) -> Dataset:
+        return type(self)(self._s)  # the state is immutable: share it, reopen nothing
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Dataset:
+        return type(self)(self._s)
+
     def __repr__(self) -> str:
         return (
             f"Dataset(num_rows={self.num_rows}, columns={self.column_names}, "

@@ -7,6 +7,10 @@ process can rebuild such a table by reopening the same files, memory-mapped, ins
 receiving the data: :func:`table_ref` finds, for every column chunk, the file it lives in (from
 ``/proc/self/maps``), the record batch and column of that file with the very same buffers, and
 the slice; :meth:`TableRef.open` reopens the files and slices the same arrays out of them.
+Each file's size is recorded too, and checked on reopening: a file rewritten in between (a
+different size, or too few batches or rows for a reference) raises :class:`ChunkFileError`
+instead of returning other rows. (Modification times are not compared: the cache touches the
+files it reuses.)
 
 :func:`table_ref` returns None when some chunk does not live in a file mapping (data built in
 memory, or a platform without ``/proc/self/maps``): the caller then ships the data instead.
@@ -20,6 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+
+from arrowmix.exceptions import ChunkFileError
 
 __all__ = ["ChunkRef", "TableRef", "table_ref"]
 
@@ -48,19 +54,47 @@ class TableRef:
     files: tuple[str, ...]
     schema: pa.Schema
     columns: tuple[tuple[ChunkRef, ...], ...]
+    #: Size in bytes of each file when described (empty: not checked).
+    sizes: tuple[int, ...] = ()
 
     def open(self) -> pa.Table:
-        """Reopen the files (memory-mapped, O(1) each) and rebuild the table without copying."""
+        """Reopen the files (memory-mapped, O(1) each) and rebuild the table without copying.
+
+        Raises:
+            ChunkFileError: a file is missing, or is not the file that was described (another
+                size, or no such batch, column or rows); the message names it.
+        """
         from arrowmix._storage.ipc import open_table
 
+        for path, size in zip(self.files, self.sizes, strict=False):
+            try:
+                now = os.stat(path).st_size
+            except OSError as exc:
+                raise ChunkFileError(f"{path!r} cannot be reopened: {exc}") from exc
+            if now != size:
+                raise ChunkFileError(
+                    f"{path!r} changed since the table was described: {now} bytes, {size} then."
+                )
         batches = [open_table(f).to_batches() for f in self.files]
         arrays = []
         for field, chunks in zip(self.schema, self.columns, strict=True):
-            parts = [
-                batches[c.file][c.batch].column(c.column).slice(c.offset, c.length) for c in chunks
-            ]
+            parts = [self._array(batches, c, field) for c in chunks]
             arrays.append(pa.chunked_array(parts, type=field.type))
         return pa.Table.from_arrays(arrays, schema=self.schema)
+
+    def _array(
+        self, batches: list[list[pa.RecordBatch]], c: ChunkRef, field: pa.Field[Any]
+    ) -> pa.Array[Any]:
+        found = batches[c.file]
+        if c.batch < len(found) and c.column < found[c.batch].num_columns:
+            col = found[c.batch].column(c.column)
+            if col.type == field.type and c.offset + c.length <= len(col):
+                return col.slice(c.offset, c.length)
+        raise ChunkFileError(
+            f"{self.files[c.file]!r} changed since the table was described: it has no rows "
+            f"[{c.offset}, {c.offset + c.length}) of type {field.type} in column {c.column} "
+            f"of record batch {c.batch}."
+        )
 
 
 def _mappings() -> tuple[list[int], list[tuple[int, int, int, str]]]:
@@ -109,6 +143,7 @@ def table_ref(table: pa.Table) -> TableRef | None:
         return None
     starts, spans = _mappings()
     files: list[str] = []
+    sizes: list[int] = []
     indexes: list[dict[tuple[Any, ...], tuple[int, int, int]]] = []
     columns = []
     for col in table.columns:
@@ -124,11 +159,12 @@ def table_ref(table: pa.Table) -> TableRef | None:
                 return None
             base, path = spans[k][2], spans[k][3]
             if path not in files:
-                files.append(path)
                 try:
+                    sizes.append(os.stat(path).st_size)
                     indexes.append(_file_index(path))
                 except (OSError, pa.ArrowInvalid):
                     return None
+                files.append(path)
             i = files.index(path)
             found = indexes[i].get((chunk.type, _signature(chunk, base)))
             if found is None:
@@ -136,4 +172,4 @@ def table_ref(table: pa.Table) -> TableRef | None:
             b, j, src_offset = found
             refs.append(ChunkRef(i, b, j, chunk.offset - src_offset, len(chunk)))
         columns.append(tuple(refs))
-    return TableRef(tuple(files), table.schema, tuple(columns))
+    return TableRef(tuple(files), table.schema, tuple(columns), tuple(sizes))
