@@ -66,6 +66,12 @@ def arrowmix_bucket(table: pa.Table, seed: int = 0) -> Any:
     return src.shuffle(BUFFER, seed=seed).bucket("n_tokens", budget, READ_AHEAD, seed=seed)
 
 
+def arrowmix_bucket_columnar(table: pa.Table, seed: int = 0) -> Any:
+    src = from_row_source(TableRowSource(table, chunk_rows=CHUNK), shuffle="chunks", seed=seed)
+    s = src.shuffle(BUFFER, seed=seed)
+    return s.bucket("n_tokens", budget, READ_AHEAD, seed=seed, columnar=True)
+
+
 def arrowmix_mix(tables: list[pa.Table], seed: int = 0) -> Any:
     streams = [
         from_row_source(
@@ -155,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
 
     pipelines: dict[str, Callable[[], Any]] = {
         "arrowmix shuffle+bucket": lambda: arrowmix_bucket(table),
+        "arrowmix shuffle+bucket columnar": lambda: arrowmix_bucket_columnar(table),
         "arrowmix mix3+shuffle+bucket": lambda: arrowmix_mix(thirds),
         "arrowmix source+shuffle+batch": global_batch,
     }
@@ -180,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         r1 = results["arrowmix shuffle+bucket"] / results["infinibatch shuffle+bucket"]
         r2 = results["arrowmix mix3+shuffle+bucket"] / results["datasets interleave3+shuffle"]
         print(f"ratio shuffle+bucket arrowmix/infinibatch: {r1:.1f}x (target >= 10x)")
+        rc = results["arrowmix shuffle+bucket columnar"] / results["infinibatch shuffle+bucket"]
+        print(f"ratio shuffle+bucket, Arrow batches (columnar=True)/infinibatch: {rc:.1f}x")
         print(f"ratio mix arrowmix/datasets: {r2:.1f}x (target >= 10x)")
 
     def build() -> Any:

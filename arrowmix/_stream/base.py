@@ -347,8 +347,13 @@ class Stream(Generic[T]):
         boundary_key: str | Callable[[T], Any] | None = None,
         shuffle: bool = True,
         seed: int | None = None,
-    ) -> Stream[list[T]]:
-        """Length-bucketed batches from sorted read-ahead windows."""
+        columnar: bool = False,
+    ) -> Stream[Any]:
+        """Length-bucketed batches from sorted read-ahead windows.
+
+        ``columnar=True`` yields each batch as a ``pyarrow.Table`` instead of a list of row
+        dicts (index streams over a Dataset, with a column ``key``).
+        """
         from arrowmix._stream.bucket import LengthBucketIterator
 
         return LengthBucketIterator(
@@ -359,6 +364,7 @@ class Stream(Generic[T]):
             boundary_key=boundary_key,
             shuffle=shuffle,
             seed=seed,
+            columnar=columnar,
         )
 
     def budget_bucket(

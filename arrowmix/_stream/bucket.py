@@ -8,6 +8,11 @@ the window is sorted) and returns the batch size, e.g. a token budget
 ``lambda longest: 16384 // longest["n_tokens"]``. With ``boundary_key``, a batch also
 ends where the boundary value changes between consecutive sorted items.
 
+With ``columnar=True`` (index streams only: a column ``key`` over a Dataset or row source),
+each batch is a ``pyarrow.Table`` sliced from the sorted window instead of a list of row
+dicts: no Python object is built per row, which is what a collate function that pads token
+ids into arrays wants. ``batch_size`` callables still get the longest row as a dict.
+
 Checkpointing: anchor and replay: the state is the source's state at the read-ahead
 start, the window number, the batches emitted and the seed; restoring re-reads and
 re-sorts one read-ahead window (at most ``read_ahead`` items).
@@ -16,10 +21,11 @@ re-sorts one read-ahead window (at most ``read_ahead`` items).
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 import numpy as np
+import pyarrow as pa
 
 from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import State, Stream, fn_name
@@ -71,6 +77,49 @@ def cut_sorted(
     return batches
 
 
+class _Row(Mapping[str, Any]):
+    """One row of a table as a read-only mapping; a value is converted when it is read."""
+
+    __slots__ = ("_i", "_table")
+
+    def __init__(self, table: pa.Table, i: int) -> None:
+        self._table, self._i = table, i
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._table.column_names:
+            raise KeyError(name)
+        return self._table.column(name)[self._i].as_py()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table.column_names)
+
+    def __len__(self) -> int:
+        return self._table.num_columns
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+class _SortedTable:
+    """A sorted window seen as a sequence: ``[i]`` is row ``i`` as a mapping, ``[a:b]`` a slice.
+
+    Lets :func:`cut_sorted` cut Arrow batches without building a dict per row: only the
+    first (longest) row of each batch is looked at, and only the fields ``batch_size`` reads.
+    """
+
+    def __init__(self, table: pa.Table) -> None:
+        self._table = table
+
+    def __len__(self) -> int:
+        return self._table.num_rows
+
+    def __getitem__(self, key: int | slice) -> Any:
+        if isinstance(key, slice):
+            start, stop, _ = key.indices(len(self))
+            return self._table.slice(start, stop - start)
+        return _Row(self._table, key)
+
+
 def descending(keys: np.ndarray) -> np.ndarray:
     """Stable order of ``keys`` from the largest to the smallest."""
     # Stable sort of the negated keys keeps equal keys in arrival order.
@@ -99,6 +148,7 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
         boundary_key: str | Callable[[T], Any] | None = None,
         shuffle: bool = True,
         seed: int | None = None,
+        columnar: bool = False,
     ) -> None:
         super().__init__(source)
         self._key = _getter(key)
@@ -121,6 +171,13 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
         if columns and source.row_source() is not None:
             self._rows = source.row_source()
             source._use_positions()
+        self.columnar = bool(columnar)
+        if self.columnar and self._rows is None:
+            raise ValueError(
+                "`columnar=True` needs an index stream: a column-name `key` (and "
+                "`boundary_key`) on a stream read straight from a Dataset or row source "
+                "(through shuffle, not map/filter); this stream carries Python objects."
+            )
 
     def describe(self) -> dict[str, Any]:
         def name(k: object) -> object:
@@ -133,6 +190,7 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
             "boundary_key": name(self.boundary_key),
             "shuffle": self.shuffle_batches,
             "seed": self._seed.describe(),
+            "columnar": self.columnar,
         }
 
     def extra_state(self) -> State:
@@ -150,13 +208,15 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
             table = self._rows.take(pos)
             assert isinstance(self.key, str)
             keys = _numeric_keys(table.column(self.key).to_numpy(zero_copy_only=False), self.key)
-            order = descending(keys).tolist()
-            rows = table_to_rows(table)
+            order = descending(keys)
             bounds = None
             if isinstance(self.boundary_key, str):
                 values = table.column(self.boundary_key).to_pylist()
-                bounds = [values[i] for i in order]
-            return [rows[i] for i in order], bounds
+                bounds = [values[i] for i in order.tolist()]
+            if self.columnar:
+                return _SortedTable(table.take(order)), bounds  # type: ignore[return-value]
+            rows = table_to_rows(table)
+            return [rows[i] for i in order.tolist()], bounds
         items = self.source._pull(self.read_ahead)
         if not items:
             return None

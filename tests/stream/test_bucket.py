@@ -123,3 +123,30 @@ def test_non_numeric_key_is_named() -> None:
     rows = from_iterable([{"k": (1, 2)}, {"k": (3, 4)}])
     with pytest.raises(ValueError, match=r"boundary_key"):
         next(rows.bucket(lambda r: r["k"], 2, 4))
+
+
+def test_columnar_batches_equal_the_row_batches() -> None:
+    import pyarrow as pa
+
+    def build(columnar: bool) -> Any:
+        s = arrow(300, shuffle="global", seed=1).shuffle(50, seed=2)
+        return s.bucket(
+            "n_tokens",
+            lambda longest: max(1, 600 // longest["n_tokens"]),
+            64,
+            boundary_key="lang",
+            seed=3,
+            columnar=columnar,
+        )
+
+    rows, tables = list(build(False)), list(build(True))
+    assert all(isinstance(t, pa.Table) for t in tables)
+    assert [t.to_pylist() for t in tables] == rows
+    assert sum(t.num_rows for t in tables) == 300
+
+
+def test_columnar_needs_an_index_stream() -> None:
+    with pytest.raises(ValueError, match="columnar=True"):
+        from_iterable([{"n": 1}]).bucket("n", 2, 4, columnar=True)
+    with pytest.raises(ValueError, match="columnar=True"):
+        arrow(10).map(lambda r: r).bucket("n_tokens", 2, 4, columnar=True)

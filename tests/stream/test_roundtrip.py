@@ -154,6 +154,16 @@ class TestBucketColumn(CheckpointRoundTripTests):
         return s.bucket("n_tokens", budget, 40, seed=seed).map(lambda b: [ident(r) for r in b])
 
 
+class TestBucketColumnar(CheckpointRoundTripTests):
+    iterator_cls = LengthBucketIterator
+    seeded = True
+
+    def make_iterator(self, seed: int = 0) -> Stream[Any]:
+        s = arrow(150, shuffle="global", seed=3).shuffle(30, seed=seed)
+        b = s.bucket("n_tokens", budget, 40, boundary_key="lang", seed=seed, columnar=True)
+        return b.map(lambda t: t.column("id").to_pylist())
+
+
 class TestBucketBoundary(CheckpointRoundTripTests):
     iterator_cls = LengthBucketIterator
 
