@@ -1,0 +1,143 @@
+"""The constructors of :class:`~arrowmix.Dataset` (classmethods), kept apart from the class body.
+
+Each delegates to the module that does the work: ``build`` (in-memory data, Arrow files and
+chunk directories), ``ingest`` (raw text, JSON Lines, CSV and Parquet files, cached by content)
+and the Ray integration.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+if TYPE_CHECKING:
+    from arrowmix._dataset.dataset import Dataset
+
+__all__ = ["DatasetConstructors"]
+
+
+class DatasetConstructors:
+    """Mixin holding ``Dataset.from_*``."""
+
+    @classmethod
+    def from_dict(
+        cls, mapping: Mapping[str, Sequence[Any]], schema: pa.Schema | None = None
+    ) -> Dataset:
+        """A dataset from ``{"column": [values...]}`` (in memory)."""
+        from arrowmix._dataset import build
+
+        return build.from_dict(mapping, schema)
+
+    @classmethod
+    def from_pylist(
+        cls, rows: Sequence[Mapping[str, Any]], schema: pa.Schema | None = None
+    ) -> Dataset:
+        """A dataset from a list of row dicts (missing keys become nulls)."""
+        from arrowmix._dataset import build
+
+        return build.from_pylist(rows, schema)
+
+    @classmethod
+    def from_list(
+        cls, rows: Sequence[Mapping[str, Any]], schema: pa.Schema | None = None
+    ) -> Dataset:
+        """HF ``datasets``' name for :meth:`from_pylist`."""
+        return cls.from_pylist(rows, schema)
+
+    @classmethod
+    def from_arrow(cls, table_or_record_batches: Any) -> Dataset:
+        """A dataset over a ``pyarrow.Table``, a record batch or an iterable of record batches."""
+        from arrowmix._dataset import build
+
+        return build.from_arrow(table_or_record_batches)
+
+    @classmethod
+    def from_file(
+        cls,
+        path: str | os.PathLike[str],
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> Dataset:
+        """A dataset over one Arrow IPC file, memory-mapped when local (O(1) open)."""
+        from arrowmix._dataset import build
+
+        return build.from_file(path, storage_options)
+
+    @classmethod
+    def from_chunks(
+        cls,
+        path_or_glob_or_list: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        cache_dir: str | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> Dataset:
+        """A dataset over Arrow IPC chunk files (a directory, glob, fsspec URL or list).
+
+        Local files are memory-mapped and concatenated without copying; ``cache_dir``
+        overrides where derived results go (default: beside the first chunk), a local
+        directory or an fsspec URL (``s3://bucket/cache``: see ``docs/remote-storage.md``);
+        ``storage_options`` go to fsspec for remote URLs (chunks and ``cache_dir``).
+        """
+        from arrowmix._dataset import build
+
+        return build.from_chunks(path_or_glob_or_list, cache_dir, storage_options)
+
+    @classmethod
+    def from_text(
+        cls,
+        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> Dataset:
+        """Ingest text files, one row ``{"text": line}`` per line, into cached chunks.
+
+        ``paths``: files, globs, directories or fsspec URLs; compressed files (``.gz``, ``.xz``,
+        ``.bz2``, ``.zst``) are decompressed. The conversion is cached by the files' content:
+        reopening the same files converts nothing.
+        """
+        from arrowmix._dataset.ingest import ingest
+
+        return ingest(paths, "text", storage_options)
+
+    @classmethod
+    def from_json(
+        cls,
+        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> Dataset:
+        """Ingest JSON Lines files (one object per line) into cached chunks; see from_text."""
+        from arrowmix._dataset.ingest import ingest
+
+        return ingest(paths, "json", storage_options)
+
+    @classmethod
+    def from_csv(
+        cls,
+        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> Dataset:
+        """Ingest CSV files (with a header row) into cached chunks; see from_text."""
+        from arrowmix._dataset.ingest import ingest
+
+        return ingest(paths, "csv", storage_options)
+
+    @classmethod
+    def from_parquet(
+        cls,
+        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> Dataset:
+        """Ingest Parquet files into cached Arrow chunks (memory-mappable); see from_text."""
+        from arrowmix._dataset.ingest import ingest
+
+        return ingest(paths, "parquet", storage_options)
+
+    @classmethod
+    def from_ray(cls, ray_dataset: Any, *, cache_dir: str | None = None) -> Dataset:
+        """Materialise a ``ray.data.Dataset`` into cached chunk files (row order kept).
+
+        See :func:`arrowmix.integrations.ray.from_ray` and ``docs/ray.md``.
+        """
+        from arrowmix.integrations.ray import from_ray
+
+        return from_ray(ray_dataset, cache_dir=cache_dir)
