@@ -67,3 +67,12 @@ def make_cache(tmp_path: Any) -> MakeCache:
         return write_entry(directory or str(tmp_path), fp, **options)
 
     return make
+
+
+@pytest.fixture
+def small_segments(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Map/filter segments of 10 rows (4 for 40 rows), so segment tests stay tiny."""
+    from arrowmix._cache import segments as segmod
+
+    monkeypatch.setattr(segmod, "SEGMENT_ROWS", 10)
+    monkeypatch.setattr(segmod, "MIN_SEGMENT_ROWS", 10)

@@ -22,13 +22,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 @pytest.fixture
-def small_segments(monkeypatch):
-    """Segments of 10 rows (4 for 40 rows) so tests stay tiny."""
-    monkeypatch.setattr(segmod, "SEGMENT_ROWS", 10)
-    monkeypatch.setattr(segmod, "MIN_SEGMENT_ROWS", 10)
-
-
-@pytest.fixture
 def chunked(tmp_path):
     am.write_chunks(
         ({"n": i, "t": f"row{i}"} for i in range(40)), tmp_path / "c", rows_per_chunk=15

@@ -7,13 +7,6 @@ import os
 import pytest
 
 import arrowmix as am
-from arrowmix._cache import segments as segmod
-
-
-@pytest.fixture
-def small_segments(monkeypatch):
-    monkeypatch.setattr(segmod, "SEGMENT_ROWS", 10)
-    monkeypatch.setattr(segmod, "MIN_SEGMENT_ROWS", 10)
 
 
 @pytest.fixture

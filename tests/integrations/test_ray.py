@@ -11,7 +11,6 @@ import pyarrow.compute as pc
 import pytest
 
 import arrowmix as am
-from arrowmix._cache import segments as segmod
 
 ray_module = pytest.importorskip("ray")
 pytest.importorskip("ray.data")
@@ -31,13 +30,6 @@ cloudpickle.register_pickle_by_value(sys.modules[__name__])
 @pytest.fixture
 def ray(ray_session):
     return ray_session
-
-
-@pytest.fixture
-def small_segments(monkeypatch):
-    """Segments of 10 rows (4 for 40 rows)."""
-    monkeypatch.setattr(segmod, "SEGMENT_ROWS", 10)
-    monkeypatch.setattr(segmod, "MIN_SEGMENT_ROWS", 10)
 
 
 @pytest.fixture

@@ -33,13 +33,6 @@ def remote_copies() -> list[str]:
 
 
 @pytest.fixture
-def small_segments(monkeypatch):
-    """10 input rows per segment, so that small inputs make several segments."""
-    monkeypatch.setattr(segments, "SEGMENT_ROWS", 10)
-    monkeypatch.setattr(segments, "MIN_SEGMENT_ROWS", 10)
-
-
-@pytest.fixture
 def corpus(s3_url, s3_storage_options):
     """30 rows in remote chunks; the cache directory is another prefix of the bucket."""
     rows = ({"id": i, "text": f"row {i}"} for i in range(30))
