@@ -9,11 +9,14 @@ from __future__ import annotations
 __all__ = [
     "ArrowmixError",
     "CacheCorruptedError",
+    "CacheLimitError",
     "CacheWarning",
     "ChunkFileError",
     "FingerprintError",
     "FingerprintWarning",
     "InputFormatError",
+    "ObjectChangedError",
+    "RemoteReadError",
     "SchemaMismatchError",
     "StateError",
 ]
@@ -65,6 +68,29 @@ class StateError(ArrowmixError, ValueError):
     """A checkpoint state does not fit the pipeline it is loaded into.
 
     .. versionadded:: 0.1
+    """
+
+
+class RemoteReadError(ArrowmixError, OSError):
+    """Reading a remote object kept failing (dropped connections, throttling) after retries.
+
+    .. versionadded:: 0.2
+    """
+
+
+class ObjectChangedError(RemoteReadError):
+    """A remote object changed (another ETag, version or size) since the dataset was opened.
+
+    Raised instead of mixing two versions of a corpus; reopen the dataset to read the new one.
+
+    .. versionadded:: 0.2
+    """
+
+
+class CacheLimitError(ArrowmixError, ValueError):
+    """A bounded local chunk cache cannot hold what must be read (``cache_limit`` too small).
+
+    .. versionadded:: 0.2
     """
 
 

@@ -71,14 +71,22 @@ def from_chunks(
     path_or_glob_or_list: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     cache_dir: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    cache_limit: int | str | None = None,
+    chunk_cache_dir: str | None = None,
 ) -> Dataset:
     """A dataset over Arrow IPC chunk files: a directory, glob, fsspec URL or list of them.
 
     The files are memory-mapped (local) and concatenated without copying. ``cache_dir``
     overrides where derived results go (default: beside the first chunk): a local directory or
-    an fsspec URL, reached with ``storage_options`` like the chunks.
+    an fsspec URL, reached with ``storage_options`` like the chunks. ``cache_limit`` (remote
+    chunks only) opens them from their footers and reads them through a bounded local cache
+    in ``chunk_cache_dir`` (see :mod:`arrowmix._dataset.remote`).
     """
     files = list_chunk_files(path_or_glob_or_list, storage_options)
+    if cache_limit is not None:
+        from arrowmix._dataset.remote import from_remote_chunks
+
+        return from_remote_chunks(files, cache_dir, storage_options, cache_limit, chunk_cache_dir)
     tables = [open_table(f, storage_options) for f in files]
     schema = tables[0].schema.remove_metadata()
     for f, t in zip(files, tables, strict=True):

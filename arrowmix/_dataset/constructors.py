@@ -71,6 +71,9 @@ class DatasetConstructors:
         path_or_glob_or_list: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
         cache_dir: str | None = None,
         storage_options: Mapping[str, Any] | None = None,
+        *,
+        cache_limit: int | str | None = None,
+        chunk_cache_dir: str | None = None,
     ) -> Dataset:
         """A dataset over Arrow IPC chunk files (a directory, glob, fsspec URL or list).
 
@@ -78,10 +81,19 @@ class DatasetConstructors:
         overrides where derived results go (default: beside the first chunk), a local
         directory or an fsspec URL (``s3://bucket/cache``: see ``docs/remote-storage.md``);
         ``storage_options`` go to fsspec for remote URLs (chunks and ``cache_dir``).
+
+        Remote chunks are copied to the local disk when the dataset is opened, unless
+        ``cache_limit`` is given (bytes, or a size such as ``"200GB"``): then opening reads
+        only each chunk's footer (range requests), a chunk is downloaded when first read
+        into ``chunk_cache_dir`` (default ``$ARROWMIX_CACHE/remote-chunks``), and the least
+        recently used copies that no process is reading are evicted to stay within the
+        limit, which the processes sharing that directory share.
         """
         from arrowmix._dataset import build
 
-        return build.from_chunks(path_or_glob_or_list, cache_dir, storage_options)
+        return build.from_chunks(
+            path_or_glob_or_list, cache_dir, storage_options, cache_limit, chunk_cache_dir
+        )
 
     @classmethod
     def from_text(

@@ -22,6 +22,7 @@ from arrowmix._dataset.constructors import DatasetConstructors
 from arrowmix._dataset.indices import IndexMap, to_positions
 from arrowmix._dataset.reader import TableReader
 from arrowmix._storage import fs
+from arrowmix._storage.remote_table import RemoteTable
 
 __all__ = ["Dataset", "DatasetState"]
 
@@ -32,7 +33,7 @@ _ITER_BLOCK = 1024
 class DatasetState:
     """Everything a Dataset is made of; transforms build new states, never mutate one."""
 
-    table: pa.Table
+    table: pa.Table | RemoteTable
     fingerprint: str
     files: tuple[str, ...] = ()
     file_offsets: tuple[int, ...] | None = None
@@ -47,8 +48,14 @@ class DatasetState:
     holds: tuple[Hold, ...] = field(default=(), compare=False, repr=False)
 
     @cached_property
-    def reader(self) -> TableReader:
-        """Batch-aware gatherer over ``table`` (built on first use)."""
+    def reader(self) -> TableReader | RemoteTable:
+        """Batch-aware gatherer over ``table`` (built on first use).
+
+        A :class:`~arrowmix._storage.remote_table.RemoteTable` (remote chunks read through a
+        bounded cache) is its own reader.
+        """
+        if isinstance(self.table, RemoteTable):
+            return self.table
         return TableReader(self.table)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -28,6 +28,7 @@ __all__ = [
     "content_summary",
     "open_table",
     "read_meta",
+    "summary_from_ranges",
     "with_meta",
     "write_file",
 ]
@@ -147,19 +148,30 @@ def content_summary(path: str, storage_options: Mapping[str, Any] | None = None)
 def _summary_local(path: str) -> str:
     size = os.path.getsize(path)
     with open(path, "rb") as f:
-        if size < 4 * _SAMPLE:
-            return _summary_bytes(f.read())
-        h = xxhash.xxh3_64(struct.pack("<Q", size))
-        for offset in (0, size // 2, size - _SAMPLE):
+
+        def read(offset: int, n: int) -> bytes:
             f.seek(offset)
-            h.update(f.read(_SAMPLE))
-        f.seek(size - 10)
-        tail = f.read(10)
-        footer_len = struct.unpack("<i", tail[:4])[0] if tail[4:] == _MAGIC else 0
-        if 0 < footer_len < size:
-            f.seek(size - 10 - footer_len)
-            h.update(f.read(footer_len))
-        return h.hexdigest()
+            return f.read(n)
+
+        return summary_from_ranges(size, read)
+
+
+def summary_from_ranges(size: int, read: Callable[[int, int], bytes]) -> str:
+    """:func:`content_summary` of a file of ``size`` bytes read through ``read(offset, n)``.
+
+    Remote chunks opened without a local copy are summarised from range requests, with the
+    very same result as a local copy of them.
+    """
+    if size < 4 * _SAMPLE:
+        return _summary_bytes(read(0, size))
+    h = xxhash.xxh3_64(struct.pack("<Q", size))
+    for offset in (0, size // 2, size - _SAMPLE):
+        h.update(read(offset, _SAMPLE))
+    tail = read(size - 10, 10)
+    footer_len = struct.unpack("<i", tail[:4])[0] if tail[4:] == _MAGIC else 0
+    if 0 < footer_len < size:
+        h.update(read(size - 10 - footer_len, footer_len))
+    return h.hexdigest()
 
 
 def _summary_bytes(data: bytes) -> str:

@@ -1,0 +1,97 @@
+"""Open remote chunks without downloading them: ``from_chunks(url, cache_limit=...)``.
+
+Each chunk is described from a few range requests (its schema, record batch row counts,
+content summary and version: :func:`~arrowmix._storage.remote_meta.probe`, issued for several
+chunks at once), and the dataset's table is a
+:class:`~arrowmix._storage.remote_table.RemoteTable` that downloads a chunk into the bounded
+cache directory when a read first needs it. The fingerprint is the one the same files get
+when read from a local directory (it hashes the same content summaries), so results cached
+from a local copy of the corpus are reused, and the other way round.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pyarrow as pa
+
+from arrowmix._dataset.dataset import Dataset, DatasetState
+from arrowmix._fingerprint.hasher import hash_value
+from arrowmix._storage.fs import is_local, url_to_fs
+from arrowmix._storage.remote_cache import check_fits, parse_size
+from arrowmix._storage.remote_meta import RemoteChunk, probe
+from arrowmix._storage.remote_table import RemoteTable
+from arrowmix.exceptions import ChunkFileError, SchemaMismatchError
+
+__all__ = ["default_chunk_cache_dir", "from_remote_chunks"]
+
+_PROBE_THREADS = 8
+
+
+def default_chunk_cache_dir() -> str:
+    """``$ARROWMIX_CACHE/remote-chunks`` (default ``~/.cache/arrowmix/remote-chunks``)."""
+    root = os.environ.get("ARROWMIX_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "arrowmix"
+    )
+    return os.path.join(root, "remote-chunks")
+
+
+def _describe(url: str, storage_options: Mapping[str, Any] | None) -> tuple[pa.Schema, RemoteChunk]:
+    fs, path = url_to_fs(url, storage_options)
+    try:
+        info = fs.info(path)
+    except FileNotFoundError as exc:
+        raise ChunkFileError(f"Remote chunk {url!r} not found.") from exc
+    return probe(fs, path, url, info)
+
+
+def from_remote_chunks(
+    files: Sequence[str],
+    cache_dir: str | None,
+    storage_options: Mapping[str, Any] | None,
+    cache_limit: int | str,
+    chunk_cache_dir: str | None,
+) -> Dataset:
+    """The dataset of remote chunk ``files`` read through a cache of ``cache_limit`` bytes.
+
+    Raises:
+        ValueError: a local file among ``files``, or a bad ``cache_limit``.
+        CacheLimitError: the largest chunk does not fit in ``cache_limit``.
+        SchemaMismatchError: the chunks' schemas differ.
+    """
+    limit = parse_size(cache_limit)
+    local = [f for f in files if is_local(f)]
+    if local:
+        raise ValueError(
+            f"`cache_limit` bounds the local copies of remote chunks, but {local[0]!r} is a "
+            "local file (local files are memory-mapped in place): drop `cache_limit`."
+        )
+    with ThreadPoolExecutor(min(_PROBE_THREADS, len(files))) as pool:
+        described = list(pool.map(lambda f: _describe(f, storage_options), files))
+    schema = described[0][0].remove_metadata()
+    for f, (s, _) in zip(files, described, strict=True):
+        if not s.remove_metadata().equals(schema):
+            raise SchemaMismatchError(
+                f"Chunk file {f!r} has a different schema from {files[0]!r}:\n"
+                f"{s.remove_metadata()}\nexpected\n{schema}"
+            )
+    chunks = [c for _, c in described]
+    check_fits(limit, chunks)
+    table = RemoteTable(
+        chunks, schema, chunk_cache_dir or default_chunk_cache_dir(), limit, storage_options
+    )
+    offsets = tuple(itertools.accumulate((c.num_rows for c in chunks), initial=0))
+    fp = hash_value(("from_chunks", [c.summary for c in chunks]))
+    state = DatasetState(
+        table=table,
+        fingerprint=fp,
+        files=tuple(files),
+        file_offsets=offsets,
+        cache_dir=cache_dir,
+        storage_options=dict(storage_options) if storage_options else None,
+    )
+    return Dataset(state)

@@ -1,0 +1,166 @@
+"""Remote chunks read on demand through a bounded local cache (moto S3 on loopback)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import arrowmix as am
+from arrowmix._storage import remote_meta
+from arrowmix._storage.fs import url_to_fs
+from arrowmix.exceptions import CacheLimitError, ObjectChangedError, RemoteReadError
+
+pytestmark = pytest.mark.integration
+
+ROWS_PER_CHUNK = 200
+PAD = "p" * 1000  # ~1 KB per row: a 200-row chunk is ~200 KB, larger than the footer windows
+
+
+def rows(n: int, start: int = 0, pad: str = PAD):
+    for i in range(start, start + n):
+        yield {"id": i, "text": f"{i} {pad}"}
+
+
+def write_corpus(url, so, n_chunks, pad=PAD):
+    return am.write_chunks(
+        rows(n_chunks * ROWS_PER_CHUNK, pad=pad), url, rows_per_chunk=ROWS_PER_CHUNK,
+        storage_options=so,
+    )  # fmt: skip
+
+
+def chunk_sizes(so, url) -> list[int]:
+    import s3fs
+
+    fs = s3fs.S3FileSystem(skip_instance_cache=True, **so)
+    return [f["size"] for f in sorted(fs.ls(url, detail=True), key=lambda f: f["name"])]
+
+
+def chunk_size(so, url) -> int:
+    return max(chunk_sizes(so, url))
+
+
+def local_bytes(directory) -> int:
+    """Bytes of the files in the cache directory (copies and partial downloads)."""
+    if not os.path.isdir(directory):
+        return 0
+    return sum(os.path.getsize(os.path.join(directory, n)) for n in os.listdir(directory))
+
+
+@pytest.fixture
+def count_ranges(monkeypatch):
+    """Bytes requested through ranged reads, recorded as (url, start, stop)."""
+    seen: list[tuple[str, int, int]] = []
+    real = remote_meta.fetch_ranges
+
+    def counting(fs, path, url, ranges):
+        seen.extend((url, a, b) for a, b in ranges)
+        return real(fs, path, url, ranges)
+
+    monkeypatch.setattr(remote_meta, "fetch_ranges", counting)
+    from arrowmix._storage import remote_cache
+
+    monkeypatch.setattr(remote_cache, "fetch_ranges", counting)
+    return seen
+
+
+def test_open_reads_footers_only_and_rows_are_downloaded_on_first_read(
+    s3_url, s3_storage_options, tmp_path, count_ranges
+):
+    so = s3_storage_options
+    big = "b" * 6000  # 1.2 MB chunks: the sampled content summary reads 192 KB of each
+    write_corpus(s3_url, so, 4, pad=big)
+    size = chunk_size(so, s3_url)
+    cache = str(tmp_path / "chunks")
+    ds = am.Dataset.from_chunks(
+        s3_url, storage_options=so, cache_limit=2 * size, chunk_cache_dir=cache
+    )
+    opened = sum(b - a for _, a, b in count_ranges)
+    assert opened < 4 * size / 5  # head, tail and a middle sample per chunk, not the chunks
+    assert local_bytes(cache) == 0
+    assert len(ds) == 4 * ROWS_PER_CHUNK
+    local = am.Dataset.from_chunks(
+        os.path.dirname(
+            am.write_chunks(rows(800, pad=big), str(tmp_path / "local"), rows_per_chunk=200)[0]
+        )
+    )
+    assert ds.fingerprint == local.fingerprint  # content-addressed, as a local copy
+    assert ds[5]["id"] == 5 and ds[199]["id"] == 199
+    assert local_bytes(cache) == chunk_sizes(so, s3_url)[0]  # only the chunk read is local
+    assert ds["id"] == list(range(800))
+    assert local_bytes(cache) <= 2 * size
+
+
+def test_limit_below_largest_chunk_is_an_error(s3_url, s3_storage_options, tmp_path):
+    write_corpus(s3_url, s3_storage_options, 2)
+    size = chunk_size(s3_storage_options, s3_url)
+    with pytest.raises(CacheLimitError, match=r"smaller than the chunk .*chunk-0000"):
+        am.Dataset.from_chunks(
+            s3_url, storage_options=s3_storage_options, cache_limit=size - 1,
+            chunk_cache_dir=str(tmp_path),
+        )  # fmt: skip
+    with pytest.raises(ValueError, match="cache_limit"):
+        am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options, cache_limit="lots")
+
+
+def test_object_changed_before_download_raises(
+    s3_url, s3_storage_options, s3_other_client, tmp_path
+):
+    so = s3_storage_options
+    write_corpus(s3_url, so, 2)
+    ds = am.Dataset.from_chunks(
+        s3_url, storage_options=so, cache_limit="10MB", chunk_cache_dir=str(tmp_path)
+    )
+    assert ds[0]["id"] == 0  # chunk 0 is local now
+    replacement = am.Dataset.from_dict({"id": [7] * 200, "text": ["changed"] * 200})
+    other = str(tmp_path / "new")
+    am.write_chunks(replacement, other, rows_per_chunk=200)
+    s3_other_client.put(f"{other}/chunk-00000.arrow", f"{s3_url}/chunk-00001.arrow")
+    with pytest.raises(ObjectChangedError, match=r"chunk-00001\.arrow"):
+        ds[250]
+    assert ds[1]["id"] == 1  # the copy taken before the change is one consistent version
+    assert not [n for n in os.listdir(tmp_path) if n.endswith(".partial")]
+
+
+def test_transient_errors_are_retried_then_name_the_object(
+    s3_url, s3_storage_options, tmp_path, monkeypatch
+):
+    so = s3_storage_options
+    write_corpus(s3_url, so, 2)
+    ds = am.Dataset.from_chunks(
+        s3_url, storage_options=so, cache_limit="10MB", chunk_cache_dir=str(tmp_path)
+    )
+    monkeypatch.setattr(remote_meta.RETRY, "backoff", 0.001)
+    fs, _ = url_to_fs(s3_url, so)  # the instance fsspec hands every caller with these options
+    real = fs.cat_ranges
+    failures = {"left": 2}
+
+    def flaky(*args, **kwargs):
+        if failures["left"] > 0:
+            failures["left"] -= 1
+            raise ConnectionResetError("connection reset by peer")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fs, "cat_ranges", flaky)
+    assert ds[0]["id"] == 0  # two failures, then success
+    failures["left"] = 100
+    with pytest.raises(RemoteReadError, match=r"chunk-00001\.arrow.*5 times"):
+        ds[300]
+    assert not [n for n in os.listdir(tmp_path) if n.endswith((".partial", "1.arrow"))]
+
+
+def test_shuffled_reads_stay_within_the_limit(s3_url, s3_storage_options, tmp_path):
+    so = s3_storage_options
+    write_corpus(s3_url, so, 8)
+    size = chunk_size(so, s3_url)
+    cache = str(tmp_path / "c")
+    ds = am.Dataset.from_chunks(
+        s3_url, storage_options=so, cache_limit=2 * size + 10, chunk_cache_dir=cache
+    )
+    order = np.random.default_rng(0).permutation(len(ds))
+    got = []
+    for start in range(0, len(ds), 100):
+        got.extend(ds[order[start : start + 100].tolist()]["id"])
+        assert local_bytes(cache) <= 2 * size + 10
+    assert got == order.tolist()
