@@ -445,6 +445,7 @@ class Dataset(DatasetConstructors):
         infinite: bool = True,
         num_instances: int = 1,
         instance_rank: int = 0,
+        read_ahead: int | str | None = None,
     ) -> Any:
         """A checkpointable stream of this dataset's rows (dicts), for training loops.
 
@@ -456,6 +457,10 @@ class Dataset(DatasetConstructors):
             infinite: never end, reshuffling every epoch (training); ``False``: one pass.
             num_instances: how many ranks share the data; each reads only its share.
             instance_rank: this rank, in ``[0, num_instances)``.
+            read_ahead: over remote chunks read through a bounded cache
+                (``from_chunks(..., cache_limit=...)``): how many chunks (an int; default 4)
+                or bytes (a size such as ``"2GB"``) to download ahead of the reader, in the
+                order the stream reads them. Ignored for local data.
 
         Example:
             >>> import arrowmix as am
@@ -468,6 +473,7 @@ class Dataset(DatasetConstructors):
 
         return to_stream(
             self,
+            read_ahead,
             shuffle=shuffle,
             seed=seed,
             infinite=infinite,

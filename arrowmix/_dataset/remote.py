@@ -40,12 +40,33 @@ def default_chunk_cache_dir() -> str:
     return os.path.join(root, "remote-chunks")
 
 
-def _describe(url: str, storage_options: Mapping[str, Any] | None) -> tuple[pa.Schema, RemoteChunk]:
+def _infos(files: Sequence[str], storage_options: Mapping[str, Any] | None) -> list[Any]:
+    """``fs.info`` of each file, from one fresh listing per directory (not one HEAD each)."""
+    listed: dict[str, dict[str, Any]] = {}
+    out = []
+    for url in files:
+        fs, path = url_to_fs(url, storage_options)
+        parent = path.rstrip("/").rsplit("/", 1)[0]
+        if parent not in listed:
+            try:
+                entries = fs.ls(parent, detail=True)
+            except FileNotFoundError:
+                entries = []
+            listed[parent] = {fs._strip_protocol(e["name"]): e for e in entries}
+        info = listed[parent].get(fs._strip_protocol(path))
+        if info is None:
+            try:
+                info = fs.info(path)
+            except FileNotFoundError as exc:
+                raise ChunkFileError(f"Remote chunk {url!r} not found.") from exc
+        out.append(info)
+    return out
+
+
+def _describe(
+    url: str, info: Mapping[str, Any], storage_options: Mapping[str, Any] | None
+) -> tuple[pa.Schema, RemoteChunk]:
     fs, path = url_to_fs(url, storage_options)
-    try:
-        info = fs.info(path)
-    except FileNotFoundError as exc:
-        raise ChunkFileError(f"Remote chunk {url!r} not found.") from exc
     return probe(fs, path, url, info)
 
 
@@ -70,8 +91,9 @@ def from_remote_chunks(
             f"`cache_limit` bounds the local copies of remote chunks, but {local[0]!r} is a "
             "local file (local files are memory-mapped in place): drop `cache_limit`."
         )
+    infos = _infos(files, storage_options)
     with ThreadPoolExecutor(min(_PROBE_THREADS, len(files))) as pool:
-        described = list(pool.map(lambda f: _describe(f, storage_options), files))
+        described = list(pool.map(lambda f, i: _describe(f, i, storage_options), files, infos))
     schema = described[0][0].remove_metadata()
     for f, (s, _) in zip(files, described, strict=True):
         if not s.remove_metadata().equals(schema):

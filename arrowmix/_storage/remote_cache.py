@@ -55,14 +55,14 @@ _UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}  # fmt: skip
 
 
-def parse_size(value: int | str) -> int:
+def parse_size(value: int | str, name: str = "cache_limit") -> int:
     """Bytes from an int or a size string (``"200GB"``, ``"1.5 TiB"``, ``"512MB"``).
 
     Raises:
         ValueError: not a positive size (the message shows the value).
     """
     if isinstance(value, bool):
-        raise ValueError(f"`cache_limit` must be a size in bytes or a string, got {value!r}.")
+        raise ValueError(f"`{name}` must be a size in bytes or a string, got {value!r}.")
     if isinstance(value, int):
         n = value
     elif isinstance(value, str):
@@ -73,13 +73,12 @@ def parse_size(value: int | str) -> int:
             n = int(float(digits) * _UNITS[unit])
         except (KeyError, ValueError) as exc:
             raise ValueError(
-                f"`cache_limit` {value!r} is not a size; write it as bytes or like '200GB', "
-                "'512MiB'."
+                f"`{name}` {value!r} is not a size; write it as bytes or like '200GB', '512MiB'."
             ) from exc
     else:
-        raise ValueError(f"`cache_limit` must be a size in bytes or a string, got {value!r}.")
+        raise ValueError(f"`{name}` must be a size in bytes or a string, got {value!r}.")
     if n <= 0:
-        raise ValueError(f"`cache_limit` must be positive, got {value!r}.")
+        raise ValueError(f"`{name}` must be positive, got {value!r}.")
     return n
 
 
@@ -150,7 +149,7 @@ class ChunkCache:
     are shared by every dataset of the process.
     """
 
-    def __init__(self, directory: str, limit: int, keep_open: int = 4) -> None:
+    def __init__(self, directory: str, limit: int, keep_open: int = 8) -> None:
         self.directory = os.path.abspath(directory)
         self.limit = limit
         self.keep_open = keep_open

@@ -2,11 +2,12 @@
 
 An Arrow IPC file starts with ``ARROW1``, the schema message and the record batches, and ends
 with a footer (a flatbuffer listing every record batch's offset and metadata length), its
-length and ``ARROW1``. :func:`probe` reads the first and last 64 KiB of the object (plus the
-footer or schema when they are larger), the metadata message of each record batch not
-already inside those windows (one ranged request each, issued together) and the middle sample
-of :func:`~arrowmix._storage.ipc.summary_from_ranges`, so the chunk's schema, row count and
-content summary (the same as a local copy's) cost a few small requests whatever its size.
+length and ``ARROW1``. :func:`probe` reads the first, middle and last 64 KiB of the object
+(issued together; the whole object when it is under 256 KiB), plus the footer or schema when
+they are larger and the metadata message of each record batch outside those windows, so the
+chunk's schema, row count and content summary (that of
+:func:`~arrowmix._storage.ipc.summary_from_ranges`, the same as a local copy's) cost a few
+small requests whatever its size.
 
 The record batch row counts live in the batches' metadata messages, not in the footer; the
 tiny flatbuffer reader below extracts them (Footer.recordBatches, Message.header and
@@ -151,9 +152,15 @@ def probe(fs: Any, path: str, url: str, info: Mapping[str, Any]) -> tuple[pa.Sch
     size = int(info["size"])
     if size < len(_MAGIC) * 2 + 4:
         raise ChunkFileError(f"{url!r} ({size} bytes) is too small to be an Arrow IPC file.")
-    head_n, tail_at = min(size, _WINDOW), max(0, size - _WINDOW)
-    head, tail = fetch_ranges(fs, path, url, [(0, head_n), (tail_at, size)])
-    known = {0: head, tail_at: tail}
+    if size <= 4 * _WINDOW:  # the content summary hashes all of a small file anyway
+        (head,) = fetch_ranges(fs, path, url, [(0, size)])
+        tail, known = head, {0: head}
+    else:
+        tail_at, mid = size - _WINDOW, size // 2
+        head, middle, tail = fetch_ranges(
+            fs, path, url, [(0, _WINDOW), (mid, mid + _WINDOW), (tail_at, size)]
+        )
+        known = {0: head, mid: middle, tail_at: tail}
 
     def read(offset: int, n: int) -> bytes:
         data = read_known(known, offset, n)

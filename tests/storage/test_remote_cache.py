@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 
 import numpy as np
 import pytest
 
 import arrowmix as am
+import arrowmix.stream
 from arrowmix._storage import remote_meta
 from arrowmix._storage.fs import url_to_fs
 from arrowmix.exceptions import CacheLimitError, ObjectChangedError, RemoteReadError
@@ -152,7 +154,7 @@ def test_transient_errors_are_retried_then_name_the_object(
 
 def test_shuffled_reads_stay_within_the_limit(s3_url, s3_storage_options, tmp_path):
     so = s3_storage_options
-    write_corpus(s3_url, so, 8)
+    write_corpus(s3_url, so, 4, pad="r" * 100)
     size = chunk_size(so, s3_url)
     cache = str(tmp_path / "c")
     ds = am.Dataset.from_chunks(
@@ -160,7 +162,92 @@ def test_shuffled_reads_stay_within_the_limit(s3_url, s3_storage_options, tmp_pa
     )
     order = np.random.default_rng(0).permutation(len(ds))
     got = []
-    for start in range(0, len(ds), 100):
-        got.extend(ds[order[start : start + 100].tolist()]["id"])
+    for start in range(0, len(ds), 200):  # each read touches every chunk: evict, refetch
+        got.extend(ds[order[start : start + 200].tolist()]["id"])
         assert local_bytes(cache) <= 2 * size + 10
     assert got == order.tolist()
+
+
+# ---- streams: a mixed, shuffled, 4-rank epoch over a corpus four times the cache ----------
+
+RANKS = 4
+STREAM_ROWS = 250  # rows per chunk of the stream corpora (~80 KB chunks)
+
+
+def chunk_of(row_id: int) -> tuple[str, int]:
+    """The corpus and chunk a row id comes from (ids of corpus "b" start at 10**6)."""
+    name, local = ("b", row_id - 10**6) if row_id >= 10**6 else ("a", row_id)
+    return name, local // STREAM_ROWS
+
+
+def stream_corpora(s3_url, so):
+    for name, base in (("a", 0), ("b", 10**6)):
+        am.write_chunks(
+            ({"id": base + i, "text": f"{i} " + "t" * 300} for i in range(32 * STREAM_ROWS)),
+            f"{s3_url}/{name}", rows_per_chunk=STREAM_ROWS, storage_options=so,
+        )  # fmt: skip
+
+
+def rank_stream(s3_url, so, rank, cache, limit):
+    """Rank ``rank``'s stream: its contiguous shard of each corpus, chunk-shuffled, mixed."""
+    parts = []
+    for name in ("a", "b"):
+        ds = am.Dataset.from_chunks(
+            f"{s3_url}/{name}", storage_options=so, cache_limit=limit, chunk_cache_dir=cache
+        )
+        shard = ds.shard(RANKS, rank, contiguous=True)
+        parts.append(shard.to_stream(shuffle="chunks", seed=7, infinite=False, read_ahead=2))
+    return am.stream.mix(parts, stopping="longest_drop")
+
+
+def urls_to_chunks(seen) -> set[tuple[str, int]]:
+    out = set()
+    for url, _, _ in seen:
+        corpus, name = url.rsplit("/", 2)[-2:]
+        out.add((corpus, int(name[len("chunk-") : -len(".arrow")])))
+    return out
+
+
+def test_mixed_shuffled_ranks_read_only_their_chunks_within_the_limit(
+    s3_url, s3_storage_options, tmp_path, count_ranges
+):
+    so = s3_storage_options
+    stream_corpora(s3_url, so)
+    size = chunk_size(so, f"{s3_url}/a")
+    limit = 8 * size  # 64 chunks in all, 8 times the limit; each rank's 16, twice the limit
+    seen_rows: list[int] = []
+    for rank in range(RANKS):
+        cache = str(tmp_path / f"node{rank}")  # one node per rank: no shared local disk
+        s = rank_stream(s3_url, so, rank, cache, limit)
+        count_ranges.clear()  # opening read every chunk's footer; from now on, downloads
+        ids = []
+        state, tail = None, None
+        while batch := [r["id"] for r in itertools.islice(s, 250)]:
+            ids.extend(batch)
+            assert local_bytes(cache) <= limit, f"rank {rank}: over the limit after {len(ids)}"
+            if len(ids) == 2000:
+                state = s.state_dict()
+                tail = len(ids)
+        stats = [p.stats() for p in s.children()]
+        s.close()
+        mine = {chunk_of(i) for i in ids}
+        downloaded = urls_to_chunks([u for u in count_ranges if u[2] - u[1] > 0])
+        assert downloaded <= mine, f"rank {rank} fetched others' chunks {downloaded - mine}"
+        assert len(mine) == 8 * 2  # a quarter of each corpus: 8 chunks of a, 8 of b
+        assert sum(st["bytes_downloaded"] for st in stats[:1]) > 0
+        assert all("wait_seconds" in st for st in stats)
+        seen_rows.extend(ids)
+        if rank not in (0, 3):
+            continue
+        # Exact resume into a fresh pipeline on a fresh node: the same tail, and only the
+        # chunks of the tail are fetched.
+        fresh = rank_stream(s3_url, so, rank, str(tmp_path / f"resumed{rank}"), limit)
+        count_ranges.clear()
+        fresh.load_state_dict(state)
+        rest = [r["id"] for r in fresh]
+        fresh.close()
+        assert rest == ids[tail:], f"rank {rank}: resume mismatch from state {state}"
+        refetched = urls_to_chunks([u for u in count_ranges if u[2] - u[1] > 0])
+        assert refetched <= {chunk_of(i) for i in ids[tail - 1024 :]}
+    assert sorted(seen_rows) == sorted([*range(8000), *range(10**6, 10**6 + 8000)])
+    assert stats[0]["evicted"] > 0  # the cache was full and made room
