@@ -38,6 +38,7 @@ from arrowmix._dataset.map_job import MAP_VERSION, Job, materialise
 from arrowmix._fingerprint.transform import validate_fingerprint
 from arrowmix._storage.fs import is_local
 from arrowmix._storage.ipc import read_meta
+from arrowmix._storage.remote_table import RemoteTable
 from arrowmix.exceptions import SchemaMismatchError
 
 __all__ = ["MAP_VERSION", "filter_dataset", "map_dataset"]
@@ -200,7 +201,11 @@ def _run(
     cache_dir = ds.cache_dir if caching else temp_cache_dir()
     segments = plan_segments(len(ds), fp, cache_dir, user_path)
     ix = ds._s.indices
-    job = Job(kind, ds, call, fp, zero_copy_ok=ix is None or ix.is_range, record=record)
+    # Kept columns are referenced in the parent, not stored, when the parent is a plain or
+    # contiguous view of local data; remote chunks read through a bounded cache cannot be
+    # referenced (the result would pin the whole corpus), so their kept columns are stored.
+    zero_copy_ok = (ix is None or ix.is_range) and not isinstance(ds._s.table, RemoteTable)
+    job = Job(kind, ds, call, fp, zero_copy_ok=zero_copy_ok, record=record)
     tables = materialise(job, segments, load=load, num_proc=num_proc, desc=desc, executor=executor)
     if kind == "filter":
         return _filter_result(job, tables, [seg.path for seg in segments])

@@ -251,3 +251,83 @@ def test_mixed_shuffled_ranks_read_only_their_chunks_within_the_limit(
         assert refetched <= {chunk_of(i) for i in ids[tail - 1024 :]}
     assert sorted(seen_rows) == sorted([*range(8000), *range(10**6, 10**6 + 8000)])
     assert stats[0]["evicted"] > 0  # the cache was full and made room
+
+
+# ---- map / filter over a bounded corpus ----------------------------------------------------
+
+
+def test_map_and_filter_process_chunk_by_chunk_within_the_limit(
+    s3_url, s3_storage_options, tmp_path
+):
+    so = s3_storage_options
+    write_corpus(s3_url, so, 8, pad="m" * 400)
+    size = chunk_size(so, s3_url)
+    chunks = str(tmp_path / "chunks")
+    ds = am.Dataset.from_chunks(
+        s3_url, storage_options=so, cache_dir=str(tmp_path / "results"),
+        cache_limit=2 * size, chunk_cache_dir=chunks,
+    )  # fmt: skip
+    peak = []
+
+    def double(batch):
+        peak.append(local_bytes(chunks))
+        return {"double": [2 * i for i in batch["id"]]}
+
+    out = ds.map(double, batched=True, batch_size=64, num_proc=2)
+    assert out["double"] == [2 * i for i in range(1600)]
+    assert out.column_names == ["id", "text", "double"]  # kept columns stored locally
+    assert max(peak) <= 2 * size
+    assert local_bytes(chunks) <= 2 * size
+    evens = out.filter(lambda r: r["id"] % 2 == 0)
+    assert evens["id"] == list(range(0, 1600, 2))
+
+
+def test_a_killed_download_is_never_taken_for_a_chunk(s3_url, s3_storage_options, tmp_path):
+    so = s3_storage_options
+    write_corpus(s3_url, so, 2, pad="k" * 100)
+    size = chunk_size(so, s3_url)
+    cache = tmp_path / "c"
+    ds = am.Dataset.from_chunks(
+        s3_url, storage_options=so, cache_limit=size + 10, chunk_cache_dir=str(cache)
+    )  # room for one chunk: the dead partial must go for a download to fit
+    key = ds._s.table.chunks[1].key
+    cache.mkdir()
+    # What `kill -9` during a download leaves: a partial file at its full (sparse) size, of
+    # another chunk, and a half-written one of the chunk about to be read.
+    (cache / f"tmp-{ds._s.table.chunks[0].key}-99999-dead.partial").write_bytes(b"\0" * size)
+    (cache / f"tmp-{key}-99998-dead.partial").write_bytes(b"ARROW1" + b"\0" * 100)
+    assert ds[250]["id"] == 250  # the dead partials were removed, not counted or read
+    assert ds[0]["id"] == 0  # chunk 1 evicted to make room for chunk 0
+    left = [n for n in os.listdir(cache) if n.endswith((".arrow", ".partial"))]
+    assert left == [f"{ds._s.table.chunks[0].key}.arrow"]
+
+
+def test_a_chunk_pinned_by_another_reader_is_never_evicted(
+    s3_url, s3_storage_options, tmp_path, monkeypatch
+):
+    import fcntl
+
+    from arrowmix._storage import remote_cache
+
+    so = s3_storage_options
+    write_corpus(s3_url, so, 2, pad="q" * 100)
+    size = chunk_size(so, s3_url)
+    cache = tmp_path / "shared"
+    ds = am.Dataset.from_chunks(
+        s3_url, storage_options=so, cache_limit=size + 10, chunk_cache_dir=str(cache)
+    )
+    assert ds[0]["id"] == 0
+    # Another process reading chunk 0 holds a shared flock on its pin file (a lock taken
+    # through another open file description conflicts exactly as another process's does).
+    ds._s.table.cache._trim(0)  # this process is done with it
+    fd = os.open(cache / f"{ds._s.table.chunks[0].key}.pin", os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    monkeypatch.setattr(remote_cache, "WAIT_FOR_SPACE", 0.3)
+    try:
+        with pytest.raises(CacheLimitError, match=r"cannot make room .*chunk-00001\.arrow"):
+            ds[250]
+        assert (cache / f"{ds._s.table.chunks[0].key}.arrow").exists()
+    finally:
+        os.close(fd)
+    assert ds[250]["id"] == 250  # released: now chunk 0 may go
+    assert not (cache / f"{ds._s.table.chunks[0].key}.arrow").exists()
