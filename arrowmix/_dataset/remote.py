@@ -12,7 +12,6 @@ from a local copy of the corpus are reused, and the other way round.
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -27,17 +26,9 @@ from arrowmix._storage.remote_meta import RemoteChunk, probe
 from arrowmix._storage.remote_table import RemoteTable
 from arrowmix.exceptions import ChunkFileError, SchemaMismatchError
 
-__all__ = ["default_chunk_cache_dir", "from_remote_chunks"]
+__all__ = ["from_remote_chunks"]
 
 _PROBE_THREADS = 8
-
-
-def default_chunk_cache_dir() -> str:
-    """``$ARROWMIX_CACHE/remote-chunks`` (default ``~/.cache/arrowmix/remote-chunks``)."""
-    root = os.environ.get("ARROWMIX_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "arrowmix"
-    )
-    return os.path.join(root, "remote-chunks")
 
 
 def _infos(files: Sequence[str], storage_options: Mapping[str, Any] | None) -> list[Any]:
@@ -103,9 +94,8 @@ def from_remote_chunks(
             )
     chunks = [c for _, c in described]
     check_fits(limit, chunks)
-    table = RemoteTable(
-        chunks, schema, chunk_cache_dir or default_chunk_cache_dir(), limit, storage_options
-    )
+    # No directory given: each process (each node of a cluster) uses its own default one.
+    table = RemoteTable(chunks, schema, chunk_cache_dir, limit, storage_options)
     offsets = tuple(itertools.accumulate((c.num_rows for c in chunks), initial=0))
     fp = hash_value(("from_chunks", [c.summary for c in chunks]))
     state = DatasetState(

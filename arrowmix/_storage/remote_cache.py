@@ -44,7 +44,14 @@ from arrowmix._storage.ipc import content_summary
 from arrowmix._storage.remote_meta import RemoteChunk, fetch_ranges, same_version, version_tag
 from arrowmix.exceptions import CacheLimitError, ChunkFileError, ObjectChangedError
 
-__all__ = ["CacheStats", "ChunkCache", "Pinned", "chunk_cache", "parse_size"]
+__all__ = [
+    "CacheStats",
+    "ChunkCache",
+    "Pinned",
+    "chunk_cache",
+    "default_chunk_cache_dir",
+    "parse_size",
+]
 
 _PART = 8 * 2**20  # bytes per ranged GET of a download
 _PARTS_IN_FLIGHT = 8
@@ -358,13 +365,24 @@ def _too_small(limit: int, chunk: RemoteChunk) -> str:
     )
 
 
+def default_chunk_cache_dir() -> str:
+    """``$ARROWMIX_CACHE/remote-chunks`` (default ``~/.cache/arrowmix/remote-chunks``)."""
+    root = os.environ.get("ARROWMIX_CACHE") or os.path.join(
+        os.path.expanduser("~"), ".cache", "arrowmix"
+    )
+    return os.path.join(root, "remote-chunks")
+
+
 _CACHES: dict[str, ChunkCache] = {}
 _CACHES_LOCK = threading.Lock()
 
 
-def chunk_cache(directory: str, limit: int) -> ChunkCache:
-    """The process's :class:`ChunkCache` of ``directory`` (its limit set to ``limit``)."""
-    key = os.path.abspath(directory)
+def chunk_cache(directory: str | None, limit: int) -> ChunkCache:
+    """The process's :class:`ChunkCache` of ``directory`` (its limit set to ``limit``).
+
+    ``None`` is this process's :func:`default_chunk_cache_dir`.
+    """
+    key = os.path.abspath(directory or default_chunk_cache_dir())
     with _CACHES_LOCK:
         cache = _CACHES.get(key)
         if cache is None:

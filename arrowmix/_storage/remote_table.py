@@ -41,7 +41,7 @@ class RemoteTable:
     Args:
         chunks: the chunk files, in order.
         schema: their common schema (without metadata).
-        directory: the local cache directory.
+        directory: the local cache directory (None: each process's default one).
         limit: its byte budget.
         storage_options: fsspec options for the chunk URLs.
         names: ``(stored column, exposed name)`` pairs; default every column as stored.
@@ -51,7 +51,7 @@ class RemoteTable:
         self,
         chunks: Sequence[RemoteChunk],
         schema: pa.Schema,
-        directory: str,
+        directory: str | None,
         limit: int,
         storage_options: Mapping[str, Any] | None = None,
         names: Sequence[tuple[str, str]] | None = None,
@@ -205,7 +205,8 @@ class ReadAhead:
 
     def stats(self) -> dict[str, Any]:
         """Downloads and waiting of this process's readers of the cache directory."""
-        return {"cache_dir": self.table.directory, **self.table.cache.stats.as_dict()}
+        cache = self.table.cache
+        return {"cache_dir": cache.directory, **cache.stats.as_dict()}
 
     def read_ahead(self, upcoming: Upcoming) -> None:
         """Called by the stream before each block: plan and start the next downloads."""
