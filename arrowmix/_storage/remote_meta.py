@@ -55,10 +55,19 @@ class _Retry:
 RETRY = _Retry()
 
 
+def _norm(value: Any) -> str:
+    """One spelling per value: listings and ``info`` give times as datetimes or numbers."""
+    if hasattr(value, "timestamp"):
+        return f"{value.timestamp():.3f}"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
 def version_tag(info: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     """The size and version identifiers of an object's ``fs.info`` (ETag, VersionId...)."""
     tag = [("size", str(info.get("size")))]
-    tag += [(k, str(info[k])) for k in _TAG_KEYS if info.get(k) is not None]
+    tag += [(k, _norm(info[k])) for k in _TAG_KEYS if info.get(k) is not None]
     return tuple(tag)
 
 
