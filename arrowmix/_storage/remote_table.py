@@ -152,7 +152,7 @@ class RemoteTable:
                 part = pinned.table.select(src).take(pa.array(local))
             finally:
                 cache.release(pinned)
-            parts.append(part.combine_chunks())
+            parts.append(part.combine_chunks().replace_schema_metadata(None))
         gathered = pa.concat_tables(parts).rename_columns(self.column_names)
         inverse = np.empty(len(idx), dtype=np.int64)
         inverse[order] = np.arange(len(idx), dtype=np.int64)
@@ -239,8 +239,12 @@ class ReadAhead:
                 self._ahead[c] = (first, None)
             self._plan = after
         for c, (first, fut) in list(self._ahead.items()):
-            if fut is None or (fut.done() and fut.exception() is None and fut.result() is None):
+            if fut is None or _no_room(fut):
                 self._ahead[c] = (first, self._executor().submit(self._fetch, c))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A pickled stream (worker processes) starts with no plan and no threads.
+        return (type(self), (self.table, self.chunks, self.max_bytes, self._threads))
 
     def _bytes_ahead(self) -> int:
         return sum(self.table.chunks[c].size for c in self._ahead)
@@ -262,7 +266,9 @@ class ReadAhead:
         fut.add_done_callback(self._release_result)
 
     def _release_result(self, fut: Future[Pinned | None]) -> None:
-        if fut.exception() is None and (pinned := fut.result()) is not None:
+        if fut.cancelled() or fut.exception() is not None:
+            return  # nothing was pinned (a failed download is retried by the reader itself)
+        if (pinned := fut.result()) is not None:
             self.table.cache.release(pinned)
 
     def _drop_plan(self) -> None:
@@ -276,3 +282,8 @@ class ReadAhead:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+def _no_room(fut: Future[Pinned | None]) -> bool:
+    """Whether a finished read-ahead found no room in the cache (to be tried again)."""
+    return fut.done() and not fut.cancelled() and fut.exception() is None and fut.result() is None

@@ -1,0 +1,73 @@
+"""Bounded remote tables without a server: fsspec's in-process ``memory://`` filesystem."""
+
+from __future__ import annotations
+
+import pickle
+import uuid
+
+import fsspec
+import numpy as np
+import pytest
+
+import arrowmix as am
+from arrowmix._storage.remote_meta import _batch_length, _footer_blocks
+
+
+@pytest.fixture
+def memory_url():
+    url = f"memory://remote-table-{uuid.uuid4().hex[:8]}"
+    yield url
+    fsspec.filesystem("memory").rm(url[len("memory://") :], recursive=True)
+
+
+def open_bounded(url, tmp_path, limit="1MB"):
+    return am.Dataset.from_chunks(url, cache_limit=limit, chunk_cache_dir=str(tmp_path / "c"))
+
+
+def test_footer_reader_counts_rows_of_every_record_batch(tmp_path):
+    import pyarrow as pa
+
+    path = tmp_path / "f.arrow"
+    table = pa.table({"x": list(range(1000)), "s": [str(i) for i in range(1000)]})
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
+        for batch in [*table.to_batches(max_chunksize=300), table.to_batches()[0].slice(0, 0)]:
+            w.write_batch(batch)
+    data = path.read_bytes()
+    footer_len = int.from_bytes(data[-10:-6], "little")
+    blocks = _footer_blocks(data[-10 - footer_len : -10])
+    assert [_batch_length(data[o : o + n]) for o, n, _ in blocks] == [300, 300, 300, 100, 0]
+
+
+def test_columns_views_and_pickling_keep_reading_through_the_cache(memory_url, tmp_path):
+    am.write_chunks(({"id": i, "t": str(i)} for i in range(50)), memory_url, rows_per_chunk=20)
+    ds = open_bounded(memory_url, tmp_path)
+    view = ds.rename_column("t", "text").select_columns(["text", "id"]).select([49, 0, 21])
+    assert view[:] == {"text": ["49", "0", "21"], "id": [49, 0, 21]}
+    again = pickle.loads(pickle.dumps(view))
+    assert again[:] == view[:] and again.fingerprint == view.fingerprint
+    with pytest.raises(ValueError, match="concatenate_datasets"):
+        am.concatenate_datasets([ds, ds])
+
+
+def test_stream_over_a_bounded_corpus_pickles_and_resumes(memory_url, tmp_path):
+    am.write_chunks(({"id": i} for i in range(400)), memory_url, rows_per_chunk=50)
+    ds = open_bounded(memory_url, tmp_path)
+    s = ds.to_stream(shuffle="chunks", seed=3, infinite=False, read_ahead="1KB")
+    head = [r["id"] for r in (next(s) for _ in range(120))]
+    clone = pickle.loads(pickle.dumps(s))
+    rest = [r["id"] for r in s]
+    assert [r["id"] for r in clone] == rest
+    assert sorted(head + rest) == list(range(400))
+    assert s.stats()["chunks_downloaded"] >= 1
+    s.close()
+    clone.close()
+    with pytest.raises(ValueError, match="read_ahead"):
+        ds.to_stream(read_ahead=-1)
+
+
+def test_a_local_chunk_with_cache_limit_is_refused(tmp_path):
+    out = str(tmp_path / "local")
+    am.write_chunks(({"id": i} for i in range(5)), out)
+    with pytest.raises(ValueError, match="local file"):
+        am.Dataset.from_chunks(out, cache_limit="1MB")
+    assert np.array_equal(am.Dataset.from_chunks(out)["id"], list(range(5)))
