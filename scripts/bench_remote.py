@@ -6,8 +6,8 @@ about the same shard size. Each tool then reads one shuffled epoch through a loc
 limited to a quarter of the corpus, and reports:
 
 - tokens/s over the epoch, and the time to the first batch (256 rows) from a cold cache;
-- bytes downloaded (the tool's own counter, or what the server sent: the cache directory's
-  growth is no measure once evictions start);
+- bytes downloaded (the tool's own counter; the cache directory's growth is no measure once
+  evictions start), against the bytes the corpus takes in the bucket;
 - the resume time: a fresh reader restored from the state taken half-way, to its first row.
 
 Peers run only when installed (``pip install mosaicml-streaming litdata``); a peer that is
@@ -77,9 +77,13 @@ def bench_arrowmix(data: np.ndarray, so: dict[str, Any], shard_bytes: int, limit
                                     chunk_cache_dir=cache)  # fmt: skip
         return ds.to_stream(shuffle="chunks", seed=0, infinite=False)
 
+    import s3fs
+
+    stored = s3fs.S3FileSystem(skip_instance_cache=True, **so).du(url)
     cache = tempfile.mkdtemp(prefix="bench-am-")
     t0 = time.perf_counter()
     s = reader(cache)
+    opened = time.perf_counter() - t0
     tokens, first, state = 0, None, None
     for i, row in enumerate(s):
         tokens += len(row["input_ids"])
@@ -96,8 +100,10 @@ def bench_arrowmix(data: np.ndarray, so: dict[str, Any], shard_bytes: int, limit
     next(fresh)
     resume = time.perf_counter() - t1
     fresh.close()
-    return {"tokens_per_s": tokens / total, "first_batch_s": first, "resume_s": resume,
-            "bytes_downloaded": stats["bytes_downloaded"], "rows": tokens // TOKENS}  # fmt: skip
+    return {"tokens_per_s": tokens / total, "first_batch_s": first, "open_s": opened,
+            "resume_s": resume, "bytes_downloaded": stats["bytes_downloaded"],
+            "bytes_stored": stored, "wait_s": stats["wait_seconds"],
+            "rows": tokens // TOKENS}  # fmt: skip
 
 
 def bench_mosaic(data: np.ndarray, endpoint: str, shard_bytes: int, limit: int) -> dict:

@@ -292,8 +292,9 @@ class ChunkCache:
                     with open(partial, "wb") as f:
                         f.truncate(chunk.size)
                     return True
-            with self._lock:
-                closed = self._trim(0)  # our own idle copies go first
+            with self._lock:  # unpin our own least recently used idle copy, and try again
+                idle = sum(1 for p in self._open.values() if p.users <= 0)
+                closed = self._trim(len(self._open) - 1) if idle else 0
             if closed:
                 continue
             if not wait:
