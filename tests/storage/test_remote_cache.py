@@ -171,7 +171,7 @@ def test_shuffled_reads_stay_within_the_limit(s3_url, s3_storage_options, tmp_pa
 # ---- streams: a mixed, shuffled, 4-rank epoch over a corpus four times the cache ----------
 
 RANKS = 4
-STREAM_ROWS = 250  # rows per chunk of the stream corpora (~80 KB chunks)
+STREAM_ROWS = 100  # rows per chunk of the stream corpora (~30 KB chunks)
 
 
 def chunk_of(row_id: int) -> tuple[str, int]:
@@ -222,10 +222,10 @@ def test_mixed_shuffled_ranks_read_only_their_chunks_within_the_limit(
         count_ranges.clear()  # opening read every chunk's footer; from now on, downloads
         ids = []
         state, tail = None, None
-        while batch := [r["id"] for r in itertools.islice(s, 250)]:
+        while batch := [r["id"] for r in itertools.islice(s, 200)]:
             ids.extend(batch)
             assert local_bytes(cache) <= limit, f"rank {rank}: over the limit after {len(ids)}"
-            if len(ids) == 2000:
+            if len(ids) == 800:
                 state = s.state_dict()
                 tail = len(ids)
         stats = [p.stats() for p in s.children()]
@@ -237,7 +237,7 @@ def test_mixed_shuffled_ranks_read_only_their_chunks_within_the_limit(
         assert sum(st["bytes_downloaded"] for st in stats[:1]) > 0
         assert all("wait_seconds" in st for st in stats)
         seen_rows.extend(ids)
-        if rank not in (0, 3):
+        if rank != 3:
             continue
         # Exact resume into a fresh pipeline on a fresh node: the same tail, and only the
         # chunks of the tail are fetched.
@@ -249,7 +249,8 @@ def test_mixed_shuffled_ranks_read_only_their_chunks_within_the_limit(
         assert rest == ids[tail:], f"rank {rank}: resume mismatch from state {state}"
         refetched = urls_to_chunks([u for u in count_ranges if u[2] - u[1] > 0])
         assert refetched <= {chunk_of(i) for i in ids[tail - 1024 :]}
-    assert sorted(seen_rows) == sorted([*range(8000), *range(10**6, 10**6 + 8000)])
+    every = [*range(32 * STREAM_ROWS), *range(10**6, 10**6 + 32 * STREAM_ROWS)]
+    assert sorted(seen_rows) == every
     assert stats[0]["evicted"] > 0  # the cache was full and made room
 
 
