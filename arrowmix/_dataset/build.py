@@ -177,13 +177,15 @@ def _from_iterable(it: Iterator[Any], rows_per_batch: int) -> Iterator[pa.Record
 
 
 def _rows_to_batch(rows: list[Any], schema: pa.Schema | None, start: int) -> pa.RecordBatch:
-    if schema is None:
-        return pa.RecordBatch.from_pylist(rows)
     keys: set[str] = set()
     for i, r in enumerate(rows):
         if not isinstance(r, Mapping):
-            raise TypeError(f"Rows must be dicts; row {start + i} is {type(r).__name__}.")
+            raise TypeError(
+                f"Rows must be dicts; row {start + i} is {type(r).__name__}: {r!r:.80}."
+            )
         keys.update(r)
+    if schema is None:
+        return pa.RecordBatch.from_pylist(rows)
     extra = keys - set(schema.names)
     if extra:
         raise SchemaMismatchError(
