@@ -5,9 +5,9 @@ Dicts are encoded in insertion order (a Python dict is ordered, and code that it
 sees that order); sets are encoded in sorted order so that their arbitrary iteration order
 never matters. numpy scalars are hashed with their dtype (``np.int32(2)`` differs from
 ``np.int64(2)`` and from ``2``), numpy / pyarrow arrays by dtype, shape and raw values
-(Arrow data independently of chunking). Large containers of one scalar type (or lists / tuples of such) are
-converted to Arrow and hashed in C++. Anything else goes through the deterministic
-pickler.
+(Arrow data independently of chunking). Large containers of one scalar type (or lists /
+tuples of such) are converted to Arrow and hashed in C++. Anything else goes through the
+deterministic pickler.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ def test_set_order_does_not_matter_dict_order_does() -> None:
     assert dumps({3, 1, 2}) == dumps({2, 3, 1})
     assert dumps(frozenset({"x", "y"})) == dumps(frozenset({"y", "x"}))
     assert dumps({"a": {(1, 2), (3, 4)}}) == dumps({"a": {(3, 4), (1, 2)}})
-    assert dumps({"b": 1, "a": 2}) == dumps(dict([("b", 1), ("a", 2)]))
+    assert dumps({"b": 1, "a": 2}) == dumps(dict(zip("ba", (1, 2), strict=True)))
     # Dicts iterate in insertion order: it is part of their value.
     assert dumps({"b": 1, "a": 2}) != dumps({"a": 2, "b": 1})
     assert dumps({1: "x", "k": (1, 2)}) != dumps({"k": (1, 2), 1: "x"})
