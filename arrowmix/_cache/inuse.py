@@ -33,6 +33,8 @@ import filelock
 __all__ = ["Hold", "exclusive", "hold", "in_use", "lock_held", "pid_alive", "writer_lock"]
 
 _CONTENDED = frozenset({errno.EACCES, errno.EAGAIN, errno.EWOULDBLOCK})
+#: Attempts of :func:`hold` when the file is replaced under it each time.
+_HOLD_TRIES = 5
 
 
 class Hold:
@@ -106,7 +108,8 @@ else:
             The registration; keep a reference for as long as the data is in use.
 
         Raises:
-            FileNotFoundError: ``path`` does not exist.
+            FileNotFoundError: ``path`` does not exist, or was removed by a cleanup while
+                this call waited for it (so the caller never holds a deleted file).
 
         Example:
             >>> import os, tempfile
@@ -118,17 +121,31 @@ else:
             >>> h.release(); in_use(path)
             False
         """
-        fd = _open_reader(path)
-        if fd is None:
-            return Hold(path, None)
-        try:
-            # Blocks only while a cleanup is deleting this very file (it holds LOCK_EX for
-            # the unlink); afterwards we hold the unlinked inode, which stays readable.
-            fcntl.flock(fd, fcntl.LOCK_SH)
-        except OSError:  # no locks on this file system (e.g. ENOLCK): register nothing
+        for _ in range(_HOLD_TRIES):
+            fd = _open_reader(path)
+            if fd is None:
+                return Hold(path, None)
+            try:
+                # Blocks only while a cleanup is deleting this very file (it holds LOCK_EX
+                # for the unlink).
+                fcntl.flock(fd, fcntl.LOCK_SH)
+            except OSError:  # no locks on this file system (e.g. ENOLCK): register nothing
+                os.close(fd)
+                return Hold(path, None)
+            if _same_file(fd, path):
+                return Hold(path, fd)
+            # The name was removed (or replaced by a writer's rename) while we waited: the
+            # inode we hold is not the file under that name any more. Try the new one.
             os.close(fd)
-            return Hold(path, None)
-        return Hold(path, fd)
+        raise FileNotFoundError(errno.ENOENT, "removed while being registered", path)
+
+    def _same_file(fd: int, path: str) -> bool:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return False
+        held = os.fstat(fd)
+        return (held.st_dev, held.st_ino) == (st.st_dev, st.st_ino)
 
     def _open_reader(path: str) -> int | None:
         # One descriptor per held file: a result of thousands of segments can reach the soft

@@ -42,6 +42,9 @@ from arrowmix.exceptions import SchemaMismatchError
 
 __all__ = ["MAP_VERSION", "filter_dataset", "map_dataset"]
 
+#: Times a result is materialised when a cleanup keeps removing its files under it.
+_ATTEMPTS = 3
+
 
 def _map_result(job: Job, tables: list[pa.Table], segments: list[Segment]) -> Dataset:
     ds, s = job.ds, job.ds._s
@@ -201,10 +204,20 @@ def _run(
     segments = plan_segments(len(ds), fp, cache_dir, user_path)
     ix = ds._s.indices
     job = Job(kind, ds, call, fp, zero_copy_ok=ix is None or ix.is_range, record=record)
-    tables = materialise(job, segments, load=load, num_proc=num_proc, desc=desc, executor=executor)
-    if kind == "filter":
-        return _filter_result(job, tables, [seg.path for seg in segments])
-    return _map_result(job, tables, segments)
+    for attempt in range(_ATTEMPTS):
+        tables = materialise(
+            job, segments, load=load, num_proc=num_proc, desc=desc, executor=executor
+        )
+        try:
+            if kind == "filter":
+                return _filter_result(job, tables, [seg.path for seg in segments])
+            return _map_result(job, tables, segments)
+        except FileNotFoundError:
+            # A cleanup removed a segment between its check and its registration as in use
+            # (``hold``): the next attempt finds it missing and computes it again.
+            if attempt == _ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def map_dataset(
