@@ -79,7 +79,7 @@ def from_chunks(
     an fsspec URL, reached with ``storage_options`` like the chunks.
     """
     files = list_chunk_files(path_or_glob_or_list, storage_options)
-    tables = [open_table(f, storage_options) for f in files]
+    tables = [open_table(f, storage_options, check="chunk") for f in files]
     schema = tables[0].schema.remove_metadata()
     for f, t in zip(files, tables, strict=True):
         if not t.schema.remove_metadata().equals(schema):

@@ -205,18 +205,21 @@ def _run(
     ix = ds._s.indices
     job = Job(kind, ds, call, fp, zero_copy_ok=ix is None or ix.is_range, record=record)
     for attempt in range(_ATTEMPTS):
+        holds: list[Any] = []  # the segments stay registered as in use until the result is
         tables = materialise(
-            job, segments, load=load, num_proc=num_proc, desc=desc, executor=executor
+            job, segments, load=load, num_proc=num_proc, desc=desc, executor=executor, holds=holds
         )
         try:
             if kind == "filter":
                 return _filter_result(job, tables, [seg.path for seg in segments])
             return _map_result(job, tables, segments)
         except FileNotFoundError:
-            # A cleanup removed a segment between its check and its registration as in use
-            # (``hold``): the next attempt finds it missing and computes it again.
+            # A file of the result (e.g. its indices file) was removed before it was held:
+            # the next attempt finds it missing and computes it again.
             if attempt == _ATTEMPTS - 1:
                 raise
+        finally:
+            del holds
     raise AssertionError("unreachable")  # pragma: no cover
 
 
