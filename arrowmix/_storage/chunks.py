@@ -17,6 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from arrowmix._storage.atomic import remove_dead_tmp
 from arrowmix._storage.fs import ensure_parent, is_local, join, local_path, url_to_fs
 from arrowmix._storage.ipc import write_file
 from arrowmix.exceptions import ChunkFileError
@@ -157,6 +158,8 @@ def _prepare_dir(out_dir: str, overwrite: bool, storage_options: Mapping[str, An
         os.makedirs(local_path(out_dir), exist_ok=True)
         for path in existing:
             os.unlink(path)
+        # Temporary files of killed writers of chunks (and of markers such as _COMPLETE.json)
+        remove_dead_tmp(local_path(out_dir), lambda n: bool(CHUNK_PATTERN.match(n)) or n[0] == "_")
     else:
         fs, p = url_to_fs(out_dir, storage_options)
         ensure_parent(fs, p, out_dir)
