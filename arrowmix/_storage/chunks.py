@@ -9,6 +9,7 @@ into place when complete. Names sort naturally: ``chunk-00000.arrow``, ``chunk-0
 
 from __future__ import annotations
 
+import errno
 import glob as globlib
 import os
 import re
@@ -148,6 +149,8 @@ def _coalesce(group: list[pa.RecordBatch]) -> pa.RecordBatch:
 
 
 def _prepare_dir(out_dir: str, overwrite: bool, storage_options: Mapping[str, Any] | None) -> None:
+    if is_local(out_dir):
+        _check_local_dir(local_path(out_dir))
     existing = _existing_chunks(out_dir, storage_options)
     if existing and not overwrite:
         raise FileExistsError(
@@ -165,6 +168,18 @@ def _prepare_dir(out_dir: str, overwrite: bool, storage_options: Mapping[str, An
         ensure_parent(fs, p, out_dir)
         for path in existing:
             fs.rm(url_to_fs(path, storage_options)[1])
+
+
+def _check_local_dir(d: str) -> None:
+    """Raise ``NotADirectoryError`` naming ``d`` (or its ancestor) if a file is in the way."""
+    probe = os.path.abspath(d)
+    while not os.path.exists(probe) and os.path.dirname(probe) != probe:
+        probe = os.path.dirname(probe)
+    if os.path.exists(probe) and not os.path.isdir(probe):
+        where = "is a file" if probe == os.path.abspath(d) else f"is below the file {probe!r}"
+        raise NotADirectoryError(
+            errno.ENOTDIR, f"`out_dir` {d!r} {where}; chunk files are written into a directory."
+        )
 
 
 def _existing_chunks(out_dir: str, storage_options: Mapping[str, Any] | None) -> list[str]:

@@ -32,8 +32,10 @@ def _data(tmp_path: Any, rows: int = 40) -> am.Dataset:
 @pytest.mark.parametrize("kind", ["map", "filter"])
 def test_segments_are_held_from_their_check_on(tmp_path, monkeypatch, small_segments, kind):
     ds = _data(tmp_path)
-    run = (lambda d: d.map(_double, batched=True)) if kind == "map" else (
-        lambda d: d.filter(lambda r: r["v"] % 2 == 0)
+    run = (
+        (lambda d: d.map(_double, batched=True))
+        if kind == "map"
+        else (lambda d: d.filter(lambda r: r["v"] % 2 == 0))
     )
     want = run(ds).to_table().to_pylist()
     del ds
