@@ -18,6 +18,7 @@ from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage.chunks import list_chunk_files, write_batches
 from arrowmix._storage.ipc import content_summary, open_table
+from arrowmix._validate import check_int
 from arrowmix.exceptions import SchemaMismatchError
 
 __all__ = [
@@ -127,6 +128,7 @@ def write_chunks(
         >>> len(am.Dataset.from_chunks(out))
         10
     """
+    rows_per_chunk = check_int("rows_per_chunk", rows_per_chunk, minimum=1, none_ok=True)
     return write_batches(
         _batches_of(data, min(_ROWS_PER_BATCH, rows_per_chunk or _ROWS_PER_BATCH)),
         os.fspath(out_dir),

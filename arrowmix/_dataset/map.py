@@ -38,6 +38,7 @@ from arrowmix._dataset.map_job import MAP_VERSION, Job, materialise
 from arrowmix._fingerprint.transform import validate_fingerprint
 from arrowmix._storage.fs import is_local
 from arrowmix._storage.ipc import read_meta
+from arrowmix._validate import check_callable, check_int
 from arrowmix.exceptions import SchemaMismatchError
 
 __all__ = ["MAP_VERSION", "filter_dataset", "map_dataset"]
@@ -126,14 +127,9 @@ def _names(ds: Dataset, value: str | Sequence[str] | None, arg: str) -> tuple[st
 
 
 def _check_args(function: Any, batch_size: Any, num_proc: Any) -> None:
-    if not callable(function):
-        raise TypeError(f"`function` must be callable, got {type(function).__name__}.")
-    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)):
-        raise TypeError(f"`batch_size` must be an int or None, got {batch_size!r}.")
-    if num_proc is not None and (
-        isinstance(num_proc, bool) or not isinstance(num_proc, int) or num_proc < 1
-    ):
-        raise ValueError(f"`num_proc` must be a positive int or None, got {num_proc!r}.")
+    check_callable("function", function)
+    check_int("batch_size", batch_size, none_ok=True)
+    check_int("num_proc", num_proc, minimum=1, none_ok=True)
 
 
 def _resolve_executor(executor: Any) -> Any:

@@ -27,6 +27,7 @@ from arrowmix._fingerprint.transform import roll
 from arrowmix._storage import fs
 from arrowmix._storage.atomic import remove_dead_tmp
 from arrowmix._storage.ipc import open_table, read_meta, write_file
+from arrowmix._validate import check_index, check_int
 from arrowmix.exceptions import (
     CacheCorruptedError,
     CacheWarning,
@@ -91,9 +92,7 @@ def shuffle(ds: Dataset, seed: int | None) -> Dataset:
 def _check_seed(seed: int | None) -> int:
     if seed is None:
         return secrets.randbits(63)  # fresh entropy; never numpy's global state
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"`seed` must be a non-negative int or None, got {seed!r}.")
-    return int(seed)
+    return int(check_int("seed", seed, minimum=0, none_ok=True))
 
 
 def sort(ds: Dataset, column: str | Sequence[str], reverse: bool | Sequence[bool]) -> Dataset:
@@ -115,10 +114,8 @@ def sort(ds: Dataset, column: str | Sequence[str], reverse: bool | Sequence[bool
 
 
 def shard(ds: Dataset, num_shards: int, index: int, contiguous: bool) -> Dataset:
-    if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards <= 0:
-        raise ValueError(f"`num_shards` must be a positive int, got {num_shards!r}.")
-    if not isinstance(index, int) or not 0 <= index < num_shards:
-        raise IndexError(f"Shard `index` must be in [0, {num_shards}), got {index!r}.")
+    num_shards = check_int("num_shards", num_shards, minimum=1)
+    index = check_index("index", index, num_shards)
     n = len(ds)
     if contiguous:
         div, mod = divmod(n, num_shards)

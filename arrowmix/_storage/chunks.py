@@ -21,6 +21,7 @@ import pyarrow as pa
 from arrowmix._storage.atomic import remove_dead_tmp
 from arrowmix._storage.fs import ensure_parent, is_local, join, local_path, url_to_fs
 from arrowmix._storage.ipc import write_file
+from arrowmix._validate import check_int
 from arrowmix.exceptions import ChunkFileError
 
 __all__ = [
@@ -49,12 +50,8 @@ def write_batches(
     storage_options: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """Write record batches (one schema) into chunk files in ``out_dir``; return their paths."""
-    for name, value in (
-        ("rows_per_chunk", rows_per_chunk),
-        ("bytes_per_chunk", bytes_per_chunk),
-    ):
-        if value is not None and (not isinstance(value, int) or value <= 0):
-            raise ValueError(f"`{name}` must be a positive int or None, got {value!r}.")
+    rows_per_chunk = check_int("rows_per_chunk", rows_per_chunk, minimum=1, none_ok=True)
+    bytes_per_chunk = check_int("bytes_per_chunk", bytes_per_chunk, minimum=1, none_ok=True)
     if rows_per_chunk is None and bytes_per_chunk is None:
         bytes_per_chunk = DEFAULT_BYTES_PER_CHUNK
     _prepare_dir(out_dir, overwrite, storage_options)
