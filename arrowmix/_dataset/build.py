@@ -18,6 +18,7 @@ from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage.chunks import list_chunk_files, write_batches
 from arrowmix._storage.ipc import content_summary, open_table
+from arrowmix._validate import check_int
 from arrowmix.exceptions import SchemaMismatchError
 
 __all__ = [
@@ -79,7 +80,7 @@ def from_chunks(
     an fsspec URL, reached with ``storage_options`` like the chunks.
     """
     files = list_chunk_files(path_or_glob_or_list, storage_options)
-    tables = [open_table(f, storage_options) for f in files]
+    tables = [open_table(f, storage_options, check="chunk") for f in files]
     schema = tables[0].schema.remove_metadata()
     for f, t in zip(files, tables, strict=True):
         if not t.schema.remove_metadata().equals(schema):
@@ -127,6 +128,7 @@ def write_chunks(
         >>> len(am.Dataset.from_chunks(out))
         10
     """
+    rows_per_chunk = check_int("rows_per_chunk", rows_per_chunk, minimum=1, none_ok=True)
     return write_batches(
         _batches_of(data, min(_ROWS_PER_BATCH, rows_per_chunk or _ROWS_PER_BATCH)),
         os.fspath(out_dir),

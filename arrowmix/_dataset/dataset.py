@@ -22,6 +22,7 @@ from arrowmix._dataset.constructors import DatasetConstructors
 from arrowmix._dataset.indices import IndexMap, to_positions
 from arrowmix._dataset.reader import TableReader
 from arrowmix._storage import fs
+from arrowmix._validate import check_int
 
 __all__ = ["Dataset", "DatasetState"]
 
@@ -220,8 +221,7 @@ class Dataset(DatasetConstructors):
             >>> [b["x"] for b in am.Dataset.from_dict({"x": [1, 2, 3]}).iter(batch_size=2)]
             [[1, 2], [3]]
         """
-        if not isinstance(batch_size, int) or batch_size <= 0:
-            raise ValueError(f"`batch_size` must be a positive int, got {batch_size!r}.")
+        batch_size = check_int("batch_size", batch_size, minimum=1)
         n = self.num_rows
         for start in range(0, n, batch_size):
             stop = min(start + batch_size, n)
