@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +22,9 @@ from arrowmix._dataset.constructors import DatasetConstructors
 from arrowmix._dataset.indices import IndexMap, to_positions
 from arrowmix._dataset.reader import TableReader
 from arrowmix._storage import fs
+
+if TYPE_CHECKING:
+    from arrowmix._dataset.column import Column
 
 __all__ = ["Dataset", "DatasetState"]
 
@@ -211,6 +214,23 @@ class Dataset(DatasetConstructors):
             key = range(start, stop, step)
         pos = to_positions(key, self.num_rows)
         return formats.format_batch(self._gather(pos.to_numpy(), self._columns()), fmt)
+
+    def column(self, name: str) -> Column:
+        """A lazy, list-like view of column ``name``: nothing is read until it is indexed.
+
+        ``ds[name]`` returns the whole column as one Python list, which on a large corpus
+        costs memory in proportion to the column. The view reads only the rows asked for, and
+        iterates block by block (see :class:`~arrowmix._dataset.column.Column`).
+
+        Example:
+            >>> import arrowmix as am
+            >>> col = am.Dataset.from_dict({"x": [1, 2, 3]}).column("x")
+            >>> col[0], col[1:], sum(col)
+            (1, [2, 3], 6)
+        """
+        from arrowmix._dataset.column import Column
+
+        return Column(self, name)
 
     def iter(self, batch_size: int, drop_last_batch: bool = False) -> Iterator[Any]:
         """Iterate over batches of ``batch_size`` rows, in the dataset's format.
