@@ -240,8 +240,15 @@ def make_figure(result: dict[str, Any]) -> Any:
     resumed = result["resumed_efficiency"]
     if len(resumed):
         steps = np.arange(ckpt + 1, ckpt + 1 + len(resumed))
-        b.plot(steps, resumed, "o", ms=3, mfc="none", color="tab:red",
-               label="after resume (identical batches)")
+        b.plot(
+            steps,
+            resumed,
+            "o",
+            ms=3,
+            mfc="none",
+            color="tab:red",
+            label="after resume (identical batches)",
+        )
     low = float(min(eff.min(), resumed.min() if len(resumed) else 1.0))
     b.set_ylim(max(0.0, low - 0.02), 1.005)
     b.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
@@ -249,8 +256,14 @@ def make_figure(result: dict[str, Any]) -> Any:
     b.set_xlabel("step (batch)")
     for ax in (a, b):
         ax.axvline(ckpt, ls="--", lw=1, color="black")
-    a.annotate("checkpoint saved here;\nresumed in a new pipeline", (ckpt, 0.95),
-               xytext=(6, 0), textcoords="offset points", va="top", fontsize=8)
+    a.annotate(
+        "checkpoint saved here;\nresumed in a new pipeline",
+        (ckpt, 0.95),
+        xytext=(6, 0),
+        textcoords="offset points",
+        va="top",
+        fontsize=8,
+    )
     # Legends beside the axes, never over a curve.
     a.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     b.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
