@@ -31,7 +31,7 @@ def cli_reference() -> str:
     from arrowmix._cli.main import build_parser
 
     saved = os.environ.get("COLUMNS")
-    os.environ["COLUMNS"] = "96"  # argparse wraps help text to $COLUMNS
+    os.environ["COLUMNS"] = "88"  # argparse wraps help text to $COLUMNS
     try:
         parts = []
         for prog, parser in _commands(build_parser(), "arrowmix"):
