@@ -180,7 +180,7 @@ def browser() -> Iterator[object]:
         driver.quit()
 
 
-def _wait(predicate: object, timeout: float = 10.0) -> object:
+def _wait(predicate: object, timeout: float = 30.0) -> object:
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()  # type: ignore[operator]
