@@ -344,12 +344,7 @@ class Stream(Generic[T]):
         return BufferShuffleIterator(self, buffer_size, seed=seed)
 
     def batch(self, batch_size: int, drop_last: bool = False) -> Stream[list[T]]:
-        """Group items into lists of ``batch_size``.
-
-        Args:
-            batch_size: Items per list.
-            drop_last: Drop a last, shorter list instead of yielding it.
-        """
+        """Group items into lists of ``batch_size``."""
         from arrowmix._stream.batch import BatchIterator
 
         return BatchIterator(self, batch_size, drop_last=drop_last)
