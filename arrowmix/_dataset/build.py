@@ -119,6 +119,19 @@ def write_chunks(
     ``bytes_per_chunk`` (default 256 MiB). Each file is written under a temporary name and
     renamed into place when complete.
 
+    Args:
+        data: A Dataset, a ``pyarrow.Table``, or an iterable of row dicts or record batches.
+        out_dir: Directory (or fsspec URL) for ``chunk-00000.arrow``...
+        rows_per_chunk: Start a new chunk file every this many rows.
+        bytes_per_chunk: Start a new chunk file every this many bytes.
+        storage_options: Passed to fsspec for a URL.
+        overwrite: Replace the chunk files already in ``out_dir`` (otherwise they are a
+            ``FileExistsError``). The same rows give byte-identical chunks, so the
+            fingerprints of a rewritten corpus, and the caches built on them, stay valid.
+
+    Returns:
+        The paths of the chunk files written, in order.
+
     Example:
         >>> import arrowmix as am, tempfile
         >>> out = tempfile.mkdtemp()
