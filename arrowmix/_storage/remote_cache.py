@@ -39,6 +39,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from arrowmix._storage import integrity
 from arrowmix._storage.fs import url_to_fs
 from arrowmix._storage.ipc import content_summary
 from arrowmix._storage.remote_meta import RemoteChunk, fetch_ranges, same_version, version_tag
@@ -276,6 +277,13 @@ class ChunkCache:
                 f"Remote chunk {chunk.url!r} changed since the dataset was opened "
                 f"(then {dict(chunk.tag)}, now {dict(now)}); reopen the dataset to read the "
                 "new version. Nothing of the new version was used."
+            )
+        # Checked once, when made: a damaged object (bad checksum, invalid arrays) is refused
+        # as a damaged local chunk is (see arrowmix._storage.integrity).
+        why = integrity.problem(pa.memory_map(partial, "r").read_buffer(), structural=True)
+        if why is not None:
+            raise ChunkFileError(
+                f"Remote chunk {chunk.url!r} is damaged and cannot be used: {why}."
             )
         with self._lock:
             self.stats.chunks_downloaded += 1

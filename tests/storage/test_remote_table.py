@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 import uuid
 
@@ -71,3 +72,22 @@ def test_a_local_chunk_with_cache_limit_is_refused(tmp_path):
     with pytest.raises(ValueError, match="local file"):
         am.Dataset.from_chunks(out, cache_limit="1MB")
     assert np.array_equal(am.Dataset.from_chunks(out)["id"], list(range(5)))
+
+
+def test_a_damaged_remote_chunk_is_refused_naming_it(memory_url, tmp_path):
+    from arrowmix.exceptions import ChunkFileError
+
+    am.write_chunks(({"s": "abcdefghij"} for _ in range(100)), memory_url, rows_per_chunk=50)
+    fs = fsspec.filesystem("memory")
+    path = f"{memory_url[len('memory://') :]}/chunk-00001.arrow"
+    data = bytearray(fs.cat_file(path))
+    footer_len = int.from_bytes(data[-10:-6], "little")
+    offset, meta_len, _ = _footer_blocks(bytes(data[-10 - footer_len : -10]))[0]
+    body = offset + meta_len
+    data[body : body + 64] = b"\xff" * 64  # the string offsets: no longer valid
+    fs.pipe_file(path, bytes(data))
+    ds = open_bounded(memory_url, tmp_path)
+    assert ds[0]["s"] == "abcdefghij"
+    with pytest.raises(ChunkFileError, match=r"chunk-00001\.arrow.* is damaged"):
+        ds[60]
+    assert not [n for n in os.listdir(tmp_path / "c") if n.endswith(".partial")]
