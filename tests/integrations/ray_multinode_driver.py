@@ -61,7 +61,7 @@ def main() -> None:
     from ray.cluster_utils import Cluster
 
     env = {"PYTHONPATH": os.pathsep.join(sys.path), "RAY_USAGE_STATS_ENABLED": "0",
-           "RAY_TMPDIR": root, "SLOW_SQUARE_SECONDS": "0.5"}  # fmt: skip
+           "RAY_TMPDIR": root, "SLOW_SQUARE_SECONDS": "1"}  # fmt: skip
     node_args = {"include_dashboard": False, "object_store_memory": 80 * 2**20}
     cluster = Cluster(
         initialize_head=True,
@@ -86,18 +86,24 @@ def main() -> None:
         except FileNotFoundError:
             return []
 
-    def kill_when_half_done() -> None:
-        while not segments_done():
-            time.sleep(0.05)
-        cluster.remove_node(worker, allow_graceful=False)
+    finished = threading.Event()
 
-    killer = threading.Thread(target=kill_when_half_done, daemon=True)
+    def kill_when_both_nodes_worked() -> None:
+        # Both nodes have read chunks through their own caches and a segment is stored.
+        while not finished.is_set():
+            if segments_done() and _copies(os.path.join(root, "n1", "remote-chunks")):
+                cluster.remove_node(worker, allow_graceful=False)
+                return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_when_both_nodes_worked, daemon=True)
     killer.start()
     first_error = None
     try:
         ds.map(slow_square, batched=True, executor=RayExecutor(max_retries=0))
     except Exception as exc:  # noqa: BLE001  # the run the node loss interrupted
         first_error = type(exc).__name__
+    finished.set()
     killer.join()
     done = {p: s3.info(p)["LastModified"] for p in segments_done()}
     out = ds.map(slow_square, batched=True, executor="ray")
