@@ -4,14 +4,13 @@ Local files are opened with :func:`pyarrow.memory_map`, so opening costs the foo
 the data (O(1) in the file size). Other URLs go through fsspec: each file is copied once into
 ``$ARROWMIX_CACHE/remote/`` (keyed by URL and object version) and that copy is memory-mapped.
 Metadata that arrowmix records (kind, fingerprint, version...) lives under one JSON value in the
-schema metadata key ``arrowmix``.
+schema metadata key ``arrowmix``. Content digests of chunk files live in ``digests.py``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import struct
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -25,16 +24,15 @@ from arrowmix.exceptions import ChunkFileError
 
 __all__ = [
     "META_KEY",
-    "content_summary",
+    "local_copy",
     "open_table",
     "read_meta",
     "with_meta",
     "write_file",
+    "write_file_hashed",
 ]
 
 META_KEY = b"arrowmix"
-_MAGIC = b"ARROW1"
-_SAMPLE = 64 * 1024
 #: Info keys that identify one version of a remote object (S3, GCS, Azure, memory, HTTP...).
 _VERSION_KEYS = (
     "size", "ETag", "etag", "VersionId", "generation", "mtime", "LastModified", "created",
@@ -66,11 +64,35 @@ def write_file(
 ) -> int:
     """Write ``batches`` as one Arrow IPC file at ``path``, atomically. Returns the row count."""
     schema = with_meta(schema, meta)
+    with atomic_sink(path, storage_options) as sink:
+        return _write_batches(sink, batches, schema)
+
+
+def write_file_hashed(
+    path: str,
+    batches: Iterable[pa.RecordBatch],
+    schema: pa.Schema,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+) -> tuple[int, int, str]:
+    """Write ``batches`` (with ``schema`` as given) atomically, hashing the bytes written.
+
+    Returns ``(rows, size, digest)``: the digest is the xxh3-64 of the whole file, computed
+    on the way out (the file is not read back).
+    """
+    from arrowmix._storage.digests import HashingWriter
+
+    with atomic_sink(path, storage_options) as sink:
+        hashing = HashingWriter(sink)
+        target = pa.PythonFile(hashing, mode="w")  # type: ignore[arg-type]  # duck-typed
+        rows = _write_batches(target, batches, schema)
+        target.close()
+    return rows, hashing.size, hashing.hexdigest()
+
+
+def _write_batches(sink: Any, batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> int:
     rows = 0
-    with (
-        atomic_sink(path, storage_options) as sink,
-        pa.ipc.new_file(sink, schema) as writer,
-    ):
+    with pa.ipc.new_file(sink, schema) as writer:
         for batch in batches:
             if batch.schema != schema:
                 batch = pa.RecordBatch.from_arrays(batch.columns, schema=schema)
@@ -129,40 +151,9 @@ def _read_through(url: str, storage_options: Mapping[str, Any] | None) -> str:
     return local
 
 
-def content_summary(path: str, storage_options: Mapping[str, Any] | None = None) -> str:
-    """A cheap content hash of an Arrow IPC file: size, footer and three sampled blocks.
-
-    The footer holds the schema (with the content hash arrowmix writes into chunk metadata) and
-    every record batch's offset and length; the samples catch in-place edits of foreign files.
-    Paths and mtimes never enter, so a moved corpus keeps its identity, and a remote file
-    (summarised from its local read-through copy) has the same summary as a local copy of it.
-    """
+def local_copy(path: str, storage_options: Mapping[str, Any] | None = None) -> str:
+    """A local path holding ``path``'s bytes: itself when local, else its read-through copy."""
     try:
-        local = local_path(path) if is_local(path) else _read_through(path, storage_options)
-        return _summary_local(local)
+        return local_path(path) if is_local(path) else _read_through(path, storage_options)
     except FileNotFoundError as exc:
         raise ChunkFileError(f"Arrow file not found: {path!r}.") from exc
-
-
-def _summary_local(path: str) -> str:
-    size = os.path.getsize(path)
-    with open(path, "rb") as f:
-        if size < 4 * _SAMPLE:
-            return _summary_bytes(f.read())
-        h = xxhash.xxh3_64(struct.pack("<Q", size))
-        for offset in (0, size // 2, size - _SAMPLE):
-            f.seek(offset)
-            h.update(f.read(_SAMPLE))
-        f.seek(size - 10)
-        tail = f.read(10)
-        footer_len = struct.unpack("<i", tail[:4])[0] if tail[4:] == _MAGIC else 0
-        if 0 < footer_len < size:
-            f.seek(size - 10 - footer_len)
-            h.update(f.read(footer_len))
-        return h.hexdigest()
-
-
-def _summary_bytes(data: bytes) -> str:
-    h = xxhash.xxh3_64(struct.pack("<Q", len(data)))
-    h.update(data)
-    return h.hexdigest()
