@@ -41,7 +41,7 @@ from arrowmix._storage import fs
 from arrowmix._storage.ipc import read_meta, write_file
 from arrowmix.exceptions import CacheCorruptedError
 
-__all__ = ["MAP_VERSION", "Job", "materialise"]
+__all__ = ["MAP_VERSION", "Job", "load_complete", "materialise"]
 
 #: Bump when the stored layout or semantics of map/filter results change.
 MAP_VERSION = 1
@@ -157,6 +157,18 @@ def _check(job: Job, seg: Segment) -> pa.Table | str:
     return found
 
 
+def load_complete(job: Job, segments: list[Segment]) -> list[pa.Table] | None:
+    """Every segment's table when all are on disk and valid (no lock taken), else None."""
+    tables: list[pa.Table] = []
+    for seg in segments:
+        found = _check(job, seg)
+        if isinstance(found, str):
+            return None
+        tables.append(found)
+    touch(s.path for s in segments)  # ignored for read-only files
+    return tables
+
+
 def materialise(
     job: Job,
     segments: list[Segment],
@@ -166,16 +178,10 @@ def materialise(
     desc: str | None,
     executor: Any = None,
 ) -> list[pa.Table]:
-    tables: dict[int, pa.Table] = {}
     if load:
-        for seg in segments:
-            found = _check(job, seg)
-            if isinstance(found, str):
-                break
-            tables[seg.index] = found
-        if len(tables) == len(segments):
-            touch(s.path for s in segments)
-            return [tables[s.index] for s in segments]
+        complete = load_complete(job, segments)
+        if complete is not None:
+            return complete
     # Imported here: a cache hit needs neither locks nor process pools (faster imports).
     from arrowmix._cache.lock import fingerprint_lock
     from arrowmix._dataset.workers import run_segments

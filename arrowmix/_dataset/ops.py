@@ -8,6 +8,7 @@ its selection with the existing mapping (``outer[inner]``), so chains of
 from __future__ import annotations
 
 import math
+import os
 import secrets
 import time
 from collections.abc import Sequence
@@ -18,14 +19,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from arrowmix._cache.paths import cache_file_name
+from arrowmix._cache.paths import cache_file_name, shipped_cache_dir
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.indices import IndexMap, load_or_store, to_positions
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._fingerprint.transform import roll
 from arrowmix._storage import fs
 from arrowmix._storage.ipc import open_table, read_meta, write_file
-from arrowmix.exceptions import CacheCorruptedError, SchemaMismatchError
+from arrowmix.exceptions import CacheCorruptedError, ChunkFileError, SchemaMismatchError
 
 __all__ = [
     "SplitResult",
@@ -59,7 +60,13 @@ def with_selection(
         result: IndexMap | None = None
     else:
         result, path = load_or_store(
-            mapping, fingerprint, ds.cache_dir, ds.fingerprint, transform, s.storage_options
+            mapping,
+            fingerprint,
+            ds.cache_dir,
+            ds.fingerprint,
+            transform,
+            s.storage_options,
+            shipped=shipped_cache_dir(s.files),
         )
     holds = tuple(h for h in s.holds if h.path != s.indices_file) + hold_cache_files(
         [path] if path else []
@@ -176,12 +183,26 @@ def train_test_split(
     return SplitResult(train, test)
 
 
+def _shipped_flatten(ds: Dataset, fp: str) -> str | None:
+    """A valid flattened copy shipped beside a read-only corpus, if there is one."""
+    shipped = shipped_cache_dir(ds._s.files)
+    if shipped is None or shipped == ds.cache_dir:
+        return None
+    path = os.path.join(shipped, cache_file_name(fp))
+    try:
+        table = open_table(path)
+    except ChunkFileError:
+        return None
+    meta = read_meta(table.schema)
+    return path if meta.get("fingerprint") == fp and table.num_rows == len(ds) else None
+
+
 def flatten_indices(ds: Dataset) -> Dataset:
     s = ds._s
     if s.indices is None:
         return ds
     fp = roll(ds.fingerprint, "flatten_indices")
-    path = fs.join(ds.cache_dir, cache_file_name(fp))
+    path = _shipped_flatten(ds, fp) or fs.join(ds.cache_dir, cache_file_name(fp))
     n = len(ds)
     so = s.storage_options
     if not fs.exists(path, so):
