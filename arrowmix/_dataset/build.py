@@ -27,6 +27,7 @@ from arrowmix._storage.chunks import is_arrowmix_chunk, list_chunk_files, write_
 from arrowmix._storage.digests import MANIFEST_NAME, file_digest, manifest_problems, read_manifest
 from arrowmix._storage.fs import is_local, local_path, url_to_fs
 from arrowmix._storage.ipc import open_table
+from arrowmix._validate import check_int
 from arrowmix.exceptions import IncompleteCorpusError, SchemaMismatchError
 
 __all__ = [
@@ -95,7 +96,7 @@ def from_chunks(
             files present instead.
     """
     files = list_chunk_files(path_or_glob_or_list, storage_options)
-    tables = [open_table(f, storage_options) for f in files]
+    tables = [open_table(f, storage_options, check="chunk") for f in files]
     if not allow_incomplete:
         _check_complete(path_or_glob_or_list, files, tables, storage_options)
     schema = tables[0].schema.remove_metadata()
@@ -194,6 +195,19 @@ def write_chunks(
     ``bytes_per_chunk`` (default 256 MiB). Each file is written under a temporary name and
     renamed into place when complete.
 
+    Args:
+        data: A Dataset, a ``pyarrow.Table``, or an iterable of row dicts or record batches.
+        out_dir: Directory (or fsspec URL) for ``chunk-00000.arrow``...
+        rows_per_chunk: Start a new chunk file every this many rows.
+        bytes_per_chunk: Start a new chunk file every this many bytes.
+        storage_options: Passed to fsspec for a URL.
+        overwrite: Replace the chunk files already in ``out_dir`` (otherwise they are a
+            ``FileExistsError``). The same rows give byte-identical chunks, so the
+            fingerprints of a rewritten corpus, and the caches built on them, stay valid.
+
+    Returns:
+        The paths of the chunk files written, in order.
+
     Example:
         >>> import arrowmix as am, tempfile
         >>> out = tempfile.mkdtemp()
@@ -203,6 +217,7 @@ def write_chunks(
         >>> len(am.Dataset.from_chunks(out))
         10
     """
+    rows_per_chunk = check_int("rows_per_chunk", rows_per_chunk, minimum=1, none_ok=True)
     return write_batches(
         _batches_of(data, min(_ROWS_PER_BATCH, rows_per_chunk or _ROWS_PER_BATCH)),
         os.fspath(out_dir),

@@ -133,9 +133,9 @@ def _chain(first: pa.RecordBatch, rest: Any) -> Any:
     yield from rest
 
 
-def _check(job: Job, seg: Segment) -> pa.Table | str:
+def _check(job: Job, seg: Segment, holds: list[Any] | None = None) -> pa.Table | str:
     """``check_segment`` plus what only map/filter know about their files."""
-    found = check_segment(seg, job.expect(seg), job.storage_options)
+    found = check_segment(seg, job.expect(seg), job.storage_options, holds)
     if isinstance(found, str):
         return found
     meta = read_meta(found.schema)
@@ -157,11 +157,16 @@ def _check(job: Job, seg: Segment) -> pa.Table | str:
     return found
 
 
-def load_complete(job: Job, segments: list[Segment]) -> list[pa.Table] | None:
-    """Every segment's table when all are on disk and valid (no lock taken), else None."""
+def load_complete(
+    job: Job, segments: list[Segment], holds: list[Any] | None = None
+) -> list[pa.Table] | None:
+    """Every segment's table when all are on disk and valid (no lock taken), else None.
+
+    ``holds`` receives the registrations of the segments checked (see :func:`materialise`).
+    """
     tables: list[pa.Table] = []
     for seg in segments:
-        found = _check(job, seg)
+        found = _check(job, seg, holds)
         if isinstance(found, str):
             return None
         tables.append(found)
@@ -177,9 +182,15 @@ def materialise(
     num_proc: int | None,
     desc: str | None,
     executor: Any = None,
+    holds: list[Any] | None = None,
 ) -> list[pa.Table]:
+    """The tables of ``segments``, reused or computed; ``holds`` receives their registrations.
+
+    Keep ``holds`` alive until the result holds the files itself: a cleanup cannot remove a
+    file between its check here and then.
+    """
     if load:
-        complete = load_complete(job, segments)
+        complete = load_complete(job, segments, holds)
         if complete is not None:
             return complete
     # Imported here: a cache hit needs neither locks nor process pools (faster imports).
@@ -197,7 +208,7 @@ def materialise(
         tables = {}
         if load:
             for seg in segments:
-                found = _check(job, seg)
+                found = _check(job, seg, holds)
                 if not isinstance(found, str):
                     tables[seg.index] = found
                 elif found != "missing":
@@ -221,7 +232,7 @@ def materialise(
                 executor=executor,
             )
         for seg in missing:
-            found = _check(job, seg)
+            found = _check(job, seg, holds)
             if isinstance(found, str):
                 raise CacheCorruptedError(
                     f"Cache file {seg.path!r} was just written but is not valid: {found}."

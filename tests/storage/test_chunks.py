@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import errno
 import os
+import subprocess
+import sys
 
 import fsspec
 import pyarrow as pa
@@ -211,3 +214,40 @@ def test_remote_chunks_are_copied_once_and_memory_mapped():
         assert am.Dataset.from_chunks(url)["text"] == ["changed"]  # a new version is fetched
     finally:
         fs.rm("/arrowmix-rt", recursive=True)
+
+
+def test_out_dir_that_is_a_file_is_a_clear_error(tmp_path):
+    path = tmp_path / "afile"
+    path.write_text("x")
+    with pytest.raises(NotADirectoryError, match=r"`out_dir` .*afile' is a file"):
+        am.write_chunks(pa.table({"v": [1]}), path)
+    with pytest.raises(NotADirectoryError, match=r"is below the file .*afile'"):
+        am.write_chunks(pa.table({"v": [1]}), path / "sub")
+    assert path.read_text() == "x"
+
+
+_FULL_DISK = """
+import resource, signal, sys
+import pyarrow as pa
+import arrowmix as am
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+try:
+    am.write_chunks(pa.table({"s": ["x" * 1000] * 1000}), sys.argv[1])
+except OSError as exc:
+    print(exc.errno, exc)
+"""
+
+
+def test_a_failed_write_names_the_file(tmp_path):
+    res = subprocess.run(
+        [sys.executable, "-c", _FULL_DISK, str(tmp_path / "c")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(am.__file__))},
+    )
+    code, _, message = res.stdout.partition(" ")
+    assert int(code) == errno.EFBIG
+    assert f"Cannot write {str(tmp_path / 'c' / 'chunk-00000.arrow')!r}" in message
+    assert os.listdir(tmp_path / "c") == []  # no temporary file left either
