@@ -52,6 +52,8 @@ FORMAT_VERSION = 1
 _FORMAT_KEY = "format"
 _PIPELINE_KEY = "pipeline"
 _STATE_KEY = "state"
+_EPOCH_KEY = "epoch"  # present when set_epoch chose an epoch other than 0
+_NODES_KEY = "nodes"  # per node: class and compact fields (names a mismatch)
 
 
 def check_keys(owner: object, state: State, keys: Iterable[str]) -> None:
@@ -79,6 +81,13 @@ def checked_fn(fn: F) -> F:
 
 def fn_name(fn: object) -> str:
     return str(getattr(fn, "__qualname__", None) or type(fn).__qualname__)
+
+
+def fn_id(owner: Stream[Any], fn: Any) -> str:
+    """``fn`` for ``describe()``: its name and its digest by value (see ``identity``)."""
+    from arrowmix._stream.identity import fn_identity
+
+    return fn_identity(owner, fn)
 
 
 @dataclass(frozen=True)
@@ -167,6 +176,13 @@ class Stream(Generic[T]):
         others there is nothing to replay.
         """
 
+    def begin_epoch(self, epoch: int) -> None:
+        """Hook of ``set_epoch``, called on every node before the restart.
+
+        Row and chunk sources then start at ``epoch`` (its order); window stages mix it
+        into their random draws (``WindowReplayStage.window_rng``). The default ignores it.
+        """
+
     def set_elastic_mode(self, mode: ElasticMode) -> None:
         """Called on every node by elastic resume before it runs a task (a hook).
 
@@ -245,6 +261,44 @@ class Stream(Generic[T]):
             return item
         return self.next()
 
+    def set_epoch(self, epoch: int) -> None:
+        """Restart at the beginning of epoch ``epoch`` (as torch samplers' ``set_epoch``).
+
+        A finite stream (``infinite=False``) otherwise yields the same order on every
+        pass; with ``set_epoch(e)`` its row and chunk sources read the order of epoch
+        ``e`` and its shuffle and bucketing windows draw from ``(seed, window, e)``.
+        ``state_dict()`` records the epoch, so loading a checkpoint resumes inside it.
+
+        Example:
+            >>> from arrowmix.stream import from_iterable
+            >>> s = from_iterable(range(8)).shuffle(8, seed=0)
+            >>> s.set_epoch(0); a = list(s)
+            >>> s.set_epoch(1); b = list(s)
+            >>> a != b and sorted(a) == sorted(b) == list(range(8))
+            True
+        """
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+            raise ValueError(f"`epoch` must be an int >= 0, got {epoch!r}.")
+        self._ensure_started()
+        run = self.__dict__.pop("_elastic", None)
+        if run is not None:
+            run.leave()
+        self._apply_epoch(epoch)
+        self._do_reset(None)
+
+    @property
+    def chosen_epoch(self) -> int:
+        """The epoch of the last ``set_epoch`` (or loaded checkpoint); 0 by default."""
+        epoch: int = self.__dict__.get("_epoch_set", 0)
+        return epoch
+
+    def _apply_epoch(self, epoch: int) -> None:
+        from arrowmix._stream.topology import walk
+
+        self._epoch_set = epoch
+        for node in walk(self):
+            node.begin_epoch(epoch)
+
     def state_dict(self) -> State:
         """The checkpoint of the whole pipeline: small and JSON-serialisable."""
         self._ensure_started()
@@ -252,11 +306,17 @@ class Stream(Generic[T]):
         if run is not None:
             state: State = run.state_dict()
             return state
-        return {
+        from arrowmix._stream.identity import node_summaries
+
+        out = {
             _FORMAT_KEY: FORMAT_VERSION,
             _PIPELINE_KEY: self.pipeline_fingerprint(),
             _STATE_KEY: self.get_state(),
+            _NODES_KEY: node_summaries(self),
         }
+        if self.chosen_epoch:
+            out[_EPOCH_KEY] = self.chosen_epoch
+        return out
 
     def load_state_dict(self, state: State | None) -> None:
         """Restore a checkpoint of ``state_dict()``; ``None`` restarts.
@@ -281,18 +341,29 @@ class Stream(Generic[T]):
         if state is None:
             self._do_reset(None)
             return
-        check_keys(self, state, (_FORMAT_KEY, _PIPELINE_KEY, _STATE_KEY))
+        keys = [_FORMAT_KEY, _PIPELINE_KEY, _STATE_KEY]
+        keys += [k for k in (_EPOCH_KEY, _NODES_KEY) if k in state]  # optional
+        check_keys(self, state, keys)
         if state[_FORMAT_KEY] != FORMAT_VERSION:
             raise StateError(
                 f"checkpoint format {state[_FORMAT_KEY]!r} is not supported; "
                 f"this arrowmix reads format {FORMAT_VERSION}."
             )
+        from arrowmix._stream.identity import describe_mismatch, warn_unhashed
+
         mine = self.pipeline_fingerprint()
         if state[_PIPELINE_KEY] != mine:
             raise StateError(
                 f"checkpoint was taken from a different pipeline (fingerprint "
-                f"{state[_PIPELINE_KEY]!r}, this one is {mine!r}): {self.explain()}"
+                f"{state[_PIPELINE_KEY]!r}, this one is {mine!r}): "
+                f"{describe_mismatch(state.get(_NODES_KEY), self)}."
             )
+        warn_unhashed(self)
+        epoch = state.get(_EPOCH_KEY, 0)
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+            raise StateError(f"checkpoint `epoch` must be an int >= 0, got {epoch!r}.")
+        if epoch != self.chosen_epoch:
+            self._apply_epoch(epoch)
         self._do_reset(state[_STATE_KEY])
 
     def pipeline_fingerprint(self) -> str:
@@ -333,6 +404,7 @@ class Stream(Generic[T]):
 
     def __getstate__(self) -> dict[str, Any]:
         d = dict(self.__dict__)
+        d.pop("_fn_ids", None)  # function digests: recomputed from the code where loaded
         for cls in type(self).__mro__:
             for name in getattr(cls, "TRANSIENT", ()):
                 d.pop(name, None)

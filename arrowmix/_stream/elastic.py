@@ -136,6 +136,7 @@ class ElasticRun:
         self.home = tuple(self.dealers[0].sharding) if self.dealers else (1, 0)
         self.tasks = tasks
         self.nodes = walk(root)
+        self.epoch = 0  # the epoch chosen by set_epoch on the old instances
 
     def _set_mode(self, mode: ElasticMode) -> None:
         for node in self.nodes:
@@ -173,6 +174,8 @@ class ElasticRun:
                 begin = start if task["state"] is None else None
                 plan = (start["window"], override["generations"], begin)
             self.dealers[0].deal_remaining(plan)
+        if self.epoch != self.root.chosen_epoch:
+            self.root._apply_epoch(self.epoch)
         self.root._do_reset(task["state"])
 
     def _replay(self, task: dict[str, Any]) -> None:
@@ -242,6 +245,12 @@ class ElasticRun:
     def from_merged(cls, root: Stream[Any], merged: list[State]) -> ElasticRun:
         """Plan this instance's tasks from the checkpoints of all old instances."""
         run = cls(root, [])
+        epochs = {int(st.get("epoch", 0)) for st in merged}
+        if len(epochs) > 1:
+            raise StateError(
+                f"merge_states: the instances were in different set_epoch epochs {sorted(epochs)}."
+            )
+        run.epoch = epochs.pop()
         n, ns = len(merged), len(run.sources)
         drains: list[dict[str, Any]] = []
         mains: list[dict[str, Any]] = []
@@ -313,6 +322,7 @@ class ElasticRun:
         tasks = [_check_task(x) for x in state[ELASTIC_KEY]["tasks"]]
         tasks[0] = {**tasks[0], "state": state["state"], "pipeline": state["pipeline"]}
         run = cls(root, tasks)
+        run.epoch = int(state.get("epoch", 0))
         run.home = tuple(tasks[-1]["sharding"])
         run._configure(tasks[0])
         return run
@@ -333,12 +343,15 @@ class ElasticRun:
         tasks = copy.deepcopy(self.tasks)
         tasks[0]["state"] = None
         tasks[0]["pipeline"] = ""
-        return {
+        out = {
             "format": FORMAT_VERSION,
             "pipeline": self.root.pipeline_fingerprint(),
             "state": state,
             ELASTIC_KEY: {"tasks": tasks},
         }
+        if self.epoch:
+            out["epoch"] = self.epoch
+        return out
 
     def leave(self) -> None:
         """Back to the home sharding without elastic dealing (then a plain reset)."""
