@@ -267,12 +267,16 @@ class WeightedMixIterator(Stream[T]):
     def next(self) -> T:
         while any(self._active):
             i = self._choose()
-            cycle = self.stopping == "longest_cycle" and not self._drain
-            if cycle and self._exhausted[i] and self._first_pass_over():
+            if (
+                self._exhausted[i]
+                and self.stopping == "longest_cycle"
+                and not self._drain
+                and self._first_pass_over()
+            ):
                 self._undo_choice(i)
                 raise StopIteration
             try:
-                item = self._read(i)
+                item = self.streams[i].next() if self._pre[i] is None else self._read(i)
             except StopIteration:
                 if self._drain:
                     self._drop(i)
