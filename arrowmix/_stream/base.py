@@ -306,13 +306,12 @@ class Stream(Generic[T]):
         if run is not None:
             state: State = run.state_dict()
             return state
-        from arrowmix._stream.identity import node_summaries
-
+        fingerprint, nodes = self._identity()
         out = {
             _FORMAT_KEY: FORMAT_VERSION,
-            _PIPELINE_KEY: self.pipeline_fingerprint(),
+            _PIPELINE_KEY: fingerprint,
             _STATE_KEY: self.get_state(),
-            _NODES_KEY: node_summaries(self),
+            _NODES_KEY: list(nodes),
         }
         if self.chosen_epoch:
             out[_EPOCH_KEY] = self.chosen_epoch
@@ -368,7 +367,19 @@ class Stream(Generic[T]):
 
     def pipeline_fingerprint(self) -> str:
         """16-hex hash of the configuration of this node and everything it reads."""
-        return hash_value(self._config_tree())
+        return self._identity()[0]
+
+    def _identity(self) -> tuple[str, list[str]]:
+        """``(pipeline fingerprint, node digests)``, hashed again only when it changed."""
+        from arrowmix._stream.identity import node_summaries
+
+        tree = self._config_tree()
+        cached = self.__dict__.get("_identity_cache")
+        if cached is not None and cached[0] == tree:
+            return cached[1], cached[2]
+        out = (hash_value(tree), node_summaries(self))
+        self._identity_cache = (tree, *out)
+        return out
 
     def _config_tree(self) -> list[Any]:
         return [
@@ -405,6 +416,7 @@ class Stream(Generic[T]):
     def __getstate__(self) -> dict[str, Any]:
         d = dict(self.__dict__)
         d.pop("_fn_ids", None)  # function digests: recomputed from the code where loaded
+        d.pop("_identity_cache", None)
         for cls in type(self).__mro__:
             for name in getattr(cls, "TRANSIENT", ()):
                 d.pop(name, None)
@@ -550,7 +562,7 @@ class PassThrough(Stream[T]):
     """Base of the stages without state of their own (public stage kit).
 
     Subclasses set ``self.source`` through ``super().__init__(source)`` and implement
-    ``next()`` by reading ``self.source.next()`` (or ``self.source._pull(n)``); they
+    ``next()`` by reading ``self.source.next()`` (or ``self.source.pull(n)``); they
     must never keep an item they read for a later call, since their state is the
     source's state. Such a stage is transparent to elastic resume.
 

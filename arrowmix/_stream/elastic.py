@@ -51,6 +51,7 @@ from typing import Any
 
 from arrowmix._stream.base import FORMAT_VERSION, PLAIN, ElasticMode, State, Stream
 from arrowmix._stream.dealing import Generation
+from arrowmix._stream.identity import describe_mismatch
 from arrowmix._stream.topology import elastic_sources, replay_open_windows, walk
 from arrowmix.exceptions import StateError
 
@@ -137,6 +138,7 @@ class ElasticRun:
         self.tasks = tasks
         self.nodes = walk(root)
         self.epoch = 0  # the epoch chosen by set_epoch on the old instances
+        self.nodes_of: dict[Any, Any] = {}  # pipeline hash -> its checkpoint's "nodes"
 
     def _set_mode(self, mode: ElasticMode) -> None:
         for node in self.nodes:
@@ -159,9 +161,10 @@ class ElasticRun:
             limit = None if spec["limit"] is None else tuple(spec["limit"])
             src.deal(gens, limit, None if spec["seed"] is None else int(spec["seed"]))
         if task["state"] is not None and task["pipeline"] != self.root.pipeline_fingerprint():
+            nodes = self.nodes_of.get(task["pipeline"])
             raise StateError(
                 f"checkpoint of instance {r} of {n} was taken from a different pipeline "
-                f"({task['pipeline']!r}): {self.root.explain()}"
+                f"({task['pipeline']!r}): {describe_mismatch(nodes, self.root)}."
             )
         draining = any(s["limit"] is not None for s in task["sources"])
         self._set_mode(ElasticMode(draining=draining))
@@ -251,6 +254,7 @@ class ElasticRun:
                 f"merge_states: the instances were in different set_epoch epochs {sorted(epochs)}."
             )
         run.epoch = epochs.pop()
+        run.nodes_of = {st.get("pipeline"): st.get("nodes") for st in merged}
         n, ns = len(merged), len(run.sources)
         drains: list[dict[str, Any]] = []
         mains: list[dict[str, Any]] = []

@@ -124,8 +124,14 @@ def describe_mismatch(saved: Any, root: Stream[Any]) -> str:
         for key, a, b in zip(keys, old_parts[1:], new_parts[1:], strict=True):
             if a != b:
                 what = f"node {k} ({name}) differs in `{key}` (here: {fields[key]!r:.60})"
-                if key in ("num_instances", "instance_rank"):
+                if key == "num_instances":
                     what += "." + _HINT_SHARDING
+                elif key == "instance_rank":
+                    what += (
+                        ": the state belongs to another instance (rank or DataLoader "
+                        "worker); load each instance's own state, and pass merge_states "
+                        "the states of every instance in instance order"
+                    )
                 elif isinstance(fields[key], str) and "@" in fields[key]:
                     what += ": the function's code, constants or globals changed"
                 return what
