@@ -72,6 +72,7 @@ class DatasetConstructors:
         cache_dir: str | None = None,
         storage_options: Mapping[str, Any] | None = None,
         *,
+        allow_incomplete: bool = False,
         cache_limit: int | str | None = None,
         chunk_cache_dir: str | None = None,
     ) -> Dataset:
@@ -81,6 +82,12 @@ class DatasetConstructors:
         overrides where derived results go (default: beside the first chunk), a local
         directory or an fsspec URL (``s3://bucket/cache``: see ``docs/remote-storage.md``);
         ``storage_options`` go to fsspec for remote URLs (chunks and ``cache_dir``).
+
+        A directory written by ``write_chunks`` opens only when complete: its manifest
+        (written last) must exist and list exactly the chunk files present. Otherwise
+        :class:`~arrowmix.exceptions.IncompleteCorpusError` names the directory and the
+        missing or unexpected files, unless ``allow_incomplete=True``. Directories of chunk
+        files written by other tools open as they are.
 
         Remote chunks are copied to the local disk when the dataset is opened, unless
         ``cache_limit`` is given (bytes, or a size such as ``"200GB"``): then opening reads
@@ -92,7 +99,12 @@ class DatasetConstructors:
         from arrowmix._dataset import build
 
         return build.from_chunks(
-            path_or_glob_or_list, cache_dir, storage_options, cache_limit, chunk_cache_dir
+            path_or_glob_or_list,
+            cache_dir,
+            storage_options,
+            allow_incomplete=allow_incomplete,
+            cache_limit=cache_limit,
+            chunk_cache_dir=chunk_cache_dir,
         )
 
     @classmethod

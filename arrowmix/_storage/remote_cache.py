@@ -20,9 +20,11 @@ download waits for readers to finish and then raises
 removed when its ``.dl`` lock is free.
 
 Each downloaded copy is checked before it is renamed into place: the object's version tag is
-asked afresh and the copy's content summary must equal the one read when the dataset was
-opened; otherwise :class:`~arrowmix.exceptions.ObjectChangedError` names the object, so two
-versions of a corpus are never mixed. Locks need ``fcntl`` (Linux, macOS).
+asked afresh and the copy's content digest must equal the one its corpus manifest records;
+otherwise :class:`~arrowmix.exceptions.ObjectChangedError` names the object, so two versions
+of a corpus are never mixed. The copy is then checked like a local chunk file (its checksum,
+or its arrays), and a damaged one raises :class:`~arrowmix.exceptions.ChunkFileError` naming
+the object. Locks need ``fcntl`` (Linux, macOS).
 """
 
 from __future__ import annotations
@@ -38,10 +40,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import xxhash
 
 from arrowmix._storage import integrity
 from arrowmix._storage.fs import url_to_fs
-from arrowmix._storage.ipc import content_summary
 from arrowmix._storage.remote_meta import RemoteChunk, fetch_ranges, same_version, version_tag
 from arrowmix.exceptions import CacheLimitError, ChunkFileError, ObjectChangedError
 
@@ -272,7 +274,12 @@ class ChunkCache:
             now = version_tag(fs.info(path))
         except FileNotFoundError as exc:
             raise ChunkFileError(f"Remote chunk {chunk.url!r} is gone: {exc}") from exc
-        if not same_version(now, chunk.tag) or content_summary(partial) != chunk.summary:
+        if same_version(now, chunk.tag) and _xxh3(partial) != chunk.digest:
+            raise ChunkFileError(
+                f"Remote chunk {chunk.url!r} is damaged: its bytes do not match the digest its "
+                "corpus manifest records (or it was rewritten without a new version tag)."
+            )
+        if not same_version(now, chunk.tag) or _xxh3(partial) != chunk.digest:
             raise ObjectChangedError(
                 f"Remote chunk {chunk.url!r} changed since the dataset was opened "
                 f"(then {dict(chunk.tag)}, now {dict(now)}); reopen the dataset to read the "
@@ -364,6 +371,15 @@ class ChunkCache:
                 with contextlib.suppress(FileNotFoundError):
                     total += os.stat(self._path(name)).st_size
         return total
+
+
+def _xxh3(path: str) -> str:
+    """The content digest of a local file (as ``arrowmix._storage.digests`` defines it)."""
+    h = xxhash.xxh3_64()
+    with open(path, "rb") as f:
+        while block := f.read(8 * 2**20):
+            h.update(block)
+    return h.hexdigest()
 
 
 def _too_small(limit: int, chunk: RemoteChunk) -> str:

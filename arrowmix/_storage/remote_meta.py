@@ -2,12 +2,11 @@
 
 An Arrow IPC file starts with ``ARROW1``, the schema message and the record batches, and ends
 with a footer (a flatbuffer listing every record batch's offset and metadata length), its
-length and ``ARROW1``. :func:`probe` reads the first, middle and last 64 KiB of the object
-(issued together; the whole object when it is under 256 KiB), plus the footer or schema when
-they are larger and the metadata message of each record batch outside those windows, so the
-chunk's schema, row count and content summary (that of
-:func:`~arrowmix._storage.ipc.summary_from_ranges`, the same as a local copy's) cost a few
-small requests whatever its size.
+length and ``ARROW1``. :func:`probe` reads the first and last 64 KiB of the object (issued
+together; the whole object when it is under 128 KiB), plus the footer or schema when they are
+larger and the metadata message of each record batch outside those windows, so the chunk's
+schema and row counts cost a few small requests whatever its size. Its content digest comes
+from the corpus manifest (``arrowmix._storage.digests``).
 
 The record batch row counts live in the batches' metadata messages, not in the footer; the
 tiny flatbuffer reader below extracts them (Footer.recordBatches, Message.header and
@@ -30,7 +29,6 @@ from typing import Any
 import pyarrow as pa
 import xxhash
 
-from arrowmix._storage.ipc import summary_from_ranges
 from arrowmix.exceptions import ChunkFileError, ObjectChangedError, RemoteReadError
 
 __all__ = ["RETRY", "RemoteChunk", "fetch_ranges", "probe", "version_tag"]
@@ -86,14 +84,14 @@ class RemoteChunk:
         size: its size in bytes.
         tag: its version identity (size, ETag, VersionId... as the store reports them).
         batch_rows: rows of each record batch.
-        summary: its content summary (as :func:`~arrowmix._storage.ipc.content_summary`).
+        digest: its content digest (xxh3 of the whole file, from the corpus manifest).
     """
 
     url: str
     size: int
     tag: tuple[tuple[str, str], ...]
     batch_rows: tuple[int, ...]
-    summary: str
+    digest: str
 
     @property
     def num_rows(self) -> int:
@@ -152,7 +150,9 @@ def fetch_ranges(fs: Any, path: str, url: str, ranges: Sequence[tuple[int, int]]
     ) from last
 
 
-def probe(fs: Any, path: str, url: str, info: Mapping[str, Any]) -> tuple[pa.Schema, RemoteChunk]:
+def probe(
+    fs: Any, path: str, url: str, info: Mapping[str, Any], digest: str
+) -> tuple[pa.Schema, RemoteChunk]:
     """The schema and :class:`RemoteChunk` description of one remote Arrow IPC file.
 
     Raises:
@@ -161,15 +161,12 @@ def probe(fs: Any, path: str, url: str, info: Mapping[str, Any]) -> tuple[pa.Sch
     size = int(info["size"])
     if size < len(_MAGIC) * 2 + 4:
         raise ChunkFileError(f"{url!r} ({size} bytes) is too small to be an Arrow IPC file.")
-    if size <= 4 * _WINDOW:  # the content summary hashes all of a small file anyway
+    if size <= 2 * _WINDOW:
         (head,) = fetch_ranges(fs, path, url, [(0, size)])
         tail, known = head, {0: head}
     else:
-        tail_at, mid = size - _WINDOW, size // 2
-        head, middle, tail = fetch_ranges(
-            fs, path, url, [(0, _WINDOW), (mid, mid + _WINDOW), (tail_at, size)]
-        )
-        known = {0: head, mid: middle, tail_at: tail}
+        head, tail = fetch_ranges(fs, path, url, [(0, _WINDOW), (size - _WINDOW, size)])
+        known = {0: head, size - _WINDOW: tail}
 
     def read(offset: int, n: int) -> bytes:
         data = read_known(known, offset, n)
@@ -195,8 +192,7 @@ def probe(fs: Any, path: str, url: str, info: Mapping[str, Any]) -> tuple[pa.Sch
         rows = tuple(_batch_length(read(o, n)) for o, n, _ in blocks)
     except (struct.error, IndexError, pa.ArrowInvalid) as exc:
         raise ChunkFileError(f"{url!r}: cannot read its Arrow IPC footer: {exc}") from exc
-    summary = summary_from_ranges(size, read)
-    return schema, RemoteChunk(url, size, version_tag(info), rows, summary)
+    return schema, RemoteChunk(url, size, version_tag(info), rows, digest)
 
 
 def read_known(known: Mapping[int, bytes], offset: int, n: int) -> bytes | None:

@@ -36,7 +36,8 @@ def chunk_sizes(so, url) -> list[int]:
     import s3fs
 
     fs = s3fs.S3FileSystem(skip_instance_cache=True, **so)
-    return [f["size"] for f in sorted(fs.ls(url, detail=True), key=lambda f: f["name"])]
+    chunks = [f for f in fs.ls(url, detail=True) if f["name"].endswith(".arrow")]
+    return [f["size"] for f in sorted(chunks, key=lambda f: f["name"])]
 
 
 def chunk_size(so, url) -> int:
