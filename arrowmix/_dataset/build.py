@@ -119,6 +119,19 @@ def write_chunks(
     ``bytes_per_chunk`` (default 256 MiB). Each file is written under a temporary name and
     renamed into place when complete.
 
+    Args:
+        data: A Dataset, a ``pyarrow.Table``, or an iterable of row dicts or record batches.
+        out_dir: Directory (or fsspec URL) for ``chunk-00000.arrow``...
+        rows_per_chunk: Start a new chunk file every this many rows.
+        bytes_per_chunk: Start a new chunk file every this many bytes.
+        storage_options: Passed to fsspec for a URL.
+        overwrite: Replace the chunk files already in ``out_dir`` (otherwise they are a
+            ``FileExistsError``). The same rows give byte-identical chunks, so the
+            fingerprints of a rewritten corpus, and the caches built on them, stay valid.
+
+    Returns:
+        The paths of the chunk files written, in order.
+
     Example:
         >>> import arrowmix as am, tempfile
         >>> out = tempfile.mkdtemp()
@@ -179,13 +192,15 @@ def _from_iterable(it: Iterator[Any], rows_per_batch: int) -> Iterator[pa.Record
 
 
 def _rows_to_batch(rows: list[Any], schema: pa.Schema | None, start: int) -> pa.RecordBatch:
-    if schema is None:
-        return pa.RecordBatch.from_pylist(rows)
     keys: set[str] = set()
     for i, r in enumerate(rows):
         if not isinstance(r, Mapping):
-            raise TypeError(f"Rows must be dicts; row {start + i} is {type(r).__name__}.")
+            raise TypeError(
+                f"Rows must be dicts; row {start + i} is {type(r).__name__}: {r!r:.80}."
+            )
         keys.update(r)
+    if schema is None:
+        return pa.RecordBatch.from_pylist(rows)
     extra = keys - set(schema.names)
     if extra:
         raise SchemaMismatchError(

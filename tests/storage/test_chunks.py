@@ -116,6 +116,14 @@ def test_non_dict_rows_rejected(tmp_path):
         am.write_chunks({"a": [1]}, tmp_path)
 
 
+@pytest.mark.parametrize("bad_at", [1, 5000, 8191, 8192, 20000])
+def test_non_dict_row_among_rows_names_its_index_and_type(tmp_path, bad_at):
+    data: list[object] = [{"a": i} for i in range(20001)]
+    data[bad_at] = [bad_at]
+    with pytest.raises(TypeError, match=rf"row {bad_at} is list"):
+        am.write_chunks(iter(data), tmp_path / "out")
+
+
 def test_bad_sizes_rejected(tmp_path):
     with pytest.raises(ValueError, match="rows_per_chunk"):
         am.write_chunks(rows(3), tmp_path, rows_per_chunk=0)
