@@ -30,7 +30,6 @@ the object. Locks need ``fcntl`` (Linux, macOS).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import secrets
 import threading
@@ -46,6 +45,11 @@ from arrowmix._storage import integrity
 from arrowmix._storage.fs import url_to_fs
 from arrowmix._storage.remote_meta import RemoteChunk, fetch_ranges, same_version, version_tag
 from arrowmix.exceptions import CacheLimitError, ChunkFileError, ObjectChangedError
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock, so no shared bounded cache (import stays possible)
+    fcntl = None  # type: ignore[assignment]
 
 __all__ = [
     "CacheStats",
@@ -161,6 +165,8 @@ class ChunkCache:
 
     def __init__(self, directory: str, limit: int, keep_open: int = 8) -> None:
         self.directory = os.path.abspath(directory)
+        if fcntl is None:
+            raise OSError("`cache_limit` needs fcntl file locks (Linux, macOS).")
         self.limit = limit
         self.keep_open = keep_open
         self.stats = CacheStats()
