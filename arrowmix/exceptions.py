@@ -16,6 +16,7 @@ __all__ = [
     "InputFormatError",
     "SchemaMismatchError",
     "StateError",
+    "WorkerDiedError",
 ]
 
 
@@ -63,6 +64,17 @@ class InputFormatError(ArrowmixError, ValueError):
 
 class StateError(ArrowmixError, ValueError):
     """A checkpoint state does not fit the pipeline it is loaded into.
+
+    .. versionadded:: 0.1
+    """
+
+
+class WorkerDiedError(ArrowmixError, RuntimeError):
+    """A worker process of ``map``/``filter`` (``num_proc > 1``) died without raising.
+
+    It was killed (e.g. by the out-of-memory killer) or crashed in native code; the message is
+    HF ``datasets``'s, and a note names the function. Nothing partial is kept: a rerun
+    computes the missing segments.
 
     .. versionadded:: 0.1
     """

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
@@ -34,7 +35,7 @@ from arrowmix._cache.segments import (
 )
 from arrowmix._dataset.apply import Call
 from arrowmix._dataset.dataset import Dataset
-from arrowmix._dataset.progress import Progress
+from arrowmix._dataset.progress import Progress, progress_enabled
 from arrowmix._dataset.runner import MapSegment, filter_positions
 from arrowmix._fingerprint.record import RECORD_METADATA_KEY
 from arrowmix._storage import fs
@@ -42,6 +43,8 @@ from arrowmix._storage.ipc import read_meta, write_file
 from arrowmix.exceptions import CacheCorruptedError
 
 __all__ = ["MAP_VERSION", "Job", "materialise"]
+
+logger = logging.getLogger("arrowmix")
 
 #: Bump when the stored layout or semantics of map/filter results change.
 MAP_VERSION = 1
@@ -85,6 +88,17 @@ class Job:
         text = json.dumps(self.record, sort_keys=True, separators=(",", ":"))
         return schema.with_metadata({**(schema.metadata or {}), RECORD_METADATA_KEY: text})
 
+    def output_rows(self, seg: Segment) -> int:
+        """Output rows of ``seg`` when they follow the input rows (``drop_last_batch`` aside).
+
+        Batched segments start at multiples of ``batch_size``, so only the last one can end
+        in an incomplete batch, the one ``drop_last_batch`` drops.
+        """
+        call, n = self.call, seg.num_input_rows
+        if call.batched and call.drop_last_batch and call.batch_size and seg.stop == len(self.ds):
+            return n - n % call.batch_size
+        return n
+
     def expect(self, seg: Segment) -> dict[str, Any]:
         return {
             "kind": self.kind,
@@ -109,16 +123,29 @@ def _compute_segment(job: Job, seg: Segment, on_rows: Callable[[int], None]) -> 
             storage_options=job.storage_options,
         )
         return
+    call = job.call
+    if call.with_rank:
+        from arrowmix._dataset.workers import worker_rank
+
+        call = replace(call, rank=worker_rank())
     run = MapSegment(
-        job.ds, job.call, seg.start, seg.stop, zero_copy_ok=job.zero_copy_ok, on_rows=on_rows
+        job.ds, call, seg.start, seg.stop, zero_copy_ok=job.zero_copy_ok, on_rows=on_rows
     )
     it = run.batches()
-    first = next(it)  # a segment has at least one input row, so one batch
+    first = next(it, None)
+    if first is None:  # drop_last_batch dropped every row of the segment
+        if job.output_rows(seg):
+            raise AssertionError(f"no output for the {seg.num_input_rows} rows of {seg.path}")
+        raise ValueError(
+            f"drop_last_batch=True drops all {seg.num_input_rows} rows (fewer than batch_size="
+            f"{call.batch_size}): the result would have no rows and no known columns."
+        )
     meta.update(
-        rows=seg.num_input_rows if run.rows_known else None,
+        rows=job.output_rows(seg) if run.rows_known else None,
         columns=run.columns,
         zero_copy=run.zero_copy,
     )
+    meta["unchanged"] = run.unchanged  # fixed by the first block, like the columns
     write_file(
         seg.path,
         _chain(first, it),
@@ -152,9 +179,20 @@ def _check(job: Job, seg: Segment) -> pa.Table | str:
         return "it references parent columns but the parent is an indexed view"
     if any(c not in job.ds.column_names for c in zero_copy):
         return f"it references parent columns {zero_copy} missing from {job.ds.column_names}"
-    if (zero_copy or not job.call.batched) and found.num_rows != seg.num_input_rows:
+    if (zero_copy or not job.call.batched) and found.num_rows != job.output_rows(seg):
         return f"{found.num_rows} rows for {seg.num_input_rows} input rows"
     return found
+
+
+def _log_hit(job: Job, segments: list[Segment], desc: str | None) -> None:
+    """HF's log line for a result read from the cache, and a bar that says so."""
+    more = f" (and {len(segments) - 1} more segments)" if len(segments) > 1 else ""
+    logger.info("Loading cached processed dataset at %s%s", segments[0].path, more)
+    if progress_enabled():
+        rows = sum(s.num_input_rows for s in segments)
+        label = f"{desc or job.kind.capitalize()} (cached)"
+        with Progress(label, rows, len(segments), len(segments)) as bar:
+            bar.rows(rows)
 
 
 def materialise(
@@ -175,6 +213,7 @@ def materialise(
             tables[seg.index] = found
         if len(tables) == len(segments):
             touch(s.path for s in segments)
+            _log_hit(job, segments, desc)
             return [tables[s.index] for s in segments]
     # Imported here: a cache hit needs neither locks nor process pools (faster imports).
     from arrowmix._cache.lock import fingerprint_lock

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from arrowmix._cache.paths import cache_file_name
+from arrowmix._cache.paths import cache_file_name as _cache_file_name
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.indices import IndexMap, load_or_store, to_positions
 from arrowmix._fingerprint.hasher import hash_value
@@ -176,12 +176,15 @@ def train_test_split(
     return SplitResult(train, test)
 
 
-def flatten_indices(ds: Dataset) -> Dataset:
+def flatten_indices(ds: Dataset, *, cache_file_name: str | None = None) -> Dataset:
+    from arrowmix._dataset.map import check_cache_file_name
+
+    user_path = check_cache_file_name(cache_file_name)
     s = ds._s
     if s.indices is None:
         return ds
     fp = roll(ds.fingerprint, "flatten_indices")
-    path = fs.join(ds.cache_dir, cache_file_name(fp))
+    path = user_path or fs.join(ds.cache_dir, _cache_file_name(fp))
     n = len(ds)
     so = s.storage_options
     if not fs.exists(path, so):
