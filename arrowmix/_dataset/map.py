@@ -320,7 +320,10 @@ def _run(kind: str, ds: Dataset, call: Call, opts: MapOptions) -> Dataset:
         cache_dir = temp_cache_dir()
         if user_path is None:
             key = validate_fingerprint(f"{next(_UNCACHED) % 16**8:08x}{key[:8]}")
-    segments = plan_segments(len(ds), key, cache_dir, user_path, align=_align(ds, call))
+    rows = len(ds)
+    if kind == "map" and call.batched and call.drop_last_batch and call.batch_size:
+        rows -= rows % call.batch_size  # segments start at multiples of batch_size
+    segments = plan_segments(rows, key, cache_dir, user_path, align=_align(ds, call))
     ix = ds._s.indices
     job = Job(kind, ds, call, key, zero_copy_ok=ix is None or ix.is_range, record=record)
     tables = materialise(
@@ -376,7 +379,9 @@ def map_dataset(
     opts = replace(opts, executor=_resolve_executor(opts.executor))
     check_cache_file_name(opts.cache_file_name)
     removed = _names(ds, remove_columns, "remove_columns") or ()
-    if len(ds) == 0:
+    dropped_all = batched and drop_last_batch and batch_size and len(ds) < batch_size
+    if len(ds) == 0 or dropped_all:
+        ds = ds.select([]) if dropped_all else ds
         return ds.remove_columns(list(removed)) if removed else ds
     call = _call(
         ds,

@@ -88,17 +88,6 @@ class Job:
         text = json.dumps(self.record, sort_keys=True, separators=(",", ":"))
         return schema.with_metadata({**(schema.metadata or {}), RECORD_METADATA_KEY: text})
 
-    def output_rows(self, seg: Segment) -> int:
-        """Output rows of ``seg`` when they follow the input rows (``drop_last_batch`` aside).
-
-        Batched segments start at multiples of ``batch_size``, so only the last one can end
-        in an incomplete batch, the one ``drop_last_batch`` drops.
-        """
-        call, n = self.call, seg.num_input_rows
-        if call.batched and call.drop_last_batch and call.batch_size and seg.stop == len(self.ds):
-            return n - n % call.batch_size
-        return n
-
     def expect(self, seg: Segment) -> dict[str, Any]:
         return {
             "kind": self.kind,
@@ -132,16 +121,9 @@ def _compute_segment(job: Job, seg: Segment, on_rows: Callable[[int], None]) -> 
         job.ds, call, seg.start, seg.stop, zero_copy_ok=job.zero_copy_ok, on_rows=on_rows
     )
     it = run.batches()
-    first = next(it, None)
-    if first is None:  # drop_last_batch dropped every row of the segment
-        if job.output_rows(seg):
-            raise AssertionError(f"no output for the {seg.num_input_rows} rows of {seg.path}")
-        raise ValueError(
-            f"drop_last_batch=True drops all {seg.num_input_rows} rows (fewer than batch_size="
-            f"{call.batch_size}): the result would have no rows and no known columns."
-        )
+    first = next(it)  # a segment has at least one input row, so one batch
     meta.update(
-        rows=job.output_rows(seg) if run.rows_known else None,
+        rows=seg.num_input_rows if run.rows_known else None,
         columns=run.columns,
         zero_copy=run.zero_copy,
     )
@@ -179,7 +161,7 @@ def _check(job: Job, seg: Segment) -> pa.Table | str:
         return "it references parent columns but the parent is an indexed view"
     if any(c not in job.ds.column_names for c in zero_copy):
         return f"it references parent columns {zero_copy} missing from {job.ds.column_names}"
-    if (zero_copy or not job.call.batched) and found.num_rows != job.output_rows(seg):
+    if (zero_copy or not job.call.batched) and found.num_rows != seg.num_input_rows:
         return f"{found.num_rows} rows for {seg.num_input_rows} input rows"
     return found
 

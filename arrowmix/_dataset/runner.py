@@ -145,8 +145,6 @@ class MapSegment:
         call, invoker = self._call, Invoker(self._call)
         hints: dict[str, Any] = {}
         it = blocks(self._ds, self._start, self._stop, size)
-        if call.drop_last_batch and call.batched and call.batch_size:
-            it = (b for b in it if b[1].num_rows == call.batch_size)
         group = ASYNC_BATCHES if call.batched and call.is_async else 1
         try:
             while True:
