@@ -30,7 +30,7 @@ def tokenize(batch):  # run_clm's idiom: mutate the batch and return it
 
 
 def group_texts(examples, block=32):
-    joined = {k: list(chain(*examples[k])) for k in examples.keys()}
+    joined = {k: list(chain(*examples[k])) for k in examples}
     total = len(joined[next(iter(examples.keys()))]) // block * block
     return {k: [v[i : i + block] for i in range(0, total, block)] for k, v in joined.items()}
 
