@@ -399,3 +399,12 @@ def test_workers_disable_tokenizer_thread_pools(chunked, small_segments, monkeyp
     out = chunked.map(env, num_proc=2)
     assert set(out["tp"]) == {"false"} and os.getpid() not in set(out["pid"])
     assert os.environ.get("TOKENIZERS_PARALLELISM") is None  # the parent is untouched
+
+
+def test_renaming_a_function_keeps_its_cache(chunked):
+    src = "def {}(row):\n    return {{'sq': row['n'] ** 2}}\n"
+    fns = {}
+    for name in ("square", "sq_of_n"):
+        exec(compile(src.format(name), "user_code.py", "exec"), fns)
+    first = chunked.map(fns["square"])
+    assert chunked.map(fns["sq_of_n"]).fingerprint == first.fingerprint

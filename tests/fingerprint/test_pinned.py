@@ -32,8 +32,8 @@ PLAIN_PIN = "940d8c7a44e3f88c"
 PINS: dict[tuple[str, str], dict[str, str]] = {
     ("0.4", "3.11"): {
         "pickled": "d7409e01d86f90b9",
-        "function": "7b9b11f3ec6584a1",
-        "transform": "ef2c665c3e08c18b",
+        "function": "29e8e97160f35739",
+        "transform": "5de8255f451da77f",
     },
 }
 
