@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -35,6 +36,7 @@ from arrowmix._cache.segments import (
 )
 from arrowmix._dataset.apply import Call
 from arrowmix._dataset.dataset import Dataset
+from arrowmix._dataset.outputs import numeric_array
 from arrowmix._dataset.progress import Progress, progress_enabled
 from arrowmix._dataset.runner import MapSegment, filter_positions
 from arrowmix._fingerprint.record import RECORD_METADATA_KEY
@@ -102,7 +104,9 @@ def _compute_segment(job: Job, seg: Segment, on_rows: Callable[[int], None]) -> 
     meta = job.meta(seg)
     if job.kind == "filter":
         pos = filter_positions(job.ds, job.call, seg.start, seg.stop, on_rows)
-        batch = pa.record_batch({"indices": pa.array(pos, type=pa.int64())})
+        kept = numeric_array(pos.astype(np.int64, copy=False))  # no pandas import
+        assert kept is not None, "int64 positions are numeric"
+        batch = pa.RecordBatch.from_arrays([kept], names=["indices"])
         meta.update(rows=len(pos), columns=["indices"], zero_copy=[])
         write_file(
             seg.path,

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from arrowmix.exceptions import SchemaMismatchError
 
-__all__ = ["as_array", "check_key", "is_table_like", "table_of"]
+__all__ = ["as_array", "check_key", "int64_numpy", "is_table_like", "numeric_array", "table_of"]
 
 _ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError)
 
@@ -82,9 +82,41 @@ def _np_values(values: list[Any]) -> Any:
     return np.stack(arrays)  # 2-D and more: nested lists below
 
 
+_NUMERIC_KINDS = frozenset("iufb")
+
+
+def numeric_array(value: np.ndarray) -> pa.Array[Any] | None:
+    """A 1-D numeric or bool numpy array as Arrow without a copy where possible, else None.
+
+    Built from the buffers: ``pa.array`` would import pandas on its first call in a process
+    (pyarrow checks every input for pandas types), 0.2 s of a first ``map`` otherwise.
+    """
+    if value.ndim != 1 or value.dtype.kind not in _NUMERIC_KINDS or value.dtype.byteorder == ">":
+        return None
+    if value.dtype.kind == "b":
+        bits: Any = np.packbits(value.astype(np.uint8), bitorder="little")
+        return pa.Array.from_buffers(pa.bool_(), len(value), [None, pa.py_buffer(bits)])
+    if value.dtype.itemsize == 2 and value.dtype.kind == "f":
+        return None  # half floats: pyarrow's conversion
+    data: Any = np.ascontiguousarray(value)
+    arrow_type = pa.from_numpy_dtype(data.dtype)
+    return pa.Array.from_buffers(arrow_type, len(data), [None, pa.py_buffer(data)])
+
+
+def int64_numpy(col: pa.ChunkedArray[Any]) -> np.ndarray:
+    """An int64 column without nulls as one numpy array (no pandas import, unlike to_numpy)."""
+    parts = []
+    for chunk in col.chunks:
+        buf: Any = chunk.buffers()[1]
+        data = np.frombuffer(buf, dtype=np.int64) if buf is not None else np.empty(0, np.int64)
+        parts.append(data[chunk.offset : chunk.offset + len(chunk)])
+    return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+
 def _ndarray(value: np.ndarray) -> pa.Array[Any]:
     if value.ndim == 1 and value.dtype != object:
-        out: pa.Array[Any] = pa.array(value)
+        fast = numeric_array(value)
+        out: pa.Array[Any] = fast if fast is not None else pa.array(value)
         return out
     if value.ndim >= 2 and value.dtype != object:
         n = value.shape[0]
@@ -146,7 +178,30 @@ def _row(where: tuple[str, int], i: int | None) -> str:
     return f"{label} {lo + i}" if i is not None else f"{label}s from {lo}"
 
 
+_NUMPY_OF = {int: np.dtype(np.int64), float: np.dtype(np.float64), bool: np.dtype(np.bool_)}
+
+
+def _numbers(value: list[Any]) -> pa.Array[Any] | None:
+    """A flat list of Python ints, floats or bools through numpy (faster, no pandas), or None."""
+    first = type(value[0]) if value else None
+    expected = _NUMPY_OF.get(first)  # type: ignore[arg-type]
+    if expected is None:
+        return None
+    try:
+        arr = np.array(value)
+    except (OverflowError, ValueError, TypeError):
+        return None
+    if arr.dtype != expected:
+        return None  # None, strings, nested, mixed or huge values: pyarrow's conversion
+    if expected == np.float64 and len(arr) and not (np.abs(arr).max() < 2**53):
+        return None  # ints among them may not be exact as doubles (pyarrow raises), or nan
+    return numeric_array(arr)
+
+
 def _from_list(fn: str, name: str, value: list[Any], where: tuple[str, int]) -> Any:
+    fast = _numbers(value)
+    if fast is not None:
+        return fast
     try:
         return pa.array(value)
     except OverflowError as exc:
