@@ -134,6 +134,13 @@ class MapSegment:
                     if (out.whole, out.dropped) == self._shape
                     else " (or the same kind of output)"
                 )
+                + (
+                    f" A row function's new column {extra} must appear in the first block "
+                    f"({self._call.block_size(0)} rows) of each segment: return it, None where "
+                    "there is no value, from every row."
+                    if extra and not call.batched
+                    else ""
+                )
             )
         for k in missing:  # rows that returned no value: the input's, or null
             n = table.num_rows

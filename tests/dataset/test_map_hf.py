@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 
 import arrowmix as am
-from arrowmix.exceptions import WorkerDiedError
+from arrowmix.exceptions import SchemaMismatchError, WorkerDiedError
 
 WORDS = ["a", "bb", "ccc", "dddd"]
 
@@ -81,6 +81,12 @@ def test_rows_returning_some_columns_fill_inputs_then_nulls():
     assert out["a"] == [-1, -1, 2, 3]
     out = ds.map(lambda r: {"b": r["a"]} if r["a"] % 2 else {})
     assert out["b"] == [None, 1, None, 3]
+
+
+def test_row_column_first_returned_after_the_first_block_raises_clearly():
+    ds = am.Dataset.from_dict({"a": list(range(1100))})
+    with pytest.raises(SchemaMismatchError, match=r"must appear in the first block \(1024 rows\)"):
+        ds.map(lambda r: {"b": 1} if r["a"] > 1050 else {})
 
 
 def test_async_map_and_filter_are_awaited_concurrently():
