@@ -18,7 +18,6 @@ its type and traceback and gains a note with the row or batch it failed on.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
@@ -30,6 +29,8 @@ from arrowmix._dataset import formats
 from arrowmix._dataset.residency import PageReleaser
 
 if TYPE_CHECKING:
+    import asyncio
+
     from arrowmix._dataset.dataset import Dataset
 
 __all__ = [
@@ -136,6 +137,8 @@ class Invoker:
         return results
 
     async def _gather(self, args: Sequence[list[Any]], wheres: Sequence[str]) -> list[Any]:
+        import asyncio
+
         call = self.call
         sem = asyncio.Semaphore(MAX_ASYNC_CALLS)
 
@@ -157,6 +160,8 @@ class Invoker:
             raise
 
     def _run(self, coro: Any) -> Any:
+        import asyncio  # here: plain maps (and cache hits) do not load it
+
         if self._loop is None:
             self._loop = asyncio.new_event_loop()
             try:
