@@ -38,7 +38,6 @@ from arrowmix._dataset.apply import Call
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.indices import IndexMap, load_or_store
 from arrowmix._dataset.map_job import MAP_VERSION, Job, materialise
-from arrowmix._dataset.outputs import int64_numpy
 from arrowmix._fingerprint.transform import validate_fingerprint
 from arrowmix._storage.fs import is_local
 from arrowmix._storage.ipc import read_meta
@@ -110,6 +109,8 @@ def _filter_result(job: Job, fp: str, tables: list[pa.Table], segment_paths: lis
     cleanup never removes the cache of a filter whose result is in use.
     """
     ds, s = job.ds, job.ds._s
+    from arrowmix._dataset.outputs import int64_numpy  # not pandas' to_numpy: see there
+
     parts = [int64_numpy(t.column("indices")) for t in tables]
     sel = IndexMap.from_array(np.concatenate(parts) if parts else np.empty(0, dtype=np.int64))
     mapping = sel if s.indices is None else s.indices.compose(sel)

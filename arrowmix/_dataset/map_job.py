@@ -36,9 +36,7 @@ from arrowmix._cache.segments import (
 )
 from arrowmix._dataset.apply import Call
 from arrowmix._dataset.dataset import Dataset
-from arrowmix._dataset.outputs import numeric_array
 from arrowmix._dataset.progress import Progress, progress_enabled
-from arrowmix._dataset.runner import MapSegment, filter_positions
 from arrowmix._fingerprint.record import RECORD_METADATA_KEY
 from arrowmix._storage import fs
 from arrowmix._storage.ipc import read_meta, write_file
@@ -101,6 +99,10 @@ class Job:
 
 
 def _compute_segment(job: Job, seg: Segment, on_rows: Callable[[int], None]) -> None:
+    # Imported here: a cache hit never computes, so it does not load the map engine.
+    from arrowmix._dataset.outputs import numeric_array
+    from arrowmix._dataset.runner import MapSegment, filter_positions
+
     meta = job.meta(seg)
     if job.kind == "filter":
         pos = filter_positions(job.ds, job.call, seg.start, seg.stop, on_rows)
