@@ -172,12 +172,25 @@ def call_rows(
     for k in keys:
         values = [u.get(k, _MISSING) for u in updates]
         if any(v is _MISSING for v in values):
-            fill = table.column(k).to_pylist() if k in table.column_names else None
-            values = [
-                (fill[i] if fill else None) if v is _MISSING else v for i, v in enumerate(values)
-            ]
+            values = _filled(call, k, values, table, rows)
         out[k] = _convert(call, k, values, hints, table.schema, ("row", lo), per_row=True)
     return Output(out, dropped=dropped)
+
+
+def _filled(
+    call: Call, key: str, values: list[Any], table: pa.Table, rows: list[dict[str, Any]]
+) -> list[Any]:
+    """``values`` with the rows that gave no value for ``key`` filled, as HF merges them.
+
+    A kept input column gets the row's (possibly mutated) input value; a new or removed
+    column gets null.
+    """
+    if key not in table.column_names or key in call.remove_columns:
+        return [None if v is _MISSING else v for v in values]
+    if rows:
+        return [rows[i].get(key) if v is _MISSING else v for i, v in enumerate(values)]
+    fill = table.column(key).to_pylist()
+    return [fill[i] if v is _MISSING else v for i, v in enumerate(values)]
 
 
 def _row_tables(call: Call, lo: int, results: list[Any]) -> Output:
@@ -240,9 +253,9 @@ def _row_updates(
             continue
         row: dict[str, Any] = rows[i]
         old = before[i]
+        if nested and fresh is None:  # to see nested values changed in place
+            fresh = table.select(nested).to_pylist()
         if result is row:
-            if nested and fresh is None:
-                fresh = table.select(nested).to_pylist()
             upd = {
                 check_key(call.name, k, where): v
                 for k, v in row.items()
@@ -255,8 +268,8 @@ def _row_updates(
                     if (
                         k in old
                         and k not in upd
-                        and v is not old[k]
                         and k not in call.remove_columns
+                        and _changed(k, v, old, nested, fresh, i)
                     ):
                         upd[k] = v
         gone = {k for k in old if k not in row}

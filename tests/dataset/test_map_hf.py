@@ -65,7 +65,7 @@ def test_returned_input_row_drops_removed_and_deleted_columns():
     assert ds.map(lambda r: {"a": r["a"] + 1}, remove_columns=["a"]).column_names == ["b", "a"]
 
 
-def test_returned_struct_changed_in_place_is_stored():
+def test_struct_changed_in_place_is_stored():
     ds = am.Dataset.from_dict({"a": [{"b": 0}, {"b": 1}]})
 
     def f(row):
@@ -73,6 +73,14 @@ def test_returned_struct_changed_in_place_is_stored():
         return row
 
     assert ds.map(f)["a"] == [{"b": 0, "c": 0}, {"b": 1, "c": 2}]
+
+    def g(row):  # changed in place, not returned: HF keeps the change
+        row["a"]["c"] = -1
+        return {"x": 1} if row["a"]["b"] else {}
+
+    assert ds.map(g)["a"] == [{"b": 0, "c": -1}, {"b": 1, "c": -1}]
+    out = ds.map(lambda r: {"a": r["a"]["b"]} if r["a"]["b"] else r, remove_columns="a")
+    assert out["a"] == [None, 1]  # removed where the input came back, returned elsewhere
 
 
 def test_rows_returning_some_columns_fill_inputs_then_nulls():
