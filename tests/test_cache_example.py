@@ -14,9 +14,9 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Files whose fingerprint hashes a Python function (map, filter): those hashes depend on the
 #: Python and dill minor versions (bytecode differs), so they are compared on the same ones.
 FUNCTION_KINDS = (
-    "cache-f46e5cdd9fd6a737.arrow",
-    "cache-e3a21100849bfdf8.arrow",
-    "indices-f46e5cdd9fd6a737.arrow",
+    "cache-3eeb055f85621c17.arrow",
+    "cache-d41a8fc57d2b8680.arrow",
+    "indices-3eeb055f85621c17.arrow",
 )
 
 

@@ -41,6 +41,7 @@ from arrowmix._dataset.map_job import MAP_VERSION, Job, materialise
 from arrowmix._fingerprint.transform import validate_fingerprint
 from arrowmix._storage.fs import is_local
 from arrowmix._storage.ipc import read_meta
+from arrowmix._validate import check_callable, check_int
 from arrowmix.exceptions import FingerprintError, SchemaMismatchError
 
 __all__ = [
@@ -55,6 +56,9 @@ __all__ = [
 logger = logging.getLogger("arrowmix")
 # Under disable_caching(), each call gets its own files (as in HF), never a shared name.
 _UNCACHED = itertools.count()
+
+#: Times a result is materialised when a cleanup keeps removing its files under it.
+_ATTEMPTS = 3
 
 
 def _map_result(job: Job, fp: str, tables: list[pa.Table], segments: list[Segment]) -> Dataset:
@@ -185,14 +189,9 @@ def check_cache_file_name(name: Any) -> str | None:
 
 
 def _check_args(function: Any, batch_size: Any, num_proc: Any) -> None:
-    if not callable(function):
-        raise TypeError(f"`function` must be callable, got {type(function).__name__}.")
-    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)):
-        raise TypeError(f"`batch_size` must be an int or None, got {batch_size!r}.")
-    if num_proc is not None and (
-        isinstance(num_proc, bool) or not isinstance(num_proc, int) or num_proc < 1
-    ):
-        raise ValueError(f"`num_proc` must be a positive int or None, got {num_proc!r}.")
+    check_callable("function", function)
+    check_int("batch_size", batch_size, none_ok=True)
+    check_int("num_proc", num_proc, minimum=1, none_ok=True)
 
 
 def _resolve_executor(executor: Any) -> Any:
@@ -328,12 +327,29 @@ def _run(kind: str, ds: Dataset, call: Call, opts: MapOptions) -> Dataset:
     segments = plan_segments(rows, key, cache_dir, user_path, align=_align(ds, call))
     ix = ds._s.indices
     job = Job(kind, ds, call, key, zero_copy_ok=ix is None or ix.is_range, record=record)
-    tables = materialise(
-        job, segments, load=load, num_proc=opts.num_proc, desc=opts.desc, executor=opts.executor
-    )
-    if kind == "filter":
-        return _filter_result(job, fp, tables, [seg.path for seg in segments])
-    return _map_result(job, fp, tables, segments)
+    for attempt in range(_ATTEMPTS):
+        holds: list[Any] = []  # the segments stay registered as in use until the result is
+        tables = materialise(
+            job,
+            segments,
+            load=load,
+            num_proc=opts.num_proc,
+            desc=opts.desc,
+            executor=opts.executor,
+            holds=holds,
+        )
+        try:
+            if kind == "filter":
+                return _filter_result(job, fp, tables, [seg.path for seg in segments])
+            return _map_result(job, fp, tables, segments)
+        except FileNotFoundError:
+            # A file of the result (e.g. its indices file) was removed before it was held:
+            # the next attempt finds it missing and computes it again.
+            if attempt == _ATTEMPTS - 1:
+                raise
+        finally:
+            del holds
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _call(

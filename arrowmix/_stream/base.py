@@ -301,7 +301,13 @@ class Stream(Generic[T]):
     # -------------------------------------------------------------- fluent stages
     # Each stage module imports this base, so they are imported lazily here.
     def map(self, fn: Callable[[T], U], num_workers: int | None = None) -> Stream[U]:
-        """Apply ``fn`` to every item (``num_workers`` threads keep the order)."""
+        """Apply ``fn`` to every item, in order.
+
+        Args:
+            fn: Called with each item; its return value is the new item.
+            num_workers: Threads calling ``fn`` concurrently (the order is kept); None
+                calls it inline.
+        """
         from arrowmix._stream.map import MapIterator, ParallelMapIterator
 
         if num_workers is None:
@@ -327,7 +333,12 @@ class Stream(Generic[T]):
         return WindowIterator(self, width)
 
     def shuffle(self, buffer_size: int, seed: int | None = None) -> Stream[T]:
-        """Shuffle inside consecutive windows of ``buffer_size`` items."""
+        """Shuffle inside consecutive windows of ``buffer_size`` items.
+
+        Args:
+            buffer_size: Items per window; a resume re-reads at most one window.
+            seed: Seed of the shuffle; None draws one (stored in the state).
+        """
         from arrowmix._stream.shuffle import BufferShuffleIterator
 
         return BufferShuffleIterator(self, buffer_size, seed=seed)
@@ -351,8 +362,18 @@ class Stream(Generic[T]):
     ) -> Stream[Any]:
         """Length-bucketed batches from sorted read-ahead windows.
 
-        ``columnar=True`` yields each batch as a ``pyarrow.Table`` instead of a list of row
-        dicts (index streams over a Dataset, with a column ``key``).
+        Args:
+            key: Column name or ``callable(item) -> number``: the length to sort by.
+            batch_size: Items per batch, or ``callable(longest_item) -> int`` for a token
+                budget, e.g. ``lambda longest: 16384 // longest["n_tokens"]``.
+            read_ahead: Items read and sorted at a time; a resume re-reads at most one
+                window.
+            boundary_key: Column name or callable; a batch also ends where its value
+                changes between consecutive sorted items.
+            shuffle: Yield the batches of a window in a seeded random order (else sorted).
+            seed: Seed of that order; None draws one (stored in the state).
+            columnar: Yield each batch as a ``pyarrow.Table`` instead of a list of row
+                dicts (index streams over a Dataset, with a column ``key``).
         """
         from arrowmix._stream.bucket import LengthBucketIterator
 
@@ -384,8 +405,19 @@ class Stream(Generic[T]):
 
         Every rank reads this same (unsharded) stream, plans the same batches per
         read-ahead window (``len(batch) * longest <= budget``) and takes every
-        ``num_instances``-th one; ``remainder`` (``"drop"`` or ``"pad"``) settles the
-        batches that do not divide evenly. See :mod:`arrowmix._stream.balanced`.
+        ``num_instances``-th one. See ``docs/multi-node.md``.
+
+        Args:
+            key: Column name or ``callable(item) -> int``: an item's length in tokens.
+            budget: Most padded tokens per batch (``len(batch) * longest``).
+            read_ahead: Items planned at a time; a resume re-reads at most one window.
+            num_instances: Ranks sharing the batches.
+            instance_rank: This rank, in ``range(num_instances)``.
+            remainder: ``"drop"`` or ``"pad"``: what happens to the batches of a window that
+                do not divide evenly among the ranks.
+            max_batch_size: Most items per batch, whatever the budget allows.
+            shuffle: Yield the batches of a window in a seeded random order.
+            seed: Seed of that order; None draws one (stored in the state).
         """
         from arrowmix._stream.balanced import BudgetBucketIterator
 
@@ -403,7 +435,13 @@ class Stream(Generic[T]):
         )
 
     def prefetch(self, buffer_size: int, *, processes: bool = False) -> Stream[T]:
-        """Compute items in a background thread (or forked process)."""
+        """Compute items in a background thread (or forked process).
+
+        Args:
+            buffer_size: Items computed ahead.
+            processes: Use a forked process instead of a thread (for CPU-bound Python
+                stages that hold the GIL).
+        """
         from arrowmix._stream.prefetch import PrefetchIterator
 
         return PrefetchIterator(self, buffer_size, processes=processes)

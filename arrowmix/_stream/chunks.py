@@ -194,6 +194,16 @@ def from_chunks(
 ) -> Stream[T]:
     """A stream over chunks (any references) read by ``read_chunk_fn``.
 
+    Args:
+        chunk_refs: One reference per chunk (paths, indices...), passed to ``read_chunk_fn``.
+        read_chunk_fn: ``read_chunk_fn(ref) -> iterable of items``; called again on resume,
+            so it must return the same items for the same reference.
+        shuffle: Visit the chunks in a seeded random order, new every epoch.
+        seed: Seed of that order; None draws one (stored in the state).
+        infinite: Start a new epoch after the last chunk instead of stopping.
+        num_instances: Ranks splitting the chunks between them.
+        instance_rank: This rank, in ``range(num_instances)``: it reads its share only.
+
     Example:
         >>> from arrowmix.stream import from_chunks
         >>> chunks = [[0, 1], [2, 3], [4]]

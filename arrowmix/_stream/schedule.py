@@ -178,6 +178,11 @@ def _chosen_before(a: list[int], active: list[bool], steps: int) -> list[int]:
 def estimate_mix_rows(counts: Sequence[int], weights: Sequence[float] | None, stopping: str) -> int:
     """Rows a deterministic ``mix`` of inputs with these row counts yields.
 
+    Args:
+        counts: Rows of each input stream.
+        weights: The weights given to ``mix`` (None: equal).
+        stopping: The ``stopping`` rule given to ``mix``.
+
     Example:
         >>> from arrowmix.stream import estimate_mix_rows
         >>> estimate_mix_rows([300, 100], [0.5, 0.5], "shortest")
