@@ -122,16 +122,21 @@ class Invoker:
         return self.many([args], [where])[0]
 
     def many(self, args: Sequence[list[Any]], wheres: Sequence[str]) -> list[Any]:
-        """The results of several calls, in order (concurrent for ``async def``)."""
+        """The results of several calls, in order (concurrent for ``async def``).
+
+        ``wheres[i]`` names call ``i``'s rows in error notes (read only on an error).
+        """
         call = self.call
         if not call.is_async:
+            fn, kwargs = call.function, call.fn_kwargs
             out = []
-            for a, where in zip(args, wheres, strict=True):
-                try:
-                    out.append(call.function(*a, **call.fn_kwargs))
-                except Exception as exc:
-                    _add_note(exc, f"arrowmix: raised by {call.name} on {where}")
-                    raise
+            i = 0
+            try:
+                for i, a in enumerate(args):  # noqa: B007  # i names the failing call
+                    out.append(fn(*a, **kwargs))
+            except Exception as exc:
+                _add_note(exc, f"arrowmix: raised by {call.name} on {wheres[i]}")
+                raise
             return out
         results: list[Any] = self._run(self._gather(args, wheres))
         return results
@@ -150,7 +155,7 @@ class Invoker:
                     _add_note(exc, f"arrowmix: raised by {call.name} on {where}")
                     raise
 
-        tasks = [asyncio.ensure_future(one(a, w)) for a, w in zip(args, wheres, strict=True)]
+        tasks = [asyncio.ensure_future(one(a, wheres[i])) for i, a in enumerate(args)]
         try:
             return list(await asyncio.gather(*tasks))
         except BaseException:

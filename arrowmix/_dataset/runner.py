@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from arrowmix._dataset.apply import ASYNC_BATCHES, Call, Invoker, blocks, call_input, row_args
 from arrowmix._dataset.conform import Conformer
-from arrowmix._dataset.udf_output import Output, call_batched, call_rows
+from arrowmix._dataset.udf_output import Output, RowNames, call_batched, call_rows
 from arrowmix.exceptions import SchemaMismatchError
 
 if TYPE_CHECKING:
@@ -261,7 +261,7 @@ def filter_positions(
                 continue
             lo, table = chunk[0]
             n = table.num_rows
-            results = invoker.many(row_args(call, lo, table), [f"row {lo + i}" for i in range(n)])
+            results = invoker.many(row_args(call, lo, table), RowNames(lo, n))
             mask = np.zeros(n, dtype=bool)
             for i, result in enumerate(results):
                 try:

@@ -35,7 +35,7 @@ from arrowmix._dataset.outputs import as_array, check_key, is_table_like, table_
 from arrowmix._storage.cast import lossless_cast
 from arrowmix.exceptions import SchemaMismatchError
 
-__all__ = ["Output", "call_batched", "call_rows"]
+__all__ = ["Output", "RowNames", "call_batched", "call_rows"]
 
 
 @dataclass
@@ -154,12 +154,12 @@ def call_rows(
     args = row_args(call, lo, table)
     tracked = call.fmt is None and call.input_columns is None
     rows = [a[0] for a in args] if tracked else []
-    before = [dict(r) for r in rows]
-    results = invoker.many(args, [f"row {lo + i}" for i in range(len(args))])
-    kinds = {("table" if is_table_like(r) else "dict") for r in results if r is not None}
-    if kinds == {"table"} and None not in results:
-        return _row_tables(call, lo, results)
-    if "table" in kinds:
+    before = [r.copy() for r in rows]
+    results = invoker.many(args, RowNames(lo, len(args)))
+    tables = [type(r) is not dict and r is not None and is_table_like(r) for r in results]
+    if any(tables):
+        if all(tables):
+            return _row_tables(call, lo, results)
         raise SchemaMismatchError(
             f"Function {call.name} returned a table for some of rows {lo}..{lo + len(args) - 1} "
             "and a dict or None for others; return one kind for every row."
@@ -167,7 +167,12 @@ def call_rows(
     updates, dropped = _row_updates(call, lo, table, rows, before, results)
     keys: dict[str, None] = {}
     for u in updates:
-        keys.update(dict.fromkeys(u))
+        if u:
+            keys.update(dict.fromkeys(u))
+    for k in keys:
+        if type(k) is not str:
+            i = next(j for j, u in enumerate(updates) if k in u)
+            check_key(call.name, k, f"row {lo + i}")
     out: dict[str, pa.Array[Any]] = {}
     for k in keys:
         values = [u.get(k, _MISSING) for u in updates]
@@ -175,6 +180,21 @@ def call_rows(
             values = _filled(call, k, values, table, rows)
         out[k] = _convert(call, k, values, hints, table.schema, ("row", lo), per_row=True)
     return Output(out, dropped=dropped)
+
+
+class RowNames(Sequence[str]):
+    """``"row <i>"`` for each call, made only when an error note needs one."""
+
+    def __init__(self, lo: int, n: int) -> None:
+        self._lo, self._n = lo, n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [f"row {self._lo + j}" for j in range(self._n)[i]]
+        return f"row {self._lo + i}"
 
 
 def _filled(
@@ -227,6 +247,14 @@ def _changed(
     return key in nested and fresh is not None and value != fresh[i][key]  # changed in place
 
 
+def _differs(a: Any, b: Any) -> bool:
+    """``a != b``, True where the comparison itself fails (numpy arrays, say)."""
+    try:
+        return bool(a != b)
+    except (TypeError, ValueError):
+        return True
+
+
 def _row_updates(
     call: Call,
     lo: int,
@@ -235,50 +263,80 @@ def _row_updates(
     before: list[dict[str, Any]],
     results: list[Any],
 ) -> tuple[list[dict[str, Any]], tuple[str, ...]]:
-    """Each row's update (returned keys, plus input values the function changed)."""
+    """Each row's update (returned keys, plus input values the function changed).
+
+    The loop is the per-row cost of every row map: the common case (a new dict returned,
+    the input row untouched) costs two type checks and one C-level dict comparison.
+    """
     updates: list[dict[str, Any]] = []
     nested = [f.name for f in table.schema if pa.types.is_nested(f.type)]
-    fresh: list[dict[str, Any]] | None = None
-    dropped: set[str] | None = None
+    fresh = table.select(nested).to_pylist() if nested and rows else None  # in-place changes
+    dropped: set[str] = set()
+    first_gone: int | None = None
     for i, result in enumerate(results):
-        where = f"row {lo + i}"
-        if result is not None and not isinstance(result, Mapping):
+        if result is None:
+            upd: dict[str, Any] = {}
+        elif type(result) is dict:
+            upd = result
+        elif isinstance(result, Mapping):
+            upd = dict(result)
+        else:
             raise TypeError(
-                f"Function {call.name} returned a {type(result).__name__} for {where}; it must "
-                "return a dict of new or updated columns, a one-row pyarrow Table or None."
+                f"Function {call.name} returned a {type(result).__name__} for row {lo + i}; it "
+                "must return a dict of new or updated columns, a one-row pyarrow Table or None."
             )
         if not rows:  # formatted or input_columns: only what is returned
-            returned = dict(result or {})
-            updates.append({check_key(call.name, k, where): v for k, v in returned.items()})
+            updates.append(upd)
             continue
         row: dict[str, Any] = rows[i]
         old = before[i]
-        if nested and fresh is None:  # to see nested values changed in place
-            fresh = table.select(nested).to_pylist()
-        if result is row:
-            upd = {
-                check_key(call.name, k, where): v
-                for k, v in row.items()
-                if k not in call.remove_columns and _changed(k, v, old, nested, fresh, i)
-            }
-        else:
-            upd = {check_key(call.name, k, where): v for k, v in dict(result or {}).items()}
-            if result is not None:  # HF: assignments to the input row update it too
-                for k, v in row.items():
-                    if (
-                        k in old
-                        and k not in upd
-                        and k not in call.remove_columns
-                        and _changed(k, v, old, nested, fresh, i)
-                    ):
-                        upd[k] = v
-        gone = {k for k in old if k not in row}
-        if dropped is None:
-            dropped = gone
-        elif gone != dropped:
-            raise SchemaMismatchError(
-                f"Function {call.name} deleted columns {sorted(gone)} from {where} but "
-                f"{sorted(dropped)} from earlier rows; delete the same columns from every row."
-            )
+        changed = _differs(row, old) or (
+            fresh is not None and any(_differs(row.get(k), fresh[i][k]) for k in nested)
+        )
+        if changed:
+            upd = _with_changes(call, row, old, upd, result is row, nested, fresh, i)
+            gone = old.keys() - row.keys()
+            if first_gone is None:
+                first_gone, dropped = i, gone
+            elif gone != dropped:
+                raise _deleted_error(call, lo + i, gone, dropped)
+        elif result is row:
+            upd = {}  # its own input, unchanged
+        elif first_gone is not None and dropped:
+            raise _deleted_error(call, lo + i, set(), dropped)
         updates.append(upd)
-    return updates, tuple(sorted(dropped or ()))
+    if first_gone not in (None, 0) and dropped:
+        raise _deleted_error(call, lo, set(), dropped)
+    return updates, tuple(sorted(dropped))
+
+
+def _with_changes(
+    call: Call,
+    row: dict[str, Any],
+    old: dict[str, Any],
+    upd: dict[str, Any],
+    returned_row: bool,
+    nested: list[str],
+    fresh: list[dict[str, Any]] | None,
+    i: int,
+) -> dict[str, Any]:
+    """The update of a row the function changed (assigned, deleted or changed in place)."""
+    removed = call.remove_columns
+    if returned_row:
+        return {
+            k: v
+            for k, v in row.items()
+            if k not in removed and _changed(k, v, old, nested, fresh, i)
+        }
+    upd = dict(upd)
+    for k, v in row.items():  # HF: assignments to the input row update it too
+        if k in old and k not in upd and k not in removed and _changed(k, v, old, nested, fresh, i):
+            upd[k] = v
+    return upd
+
+
+def _deleted_error(call: Call, row: int, gone: set[str], dropped: set[str]) -> SchemaMismatchError:
+    return SchemaMismatchError(
+        f"Function {call.name} deleted columns {sorted(gone)} from row {row} but "
+        f"{sorted(dropped)} from other rows; delete the same columns from every row."
+    )
