@@ -443,7 +443,8 @@ class Dataset(DatasetConstructors):
             >>> ds.map(lambda b: {"t": b["text"] * 2}, batched=True, remove_columns="text")["t"]
             ['a', 'bb', 'a', 'bb']
         """
-        from arrowmix._dataset.map import map_dataset, map_options
+        from arrowmix._dataset.map import map_dataset
+        from arrowmix._dataset.map_options import map_options
 
         return map_dataset(
             self,
@@ -519,7 +520,8 @@ class Dataset(DatasetConstructors):
             >>> ds.filter(lambda row: row["n"] % 2 == 0)["n"]
             [2, 4]
         """
-        from arrowmix._dataset.map import filter_dataset, map_options
+        from arrowmix._dataset.map import filter_dataset
+        from arrowmix._dataset.map_options import map_options
 
         return filter_dataset(
             self,

@@ -200,7 +200,7 @@ def _open_flattened(path: str, fp: str, n: int, so: Any, *, warn: bool = True) -
 
 
 def flatten_indices(ds: Dataset, *, cache_file_name: str | None = None) -> Dataset:
-    from arrowmix._dataset.map import check_cache_file_name
+    from arrowmix._dataset.map_options import check_cache_file_name
 
     user_path = check_cache_file_name(cache_file_name)
     s = ds._s
