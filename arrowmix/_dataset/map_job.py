@@ -148,12 +148,20 @@ def _chain(first: pa.RecordBatch, rest: Any) -> Any:
     yield from rest
 
 
-def _check(job: Job, seg: Segment, holds: list[Any] | None = None) -> pa.Table | str:
-    """``check_segment`` plus what only map/filter know about their files."""
+def _check(
+    job: Job, seg: Segment, holds: list[Any] | None = None, *, reuse: bool = True
+) -> pa.Table | str:
+    """``check_segment`` plus what only map/filter know about their files.
+
+    A map whose function returned None is never reused (``reuse``): the function runs again,
+    for its side effects, as HF ``datasets`` runs it on every call (its result is the input).
+    """
     found = check_segment(seg, job.expect(seg), job.storage_options, holds)
     if isinstance(found, str):
         return found
     meta = read_meta(found.schema)
+    if reuse and meta.get("unchanged"):
+        return "missing"
     if job.kind == "filter":
         if found.num_rows and found.column_names == ["indices"]:
             lo, hi = pc.min_max(found.column("indices")).values()
@@ -248,7 +256,7 @@ def materialise(
                 executor=executor,
             )
         for seg in missing:
-            found = _check(job, seg, holds)
+            found = _check(job, seg, holds, reuse=False)
             if isinstance(found, str):
                 raise CacheCorruptedError(
                     f"Cache file {seg.path!r} was just written but is not valid: {found}."

@@ -200,6 +200,10 @@ def test_function_none_and_unchanged_results():
     assert len(empty) == 2 and empty.column_names == []
     same = ds.map(lambda r: None)
     assert same.fingerprint == ds.fingerprint and same[:] == ds[:]
+    seen = []
+    ds.map(seen.append)
+    ds.map(seen.append)  # called again for its side effects, as in HF: nothing to reuse
+    assert len(seen) == 4
     assert len(ds.filter(None)) == 2
 
 
