@@ -42,7 +42,7 @@ from arrowmix._storage import fs
 from arrowmix._storage.ipc import read_meta, write_file
 from arrowmix.exceptions import CacheCorruptedError
 
-__all__ = ["MAP_VERSION", "Job", "materialise"]
+__all__ = ["MAP_VERSION", "Job", "load_complete", "materialise"]
 
 logger = logging.getLogger("arrowmix")
 
@@ -191,6 +191,24 @@ def _log_hit(job: Job, segments: list[Segment], desc: str | None) -> None:
             bar.rows(rows)
 
 
+def load_complete(
+    job: Job, segments: list[Segment], holds: list[Any] | None = None, desc: str | None = None
+) -> list[pa.Table] | None:
+    """Every segment's table when all are on disk and valid (no lock taken), else None.
+
+    ``holds`` receives the registrations of the segments checked (see :func:`materialise`).
+    """
+    tables: list[pa.Table] = []
+    for seg in segments:
+        found = _check(job, seg, holds)
+        if isinstance(found, str):
+            return None
+        tables.append(found)
+    touch(s.path for s in segments)  # ignored for read-only files
+    _log_hit(job, segments, desc)
+    return tables
+
+
 def materialise(
     job: Job,
     segments: list[Segment],
@@ -206,17 +224,10 @@ def materialise(
     Keep ``holds`` alive until the result holds the files itself: a cleanup cannot remove a
     file between its check here and then.
     """
-    tables: dict[int, pa.Table] = {}
     if load:
-        for seg in segments:
-            found = _check(job, seg, holds)
-            if isinstance(found, str):
-                break
-            tables[seg.index] = found
-        if len(tables) == len(segments):
-            touch(s.path for s in segments)
-            _log_hit(job, segments, desc)
-            return [tables[s.index] for s in segments]
+        complete = load_complete(job, segments, holds, desc)
+        if complete is not None:
+            return complete
     # Imported here: a cache hit needs neither locks nor process pools (faster imports).
     from arrowmix._cache.lock import fingerprint_lock
     from arrowmix._dataset.workers import run_segments

@@ -197,7 +197,9 @@ def estimate_mix_rows(counts: Sequence[int], weights: Sequence[float] | None, st
         raise ValueError(f"`counts` must be >= 0, got {list(counts)!r}.")
     active = [True] * len(a)
     if stopping == "longest_cycle" and all(c > 0 for c in remaining):
-        return max(_first_exhaustion(a, active, remaining))
+        # Stop right after the item that completes the last input's first pass.
+        last_items = _first_exhaustion(a, active, [c - 1 for c in remaining])
+        return max(last_items) + 1
     if stopping == "longest_cycle":
         return _simulate_cycle(remaining, weights)
     rows = 0
