@@ -340,11 +340,15 @@ class Dataset(DatasetConstructors):
 
         return ops.train_test_split(self, test_size, seed, shuffle)
 
-    def flatten_indices(self) -> Dataset:
-        """Materialise the indices mapping into a cache file (memory-mapped)."""
+    def flatten_indices(self, *, cache_file_name: str | None = None) -> Dataset:
+        """Materialise the indices mapping into a cache file (memory-mapped).
+
+        ``cache_file_name`` (with an extension, as in HF) replaces the file's default name
+        ``cache-<fingerprint>.arrow`` in :attr:`cache_dir`.
+        """
         from arrowmix._dataset import ops
 
-        return ops.flatten_indices(self)
+        return ops.flatten_indices(self, cache_file_name=cache_file_name)
 
     def select_columns(self, column_names: str | Sequence[str]) -> Dataset:
         """Keep only ``column_names`` (zero-copy)."""
@@ -371,52 +375,65 @@ class Dataset(DatasetConstructors):
 
     def map(
         self,
-        function: Callable[..., Any] | None,
+        function: Callable[..., Any] | None = None,
         *,
         batched: bool = False,
         batch_size: int | None = 1000,
         with_indices: bool = False,
+        with_rank: bool = False,
         input_columns: str | Sequence[str] | None = None,
         fn_kwargs: Mapping[str, Any] | None = None,
         remove_columns: str | Sequence[str] | None = None,
+        drop_last_batch: bool = False,
+        try_original_type: bool | None = True,
         num_proc: int | None = None,
         load_from_cache_file: bool | None = None,
         cache_file_name: str | None = None,
         new_fingerprint: str | None = None,
         desc: str | None = None,
         executor: Any = None,
+        **hf_options: Any,
     ) -> Dataset:
         """Apply ``function`` to every row (or batch); the result is cached on disk.
 
-        ``function(row) -> dict | None`` (or ``function(batch: dict of lists) -> dict of
-        lists`` with ``batched=True``, which may change the number of rows when the input
-        columns are removed). The output is the input columns minus ``remove_columns``,
-        updated and extended by the returned columns. ``with_indices`` passes the row
-        position(s) after the row/batch, ``input_columns`` passes those columns positionally
-        instead of the dict, ``fn_kwargs`` are extra keyword arguments.
+        ``async def`` functions are awaited, concurrently. The output is the input columns
+        minus ``remove_columns``, updated and extended by the returned columns (a returned
+        ``pyarrow.Table`` is the whole output), with HF ``datasets``'s rules
+        (``docs/datasets.md``); a batched function may change the number of rows when the
+        input columns are removed.
 
         The result lives in ``cache-<fingerprint>[-<i>-of-<n>].arrow`` files of
-        :attr:`cache_dir` (or ``cache_file_name``) and is reused by any later run, in any
-        process, with the same data, function and arguments; ``load_from_cache_file=False``
-        recomputes. ``num_proc`` spreads the work over processes. ``executor="ray"`` runs the
-        missing segments as Ray tasks instead (``num_proc`` then caps the tasks in flight; the
-        files and the fingerprint are the same). See ``docs/caching.md`` and ``docs/ray.md``.
+        :attr:`cache_dir` (or ``cache_file_name``, which needs an extension) and is reused by
+        any later run, in any process, with the same data, function and arguments;
+        ``load_from_cache_file=False`` recomputes. ``num_proc`` spreads the work over
+        processes. ``executor="ray"`` runs the missing segments as Ray tasks instead
+        (``num_proc`` then caps the tasks in flight; the files and the fingerprint are the
+        same). HF's ``suffix_template``, ``writer_batch_size`` and ``keep_in_memory`` are
+        accepted (``docs/migrating-from-datasets.md``). See ``docs/caching.md`` and
+        ``docs/ray.md``.
 
         Args:
             function: ``function(row) -> dict | None``, or with ``batched=True``
                 ``function(batch: dict of lists) -> dict of lists``; None keeps the rows.
             batched: Call ``function`` on batches of ``batch_size`` rows.
-            batch_size: Rows per batch (None or <= 0: one batch per cache segment).
+            batch_size: Rows per batch (None or <= 0: the whole dataset in one batch).
             with_indices: Also pass the row position(s) after the row/batch.
+            with_rank: Then pass the worker's rank (its index among the ``num_proc``
+                processes; None in the calling process).
             input_columns: Pass these columns positionally instead of the dict.
             fn_kwargs: Extra keyword arguments for ``function``.
             remove_columns: Input columns left out of the output.
+            drop_last_batch: Skip the dataset's last batch if it is incomplete.
+            try_original_type: A returned column named like an input column keeps the
+                input's type when no value changes (``1.0`` stays ``1``).
             num_proc: Processes computing the segments.
             load_from_cache_file: False recomputes even when the cache files exist.
             cache_file_name: Where to write the result instead of :attr:`cache_dir`.
             new_fingerprint: The result's fingerprint, instead of the computed one.
             desc: Label of the progress bar.
             executor: ``"ray"`` runs the missing segments as Ray tasks.
+            **hf_options: HF's ``suffix_template``, ``writer_batch_size`` and
+                ``keep_in_memory``, accepted; its other arguments raise a TypeError.
 
         Example:
             >>> import arrowmix as am
@@ -427,6 +444,7 @@ class Dataset(DatasetConstructors):
             ['a', 'bb', 'a', 'bb']
         """
         from arrowmix._dataset.map import map_dataset
+        from arrowmix._dataset.map_options import map_options
 
         return map_dataset(
             self,
@@ -434,52 +452,67 @@ class Dataset(DatasetConstructors):
             batched=batched,
             batch_size=batch_size,
             with_indices=with_indices,
+            with_rank=with_rank,
             input_columns=input_columns,
             fn_kwargs=fn_kwargs,
             remove_columns=remove_columns,
-            num_proc=num_proc,
-            load_from_cache_file=load_from_cache_file,
-            cache_file_name=cache_file_name,
-            new_fingerprint=new_fingerprint,
-            desc=desc,
-            executor=executor,
+            drop_last_batch=drop_last_batch,
+            try_original_type=try_original_type,
+            suffix_template=hf_options.pop("suffix_template", None),
+            opts=map_options(
+                "map",
+                num_proc=num_proc,
+                load_from_cache_file=load_from_cache_file,
+                cache_file_name=cache_file_name,
+                new_fingerprint=new_fingerprint,
+                desc=desc,
+                executor=executor,
+                **hf_options,
+            ),
         )
 
     def filter(
         self,
-        function: Callable[..., Any],
+        function: Callable[..., Any] | None = None,
         *,
         batched: bool = False,
         batch_size: int | None = 1000,
         with_indices: bool = False,
+        with_rank: bool = False,
         input_columns: str | Sequence[str] | None = None,
         fn_kwargs: Mapping[str, Any] | None = None,
         num_proc: int | None = None,
         load_from_cache_file: bool | None = None,
+        cache_file_name: str | None = None,
         new_fingerprint: str | None = None,
         desc: str | None = None,
         executor: Any = None,
+        **hf_options: Any,
     ) -> Dataset:
         """Keep the rows for which ``function`` is true; an indices mapping, cached on disk.
 
         ``function(row) -> bool`` (or ``function(batch) -> list of bool`` with
-        ``batched=True``); the other arguments (``executor`` too) are as in :meth:`map`. No
+        ``batched=True``; ``async def`` functions are awaited); the other arguments
+        (``with_rank``, ``cache_file_name``, ``executor``...) are as in :meth:`map`. No
         column data is copied: the kept positions are stored in the cache and composed with
         the existing indices mapping.
 
         Args:
             function: ``function(row) -> bool``, or with ``batched=True``
-                ``function(batch) -> list of bool``.
+                ``function(batch) -> list of bool``; None keeps every row.
             batched: Call ``function`` on batches of ``batch_size`` rows.
             batch_size: Rows per batch.
             with_indices: Also pass the row position(s) after the row/batch.
+            with_rank: Then pass the worker's rank (None in the calling process).
             input_columns: Pass these columns positionally instead of the dict.
             fn_kwargs: Extra keyword arguments for ``function``.
             num_proc: Processes computing the segments.
             load_from_cache_file: False recomputes even when the cache files exist.
+            cache_file_name: Where to write the kept positions instead of :attr:`cache_dir`.
             new_fingerprint: The result's fingerprint, instead of the computed one.
             desc: Label of the progress bar.
             executor: ``"ray"`` runs the missing segments as Ray tasks.
+            **hf_options: As in :meth:`map`.
 
         Example:
             >>> import arrowmix as am
@@ -488,6 +521,7 @@ class Dataset(DatasetConstructors):
             [2, 4]
         """
         from arrowmix._dataset.map import filter_dataset
+        from arrowmix._dataset.map_options import map_options
 
         return filter_dataset(
             self,
@@ -495,13 +529,19 @@ class Dataset(DatasetConstructors):
             batched=batched,
             batch_size=batch_size,
             with_indices=with_indices,
+            with_rank=with_rank,
             input_columns=input_columns,
             fn_kwargs=fn_kwargs,
-            num_proc=num_proc,
-            load_from_cache_file=load_from_cache_file,
-            new_fingerprint=new_fingerprint,
-            desc=desc,
-            executor=executor,
+            opts=map_options(
+                "filter",
+                num_proc=num_proc,
+                load_from_cache_file=load_from_cache_file,
+                cache_file_name=cache_file_name,
+                new_fingerprint=new_fingerprint,
+                desc=desc,
+                executor=executor,
+                **hf_options,
+            ),
         )
 
     def to_stream(

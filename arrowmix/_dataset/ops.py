@@ -21,7 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from arrowmix._cache.inuse import Hold
-from arrowmix._cache.paths import cache_file_name, shipped_cache_dir
+from arrowmix._cache.paths import cache_file_name as _cache_file_name
+from arrowmix._cache.paths import shipped_cache_dir
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.indices import IndexMap, load_or_store, to_positions
 from arrowmix._fingerprint.hasher import hash_value
@@ -227,19 +228,22 @@ def _open_flattened(
     return None
 
 
-def flatten_indices(ds: Dataset) -> Dataset:
+def flatten_indices(ds: Dataset, *, cache_file_name: str | None = None) -> Dataset:
+    from arrowmix._dataset.map_options import check_cache_file_name
+
+    user_path = check_cache_file_name(cache_file_name)
     s = ds._s
     if s.indices is None:
         return ds
     fp = roll(ds.fingerprint, "flatten_indices")
-    path = fs.join(ds.cache_dir, cache_file_name(fp))
+    path = user_path or fs.join(ds.cache_dir, _cache_file_name(fp))
     n = len(ds)
     so = s.storage_options
     found = None
     shipped = shipped_cache_dir(s.files)
-    if shipped is not None and shipped != ds.cache_dir:
+    if shipped is not None and shipped != ds.cache_dir and user_path is None:
         # A read-only corpus that ships its cache: a valid flattened copy is read in place.
-        beside = os.path.join(shipped, cache_file_name(fp))
+        beside = os.path.join(shipped, _cache_file_name(fp))
         if os.path.exists(beside):
             found = _open_flattened(beside, fp, n, None, warn=False)
             path = beside if found is not None else path

@@ -207,7 +207,7 @@ def test_lazy_batch_behaves_like_a_dict(ds):
         return batch
 
     out = ds.map(fn, batched=True, batch_size=2)
-    assert out.column_names == ["text", "n", "m"]  # "n" is kept: it was not removed
+    assert out.column_names == ["text", "m"]  # deleted from the input: removed, as in HF
     assert out["m"] == [1, 2, 3, 4, 5]
 
 
