@@ -13,12 +13,13 @@ the deterministic rule, the exhausted/active flags and the seed. No replay.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 
 from arrowmix._stream.base import State, Stream
+from arrowmix._stream.mixed_rows import MixedRows
 from arrowmix._stream.rng import derive_rng
 from arrowmix._stream.schedule import (
     Swrr,
@@ -78,6 +79,7 @@ class WeightedMixIterator(Stream[T]):
         ACTIVE_KEY,
         SEED_KEY,
     )
+    TRANSIENT = ("_mixed_rows",)
 
     def __init__(
         self,
@@ -208,10 +210,15 @@ class WeightedMixIterator(Stream[T]):
         self._swrr.restart()
 
     def next(self) -> T:
+        item: T = self._step(lambda i: self.streams[i].next())
+        return item
+
+    def _step(self, fetch: Callable[[int], Any]) -> Any:
+        """One item (or row position) of the input chosen next; ``fetch(i)`` reads input ``i``."""
         while any(self._active):
             i = self._choose()
             try:
-                item = self.streams[i].next()
+                item = fetch(i)
             except StopIteration:
                 if self._drain:
                     self._drop(i)
@@ -227,13 +234,66 @@ class WeightedMixIterator(Stream[T]):
                     continue
                 self.streams[i].reset(None)  # longest_cycle: start the input again
                 try:
-                    item = self.streams[i].next()
+                    item = fetch(i)
                 except StopIteration:
                     self._drop(i)  # an empty input cannot be cycled
                     continue
             self._counts[i] += 1
             return item
         raise StopIteration
+
+    # ------------------------------------------------------------- row positions
+    def row_source(self) -> Any:
+        """Rows of every input one after the other, when every input is an index stream."""
+        if "_mixed_rows" not in self.__dict__:
+            rows = [s.row_source() for s in self.streams]
+            known = [r for r in rows if r is not None]
+            self._mixed_rows = MixedRows(known) if len(known) == len(rows) else None
+        return self._mixed_rows
+
+    def _use_positions(self) -> None:
+        if self.row_source() is not None:
+            for s in self.streams:
+                s._use_positions()
+
+    def _pull_positions(self, n: int) -> np.ndarray:
+        """Up to ``n`` positions in :class:`MixedRows` numbering, chosen as ``_pull`` would."""
+        rows = self.row_source()
+        if rows is None:
+            raise TypeError("mix streams row positions only when every input does.")
+        bases = rows.bases
+        if n >= _MIN_BULK and any(self._active):
+            states = [s.get_state() for s in self.streams]
+            deficits = list(self._swrr.cur)
+            choices = np.asarray(self._plan(n), dtype=np.int64)
+            need = np.bincount(choices, minlength=len(self.streams)).tolist()
+            pulled = [
+                s._pull_positions(c) if c else None for s, c in zip(self.streams, need, strict=True)
+            ]
+            if all(p is None or len(p) == c for p, c in zip(pulled, need, strict=True)):
+                out = np.empty(n, dtype=np.int64)
+                for i, p in enumerate(pulled):
+                    if p is not None:
+                        out[choices == i] = p + bases[i]
+                self._counts = [c + k for c, k in zip(self._counts, need, strict=True)]
+                return out
+            for s, st in zip(self.streams, states, strict=True):
+                s.reset(st)
+            self._swrr.cur = deficits
+
+        def one(i: int) -> int:
+            p = self.streams[i]._pull_positions(1)
+            if not len(p):
+                raise StopIteration
+            return int(p[0] + bases[i])
+
+        got: list[int] = []
+        try:
+            for _ in range(n):
+                got.append(self._step(one))
+        except StopIteration:
+            pass
+        return np.asarray(got, dtype=np.int64)
 
     def _undo_choice(self, i: int) -> None:
         # Stopping leaves the deficits as they were, so next() stops again identically.
