@@ -11,10 +11,12 @@ __all__ = [
     "CacheCorruptedError",
     "CacheWarning",
     "ChunkFileError",
+    "ElasticResumeError",
     "FingerprintError",
     "FingerprintWarning",
     "InputFormatError",
     "SchemaMismatchError",
+    "ShardingError",
     "StateError",
 ]
 
@@ -65,6 +67,22 @@ class StateError(ArrowmixError, ValueError):
     """A checkpoint state does not fit the pipeline it is loaded into.
 
     .. versionadded:: 0.1
+    """
+
+
+class ShardingError(ArrowmixError, ValueError):
+    """A sharding (``num_instances`` / ``instance_rank``, DataLoader split) is invalid.
+
+    .. versionadded:: 0.2
+    """
+
+
+class ElasticResumeError(ArrowmixError, ValueError):
+    """A pipeline cannot resume the checkpoints of another number of instances.
+
+    The message names the stage that refuses and what to do instead.
+
+    .. versionadded:: 0.2
     """
 
 

@@ -31,8 +31,9 @@ import numpy as np
 from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import State, Stream, fn_name
 from arrowmix._stream.rng import SeedHolder, derive_rng
-from arrowmix._stream.sources import ArrowSource, check_sharding, table_to_rows
+from arrowmix._stream.sources import table_to_rows
 from arrowmix._stream.tokens import key_values
+from arrowmix._stream.topology import ElasticRole, check_sharding, walk
 
 __all__ = ["REMAINDERS", "BudgetBucketIterator", "deal_batches", "plan_batches"]
 
@@ -147,6 +148,7 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
     SEED_KEY = "seed"
     STATE_KEYS = (*AnchoredStage.BASE_KEYS, SEED_KEY)
     TRANSIENT = ("_columns",)
+    ELASTIC_ROLE = ElasticRole.DEALER
 
     def __init__(
         self,
@@ -180,8 +182,9 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
                 "give `seed`: every instance must plan the same batches, so the batch "
                 "order cannot come from a seed drawn at random on each rank."
             )
-        for node in _subtree(source):
-            if isinstance(node, ArrowSource) and node.sharding[0] > 1:
+        for node in walk(source):
+            sharding: Any = getattr(node, "sharding", (1, 0))
+            if node.ELASTIC_ROLE is ElasticRole.SOURCE and sharding[0] > 1:
                 raise ValueError(
                     "the input of budget_bucket must be the same stream on every "
                     "instance: build its sources with num_instances=1 and pass "
@@ -197,6 +200,7 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
         # batches each had yielded], ...]): that window deals only what is left.
         self._override: tuple[int, list[Any]] | None = None
         self._emit_positions = False
+        self._begin: State | None = None  # where reset(None) starts (elastic main task)
         if self._rows is not None:
             source._use_positions()
 
@@ -218,6 +222,26 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
         self.num_instances, self.instance_rank = num_instances, instance_rank
         self._started = False
         self._pending = None
+
+    def deal_remaining(self, plan: tuple[int, list[Any], State | None] | None) -> None:
+        """Deal only the batches no old instance yielded (elastic resume; ``None``: off).
+
+        ``plan`` is ``(window, generations, begin)``: in window ``window`` the batches
+        that the old instances of each generation ``[n_old, emitted per instance]`` had
+        yielded are skipped; ``begin`` (a state of this stage, or ``None``) is where a
+        reset without state starts instead of the beginning.
+        """
+        if plan is None:
+            self._override, self._begin = None, None
+            return
+        window, generations, begin = plan
+        self._override = (int(window), generations)
+        self._begin = begin
+
+    def reset(self, state: State | None = None) -> None:
+        if state is None and self.__dict__.get("_begin") is not None:
+            state = self._begin
+        super().reset(state)
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -279,12 +303,3 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
             out.append(flat[at : at + len(part)])
             at += len(part)
         return out
-
-
-def _subtree(node: Stream[Any]) -> list[Stream[Any]]:
-    out, todo = [], [node]
-    while todo:
-        x = todo.pop()
-        out.append(x)
-        todo.extend(x.children())
-    return out

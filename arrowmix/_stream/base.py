@@ -18,12 +18,14 @@ its buffers: the unpickled copy resumes where the original stood.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
 from arrowmix._fingerprint.hasher import hash_value
+from arrowmix._stream.topology import ElasticRole
 from arrowmix.exceptions import StateError
 
 if TYPE_CHECKING:
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FORMAT_VERSION",
     "CheckpointableIterator",
+    "ElasticMode",
     "PassThrough",
     "State",
     "Stream",
@@ -78,6 +81,24 @@ def fn_name(fn: object) -> str:
     return str(getattr(fn, "__qualname__", None) or type(fn).__qualname__)
 
 
+@dataclass(frozen=True)
+class ElasticMode:
+    """What elastic resume tells every node before it runs a task.
+
+    Attributes:
+        draining: the sources stop where an old instance had read (an input that
+            ends is dropped, whatever the stopping rule).
+        synchronous: no background read-ahead (frontiers are being computed).
+    """
+
+    draining: bool = False
+    synchronous: bool = False
+
+
+#: The mode of a pipeline outside elastic resume.
+PLAIN = ElasticMode()
+
+
 class Stream(Generic[T]):
     """A checkpointable iterator; every arrowmix stage is one.
 
@@ -101,6 +122,9 @@ class Stream(Generic[T]):
     STATE_KEYS: ClassVar[tuple[str, ...] | None] = ()
     #: Attributes rebuilt by ``reset`` (buffers, threads); never pickled.
     TRANSIENT: ClassVar[tuple[str, ...]] = ()
+    #: What elastic resume does with this stage (see ``ElasticRole``); ``None``:
+    #: undeclared, so elastic resume refuses the pipeline with a clear error.
+    ELASTIC_ROLE: ClassVar[ElasticRole | None] = None
 
     def __init__(self) -> None:
         self._started = False
@@ -135,6 +159,22 @@ class Stream(Generic[T]):
         """The streams this node reads from."""
         return []
 
+    def replay_open_window(self) -> None:
+        """Re-read the partially emitted window of a freshly restored node, yielding nothing.
+
+        Afterwards the node's inputs stand where they stood when the checkpoint was
+        taken (after every item it had read). Buffering stages override it; for the
+        others there is nothing to replay.
+        """
+
+    def set_elastic_mode(self, mode: ElasticMode) -> None:
+        """Called on every node by elastic resume before it runs a task (a hook).
+
+        Stages that behave differently while draining an old instance's buffered
+        items (``mix``) or that read ahead in the background (``prefetch``) override
+        it; the default ignores it.
+        """
+
     @property
     def schema(self) -> pa.Schema | None:
         """The Arrow schema of the rows, when known."""
@@ -150,6 +190,14 @@ class Stream(Generic[T]):
     def _pull_positions(self, n: int) -> np.ndarray:
         """Up to ``n`` next row positions (only when ``row_source()`` is not None)."""
         raise TypeError(f"{type(self).__name__} does not stream row positions.")
+
+    def pull(self, n: int) -> list[T]:
+        """Up to ``n`` next items, fewer only at the end (how a stage reads its input).
+
+        Stages call it on their source (``self.source.pull(n)``), never on a pipeline's
+        root: iterate the root instead.
+        """
+        return self._pull(n)
 
     def _pull(self, n: int) -> list[T]:
         """Up to ``n`` next items (fewer only at the end); subclasses may batch this."""
@@ -191,6 +239,10 @@ class Stream(Generic[T]):
     def __next__(self) -> T:
         if not self.__dict__.get("_started"):
             self._ensure_started()
+        run = self.__dict__.get("_elastic")
+        if run is not None:  # elastic resume: the run drains old instances first
+            item: T = run.next()
+            return item
         return self.next()
 
     def state_dict(self) -> State:
@@ -216,7 +268,6 @@ class Stream(Generic[T]):
         self._ensure_started()
         run = self.__dict__.pop("_elastic", None)
         if run is not None:
-            self.__dict__.pop("next", None)
             run.leave()
         if isinstance(state, dict) and ("merged" in state or "elastic" in state):
             from arrowmix._stream.elastic import ElasticRun
@@ -226,7 +277,6 @@ class Stream(Generic[T]):
             else:
                 run = ElasticRun.from_instance(self, state)
             self._elastic = run
-            self.next = run.next  # type: ignore[method-assign]  # root only: drains
             return
         if state is None:
             self._do_reset(None)
@@ -289,7 +339,6 @@ class Stream(Generic[T]):
         if d.get("_started"):
             d["_pending"] = self.get_state()
         if d.pop("_elastic", None) is not None:
-            d.pop("next", None)
             d["_pending_elastic"] = self.state_dict()
             d["_pending"] = None
         d["_started"] = False
@@ -519,13 +568,27 @@ class Stream(Generic[T]):
 
 
 class PassThrough(Stream[T]):
-    """A stage without state of its own: it returns its source's state unchanged.
+    """Base of the stages without state of their own (public stage kit).
+
+    Subclasses set ``self.source`` through ``super().__init__(source)`` and implement
+    ``next()`` by reading ``self.source.next()`` (or ``self.source._pull(n)``); they
+    must never keep an item they read for a later call, since their state is the
+    source's state. Such a stage is transparent to elastic resume.
 
     State:
         The source's state, unchanged (no keys of its own). Replay cost: none.
+
+    Example:
+        >>> from arrowmix.stream import PassThrough, from_iterable
+        >>> class Upper(PassThrough):
+        ...     def next(self):
+        ...         return self.source.next().upper()
+        >>> list(Upper(from_iterable("ab")))
+        ['A', 'B']
     """
 
     STATE_KEYS = None
+    ELASTIC_ROLE = ElasticRole.TRANSPARENT
 
     def __init__(self, source: Stream[Any]) -> None:
         super().__init__()

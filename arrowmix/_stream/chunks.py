@@ -20,7 +20,7 @@ from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._stream.base import State, Stream
 from arrowmix._stream.dealing import Dealing, Generation
 from arrowmix._stream.rng import SeedHolder, derive_rng
-from arrowmix._stream.sources import check_sharding
+from arrowmix._stream.topology import ElasticRole, check_sharding
 from arrowmix.exceptions import StateError
 
 __all__ = ["ChunkSource", "from_chunks"]
@@ -40,6 +40,7 @@ class ChunkSource(Stream[T]):
     CHUNK_KEY = "chunk"
     ITEM_KEY = "item"
     SEED_KEY = "seed"
+    ELASTIC_ROLE = ElasticRole.SOURCE
     STATE_KEYS = (EPOCH_KEY, CHUNK_KEY, ITEM_KEY, SEED_KEY)
     TRANSIENT = ("_items",)
 
@@ -92,13 +93,28 @@ class ChunkSource(Stream[T]):
         self._started = False
         self._pending = None
 
-    def set_elastic(self, generations: list[Generation], limit: tuple[int, int] | None) -> None:
-        """Deal the remainder of resized epochs; stop before chunk ``limit``. Restarts."""
+    def deal(
+        self,
+        generations: list[Generation],
+        limit: tuple[int, int] | None,
+        seed: int | None = None,
+    ) -> None:
+        """Deal the remainder of resized epochs; stop at ``limit`` (drains). Restarts.
+
+        ``seed``: the order's seed of the old instances (``None`` keeps this one's).
+        """
+        if seed is not None:
+            self._seed.value = int(seed)
         self._generations = list(generations)
         self._limit = limit
         self._check_chunks()
         self._started = False
         self._pending = None
+
+    @property
+    def order_seed(self) -> int:
+        """The seed of the epoch orders (drawn once when none was given)."""
+        return self._seed.value
 
     def frontier(self) -> tuple[int, int]:
         """``(epoch, chunk)``: chunks of this rank's order begun so far (a drain ends them)."""

@@ -12,6 +12,7 @@ from itertools import islice
 from typing import Any, TypeVar
 
 from arrowmix._stream.base import State, Stream
+from arrowmix._stream.topology import ElasticRole
 from arrowmix.exceptions import StateError
 
 __all__ = ["IterableSource", "from_iterable"]
@@ -29,6 +30,8 @@ class IterableSource(Stream[T]):
     INDEX_KEY = "index"
     STATE_KEYS = (INDEX_KEY,)
     TRANSIENT = ("_it",)
+    ELASTIC_ROLE = ElasticRole.REFUSING
+    ELASTIC_REFUSAL = "a Python iterable cannot be dealt to instances"
 
     def __init__(self, iterable: Iterable[T]) -> None:
         super().__init__()

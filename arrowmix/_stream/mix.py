@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from arrowmix._stream.base import State, Stream
+from arrowmix._stream.base import ElasticMode, State, Stream
 from arrowmix._stream.mixed_rows import MixedRows
 from arrowmix._stream.rng import derive_rng
 from arrowmix._stream.schedule import (
@@ -28,6 +28,7 @@ from arrowmix._stream.schedule import (
     integer_weights,
     random_plan,
 )
+from arrowmix._stream.topology import ElasticRole
 from arrowmix.exceptions import SchemaMismatchError, StateError
 
 __all__ = ["WeightedMixIterator", "ZipIterator", "check_schemas", "mix", "zip_streams"]
@@ -80,6 +81,7 @@ class WeightedMixIterator(Stream[T]):
         SEED_KEY,
     )
     TRANSIENT = ("_mixed_rows",)
+    ELASTIC_ROLE = ElasticRole.TRANSPARENT
 
     def __init__(
         self,
@@ -106,6 +108,10 @@ class WeightedMixIterator(Stream[T]):
 
     def children(self) -> list[Stream[Any]]:
         return list(self.streams)
+
+    def set_elastic_mode(self, mode: ElasticMode) -> None:
+        """While draining an old instance, an input that ends is dropped."""
+        self._drain = mode.draining
 
     def describe(self) -> dict[str, Any]:
         return {"weights": self.weights, "stopping": self.stopping, "seed": self.seed}
@@ -326,6 +332,8 @@ class ZipIterator(Stream[tuple[Any, ...]]):
     SOURCES_KEY = "sources"
     DONE_KEY = "done"
     STATE_KEYS = (SOURCES_KEY, DONE_KEY)
+    ELASTIC_ROLE = ElasticRole.REFUSING
+    ELASTIC_REFUSAL = "it pairs items of several inputs, which resharding would mismatch"
 
     def __init__(self, streams: Sequence[Stream[Any]]) -> None:
         super().__init__()

@@ -10,43 +10,44 @@ Both stages read documents (a ``list<int*>`` column of an index stream, or token
 - ``position_ids``: 0, 1, ... inside each piece (they restart at every piece, so a
   document continued from the previous row restarts at 0); 0 on padding.
 
-``strategy="concat"`` (Hugging Face's ``group_texts``): the documents, each followed by
-``separator`` when given, are concatenated and cut into rows of ``seq_len``; a document
-spans as many rows as it needs. ``tail`` settles the end of a finite stream: ``"drop"``
-yields only full batches, ``"pad"`` yields the remaining tokens as a last batch of as many
-rows as they fill, its last row padded.
+Both pack each read-ahead window of ``read_ahead`` documents on its own: nothing carries
+over to the next window (what makes exact and elastic resume hold by construction).
+
+``strategy="concat"`` (Hugging Face's ``group_texts``, which also packs each batch of
+documents on its own): the window's documents, each followed by ``separator`` when
+given, are concatenated and cut into rows of ``seq_len``; a document spans as many rows
+as it needs. ``tail`` settles the tokens of a window that do not fill a last batch:
+``"drop"`` drops them (at most ``batch_size * seq_len - 1`` tokens per window),
+``"pad"`` yields them as a last batch of as many rows as they fill, its last row padded.
 
 ``strategy="first_fit"`` / ``"best_fit"``: whole documents are packed into rows of
-``seq_len`` per read-ahead window: the window's documents are taken longest first and
-each goes into the first row it fits in (first fit decreasing) or the row it leaves the
-least room in (best fit decreasing); rows are yielded in the order they were opened. A
-document longer than ``seq_len`` is handled by ``long_docs``: ``"split"`` cuts it into
-pieces of ``seq_len`` tokens (the last one shorter) packed as documents of their own,
-``"truncate"`` keeps its first ``seq_len`` tokens, ``"error"`` raises ``ValueError``
-naming it. The last batch of a window is completed with empty rows (all padding).
+``seq_len``: the window's documents are taken longest first and each goes into the
+first row it fits in (first fit decreasing) or the row it leaves the least room in (best
+fit decreasing); rows are yielded in the order they were opened. A document longer than
+``seq_len`` is handled by ``long_docs``: ``"split"`` cuts it into pieces of ``seq_len``
+tokens (the last one shorter) packed as documents of their own, ``"truncate"`` keeps its
+first ``seq_len`` tokens, ``"error"`` raises ``ValueError`` naming it. The last batch of
+a window is completed with empty rows (all padding), so every batch has ``batch_size``
+rows.
 
 Token ids are copied once, from the memory-mapped values buffer into ``input_ids``.
 
-Checkpointing: concat: the state is the source's state before the window's first
-document, ``head`` (tokens of that document already packed into earlier rows), the
-window number and the batches of the window yielded; restoring re-reads that window
-(``read_ahead`` documents and the few that complete its last batch). Bin packing:
-anchor and replay (:mod:`arrowmix._stream.anchored`), one window.
+Checkpointing: window replay (:class:`~arrowmix.stream.WindowReplayStage`): the state is
+the source's state at the window start, the window number and the batches of the window
+yielded; restoring re-reads one window of ``read_ahead`` documents.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._stream.anchored import AnchoredStage
-from arrowmix._stream.base import State, Stream
+from arrowmix._stream.anchored import WindowReplayStage
+from arrowmix._stream.base import Stream
 from arrowmix._stream.tokens import TokenColumn, is_token_type, token_column
-from arrowmix.exceptions import StateError
 
 __all__ = ["LONG_DOCS", "STRATEGIES", "TAILS", "BinPackIterator", "ConcatPackIterator"]
 
@@ -230,19 +231,16 @@ class _PackStage:
         }
 
 
-class ConcatPackIterator(_PackStage, Stream[dict[str, Any]]):
+class ConcatPackIterator(_PackStage, WindowReplayStage[dict[str, Any]]):
     """Documents concatenated (with an optional separator) and cut into rows of ``seq_len``.
 
-    State:
-        ``source`` (before the window's first document), ``head`` (tokens of that
-        document in earlier rows), ``window``, ``emitted`` (batches of the window
-        yielded). Replay cost: one window (``read_ahead`` documents, plus those
-        completing its last batch).
-    """
+    Each read-ahead window of documents is packed on its own (nothing carries over to
+    the next window); ``tail`` settles the tokens that do not fill a last batch.
 
-    SOURCE_KEY, HEAD_KEY, WINDOW_KEY, EMITTED_KEY = "source", "head", "window", "emitted"
-    STATE_KEYS = (SOURCE_KEY, HEAD_KEY, WINDOW_KEY, EMITTED_KEY)
-    TRANSIENT = ("_plan", "_carry")
+    State:
+        ``source`` (at the window start), ``window``, ``emitted``. Replay cost: one
+        window of ``read_ahead`` documents.
+    """
 
     def __init__(
         self,
@@ -258,10 +256,7 @@ class ConcatPackIterator(_PackStage, Stream[dict[str, Any]]):
         return_tensors: str = "np",
         dtype: Any = np.int64,
     ) -> None:
-        super().__init__()
-        if not isinstance(source, Stream):
-            raise TypeError(f"`source` must be a Stream, got {type(source).__name__}.")
-        self.source = source
+        WindowReplayStage.__init__(self, source)
         self._configure(column, seq_len, batch_size, read_ahead, pad_id, return_tensors, dtype)
         if separator is not None and (
             isinstance(separator, bool) or not isinstance(separator, (int, np.integer))
@@ -272,112 +267,23 @@ class ConcatPackIterator(_PackStage, Stream[dict[str, Any]]):
         self.full_batches = False
         self._docs = _Docs(source, column)
 
-    def children(self) -> list[Stream[Any]]:
-        return [self.source]
-
     def describe(self) -> dict[str, Any]:
         return {**self._common(), "separator": self.separator, "tail": self.tail}
 
-    def reset(self, state: State | None = None) -> None:
-        super().reset(state)
-        self._plan: _Packed | None = None
-        self._pos = 0
-        self._carry: tuple[State, int, Any] | None = None  # next window: anchor, head, docs
-        self._ended = False
-        if state is None:
-            self.source.reset(None)
-            self._head, self._window, self._skip = 0, 0, 0
-            return
-        vals = [state[k] for k in (self.HEAD_KEY, self.WINDOW_KEY, self.EMITTED_KEY)]
-        if any(isinstance(v, bool) or not isinstance(v, int) or v < 0 for v in vals):
-            raise StateError(f"ConcatPackIterator: bad counters in state {state!r}.")
-        self._head, self._window, self._skip = vals
-        self.source.reset(state[self.SOURCE_KEY])
-
-    def get_state(self) -> State:
-        if self._plan is not None and self._pos < len(self._plan):
-            anchor, head, window, emitted = self._anchor, self._head, self._window, self._pos
-        elif self._plan is not None and self._carry is not None:
-            anchor, head, window, emitted = self._carry[0], self._carry[1], self._window + 1, 0
-        elif self._plan is not None:
-            anchor, head, window, emitted = self.source.get_state(), 0, self._window + 1, 0
-        else:
-            anchor, head = self.source.get_state(), self._head
-            window, emitted = self._window, self._skip
-        return {
-            self.SOURCE_KEY: copy.deepcopy(anchor),
-            self.HEAD_KEY: head,
-            self.WINDOW_KEY: window,
-            self.EMITTED_KEY: emitted,
-        }
-
-    def _lengths(self, block: Any) -> np.ndarray:
-        return self._docs.spans(block)[3] + (self.separator is not None)
-
-    def _fill(self) -> None:
-        while self._plan is None or self._pos >= len(self._plan):
-            if self._ended:
-                raise StopIteration
-            carried: Any = None
-            if self._plan is not None:  # move on to the next window
-                self._window += 1
-                if self._carry is not None:
-                    self._anchor, self._head, carried = self._carry
-                else:
-                    self._anchor, self._head = self.source.get_state(), 0
-                self._plan, self._carry = None, None
-            else:
-                self._anchor = self.source.get_state()
-            self._plan = self._compute(carried)
-            if self._skip > len(self._plan):
-                raise StateError(
-                    f"ConcatPackIterator: the state skips {self._skip} batches but window "
-                    f"{self._window} has only {len(self._plan)}."
-                )
-            self._pos, self._skip = self._skip, 0
-
-    def _compute(self, carried: Any) -> _Packed:
-        """Plan the window: its documents, completed so that its last batch is full."""
-        docs = self._docs
-        have = 0 if carried is None else len(carried)
-        block = docs.pull(self.read_ahead - have)
-        if carried is not None:
-            block = docs.join(carried, block)
-        unit = self.batch_size * self.seq_len
-        avail = int(self._lengths(block).sum()) - self._head if len(block) else 0
-        if avail <= 0 and not len(block):
-            self._ended = True
-            return self._plan_rows(block, 0)
-        short = -avail % unit
-        while short:  # complete the last batch with whole documents, one at a time
-            before = self.source.get_state()
-            one = docs.pull(1)
-            if not len(one):
-                self._ended = True
-                break
-            n = int(self._lengths(one)[0])
-            block = docs.join(block, one)
-            if n > short:  # this document continues in the next window
-                self._carry = (before, short, one)  # its first `short` tokens are used
-            avail += min(n, short)
-            short -= min(n, short)
-        if self._ended and avail % unit and self.tail == "drop":
-            avail -= avail % unit
-        return self._plan_rows(block, avail)
-
-    def _plan_rows(self, block: Any, avail: int) -> _Packed:
-        spans = self._docs.spans(block) if len(block) else None
-        s = self.seq_len
-        if spans is None or avail <= 0:
-            empty = np.empty(0, dtype=np.int64)
-            col = spans[0] if spans else TokenColumn(pa.array([], pa.list_(pa.int64())), "")
-            return _Packed(self, (col, None, empty, empty), (empty,) * 5, 0)
+    def compute(self, window: int) -> Any:
+        block = self._docs.pull(self.read_ahead)
+        if not len(block):
+            return None
+        spans = self._docs.spans(block)
         lengths = spans[3] + (self.separator is not None)
-        start = np.cumsum(lengths) - lengths - self._head  # window coordinates
+        avail = int(lengths.sum())
+        if self.tail == "drop":
+            avail -= avail % (self.batch_size * self.seq_len)
+        s = self.seq_len
+        start = np.cumsum(lengths) - lengths  # window coordinates
         end = start + lengths
-        keep = (end > 0) & (start < avail)
-        docs = np.flatnonzero(keep)
-        b, e = np.maximum(start[docs], 0), np.minimum(end[docs], avail)
+        docs = np.flatnonzero((end > start) & (start < avail))
+        b, e = start[docs], np.minimum(end[docs], avail)
         r0, r1 = b // s, (e - 1) // s
         count = r1 - r0 + 1
         doc = np.repeat(docs, count)
@@ -388,24 +294,14 @@ class ConcatPackIterator(_PackStage, Stream[dict[str, Any]]):
         pieces = (doc, pb - start[doc], pe - pb, row, pb - row * s)
         return _Packed(self, spans, pieces, int(-(-avail // s)))
 
-    def next(self) -> dict[str, Any]:
-        if self._plan is None or self._pos >= len(self._plan):
-            self._fill()
-        assert self._plan is not None
-        out: dict[str, Any] = self._plan[self._pos]
-        self._pos += 1
-        return out
 
-
-class BinPackIterator(_PackStage, AnchoredStage[dict[str, Any]]):
+class BinPackIterator(_PackStage, WindowReplayStage[dict[str, Any]]):
     """Whole documents packed into rows of ``seq_len`` (first or best fit, per window).
 
     State:
         ``source`` (at the window start), ``window``, ``emitted``. Replay cost: one
         window of ``read_ahead`` documents.
     """
-
-    TRANSIENT = ("_buf",)
 
     def __init__(
         self,
@@ -421,7 +317,7 @@ class BinPackIterator(_PackStage, AnchoredStage[dict[str, Any]]):
         return_tensors: str = "np",
         dtype: Any = np.int64,
     ) -> None:
-        AnchoredStage.__init__(self, source)
+        WindowReplayStage.__init__(self, source)
         self._configure(column, seq_len, batch_size, read_ahead, pad_id, return_tensors, dtype)
         self.strategy = _choice("strategy", strategy, ("first_fit", "best_fit"))
         self.long_docs = _choice("long_docs", long_docs, LONG_DOCS)

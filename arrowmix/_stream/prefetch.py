@@ -21,7 +21,8 @@ import queue
 import threading
 from typing import Any, TypeVar
 
-from arrowmix._stream.base import State, Stream
+from arrowmix._stream.base import ElasticMode, State, Stream
+from arrowmix._stream.topology import ElasticRole
 from arrowmix.exceptions import StateError
 
 __all__ = ["PrefetchIterator"]
@@ -78,6 +79,7 @@ class PrefetchIterator(Stream[T]):
     SKIP_KEY = "skip"
     STATE_KEYS = (SOURCE_KEY, SKIP_KEY)
     TRANSIENT = ("_worker", "_queue", "_stop", "_chunk")
+    ELASTIC_ROLE = ElasticRole.BUFFERING
 
     def __init__(self, source: Stream[T], buffer_size: int, *, processes: bool = False):
         super().__init__()
@@ -98,6 +100,10 @@ class PrefetchIterator(Stream[T]):
     def describe(self) -> dict[str, Any]:
         return {"chunk_size": self.chunk_size}
 
+    def set_elastic_mode(self, mode: ElasticMode) -> None:
+        """Read in the consumer's thread while elastic resume computes frontiers."""
+        self._sync = mode.synchronous
+
     @property
     def schema(self) -> Any:
         return self.source.schema
@@ -117,6 +123,13 @@ class PrefetchIterator(Stream[T]):
         self._chunk: list[T] = []
         self._pos = 0
         self._ended = False
+
+    def replay_open_window(self) -> None:
+        """Re-read the consumed part of the open chunk (synchronously, yielding nothing)."""
+        if self._worker is None and self._skip > 0 and not self._chunk and not self._ended:
+            items = self.source._pull(self._skip)
+            self._chunk, self._pos, self._skip = items, len(items), 0
+            self._after = self.source.get_state()
 
     def get_state(self) -> State:
         if self._pos < len(self._chunk):

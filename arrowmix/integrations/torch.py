@@ -22,10 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from arrowmix._stream.balanced import BudgetBucketIterator
 from arrowmix._stream.base import State, Stream
-from arrowmix._stream.chunks import ChunkSource
-from arrowmix._stream.sources import ArrowSource
+from arrowmix._stream.topology import shard_points, split
 
 __all__ = ["shardable_sources", "split_for_worker", "to_torch", "worker_stream_states"]
 
@@ -33,26 +31,12 @@ _INSTALL = "Stream.to_torch() needs PyTorch: pip install 'arrowmix[torch]'"
 
 
 def shardable_sources(stream: Stream[Any]) -> tuple[list[Any], list[Stream[Any]]]:
-    """The row/chunk sources of a pipeline, and its sources that cannot be sharded.
+    """The nodes that deal rows to workers, and the sources that cannot be sharded.
 
     A ``budget_bucket`` stage counts as a source: it deals the batches, so the sources
-    below it stay unsharded.
+    below it stay unsharded (see :func:`arrowmix._stream.topology.shard_points`).
     """
-    shardable: list[Any] = []
-    other: list[Stream[Any]] = []
-    todo = [stream]
-    while todo:
-        node = todo.pop()
-        kids = node.children()
-        if isinstance(node, BudgetBucketIterator):
-            shardable.append(node)
-            continue
-        if isinstance(node, (ArrowSource, ChunkSource)):
-            shardable.append(node)
-        elif not kids:
-            other.append(node)
-        todo.extend(kids)
-    return shardable, other
+    return shard_points(stream)
 
 
 def split_for_worker(
@@ -63,16 +47,7 @@ def split_for_worker(
     A source that was rank ``r`` of ``n`` becomes rank ``r + n * index`` of
     ``n * parts``: the parts are disjoint and their union is the original share.
     """
-    shardable, other = shardable_sources(stream)
-    if parts > 1 and other:
-        names = sorted({type(s).__name__ for s in other})
-        raise ValueError(
-            f"the pipeline cannot be split across {parts} DataLoader workers/ranks: "
-            f"its sources {names} cannot be sharded; use a row source or from_chunks, "
-            "or num_workers=0."
-        )
-    for src, (n, r) in zip(shardable, base, strict=True):
-        src.reshard(n * parts, r + n * index)
+    split(stream, base, parts, index)
 
 
 def _worker_split(base: list[tuple[int, int]]) -> tuple[int, int]:

@@ -4,20 +4,28 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 
 from arrowmix._stream.pack import BinPackIterator, ConcatPackIterator
 from arrowmix.stream import Stream, from_iterable
 from arrowmix.testing import CheckpointRoundTripTests
 
-from .token_helpers import docs_in_order, token_source
+from .token_helpers import docs_in_order, token_source, tokens_of
 
 
 def concat_reference(
+    docs: list[list[int]], seq_len: int, rows: int, sep: int | None, tail: str, window: int
+) -> list[dict[str, list[list[int]]]]:
+    """group_texts by hand on each window of documents: ids, segment and position ids."""
+    out = []
+    for w in range(0, len(docs), window):
+        out += _concat_window(docs[w : w + window], seq_len, rows, sep, tail)
+    return out
+
+
+def _concat_window(
     docs: list[list[int]], seq_len: int, rows: int, sep: int | None, tail: str
 ) -> list[dict[str, list[list[int]]]]:
-    """group_texts by hand: ids, segment and position ids, batch by batch."""
     toks: list[tuple[int, int]] = []  # (token, document number)
     for k, d in enumerate(docs):
         toks += [(x, k) for x in d] + ([(sep, k)] if sep is not None else [])
@@ -52,7 +60,7 @@ def as_lists(batches: list[dict[str, Any]]) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("read_ahead", [1, 6, 1000])
 def test_concat_matches_group_texts(sep: int | None, tail: str, rows: int, read_ahead: int) -> None:
     docs = docs_in_order(token_source(50))
-    expected = concat_reference(docs, 16, rows, sep, tail)
+    expected = concat_reference(docs, 16, rows, sep, tail, read_ahead)
     s = token_source(50).pack(
         "input_ids", 16, batch_size=rows, separator=sep, tail=tail, read_ahead=read_ahead
     )
@@ -126,8 +134,16 @@ class TestConcatPack(CheckpointRoundTripTests):
     picklable = True
 
     def make_iterator(self) -> Stream[Any]:
-        s = token_source(40).shuffle(7, seed=1)
-        return s.pack("input_ids", 12, batch_size=2, separator=0, tail="pad", read_ahead=5)
+        return self.make_sharded(1, 0)
+
+    def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
+        s = token_source(40, num_instances=num_instances, instance_rank=instance_rank)
+        return s.shuffle(7, seed=1).pack(
+            "input_ids", 12, batch_size=2, separator=0, tail="pad", read_ahead=5
+        )
+
+    def units(self, item: dict[str, Any]) -> list[int]:
+        return [t for t in tokens_of(item) if t]  # separators are not units
 
 
 class TestConcatPackRows(CheckpointRoundTripTests):
@@ -143,14 +159,11 @@ class TestBinPack(CheckpointRoundTripTests):
     picklable = True
 
     def make_iterator(self) -> Stream[Any]:
-        s = token_source(60)
+        return self.make_sharded(1, 0)
+
+    def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
+        s = token_source(60, num_instances=num_instances, instance_rank=instance_rank)
         return s.pack("input_ids", 24, strategy="best_fit", batch_size=2, read_ahead=13)
 
-
-def test_concat_state_is_small_and_names_the_document() -> None:
-    s = token_source(40).pack("input_ids", 12, read_ahead=5)
-    for _ in range(7):
-        next(s)
-    state = s.state_dict()["state"]
-    assert set(state) == {"source", "head", "window", "emitted"}
-    assert np.all([isinstance(v, int) for k, v in state.items() if k != "source"])
+    def units(self, item: dict[str, Any]) -> list[int]:
+        return tokens_of(item)

@@ -16,7 +16,7 @@ from arrowmix._stream.tokens import ConcatTokenColumn, TokenColumn
 from arrowmix.stream import Stream, from_iterable, mix
 from arrowmix.testing import CheckpointRoundTripTests
 
-from .token_helpers import docs_in_order, token_rows, token_source, token_table
+from .token_helpers import docs_in_order, token_rows, token_source, token_table, tokens_of
 
 
 def _pad(docs: list[list[int]], width: int, pad: int = 0, left: bool = False) -> list[list[int]]:
@@ -214,15 +214,31 @@ class TestBucketColumnarAfterMix(CheckpointRoundTripTests):
     iterator_cls = CollateIterator
 
     def make_iterator(self) -> Stream[Any]:
-        m = mix([token_source(30, 1), token_source(40, 2).shuffle(5, seed=0)], [0.5, 0.5])
+        return self.make_sharded(1, 0)
+
+    def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
+        shard = {"num_instances": num_instances, "instance_rank": instance_rank}
+        a = token_source(30, 1, **shard)
+        b = token_source(40, 2, **shard).shuffle(5, seed=0)
+        m = mix([a, b], [0.5, 0.5])
         return m.bucket("input_ids", 3, 11, columnar=True, seed=4).collate()
+
+    def units(self, item: dict[str, Any]) -> list[int]:
+        return tokens_of(item)
 
 
 class TestBatchColumnar(CheckpointRoundTripTests):
     iterator_cls = CollateIterator
 
     def make_iterator(self) -> Stream[Any]:
-        return token_source(45).shuffle(8, seed=0).batch(7, columnar=True).collate()
+        return self.make_sharded(1, 0)
+
+    def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
+        s = token_source(45, num_instances=num_instances, instance_rank=instance_rank)
+        return s.shuffle(8, seed=0).batch(7, columnar=True).collate()
+
+    def units(self, item: dict[str, Any]) -> list[int]:
+        return tokens_of(item)
 
 
 def test_table_row_source_token_column() -> None:
