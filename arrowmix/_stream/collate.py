@@ -122,9 +122,12 @@ class Collator:
     # ------------------------------------------------------------------ entry points
     def from_positions(self, tokens: TokenColumn, positions: np.ndarray) -> dict[str, Any]:
         """Collate the documents at ``positions`` of ``tokens`` (one gather, no row objects)."""
-        longest = int(tokens.lengths(positions).max()) if len(positions) else 0
-        ids, mask = tokens.gather_padded(
-            positions,
+        owner, starts, lengths = tokens.spans(positions)
+        longest = int(lengths.max()) if len(lengths) else 0
+        ids, mask = tokens.pad_spans(
+            owner,
+            starts,
+            lengths,
             self.width(longest),
             pad_id=self.pad_id,
             left=self.padding_side == "left",

@@ -263,29 +263,17 @@ class WeightedMixIterator(Stream[T]):
                 s._use_positions()
 
     def _pull_positions(self, n: int) -> np.ndarray:
-        """Up to ``n`` positions in :class:`MixedRows` numbering, chosen as ``_pull`` would."""
+        """Up to ``n`` positions in :class:`MixedRows` numbering, chosen as ``next`` would.
+
+        Bulk path: plan the choices, pull each input's share at once. When an input runs
+        dry inside the block, everything is rewound, the choices before that step are
+        pulled in bulk, and that one step goes through the exact per-item rule
+        (``_step``), which applies the stopping rule; then bulk resumes.
+        """
         rows = self.row_source()
         if rows is None:
             raise TypeError("mix streams row positions only when every input does.")
         bases = rows.bases
-        if n >= _MIN_BULK and any(self._active):
-            states = [s.get_state() for s in self.streams]
-            deficits = list(self._swrr.cur)
-            choices = np.asarray(self._plan(n), dtype=np.int64)
-            need = np.bincount(choices, minlength=len(self.streams)).tolist()
-            pulled = [
-                s._pull_positions(c) if c else None for s, c in zip(self.streams, need, strict=True)
-            ]
-            if all(p is None or len(p) == c for p, c in zip(pulled, need, strict=True)):
-                out = np.empty(n, dtype=np.int64)
-                for i, p in enumerate(pulled):
-                    if p is not None:
-                        out[choices == i] = p + bases[i]
-                self._counts = [c + k for c, k in zip(self._counts, need, strict=True)]
-                return out
-            for s, st in zip(self.streams, states, strict=True):
-                s.reset(st)
-            self._swrr.cur = deficits
 
         def one(i: int) -> int:
             p = self.streams[i]._pull_positions(1)
@@ -293,13 +281,51 @@ class WeightedMixIterator(Stream[T]):
                 raise StopIteration
             return int(p[0] + bases[i])
 
-        got: list[int] = []
-        try:
-            for _ in range(n):
-                got.append(self._step(one))
-        except StopIteration:
-            pass
-        return np.asarray(got, dtype=np.int64)
+        parts: list[np.ndarray] = []
+        left = n
+        while left > 0 and any(self._active):
+            states = [s.get_state() for s in self.streams]
+            deficits = list(self._swrr.cur)
+            choices, pulled = self._bulk(left)
+            short = [i for i, p in enumerate(pulled) if len(p) < int((choices == i).sum())]
+            if not short:
+                parts.append(self._assemble(choices, pulled, bases))
+                break
+            # the first step whose input has run dry
+            t = min(int(np.flatnonzero(choices == i)[len(pulled[i])]) for i in short)
+            for s, st in zip(self.streams, states, strict=True):
+                s.reset(st)
+            self._swrr.cur = deficits
+            if t:
+                choices, pulled = self._bulk(t)
+                parts.append(self._assemble(choices, pulled, bases))
+                left -= t
+            try:
+                parts.append(np.array([self._step(one)], dtype=np.int64))
+            except StopIteration:
+                break
+            left -= 1
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+    def _bulk(self, n: int) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The next ``n`` choices and each input's share of positions (maybe short)."""
+        choices = np.asarray(self._plan(n), dtype=np.int64)
+        need = np.bincount(choices, minlength=len(self.streams)).tolist()
+        pulled = [
+            s._pull_positions(c) if c else np.empty(0, dtype=np.int64)
+            for s, c in zip(self.streams, need, strict=True)
+        ]
+        return choices, pulled
+
+    def _assemble(
+        self, choices: np.ndarray, pulled: list[np.ndarray], bases: np.ndarray
+    ) -> np.ndarray:
+        out = np.empty(len(choices), dtype=np.int64)
+        for i, p in enumerate(pulled):
+            if len(p):
+                out[choices == i] = p + bases[i]
+                self._counts[i] += len(p)
+        return out
 
     def _undo_choice(self, i: int) -> None:
         # Stopping leaves the deficits as they were, so next() stops again identically.

@@ -152,39 +152,39 @@ class _Packed:
     def _batch(self, i: int) -> dict[str, Any]:
         st = self.stage
         b, s = st.batch_size, st.seq_len
-        rows = min(b, self.nrows - i * b) if st.full_batches is False else b
+        rows = b if st.full_batches else min(b, self.nrows - i * b)
         lo, hi = int(self._cuts[i]), int(self._cuts[i + 1])
         doc, off, plen = self.doc[lo:hi], self.off[lo:hi], self.length[lo:hi]
-        flat = (self.row[lo:hi] - i * b) * s + self.dest[lo:hi]
-        ids = np.full(rows * s, st.pad_id, dtype=st.dtype)
-        seg = np.zeros(rows * s, dtype=st.dtype)
-        pos = np.zeros(rows * s, dtype=st.dtype)
+        row = self.row[lo:hi] - i * b
         dlen = self.lengths[doc]
         tok = np.clip(np.minimum(plen, dlen - off), 0, None)  # tokens read from values
+        sep_after = None if st.separator is None else (off + plen == dlen + 1)
         owner = None if self.owner is None else self.owner[doc]
+        flat = self.col.gather_spans(
+            owner,
+            self.starts[doc] + off,
+            tok,
+            sep_after=sep_after,
+            sep=0 if st.separator is None else st.separator,
+        )
+        # pieces fill each row from its first column: a row's tokens are a prefix
+        fill = np.bincount(row, weights=plen, minlength=rows).astype(np.int64)
+        ids = np.full((rows, s), st.pad_id, dtype=st.dtype)
+        seg = np.zeros((rows, s), dtype=st.dtype)
+        pos = np.zeros((rows, s), dtype=st.dtype)
         total = int(plen.sum())
-        first = np.cumsum(plen) - plen
-        contiguous = bool(len(flat) == 0 or (flat[0] == 0 and np.array_equal(flat, first)))
-        if contiguous and st.separator is None:
-            self.col.gather_spans(owner, self.starts[doc] + off, tok, out=ids[:total])
-            at = np.arange(total, dtype=np.int64)
-        else:
-            self.col.gather_to(ids, flat, owner, self.starts[doc] + off, tok)
-            at = np.repeat(flat - first, plen) + np.arange(total, dtype=np.int64)
-            if st.separator is not None:
-                ends = off + plen == dlen + 1
-                ids[flat[ends] + plen[ends] - 1] = st.separator
         # segment number of each piece inside its row: 1, 2, ...
-        row = self.row[lo:hi]
-        row_first = np.searchsorted(row, row, side="left")
-        seg_of_piece = np.arange(len(row)) - row_first + 1
-        seg[at] = np.repeat(seg_of_piece, plen)
-        pos[at] = np.arange(total, dtype=np.int64) - np.repeat(first, plen)
-        out = {
-            "input_ids": ids.reshape(rows, s),
-            "segment_ids": seg.reshape(rows, s),
-            "position_ids": pos.reshape(rows, s),
-        }
+        seg_of_piece = np.arange(len(row)) - np.searchsorted(row, row, side="left") + 1
+        seg_flat = np.repeat(seg_of_piece, plen)
+        pos_flat = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(plen) - plen, plen)
+        if bool((fill[:-1] == s).all()):  # full rows (concat): the tokens are a prefix
+            ids.reshape(-1)[:total] = flat
+            seg.reshape(-1)[:total] = seg_flat
+            pos.reshape(-1)[:total] = pos_flat
+        else:
+            mask = np.arange(s) < fill[:, None]
+            ids[mask], seg[mask], pos[mask] = flat, seg_flat, pos_flat
+        out = {"input_ids": ids, "segment_ids": seg, "position_ids": pos}
         if st.return_tensors == "pt":
             import torch
 

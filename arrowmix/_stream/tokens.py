@@ -62,8 +62,9 @@ class TokenColumn:
                 f"column {name!r} must hold token ids as list<int*>, got {column.type}."
             )
         self.name = name
-        self.dtype = np.dtype(column.type.value_type.to_pandas_dtype())
+        self.dtype = np.dtype(str(column.type.value_type))  # "int32", ...: no pandas import
         self._mapper = mapper
+        off_dtype = np.dtype(np.int64 if pa.types.is_large_list(column.type) else np.int32)
         offsets, values, rows = [], [], [0]
         for chunk in column.chunks:
             if len(chunk) == 0:
@@ -77,8 +78,8 @@ class TokenColumn:
             vals = chunk.values  # type: ignore[attr-defined]
             if vals.null_count:
                 raise ValueError(f"column {name!r} holds null token ids.")
-            offsets.append(chunk.offsets.to_numpy(zero_copy_only=True))  # type: ignore[attr-defined]
-            values.append(vals.to_numpy(zero_copy_only=True))
+            offsets.append(_buffer_view(chunk, off_dtype, len(chunk) + 1))
+            values.append(_buffer_view(vals, self.dtype, len(vals)))
             rows.append(rows[-1] + len(chunk))
         self._offsets: list[np.ndarray] = offsets
         self._values: list[np.ndarray] = values
@@ -133,9 +134,15 @@ class TokenColumn:
         owner: np.ndarray | None,
         starts: np.ndarray,
         lengths: np.ndarray,
+        *,
         out: np.ndarray | None = None,
+        sep_after: np.ndarray | None = None,
+        sep: int = 0,
     ) -> np.ndarray:
-        """The tokens of the spans, concatenated in order, with one vectorised gather.
+        """The tokens of the spans, concatenated in order: one copy out of the views.
+
+        Each span is a zero-copy slice of its chunk's values; one ``np.concatenate``
+        copies them all (a memory copy per span, faster than an index array per token).
 
         Args:
             owner: chunk of each span, as returned by :meth:`spans`.
@@ -143,54 +150,32 @@ class TokenColumn:
             lengths: tokens of each span (may be shorter than the documents: their
                 heads are taken).
             out: optional 1-D array receiving the tokens (its length is the total).
+            sep_after: optional booleans: write ``sep`` after these spans.
+            sep: the separator token.
         """
-        lengths = np.asarray(lengths, dtype=np.int64)
-        total = int(lengths.sum())
+        st = np.asarray(starts, dtype=np.int64)
+        begin, end = st.tolist(), (st + np.asarray(lengths, dtype=np.int64)).tolist()
+        if owner is None:
+            v = self._values[0] if self._values else np.empty(0, self.dtype)
+            parts = [v[a:b] for a, b in zip(begin, end, strict=True)]
+        else:
+            vs = self._values
+            parts = [vs[o][a:b] for o, a, b in zip(owner.tolist(), begin, end, strict=True)]
+        if sep_after is not None and bool(np.any(sep_after)):
+            mark = np.array([sep], dtype=np.int64)
+            with_sep: list[np.ndarray] = []
+            for part, flag in zip(parts, np.asarray(sep_after).tolist(), strict=True):
+                with_sep.append(part)
+                if flag:
+                    with_sep.append(mark)
+            parts = with_sep
+        if not parts:
+            return out if out is not None else np.empty(0, dtype=self.dtype)
         if out is None:
-            out = np.empty(total, dtype=self.dtype)
-        if total == 0:
-            return out
-        first = np.cumsum(lengths) - lengths  # where each span begins in the output
-        # index of token k of span i in its values buffer: starts[i] + (k - first[i])
-        src = np.repeat(starts - first, lengths)
-        src += np.arange(total, dtype=np.int64)
-        if owner is None:
-            values = self._values[0]
-            if out.dtype == values.dtype:
-                np.take(values, src, out=out)
-            else:
-                out[...] = values[src]
-            return out
-        dest_owner = np.repeat(owner, lengths)
-        for c in np.unique(owner).tolist():
-            sel = np.flatnonzero(dest_owner == c)
-            out[sel] = self._values[c][src[sel]]
+            result: np.ndarray = np.concatenate(parts)
+            return result
+        np.concatenate(parts, out=out)
         return out
-
-    def gather_to(
-        self,
-        out: np.ndarray,
-        dest: np.ndarray,
-        owner: np.ndarray | None,
-        starts: np.ndarray,
-        lengths: np.ndarray,
-    ) -> None:
-        """Copy span ``i`` to ``out[dest[i] : dest[i] + lengths[i]]`` (1-D ``out``)."""
-        lengths = np.asarray(lengths, dtype=np.int64)
-        total = int(lengths.sum())
-        if total == 0:
-            return
-        first = np.cumsum(lengths) - lengths
-        step = np.arange(total, dtype=np.int64)
-        src = np.repeat(starts - first, lengths) + step
-        dst = np.repeat(np.asarray(dest, dtype=np.int64) - first, lengths) + step
-        if owner is None:
-            out[dst] = self._values[0][src]
-            return
-        dest_owner = np.repeat(owner, lengths)
-        for c in np.unique(owner).tolist():
-            sel = np.flatnonzero(dest_owner == c)
-            out[dst[sel]] = self._values[c][src[sel]]
 
     def gather(self, positions: np.ndarray) -> np.ndarray:
         """All tokens of the documents at ``positions``, concatenated."""
@@ -211,7 +196,20 @@ class TokenColumn:
         Documents longer than ``width`` keep their first ``width`` tokens. ``mask`` is
         a boolean array, true on token positions; ``left`` pads on the left.
         """
-        owner, starts, lengths = self.spans(positions)
+        return self.pad_spans(*self.spans(positions), width, pad_id=pad_id, left=left, dtype=dtype)
+
+    def pad_spans(
+        self,
+        owner: np.ndarray | None,
+        starts: np.ndarray,
+        lengths: np.ndarray,
+        width: int,
+        *,
+        pad_id: int = 0,
+        left: bool = False,
+        dtype: Any = np.int64,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Like :meth:`gather_padded`, for spans already looked up."""
         lengths = np.minimum(lengths, width)
         ids = np.full((len(lengths), width), pad_id, dtype=dtype)
         cols = np.arange(width)
@@ -266,6 +264,16 @@ class ConcatTokenColumn(TokenColumn):
         if len(self._values) == 1:
             return None, starts, lengths
         return owner, starts, lengths
+
+
+def _buffer_view(arr: Any, dtype: np.dtype[Any], n: int) -> np.ndarray:
+    """Zero-copy numpy view of the data buffer of ``arr`` (offsets, or integer values)."""
+    buf = arr.buffers()[1]
+    if buf is None or n == 0:
+        return np.zeros(n, dtype=dtype)
+    view = np.frombuffer(buf, dtype=dtype)
+    out: np.ndarray = view[arr.offset : arr.offset + n]
+    return out
 
 
 def token_column(rows: Any, name: str) -> TokenColumn:
