@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import State, Stream, fn_name
@@ -246,17 +247,31 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
             if not len(pos):
                 return None
             assert isinstance(self.key, str)
+            names = [self.key] + ([self.boundary_key] if isinstance(self.boundary_key, str) else [])
+            schema = self._rows.schema
+            window = None
+            if not all(n in schema.names and is_token_type(schema.field(n).type) for n in names):
+                window = self._rows.take(pos)  # a value column: read the window once
             cache = self.__dict__.setdefault("_columns", {})
-            keys = _numeric_keys(key_values(self._rows, pos, self.key, cache), self.key)
+
+            def column(name: str) -> Any:
+                if window is None:
+                    return key_values(self._rows, pos, name, cache)
+                if is_token_type(window.schema.field(name).type):
+                    return pc.list_value_length(window.column(name)).to_numpy()
+                return window.column(name).to_numpy(zero_copy_only=False)
+
+            keys = _numeric_keys(column(self.key), self.key)
             order = descending(keys)
             bounds = None
             if isinstance(self.boundary_key, str):
-                values = key_values(self._rows, pos, self.boundary_key, cache).tolist()
+                values = column(self.boundary_key).tolist()
                 bounds = [values[i] for i in order.tolist()]
             pos = pos[order]
             if self._emit_positions:
                 return _SortedPositions(self._rows, pos, keys[order], self.key), bounds  # type: ignore[return-value]
-            table = self._rows.take(pos)  # the only gather of the window's data
+            # the only gather of the window's rows (token keys come from the offsets)
+            table = self._rows.take(pos) if window is None else window.take(order)
             if self.columnar:
                 return _SortedTable(table), bounds  # type: ignore[return-value]
             return table_to_rows(table), bounds

@@ -246,3 +246,30 @@ def test_table_row_source_token_column() -> None:
     assert col.num_rows == 20
     with pytest.raises(KeyError, match="no column 'x'"):
         token_rows(20).token_column("x")
+
+
+def budget_of(longest: Any) -> int:
+    return max(1, 64 // len(longest["input_ids"]))
+
+
+def test_bucket_positions_with_a_callable_batch_size_match_rows() -> None:
+    def build(columnar: bool) -> Stream[Any]:
+        s = token_source(50).bucket("input_ids", budget_of, 20, columnar=columnar, seed=2)
+        if not columnar:
+            s = s.map(lambda batch: [r["input_ids"] for r in batch])
+        return s.collate("input_ids", pad_to_multiple_of=8)
+
+    fast, slow = list(build(True)), list(build(False))
+    assert len(fast) == len(slow) > 5
+    for a, b in zip(fast, slow, strict=True):
+        assert a["input_ids"].tolist() == b["input_ids"].tolist()
+        assert a["input_ids"].shape[1] % 8 == 0
+
+
+def test_budget_bucket_reads_lengths_of_a_token_column() -> None:
+    docs = token_table(40)["input_ids"].to_pylist()
+    batches = list(token_source(40).budget_bucket("input_ids", 60, 40, seed=0))
+    for batch in batches:
+        lens = [len(r["input_ids"]) for r in batch]
+        assert len(lens) * max(lens) <= 60
+    assert sorted(len(r["input_ids"]) for b in batches for r in b) == sorted(map(len, docs))
