@@ -156,23 +156,28 @@ def split_window(docs: list[np.ndarray]) -> list[dict[str, np.ndarray]]:
 
 
 def _split(flat: np.ndarray, lengths: np.ndarray) -> list[dict[str, np.ndarray]]:
-    """Batches of ``flat`` (documents of ``lengths``): ids, segment and position ids."""
+    """Batches of ``flat`` (documents of ``lengths``): ids, segment and position ids.
+
+    Batch by batch, so that every temporary array stays in the CPU cache.
+    """
     unit = ROWS * SEQ_LEN
-    n = len(flat) // unit * unit
     starts = np.cumsum(lengths) - lengths
-    # pieces: a document inside a row; their bounds are document and row starts
-    bounds = np.union1d(starts[starts < n], np.arange(0, n + 1, SEQ_LEN))
-    pstart, plen = bounds[:-1], np.diff(bounds)
-    row = pstart // SEQ_LEN
-    segnum = np.arange(len(row)) - np.searchsorted(row, row, side="left") + 1
-    shape = (n // unit, ROWS, SEQ_LEN)
-    seg = np.repeat(segnum, plen).reshape(shape)
-    pos = (np.arange(n) - np.repeat(pstart, plen)).reshape(shape)
-    ids = flat[:n].astype(np.int64).reshape(shape)
-    return [
-        {"input_ids": ids[b], "segment_ids": seg[b], "position_ids": pos[b]}
-        for b in range(shape[0])
-    ]
+    rows = np.arange(0, unit + 1, SEQ_LEN)
+    out = []
+    for lo in range(0, len(flat) // unit * unit, unit):
+        hi = lo + unit
+        first = int(np.searchsorted(starts, lo, side="right")) - 1
+        last = int(np.searchsorted(starts, hi, side="left"))
+        # pieces: a document inside a row; their bounds are document and row starts
+        bounds = np.union1d(np.maximum(starts[first:last], lo) - lo, rows)
+        pstart, plen = bounds[:-1], np.diff(bounds)
+        row = pstart // SEQ_LEN
+        segnum = np.arange(len(row)) - np.searchsorted(row, row, side="left") + 1
+        seg = np.repeat(segnum, plen).reshape(ROWS, SEQ_LEN)
+        pos = (np.arange(unit) - np.repeat(pstart, plen)).reshape(ROWS, SEQ_LEN)
+        ids = flat[lo:hi].astype(np.int64).reshape(ROWS, SEQ_LEN)
+        out.append({"input_ids": ids, "segment_ids": seg, "position_ids": pos})
+    return out
 
 
 def tokens_of(batch: dict[str, Any]) -> int:
@@ -446,10 +451,30 @@ class Raw:
         if a >= b:
             return
         src, starts, lengths = self._spans(a, b)
-        if self.pipeline == "B":
-            self.buf = _split(self._gather(src, starts, lengths), lengths)
+        if self.pipeline == "B":  # batch bounds only; tokens are copied batch by batch
+            unit = ROWS * SEQ_LEN
+            self.spans = (src, starts, lengths, np.cumsum(lengths) - lengths)
+            self.buf = list(range(0, int(lengths.sum()) // unit * unit, unit))
             return
         self.buf = [(src[p], starts[p], lengths[p]) for p in plan_window(lengths, self.window)]
+
+    def _batch_b(self, lo: int) -> dict[str, np.ndarray]:
+        """One ``[ROWS, SEQ_LEN]`` batch straight from the mapped tokens (one copy)."""
+        src, starts, lengths, doc_start = self.spans
+        unit = ROWS * SEQ_LEN
+        hi = lo + unit
+        first = int(np.searchsorted(doc_start, lo, side="right")) - 1
+        last = int(np.searchsorted(doc_start, hi, side="left"))
+        bounds = np.union1d(np.maximum(doc_start[first:last], lo), np.arange(lo, hi + 1, SEQ_LEN))
+        pstart, plen = bounds[:-1], np.diff(bounds)
+        doc = np.searchsorted(doc_start, pstart, side="right") - 1
+        ids = np.empty(unit, np.int64)
+        ids[:] = self._gather(src[doc], starts[doc] + (pstart - doc_start[doc]), plen)
+        row = (pstart - lo) // SEQ_LEN
+        segnum = np.arange(len(row)) - np.searchsorted(row, row, side="left") + 1
+        seg = np.repeat(segnum, plen).reshape(ROWS, SEQ_LEN)
+        pos = (np.arange(lo, hi) - np.repeat(pstart, plen)).reshape(ROWS, SEQ_LEN)
+        return {"input_ids": ids.reshape(ROWS, SEQ_LEN), "segment_ids": seg, "position_ids": pos}
 
     def __iter__(self) -> Raw:
         return self
@@ -463,7 +488,7 @@ class Raw:
         item = self.buf[self.pos]
         self.pos += 1
         if self.pipeline == "B":
-            return item
+            return self._batch_b(item)
         src, starts, lengths = item
         width = int(lengths.max())
         mask = np.arange(width) < lengths[:, None]

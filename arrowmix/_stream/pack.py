@@ -95,12 +95,6 @@ class _Docs:
             return self.source._pull_positions(n)
         return self.source._pull(n)
 
-    @staticmethod
-    def join(a: Any, b: Any) -> Any:
-        if isinstance(a, np.ndarray):
-            return np.concatenate([a, b])
-        return list(a) + list(b)
-
     def spans(self, block: Any) -> tuple[TokenColumn, np.ndarray | None, np.ndarray, np.ndarray]:
         """``(column, owner, starts, lengths)`` of the block's documents."""
         if self.rows is not None:
