@@ -460,7 +460,7 @@ class Raw:
 
     def _batch_b(self, lo: int) -> dict[str, np.ndarray]:
         """One ``[ROWS, SEQ_LEN]`` batch straight from the mapped tokens (one copy)."""
-        src, starts, lengths, doc_start = self.spans
+        src, starts, _, doc_start = self.spans
         unit = ROWS * SEQ_LEN
         hi = lo + unit
         first = int(np.searchsorted(doc_start, lo, side="right")) - 1
