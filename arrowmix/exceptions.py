@@ -11,6 +11,7 @@ __all__ = [
     "CacheCorruptedError",
     "CacheWarning",
     "ChunkFileError",
+    "DroppedDataWarning",
     "ElasticResumeError",
     "FingerprintError",
     "FingerprintWarning",
@@ -81,6 +82,15 @@ class ElasticResumeError(ArrowmixError, ValueError):
     """A pipeline cannot resume the checkpoints of another number of instances.
 
     The message names the stage that refuses and what to do instead.
+
+    .. versionadded:: 0.2
+    """
+
+
+class DroppedDataWarning(UserWarning):
+    """A stage drops part of the data by design (e.g. ``budget_bucket(remainder="drop")``).
+
+    The message says how much and how to drop less.
 
     .. versionadded:: 0.2
     """

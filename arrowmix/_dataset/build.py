@@ -18,6 +18,7 @@ from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage.chunks import list_chunk_files, write_batches
 from arrowmix._storage.ipc import content_summary, open_table
+from arrowmix._validate import check_int
 from arrowmix.exceptions import SchemaMismatchError
 
 __all__ = [
@@ -79,7 +80,7 @@ def from_chunks(
     an fsspec URL, reached with ``storage_options`` like the chunks.
     """
     files = list_chunk_files(path_or_glob_or_list, storage_options)
-    tables = [open_table(f, storage_options) for f in files]
+    tables = [open_table(f, storage_options, check="chunk") for f in files]
     schema = tables[0].schema.remove_metadata()
     for f, t in zip(files, tables, strict=True):
         if not t.schema.remove_metadata().equals(schema):
@@ -118,6 +119,19 @@ def write_chunks(
     ``bytes_per_chunk`` (default 256 MiB). Each file is written under a temporary name and
     renamed into place when complete.
 
+    Args:
+        data: A Dataset, a ``pyarrow.Table``, or an iterable of row dicts or record batches.
+        out_dir: Directory (or fsspec URL) for ``chunk-00000.arrow``...
+        rows_per_chunk: Start a new chunk file every this many rows.
+        bytes_per_chunk: Start a new chunk file every this many bytes.
+        storage_options: Passed to fsspec for a URL.
+        overwrite: Replace the chunk files already in ``out_dir`` (otherwise they are a
+            ``FileExistsError``). The same rows give byte-identical chunks, so the
+            fingerprints of a rewritten corpus, and the caches built on them, stay valid.
+
+    Returns:
+        The paths of the chunk files written, in order.
+
     Example:
         >>> import arrowmix as am, tempfile
         >>> out = tempfile.mkdtemp()
@@ -127,6 +141,7 @@ def write_chunks(
         >>> len(am.Dataset.from_chunks(out))
         10
     """
+    rows_per_chunk = check_int("rows_per_chunk", rows_per_chunk, minimum=1, none_ok=True)
     return write_batches(
         _batches_of(data, min(_ROWS_PER_BATCH, rows_per_chunk or _ROWS_PER_BATCH)),
         os.fspath(out_dir),
@@ -177,13 +192,15 @@ def _from_iterable(it: Iterator[Any], rows_per_batch: int) -> Iterator[pa.Record
 
 
 def _rows_to_batch(rows: list[Any], schema: pa.Schema | None, start: int) -> pa.RecordBatch:
-    if schema is None:
-        return pa.RecordBatch.from_pylist(rows)
     keys: set[str] = set()
     for i, r in enumerate(rows):
         if not isinstance(r, Mapping):
-            raise TypeError(f"Rows must be dicts; row {start + i} is {type(r).__name__}.")
+            raise TypeError(
+                f"Rows must be dicts; row {start + i} is {type(r).__name__}: {r!r:.80}."
+            )
         keys.update(r)
+    if schema is None:
+        return pa.RecordBatch.from_pylist(rows)
     extra = keys - set(schema.names)
     if extra:
         raise SchemaMismatchError(

@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +22,10 @@ from arrowmix._dataset.constructors import DatasetConstructors
 from arrowmix._dataset.indices import IndexMap, to_positions
 from arrowmix._dataset.reader import TableReader
 from arrowmix._storage import fs
+from arrowmix._validate import check_int
+
+if TYPE_CHECKING:
+    from arrowmix._dataset.column import Column
 
 __all__ = ["Dataset", "DatasetState"]
 
@@ -212,16 +216,36 @@ class Dataset(DatasetConstructors):
         pos = to_positions(key, self.num_rows)
         return formats.format_batch(self._gather(pos.to_numpy(), self._columns()), fmt)
 
+    def column(self, name: str) -> Column:
+        """A lazy, list-like view of column ``name``: nothing is read until it is indexed.
+
+        ``ds[name]`` returns the whole column as one Python list, which on a large corpus
+        costs memory in proportion to the column. The view reads only the rows asked for, and
+        iterates block by block (see :class:`~arrowmix._dataset.column.Column`).
+
+        Example:
+            >>> import arrowmix as am
+            >>> col = am.Dataset.from_dict({"x": [1, 2, 3]}).column("x")
+            >>> col[0], col[1:], sum(col)
+            (1, [2, 3], 6)
+        """
+        from arrowmix._dataset.column import Column
+
+        return Column(self, name)
+
     def iter(self, batch_size: int, drop_last_batch: bool = False) -> Iterator[Any]:
         """Iterate over batches of ``batch_size`` rows, in the dataset's format.
+
+        Args:
+            batch_size: Rows per batch.
+            drop_last_batch: Skip a last batch shorter than ``batch_size``.
 
         Example:
             >>> import arrowmix as am
             >>> [b["x"] for b in am.Dataset.from_dict({"x": [1, 2, 3]}).iter(batch_size=2)]
             [[1, 2], [3]]
         """
-        if not isinstance(batch_size, int) or batch_size <= 0:
-            raise ValueError(f"`batch_size` must be a positive int, got {batch_size!r}.")
+        batch_size = check_int("batch_size", batch_size, minimum=1)
         n = self.num_rows
         for start in range(0, n, batch_size):
             stop = min(start + batch_size, n)
@@ -277,7 +301,10 @@ class Dataset(DatasetConstructors):
     ) -> Dataset:
         """A view sorted by ``column`` (stable; nulls last); several columns sort in order.
 
-        ``column_names=`` is accepted as HF ``datasets`` spells it.
+        Args:
+            column: Column name, or names to sort by in order.
+            reverse: Descending order; one flag per column for several columns.
+            column_names: Same as ``column``, as HF ``datasets`` spells it.
         """
         from arrowmix._dataset import ops
 
@@ -288,7 +315,13 @@ class Dataset(DatasetConstructors):
         return ops.sort(self, by, reverse)
 
     def shard(self, num_shards: int, index: int, contiguous: bool = True) -> Dataset:
-        """The ``index``-th of ``num_shards`` disjoint parts that together cover the dataset."""
+        """The ``index``-th of ``num_shards`` disjoint parts that together cover the dataset.
+
+        Args:
+            num_shards: Number of parts.
+            index: Which part, in ``range(num_shards)``.
+            contiguous: Consecutive rows per part (else every ``num_shards``-th row).
+        """
         from arrowmix._dataset import ops
 
         return ops.shard(self, num_shards, index, contiguous)
@@ -296,7 +329,13 @@ class Dataset(DatasetConstructors):
     def train_test_split(
         self, test_size: float | int, seed: int | None = None, shuffle: bool = True
     ) -> Any:
-        """Split into ``(train, test)``; also indexable as ``split["train"]``/``["test"]``."""
+        """Split into ``(train, test)``; also indexable as ``split["train"]``/``["test"]``.
+
+        Args:
+            test_size: Fraction of the rows (a float in (0, 1)) or number of rows for test.
+            seed: Seed of the shuffle before splitting.
+            shuffle: Shuffle before splitting (else the test rows are the last ones).
+        """
         from arrowmix._dataset import ops
 
         return ops.train_test_split(self, test_size, seed, shuffle)
@@ -320,7 +359,12 @@ class Dataset(DatasetConstructors):
         return ops.remove_columns(self, column_names)
 
     def rename_column(self, original_column_name: str, new_column_name: str) -> Dataset:
-        """Rename one column (zero-copy)."""
+        """Rename one column (zero-copy).
+
+        Args:
+            original_column_name: The column to rename.
+            new_column_name: Its new name (not already a column).
+        """
         from arrowmix._dataset import ops
 
         return ops.rename_column(self, original_column_name, new_column_name)
@@ -357,6 +401,22 @@ class Dataset(DatasetConstructors):
         recomputes. ``num_proc`` spreads the work over processes. ``executor="ray"`` runs the
         missing segments as Ray tasks instead (``num_proc`` then caps the tasks in flight; the
         files and the fingerprint are the same). See ``docs/caching.md`` and ``docs/ray.md``.
+
+        Args:
+            function: ``function(row) -> dict | None``, or with ``batched=True``
+                ``function(batch: dict of lists) -> dict of lists``; None keeps the rows.
+            batched: Call ``function`` on batches of ``batch_size`` rows.
+            batch_size: Rows per batch (None or <= 0: one batch per cache segment).
+            with_indices: Also pass the row position(s) after the row/batch.
+            input_columns: Pass these columns positionally instead of the dict.
+            fn_kwargs: Extra keyword arguments for ``function``.
+            remove_columns: Input columns left out of the output.
+            num_proc: Processes computing the segments.
+            load_from_cache_file: False recomputes even when the cache files exist.
+            cache_file_name: Where to write the result instead of :attr:`cache_dir`.
+            new_fingerprint: The result's fingerprint, instead of the computed one.
+            desc: Label of the progress bar.
+            executor: ``"ray"`` runs the missing segments as Ray tasks.
 
         Example:
             >>> import arrowmix as am
@@ -406,6 +466,20 @@ class Dataset(DatasetConstructors):
         ``batched=True``); the other arguments (``executor`` too) are as in :meth:`map`. No
         column data is copied: the kept positions are stored in the cache and composed with
         the existing indices mapping.
+
+        Args:
+            function: ``function(row) -> bool``, or with ``batched=True``
+                ``function(batch) -> list of bool``.
+            batched: Call ``function`` on batches of ``batch_size`` rows.
+            batch_size: Rows per batch.
+            with_indices: Also pass the row position(s) after the row/batch.
+            input_columns: Pass these columns positionally instead of the dict.
+            fn_kwargs: Extra keyword arguments for ``function``.
+            num_proc: Processes computing the segments.
+            load_from_cache_file: False recomputes even when the cache files exist.
+            new_fingerprint: The result's fingerprint, instead of the computed one.
+            desc: Label of the progress bar.
+            executor: ``"ray"`` runs the missing segments as Ray tasks.
 
         Example:
             >>> import arrowmix as am

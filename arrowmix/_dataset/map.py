@@ -38,9 +38,13 @@ from arrowmix._dataset.map_job import MAP_VERSION, Job, materialise
 from arrowmix._fingerprint.transform import validate_fingerprint
 from arrowmix._storage.fs import is_local
 from arrowmix._storage.ipc import read_meta
+from arrowmix._validate import check_callable, check_int
 from arrowmix.exceptions import SchemaMismatchError
 
 __all__ = ["MAP_VERSION", "filter_dataset", "map_dataset"]
+
+#: Times a result is materialised when a cleanup keeps removing its files under it.
+_ATTEMPTS = 3
 
 
 def _map_result(job: Job, tables: list[pa.Table], segments: list[Segment]) -> Dataset:
@@ -123,14 +127,9 @@ def _names(ds: Dataset, value: str | Sequence[str] | None, arg: str) -> tuple[st
 
 
 def _check_args(function: Any, batch_size: Any, num_proc: Any) -> None:
-    if not callable(function):
-        raise TypeError(f"`function` must be callable, got {type(function).__name__}.")
-    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)):
-        raise TypeError(f"`batch_size` must be an int or None, got {batch_size!r}.")
-    if num_proc is not None and (
-        isinstance(num_proc, bool) or not isinstance(num_proc, int) or num_proc < 1
-    ):
-        raise ValueError(f"`num_proc` must be a positive int or None, got {num_proc!r}.")
+    check_callable("function", function)
+    check_int("batch_size", batch_size, none_ok=True)
+    check_int("num_proc", num_proc, minimum=1, none_ok=True)
 
 
 def _resolve_executor(executor: Any) -> Any:
@@ -201,10 +200,23 @@ def _run(
     segments = plan_segments(len(ds), fp, cache_dir, user_path)
     ix = ds._s.indices
     job = Job(kind, ds, call, fp, zero_copy_ok=ix is None or ix.is_range, record=record)
-    tables = materialise(job, segments, load=load, num_proc=num_proc, desc=desc, executor=executor)
-    if kind == "filter":
-        return _filter_result(job, tables, [seg.path for seg in segments])
-    return _map_result(job, tables, segments)
+    for attempt in range(_ATTEMPTS):
+        holds: list[Any] = []  # the segments stay registered as in use until the result is
+        tables = materialise(
+            job, segments, load=load, num_proc=num_proc, desc=desc, executor=executor, holds=holds
+        )
+        try:
+            if kind == "filter":
+                return _filter_result(job, tables, [seg.path for seg in segments])
+            return _map_result(job, tables, segments)
+        except FileNotFoundError:
+            # A file of the result (e.g. its indices file) was removed before it was held:
+            # the next attempt finds it missing and computes it again.
+            if attempt == _ATTEMPTS - 1:
+                raise
+        finally:
+            del holds
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def map_dataset(

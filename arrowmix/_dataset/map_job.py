@@ -133,9 +133,9 @@ def _chain(first: pa.RecordBatch, rest: Any) -> Any:
     yield from rest
 
 
-def _check(job: Job, seg: Segment) -> pa.Table | str:
+def _check(job: Job, seg: Segment, holds: list[Any] | None = None) -> pa.Table | str:
     """``check_segment`` plus what only map/filter know about their files."""
-    found = check_segment(seg, job.expect(seg), job.storage_options)
+    found = check_segment(seg, job.expect(seg), job.storage_options, holds)
     if isinstance(found, str):
         return found
     meta = read_meta(found.schema)
@@ -165,11 +165,17 @@ def materialise(
     num_proc: int | None,
     desc: str | None,
     executor: Any = None,
+    holds: list[Any] | None = None,
 ) -> list[pa.Table]:
+    """The tables of ``segments``, reused or computed; ``holds`` receives their registrations.
+
+    Keep ``holds`` alive until the result holds the files itself: a cleanup cannot remove a
+    file between its check here and then.
+    """
     tables: dict[int, pa.Table] = {}
     if load:
         for seg in segments:
-            found = _check(job, seg)
+            found = _check(job, seg, holds)
             if isinstance(found, str):
                 break
             tables[seg.index] = found
@@ -191,7 +197,7 @@ def materialise(
         tables = {}
         if load:
             for seg in segments:
-                found = _check(job, seg)
+                found = _check(job, seg, holds)
                 if not isinstance(found, str):
                     tables[seg.index] = found
                 elif found != "missing":
@@ -215,7 +221,7 @@ def materialise(
                 executor=executor,
             )
         for seg in missing:
-            found = _check(job, seg)
+            found = _check(job, seg, holds)
             if isinstance(found, str):
                 raise CacheCorruptedError(
                     f"Cache file {seg.path!r} was just written but is not valid: {found}."

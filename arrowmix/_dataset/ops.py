@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import secrets
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Literal, NamedTuple
@@ -24,8 +25,15 @@ from arrowmix._dataset.indices import IndexMap, load_or_store, to_positions
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._fingerprint.transform import roll
 from arrowmix._storage import fs
+from arrowmix._storage.atomic import remove_dead_tmp
 from arrowmix._storage.ipc import open_table, read_meta, write_file
-from arrowmix.exceptions import CacheCorruptedError, SchemaMismatchError
+from arrowmix._validate import check_index, check_int
+from arrowmix.exceptions import (
+    CacheCorruptedError,
+    CacheWarning,
+    ChunkFileError,
+    SchemaMismatchError,
+)
 
 __all__ = [
     "SplitResult",
@@ -84,9 +92,7 @@ def shuffle(ds: Dataset, seed: int | None) -> Dataset:
 def _check_seed(seed: int | None) -> int:
     if seed is None:
         return secrets.randbits(63)  # fresh entropy; never numpy's global state
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"`seed` must be a non-negative int or None, got {seed!r}.")
-    return int(seed)
+    return int(check_int("seed", seed, minimum=0, none_ok=True))
 
 
 def sort(ds: Dataset, column: str | Sequence[str], reverse: bool | Sequence[bool]) -> Dataset:
@@ -108,10 +114,8 @@ def sort(ds: Dataset, column: str | Sequence[str], reverse: bool | Sequence[bool
 
 
 def shard(ds: Dataset, num_shards: int, index: int, contiguous: bool) -> Dataset:
-    if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards <= 0:
-        raise ValueError(f"`num_shards` must be a positive int, got {num_shards!r}.")
-    if not isinstance(index, int) or not 0 <= index < num_shards:
-        raise IndexError(f"Shard `index` must be in [0, {num_shards}), got {index!r}.")
+    num_shards = check_int("num_shards", num_shards, minimum=1)
+    index = check_index("index", index, num_shards)
     n = len(ds)
     if contiguous:
         div, mod = divmod(n, num_shards)
@@ -176,6 +180,25 @@ def train_test_split(
     return SplitResult(train, test)
 
 
+def _open_flattened(path: str, fp: str, n: int, so: Any, *, warn: bool = True) -> pa.Table | None:
+    """The flattened table at ``path``, or None (with a ``CacheWarning``) if it is not usable."""
+    try:
+        table = open_table(path, so, check="checksum")
+    except ChunkFileError as exc:
+        why = str(exc)
+    else:
+        meta = read_meta(table.schema)
+        if meta.get("fingerprint") == fp and table.num_rows == n:
+            return table
+        why = (
+            f"Cache file {path!r} does not match its name: expected {n} rows of fingerprint "
+            f"{fp!r}, found {table.num_rows} rows of {meta.get('fingerprint')!r}."
+        )
+    if warn:
+        warnings.warn(f"{why} Recomputing it.", CacheWarning, stacklevel=4)
+    return None
+
+
 def flatten_indices(ds: Dataset) -> Dataset:
     s = ds._s
     if s.indices is None:
@@ -184,7 +207,11 @@ def flatten_indices(ds: Dataset) -> Dataset:
     path = fs.join(ds.cache_dir, cache_file_name(fp))
     n = len(ds)
     so = s.storage_options
-    if not fs.exists(path, so):
+    table = _open_flattened(path, fp, n, so) if fs.exists(path, so) else None
+    if table is None:
+        if fs.is_local(path):  # temporary files of killed writers of this very file
+            directory, name = fs.split(fs.local_path(path))
+            remove_dead_tmp(directory, name.__eq__)
         blocks = (
             b
             for start in range(0, n, _FLATTEN_BLOCK)
@@ -199,13 +226,9 @@ def flatten_indices(ds: Dataset) -> Dataset:
             "created": time.time(),
         }
         write_file(path, blocks, s.table.schema.remove_metadata(), meta=meta, storage_options=so)
-    table = open_table(path, so)
-    meta = read_meta(table.schema)
-    if meta.get("fingerprint") != fp or table.num_rows != n:
-        raise CacheCorruptedError(
-            f"Cache file {path!r} does not match its name: expected {n} rows of fingerprint "
-            f"{fp!r}, found {table.num_rows} rows of {meta.get('fingerprint')!r}."
-        )
+        table = _open_flattened(path, fp, n, so, warn=False)
+        if table is None:
+            raise CacheCorruptedError(f"Cache file {path!r} was just written but is not valid.")
     table = table.replace_schema_metadata(None)
     return Dataset(
         DatasetState(

@@ -9,6 +9,7 @@ into place when complete. Names sort naturally: ``chunk-00000.arrow``, ``chunk-0
 
 from __future__ import annotations
 
+import errno
 import glob as globlib
 import os
 import re
@@ -17,8 +18,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from arrowmix._storage.atomic import remove_dead_tmp
 from arrowmix._storage.fs import ensure_parent, is_local, join, local_path, url_to_fs
 from arrowmix._storage.ipc import write_file
+from arrowmix._validate import check_int
 from arrowmix.exceptions import ChunkFileError
 
 __all__ = [
@@ -47,12 +50,8 @@ def write_batches(
     storage_options: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """Write record batches (one schema) into chunk files in ``out_dir``; return their paths."""
-    for name, value in (
-        ("rows_per_chunk", rows_per_chunk),
-        ("bytes_per_chunk", bytes_per_chunk),
-    ):
-        if value is not None and (not isinstance(value, int) or value <= 0):
-            raise ValueError(f"`{name}` must be a positive int or None, got {value!r}.")
+    rows_per_chunk = check_int("rows_per_chunk", rows_per_chunk, minimum=1, none_ok=True)
+    bytes_per_chunk = check_int("bytes_per_chunk", bytes_per_chunk, minimum=1, none_ok=True)
     if rows_per_chunk is None and bytes_per_chunk is None:
         bytes_per_chunk = DEFAULT_BYTES_PER_CHUNK
     _prepare_dir(out_dir, overwrite, storage_options)
@@ -147,6 +146,8 @@ def _coalesce(group: list[pa.RecordBatch]) -> pa.RecordBatch:
 
 
 def _prepare_dir(out_dir: str, overwrite: bool, storage_options: Mapping[str, Any] | None) -> None:
+    if is_local(out_dir):
+        _check_local_dir(local_path(out_dir))
     existing = _existing_chunks(out_dir, storage_options)
     if existing and not overwrite:
         raise FileExistsError(
@@ -157,11 +158,25 @@ def _prepare_dir(out_dir: str, overwrite: bool, storage_options: Mapping[str, An
         os.makedirs(local_path(out_dir), exist_ok=True)
         for path in existing:
             os.unlink(path)
+        # Temporary files of killed writers of chunks (and of markers such as _COMPLETE.json)
+        remove_dead_tmp(local_path(out_dir), lambda n: bool(CHUNK_PATTERN.match(n)) or n[0] == "_")
     else:
         fs, p = url_to_fs(out_dir, storage_options)
         ensure_parent(fs, p, out_dir)
         for path in existing:
             fs.rm(url_to_fs(path, storage_options)[1])
+
+
+def _check_local_dir(d: str) -> None:
+    """Raise ``NotADirectoryError`` naming ``d`` (or its ancestor) if a file is in the way."""
+    probe = os.path.abspath(d)
+    while not os.path.exists(probe) and os.path.dirname(probe) != probe:
+        probe = os.path.dirname(probe)
+    if os.path.exists(probe) and not os.path.isdir(probe):
+        where = "is a file" if probe == os.path.abspath(d) else f"is below the file {probe!r}"
+        raise NotADirectoryError(
+            errno.ENOTDIR, f"`out_dir` {d!r} {where}; chunk files are written into a directory."
+        )
 
 
 def _existing_chunks(out_dir: str, storage_options: Mapping[str, Any] | None) -> list[str]:

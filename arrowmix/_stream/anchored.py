@@ -22,6 +22,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from arrowmix._stream.base import State, Stream
+from arrowmix._stream.rng import derive_rng
 from arrowmix._stream.topology import ElasticRole
 from arrowmix.exceptions import StateError
 
@@ -37,8 +38,8 @@ class WindowReplayStage(Stream[U]):
     Subclasses call ``super().__init__(source)`` and implement ``compute(window)``: read
     one window from ``self.source`` (``self.source.pull(n)`` or ``self.source.next()``),
     return its outputs as a list, or ``None`` when the source is exhausted. ``compute``
-    must be a pure function of the items it reads and of ``window`` (seed random choices
-    with ``derive_rng(seed, window)``) and must not carry items over to the next window:
+    must be a pure function of the items it reads and of ``window`` (random choices come
+    from ``self.window_rng(seed, window)``) and must not carry items over to the next window:
     restoring calls it again for the open window. Configuration goes in
     ``describe()``; extra state (a seed) in ``extra_state``/``load_extra`` with the
     keys listed in ``STATE_KEYS``.
@@ -103,6 +104,25 @@ class WindowReplayStage(Stream[U]):
                 raise StateError(f"{type(self).__name__}: bad `{name}` {v!r} in state.")
         self.source.reset(state[self.SOURCE_KEY])
         self._window, self._skip = window, emitted
+
+    def begin_epoch(self, epoch: int) -> None:
+        """Mix ``epoch`` (from ``set_epoch``) into :meth:`window_rng`."""
+        self._draw_epoch = epoch
+
+    @property
+    def pending_skip(self) -> int:
+        """Outputs of the open window a restore still has to skip (0 when running)."""
+        skip: int = self._skip
+        return skip
+
+    def window_rng(self, seed: int, window: int) -> np.random.Generator:
+        """The generator of ``window``: ``derive_rng(seed, window)`` (and the epoch).
+
+        Use it for every random choice of ``compute``; after ``set_epoch(e)`` with
+        ``e > 0`` it is ``derive_rng(seed, window, e)``, so each epoch draws anew.
+        """
+        epoch = self.__dict__.get("_draw_epoch", 0)
+        return derive_rng(seed, window, epoch) if epoch else derive_rng(seed, window)
 
     def replay_open_window(self) -> None:
         """Recompute the window a restored state stands in (no output is yielded)."""

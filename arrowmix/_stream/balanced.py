@@ -23,17 +23,19 @@ instance already yielded and the seed; restoring re-reads and re-plans one windo
 from __future__ import annotations
 
 import operator
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from arrowmix._stream.anchored import AnchoredStage
-from arrowmix._stream.base import State, Stream, fn_name
-from arrowmix._stream.rng import SeedHolder, derive_rng
+from arrowmix._stream.base import State, Stream, fn_id
+from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.sources import table_to_rows
 from arrowmix._stream.tokens import key_values
 from arrowmix._stream.topology import ElasticRole, check_sharding, walk
+from arrowmix.exceptions import DroppedDataWarning
 
 __all__ = ["REMAINDERS", "BudgetBucketIterator", "deal_batches", "plan_batches"]
 
@@ -243,9 +245,28 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
             state = self._begin
         super().reset(state)
 
+    def _warn_dropped(self, window: int, sizes: list[int]) -> None:
+        """Warn once per stage how much ``remainder="drop"`` drops, and what to do."""
+        if self.__dict__.get("_warned"):
+            return
+        self._warned = True
+        n, b = self.num_instances, len(sizes)
+        dropped = sum(sizes[b - b % n :])
+        share = dropped / max(1, sum(sizes))
+        warnings.warn(
+            f"budget_bucket(remainder='drop') on {n} instances dropped {b % n} of the {b} "
+            f"batches of read-ahead window {window} ({dropped} rows, {share:.1%}); each "
+            f"window drops up to {n - 1} batches, so about {n - 1} / (batches per window) "
+            "of the epoch is lost. Make read_ahead hold many more than "
+            f"{n} batches (budget / typical length * {n} * 20 rows keeps it under 5%), or "
+            "use remainder='pad'.",
+            DroppedDataWarning,
+            stacklevel=4,
+        )
+
     def describe(self) -> dict[str, Any]:
         return {
-            "key": self.key if isinstance(self.key, str) else fn_name(self.key),
+            "key": self.key if isinstance(self.key, str) else fn_id(self, self.key),
             "budget": self.budget,
             "read_ahead": self.read_ahead,
             "num_instances": self.num_instances,
@@ -277,7 +298,7 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
             lengths = np.fromiter(map(self._key, items), dtype=np.int64, count=len(items))
         batches = plan_batches(lengths, self.budget, max_batch_size=self.max_batch_size)
         if self.shuffle_batches:
-            perm = derive_rng(self._seed.value, window).permutation(len(batches))
+            perm = self.window_rng(self._seed.value, window).permutation(len(batches))
             batches = [batches[i] for i in perm]
         left = list(range(len(batches)))
         if self._override is not None and self._override[0] == window:
@@ -288,6 +309,8 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
                     done.update(left[i] for i in dealt[:e])
                 left = [b for b in left if b not in done]
         dealt = deal_batches(len(left), self.num_instances, self.instance_rank, self.remainder)
+        if self.remainder == "drop" and len(left) % self.num_instances:
+            self._warn_dropped(window, [len(batches[i]) for i in left])
         mine = [left[i] for i in dealt]
         if self._rows is None:
             return [[items[j] for j in batches[i].tolist()] for i in mine]

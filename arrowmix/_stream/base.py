@@ -52,6 +52,8 @@ FORMAT_VERSION = 1
 _FORMAT_KEY = "format"
 _PIPELINE_KEY = "pipeline"
 _STATE_KEY = "state"
+_EPOCH_KEY = "epoch"  # present when set_epoch chose an epoch other than 0
+_NODES_KEY = "nodes"  # per node: class and compact fields (names a mismatch)
 
 
 def check_keys(owner: object, state: State, keys: Iterable[str]) -> None:
@@ -79,6 +81,13 @@ def checked_fn(fn: F) -> F:
 
 def fn_name(fn: object) -> str:
     return str(getattr(fn, "__qualname__", None) or type(fn).__qualname__)
+
+
+def fn_id(owner: Stream[Any], fn: Any) -> str:
+    """``fn`` for ``describe()``: its name and its digest by value (see ``identity``)."""
+    from arrowmix._stream.identity import fn_identity
+
+    return fn_identity(owner, fn)
 
 
 @dataclass(frozen=True)
@@ -167,6 +176,13 @@ class Stream(Generic[T]):
         others there is nothing to replay.
         """
 
+    def begin_epoch(self, epoch: int) -> None:
+        """Hook of ``set_epoch``, called on every node before the restart.
+
+        Row and chunk sources then start at ``epoch`` (its order); window stages mix it
+        into their random draws (``WindowReplayStage.window_rng``). The default ignores it.
+        """
+
     def set_elastic_mode(self, mode: ElasticMode) -> None:
         """Called on every node by elastic resume before it runs a task (a hook).
 
@@ -245,6 +261,44 @@ class Stream(Generic[T]):
             return item
         return self.next()
 
+    def set_epoch(self, epoch: int) -> None:
+        """Restart at the beginning of epoch ``epoch`` (as torch samplers' ``set_epoch``).
+
+        A finite stream (``infinite=False``) otherwise yields the same order on every
+        pass; with ``set_epoch(e)`` its row and chunk sources read the order of epoch
+        ``e`` and its shuffle and bucketing windows draw from ``(seed, window, e)``.
+        ``state_dict()`` records the epoch, so loading a checkpoint resumes inside it.
+
+        Example:
+            >>> from arrowmix.stream import from_iterable
+            >>> s = from_iterable(range(8)).shuffle(8, seed=0)
+            >>> s.set_epoch(0); a = list(s)
+            >>> s.set_epoch(1); b = list(s)
+            >>> a != b and sorted(a) == sorted(b) == list(range(8))
+            True
+        """
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+            raise ValueError(f"`epoch` must be an int >= 0, got {epoch!r}.")
+        self._ensure_started()
+        run = self.__dict__.pop("_elastic", None)
+        if run is not None:
+            run.leave()
+        self._apply_epoch(epoch)
+        self._do_reset(None)
+
+    @property
+    def chosen_epoch(self) -> int:
+        """The epoch of the last ``set_epoch`` (or loaded checkpoint); 0 by default."""
+        epoch: int = self.__dict__.get("_epoch_set", 0)
+        return epoch
+
+    def _apply_epoch(self, epoch: int) -> None:
+        from arrowmix._stream.topology import walk
+
+        self._epoch_set = epoch
+        for node in walk(self):
+            node.begin_epoch(epoch)
+
     def state_dict(self) -> State:
         """The checkpoint of the whole pipeline: small and JSON-serialisable."""
         self._ensure_started()
@@ -252,11 +306,16 @@ class Stream(Generic[T]):
         if run is not None:
             state: State = run.state_dict()
             return state
-        return {
+        fingerprint, nodes = self._identity()
+        out = {
             _FORMAT_KEY: FORMAT_VERSION,
-            _PIPELINE_KEY: self.pipeline_fingerprint(),
+            _PIPELINE_KEY: fingerprint,
             _STATE_KEY: self.get_state(),
+            _NODES_KEY: list(nodes),
         }
+        if self.chosen_epoch:
+            out[_EPOCH_KEY] = self.chosen_epoch
+        return out
 
     def load_state_dict(self, state: State | None) -> None:
         """Restore a checkpoint of ``state_dict()``; ``None`` restarts.
@@ -281,23 +340,46 @@ class Stream(Generic[T]):
         if state is None:
             self._do_reset(None)
             return
-        check_keys(self, state, (_FORMAT_KEY, _PIPELINE_KEY, _STATE_KEY))
+        keys = [_FORMAT_KEY, _PIPELINE_KEY, _STATE_KEY]
+        keys += [k for k in (_EPOCH_KEY, _NODES_KEY) if k in state]  # optional
+        check_keys(self, state, keys)
         if state[_FORMAT_KEY] != FORMAT_VERSION:
             raise StateError(
                 f"checkpoint format {state[_FORMAT_KEY]!r} is not supported; "
                 f"this arrowmix reads format {FORMAT_VERSION}."
             )
+        from arrowmix._stream.identity import describe_mismatch, warn_unhashed
+
         mine = self.pipeline_fingerprint()
         if state[_PIPELINE_KEY] != mine:
             raise StateError(
                 f"checkpoint was taken from a different pipeline (fingerprint "
-                f"{state[_PIPELINE_KEY]!r}, this one is {mine!r}): {self.explain()}"
+                f"{state[_PIPELINE_KEY]!r}, this one is {mine!r}): "
+                f"{describe_mismatch(state.get(_NODES_KEY), self)}."
             )
+        warn_unhashed(self)
+        epoch = state.get(_EPOCH_KEY, 0)
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+            raise StateError(f"checkpoint `epoch` must be an int >= 0, got {epoch!r}.")
+        if epoch != self.chosen_epoch:
+            self._apply_epoch(epoch)
         self._do_reset(state[_STATE_KEY])
 
     def pipeline_fingerprint(self) -> str:
         """16-hex hash of the configuration of this node and everything it reads."""
-        return hash_value(self._config_tree())
+        return self._identity()[0]
+
+    def _identity(self) -> tuple[str, list[str]]:
+        """``(pipeline fingerprint, node digests)``, hashed again only when it changed."""
+        from arrowmix._stream.identity import node_summaries
+
+        tree = self._config_tree()
+        cached = self.__dict__.get("_identity_cache")
+        if cached is not None and cached[0] == tree:
+            return cached[1], cached[2]
+        out = (hash_value(tree), node_summaries(self))
+        self._identity_cache = (tree, *out)
+        return out
 
     def _config_tree(self) -> list[Any]:
         return [
@@ -333,6 +415,8 @@ class Stream(Generic[T]):
 
     def __getstate__(self) -> dict[str, Any]:
         d = dict(self.__dict__)
+        d.pop("_fn_ids", None)  # function digests: recomputed from the code where loaded
+        d.pop("_identity_cache", None)
         for cls in type(self).__mro__:
             for name in getattr(cls, "TRANSIENT", ()):
                 d.pop(name, None)
@@ -350,7 +434,13 @@ class Stream(Generic[T]):
     # -------------------------------------------------------------- fluent stages
     # Each stage module imports this base, so they are imported lazily here.
     def map(self, fn: Callable[[T], U], num_workers: int | None = None) -> Stream[U]:
-        """Apply ``fn`` to every item (``num_workers`` threads keep the order)."""
+        """Apply ``fn`` to every item, in order.
+
+        Args:
+            fn: Called with each item; its return value is the new item.
+            num_workers: Threads calling ``fn`` concurrently (the order is kept); None
+                calls it inline.
+        """
         from arrowmix._stream.map import MapIterator, ParallelMapIterator
 
         if num_workers is None:
@@ -376,7 +466,12 @@ class Stream(Generic[T]):
         return WindowIterator(self, width)
 
     def shuffle(self, buffer_size: int, seed: int | None = None) -> Stream[T]:
-        """Shuffle inside consecutive windows of ``buffer_size`` items."""
+        """Shuffle inside consecutive windows of ``buffer_size`` items.
+
+        Args:
+            buffer_size: Items per window; a resume re-reads at most one window.
+            seed: Seed of the shuffle; None draws one (stored in the state).
+        """
         from arrowmix._stream.shuffle import BufferShuffleIterator
 
         return BufferShuffleIterator(self, buffer_size, seed=seed)
@@ -434,8 +529,18 @@ class Stream(Generic[T]):
     ) -> Stream[Any]:
         """Length-bucketed batches from sorted read-ahead windows.
 
-        ``columnar=True`` yields each batch as a ``pyarrow.Table`` instead of a list of row
-        dicts (index streams over a Dataset, with a column ``key``).
+        Args:
+            key: Column name or ``callable(item) -> number``: the length to sort by.
+            batch_size: Items per batch, or ``callable(longest_item) -> int`` for a token
+                budget, e.g. ``lambda longest: 16384 // longest["n_tokens"]``.
+            read_ahead: Items read and sorted at a time; a resume re-reads at most one
+                window.
+            boundary_key: Column name or callable; a batch also ends where its value
+                changes between consecutive sorted items.
+            shuffle: Yield the batches of a window in a seeded random order (else sorted).
+            seed: Seed of that order; None draws one (stored in the state).
+            columnar: Yield each batch as a ``pyarrow.Table`` instead of a list of row
+                dicts (index streams over a Dataset, with a column ``key``).
         """
         from arrowmix._stream.bucket import LengthBucketIterator
 
@@ -467,8 +572,19 @@ class Stream(Generic[T]):
 
         Every rank reads this same (unsharded) stream, plans the same batches per
         read-ahead window (``len(batch) * longest <= budget``) and takes every
-        ``num_instances``-th one; ``remainder`` (``"drop"`` or ``"pad"``) settles the
-        batches that do not divide evenly. See :mod:`arrowmix._stream.balanced`.
+        ``num_instances``-th one. See ``docs/multi-node.md``.
+
+        Args:
+            key: Column name or ``callable(item) -> int``: an item's length in tokens.
+            budget: Most padded tokens per batch (``len(batch) * longest``).
+            read_ahead: Items planned at a time; a resume re-reads at most one window.
+            num_instances: Ranks sharing the batches.
+            instance_rank: This rank, in ``range(num_instances)``.
+            remainder: ``"drop"`` or ``"pad"``: what happens to the batches of a window that
+                do not divide evenly among the ranks.
+            max_batch_size: Most items per batch, whatever the budget allows.
+            shuffle: Yield the batches of a window in a seeded random order.
+            seed: Seed of that order; None draws one (stored in the state).
         """
         from arrowmix._stream.balanced import BudgetBucketIterator
 
@@ -545,7 +661,13 @@ class Stream(Generic[T]):
         )
 
     def prefetch(self, buffer_size: int, *, processes: bool = False) -> Stream[T]:
-        """Compute items in a background thread (or forked process)."""
+        """Compute items in a background thread (or forked process).
+
+        Args:
+            buffer_size: Items computed ahead.
+            processes: Use a forked process instead of a thread (for CPU-bound Python
+                stages that hold the GIL).
+        """
         from arrowmix._stream.prefetch import PrefetchIterator
 
         return PrefetchIterator(self, buffer_size, processes=processes)
@@ -571,7 +693,7 @@ class PassThrough(Stream[T]):
     """Base of the stages without state of their own (public stage kit).
 
     Subclasses set ``self.source`` through ``super().__init__(source)`` and implement
-    ``next()`` by reading ``self.source.next()`` (or ``self.source._pull(n)``); they
+    ``next()`` by reading ``self.source.next()`` (or ``self.source.pull(n)``); they
     must never keep an item they read for a later call, since their state is the
     source's state. Such a stage is transparent to elastic resume.
 

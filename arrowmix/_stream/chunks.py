@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from arrowmix._fingerprint.hasher import hash_value
-from arrowmix._stream.base import State, Stream
+from arrowmix._stream.base import State, Stream, fn_id
 from arrowmix._stream.dealing import Dealing, Generation
 from arrowmix._stream.rng import SeedHolder, derive_rng
 from arrowmix._stream.topology import ElasticRole, check_sharding
@@ -116,6 +116,10 @@ class ChunkSource(Stream[T]):
         """The seed of the epoch orders (drawn once when none was given)."""
         return self._seed.value
 
+    def begin_epoch(self, epoch: int) -> None:
+        """A reset without state starts at ``epoch`` (``set_epoch``)."""
+        self._first_epoch = epoch
+
     def frontier(self) -> tuple[int, int]:
         """``(epoch, chunk)``: chunks of this rank's order begun so far (a drain ends them)."""
         return self._epoch, self._chunk + (self._item > 0)
@@ -123,7 +127,7 @@ class ChunkSource(Stream[T]):
     def describe(self) -> dict[str, Any]:
         return {
             "chunks": hash_value([str(r) for r in self.chunk_refs]),
-            "reader": getattr(self.read_chunk_fn, "__qualname__", "?"),
+            "reader": fn_id(self, self.read_chunk_fn),
             "shuffle": self.shuffle_chunks,
             "seed": self._seed.describe(),
             "infinite": self.infinite,
@@ -153,7 +157,7 @@ class ChunkSource(Stream[T]):
 
     def reset(self, state: State | None = None) -> None:
         super().reset(state)
-        self._epoch, self._chunk, self._item = 0, 0, 0
+        self._epoch, self._chunk, self._item = self.__dict__.get("_first_epoch", 0), 0, 0
         if state is not None:
             self._seed.load(self, state[self.SEED_KEY])
             vals = [state[k] for k in (self.EPOCH_KEY, self.CHUNK_KEY, self.ITEM_KEY)]
@@ -209,6 +213,16 @@ def from_chunks(
     instance_rank: int = 0,
 ) -> Stream[T]:
     """A stream over chunks (any references) read by ``read_chunk_fn``.
+
+    Args:
+        chunk_refs: One reference per chunk (paths, indices...), passed to ``read_chunk_fn``.
+        read_chunk_fn: ``read_chunk_fn(ref) -> iterable of items``; called again on resume,
+            so it must return the same items for the same reference.
+        shuffle: Visit the chunks in a seeded random order, new every epoch.
+        seed: Seed of that order; None draws one (stored in the state).
+        infinite: Start a new epoch after the last chunk instead of stopping.
+        num_instances: Ranks splitting the chunks between them.
+        instance_rank: This rank, in ``range(num_instances)``: it reads its share only.
 
     Example:
         >>> from arrowmix.stream import from_chunks

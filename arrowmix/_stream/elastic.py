@@ -51,6 +51,7 @@ from typing import Any
 
 from arrowmix._stream.base import FORMAT_VERSION, PLAIN, ElasticMode, State, Stream
 from arrowmix._stream.dealing import Generation
+from arrowmix._stream.identity import describe_mismatch
 from arrowmix._stream.topology import elastic_sources, replay_open_windows, walk
 from arrowmix.exceptions import StateError
 
@@ -136,6 +137,8 @@ class ElasticRun:
         self.home = tuple(self.dealers[0].sharding) if self.dealers else (1, 0)
         self.tasks = tasks
         self.nodes = walk(root)
+        self.epoch = 0  # the epoch chosen by set_epoch on the old instances
+        self.nodes_of: dict[Any, Any] = {}  # pipeline hash -> its checkpoint's "nodes"
 
     def _set_mode(self, mode: ElasticMode) -> None:
         for node in self.nodes:
@@ -158,9 +161,10 @@ class ElasticRun:
             limit = None if spec["limit"] is None else tuple(spec["limit"])
             src.deal(gens, limit, None if spec["seed"] is None else int(spec["seed"]))
         if task["state"] is not None and task["pipeline"] != self.root.pipeline_fingerprint():
+            nodes = self.nodes_of.get(task["pipeline"])
             raise StateError(
                 f"checkpoint of instance {r} of {n} was taken from a different pipeline "
-                f"({task['pipeline']!r}): {self.root.explain()}"
+                f"({task['pipeline']!r}): {describe_mismatch(nodes, self.root)}."
             )
         draining = any(s["limit"] is not None for s in task["sources"])
         self._set_mode(ElasticMode(draining=draining))
@@ -173,6 +177,8 @@ class ElasticRun:
                 begin = start if task["state"] is None else None
                 plan = (start["window"], override["generations"], begin)
             self.dealers[0].deal_remaining(plan)
+        if self.epoch != self.root.chosen_epoch:
+            self.root._apply_epoch(self.epoch)
         self.root._do_reset(task["state"])
 
     def _replay(self, task: dict[str, Any]) -> None:
@@ -242,6 +248,13 @@ class ElasticRun:
     def from_merged(cls, root: Stream[Any], merged: list[State]) -> ElasticRun:
         """Plan this instance's tasks from the checkpoints of all old instances."""
         run = cls(root, [])
+        epochs = {int(st.get("epoch", 0)) for st in merged}
+        if len(epochs) > 1:
+            raise StateError(
+                f"merge_states: the instances were in different set_epoch epochs {sorted(epochs)}."
+            )
+        run.epoch = epochs.pop()
+        run.nodes_of = {st.get("pipeline"): st.get("nodes") for st in merged}
         n, ns = len(merged), len(run.sources)
         drains: list[dict[str, Any]] = []
         mains: list[dict[str, Any]] = []
@@ -313,6 +326,7 @@ class ElasticRun:
         tasks = [_check_task(x) for x in state[ELASTIC_KEY]["tasks"]]
         tasks[0] = {**tasks[0], "state": state["state"], "pipeline": state["pipeline"]}
         run = cls(root, tasks)
+        run.epoch = int(state.get("epoch", 0))
         run.home = tuple(tasks[-1]["sharding"])
         run._configure(tasks[0])
         return run
@@ -333,12 +347,15 @@ class ElasticRun:
         tasks = copy.deepcopy(self.tasks)
         tasks[0]["state"] = None
         tasks[0]["pipeline"] = ""
-        return {
+        out = {
             "format": FORMAT_VERSION,
             "pipeline": self.root.pipeline_fingerprint(),
             "state": state,
             ELASTIC_KEY: {"tasks": tasks},
         }
+        if self.epoch:
+            out["epoch"] = self.epoch
+        return out
 
     def leave(self) -> None:
         """Back to the home sharding without elastic dealing (then a plain reset)."""

@@ -4,16 +4,21 @@
 its target share, see :mod:`arrowmix._stream.schedule`) or, with a seed, by a random
 draw that is a pure function of ``(seed, step)``. Stopping rules: ``"shortest"`` stops
 when the input chosen next is exhausted; ``"longest_drop"`` drops exhausted inputs and
-renormalises; ``"longest_cycle"`` restarts exhausted inputs until each has been
-exhausted once.
+renormalises; ``"longest_cycle"`` restarts an input that ends and stops right after
+the item that completes the last input's first pass (Hugging Face's
+``"all_exhausted"``): once an input is in its second pass, the inputs still in their
+first pass are looked one item ahead, so that the mix stops as soon as all have ended.
 
 Checkpointing: the state is the inputs' states, the per-input counts, the deficits of
-the deterministic rule, the exhausted/active flags and the seed. No replay.
+the deterministic rule, the exhausted/active flags, which inputs were looked ahead
+(``peeked``: their state is the one before that item, which is read again on
+restore) and the seed. No other replay.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import copy
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import numpy as np
@@ -36,6 +41,7 @@ __all__ = ["WeightedMixIterator", "ZipIterator", "check_schemas", "mix", "zip_st
 T = TypeVar("T")
 _BLOCK = 1024
 _MIN_BULK = 16
+_NOTHING: Any = object()
 
 
 def check_schemas(streams: Sequence[Stream[Any]]) -> None:
@@ -71,6 +77,7 @@ class WeightedMixIterator(Stream[T]):
     DEFICITS_KEY = "deficits"
     EXHAUSTED_KEY = "exhausted"
     ACTIVE_KEY = "active"
+    PEEKED_KEY = "peeked"
     SEED_KEY = "seed"
     STATE_KEYS = (
         SOURCES_KEY,
@@ -78,9 +85,10 @@ class WeightedMixIterator(Stream[T]):
         DEFICITS_KEY,
         EXHAUSTED_KEY,
         ACTIVE_KEY,
+        PEEKED_KEY,
         SEED_KEY,
     )
-    TRANSIENT = ("_mixed_rows",)
+    TRANSIENT = ("_held", "_mixed_rows")
     ELASTIC_ROLE = ElasticRole.TRANSPARENT
 
     def __init__(
@@ -127,6 +135,10 @@ class WeightedMixIterator(Stream[T]):
         self._counts = [0] * k
         self._exhausted = [False] * k
         self._active = [True] * k
+        # Looked-ahead inputs (longest_cycle): the state before the item, and the item
+        # (missing after a restore: read again when needed).
+        self._pre: list[State | None] = [None] * k
+        self._held: list[Any] = [_NOTHING] * k
         self._u: tuple[int, np.ndarray] | None = None
         if state is None:
             for s in self.streams:
@@ -144,6 +156,7 @@ class WeightedMixIterator(Stream[T]):
                 self.DEFICITS_KEY,
                 self.EXHAUSTED_KEY,
                 self.ACTIVE_KEY,
+                self.PEEKED_KEY,
             )
         ]
         if any(not isinstance(v, list) or len(v) != k for v in lists):
@@ -156,16 +169,53 @@ class WeightedMixIterator(Stream[T]):
         self._swrr.cur = [int(c) for c in state[self.DEFICITS_KEY]]
         self._exhausted = [bool(x) for x in state[self.EXHAUSTED_KEY]]
         self._active = [bool(x) for x in state[self.ACTIVE_KEY]]
+        for i, (s, peeked) in enumerate(zip(self.streams, state[self.PEEKED_KEY], strict=True)):
+            if peeked:
+                self._pre[i] = s.get_state()
 
     def get_state(self) -> State:
         return {
-            self.SOURCES_KEY: [s.get_state() for s in self.streams],
+            self.SOURCES_KEY: [
+                s.get_state() if pre is None else copy.deepcopy(pre)
+                for s, pre in zip(self.streams, self._pre, strict=True)
+            ],
             self.COUNTS_KEY: list(self._counts),
             self.DEFICITS_KEY: list(self._swrr.cur),
             self.EXHAUSTED_KEY: list(self._exhausted),
             self.ACTIVE_KEY: list(self._active),
+            self.PEEKED_KEY: [pre is not None for pre in self._pre],
             self.SEED_KEY: self.seed,
         }
+
+    def _read(self, i: int) -> T:
+        """The next item of input ``i`` (the looked-ahead one first)."""
+        if self._pre[i] is None:
+            fetched: T = self._fetch(i)
+            return fetched
+        item = self._held[i]
+        if item is _NOTHING:  # restored: read it again
+            item = self._fetch(i)
+        self._pre[i], self._held[i] = None, _NOTHING
+        item_t: T = item
+        return item_t
+
+    def _first_pass_over(self) -> bool:
+        """Look ahead the inputs still in their first pass; True when all have ended."""
+        for j, done in enumerate(self._exhausted):
+            if done or not self._active[j]:
+                continue
+            if self._pre[j] is not None:
+                if self._held[j] is _NOTHING:
+                    self._held[j] = self._fetch(j)  # restored: read it again
+                continue
+            pre = self.streams[j].get_state()
+            try:
+                self._held[j] = self._fetch(j)
+            except StopIteration:
+                self._exhausted[j] = True
+                continue
+            self._pre[j] = pre
+        return all(e or not a for e, a in zip(self._exhausted, self._active, strict=True))
 
     def _choose(self) -> int:
         if self.seed is None:
@@ -195,7 +245,8 @@ class WeightedMixIterator(Stream[T]):
         If an input runs short inside the block, everything is rewound to the
         block start and the exact per-item path handles the exhaustion.
         """
-        if n < _MIN_BULK or not any(self._active):
+        cycling = self.stopping == "longest_cycle" and any(self._exhausted)
+        if n < _MIN_BULK or not any(self._active) or cycling or any(self._pre):
             return super()._pull(n)
         states = [s.get_state() for s in self.streams]
         deficits = list(self._swrr.cur)
@@ -211,54 +262,30 @@ class WeightedMixIterator(Stream[T]):
         self._counts = [c + k for c, k in zip(self._counts, need, strict=True)]
         return [nexts[c]() for c in choices]
 
-    def _drop(self, i: int) -> None:
-        self._active[i] = False
-        self._swrr.restart()
-
-    def next(self) -> T:
-        item: T = self._step(lambda i: self.streams[i].next())
-        return item
-
-    def _step(self, fetch: Callable[[int], Any]) -> Any:
-        """One item (or row position) of the input chosen next; ``fetch(i)`` reads input ``i``."""
-        while any(self._active):
-            i = self._choose()
-            try:
-                item = fetch(i)
-            except StopIteration:
-                if self._drain:
-                    self._drop(i)
-                    continue
-                self._exhausted[i] = True
-                if self.stopping == "shortest" or (
-                    self.stopping == "longest_cycle" and all(self._exhausted)
-                ):
-                    self._undo_choice(i)
-                    raise
-                if self.stopping == "longest_drop":
-                    self._drop(i)
-                    continue
-                self.streams[i].reset(None)  # longest_cycle: start the input again
-                try:
-                    item = fetch(i)
-                except StopIteration:
-                    self._drop(i)  # an empty input cannot be cycled
-                    continue
-            self._counts[i] += 1
-            return item
-        raise StopIteration
-
     # ------------------------------------------------------------- row positions
-    def row_source(self) -> Any:
+    def _fetch(self, i: int) -> Any:
+        """The next item of input ``i``: a row, or a row position in :class:`MixedRows`."""
+        if not self.__dict__.get("_positions"):
+            return self.streams[i].next()
+        p = self.streams[i]._pull_positions(1)
+        if not len(p):
+            raise StopIteration
+        rows = self.row_source()
+        assert rows is not None
+        return int(p[0] + rows.bases[i])
+
+    def row_source(self) -> MixedRows | None:
         """Rows of every input one after the other, when every input is an index stream."""
         if "_mixed_rows" not in self.__dict__:
             rows = [s.row_source() for s in self.streams]
             known = [r for r in rows if r is not None]
             self._mixed_rows = MixedRows(known) if len(known) == len(rows) else None
-        return self._mixed_rows
+        mixed: MixedRows | None = self._mixed_rows
+        return mixed
 
     def _use_positions(self) -> None:
         if self.row_source() is not None:
+            self._positions = True
             for s in self.streams:
                 s._use_positions()
 
@@ -267,41 +294,38 @@ class WeightedMixIterator(Stream[T]):
 
         Bulk path: plan the choices, pull each input's share at once. When an input runs
         dry inside the block, everything is rewound, the choices before that step are
-        pulled in bulk, and that one step goes through the exact per-item rule
-        (``_step``), which applies the stopping rule; then bulk resumes.
+        pulled in bulk, and that one step goes through the exact per-item rule (``next``,
+        which applies the stopping rule); then bulk resumes. While inputs are looked
+        ahead (``longest_cycle``), every step is exact.
         """
         rows = self.row_source()
         if rows is None:
             raise TypeError("mix streams row positions only when every input does.")
+        self._positions = True
         bases = rows.bases
-
-        def one(i: int) -> int:
-            p = self.streams[i]._pull_positions(1)
-            if not len(p):
-                raise StopIteration
-            return int(p[0] + bases[i])
-
         parts: list[np.ndarray] = []
         left = n
         while left > 0 and any(self._active):
-            states = [s.get_state() for s in self.streams]
-            deficits = list(self._swrr.cur)
-            choices, pulled = self._bulk(left)
-            short = [i for i, p in enumerate(pulled) if len(p) < int((choices == i).sum())]
-            if not short:
-                parts.append(self._assemble(choices, pulled, bases))
-                break
-            # the first step whose input has run dry
-            t = min(int(np.flatnonzero(choices == i)[len(pulled[i])]) for i in short)
-            for s, st in zip(self.streams, states, strict=True):
-                s.reset(st)
-            self._swrr.cur = deficits
-            if t:
-                choices, pulled = self._bulk(t)
-                parts.append(self._assemble(choices, pulled, bases))
-                left -= t
+            cycling = self.stopping == "longest_cycle" and any(self._exhausted)
+            if not (cycling or any(pre is not None for pre in self._pre)):
+                states = [s.get_state() for s in self.streams]
+                deficits = list(self._swrr.cur)
+                choices, pulled = self._bulk(left)
+                short = [i for i, p in enumerate(pulled) if len(p) < int((choices == i).sum())]
+                if not short:
+                    parts.append(self._assemble(choices, pulled, bases))
+                    break
+                # the first step whose input has run dry
+                t = min(int(np.flatnonzero(choices == i)[len(pulled[i])]) for i in short)
+                for s, st in zip(self.streams, states, strict=True):
+                    s.reset(st)
+                self._swrr.cur = deficits
+                if t:
+                    choices, pulled = self._bulk(t)
+                    parts.append(self._assemble(choices, pulled, bases))
+                    left -= t
             try:
-                parts.append(np.array([self._step(one)], dtype=np.int64))
+                parts.append(np.array([self.next()], dtype=np.int64))
             except StopIteration:
                 break
             left -= 1
@@ -326,6 +350,49 @@ class WeightedMixIterator(Stream[T]):
                 out[choices == i] = p + bases[i]
                 self._counts[i] += len(p)
         return out
+
+    def _drop(self, i: int) -> None:
+        self._active[i] = False
+        self._swrr.restart()
+
+    def next(self) -> T:
+        while any(self._active):
+            i = self._choose()
+            if (
+                self._exhausted[i]
+                and self.stopping == "longest_cycle"
+                and not self._drain
+                and self._first_pass_over()
+            ):
+                self._undo_choice(i)
+                raise StopIteration
+            try:
+                item = self._fetch(i) if self._pre[i] is None else self._read(i)
+            except StopIteration:
+                if self._drain:
+                    self._drop(i)
+                    continue
+                self._exhausted[i] = True
+                if self.stopping == "shortest" or (
+                    self.stopping == "longest_cycle" and all(self._exhausted)
+                ):
+                    self._undo_choice(i)
+                    raise
+                if self.stopping == "longest_drop":
+                    self._drop(i)
+                    continue
+                if self._first_pass_over():
+                    self._undo_choice(i)
+                    raise
+                self.streams[i].reset(None)  # longest_cycle: start the input again
+                try:
+                    item = self._fetch(i)
+                except StopIteration:
+                    self._drop(i)  # an empty input cannot be cycled
+                    continue
+            self._counts[i] += 1
+            return item
+        raise StopIteration
 
     def _undo_choice(self, i: int) -> None:
         # Stopping leaves the deficits as they were, so next() stops again identically.

@@ -171,6 +171,10 @@ class ArrowSource(Stream[Row]):
         """The seed of the epoch orders (drawn once when none was given)."""
         return self._seed.value
 
+    def begin_epoch(self, epoch: int) -> None:
+        """A reset without state starts at ``epoch`` (``set_epoch``)."""
+        self._first_epoch = epoch
+
     def frontier(self) -> tuple[int, int]:
         """``(epoch, index)``: rows of this rank's share handed out so far."""
         return self._epoch, self._start + self._pos
@@ -207,7 +211,7 @@ class ArrowSource(Stream[Row]):
 
     def reset(self, state: State | None = None) -> None:
         super().reset(state)
-        self._epoch, self._start = 0, 0
+        self._epoch, self._start = self.__dict__.get("_first_epoch", 0), 0
         if state is not None:
             self._seed.load(self, state[self.SEED_KEY])
             self._epoch = _nonneg_int(self, state, self.EPOCH_KEY)

@@ -61,10 +61,10 @@ def test_no_filter_removes_every_cache_file_and_stale_temp(tmp_path, populated, 
     assert (
         out.splitlines()[-1] == f"Freed {freed / 1024:.1f} KiB ({freed} bytes) by removing 6 files."
     )
+    assert lines(out, "removed lock") == [str(tmp_path / f"cache-{FP[5]}.lock")]  # idle
     assert sorted(os.listdir(tmp_path)) == sorted(
         [
             "cache-notes.txt",
-            f"cache-{FP[5]}.lock",
             "chunk-00000.arrow",
             os.path.basename(populated["live"][0]),
         ]

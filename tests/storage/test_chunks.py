@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import errno
 import os
+import subprocess
+import sys
 
 import fsspec
 import pyarrow as pa
@@ -113,6 +116,14 @@ def test_non_dict_rows_rejected(tmp_path):
         am.write_chunks({"a": [1]}, tmp_path)
 
 
+@pytest.mark.parametrize("bad_at", [1, 5000, 8191, 8192, 20000])
+def test_non_dict_row_among_rows_names_its_index_and_type(tmp_path, bad_at):
+    data: list[object] = [{"a": i} for i in range(20001)]
+    data[bad_at] = [bad_at]
+    with pytest.raises(TypeError, match=rf"row {bad_at} is list"):
+        am.write_chunks(iter(data), tmp_path / "out")
+
+
 def test_bad_sizes_rejected(tmp_path):
     with pytest.raises(ValueError, match="rows_per_chunk"):
         am.write_chunks(rows(3), tmp_path, rows_per_chunk=0)
@@ -197,3 +208,40 @@ def test_remote_chunks_are_copied_once_and_memory_mapped():
         assert am.Dataset.from_chunks(url)["text"] == ["changed"]  # a new version is fetched
     finally:
         fs.rm("/arrowmix-rt", recursive=True)
+
+
+def test_out_dir_that_is_a_file_is_a_clear_error(tmp_path):
+    path = tmp_path / "afile"
+    path.write_text("x")
+    with pytest.raises(NotADirectoryError, match=r"`out_dir` .*afile' is a file"):
+        am.write_chunks(pa.table({"v": [1]}), path)
+    with pytest.raises(NotADirectoryError, match=r"is below the file .*afile'"):
+        am.write_chunks(pa.table({"v": [1]}), path / "sub")
+    assert path.read_text() == "x"
+
+
+_FULL_DISK = """
+import resource, signal, sys
+import pyarrow as pa
+import arrowmix as am
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+try:
+    am.write_chunks(pa.table({"s": ["x" * 1000] * 1000}), sys.argv[1])
+except OSError as exc:
+    print(exc.errno, exc)
+"""
+
+
+def test_a_failed_write_names_the_file(tmp_path):
+    res = subprocess.run(
+        [sys.executable, "-c", _FULL_DISK, str(tmp_path / "c")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(am.__file__))},
+    )
+    code, _, message = res.stdout.partition(" ")
+    assert int(code) == errno.EFBIG
+    assert f"Cannot write {str(tmp_path / 'c' / 'chunk-00000.arrow')!r}" in message
+    assert os.listdir(tmp_path / "c") == []  # no temporary file left either

@@ -153,7 +153,7 @@ def test_bucket_columnar_after_mix_matches_row_mix() -> None:
     assert int(sum(b["attention_mask"].sum() for b in out)) == sum(map(len, rows))
 
 
-@pytest.mark.parametrize("stopping", ["shortest", "longest_cycle"])
+@pytest.mark.parametrize("stopping", ["shortest", "longest_cycle", "longest_drop"])
 def test_mix_positions_follow_the_stopping_rule(stopping: str) -> None:
     def inputs() -> list[Stream[Any]]:
         return [token_source(7, 1), token_source(20, 2)]
