@@ -15,6 +15,7 @@ __all__ = [
     "ElasticResumeError",
     "FingerprintError",
     "FingerprintWarning",
+    "IncompleteCorpusError",
     "InputFormatError",
     "SchemaMismatchError",
     "ShardingError",
@@ -38,6 +39,16 @@ class ChunkFileError(ArrowmixError, OSError):
 
 class CacheCorruptedError(ChunkFileError):
     """A cache file exists but its content or metadata does not match its name.
+
+    .. versionadded:: 0.1
+    """
+
+
+class IncompleteCorpusError(ChunkFileError):
+    """A chunk directory is an unfinished ``write_chunks``, or does not match its manifest.
+
+    The message names the directory and the missing or unexpected files;
+    ``from_chunks(..., allow_incomplete=True)`` opens the files present anyway.
 
     .. versionadded:: 0.1
     """

@@ -9,6 +9,8 @@ corpus costs disk, not RAM.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 import warnings
 from collections.abc import Iterable, Mapping
@@ -140,15 +142,23 @@ def load_or_store(
     parent: str,
     transform: str,
     storage_options: Mapping[str, Any] | None = None,
+    *,
+    shipped: str | None = None,
 ) -> tuple[IndexMap, str | None]:
     """Back a large array mapping by ``indices-<fingerprint>.arrow``; return it and its path.
 
     ``cache_dir`` may be a URL (reached with ``storage_options``): the file is then an object,
-    memory-mapped through its local read-through copy.
+    memory-mapped through its local read-through copy. A valid file of that name in the
+    read-only directory ``shipped`` (a corpus that ships its cache) is used in place.
     """
     if mapping.array is None or len(mapping) < INDICES_FILE_MIN_ROWS:
         return mapping, None
-    path = fs.join(cache_dir, indices_file_name(fingerprint))
+    name = indices_file_name(fingerprint)
+    if shipped is not None and shipped != cache_dir and os.path.exists(os.path.join(shipped, name)):
+        beside = os.path.join(shipped, name)
+        with contextlib.suppress(ChunkFileError):  # damaged or foreign: not used
+            return IndexMap(array=open_indices(beside, fingerprint, len(mapping))), beside
+    path = fs.join(cache_dir, name)
     if fs.exists(path, storage_options):
         try:
             return IndexMap(

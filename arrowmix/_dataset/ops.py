@@ -8,6 +8,7 @@ its selection with the existing mapping (``outer[inner]``), so chains of
 from __future__ import annotations
 
 import math
+import os
 import secrets
 import time
 import warnings
@@ -19,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from arrowmix._cache.paths import cache_file_name
+from arrowmix._cache.paths import cache_file_name, shipped_cache_dir
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.indices import IndexMap, load_or_store, to_positions
 from arrowmix._fingerprint.hasher import hash_value
@@ -67,7 +68,13 @@ def with_selection(
         result: IndexMap | None = None
     else:
         result, path = load_or_store(
-            mapping, fingerprint, ds.cache_dir, ds.fingerprint, transform, s.storage_options
+            mapping,
+            fingerprint,
+            ds.cache_dir,
+            ds.fingerprint,
+            transform,
+            s.storage_options,
+            shipped=shipped_cache_dir(s.files),
         )
     holds = tuple(h for h in s.holds if h.path != s.indices_file) + hold_cache_files(
         [path] if path else []
@@ -207,7 +214,15 @@ def flatten_indices(ds: Dataset) -> Dataset:
     path = fs.join(ds.cache_dir, cache_file_name(fp))
     n = len(ds)
     so = s.storage_options
-    table = _open_flattened(path, fp, n, so) if fs.exists(path, so) else None
+    table = None
+    shipped = shipped_cache_dir(s.files)
+    if shipped is not None and shipped != ds.cache_dir:
+        # A read-only corpus that ships its cache: a valid flattened copy is read in place.
+        beside = os.path.join(shipped, cache_file_name(fp))
+        table = _open_flattened(beside, fp, n, None, warn=False) if os.path.exists(beside) else None
+        path = beside if table is not None else path
+    if table is None and fs.exists(path, so):
+        table = _open_flattened(path, fp, n, so)
     if table is None:
         if fs.is_local(path):  # temporary files of killed writers of this very file
             directory, name = fs.split(fs.local_path(path))

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import struct
 import tempfile
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -27,16 +26,15 @@ from arrowmix.exceptions import CacheCorruptedError, ChunkFileError
 
 __all__ = [
     "META_KEY",
-    "content_summary",
+    "local_copy",
     "open_table",
     "read_meta",
     "with_meta",
     "write_file",
+    "write_file_hashed",
 ]
 
 META_KEY = b"arrowmix"
-_MAGIC = b"ARROW1"
-_SAMPLE = 64 * 1024
 #: Info keys that identify one version of a remote object (S3, GCS, Azure, memory, HTTP...).
 _VERSION_KEYS = (
     "size", "ETag", "etag", "VersionId", "generation", "mtime", "LastModified", "created",
@@ -98,6 +96,36 @@ def write_file(
         if isinstance(exc, ChunkFileError) or path in str(exc):
             raise
         raise OSError(exc.errno, f"Cannot write {path!r}: {exc.strerror or exc}") from exc
+
+
+def write_file_hashed(
+    path: str,
+    batches: Iterable[pa.RecordBatch],
+    schema: pa.Schema,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+) -> tuple[int, int, str]:
+    """Write a chunk file (``schema`` as given) atomically, hashing the bytes written.
+
+    Returns ``(rows, size, digest)``: the digest is the xxh3-64 of the whole file, computed
+    on the way out (the file is not read back).
+
+    Raises:
+        OSError: writing failed (e.g. ``ENOSPC``); the message names ``path``.
+    """
+    from arrowmix._storage.digests import HashingWriter
+
+    try:
+        with atomic_sink(path, storage_options) as sink:
+            hashing = HashingWriter(sink)
+            target = pa.PythonFile(hashing, mode="w")  # type: ignore[arg-type]  # duck-typed
+            rows = _write(target, batches, schema)
+            target.close()
+    except OSError as exc:
+        if isinstance(exc, ChunkFileError) or path in str(exc):
+            raise
+        raise OSError(exc.errno, f"Cannot write {path!r}: {exc.strerror or exc}") from exc
+    return rows, hashing.size, hashing.hexdigest()
 
 
 def _write(sink: pa.NativeFile, batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> int:
@@ -189,40 +217,9 @@ def _read_through(url: str, storage_options: Mapping[str, Any] | None) -> str:
     return local
 
 
-def content_summary(path: str, storage_options: Mapping[str, Any] | None = None) -> str:
-    """A cheap content hash of an Arrow IPC file: size, footer and three sampled blocks.
-
-    The footer holds the schema (with the content hash arrowmix writes into chunk metadata) and
-    every record batch's offset and length; the samples catch in-place edits of foreign files.
-    Paths and mtimes never enter, so a moved corpus keeps its identity, and a remote file
-    (summarised from its local read-through copy) has the same summary as a local copy of it.
-    """
+def local_copy(path: str, storage_options: Mapping[str, Any] | None = None) -> str:
+    """A local path holding ``path``'s bytes: itself when local, else its read-through copy."""
     try:
-        local = local_path(path) if is_local(path) else _read_through(path, storage_options)
-        return _summary_local(local)
+        return local_path(path) if is_local(path) else _read_through(path, storage_options)
     except FileNotFoundError as exc:
         raise ChunkFileError(f"Arrow file not found: {path!r}.") from exc
-
-
-def _summary_local(path: str) -> str:
-    size = os.path.getsize(path)
-    with open(path, "rb") as f:
-        if size < 4 * _SAMPLE:
-            return _summary_bytes(f.read())
-        h = xxhash.xxh3_64(struct.pack("<Q", size))
-        for offset in (0, size // 2, size - _SAMPLE):
-            f.seek(offset)
-            h.update(f.read(_SAMPLE))
-        f.seek(size - 10)
-        tail = f.read(10)
-        footer_len = struct.unpack("<i", tail[:4])[0] if tail[4:] == _MAGIC else 0
-        if 0 < footer_len < size:
-            f.seek(size - 10 - footer_len)
-            h.update(f.read(footer_len))
-        return h.hexdigest()
-
-
-def _summary_bytes(data: bytes) -> str:
-    h = xxhash.xxh3_64(struct.pack("<Q", len(data)))
-    h.update(data)
-    return h.hexdigest()

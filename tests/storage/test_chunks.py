@@ -11,7 +11,7 @@ import pytest
 
 import arrowmix as am
 from arrowmix._storage.chunks import list_chunk_files
-from arrowmix.exceptions import ChunkFileError, SchemaMismatchError
+from arrowmix.exceptions import ChunkFileError, IncompleteCorpusError, SchemaMismatchError
 
 
 def rows(n: int, start: int = 0):
@@ -40,10 +40,14 @@ def test_split_by_bytes_bounds_every_chunk(tmp_path):
     assert max(sizes) <= 201  # a chunk ends once it reaches the byte budget
 
 
+def _foreign_chunk(path, table):
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+
+
 def test_many_chunks_sort_naturally(tmp_path):
-    am.write_chunks(rows(12), tmp_path, rows_per_chunk=1)
-    os.rename(tmp_path / "chunk-00011.arrow", tmp_path / "chunk-11.arrow")
-    os.rename(tmp_path / "chunk-00002.arrow", tmp_path / "chunk-2.arrow")
+    for i in range(12):  # files of another writer, names without zero padding
+        _foreign_chunk(tmp_path / f"chunk-{i}.arrow", pa.table({"id": [i]}))
     ids = am.Dataset.from_chunks(str(tmp_path))["id"]
     assert ids == list(range(12))
 
@@ -85,8 +89,10 @@ def test_failure_mid_stream_leaves_only_complete_chunks(tmp_path):
     with pytest.raises(RuntimeError, match="source broke"):
         am.write_chunks(gen(), tmp_path, rows_per_chunk=10)
     names = sorted(os.listdir(tmp_path))
-    assert names == ["chunk-00000.arrow", "chunk-00001.arrow"]
-    assert len(am.Dataset.from_chunks(str(tmp_path))) == 20
+    assert names == ["chunk-00000.arrow", "chunk-00001.arrow"]  # no manifest: unfinished
+    with pytest.raises(IncompleteCorpusError, match=str(tmp_path)):
+        am.Dataset.from_chunks(str(tmp_path))
+    assert len(am.Dataset.from_chunks(str(tmp_path), allow_incomplete=True)) == 20
 
 
 def test_refuses_to_mix_with_existing_chunks(tmp_path):
