@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._stream.sources import ArrowSource, from_row_source
+from arrowmix._stream.tokens import TokenColumn
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
@@ -60,6 +61,17 @@ class DatasetRows:
 
     def take(self, positions: np.ndarray) -> pa.Table:
         return self._ds._gather(np.asarray(positions, dtype=np.int64), self._columns)
+
+    def token_column(self, name: str) -> TokenColumn:
+        """Zero-copy views of the ``list<int*>`` column ``name`` of the memory-mapped chunks.
+
+        Positions are view positions: the view's indices mapping is applied on lookup.
+        """
+        if name not in self._schema.names:
+            raise KeyError(f"no column {name!r}; the rows have columns {self._schema.names}.")
+        s = self._ds._s
+        mapper = s.indices.lookup if s.indices is not None else None
+        return TokenColumn(s.table.column(name), name, mapper=mapper, view_rows=self.num_rows)
 
 
 def to_stream(ds: Dataset, **kwargs: Any) -> ArrowSource:
