@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "ArrowmixError",
     "CacheCorruptedError",
+    "CacheLimitError",
     "CacheWarning",
     "ChunkFileError",
     "DroppedDataWarning",
@@ -17,6 +18,8 @@ __all__ = [
     "FingerprintWarning",
     "IncompleteCorpusError",
     "InputFormatError",
+    "ObjectChangedError",
+    "RemoteReadError",
     "SchemaMismatchError",
     "ShardingError",
     "StateError",
@@ -114,6 +117,29 @@ class WorkerDiedError(ArrowmixError, RuntimeError):
     It was killed (e.g. by the out-of-memory killer) or crashed in native code; the message is
     HF ``datasets``'s, and a note names the function. Nothing partial is kept: a rerun
     computes the missing segments.
+
+    .. versionadded:: 0.2
+    """
+
+
+class RemoteReadError(ArrowmixError, OSError):
+    """Reading a remote object kept failing (dropped connections, throttling) after retries.
+
+    .. versionadded:: 0.2
+    """
+
+
+class ObjectChangedError(RemoteReadError):
+    """A remote object changed (another ETag, version or size) since the dataset was opened.
+
+    Raised instead of mixing two versions of a corpus; reopen the dataset to read the new one.
+
+    .. versionadded:: 0.2
+    """
+
+
+class CacheLimitError(ArrowmixError, ValueError):
+    """A bounded local chunk cache cannot hold what must be read (``cache_limit`` too small).
 
     .. versionadded:: 0.2
     """

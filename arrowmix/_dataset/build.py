@@ -83,12 +83,16 @@ def from_chunks(
     storage_options: Mapping[str, Any] | None = None,
     *,
     allow_incomplete: bool = False,
+    cache_limit: int | str | None = None,
+    chunk_cache_dir: str | None = None,
 ) -> Dataset:
     """A dataset over Arrow IPC chunk files: a directory, glob, fsspec URL or list of them.
 
     The files are memory-mapped (local) and concatenated without copying. ``cache_dir``
     overrides where derived results go (default: beside the first chunk): a local directory or
-    an fsspec URL, reached with ``storage_options`` like the chunks.
+    an fsspec URL, reached with ``storage_options`` like the chunks. ``cache_limit`` (remote
+    chunks only) opens them from their footers and reads them through a bounded local cache
+    in ``chunk_cache_dir`` (see :mod:`arrowmix._dataset.remote`).
 
     Raises:
         IncompleteCorpusError: a directory written by ``write_chunks`` is unfinished (no
@@ -96,6 +100,10 @@ def from_chunks(
             files present instead.
     """
     files = list_chunk_files(path_or_glob_or_list, storage_options)
+    if cache_limit is not None:
+        from arrowmix._dataset.remote import from_remote_chunks
+
+        return from_remote_chunks(files, cache_dir, storage_options, cache_limit, chunk_cache_dir)
     tables = [open_table(f, storage_options, check="chunk") for f in files]
     if not allow_incomplete:
         _check_complete(path_or_glob_or_list, files, tables, storage_options)

@@ -73,6 +73,8 @@ class DatasetConstructors:
         storage_options: Mapping[str, Any] | None = None,
         *,
         allow_incomplete: bool = False,
+        cache_limit: int | str | None = None,
+        chunk_cache_dir: str | None = None,
     ) -> Dataset:
         """A dataset over Arrow IPC chunk files (a directory, glob, fsspec URL or list).
 
@@ -86,11 +88,23 @@ class DatasetConstructors:
         :class:`~arrowmix.exceptions.IncompleteCorpusError` names the directory and the
         missing or unexpected files, unless ``allow_incomplete=True``. Directories of chunk
         files written by other tools open as they are.
+
+        Remote chunks are copied to the local disk when the dataset is opened, unless
+        ``cache_limit`` is given (bytes, or a size such as ``"200GB"``): then opening reads
+        only each chunk's footer (range requests), a chunk is downloaded when first read
+        into ``chunk_cache_dir`` (default ``$ARROWMIX_CACHE/remote-chunks``), and the least
+        recently used copies that no process is reading are evicted to stay within the
+        limit, which the processes sharing that directory share.
         """
         from arrowmix._dataset import build
 
         return build.from_chunks(
-            path_or_glob_or_list, cache_dir, storage_options, allow_incomplete=allow_incomplete
+            path_or_glob_or_list,
+            cache_dir,
+            storage_options,
+            allow_incomplete=allow_incomplete,
+            cache_limit=cache_limit,
+            chunk_cache_dir=chunk_cache_dir,
         )
 
     @classmethod

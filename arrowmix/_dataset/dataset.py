@@ -22,6 +22,7 @@ from arrowmix._dataset.constructors import DatasetConstructors
 from arrowmix._dataset.indices import IndexMap, to_positions
 from arrowmix._dataset.reader import TableReader
 from arrowmix._storage import fs
+from arrowmix._storage.remote_table import RemoteTable
 from arrowmix._validate import check_int
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ _ITER_BLOCK = 1024
 class DatasetState:
     """Everything a Dataset is made of; transforms build new states, never mutate one."""
 
-    table: pa.Table
+    table: pa.Table | RemoteTable
     fingerprint: str
     files: tuple[str, ...] = ()
     file_offsets: tuple[int, ...] | None = None
@@ -51,8 +52,14 @@ class DatasetState:
     holds: tuple[Hold, ...] = field(default=(), compare=False, repr=False)
 
     @cached_property
-    def reader(self) -> TableReader:
-        """Batch-aware gatherer over ``table`` (built on first use)."""
+    def reader(self) -> TableReader | RemoteTable:
+        """Batch-aware gatherer over ``table`` (built on first use).
+
+        A :class:`~arrowmix._storage.remote_table.RemoteTable` (remote chunks read through a
+        bounded cache) is its own reader.
+        """
+        if isinstance(self.table, RemoteTable):
+            return self.table
         return TableReader(self.table)
 
 
@@ -552,6 +559,7 @@ class Dataset(DatasetConstructors):
         infinite: bool = True,
         num_instances: int = 1,
         instance_rank: int = 0,
+        read_ahead: int | str | None = None,
     ) -> Any:
         """A checkpointable stream of this dataset's rows (dicts), for training loops.
 
@@ -563,6 +571,10 @@ class Dataset(DatasetConstructors):
             infinite: never end, reshuffling every epoch (training); ``False``: one pass.
             num_instances: how many ranks share the data; each reads only its share.
             instance_rank: this rank, in ``[0, num_instances)``.
+            read_ahead: over remote chunks read through a bounded cache
+                (``from_chunks(..., cache_limit=...)``): how many chunks (an int; default 4)
+                or bytes (a size such as ``"2GB"``) to download ahead of the reader, in the
+                order the stream reads them. Ignored for local data.
 
         Example:
             >>> import arrowmix as am
@@ -575,6 +587,7 @@ class Dataset(DatasetConstructors):
 
         return to_stream(
             self,
+            read_ahead,
             shuffle=shuffle,
             seed=seed,
             infinite=infinite,

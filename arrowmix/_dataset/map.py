@@ -43,6 +43,7 @@ from arrowmix._dataset.map_options import (
 )
 from arrowmix._fingerprint.transform import validate_fingerprint
 from arrowmix._storage.ipc import read_meta
+from arrowmix._storage.remote_table import RemoteTable
 from arrowmix._validate import check_callable, check_int
 from arrowmix.exceptions import SchemaMismatchError
 
@@ -236,7 +237,11 @@ def _run(kind: str, ds: Dataset, call: Call, opts: MapOptions) -> Dataset:
         rows -= rows % call.batch_size  # segments start at multiples of batch_size
     segments = plan_segments(rows, key, cache_dir, user_path, align=_align(ds, call))
     ix = ds._s.indices
-    job = Job(kind, ds, call, key, zero_copy_ok=ix is None or ix.is_range, record=record)
+    # Kept columns are referenced in the parent, not stored, when the parent is a plain or
+    # contiguous view of local data; remote chunks read through a bounded cache cannot be
+    # referenced (the result would pin the whole corpus), so their kept columns are stored.
+    zero_copy_ok = (ix is None or ix.is_range) and not isinstance(ds._s.table, RemoteTable)
+    job = Job(kind, ds, call, key, zero_copy_ok=zero_copy_ok, record=record)
     shipped = shipped_cache_dir(ds._s.files) if load and user_path is None else None
     planned = segments
     for attempt in range(_ATTEMPTS):

@@ -172,7 +172,10 @@ def _check(
         return found
     zero_copy = meta.get("zero_copy") or []
     if zero_copy and not job.zero_copy_ok:
-        return "it references parent columns but the parent is an indexed view"
+        return (
+            "it references parent columns, which this parent cannot lend (an indexed view, "
+            "or remote chunks read through a bounded cache)"
+        )
     if any(c not in job.ds.column_names for c in zero_copy):
         return f"it references parent columns {zero_copy} missing from {job.ds.column_names}"
     if (zero_copy or not job.call.batched) and found.num_rows != seg.num_input_rows:

@@ -30,6 +30,7 @@ from arrowmix._fingerprint.transform import roll
 from arrowmix._storage import fs
 from arrowmix._storage.atomic import remove_dead_tmp
 from arrowmix._storage.ipc import open_table, read_meta, write_file
+from arrowmix._storage.remote_table import RemoteTable
 from arrowmix._validate import check_index, check_int
 from arrowmix.exceptions import (
     CacheCorruptedError,
@@ -300,7 +301,9 @@ def _names(column_names: str | Sequence[str]) -> list[str]:
     return [column_names] if isinstance(column_names, str) else list(column_names)
 
 
-def _with_table(ds: Dataset, table: pa.Table, transform: str, kwargs: dict[str, Any]) -> Dataset:
+def _with_table(
+    ds: Dataset, table: pa.Table | RemoteTable, transform: str, kwargs: dict[str, Any]
+) -> Dataset:
     s = ds._s
     cols = s.fmt_columns
     if cols is not None:
@@ -352,7 +355,14 @@ def concatenate_datasets(datasets: Sequence[Dataset]) -> Dataset:
                 f"Dataset {i} has a different schema from dataset 0:\n{d.schema}\n"
                 f"dataset 0:\n{first.schema}"
             )
-    table = pa.concat_tables([d._s.table.replace_schema_metadata(None) for d in dsets])
+    tables = [d._s.table for d in dsets]
+    if any(isinstance(t, RemoteTable) for t in tables):
+        raise ValueError(
+            "`concatenate_datasets` cannot join datasets read through a bounded remote cache "
+            "(`from_chunks(..., cache_limit=...)`); open all their chunks with one "
+            "`from_chunks([url, ...], cache_limit=...)` call, or mix their streams."
+        )
+    table = pa.concat_tables([t.replace_schema_metadata(None) for t in tables])  # type: ignore[misc]  # no RemoteTable here (checked above)
     mapping = None
     if any(d._s.indices is not None for d in dsets):
         parts, offset = [], 0

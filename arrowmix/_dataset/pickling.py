@@ -38,6 +38,7 @@ from arrowmix._cache.inuse import Hold, hold
 from arrowmix._cache.paths import INDICES_FILE_RE
 from arrowmix._dataset.indices import IndexMap, open_indices
 from arrowmix._storage.mapped import TableRef, table_ref
+from arrowmix._storage.remote_table import RemoteTable
 from arrowmix.exceptions import ChunkFileError
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ class DatasetRef:
     """What a pickled Dataset carries: references to its files, or its data as a fallback."""
 
     #: The table by reference into its files, or the table itself (not file-backed).
-    table: TableRef | pa.Table
+    table: TableRef | pa.Table | RemoteTable
     #: Rows of the table: neither form keeps the row count of a table without columns.
     num_rows: int
     fingerprint: str
@@ -87,7 +88,7 @@ def _indices_fp(path: str | None, ix: IndexMap | None) -> str | None:
 def describe(ds: Dataset) -> DatasetRef:
     """``ds`` as references (see the module docstring); data only where it has no file."""
     s = ds._s
-    ref = table_ref(s.table)
+    ref = table_ref(s.table) if isinstance(s.table, pa.Table) else None
     ix_fp = _indices_fp(s.indices_file, s.indices)
     return DatasetRef(
         table=ref if ref is not None else s.table,
@@ -143,6 +144,7 @@ def rebuild(cls: type[Dataset], ref: DatasetRef) -> Dataset:
     from arrowmix._dataset.dataset import DatasetState
 
     holds = _take_holds(ref)
+    table: pa.Table | RemoteTable
     if isinstance(ref.table, TableRef):
         try:
             table = ref.table.open()

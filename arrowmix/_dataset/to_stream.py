@@ -14,7 +14,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._stream.sources import ArrowSource, from_row_source
+from arrowmix._dataset.indices import IndexMap
+from arrowmix._storage.remote_cache import parse_size
+from arrowmix._storage.remote_table import ReadAhead, RemoteTable
+from arrowmix._stream.sources import ArrowSource, Upcoming, from_row_source
 from arrowmix._stream.tokens import TokenColumn
 
 if TYPE_CHECKING:
@@ -26,15 +29,31 @@ _SCATTERED_BLOCK = 65536
 
 
 class DatasetRows:
-    """A :class:`~arrowmix._stream.row_source.RowSource` over a Dataset view."""
+    """A :class:`~arrowmix._stream.row_source.RowSource` over a Dataset view.
 
-    def __init__(self, ds: Dataset) -> None:
+    Over remote chunks read through a bounded cache (``from_chunks(..., cache_limit=...)``)
+    it also has ``read_ahead``, ``stats`` and ``close``: the stream tells it where it stands
+    before every block, and it downloads the chunks that come next (:class:`ReadAhead`).
+    """
+
+    def __init__(self, ds: Dataset, read_ahead: int | str | None = None) -> None:
         self._ds = ds
         self._columns = ds._columns()
         schema = ds.schema
         if self._columns is not None:
             schema = pa.schema([schema.field(c) for c in self._columns])
         self._schema = schema
+        table = ds._s.table
+        if isinstance(table, RemoteTable):
+            self._ahead = _read_ahead(table, read_ahead)
+            self.read_ahead = self._read_ahead
+            self.stats = self._ahead.stats
+            self.close = self._ahead.close
+
+    def _read_ahead(self, upcoming: Upcoming) -> None:
+        """Map the stream's upcoming view positions to table rows for the read-ahead."""
+        ix = self._ds._s.indices
+        self._ahead.read_ahead(upcoming if ix is None else _Mapped(upcoming, ix))
 
     @property
     def num_rows(self) -> int:
@@ -70,10 +89,45 @@ class DatasetRows:
         if name not in self._schema.names:
             raise KeyError(f"no column {name!r}; the rows have columns {self._schema.names}.")
         s = self._ds._s
+        if isinstance(s.table, RemoteTable):
+            raise TypeError(
+                f"the token stages (`collate`, `pack`, `bucket` on the token column {name!r}) "
+                "read token ids from memory-mapped chunks, but this dataset streams its chunks "
+                "through a bounded cache (`cache_limit=`); open it without `cache_limit` or "
+                "collate rows with `.map(...)`."
+            )
         mapper = s.indices.lookup if s.indices is not None else None
         return TokenColumn(s.table.column(name), name, mapper=mapper, view_rows=self.num_rows)
 
 
-def to_stream(ds: Dataset, **kwargs: Any) -> ArrowSource:
-    """``from_row_source(DatasetRows(ds), **kwargs)``."""
-    return from_row_source(DatasetRows(ds), **kwargs)
+class _Mapped:
+    """Upcoming view positions seen through the view's indices mapping."""
+
+    def __init__(self, upcoming: Upcoming, ix: IndexMap) -> None:
+        self._up = upcoming
+        self._ix = ix
+        self.cursor = upcoming.cursor
+
+    def positions(self, cursor: tuple[int, int], n: int) -> tuple[np.ndarray, tuple[int, int]]:
+        pos, after = self._up.positions(cursor, n)
+        return self._ix.lookup(pos), after
+
+
+def _read_ahead(table: RemoteTable, read_ahead: int | str | None) -> ReadAhead:
+    if read_ahead is None:
+        return ReadAhead(table)
+    if isinstance(read_ahead, str):
+        return ReadAhead(
+            table, chunks=len(table.chunks), max_bytes=parse_size(read_ahead, "read_ahead")
+        )
+    if isinstance(read_ahead, bool) or not isinstance(read_ahead, int) or read_ahead < 0:
+        raise ValueError(
+            f"`read_ahead` must be a number of chunks (int >= 0) or a size such as '2GB', "
+            f"got {read_ahead!r}."
+        )
+    return ReadAhead(table, chunks=read_ahead)
+
+
+def to_stream(ds: Dataset, read_ahead: int | str | None = None, **kwargs: Any) -> ArrowSource:
+    """``from_row_source(DatasetRows(ds, read_ahead), **kwargs)``."""
+    return from_row_source(DatasetRows(ds, read_ahead), **kwargs)

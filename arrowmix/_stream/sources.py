@@ -27,7 +27,7 @@ from arrowmix._stream.row_source import RowSource
 from arrowmix._stream.topology import ElasticRole, check_sharding
 from arrowmix.exceptions import StateError
 
-__all__ = ["ArrowSource", "from_row_source", "table_to_rows"]
+__all__ = ["ArrowSource", "Upcoming", "from_row_source", "table_to_rows"]
 
 Row = dict[str, Any]
 
@@ -125,6 +125,27 @@ class ArrowSource(Stream[Row]):
         self._limit: tuple[int, int] | None = None
         self._order = self._make_order()
         self._check_rows()
+
+    def _read_ahead(self) -> None:
+        """Tell a row source that reads ahead (remote chunks) where the stream stands."""
+        hook = getattr(self.rows, "read_ahead", None)
+        if hook is not None:
+            hook(Upcoming(self, (self._epoch, self._start)))
+
+    def stats(self) -> dict[str, Any]:
+        """Where the source stands, plus its row source's counters (remote: downloads)."""
+        out: dict[str, Any] = {"epoch": self._epoch, "index": self._start + self._pos}
+        counters = getattr(self.rows, "stats", None)
+        if counters is not None:
+            out.update(counters())
+        return out
+
+    def close(self) -> None:
+        """Stop the row source's background downloads, if it has any."""
+        stop = getattr(self.rows, "close", None)
+        if stop is not None:
+            stop()
+        super().close()
 
     def _check_rows(self) -> None:
         n, r, _ = self._sharding
@@ -244,6 +265,8 @@ class ArrowSource(Stream[Row]):
         self._drop_block()
         parts: list[np.ndarray] = []
         got = 0
+        if not self._finished():
+            self._read_ahead()
         while got < n and not self._finished():
             stop = min(self._epoch_stop(), self._start + n - got)
             parts.append(self._order.positions(self._epoch, self._start, stop))
@@ -255,10 +278,11 @@ class ArrowSource(Stream[Row]):
         self._start += self._pos
         self._block, self._pos = [], 0
 
-    def _epoch_stop(self) -> int:
-        """End of the readable part of the current epoch (its rows, or the drain limit)."""
-        stop = self._order.count_for(self._epoch)
-        if self._limit is not None and self._limit[0] == self._epoch:
+    def _epoch_stop(self, epoch: int | None = None) -> int:
+        """End of the readable part of an epoch (its rows, or the drain limit)."""
+        epoch = self._epoch if epoch is None else epoch
+        stop = self._order.count_for(epoch)
+        if self._limit is not None and self._limit[0] == epoch:
             stop = min(stop, self._limit[1])
         return stop
 
@@ -281,6 +305,7 @@ class ArrowSource(Stream[Row]):
             raise StopIteration
         # A block never spans two epochs, so (epoch, index) always names its rows.
         stop = min(self._epoch_stop(), self._start + self.block_rows)
+        self._read_ahead()
         pos = self._order.positions(self._epoch, self._start, stop)
         self._block = table_to_rows(self.rows.take(pos))
 
@@ -303,6 +328,39 @@ class ArrowSource(Stream[Row]):
             self._pos += len(take)
             out.extend(take)
         return out
+
+
+class Upcoming:
+    """The order a source will read its rows in from ``cursor`` on (its read-ahead hint).
+
+    A row source with a ``read_ahead(upcoming)`` method (remote chunks read through a
+    bounded cache) is called with one before every block the source reads, and may ask for
+    the positions of the rows that follow, epoch after epoch, to download what comes next.
+    Cursors are ``(epoch, index in this rank's share of the epoch)``.
+    """
+
+    def __init__(self, source: ArrowSource, cursor: tuple[int, int]) -> None:
+        self._source = source
+        self.cursor = cursor
+
+    def positions(self, cursor: tuple[int, int], n: int) -> tuple[np.ndarray, tuple[int, int]]:
+        """Up to ``n`` positions from ``cursor`` on (within one epoch), and the cursor after.
+
+        Empty when the stream ends there (a finite pass, or a drain's limit).
+        """
+        src = self._source
+        epoch, index = cursor
+        for _ in range(1000):  # epochs holding no rows for this rank are skipped
+            if src._limit is not None and (epoch, index) >= src._limit:
+                break
+            stop = src._epoch_stop(epoch)
+            if index < stop:
+                stop = min(stop, index + n)
+                return src._order.positions(epoch, index, stop), (epoch, stop)
+            if not src.infinite:
+                break
+            epoch, index = epoch + 1, 0
+        return np.empty(0, dtype=np.int64), (epoch, index)
 
 
 def from_row_source(

@@ -100,7 +100,7 @@ class _Source:
 
 def _source(ray: Any, ds: Dataset) -> _Source:
     s = ds._s
-    table: Any = table_ref(s.table)
+    table: Any = table_ref(s.table) if isinstance(s.table, pa.Table) else None
     if table is None:
         logger.info(
             "Dataset %s is not backed by memory-mapped files only: its table (%d bytes) goes "

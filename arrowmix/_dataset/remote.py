@@ -1,0 +1,144 @@
+"""Open remote chunks without downloading them: ``from_chunks(url, cache_limit=...)``.
+
+Each chunk is described from a few range requests (its schema and record batch row counts:
+:func:`~arrowmix._storage.remote_meta.probe`, issued for several chunks at once), its size and
+version from one listing per directory, and its content digest from the directory's manifest
+(written last by ``write_chunks``: a directory without one, or whose files do not match it,
+is refused, since hashing the files would download them all). The dataset's table is a
+:class:`~arrowmix._storage.remote_table.RemoteTable` that downloads a chunk into the bounded
+cache directory when a read first needs it. The fingerprint is the one the same files get
+when read from a local directory (it hashes the same digests), so results cached from a
+local copy of the corpus are reused, and the other way round.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pyarrow as pa
+
+from arrowmix._dataset.dataset import Dataset, DatasetState
+from arrowmix._fingerprint.hasher import hash_value
+from arrowmix._storage.digests import read_manifest
+from arrowmix._storage.fs import is_local, url_to_fs
+from arrowmix._storage.remote_cache import check_fits, parse_size
+from arrowmix._storage.remote_meta import RemoteChunk, probe
+from arrowmix._storage.remote_table import RemoteTable
+from arrowmix.exceptions import ChunkFileError, IncompleteCorpusError, SchemaMismatchError
+
+__all__ = ["from_remote_chunks"]
+
+_PROBE_THREADS = 8
+
+
+def _infos(files: Sequence[str], storage_options: Mapping[str, Any] | None) -> list[Any]:
+    """``fs.info`` of each file, from one fresh listing per directory (not one HEAD each)."""
+    listed: dict[str, dict[str, Any]] = {}
+    out = []
+    for url in files:
+        fs, path = url_to_fs(url, storage_options)
+        parent = path.rstrip("/").rsplit("/", 1)[0]
+        if parent not in listed:
+            try:
+                entries = fs.ls(parent, detail=True)
+            except FileNotFoundError:
+                entries = []
+            listed[parent] = {fs._strip_protocol(e["name"]): e for e in entries}
+        info = listed[parent].get(fs._strip_protocol(path))
+        if info is None:
+            try:
+                info = fs.info(path)
+            except FileNotFoundError as exc:
+                raise ChunkFileError(f"Remote chunk {url!r} not found.") from exc
+        out.append(info)
+    return out
+
+
+def _describe(
+    url: str, info: Mapping[str, Any], digest: str, storage_options: Mapping[str, Any] | None
+) -> tuple[pa.Schema, RemoteChunk]:
+    fs, path = url_to_fs(url, storage_options)
+    return probe(fs, path, url, info, digest)
+
+
+def _digests(
+    files: Sequence[str], infos: Sequence[Any], storage_options: Mapping[str, Any] | None
+) -> list[str]:
+    """Each file's digest from its directory's manifest (which must list it, same size)."""
+    manifests: dict[str, Any] = {}
+    out = []
+    for url, info in zip(files, infos, strict=True):
+        directory, name = url.rstrip("/").rsplit("/", 1)
+        if directory not in manifests:
+            manifests[directory] = read_manifest(directory, storage_options)
+        manifest = manifests[directory]
+        entry = None if manifest is None else manifest.get(name)
+        if entry is None or entry.size != int(info["size"]):
+            why = (
+                "has no manifest (an unfinished `write_chunks`, or files written by another "
+                "tool)" if manifest is None else
+                f"lists {name!r} " + ("not at all" if entry is None else
+                                      f"with {entry.size} bytes, not {info['size']}")
+            )  # fmt: skip
+            raise IncompleteCorpusError(
+                f"{directory!r} {why}: `cache_limit` takes each chunk's digest from the "
+                "manifest `write_chunks` writes last (hashing the files would download them "
+                "all). Rewrite the corpus with `write_chunks`, or open it without `cache_limit`."
+            )
+        out.append(entry.digest)
+    return out
+
+
+def from_remote_chunks(
+    files: Sequence[str],
+    cache_dir: str | None,
+    storage_options: Mapping[str, Any] | None,
+    cache_limit: int | str,
+    chunk_cache_dir: str | None,
+) -> Dataset:
+    """The dataset of remote chunk ``files`` read through a cache of ``cache_limit`` bytes.
+
+    Raises:
+        ValueError: a local file among ``files``, or a bad ``cache_limit``.
+        CacheLimitError: the largest chunk does not fit in ``cache_limit``.
+        SchemaMismatchError: the chunks' schemas differ.
+        IncompleteCorpusError: a directory has no manifest, or it does not list a file.
+    """
+    limit = parse_size(cache_limit)
+    local = [f for f in files if is_local(f)]
+    if local:
+        raise ValueError(
+            f"`cache_limit` bounds the local copies of remote chunks, but {local[0]!r} is a "
+            "local file (local files are memory-mapped in place): drop `cache_limit`."
+        )
+    infos = _infos(files, storage_options)
+    digests = _digests(files, infos, storage_options)
+    with ThreadPoolExecutor(min(_PROBE_THREADS, len(files))) as pool:
+        described = list(
+            pool.map(lambda f, i, d: _describe(f, i, d, storage_options), files, infos, digests)
+        )
+    schema = described[0][0].remove_metadata()
+    for f, (s, _) in zip(files, described, strict=True):
+        if not s.remove_metadata().equals(schema):
+            raise SchemaMismatchError(
+                f"Chunk file {f!r} has a different schema from {files[0]!r}:\n"
+                f"{s.remove_metadata()}\nexpected\n{schema}"
+            )
+    chunks = [c for _, c in described]
+    check_fits(limit, chunks)
+    # No directory given: each process (each node of a cluster) uses its own default one.
+    table = RemoteTable(chunks, schema, chunk_cache_dir, limit, storage_options)
+    offsets = tuple(itertools.accumulate((c.num_rows for c in chunks), initial=0))
+    fp = hash_value(("from_chunks", [c.digest for c in chunks]))
+    state = DatasetState(
+        table=table,
+        fingerprint=fp,
+        files=tuple(files),
+        file_offsets=offsets,
+        cache_dir=cache_dir,
+        storage_options=dict(storage_options) if storage_options else None,
+    )
+    return Dataset(state)

@@ -1,0 +1,102 @@
+"""Bounded remote tables without a server: fsspec's in-process ``memory://`` filesystem."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import uuid
+
+import fsspec
+import numpy as np
+import pytest
+
+import arrowmix as am
+from arrowmix._storage.remote_meta import _batch_length, _footer_blocks
+
+
+@pytest.fixture
+def memory_url():
+    url = f"memory://remote-table-{uuid.uuid4().hex[:8]}"
+    yield url
+    fsspec.filesystem("memory").rm(url[len("memory://") :], recursive=True)
+
+
+def open_bounded(url, tmp_path, limit="1MB"):
+    return am.Dataset.from_chunks(url, cache_limit=limit, chunk_cache_dir=str(tmp_path / "c"))
+
+
+def test_footer_reader_counts_rows_of_every_record_batch(tmp_path):
+    import pyarrow as pa
+
+    path = tmp_path / "f.arrow"
+    table = pa.table({"x": list(range(1000)), "s": [str(i) for i in range(1000)]})
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
+        for batch in [*table.to_batches(max_chunksize=300), table.to_batches()[0].slice(0, 0)]:
+            w.write_batch(batch)
+    data = path.read_bytes()
+    footer_len = int.from_bytes(data[-10:-6], "little")
+    blocks = _footer_blocks(data[-10 - footer_len : -10])
+    assert [_batch_length(data[o : o + n]) for o, n, _ in blocks] == [300, 300, 300, 100, 0]
+
+
+def test_columns_views_and_pickling_keep_reading_through_the_cache(memory_url, tmp_path):
+    am.write_chunks(({"id": i, "t": str(i)} for i in range(50)), memory_url, rows_per_chunk=20)
+    ds = open_bounded(memory_url, tmp_path)
+    view = ds.rename_column("t", "text").select_columns(["text", "id"]).select([49, 0, 21])
+    assert view[:] == {"text": ["49", "0", "21"], "id": [49, 0, 21]}
+    again = pickle.loads(pickle.dumps(view))
+    assert again[:] == view[:] and again.fingerprint == view.fingerprint
+    with pytest.raises(ValueError, match="concatenate_datasets"):
+        am.concatenate_datasets([ds, ds])
+
+
+def test_stream_over_a_bounded_corpus_pickles_and_resumes(memory_url, tmp_path):
+    am.write_chunks(({"id": i} for i in range(400)), memory_url, rows_per_chunk=50)
+    ds = open_bounded(memory_url, tmp_path)
+    s = ds.to_stream(shuffle="chunks", seed=3, infinite=False, read_ahead="1KB")
+    head = [r["id"] for r in (next(s) for _ in range(120))]
+    clone = pickle.loads(pickle.dumps(s))
+    rest = [r["id"] for r in s]
+    assert [r["id"] for r in clone] == rest
+    assert sorted(head + rest) == list(range(400))
+    assert s.stats()["chunks_downloaded"] >= 1
+    s.close()
+    clone.close()
+    with pytest.raises(ValueError, match="read_ahead"):
+        ds.to_stream(read_ahead=-1)
+
+
+def test_a_local_chunk_with_cache_limit_is_refused(tmp_path):
+    out = str(tmp_path / "local")
+    am.write_chunks(({"id": i} for i in range(5)), out)
+    with pytest.raises(ValueError, match="local file"):
+        am.Dataset.from_chunks(out, cache_limit="1MB")
+    assert np.array_equal(am.Dataset.from_chunks(out)["id"], list(range(5)))
+
+
+def test_a_damaged_remote_chunk_is_refused_naming_it(memory_url, tmp_path):
+    from arrowmix.exceptions import ChunkFileError
+
+    am.write_chunks(({"s": "abcdefghij"} for _ in range(100)), memory_url, rows_per_chunk=50)
+    fs = fsspec.filesystem("memory")
+    path = f"{memory_url[len('memory://') :]}/chunk-00001.arrow"
+    data = bytearray(fs.cat_file(path))
+    footer_len = int.from_bytes(data[-10:-6], "little")
+    offset, meta_len, _ = _footer_blocks(bytes(data[-10 - footer_len : -10]))[0]
+    body = offset + meta_len
+    data[body : body + 64] = b"\xff" * 64  # the string offsets: no longer valid
+    fs.pipe_file(path, bytes(data))
+    ds = open_bounded(memory_url, tmp_path)
+    assert ds[0]["s"] == "abcdefghij"
+    with pytest.raises(ChunkFileError, match=r"chunk-00001\.arrow.* is damaged"):
+        ds[60]
+    assert not [n for n in os.listdir(tmp_path / "c") if n.endswith(".partial")]
+
+
+def test_token_stages_over_a_bounded_corpus_are_refused_by_name(memory_url, tmp_path):
+    rows = ({"ids": list(range(i % 7 + 1))} for i in range(60))
+    am.write_chunks(rows, memory_url, rows_per_chunk=20)
+    ds = open_bounded(memory_url, tmp_path)
+    s = ds.to_stream(shuffle=None, infinite=False).batch(4, columnar=True).collate("ids")
+    with pytest.raises(TypeError, match=r"'ids'.*cache_limit"):
+        next(s)
