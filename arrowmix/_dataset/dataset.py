@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -40,6 +40,10 @@ class DatasetState:
     indices_file: str | None = None
     fmt: str | None = None
     fmt_columns: tuple[str, ...] | None = None
+    #: HF's ``output_all_columns``: columns outside ``fmt_columns`` come as Python objects.
+    fmt_all: bool = False
+    #: HF's ``format_kwargs`` (``dtype``/``device`` for numeric tensors and arrays).
+    fmt_kwargs: tuple[tuple[str, Any], ...] = ()
     cache_dir: str | None = None
     #: fsspec options for the dataset's URLs (remote chunks, a remote ``cache_dir``).
     storage_options: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
@@ -119,9 +123,29 @@ class Dataset(DatasetConstructors):
         return self._s.table.schema.remove_metadata()
 
     @property
-    def format(self) -> str | None:
-        """The output format set by :meth:`with_format` (``None`` is Python objects)."""
-        return self._s.fmt
+    def format(self) -> dict[str, Any]:
+        """The output format set by :meth:`with_format`, as HF ``datasets`` describes it.
+
+        ``{"type": None | "numpy" | "arrow" | "torch", "format_kwargs": {...}, "columns":
+        [formatted columns], "output_all_columns": bool}``; ``type`` ``None`` is Python objects.
+        """
+        s = self._s
+        return {
+            "type": s.fmt,
+            "format_kwargs": dict(s.fmt_kwargs),
+            "columns": list(s.fmt_columns) if s.fmt_columns is not None else self.column_names,
+            "output_all_columns": s.fmt_all,
+        }
+
+    @property
+    def num_columns(self) -> int:
+        """Number of columns."""
+        return self._s.table.num_columns
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(num_rows, num_columns)``."""
+        return (self.num_rows, self.num_columns)
 
     @property
     def cache_files(self) -> list[str]:
@@ -141,6 +165,13 @@ class Dataset(DatasetConstructors):
     def __fingerprint__(self) -> tuple[str, str | None, tuple[str, ...] | None]:
         """How a function capturing this dataset is hashed: its fingerprint and format."""
         return (self._s.fingerprint, self._s.fmt, self._s.fmt_columns)
+
+    def __enter__(self) -> Dataset:
+        """``with ds:`` as in HF ``datasets``; nothing to release (files stay mapped)."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle by reference to the memory-mapped files (a few KB), not with the rows.
@@ -185,8 +216,9 @@ class Dataset(DatasetConstructors):
             table = self._s.reader.take(ix.array[start:stop])  # type: ignore[index]
         return table.select(list(columns)) if columns is not None else table
 
-    def _columns(self) -> list[str] | None:
-        return list(self._s.fmt_columns) if self._s.fmt_columns is not None else None
+    def _format(self) -> formats.Format:
+        s = self._s
+        return formats.Format(s.fmt, s.fmt_columns, s.fmt_all, s.fmt_kwargs)
 
     def _check_column(self, name: str) -> None:
         if name not in self._s.table.column_names:
@@ -195,22 +227,25 @@ class Dataset(DatasetConstructors):
             )
 
     def __getitem__(self, key: Any) -> Any:
-        fmt = self._s.fmt
+        fmt = self._format()
         if isinstance(key, str):
             self._check_column(key)
-            return formats.format_column(self._range(0, self.num_rows, [key]).column(key), fmt)
+            return fmt.column(self._range(0, self.num_rows, [key]).column(key), key)
+        cols = fmt.read_columns()
         if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
             i = int(key)
+            if i < 0:
+                i += self.num_rows
             if i < 0 or i >= self.num_rows:
-                to_positions([i], self.num_rows)  # raises IndexError naming i and the length
-            return formats.format_rows(self._range(i, i + 1, self._columns()), fmt)[0]
+                to_positions([int(key)], self.num_rows)  # raises IndexError naming it
+            return fmt.rows(self._range(i, i + 1, cols))[0]
         if isinstance(key, slice):
             start, stop, step = key.indices(self.num_rows)
             if step == 1:
-                return formats.format_batch(self._range(start, stop, self._columns()), fmt)
+                return fmt.batch(self._range(start, stop, cols))
             key = range(start, stop, step)
         pos = to_positions(key, self.num_rows)
-        return formats.format_batch(self._gather(pos.to_numpy(), self._columns()), fmt)
+        return fmt.batch(self._gather(pos.to_numpy(), cols))
 
     def iter(self, batch_size: int, drop_last_batch: bool = False) -> Iterator[Any]:
         """Iterate over batches of ``batch_size`` rows, in the dataset's format.
@@ -222,38 +257,68 @@ class Dataset(DatasetConstructors):
         """
         if not isinstance(batch_size, int) or batch_size <= 0:
             raise ValueError(f"`batch_size` must be a positive int, got {batch_size!r}.")
-        n = self.num_rows
+        n, fmt = self.num_rows, self._format()
+        cols = fmt.read_columns()
         for start in range(0, n, batch_size):
             stop = min(start + batch_size, n)
             if drop_last_batch and stop - start < batch_size:
                 return
-            yield formats.format_batch(self._range(start, stop, self._columns()), self._s.fmt)
+            yield fmt.batch(self._range(start, stop, cols))
 
     def __iter__(self) -> Iterator[Any]:
-        n = self.num_rows
+        n, fmt = self.num_rows, self._format()
+        cols = fmt.read_columns()
         for start in range(0, n, _ITER_BLOCK):
-            table = self._range(start, min(start + _ITER_BLOCK, n), self._columns())
-            yield from formats.format_rows(table, self._s.fmt)
+            yield from fmt.rows(self._range(start, min(start + _ITER_BLOCK, n), cols))
+
+    def to_dict(self) -> dict[str, list[Any]]:
+        """The view as ``{column: [values...]}`` of Python objects (HF's ``to_dict``)."""
+        return self.to_table().to_pydict()
+
+    def to_list(self) -> list[dict[str, Any]]:
+        """The view as a list of row dicts of Python objects (HF's ``to_list``)."""
+        return self.to_table().to_pylist()
 
     def to_table(self) -> pa.Table:
         """The view materialised as one ``pyarrow.Table`` (zero-copy without an array mapping)."""
         return self._range(0, self.num_rows).replace_schema_metadata(None)
 
-    def with_format(self, type: str | None = None, columns: Sequence[str] | None = None) -> Dataset:
+    def with_format(
+        self,
+        type: str | None = None,
+        columns: str | Sequence[str] | None = None,
+        output_all_columns: bool = False,
+        **format_kwargs: Any,
+    ) -> Dataset:
         """A view returning ``type`` objects: None/"python", "numpy", "arrow" or "torch".
+
+        ``columns`` (a name or a list) restricts the formatted columns; the others are left
+        out, or returned as Python objects with ``output_all_columns=True``. Columns that a
+        later ``map`` adds are formatted too. ``format_kwargs`` (``dtype``, ``device``) apply
+        to numeric arrays and tensors. The fingerprint changes with the format, as in HF.
 
         Example:
             >>> import arrowmix as am
             >>> am.Dataset.from_dict({"x": [1, 2]}).with_format("numpy")["x"]
             array([1, 2])
         """
-        fmt = formats.check_format(type)
-        cols = None
-        if columns is not None:
-            for c in columns:
-                self._check_column(c)
-            cols = tuple(columns)
-        return Dataset(replace(self._s, fmt=fmt, fmt_columns=cols))
+        from arrowmix._dataset.ops import set_format
+
+        return set_format(self, type, columns, output_all_columns, format_kwargs)
+
+    def set_format(
+        self,
+        type: str | None = None,
+        columns: str | Sequence[str] | None = None,
+        output_all_columns: bool = False,
+        **format_kwargs: Any,
+    ) -> None:
+        """HF's in-place :meth:`with_format`: this object switches to the new view."""
+        self._s = self.with_format(type, columns, output_all_columns, **format_kwargs)._s
+
+    def reset_format(self) -> None:
+        """HF's in-place ``with_format(None)``."""
+        self.set_format(None)
 
     # ---- transforms (delegated to ops) --------------------------------------------------
     def select(self, indices: Any) -> Dataset:
@@ -324,6 +389,12 @@ class Dataset(DatasetConstructors):
         from arrowmix._dataset import ops
 
         return ops.rename_column(self, original_column_name, new_column_name)
+
+    def rename_columns(self, column_mapping: Mapping[str, str]) -> Dataset:
+        """Rename several columns at once, ``{old: new}`` (zero-copy)."""
+        from arrowmix._dataset import ops
+
+        return ops.rename_columns(self, dict(column_mapping))
 
     def map(
         self,

@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from arrowmix._cache.paths import is_caching_enabled, temp_cache_dir
 from arrowmix._cache.segments import Segment, plan_segments, unify_tables
+from arrowmix._dataset import formats
 from arrowmix._dataset.apply import Call
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.indices import IndexMap, load_or_store
@@ -69,16 +70,15 @@ def _map_result(job: Job, tables: list[pa.Table], segments: list[Segment]) -> Da
         table = stored.select(columns)
         files = tuple(paths)
         holds = hold_cache_files(paths)
-    fmt_cols = s.fmt_columns
-    if fmt_cols is not None:
-        fmt_cols = tuple(c for c in fmt_cols if c in columns)
     state = DatasetState(
         table=table,
         fingerprint=job.fingerprint,
         files=files,
         file_offsets=offsets,
         fmt=s.fmt,
-        fmt_columns=fmt_cols,
+        fmt_columns=formats.transmit_columns(s.fmt_columns, ds.column_names, columns),
+        fmt_all=s.fmt_all,
+        fmt_kwargs=s.fmt_kwargs,
         cache_dir=s.cache_dir,
         storage_options=s.storage_options,
         holds=tuple(holds),
@@ -241,7 +241,7 @@ def map_dataset(
         input_columns=inputs,
         fn_kwargs=dict(fn_kwargs or {}),
         remove_columns=removed,
-        fmt=ds.format,
+        fmt=ds._s.fmt,
     )
     return _run(
         "map",
@@ -288,7 +288,7 @@ def filter_dataset(
         with_indices=bool(with_indices),
         input_columns=inputs,
         fn_kwargs=dict(fn_kwargs or {}),
-        fmt=ds.format,
+        fmt=ds._s.fmt,
     )
     return _run(
         "filter",

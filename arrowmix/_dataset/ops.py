@@ -19,22 +19,23 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from arrowmix._cache.paths import cache_file_name
+from arrowmix._dataset import formats
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.indices import IndexMap, load_or_store, to_positions
-from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._fingerprint.transform import roll
 from arrowmix._storage import fs
 from arrowmix._storage.ipc import open_table, read_meta, write_file
-from arrowmix.exceptions import CacheCorruptedError, SchemaMismatchError
+from arrowmix.exceptions import CacheCorruptedError
 
 __all__ = [
     "SplitResult",
-    "concatenate_datasets",
     "flatten_indices",
     "remove_columns",
     "rename_column",
+    "rename_columns",
     "select",
     "select_columns",
+    "set_format",
     "shard",
     "shuffle",
     "sort",
@@ -215,6 +216,8 @@ def flatten_indices(ds: Dataset) -> Dataset:
             file_offsets=(0, n),
             fmt=s.fmt,
             fmt_columns=s.fmt_columns,
+            fmt_all=s.fmt_all,
+            fmt_kwargs=s.fmt_kwargs,
             cache_dir=s.cache_dir,
             storage_options=so,
             holds=hold_cache_files([path]),
@@ -226,13 +229,50 @@ def _names(column_names: str | Sequence[str]) -> list[str]:
     return [column_names] if isinstance(column_names, str) else list(column_names)
 
 
-def _with_table(ds: Dataset, table: pa.Table, transform: str, kwargs: dict[str, Any]) -> Dataset:
+def _with_table(
+    ds: Dataset,
+    table: pa.Table,
+    transform: str,
+    kwargs: dict[str, Any],
+    renamed: dict[str, str] | None = None,
+) -> Dataset:
     s = ds._s
-    cols = s.fmt_columns
-    if cols is not None:
-        cols = tuple(c for c in cols if c in table.column_names)
+    cols = formats.transmit_columns(s.fmt_columns, ds.column_names, table.column_names, renamed)
     fp = roll(ds.fingerprint, transform, kwargs)
     return Dataset(replace(s, table=table, fingerprint=fp, fmt_columns=cols))
+
+
+def set_format(
+    ds: Dataset,
+    type: str | None,
+    columns: str | Sequence[str] | None,
+    output_all_columns: bool,
+    format_kwargs: dict[str, Any],
+) -> Dataset:
+    """``ds`` viewed in another format; the fingerprint rolls forward (as in HF)."""
+    fmt = formats.check_format(type)
+    cols = None
+    if columns is not None:
+        cols = tuple(_names(columns))
+        for c in cols:
+            ds._check_column(c)
+    kw = tuple(sorted(format_kwargs.items()))
+    args = {
+        "type": fmt,
+        "columns": list(cols) if cols is not None else None,
+        "output_all_columns": bool(output_all_columns),
+        "format_kwargs": dict(kw),
+    }
+    fp = roll(ds.fingerprint, "with_format", args)
+    state = replace(
+        ds._s,
+        fingerprint=fp,
+        fmt=fmt,
+        fmt_columns=cols,
+        fmt_all=bool(output_all_columns),
+        fmt_kwargs=kw,
+    )
+    return Dataset(state)
 
 
 def select_columns(ds: Dataset, column_names: str | Sequence[str]) -> Dataset:
@@ -255,63 +295,29 @@ def rename_column(ds: Dataset, old: str, new: str) -> Dataset:
         raise ValueError(f"Cannot rename {old!r} to {new!r}: a column {new!r} already exists.")
     names = [new if c == old else c for c in ds.column_names]
     return _with_table(
-        ds, ds._s.table.rename_columns(names), "rename_column", {"old": old, "new": new}
+        ds,
+        ds._s.table.rename_columns(names),
+        "rename_column",
+        {"old": old, "new": new},
+        {old: new},
     )
 
 
-def concatenate_datasets(datasets: Sequence[Dataset]) -> Dataset:
-    """Rows of ``datasets`` one after the other, without copying column data.
-
-    Example:
-        >>> import arrowmix as am
-        >>> a, b = am.Dataset.from_dict({"x": [1, 2]}), am.Dataset.from_dict({"x": [3]})
-        >>> am.concatenate_datasets([a, b])["x"]
-        [1, 2, 3]
-    """
-    dsets = list(datasets)
-    if not dsets:
-        raise ValueError("`concatenate_datasets` needs at least one dataset.")
-    first = dsets[0]
-    for i, d in enumerate(dsets[1:], start=1):
-        if not d.schema.equals(first.schema):
-            raise SchemaMismatchError(
-                f"Dataset {i} has a different schema from dataset 0:\n{d.schema}\n"
-                f"dataset 0:\n{first.schema}"
-            )
-    table = pa.concat_tables([d._s.table.replace_schema_metadata(None) for d in dsets])
-    mapping = None
-    if any(d._s.indices is not None for d in dsets):
-        parts, offset = [], 0
-        for d in dsets:
-            ix = d._s.indices or IndexMap.from_range(0, d._s.table.num_rows)
-            parts.append(ix.to_numpy() + offset)
-            offset += d._s.table.num_rows
-        mapping = IndexMap.from_array(np.concatenate(parts))
-    offsets: tuple[int, ...] | None = None
-    if mapping is None and all(d._s.file_offsets for d in dsets):
-        acc, base = [0], 0
-        for d in dsets:
-            acc.extend(base + o for o in d._s.file_offsets[1:])  # type: ignore[index]
-            base += d._s.table.num_rows
-        offsets = tuple(acc)
-    fp = hash_value(("concatenate", [d.fingerprint for d in dsets]))
-    s = first._s
-    state = DatasetState(
-        table=table,
-        fingerprint=fp,
-        files=tuple(f for d in dsets for f in d._s.files),
-        file_offsets=offsets,
-        fmt=s.fmt,
-        fmt_columns=s.fmt_columns,
-        cache_dir=s.cache_dir,
-        storage_options=s.storage_options,
-        holds=tuple(h for d in dsets for h in d._s.holds if h.path != d._s.indices_file),
-    )
-    out = Dataset(state)
-    if mapping is not None:
-        mapping, path = load_or_store(
-            mapping, fp, out.cache_dir, fp, "concatenate_datasets", s.storage_options
+def rename_columns(ds: Dataset, column_mapping: dict[str, str]) -> Dataset:
+    """Rename several columns at once (``{old: new}``), as HF ``datasets`` does."""
+    mapping = dict(column_mapping)
+    for old in mapping:
+        ds._check_column(old)
+    names = [mapping.get(c, c) for c in ds.column_names]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(
+            f"Cannot rename columns with {mapping}: the result would have duplicate column(s) "
+            f"{dupes}."
         )
-        holds = state.holds + hold_cache_files([path] if path else [])
-        out = Dataset(replace(state, indices=mapping, indices_file=path, holds=holds))
-    return out
+    for old, new in mapping.items():
+        if not isinstance(new, str) or not new:
+            raise ValueError(f"New name for column {old!r} must be a non-empty string: {new!r}.")
+    return _with_table(
+        ds, ds._s.table.rename_columns(names), "rename_columns", {"mapping": mapping}, mapping
+    )
