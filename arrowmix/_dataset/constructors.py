@@ -24,28 +24,46 @@ class DatasetConstructors:
 
     @classmethod
     def from_dict(
-        cls, mapping: Mapping[str, Sequence[Any]], schema: pa.Schema | None = None
+        cls,
+        mapping: Mapping[str, Sequence[Any]],
+        schema: pa.Schema | None = None,
+        *,
+        features: Any = None,
     ) -> Dataset:
-        """A dataset from ``{"column": [values...]}`` (in memory)."""
+        """A dataset from ``{"column": [values...]}`` (in memory).
+
+        With ``schema`` (a ``pyarrow.Schema``; HF's ``features=`` is accepted too, a
+        ``Features`` object or a schema), values of a compatible type are cast to it (ints to
+        a float or string column, whole floats to ints); a lossy cast raises
+        ``SchemaMismatchError`` naming the column.
+        """
         from arrowmix._dataset import build
 
-        return build.from_dict(mapping, schema)
+        return build.from_dict(mapping, _schema_of(schema, features))
 
     @classmethod
     def from_pylist(
-        cls, rows: Sequence[Mapping[str, Any]], schema: pa.Schema | None = None
+        cls,
+        rows: Sequence[Mapping[str, Any]],
+        schema: pa.Schema | None = None,
+        *,
+        features: Any = None,
     ) -> Dataset:
-        """A dataset from a list of row dicts (missing keys become nulls)."""
+        """A dataset from a list of row dicts (missing keys become nulls); see from_dict."""
         from arrowmix._dataset import build
 
-        return build.from_pylist(rows, schema)
+        return build.from_pylist(rows, _schema_of(schema, features))
 
     @classmethod
     def from_list(
-        cls, rows: Sequence[Mapping[str, Any]], schema: pa.Schema | None = None
+        cls,
+        rows: Sequence[Mapping[str, Any]],
+        schema: pa.Schema | None = None,
+        *,
+        features: Any = None,
     ) -> Dataset:
         """HF ``datasets``' name for :meth:`from_pylist`."""
-        return cls.from_pylist(rows, schema)
+        return cls.from_pylist(rows, schema, features=features)
 
     @classmethod
     def from_arrow(cls, table_or_record_batches: Any) -> Dataset:
@@ -141,3 +159,18 @@ class DatasetConstructors:
         from arrowmix.integrations.ray import from_ray
 
         return from_ray(ray_dataset, cache_dir=cache_dir)
+
+
+def _schema_of(schema: pa.Schema | None, features: Any) -> pa.Schema | None:
+    """``schema``, or the Arrow schema of HF-style ``features`` (``Features.arrow_schema``)."""
+    if features is None:
+        return schema
+    if schema is not None:
+        raise TypeError("Give `schema` or `features`, not both.")
+    found = features if isinstance(features, pa.Schema) else getattr(features, "arrow_schema", None)
+    if not isinstance(found, pa.Schema):
+        raise TypeError(
+            "`features` must be a pyarrow.Schema or an HF datasets `Features` object; got a "
+            f"{type(features).__name__}."
+        )
+    return found.remove_metadata()

@@ -328,7 +328,11 @@ class Dataset(DatasetConstructors):
         return ops.select(self, indices)
 
     def shuffle(self, seed: int | None = None) -> Dataset:
-        """A seeded random permutation view. ``seed=None`` draws a fresh seed."""
+        """A seeded random permutation view (``np.random.default_rng(seed)``, as in HF).
+
+        ``seed=None`` draws the seed from numpy's global generator, as HF ``datasets`` does:
+        after ``np.random.seed(0)`` a script's unseeded shuffles are reproducible.
+        """
         from arrowmix._dataset import ops
 
         return ops.shuffle(self, seed)
@@ -337,12 +341,14 @@ class Dataset(DatasetConstructors):
         self,
         column: str | Sequence[str] | None = None,
         reverse: bool | Sequence[bool] = False,
+        null_placement: str = "at_end",
         *,
         column_names: str | Sequence[str] | None = None,
     ) -> Dataset:
-        """A view sorted by ``column`` (stable; nulls last); several columns sort in order.
+        """A view sorted by ``column`` (stable); several columns sort in order.
 
-        ``column_names=`` is accepted as HF ``datasets`` spells it.
+        ``null_placement``: ``"at_end"`` (default) or ``"at_start"`` (HF's ``"last"`` and
+        ``"first"`` are accepted too). ``column_names=`` is accepted as HF spells it.
         """
         from arrowmix._dataset import ops
 
@@ -350,7 +356,7 @@ class Dataset(DatasetConstructors):
             raise TypeError("`sort` needs exactly one of `column` or `column_names`.")
         by = column if column is not None else column_names
         assert by is not None  # checked above
-        return ops.sort(self, by, reverse)
+        return ops.sort(self, by, reverse, null_placement)
 
     def shard(self, num_shards: int, index: int, contiguous: bool = True) -> Dataset:
         """The ``index``-th of ``num_shards`` disjoint parts that together cover the dataset."""
@@ -359,12 +365,25 @@ class Dataset(DatasetConstructors):
         return ops.shard(self, num_shards, index, contiguous)
 
     def train_test_split(
-        self, test_size: float | int, seed: int | None = None, shuffle: bool = True
+        self,
+        test_size: float | int | None = None,
+        seed: int | None = None,
+        shuffle: bool = True,
+        *,
+        train_size: float | int | None = None,
+        stratify_by_column: str | None = None,
     ) -> Any:
-        """Split into ``(train, test)``; also indexable as ``split["train"]``/``["test"]``."""
-        from arrowmix._dataset import ops
+        """Split into ``(train, test)``; also indexable as ``split["train"]``/``["test"]``.
 
-        return ops.train_test_split(self, test_size, seed, shuffle)
+        Sizes as in HF ``datasets``: a float is a fraction (test rounds up, train down), an int
+        a row count, ``None`` the rest (both ``None``: ``test_size=0.25``).
+        ``stratify_by_column`` keeps each label's share of rows in both splits. The rows
+        drawn for a seed are HF's (see :meth:`shuffle` for ``seed=None``). ``seed`` is the
+        second positional argument; ``train_size`` and ``stratify_by_column`` are keywords.
+        """
+        from arrowmix._dataset.split import train_test_split
+
+        return train_test_split(self, test_size, train_size, seed, shuffle, stratify_by_column)
 
     def flatten_indices(self) -> Dataset:
         """Materialise the indices mapping into a cache file (memory-mapped)."""

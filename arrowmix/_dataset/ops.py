@@ -7,12 +7,10 @@ its selection with the existing mapping (``outer[inner]``), so chains of
 
 from __future__ import annotations
 
-import math
-import secrets
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -28,7 +26,7 @@ from arrowmix._storage.ipc import open_table, read_meta, write_file
 from arrowmix.exceptions import CacheCorruptedError
 
 __all__ = [
-    "SplitResult",
+    "check_seed",
     "flatten_indices",
     "remove_columns",
     "rename_column",
@@ -39,7 +37,6 @@ __all__ = [
     "shard",
     "shuffle",
     "sort",
-    "train_test_split",
 ]
 
 _FLATTEN_BLOCK = 65536
@@ -77,35 +74,77 @@ def select(ds: Dataset, indices: Any) -> Dataset:
 
 
 def shuffle(ds: Dataset, seed: int | None) -> Dataset:
-    seed = _check_seed(seed)
+    seed = check_seed(seed)
     perm = np.random.default_rng(seed).permutation(len(ds))
     return with_selection(ds, IndexMap(array=perm), "shuffle", {"seed": seed})
 
 
-def _check_seed(seed: int | None) -> int:
+def check_seed(seed: int | None) -> int:
+    """``seed`` validated; ``None`` draws one from numpy's global generator, as HF does.
+
+    HF ``datasets`` takes the next word of the legacy Mersenne Twister's state and advances it
+    by one draw, so ``np.random.seed(0)`` at the top of a script makes every unseeded shuffle
+    reproducible and, with the same permutation rule, the same as HF's.
+    """
     if seed is None:
-        return secrets.randbits(63)  # fresh entropy; never numpy's global state
+        state: Any = np.random.get_state()
+        key, pos = state[1], int(state[2])
+        drawn = int(key[pos] if pos < 624 else key[0])
+        np.random.random()  # one step, so the next unseeded shuffle differs
+        return drawn
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"`seed` must be a non-negative int or None, got {seed!r}.")
     return int(seed)
 
 
-def sort(ds: Dataset, column: str | Sequence[str], reverse: bool | Sequence[bool]) -> Dataset:
+_NULL_PLACEMENT = {
+    "at_end": "at_end",
+    "last": "at_end",
+    "at_start": "at_start",
+    "first": "at_start",
+}
+
+
+def sort(
+    ds: Dataset,
+    column: str | Sequence[str],
+    reverse: bool | Sequence[bool],
+    null_placement: str = "at_end",
+) -> Dataset:
+    if null_placement not in _NULL_PLACEMENT:
+        raise ValueError(
+            f"`null_placement` must be 'at_end', 'at_start', 'last' or 'first', got "
+            f"{null_placement!r}."
+        )
+    placement: Literal["at_start", "at_end"] = (
+        "at_start" if _NULL_PLACEMENT[null_placement] == "at_start" else "at_end"
+    )
     cols = [column] if isinstance(column, str) else list(column)
     revs = [reverse] * len(cols) if isinstance(reverse, bool) else list(reverse)
     if len(revs) != len(cols):
         raise ValueError(f"`reverse` has {len(revs)} entries for {len(cols)} sort columns.")
     for c in cols:
         ds._check_column(c)
-    keys: list[tuple[str, Literal["ascending", "descending"]]] = [
-        (c, "descending" if r else "ascending") for c, r in zip(cols, revs, strict=True)
-    ]
+    orders = ["descending" if r else "ascending" for r in revs]
     table = ds._range(0, len(ds), cols)
     try:
-        perm = pc.sort_indices(table, sort_keys=keys).to_numpy()  # stable; nulls last
+        perm = _sort_indices(table, cols, orders, placement)
     except pa.ArrowNotImplementedError as exc:
         raise TypeError(f"Cannot sort by column(s) {cols}: {exc}") from exc
-    return with_selection(ds, IndexMap.from_array(perm), "sort", {"column": cols, "reverse": revs})
+    kwargs: dict[str, Any] = {"column": cols, "reverse": revs}
+    if placement == "at_start":
+        kwargs["null_placement"] = placement
+    return with_selection(ds, IndexMap.from_array(perm), "sort", kwargs)
+
+
+def _sort_indices(table: pa.Table, cols: list[str], orders: list[str], placement: str) -> Any:
+    """Stable sort permutation; nulls placed per key (pyarrow >= 25) or globally (older)."""
+    if int(pa.__version__.split(".")[0]) >= 25:
+        keys: Any = [(c, o, placement) for c, o in zip(cols, orders, strict=True)]
+        return pc.sort_indices(table, sort_keys=keys).to_numpy()
+    keys = list(zip(cols, orders, strict=True))
+    legacy: Any = pc.sort_indices
+    return legacy(table, sort_keys=keys, null_placement=placement).to_numpy()
 
 
 def shard(ds: Dataset, num_shards: int, index: int, contiguous: bool) -> Dataset:
@@ -122,59 +161,6 @@ def shard(ds: Dataset, num_shards: int, index: int, contiguous: bool) -> Dataset
         sel = IndexMap.from_array(np.arange(index, n, num_shards, dtype=np.int64))
     kwargs = {"num_shards": num_shards, "index": index, "contiguous": contiguous}
     return with_selection(ds, sel, "shard", kwargs)
-
-
-class SplitResult(NamedTuple):
-    """``(train, test)``; unpack it or index it by ``"train"``/``"test"`` as in HF datasets."""
-
-    train: Dataset
-    test: Dataset
-
-    def __getitem__(self, key: Any) -> Any:
-        if isinstance(key, str):
-            if key not in self._fields:
-                raise KeyError(f"Unknown split {key!r}; available splits: ['train', 'test'].")
-            return getattr(self, key)
-        return tuple.__getitem__(self, key)
-
-    def keys(self) -> list[str]:
-        """The split names."""
-        return list(self._fields)
-
-
-def train_test_split(
-    ds: Dataset, test_size: float | int, seed: int | None, shuffle: bool
-) -> SplitResult:
-    n = len(ds)
-    if isinstance(test_size, float) and 0.0 < test_size < 1.0:
-        n_test = math.ceil(test_size * n)
-    elif isinstance(test_size, int) and not isinstance(test_size, bool) and test_size > 0:
-        n_test = test_size
-    else:
-        raise ValueError(
-            f"`test_size` must be a float in (0, 1) or a positive int, got {test_size!r}."
-        )
-    if not 0 < n_test < n:
-        raise ValueError(
-            f"`test_size`={test_size!r} gives {n_test} test rows out of {n}: both splits must "
-            "be non-empty."
-        )
-    if shuffle:
-        seed = _check_seed(seed)
-        perm = np.random.default_rng(seed).permutation(n)
-        test_sel, train_sel = (
-            IndexMap(array=perm[:n_test]),
-            IndexMap(array=perm[n_test:]),
-        )
-    else:
-        train_sel, test_sel = (
-            IndexMap.from_range(0, n - n_test),
-            IndexMap.from_range(n - n_test, n),
-        )
-    kw: dict[str, Any] = {"test_size": test_size, "seed": seed, "shuffle": shuffle}
-    train = with_selection(ds, train_sel, "train_test_split", {**kw, "split": "train"})
-    test = with_selection(ds, test_sel, "train_test_split", {**kw, "split": "test"})
-    return SplitResult(train, test)
 
 
 def flatten_indices(ds: Dataset) -> Dataset:
