@@ -106,49 +106,63 @@ class DatasetConstructors:
         cls,
         paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
         storage_options: Mapping[str, Any] | None = None,
+        *,
+        sample_by: str = "line",
+        source_column: str | None = None,
     ) -> Dataset:
-        """Ingest text files, one row ``{"text": line}`` per line, into cached chunks.
+        """Ingest text files into cached chunks of rows ``{"text": ...}``.
+
+        ``sample_by`` (HF's text builder's modes): ``"line"`` (default) one row per line;
+        ``"paragraph"`` one row per run of non-blank lines (joined by newlines);
+        ``"document"`` one row per file, unchanged. ``source_column="file"`` adds a column of
+        that name holding each row's file path.
 
         ``paths``: files, globs, directories or fsspec URLs; compressed files (``.gz``, ``.xz``,
-        ``.bz2``, ``.zst``) are decompressed. The conversion is cached by the files' content:
-        reopening the same files converts nothing.
+        ``.bz2``, ``.zst``) are decompressed. The conversion is cached by the files' content
+        (and their paths, with ``source_column``): reopening the same files converts nothing.
         """
-        from arrowmix._dataset.ingest import ingest
+        from arrowmix._dataset.ingest import ingest, text_format
 
-        return ingest(paths, "text", storage_options)
+        return ingest(paths, text_format(sample_by), storage_options, source_column)
 
     @classmethod
     def from_json(
         cls,
         paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
         storage_options: Mapping[str, Any] | None = None,
+        *,
+        source_column: str | None = None,
     ) -> Dataset:
         """Ingest JSON Lines files (one object per line) into cached chunks; see from_text."""
         from arrowmix._dataset.ingest import ingest
 
-        return ingest(paths, "json", storage_options)
+        return ingest(paths, "json", storage_options, source_column)
 
     @classmethod
     def from_csv(
         cls,
         paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
         storage_options: Mapping[str, Any] | None = None,
+        *,
+        source_column: str | None = None,
     ) -> Dataset:
         """Ingest CSV files (with a header row) into cached chunks; see from_text."""
         from arrowmix._dataset.ingest import ingest
 
-        return ingest(paths, "csv", storage_options)
+        return ingest(paths, "csv", storage_options, source_column)
 
     @classmethod
     def from_parquet(
         cls,
         paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
         storage_options: Mapping[str, Any] | None = None,
+        *,
+        source_column: str | None = None,
     ) -> Dataset:
         """Ingest Parquet files into cached Arrow chunks (memory-mappable); see from_text."""
         from arrowmix._dataset.ingest import ingest
 
-        return ingest(paths, "parquet", storage_options)
+        return ingest(paths, "parquet", storage_options, source_column)
 
     @classmethod
     def from_ray(cls, ray_dataset: Any, *, cache_dir: str | None = None) -> Dataset:
