@@ -109,13 +109,15 @@ class DatasetConstructors:
         *,
         sample_by: str = "line",
         source_column: str | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
     ) -> Dataset:
         """Ingest text files into cached chunks of rows ``{"text": ...}``.
 
         ``sample_by`` (HF's text builder's modes): ``"line"`` (default) one row per line;
         ``"paragraph"`` one row per run of non-blank lines (joined by newlines);
         ``"document"`` one row per file, unchanged. ``source_column="file"`` adds a column of
-        that name holding each row's file path.
+        that name holding each row's file path. ``cache_dir`` (local) holds the converted
+        chunks instead of the cache root.
 
         ``paths``: files, globs, directories or fsspec URLs; compressed files (``.gz``, ``.xz``,
         ``.bz2``, ``.zst``) are decompressed. The conversion is cached by the files' content
@@ -123,7 +125,7 @@ class DatasetConstructors:
         """
         from arrowmix._dataset.ingest import ingest, text_format
 
-        return ingest(paths, text_format(sample_by), storage_options, source_column)
+        return ingest(paths, text_format(sample_by), storage_options, source_column, cache_dir)
 
     @classmethod
     def from_json(
@@ -132,11 +134,12 @@ class DatasetConstructors:
         storage_options: Mapping[str, Any] | None = None,
         *,
         source_column: str | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
     ) -> Dataset:
         """Ingest JSON Lines files (one object per line) into cached chunks; see from_text."""
         from arrowmix._dataset.ingest import ingest
 
-        return ingest(paths, "json", storage_options, source_column)
+        return ingest(paths, "json", storage_options, source_column, cache_dir)
 
     @classmethod
     def from_csv(
@@ -145,11 +148,12 @@ class DatasetConstructors:
         storage_options: Mapping[str, Any] | None = None,
         *,
         source_column: str | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
     ) -> Dataset:
         """Ingest CSV files (with a header row) into cached chunks; see from_text."""
         from arrowmix._dataset.ingest import ingest
 
-        return ingest(paths, "csv", storage_options, source_column)
+        return ingest(paths, "csv", storage_options, source_column, cache_dir)
 
     @classmethod
     def from_parquet(
@@ -158,11 +162,12 @@ class DatasetConstructors:
         storage_options: Mapping[str, Any] | None = None,
         *,
         source_column: str | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
     ) -> Dataset:
         """Ingest Parquet files into cached Arrow chunks (memory-mappable); see from_text."""
         from arrowmix._dataset.ingest import ingest
 
-        return ingest(paths, "parquet", storage_options, source_column)
+        return ingest(paths, "parquet", storage_options, source_column, cache_dir)
 
     @classmethod
     def from_ray(cls, ray_dataset: Any, *, cache_dir: str | None = None) -> Dataset:

@@ -138,6 +138,23 @@ class Dataset(DatasetConstructors):
         }
 
     @property
+    def features(self) -> Any:
+        """The schema as HF ``datasets.Features``, for code written against HF (needs it installed).
+
+        arrowmix's own description of the columns is :attr:`schema`.
+        """
+        import importlib
+
+        try:
+            hf = importlib.import_module("datasets")
+        except ImportError as exc:
+            raise ImportError(
+                "`ds.features` converts the schema to HF datasets' `Features` and needs "
+                "`datasets` installed; `ds.schema` is the same information as a pyarrow.Schema."
+            ) from exc
+        return hf.Features.from_arrow_schema(self.schema)
+
+    @property
     def num_columns(self) -> int:
         """Number of columns."""
         return self._s.table.num_columns

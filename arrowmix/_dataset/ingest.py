@@ -132,10 +132,13 @@ def ingest(
     fmt: str,
     storage_options: Mapping[str, Any] | None = None,
     source_column: str | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
 ) -> Dataset:
     """Convert input files to Arrow chunks once (cached by content) and open them.
 
     With ``source_column`` the files' paths are part of the result, so of its fingerprint.
+    ``cache_dir`` (a local directory) replaces the cache root as the home of the chunks (and
+    so of the results derived from them), as HF's ``cache_dir`` does.
     """
     files = expand_inputs(paths, storage_options)
     digests = [_content_hash(f, storage_options) for f in files]
@@ -143,7 +146,13 @@ def ingest(
     if source_column is not None:
         key = (*key, source_column, files)
     fp = hash_value(key)
-    root = cache_root() if is_caching_enabled() else temp_cache_dir()
+    if cache_dir is not None:
+        root = os.fspath(cache_dir)
+        if not is_local(root):
+            raise ValueError(f"`cache_dir` must be a local directory, got {root!r}.")
+        root = local_path(root)
+    else:
+        root = cache_root() if is_caching_enabled() else temp_cache_dir()
     out = os.path.join(root, "ingested", fp)
     marker = os.path.join(out, _MARKER)
     os.makedirs(out, exist_ok=True)

@@ -141,7 +141,11 @@ def train_test_split(
     n = len(ds)
     n_train, n_test = split_sizes(n, test_size, train_size)
     if stratify_by_column is not None:
-        ds._check_column(stratify_by_column)
+        if stratify_by_column not in ds.column_names:  # a ValueError, as in HF
+            raise ValueError(
+                f"Unknown `stratify_by_column` {stratify_by_column!r}; available columns: "
+                f"{ds.column_names}."
+            )
         if not shuffle:
             raise ValueError("A stratified split (`stratify_by_column`) needs `shuffle=True`.")
     if shuffle:

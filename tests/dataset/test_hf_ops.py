@@ -83,7 +83,7 @@ def test_stratified_split_errors():
     ds = am.Dataset.from_dict({"label": [0, 0, 1, 1, 2, 2, 3, 3]})
     with pytest.raises(ValueError, match="4 labels need at least 4 rows in each split"):
         ds.train_test_split(0.25, stratify_by_column="label")
-    with pytest.raises(KeyError, match="'labl'"):
+    with pytest.raises(ValueError, match="'labl'"):
         ds.train_test_split(0.5, stratify_by_column="labl")
     with pytest.raises(ValueError, match="shuffle=True"):
         ds.train_test_split(0.5, shuffle=False, stratify_by_column="label")
@@ -133,3 +133,11 @@ def test_columns_and_shape():
     assert ds.select([2]).to_list() == [{"a": 3, "b": "z"}]
     with ds as same:
         assert same is ds
+
+
+def test_features_as_hf_features():
+    datasets = pytest.importorskip("datasets")
+    ds = am.Dataset.from_dict({"x": [1], "t": ["a"]})
+    assert ds.features == datasets.Features(
+        {"x": datasets.Value("int64"), "t": datasets.Value("string")}
+    )

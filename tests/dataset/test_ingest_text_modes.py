@@ -65,3 +65,15 @@ def test_bad_mode_and_bad_utf8(tmp_path, monkeypatch):
         am.Dataset.from_text(p, sample_by="sentence")
     with pytest.raises(InputFormatError, match=r"a.txt:3: not valid UTF-8"):
         am.Dataset.from_text(p, sample_by="paragraph")
+
+
+def test_cache_dir_holds_the_chunks(tmp_path, monkeypatch):
+    monkeypatch.setenv("ARROWMIX_CACHE", str(tmp_path / "root"))
+    p = tmp_path / "a.txt"
+    p.write_text("1\n2\n")
+    ds = am.Dataset.from_text(p, cache_dir=tmp_path / "mine")
+    assert ds["text"] == ["1", "2"]
+    assert all(f.startswith(str(tmp_path / "mine")) for f in ds.cache_files)
+    assert not (tmp_path / "root" / "ingested").exists()
+    with pytest.raises(ValueError, match="local directory"):
+        am.Dataset.from_text(p, cache_dir="s3://bucket/cache")
