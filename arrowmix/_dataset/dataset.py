@@ -51,6 +51,11 @@ class DatasetState:
     holds: tuple[Hold, ...] = field(default=(), compare=False, repr=False)
 
     @cached_property
+    def format(self) -> formats.Format:
+        """The output format (built on first use)."""
+        return formats.Format(self.fmt, self.fmt_columns, self.fmt_all, self.fmt_kwargs)
+
+    @cached_property
     def reader(self) -> TableReader:
         """Batch-aware gatherer over ``table`` (built on first use)."""
         return TableReader(self.table)
@@ -234,8 +239,7 @@ class Dataset(DatasetConstructors):
         return table.select(list(columns)) if columns is not None else table
 
     def _format(self) -> formats.Format:
-        s = self._s
-        return formats.Format(s.fmt, s.fmt_columns, s.fmt_all, s.fmt_kwargs)
+        return self._s.format
 
     def _check_column(self, name: str) -> None:
         if name not in self._s.table.column_names:

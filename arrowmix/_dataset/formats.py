@@ -62,7 +62,7 @@ class Format:
 
     def batch(self, table: pa.Table) -> Any:
         """A batch of ``table`` (read with :meth:`read_columns`) in this format."""
-        kw = dict(self.kwargs)
+        kw = dict(self.kwargs) if self.kwargs else None
         if self.columns is None or not self.output_all_columns:
             return format_batch(table, self.type, kw)
         if self.type == "arrow":
@@ -77,7 +77,7 @@ class Format:
     def rows(self, table: pa.Table) -> list[Any]:
         """Each row of ``table`` (read with :meth:`read_columns`) in this format."""
         if self.columns is None or not self.output_all_columns or self.type == "arrow":
-            return format_rows(table, self.type, dict(self.kwargs))
+            return format_rows(table, self.type, dict(self.kwargs) if self.kwargs else None)
         cols = self.batch(table)
         return [{k: v[i] for k, v in cols.items()} for i in range(table.num_rows)]
 
