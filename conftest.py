@@ -1,8 +1,16 @@
-"""Shared fixtures for tests and doctests: every test gets its own cache root (never ~/.cache)."""
+"""Shared fixtures for tests and doctests: the suite never writes into the user's home.
+
+At start-up, before any test module is imported, ``HOME`` and ``ARROWMIX_CACHE`` point into a
+temporary directory for the whole session (subprocesses inherit both), so module- and
+session-scoped fixtures, and code that falls back to ``~/.cache/arrowmix``, stay out of the
+real ``~/.cache``. Every test then gets its own cache root on top of that.
+"""
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -16,6 +24,23 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+#: The user's real home directory, as it was when the test session started.
+REAL_HOME = os.path.expanduser("~")
+_SAVED = {name: os.environ.get(name) for name in ("HOME", "ARROWMIX_CACHE")}
+SESSION_HOME = tempfile.mkdtemp(prefix="arrowmix-test-home-")
+os.environ["HOME"] = SESSION_HOME
+os.environ["ARROWMIX_CACHE"] = os.path.join(SESSION_HOME, ".cache", "arrowmix")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Restore the environment and remove the session's home directory."""
+    for name, value in _SAVED.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    shutil.rmtree(SESSION_HOME, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -9,6 +9,7 @@ Example:
 
 from arrowmix._cache.paths import disable_caching, enable_caching, is_caching_enabled
 from arrowmix._dataset.build import write_chunks
+from arrowmix._dataset.column import Column
 from arrowmix._dataset.concat import concatenate_datasets
 from arrowmix._dataset.dataset import Dataset
 from arrowmix._fingerprint.pickler import register_fingerprint
@@ -17,6 +18,7 @@ from arrowmix._fingerprint.record import explain as explain_fingerprint
 from arrowmix._version import __version__
 
 __all__ = [
+    "Column",
     "Dataset",
     "FingerprintRecord",
     "__version__",

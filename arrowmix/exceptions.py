@@ -11,10 +11,14 @@ __all__ = [
     "CacheCorruptedError",
     "CacheWarning",
     "ChunkFileError",
+    "DroppedDataWarning",
+    "ElasticResumeError",
     "FingerprintError",
     "FingerprintWarning",
+    "IncompleteCorpusError",
     "InputFormatError",
     "SchemaMismatchError",
+    "ShardingError",
     "StateError",
 ]
 
@@ -35,6 +39,16 @@ class ChunkFileError(ArrowmixError, OSError):
 
 class CacheCorruptedError(ChunkFileError):
     """A cache file exists but its content or metadata does not match its name.
+
+    .. versionadded:: 0.1
+    """
+
+
+class IncompleteCorpusError(ChunkFileError):
+    """A chunk directory is an unfinished ``write_chunks``, or does not match its manifest.
+
+    The message names the directory and the missing or unexpected files;
+    ``from_chunks(..., allow_incomplete=True)`` opens the files present anyway.
 
     .. versionadded:: 0.1
     """
@@ -65,6 +79,31 @@ class StateError(ArrowmixError, ValueError):
     """A checkpoint state does not fit the pipeline it is loaded into.
 
     .. versionadded:: 0.1
+    """
+
+
+class ShardingError(ArrowmixError, ValueError):
+    """A sharding (``num_instances`` / ``instance_rank``, DataLoader split) is invalid.
+
+    .. versionadded:: 0.2
+    """
+
+
+class ElasticResumeError(ArrowmixError, ValueError):
+    """A pipeline cannot resume the checkpoints of another number of instances.
+
+    The message names the stage that refuses and what to do instead.
+
+    .. versionadded:: 0.2
+    """
+
+
+class DroppedDataWarning(UserWarning):
+    """A stage drops part of the data by design (e.g. ``budget_bucket(remainder="drop")``).
+
+    The message says how much and how to drop less.
+
+    .. versionadded:: 0.2
     """
 
 

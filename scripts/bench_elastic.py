@@ -27,9 +27,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arrowmix._stream.row_source import TableRowSource
-from arrowmix._stream.sources import ArrowSource
-from arrowmix.stream import merge_states
+from arrowmix.stream import TableRowSource, from_row_source, merge_states
 
 BUDGET = 16384
 
@@ -40,14 +38,14 @@ def rows(n: int) -> TableRowSource:
 
 
 def pipeline(src: TableRowSource, world: int, rank: int) -> Any:
-    s = ArrowSource(src, seed=1, num_instances=world, instance_rank=rank)
+    s = from_row_source(src, seed=1, num_instances=world, instance_rank=rank)
     return s.shuffle(10_000, seed=2).bucket(
         "n_tokens", lambda longest: BUDGET // longest["n_tokens"], 10_000, seed=3
     )
 
 
 def balanced(src: TableRowSource, world: int, rank: int) -> Any:
-    s = ArrowSource(src, seed=1).shuffle(10_000, seed=2)
+    s = from_row_source(src, seed=1).shuffle(10_000, seed=2)
     return s.budget_bucket(
         "n_tokens", BUDGET, 10_000, num_instances=world, instance_rank=rank, seed=3
     )

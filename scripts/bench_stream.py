@@ -29,9 +29,7 @@ import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from arrowmix._stream.row_source import TableRowSource
-from arrowmix._stream.sources import from_row_source
-from arrowmix.stream import mix
+from arrowmix.stream import TableRowSource, from_row_source, mix
 
 CHUNK = 10_000
 BUFFER = 10_000

@@ -197,12 +197,14 @@ def run_stream(data: dict[str, am.Dataset], steps: int, checkpoint_at: int) -> d
                 expected_after.append(ids)
     seconds = time.perf_counter() - t0
     assert saved is not None
+    resumed_efficiency = []
     with training_stream(data) as resumed:
         resumed.load_state_dict(saved)
         for step, want in enumerate(expected_after):
             got = next(resumed)["ids"]
             if not np.array_equal(got, want):
                 raise SystemExit(f"resume mismatch at step {checkpoint_at + 1 + step}")
+            resumed_efficiency.append(float(np.count_nonzero(got)) / got.size)
     return {
         "ratios": np.array(ratios),
         "efficiency": np.array(efficiency),
@@ -210,31 +212,89 @@ def run_stream(data: dict[str, am.Dataset], steps: int, checkpoint_at: int) -> d
         "seconds": seconds,
         "state_bytes": len(json.dumps(saved)),
         "resumed": len(expected_after),
+        "resumed_efficiency": np.array(resumed_efficiency),
+        "checkpoint_at": checkpoint_at,
     }
+
+
+def make_figure(result: dict[str, Any]) -> Any:
+    """The report's figure: cumulative mix shares, and padding efficiency per batch."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ckpt = result["checkpoint_at"]
+    fig, (a, b) = plt.subplots(2, 1, figsize=(9, 6.5), sharex=True)
+    for i, name in enumerate(SOURCES):
+        (line,) = a.plot(result["ratios"][:, i], label=f"{name} (target {WEIGHTS[i]:.0%})")
+        a.axhline(WEIGHTS[i], ls=":", color=line.get_color())
+    a.set_ylabel("cumulative share of rows\n(all batches so far)")
+    a.set_ylim(0, 1)
+    eff = result["efficiency"]
+    b.plot(eff, lw=0.8, color="tab:gray", label="each batch")
+    window = min(20, len(eff))
+    if window > 1:
+        rolling = np.convolve(eff, np.ones(window) / window, mode="valid")
+        b.plot(np.arange(window - 1, len(eff)), rolling, lw=1.6, label=f"mean of {window}")
+    resumed = result["resumed_efficiency"]
+    if len(resumed):
+        steps = np.arange(ckpt + 1, ckpt + 1 + len(resumed))
+        b.plot(
+            steps,
+            resumed,
+            "o",
+            ms=3,
+            mfc="none",
+            color="tab:red",
+            label="after resume (identical batches)",
+        )
+    low = float(min(eff.min(), resumed.min() if len(resumed) else 1.0))
+    b.set_ylim(max(0.0, low - 0.02), 1.005)
+    b.yaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))
+    b.set_ylabel("padding efficiency\n(real tokens / padded)")
+    b.set_xlabel("step (batch)")
+    for ax in (a, b):
+        ax.axvline(ckpt, ls="--", lw=1, color="black")
+    a.annotate(
+        "checkpoint saved here;\nresumed in a new pipeline",
+        (ckpt, 0.95),
+        xytext=(6, 0),
+        textcoords="offset points",
+        va="top",
+        fontsize=8,
+    )
+    # Legends beside the axes, never over a curve.
+    a.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    b.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    fig.suptitle("arrowmix demo: mixed (50/30/20), token-budget bucketed stream")
+    fig.tight_layout()
+    return fig
 
 
 def plot(result: dict[str, Any], path: Path) -> bool:
     try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        import matplotlib  # noqa: F401
     except ImportError:
         return False
-    fig, (a, b) = plt.subplots(2, 1, figsize=(8, 6), sharex=True)
-    for i, name in enumerate(SOURCES):
-        a.plot(result["ratios"][:, i], label=f"{name} (target {WEIGHTS[i]:.0%})")
-        a.axhline(WEIGHTS[i], ls=":", color=a.lines[-1].get_color())
-    a.set_ylabel("realised share of rows")
-    a.legend(loc="upper right")
-    b.plot(result["efficiency"], lw=0.8)
-    b.set_ylabel("padding efficiency")
-    b.set_xlabel("step (batch)")
-    b.set_ylim(0, 1.05)
-    fig.suptitle("arrowmix demo: mixed, token-budget bucketed stream")
-    fig.tight_layout()
+    fig = make_figure(result)
     fig.savefig(path, dpi=100)
     return True
+
+
+def cache_files(*roots: Path) -> set[Path]:
+    """Every arrowmix result file (``cache-*.arrow``) under ``roots``."""
+    return {p for root in roots if root.exists() for p in root.rglob("cache-*.arrow")}
+
+
+def reuse_line(before: set[Path], after: set[Path]) -> str:
+    """How much of the cache this run reused, for the report."""
+    new = after - before
+    if not new:
+        return f"nothing computed: all {len(after)} cache files were reused"
+    if not before:
+        return f"computed and wrote {len(new)} cache files (a rerun reuses them)"
+    return f"wrote {len(new)} cache files, reused {len(after & before)}"
 
 
 def main() -> None:
@@ -244,18 +304,24 @@ def main() -> None:
     os.environ.setdefault("ARROWMIX_CACHE", str(workdir / "cache"))
     os.environ.setdefault("ARROWMIX_PROGRESS", "0")
 
-    print("== 1-2. ingest and preprocess (cached map/filter; the first run computes)")
+    roots = (workdir, Path(os.environ["ARROWMIX_CACHE"]))
+    print("== 1-2. ingest and preprocess (cached map/filter)")
+    before = cache_files(*roots)
     t0 = time.perf_counter()
     data = preprocess(build_sources(workdir, ARGS.stdlib_files), ARGS.num_proc)
     first = time.perf_counter() - t0
+    after = cache_files(*roots)
     for name, ds in data.items():
         print(f"   {name:6s} {len(ds):7d} rows  fingerprint {ds.fingerprint}")
-    print(f"   took {first:.2f}s")
+    print(f"   took {first:.2f}s; {reuse_line(before, after)}")
 
-    print("== 3. the same script again, in a new process: every step is a cache hit")
+    print("== 3. the same steps again, in a new process")
     again = preprocess_in_new_process(workdir, ARGS.num_proc)
     same = again["fingerprints"] == {k: v.fingerprint for k, v in data.items()}
-    print(f"   took {again['seconds']:.2f}s, same fingerprints: {same}")
+    print(
+        f"   took {again['seconds']:.2f}s, same fingerprints: {same}; "
+        f"{reuse_line(after, cache_files(*roots))}"
+    )
 
     print("== 4. mixed, bucketed stream with checkpoint/resume")
     result = run_stream(data, ARGS.steps, checkpoint_at=ARGS.steps // 2)

@@ -14,9 +14,9 @@ ROOT = Path(__file__).resolve().parents[1]
 #: Files whose fingerprint hashes a Python function (map, filter): those hashes depend on the
 #: Python and dill minor versions (bytecode differs), so they are compared on the same ones.
 FUNCTION_KINDS = (
-    "cache-a2bb302267d5ec34.arrow",
-    "cache-ac49ba08207c685a.arrow",
-    "indices-a2bb302267d5ec34.arrow",
+    "cache-17e93e67a2b76035.arrow",
+    "cache-da3f67d51292616d.arrow",
+    "indices-17e93e67a2b76035.arrow",
 )
 
 

@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Callable, Collection, Iterator, Sequence, Set
 from dataclasses import dataclass, field
 
-from arrowmix._cache.inuse import exclusive, pid_alive, writer_lock
+from arrowmix._cache.inuse import exclusive, lock_held, writer_lock
 from arrowmix._cache.listing import (
     TMP_FILE_RE,
     TMP_KIND,
@@ -34,9 +35,22 @@ from arrowmix._cache.listing import (
     format_span,
     lock_path,
 )
+from arrowmix._cache.lock import remove_idle_lock
 from arrowmix._cache.paths import CACHE_FILE_RE, INDICES_FILE_RE
+from arrowmix._storage.atomic import writer_alive
 
-__all__ = ["CleanupResult", "plan_cleanup", "remove_file", "remove_planned", "remove_unused"]
+__all__ = [
+    "LOCK_FILE_RE",
+    "CleanupResult",
+    "plan_cleanup",
+    "remove_file",
+    "remove_idle_locks",
+    "remove_planned",
+    "remove_unused",
+]
+
+#: ``cache-<fp>.lock``: a writer's lock file.
+LOCK_FILE_RE = re.compile(r"^cache-([0-9a-f]{16})\.lock$")
 
 
 def plan_cleanup(
@@ -157,7 +171,11 @@ def remove_file(path: str) -> tuple[int, str | None]:
     named = CACHE_FILE_RE.match(name) or INDICES_FILE_RE.match(name)
     if tmp is not None:
         pid = int(tmp.group(1))
-        if pid_alive(pid):
+        try:
+            written = os.stat(path, follow_symlinks=False).st_mtime
+        except FileNotFoundError:
+            return 0, "already gone"
+        if writer_alive(pid, written):
             return 0, f"being written by live process {pid}"
         final = CACHE_FILE_RE.match(tmp.group(3)) or INDICES_FILE_RE.match(tmp.group(3))
         fp = final.group(1) if final else None
@@ -208,3 +226,25 @@ def remove_unused(cache_dir: str, keep: Set[str]) -> int:
         _, why = remove_file(path)
         removed += why is None
     return removed
+
+
+def remove_idle_locks(directories: Collection[str], *, dry_run: bool = False) -> list[str]:
+    """Remove the ``cache-<fp>.lock`` files of ``directories`` that no writer holds.
+
+    A writer removes its lock file when done; one killed mid-way leaves it. Removing one is
+    safe at any time (see :mod:`arrowmix._cache.lock`). Returns the removed (or, in a dry
+    run, removable) paths.
+    """
+    out = []
+    for directory in directories:
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            continue
+        for name in names:
+            if not LOCK_FILE_RE.match(name):
+                continue
+            path = os.path.join(directory, name)
+            if (not lock_held(path)) if dry_run else remove_idle_lock(path):
+                out.append(path)
+    return out

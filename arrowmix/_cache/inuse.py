@@ -8,8 +8,8 @@ Three probes keep the cleanup from deleting anything that somebody still needs:
   ``flock`` locks belong to open file descriptions) holds the file. The cleanup deletes a file
   while holding that exclusive lock, so a reader that calls :func:`hold` at the same moment
   waits until the name is gone and keeps the (still readable) unlinked inode.
-- **Writers.** A writer computing fingerprint ``fp`` holds ``cache-<fp>.lock`` (the
-  ``filelock`` package). :func:`lock_held` tries to acquire it without waiting.
+- **Writers.** A writer computing fingerprint ``fp`` holds ``cache-<fp>.lock``
+  (:mod:`arrowmix._cache.lock`). :func:`lock_held` tries to acquire it without waiting.
 - **Temporary files.** ``tmp-<pid>-...partial`` names carry the writer's pid;
   :func:`pid_alive` says whether that process still exists on this host.
 
@@ -28,11 +28,13 @@ import weakref
 from collections.abc import Iterator
 from types import TracebackType
 
-import filelock
+from arrowmix._cache.lock import try_lock
 
 __all__ = ["Hold", "exclusive", "hold", "in_use", "lock_held", "pid_alive", "writer_lock"]
 
 _CONTENDED = frozenset({errno.EACCES, errno.EAGAIN, errno.EWOULDBLOCK})
+#: Attempts of :func:`hold` when the file is replaced under it each time.
+_HOLD_TRIES = 5
 
 
 class Hold:
@@ -106,7 +108,8 @@ else:
             The registration; keep a reference for as long as the data is in use.
 
         Raises:
-            FileNotFoundError: ``path`` does not exist.
+            FileNotFoundError: ``path`` does not exist, or was removed by a cleanup while
+                this call waited for it (so the caller never holds a deleted file).
 
         Example:
             >>> import os, tempfile
@@ -118,17 +121,31 @@ else:
             >>> h.release(); in_use(path)
             False
         """
-        fd = _open_reader(path)
-        if fd is None:
-            return Hold(path, None)
-        try:
-            # Blocks only while a cleanup is deleting this very file (it holds LOCK_EX for
-            # the unlink); afterwards we hold the unlinked inode, which stays readable.
-            fcntl.flock(fd, fcntl.LOCK_SH)
-        except OSError:  # no locks on this file system (e.g. ENOLCK): register nothing
+        for _ in range(_HOLD_TRIES):
+            fd = _open_reader(path)
+            if fd is None:
+                return Hold(path, None)
+            try:
+                # Blocks only while a cleanup is deleting this very file (it holds LOCK_EX
+                # for the unlink).
+                fcntl.flock(fd, fcntl.LOCK_SH)
+            except OSError:  # no locks on this file system (e.g. ENOLCK): register nothing
+                os.close(fd)
+                return Hold(path, None)
+            if _same_file(fd, path):
+                return Hold(path, fd)
+            # The name was removed (or replaced by a writer's rename) while we waited: the
+            # inode we hold is not the file under that name any more. Try the new one.
             os.close(fd)
-            return Hold(path, None)
-        return Hold(path, fd)
+        raise FileNotFoundError(errno.ENOENT, "removed while being registered", path)
+
+    def _same_file(fd: int, path: str) -> bool:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return False
+        held = os.fstat(fd)
+        return (held.st_dev, held.st_ino) == (st.st_dev, st.st_ino)
 
     def _open_reader(path: str) -> int | None:
         # One descriptor per held file: a result of thousands of segments can reach the soft
@@ -210,41 +227,37 @@ else:
 
 
 def lock_held(lock_path: str) -> bool:
-    """Whether a writer holds the ``filelock`` at ``lock_path`` (a missing file is not held).
+    """Whether a writer holds the lock at ``lock_path`` (a missing file is not held).
+
+    A pure probe: nothing is created or removed.
 
     Example:
-        >>> import os, tempfile, filelock
-        >>> path = os.path.join(tempfile.mkdtemp(), "cache-0123456789abcdef.lock")
+        >>> import os, tempfile
+        >>> from arrowmix._cache.lock import fingerprint_lock, lock_path
+        >>> directory = tempfile.mkdtemp()
+        >>> path = lock_path(directory, "0123456789abcdef")
         >>> lock_held(path)
         False
-        >>> with filelock.FileLock(path):
+        >>> with fingerprint_lock(directory, "0123456789abcdef"):
         ...     lock_held(path)
         True
     """
-    with writer_lock(lock_path) as free:
+    with try_lock(lock_path) as free:
         return not free
 
 
 @contextlib.contextmanager
 def writer_lock(lock_path: str) -> Iterator[bool]:
-    """Try to take a writer's ``filelock`` without waiting; hold it while the block runs.
+    """Take a writer's lock without waiting, and keep writers out while the block runs.
+
+    The lock file is created if missing (and removed when done), so no writer can start
+    computing that fingerprint until the block ends.
 
     Yields:
-        True when nobody held it (or no lock file exists: nothing is created), else False.
+        True when nobody held it, else False.
     """
-    if not os.path.exists(lock_path):
-        yield True
-        return
-    lock = filelock.FileLock(lock_path, timeout=0)
-    try:
-        lock.acquire()
-    except (filelock.Timeout, OSError):  # held, or we cannot even tell: assume a writer
-        yield False
-        return
-    try:
-        yield True
-    finally:
-        lock.release()
+    with try_lock(lock_path, create=True) as free:
+        yield free
 
 
 def pid_alive(pid: int) -> bool:

@@ -25,8 +25,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from arrowmix._cache.inuse import in_use, lock_held, pid_alive
+from arrowmix._cache.inuse import in_use, lock_held
 from arrowmix._cache.paths import CACHE_FILE_RE, INDICES_FILE_RE
+from arrowmix._storage.atomic import writer_alive
 from arrowmix._storage.chunks import CHUNK_PATTERN
 from arrowmix._storage.ipc import read_meta
 
@@ -186,7 +187,7 @@ def scan(cache_dir: str, *, probe: bool = True) -> list[CacheEntry]:
         name = os.path.basename(file.path)
         fp = _fingerprint_of(final)
         busy = None
-        if probe and pid_alive(pid):
+        if probe and writer_alive(pid, file.mtime):
             busy = f"being written by live process {pid}"
         elif locked(fp):
             busy = "locked by a writer"

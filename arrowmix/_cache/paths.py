@@ -2,8 +2,10 @@
 
 The cache root is ``$ARROWMIX_CACHE`` or ``~/.cache/arrowmix``. A dataset read from chunk files
 keeps its derived files beside its first chunk (one directory per lineage), falling back to the
-root when that directory is not writable or not local. ``disable_caching()`` sends new results
-to a temporary directory removed at interpreter exit.
+root when that directory is not writable or not local. A read-only corpus may ship its cache
+files beside its chunks: results found complete and valid there are read in place (see
+:func:`shipped_cache_dir`), and only what is missing is computed into the root.
+``disable_caching()`` sends new results to a temporary directory removed at interpreter exit.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ __all__ = [
     "enable_caching",
     "indices_file_name",
     "is_caching_enabled",
+    "shipped_cache_dir",
     "temp_cache_dir",
 ]
 
@@ -53,9 +56,29 @@ def dataset_cache_dir(first_file: str | None) -> str:
         return temp_cache_dir()
     if first_file is not None and "://" not in first_file:
         directory = os.path.dirname(os.path.abspath(first_file))
-        if os.access(directory, os.W_OK):
+        if _writable(directory):
             return directory
     return cache_root()
+
+
+def shipped_cache_dir(files: tuple[str, ...] | list[str]) -> str | None:
+    """The read-only local directory of a dataset's first file, where caches may ship.
+
+    None when caching is disabled, there is no file, it is remote, or its directory is
+    writable (that directory is then the dataset's cache directory itself). Files there are
+    only ever read: a result found there complete and valid is used as is; anything else is
+    computed into the dataset's cache directory.
+    """
+    if not _caching_enabled or not files or "://" in files[0]:
+        return None
+    directory = os.path.dirname(os.path.abspath(files[0]))
+    if _writable(directory) or not os.path.isdir(directory):
+        return None
+    return directory
+
+
+def _writable(directory: str) -> bool:
+    return os.access(directory, os.W_OK)
 
 
 def cache_file_name(fingerprint: str, segment: int | None = None, of: int | None = None) -> str:

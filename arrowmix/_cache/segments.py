@@ -19,10 +19,8 @@ read through their local read-through copies (``arrowmix._storage.ipc``).
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
-import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,11 +28,17 @@ from typing import Any
 
 import pyarrow as pa
 
+from arrowmix._cache.inuse import Hold, hold
 from arrowmix._cache.paths import cache_file_name
-from arrowmix._storage import fs
-from arrowmix._storage.atomic import TMP_PREFIX, TMP_SUFFIX
+from arrowmix._storage import fs, integrity
+from arrowmix._storage.atomic import TMP_RE, remove_dead_tmp, writer_alive
 from arrowmix._storage.ipc import open_table, read_meta
-from arrowmix.exceptions import CacheWarning, ChunkFileError, SchemaMismatchError
+from arrowmix.exceptions import (
+    CacheCorruptedError,
+    CacheWarning,
+    ChunkFileError,
+    SchemaMismatchError,
+)
 
 __all__ = [
     "MIN_SEGMENT_ROWS",
@@ -58,8 +62,6 @@ TARGET_SEGMENTS = 8
 #: A temporary object in a *remote* cache directory is removed only when its writer's pid is
 #: gone from this host and it is older than this (seconds): pids say nothing about other hosts.
 REMOTE_TMP_MIN_AGE = 600.0
-
-_TMP_RE = re.compile(rf"^{re.escape(TMP_PREFIX)}(\d+)-[0-9a-f]+-(.+){re.escape(TMP_SUFFIX)}$")
 
 
 @dataclass(frozen=True)
@@ -106,18 +108,30 @@ def plan_segments(
 
 
 def check_segment(
-    seg: Segment, expect: dict[str, Any], storage_options: Mapping[str, Any] | None = None
+    seg: Segment,
+    expect: dict[str, Any],
+    storage_options: Mapping[str, Any] | None = None,
+    holds: list[Hold] | None = None,
 ) -> pa.Table | str:
-    """Open ``seg`` and check its metadata; return the table, or why it is not usable.
+    """Open ``seg`` and check it (checksum, metadata); return the table, or why it is unusable.
 
     ``expect`` holds the metadata values the file must have (``fingerprint``, ``kind``,
     ``segment``, ``num_segments``, ``input_rows``...). A ``rows`` entry in the metadata must
-    equal the file's row count. ``storage_options`` reach a segment stored at a URL.
+    equal the file's row count. ``storage_options`` reach a segment stored at a URL. With
+    ``holds``, a local file is registered as in use (appended there) *before* it is opened, so
+    a concurrent cleanup cannot remove it between this check and its use.
     """
-    if not fs.exists(seg.path, storage_options):
+    if holds is not None and fs.is_local(seg.path):
+        try:
+            holds.append(hold(fs.local_path(seg.path)))
+        except FileNotFoundError:
+            return "missing"
+    elif not fs.exists(seg.path, storage_options):
         return "missing"
     try:
-        table = open_table(seg.path, storage_options)
+        table = open_table(seg.path, storage_options, check="checksum")
+    except CacheCorruptedError as exc:
+        return str(exc)
     except ChunkFileError as exc:
         return f"unreadable ({exc.__cause__ or exc})"
     meta = read_meta(table.schema)
@@ -133,29 +147,10 @@ def check_segment(
 def touch(paths: Iterable[str]) -> None:
     """Mark local files as just used (mtime = now) for the cleanup CLI; ignore read-only files.
 
-    Objects in a remote cache directory are left alone (no "touch" on object stores).
+    Objects in a remote cache directory are left alone (no "touch" on object stores). A file
+    checked by this process stays checked (see :mod:`arrowmix._storage.integrity`).
     """
-    for p in paths:
-        if not fs.is_local(p):
-            continue
-        with contextlib.suppress(OSError):
-            os.utime(p)
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's live process
-    try:  # a zombie (killed, not yet reaped) writes nothing any more
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"
-    except OSError:
-        return True
+    integrity.touch(p for p in paths if fs.is_local(p))
 
 
 def remove_stale_tmp(
@@ -175,9 +170,11 @@ def remove_stale_tmp(
     wanted = set(final_names)
     local = fs.is_local(directory)
     removed: list[str] = []
+    if local:
+        return remove_dead_tmp(fs.local_path(directory), wanted.__contains__)
     for name in fs.listdir(directory, storage_options):
-        m = _TMP_RE.match(name)
-        if not (m and m.group(2) in wanted and not _pid_alive(int(m.group(1)))):
+        m = TMP_RE.match(name)
+        if not (m and m.group(2) in wanted and not writer_alive(int(m.group(1)))):
             continue
         path = fs.join(directory, name)
         if not local:

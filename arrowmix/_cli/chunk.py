@@ -64,7 +64,10 @@ def add_parser(subparsers: Any) -> None:
     size = p.add_mutually_exclusive_group()
     size.add_argument("--rows-per-chunk", type=int, metavar="N", help="rows per chunk file")
     size.add_argument(
-        "--chunk-size", metavar="SIZE", help="bytes per chunk file, e.g. 64MB (default 256MiB)"
+        "--chunk-size",
+        type=parse_size,
+        metavar="SIZE",
+        help="bytes per chunk file, e.g. 64MB (default 256MiB)",
     )
     p.add_argument("--overwrite", action="store_true", help="replace chunk files already in DIR")
     p.set_defaults(func=run)
@@ -81,13 +84,21 @@ def guess_format(path: str) -> str | None:
 def _format_of(files: list[str], given: str | None) -> str:
     if given:
         return given
-    guesses = {guess_format(f) for f in files}
-    if len(guesses) == 1 and None not in guesses:
-        return guesses.pop()  # type: ignore[return-value]
-    raise CommandError(
-        f"cannot tell the input format from the file names ({sorted(map(str, guesses))}); "
-        f"pass --format {{{','.join(sorted(FORMATS))}}}"
-    )
+    guesses = {f: guess_format(f) for f in files}
+    choices = f"--format {{{','.join(sorted(FORMATS))}}}"
+    unknown = [f for f, fmt in guesses.items() if fmt is None]
+    if unknown:
+        more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+        raise CommandError(
+            f"cannot tell the input format of {unknown[0]!r}{more} from its name (known "
+            f"suffixes: {' '.join(_SUFFIXES)}, optionally compressed); pass {choices}"
+        )
+    found = sorted({fmt for fmt in guesses.values() if fmt is not None})
+    if len(found) > 1:
+        example = {fmt: next(f for f, g in guesses.items() if g == fmt) for fmt in found}
+        named = ", ".join(f"{fmt} ({f!r})" for fmt, f in example.items())
+        raise CommandError(f"the inputs mix formats: {named}; convert one format per run")
+    return found[0]
 
 
 def _counted(batches: Iterator[pa.RecordBatch], total_files: int) -> Iterator[pa.RecordBatch]:
@@ -107,7 +118,6 @@ def run(args: argparse.Namespace) -> int:
     """Convert the inputs; print the chunk files written and the row count."""
     if args.rows_per_chunk is not None and args.rows_per_chunk <= 0:
         raise CommandError(f"--rows-per-chunk must be positive, got {args.rows_per_chunk}")
-    bytes_per_chunk = parse_size(args.chunk_size) if args.chunk_size else None
     files = expand_inputs(args.inputs)
     fmt = _format_of(files, args.format)
     batches = _counted(input_batches(files, fmt), len(files))
@@ -119,13 +129,19 @@ def run(args: argparse.Namespace) -> int:
             rows += b.num_rows
             yield b
 
-    paths = write_batches(
-        counting(),
-        args.out,
-        rows_per_chunk=args.rows_per_chunk,
-        bytes_per_chunk=bytes_per_chunk,
-        overwrite=args.overwrite,
-    )
+    try:
+        paths = write_batches(
+            counting(),
+            args.out,
+            rows_per_chunk=args.rows_per_chunk,
+            bytes_per_chunk=args.chunk_size,
+            overwrite=args.overwrite,
+        )
+    except FileExistsError as exc:  # raised before any input is read
+        raise CommandError(
+            f"--out {args.out!r} already holds chunk files; pass --overwrite to replace them, "
+            "or choose an empty directory"
+        ) from exc
     total = sum(os.path.getsize(p) for p in paths if os.path.exists(p))
     for p in paths:
         print(p)

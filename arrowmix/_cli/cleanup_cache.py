@@ -9,7 +9,7 @@ import sys
 import time
 from typing import Any
 
-from arrowmix._cache.cleanup import plan_cleanup, remove_planned
+from arrowmix._cache.cleanup import plan_cleanup, remove_idle_locks, remove_planned
 from arrowmix._cache.listing import TMP_KIND, format_bytes, scan, scan_tree
 from arrowmix._cli.common import resolve_cache_dir
 from arrowmix._cli.humanize import parse_duration, parse_size
@@ -118,6 +118,9 @@ def run(args: argparse.Namespace) -> int:
             print(f"skipped  {path}  ({why})", flush=True)
 
     result = remove_planned(plan, dry_run=args.dry_run, on_file=report)
+    directories = {directory, *(e.directory for e in entries)}
+    for path in remove_idle_locks(sorted(directories), dry_run=args.dry_run):
+        print(f"{verb} lock  {path}  (no writer holds it)", flush=True)
     for e in entries:
         if e.busy and e.kind != TMP_KIND:
             for path in e.paths:

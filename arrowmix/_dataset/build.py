@@ -1,8 +1,15 @@
 """Dataset constructors and ``write_chunks``: where root fingerprints come from.
 
-Roots hash content, never paths or mtimes: in-memory tables hash their Arrow data; files hash a
-cheap summary (size, footer, sampled blocks), so opening a large corpus reads almost nothing
-and a moved corpus keeps its fingerprint (and so its cache).
+Roots hash content, never paths or mtimes: in-memory tables hash their Arrow data; chunk files
+enter by the xxh3 digest of their full content. ``write_chunks`` records those digests in the
+corpus manifest as it writes, so opening an arrowmix corpus reads no data; a foreign file is
+hashed in full once and its digest remembered (see ``_storage/digests.py``). A moved corpus
+keeps its fingerprint (and so its cache); a chunk rewritten in place gets a new one.
+
+A directory opened by ``from_chunks`` must be complete: when it has a manifest, its chunk
+files must be exactly those listed; when it has none, none of its chunks may carry the
+arrowmix chunk marker (that is a ``write_chunks`` that did not finish). Directories of
+foreign chunk files (no marker, no manifest) open as they are.
 """
 
 from __future__ import annotations
@@ -16,9 +23,12 @@ import pyarrow as pa
 
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._fingerprint.hasher import hash_value
-from arrowmix._storage.chunks import list_chunk_files, write_batches
-from arrowmix._storage.ipc import content_summary, open_table
-from arrowmix.exceptions import SchemaMismatchError
+from arrowmix._storage.chunks import is_arrowmix_chunk, list_chunk_files, write_batches
+from arrowmix._storage.digests import MANIFEST_NAME, file_digest, manifest_problems, read_manifest
+from arrowmix._storage.fs import is_local, local_path, url_to_fs
+from arrowmix._storage.ipc import open_table
+from arrowmix._validate import check_int
+from arrowmix.exceptions import IncompleteCorpusError, SchemaMismatchError
 
 __all__ = [
     "from_arrow",
@@ -126,15 +136,24 @@ def from_chunks(
     path_or_glob_or_list: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     cache_dir: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    *,
+    allow_incomplete: bool = False,
 ) -> Dataset:
     """A dataset over Arrow IPC chunk files: a directory, glob, fsspec URL or list of them.
 
     The files are memory-mapped (local) and concatenated without copying. ``cache_dir``
     overrides where derived results go (default: beside the first chunk): a local directory or
     an fsspec URL, reached with ``storage_options`` like the chunks.
+
+    Raises:
+        IncompleteCorpusError: a directory written by ``write_chunks`` is unfinished (no
+            manifest) or does not match its manifest; ``allow_incomplete=True`` opens the
+            files present instead.
     """
     files = list_chunk_files(path_or_glob_or_list, storage_options)
-    tables = [open_table(f, storage_options) for f in files]
+    tables = [open_table(f, storage_options, check="chunk") for f in files]
+    if not allow_incomplete:
+        _check_complete(path_or_glob_or_list, files, tables, storage_options)
     schema = tables[0].schema.remove_metadata()
     for f, t in zip(files, tables, strict=True):
         if not t.schema.remove_metadata().equals(schema):
@@ -144,7 +163,7 @@ def from_chunks(
             )
     table = pa.concat_tables([t.replace_schema_metadata(None) for t in tables])
     offsets = tuple(itertools.accumulate((t.num_rows for t in tables), initial=0))
-    fp = hash_value(("from_chunks", [content_summary(f, storage_options) for f in files]))
+    fp = hash_value(("from_chunks", [file_digest(f, storage_options) for f in files]))
     state = DatasetState(
         table=table,
         fingerprint=fp,
@@ -155,6 +174,64 @@ def from_chunks(
         holds=hold_cache_files(files),
     )
     return Dataset(state)
+
+
+def _directories(
+    spec: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    storage_options: Mapping[str, Any] | None,
+) -> list[str]:
+    specs = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
+    out = []
+    for s in (os.fspath(x) for x in specs):
+        if is_local(s):
+            if os.path.isdir(local_path(s)):
+                out.append(local_path(s))
+        else:
+            fs, p = url_to_fs(s, storage_options)
+            if fs.isdir(p):
+                out.append(s)
+    return out
+
+
+def _check_complete(
+    spec: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    files: Sequence[str],
+    tables: Sequence[pa.Table],
+    storage_options: Mapping[str, Any] | None,
+) -> None:
+    """Refuse a directory that is an unfinished or altered ``write_chunks`` output."""
+    by_path = dict(zip(files, tables, strict=True))
+    for directory in _directories(spec, storage_options):
+        inside = [(f, by_path[f]) for f in list_chunk_files(directory, storage_options)]
+        names = [os.path.basename(f) for f, _ in inside]
+        manifest = read_manifest(directory, storage_options)
+        hint = (
+            "Rewrite it with `write_chunks`, or pass `allow_incomplete=True` to open the "
+            "files present."
+        )
+        if manifest is None:
+            marked = [os.path.basename(f) for f, t in inside if is_arrowmix_chunk(t.schema)]
+            if marked:
+                raise IncompleteCorpusError(
+                    f"Chunk directory {directory!r} looks like an unfinished `write_chunks`: "
+                    f"{len(marked)} of its files ({_few(marked)}) were written by arrowmix, "
+                    f"but its manifest {MANIFEST_NAME} (written last, when every chunk is "
+                    f"complete) is missing. {hint}"
+                )
+            continue
+        missing, extra = manifest_problems(names, manifest)
+        if missing or extra:
+            parts = [f"missing {_few(missing)}"] if missing else []
+            parts += [f"not listed {_few(extra)}"] if extra else []
+            raise IncompleteCorpusError(
+                f"Chunk directory {directory!r} does not match its manifest {MANIFEST_NAME} "
+                f"({len(manifest)} chunk(s)): {'; '.join(parts)}. {hint}"
+            )
+
+
+def _few(names: Sequence[str], limit: int = 5) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def write_chunks(
@@ -173,6 +250,19 @@ def write_chunks(
     ``bytes_per_chunk`` (default 256 MiB). Each file is written under a temporary name and
     renamed into place when complete.
 
+    Args:
+        data: A Dataset, a ``pyarrow.Table``, or an iterable of row dicts or record batches.
+        out_dir: Directory (or fsspec URL) for ``chunk-00000.arrow``...
+        rows_per_chunk: Start a new chunk file every this many rows.
+        bytes_per_chunk: Start a new chunk file every this many bytes.
+        storage_options: Passed to fsspec for a URL.
+        overwrite: Replace the chunk files already in ``out_dir`` (otherwise they are a
+            ``FileExistsError``). The same rows give byte-identical chunks, so the
+            fingerprints of a rewritten corpus, and the caches built on them, stay valid.
+
+    Returns:
+        The paths of the chunk files written, in order.
+
     Example:
         >>> import arrowmix as am, tempfile
         >>> out = tempfile.mkdtemp()
@@ -182,6 +272,7 @@ def write_chunks(
         >>> len(am.Dataset.from_chunks(out))
         10
     """
+    rows_per_chunk = check_int("rows_per_chunk", rows_per_chunk, minimum=1, none_ok=True)
     return write_batches(
         _batches_of(data, min(_ROWS_PER_BATCH, rows_per_chunk or _ROWS_PER_BATCH)),
         os.fspath(out_dir),
@@ -232,13 +323,15 @@ def _from_iterable(it: Iterator[Any], rows_per_batch: int) -> Iterator[pa.Record
 
 
 def _rows_to_batch(rows: list[Any], schema: pa.Schema | None, start: int) -> pa.RecordBatch:
-    if schema is None:
-        return pa.RecordBatch.from_pylist(rows)
     keys: set[str] = set()
     for i, r in enumerate(rows):
         if not isinstance(r, Mapping):
-            raise TypeError(f"Rows must be dicts; row {start + i} is {type(r).__name__}.")
+            raise TypeError(
+                f"Rows must be dicts; row {start + i} is {type(r).__name__}: {r!r:.80}."
+            )
         keys.update(r)
+    if schema is None:
+        return pa.RecordBatch.from_pylist(rows)
     extra = keys - set(schema.names)
     if extra:
         raise SchemaMismatchError(

@@ -89,6 +89,8 @@ class DatasetConstructors:
         path_or_glob_or_list: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
         cache_dir: str | None = None,
         storage_options: Mapping[str, Any] | None = None,
+        *,
+        allow_incomplete: bool = False,
     ) -> Dataset:
         """A dataset over Arrow IPC chunk files (a directory, glob, fsspec URL or list).
 
@@ -96,10 +98,18 @@ class DatasetConstructors:
         overrides where derived results go (default: beside the first chunk), a local
         directory or an fsspec URL (``s3://bucket/cache``: see ``docs/remote-storage.md``);
         ``storage_options`` go to fsspec for remote URLs (chunks and ``cache_dir``).
+
+        A directory written by ``write_chunks`` opens only when complete: its manifest
+        (written last) must exist and list exactly the chunk files present. Otherwise
+        :class:`~arrowmix.exceptions.IncompleteCorpusError` names the directory and the
+        missing or unexpected files, unless ``allow_incomplete=True``. Directories of chunk
+        files written by other tools open as they are.
         """
         from arrowmix._dataset import build
 
-        return build.from_chunks(path_or_glob_or_list, cache_dir, storage_options)
+        return build.from_chunks(
+            path_or_glob_or_list, cache_dir, storage_options, allow_incomplete=allow_incomplete
+        )
 
     @classmethod
     def from_text(

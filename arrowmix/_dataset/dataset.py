@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +22,10 @@ from arrowmix._dataset.constructors import DatasetConstructors
 from arrowmix._dataset.indices import IndexMap, to_positions
 from arrowmix._dataset.reader import TableReader
 from arrowmix._storage import fs
+from arrowmix._validate import check_int
+
+if TYPE_CHECKING:
+    from arrowmix._dataset.column import Column
 
 __all__ = ["Dataset", "DatasetState"]
 
@@ -268,16 +272,36 @@ class Dataset(DatasetConstructors):
         pos = to_positions(key, self.num_rows)
         return fmt.batch(self._gather(pos.to_numpy(), cols))
 
+    def column(self, name: str) -> Column:
+        """A lazy, list-like view of column ``name``: nothing is read until it is indexed.
+
+        ``ds[name]`` returns the whole column as one Python list, which on a large corpus
+        costs memory in proportion to the column. The view reads only the rows asked for, and
+        iterates block by block (see :class:`~arrowmix._dataset.column.Column`).
+
+        Example:
+            >>> import arrowmix as am
+            >>> col = am.Dataset.from_dict({"x": [1, 2, 3]}).column("x")
+            >>> col[0], col[1:], sum(col)
+            (1, [2, 3], 6)
+        """
+        from arrowmix._dataset.column import Column
+
+        return Column(self, name)
+
     def iter(self, batch_size: int, drop_last_batch: bool = False) -> Iterator[Any]:
         """Iterate over batches of ``batch_size`` rows, in the dataset's format.
+
+        Args:
+            batch_size: Rows per batch.
+            drop_last_batch: Skip a last batch shorter than ``batch_size``.
 
         Example:
             >>> import arrowmix as am
             >>> [b["x"] for b in am.Dataset.from_dict({"x": [1, 2, 3]}).iter(batch_size=2)]
             [[1, 2], [3]]
         """
-        if not isinstance(batch_size, int) or batch_size <= 0:
-            raise ValueError(f"`batch_size` must be a positive int, got {batch_size!r}.")
+        batch_size = check_int("batch_size", batch_size, minimum=1)
         n, fmt = self.num_rows, self._format()
         cols = fmt.read_columns()
         for start in range(0, n, batch_size):
@@ -368,8 +392,12 @@ class Dataset(DatasetConstructors):
     ) -> Dataset:
         """A view sorted by ``column`` (stable); several columns sort in order.
 
-        ``null_placement``: ``"at_end"`` (default) or ``"at_start"`` (HF's ``"last"`` and
-        ``"first"`` are accepted too). ``column_names=`` is accepted as HF spells it.
+        Args:
+            column: Column name, or names to sort by in order.
+            reverse: Descending order; one flag per column for several columns.
+            null_placement: ``"at_end"`` (default) or ``"at_start"`` (HF's ``"last"`` and
+                ``"first"`` are accepted too).
+            column_names: Same as ``column``, as HF ``datasets`` spells it.
         """
         from arrowmix._dataset import ops
 
@@ -380,7 +408,13 @@ class Dataset(DatasetConstructors):
         return ops.sort(self, by, reverse, null_placement)
 
     def shard(self, num_shards: int, index: int, contiguous: bool = True) -> Dataset:
-        """The ``index``-th of ``num_shards`` disjoint parts that together cover the dataset."""
+        """The ``index``-th of ``num_shards`` disjoint parts that together cover the dataset.
+
+        Args:
+            num_shards: Number of parts.
+            index: Which part, in ``range(num_shards)``.
+            contiguous: Consecutive rows per part (else every ``num_shards``-th row).
+        """
         from arrowmix._dataset import ops
 
         return ops.shard(self, num_shards, index, contiguous)
@@ -397,10 +431,15 @@ class Dataset(DatasetConstructors):
         """Split into ``(train, test)``; also indexable as ``split["train"]``/``["test"]``.
 
         Sizes as in HF ``datasets``: a float is a fraction (test rounds up, train down), an int
-        a row count, ``None`` the rest (both ``None``: ``test_size=0.25``).
-        ``stratify_by_column`` keeps each label's share of rows in both splits. The rows
-        drawn for a seed are HF's (see :meth:`shuffle` for ``seed=None``). ``seed`` is the
-        second positional argument; ``train_size`` and ``stratify_by_column`` are keywords.
+        a row count, ``None`` the rest (both ``None``: ``test_size=0.25``). The rows drawn for
+        a seed are HF's (see :meth:`shuffle` for ``seed=None``).
+
+        Args:
+            test_size: Fraction (a float in (0, 1)) or number of rows for test.
+            seed: Seed of the shuffle before splitting (the second positional argument).
+            shuffle: Shuffle before splitting (else train is the first rows, test the next).
+            train_size: Fraction or number of rows for train (keyword only).
+            stratify_by_column: Keep each label of this column at its share in both splits.
         """
         from arrowmix._dataset.split import train_test_split
 
@@ -425,7 +464,12 @@ class Dataset(DatasetConstructors):
         return ops.remove_columns(self, column_names)
 
     def rename_column(self, original_column_name: str, new_column_name: str) -> Dataset:
-        """Rename one column (zero-copy)."""
+        """Rename one column (zero-copy).
+
+        Args:
+            original_column_name: The column to rename.
+            new_column_name: Its new name (not already a column).
+        """
         from arrowmix._dataset import ops
 
         return ops.rename_column(self, original_column_name, new_column_name)
@@ -468,6 +512,22 @@ class Dataset(DatasetConstructors):
         recomputes. ``num_proc`` spreads the work over processes. ``executor="ray"`` runs the
         missing segments as Ray tasks instead (``num_proc`` then caps the tasks in flight; the
         files and the fingerprint are the same). See ``docs/caching.md`` and ``docs/ray.md``.
+
+        Args:
+            function: ``function(row) -> dict | None``, or with ``batched=True``
+                ``function(batch: dict of lists) -> dict of lists``; None keeps the rows.
+            batched: Call ``function`` on batches of ``batch_size`` rows.
+            batch_size: Rows per batch (None or <= 0: one batch per cache segment).
+            with_indices: Also pass the row position(s) after the row/batch.
+            input_columns: Pass these columns positionally instead of the dict.
+            fn_kwargs: Extra keyword arguments for ``function``.
+            remove_columns: Input columns left out of the output.
+            num_proc: Processes computing the segments.
+            load_from_cache_file: False recomputes even when the cache files exist.
+            cache_file_name: Where to write the result instead of :attr:`cache_dir`.
+            new_fingerprint: The result's fingerprint, instead of the computed one.
+            desc: Label of the progress bar.
+            executor: ``"ray"`` runs the missing segments as Ray tasks.
 
         Example:
             >>> import arrowmix as am
@@ -517,6 +577,20 @@ class Dataset(DatasetConstructors):
         ``batched=True``); the other arguments (``executor`` too) are as in :meth:`map`. No
         column data is copied: the kept positions are stored in the cache and composed with
         the existing indices mapping.
+
+        Args:
+            function: ``function(row) -> bool``, or with ``batched=True``
+                ``function(batch) -> list of bool``.
+            batched: Call ``function`` on batches of ``batch_size`` rows.
+            batch_size: Rows per batch.
+            with_indices: Also pass the row position(s) after the row/batch.
+            input_columns: Pass these columns positionally instead of the dict.
+            fn_kwargs: Extra keyword arguments for ``function``.
+            num_proc: Processes computing the segments.
+            load_from_cache_file: False recomputes even when the cache files exist.
+            new_fingerprint: The result's fingerprint, instead of the computed one.
+            desc: Label of the progress bar.
+            executor: ``"ray"`` runs the missing segments as Ray tasks.
 
         Example:
             >>> import arrowmix as am

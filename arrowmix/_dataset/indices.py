@@ -9,7 +9,10 @@ corpus costs disk, not RAM.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,8 +22,9 @@ import pyarrow as pa
 
 from arrowmix._cache.paths import indices_file_name
 from arrowmix._storage import fs
+from arrowmix._storage.atomic import remove_dead_tmp
 from arrowmix._storage.ipc import open_table, read_meta, write_file
-from arrowmix.exceptions import CacheCorruptedError
+from arrowmix.exceptions import CacheCorruptedError, CacheWarning, ChunkFileError
 
 __all__ = ["INDICES_FILE_MIN_ROWS", "IndexMap", "load_or_store", "to_positions"]
 
@@ -136,26 +140,42 @@ def load_or_store(
     parent: str,
     transform: str,
     storage_options: Mapping[str, Any] | None = None,
+    *,
+    shipped: str | None = None,
 ) -> tuple[IndexMap, str | None]:
     """Back a large array mapping by ``indices-<fingerprint>.arrow``; return it and its path.
 
     ``cache_dir`` may be a URL (reached with ``storage_options``): the file is then an object,
-    memory-mapped through its local read-through copy.
+    memory-mapped through its local read-through copy. A valid file of that name in the
+    read-only directory ``shipped`` (a corpus that ships its cache) is used in place.
     """
     if mapping.array is None or len(mapping) < INDICES_FILE_MIN_ROWS:
         return mapping, None
-    path = fs.join(cache_dir, indices_file_name(fingerprint))
-    if not fs.exists(path, storage_options):
-        batch = pa.record_batch({"indices": pa.array(mapping.array, type=pa.int64())})
-        meta = {
-            "kind": "indices",
-            "fingerprint": fingerprint,
-            "parent": parent,
-            "transform": transform,
-            "rows": len(mapping),
-            "created": time.time(),
-        }
-        write_file(path, [batch], batch.schema, meta=meta, storage_options=storage_options)
+    name = indices_file_name(fingerprint)
+    if shipped is not None and shipped != cache_dir and os.path.exists(os.path.join(shipped, name)):
+        beside = os.path.join(shipped, name)
+        with contextlib.suppress(ChunkFileError):  # damaged or foreign: not used
+            return IndexMap(array=open_indices(beside, fingerprint, len(mapping))), beside
+    path = fs.join(cache_dir, name)
+    if fs.exists(path, storage_options):
+        try:
+            return IndexMap(
+                array=open_indices(path, fingerprint, len(mapping), storage_options)
+            ), path
+        except ChunkFileError as exc:  # damaged or foreign: written again below
+            warnings.warn(f"{exc} Rewriting it.", CacheWarning, stacklevel=4)
+    if fs.is_local(cache_dir):  # temporary files of killed writers of this very file
+        remove_dead_tmp(fs.local_path(cache_dir), fs.split(path)[1].__eq__)
+    batch = pa.record_batch({"indices": pa.array(mapping.array, type=pa.int64())})
+    meta = {
+        "kind": "indices",
+        "fingerprint": fingerprint,
+        "parent": parent,
+        "transform": transform,
+        "rows": len(mapping),
+        "created": time.time(),
+    }
+    write_file(path, [batch], batch.schema, meta=meta, storage_options=storage_options)
     array = open_indices(path, fingerprint, len(mapping), storage_options)
     return IndexMap(array=array), path
 
@@ -166,8 +186,13 @@ def open_indices(
     rows: int | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> np.ndarray:
-    """Memory-map an indices file as a read-only int64 numpy array, checking its metadata."""
-    table = open_table(path, storage_options)
+    """Memory-map an indices file as a read-only int64 numpy array, checking it.
+
+    Raises:
+        CacheCorruptedError: the file fails its checksum or does not match its name.
+        ChunkFileError: the file is missing or not an Arrow IPC file.
+    """
+    table = open_table(path, storage_options, check="checksum")
     meta = read_meta(table.schema)
     if meta.get("fingerprint") != fingerprint or (rows is not None and table.num_rows != rows):
         raise CacheCorruptedError(

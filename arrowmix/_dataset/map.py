@@ -29,19 +29,23 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._cache.paths import is_caching_enabled, temp_cache_dir
+from arrowmix._cache.paths import is_caching_enabled, shipped_cache_dir, temp_cache_dir
 from arrowmix._cache.segments import Segment, plan_segments, unify_tables
 from arrowmix._dataset import formats
 from arrowmix._dataset.apply import Call
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.indices import IndexMap, load_or_store
-from arrowmix._dataset.map_job import MAP_VERSION, Job, materialise
+from arrowmix._dataset.map_job import MAP_VERSION, Job, load_complete, materialise
 from arrowmix._fingerprint.transform import validate_fingerprint
 from arrowmix._storage.fs import is_local
 from arrowmix._storage.ipc import read_meta
+from arrowmix._validate import check_callable, check_int
 from arrowmix.exceptions import SchemaMismatchError
 
 __all__ = ["MAP_VERSION", "filter_dataset", "map_dataset"]
+
+#: Times a result is materialised when a cleanup keeps removing its files under it.
+_ATTEMPTS = 3
 
 
 def _map_result(job: Job, tables: list[pa.Table], segments: list[Segment]) -> Dataset:
@@ -101,7 +105,13 @@ def _filter_result(job: Job, tables: list[pa.Table], segment_paths: list[str]) -
     if not (mapping.is_range and mapping.start == 0 and mapping.stop == s.table.num_rows):
         transform = f"arrowmix.{job.kind}@{MAP_VERSION}"
         result, path = load_or_store(
-            mapping, job.fingerprint, ds.cache_dir, ds.fingerprint, transform, s.storage_options
+            mapping,
+            job.fingerprint,
+            ds.cache_dir,
+            ds.fingerprint,
+            transform,
+            s.storage_options,
+            shipped=shipped_cache_dir(s.files),
         )
     holds = tuple(h for h in s.holds if h.path != s.indices_file)
     holds += hold_cache_files([*segment_paths, *([path] if path else [])])
@@ -123,14 +133,9 @@ def _names(ds: Dataset, value: str | Sequence[str] | None, arg: str) -> tuple[st
 
 
 def _check_args(function: Any, batch_size: Any, num_proc: Any) -> None:
-    if not callable(function):
-        raise TypeError(f"`function` must be callable, got {type(function).__name__}.")
-    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)):
-        raise TypeError(f"`batch_size` must be an int or None, got {batch_size!r}.")
-    if num_proc is not None and (
-        isinstance(num_proc, bool) or not isinstance(num_proc, int) or num_proc < 1
-    ):
-        raise ValueError(f"`num_proc` must be a positive int or None, got {num_proc!r}.")
+    check_callable("function", function)
+    check_int("batch_size", batch_size, none_ok=True)
+    check_int("num_proc", num_proc, minimum=1, none_ok=True)
 
 
 def _resolve_executor(executor: Any) -> Any:
@@ -201,10 +206,39 @@ def _run(
     segments = plan_segments(len(ds), fp, cache_dir, user_path)
     ix = ds._s.indices
     job = Job(kind, ds, call, fp, zero_copy_ok=ix is None or ix.is_range, record=record)
-    tables = materialise(job, segments, load=load, num_proc=num_proc, desc=desc, executor=executor)
-    if kind == "filter":
-        return _filter_result(job, tables, [seg.path for seg in segments])
-    return _map_result(job, tables, segments)
+    shipped = shipped_cache_dir(ds._s.files) if load and user_path is None else None
+    planned = segments
+    for attempt in range(_ATTEMPTS):
+        holds: list[Any] = []  # the segments stay registered as in use until the result is
+        tables = None
+        segments = planned
+        if shipped is not None and shipped != cache_dir:
+            # A read-only corpus that ships its cache: read a complete result in place.
+            beside = plan_segments(len(ds), fp, shipped)
+            tables = load_complete(job, beside, holds)
+            segments = beside if tables is not None else planned
+        if tables is None:
+            tables = materialise(
+                job,
+                segments,
+                load=load,
+                num_proc=num_proc,
+                desc=desc,
+                executor=executor,
+                holds=holds,
+            )
+        try:
+            if kind == "filter":
+                return _filter_result(job, tables, [seg.path for seg in segments])
+            return _map_result(job, tables, segments)
+        except FileNotFoundError:
+            # A file of the result (e.g. its indices file) was removed before it was held:
+            # the next attempt finds it missing and computes it again.
+            if attempt == _ATTEMPTS - 1:
+                raise
+        finally:
+            del holds
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def map_dataset(

@@ -41,7 +41,7 @@ from arrowmix._storage import fs
 from arrowmix._storage.ipc import read_meta, write_file
 from arrowmix.exceptions import CacheCorruptedError
 
-__all__ = ["MAP_VERSION", "Job", "materialise"]
+__all__ = ["MAP_VERSION", "Job", "load_complete", "materialise"]
 
 #: Bump when the stored layout or semantics of map/filter results change.
 MAP_VERSION = 1
@@ -133,9 +133,9 @@ def _chain(first: pa.RecordBatch, rest: Any) -> Any:
     yield from rest
 
 
-def _check(job: Job, seg: Segment) -> pa.Table | str:
+def _check(job: Job, seg: Segment, holds: list[Any] | None = None) -> pa.Table | str:
     """``check_segment`` plus what only map/filter know about their files."""
-    found = check_segment(seg, job.expect(seg), job.storage_options)
+    found = check_segment(seg, job.expect(seg), job.storage_options, holds)
     if isinstance(found, str):
         return found
     meta = read_meta(found.schema)
@@ -157,6 +157,23 @@ def _check(job: Job, seg: Segment) -> pa.Table | str:
     return found
 
 
+def load_complete(
+    job: Job, segments: list[Segment], holds: list[Any] | None = None
+) -> list[pa.Table] | None:
+    """Every segment's table when all are on disk and valid (no lock taken), else None.
+
+    ``holds`` receives the registrations of the segments checked (see :func:`materialise`).
+    """
+    tables: list[pa.Table] = []
+    for seg in segments:
+        found = _check(job, seg, holds)
+        if isinstance(found, str):
+            return None
+        tables.append(found)
+    touch(s.path for s in segments)  # ignored for read-only files
+    return tables
+
+
 def materialise(
     job: Job,
     segments: list[Segment],
@@ -165,17 +182,17 @@ def materialise(
     num_proc: int | None,
     desc: str | None,
     executor: Any = None,
+    holds: list[Any] | None = None,
 ) -> list[pa.Table]:
-    tables: dict[int, pa.Table] = {}
+    """The tables of ``segments``, reused or computed; ``holds`` receives their registrations.
+
+    Keep ``holds`` alive until the result holds the files itself: a cleanup cannot remove a
+    file between its check here and then.
+    """
     if load:
-        for seg in segments:
-            found = _check(job, seg)
-            if isinstance(found, str):
-                break
-            tables[seg.index] = found
-        if len(tables) == len(segments):
-            touch(s.path for s in segments)
-            return [tables[s.index] for s in segments]
+        complete = load_complete(job, segments, holds)
+        if complete is not None:
+            return complete
     # Imported here: a cache hit needs neither locks nor process pools (faster imports).
     from arrowmix._cache.lock import fingerprint_lock
     from arrowmix._dataset.workers import run_segments
@@ -191,7 +208,7 @@ def materialise(
         tables = {}
         if load:
             for seg in segments:
-                found = _check(job, seg)
+                found = _check(job, seg, holds)
                 if not isinstance(found, str):
                     tables[seg.index] = found
                 elif found != "missing":
@@ -215,7 +232,7 @@ def materialise(
                 executor=executor,
             )
         for seg in missing:
-            found = _check(job, seg)
+            found = _check(job, seg, holds)
             if isinstance(found, str):
                 raise CacheCorruptedError(
                     f"Cache file {seg.path!r} was just written but is not valid: {found}."

@@ -7,7 +7,9 @@ its selection with the existing mapping (``outer[inner]``), so chains of
 
 from __future__ import annotations
 
+import os
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Literal
@@ -16,14 +18,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from arrowmix._cache.paths import cache_file_name
+from arrowmix._cache.paths import cache_file_name, shipped_cache_dir
 from arrowmix._dataset import formats
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.indices import IndexMap, load_or_store, to_positions
 from arrowmix._fingerprint.transform import roll
 from arrowmix._storage import fs
+from arrowmix._storage.atomic import remove_dead_tmp
 from arrowmix._storage.ipc import open_table, read_meta, write_file
-from arrowmix.exceptions import CacheCorruptedError
+from arrowmix._validate import check_index, check_int
+from arrowmix.exceptions import (
+    CacheCorruptedError,
+    CacheWarning,
+    ChunkFileError,
+)
 
 __all__ = [
     "check_seed",
@@ -57,7 +65,13 @@ def with_selection(
         result: IndexMap | None = None
     else:
         result, path = load_or_store(
-            mapping, fingerprint, ds.cache_dir, ds.fingerprint, transform, s.storage_options
+            mapping,
+            fingerprint,
+            ds.cache_dir,
+            ds.fingerprint,
+            transform,
+            s.storage_options,
+            shipped=shipped_cache_dir(s.files),
         )
     holds = tuple(h for h in s.holds if h.path != s.indices_file) + hold_cache_files(
         [path] if path else []
@@ -92,9 +106,7 @@ def check_seed(seed: int | None) -> int:
         drawn = int(key[pos] if pos < 624 else key[0])
         np.random.random()  # one step, so the next unseeded shuffle differs
         return drawn
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"`seed` must be a non-negative int or None, got {seed!r}.")
-    return int(seed)
+    return int(check_int("seed", seed, minimum=0, none_ok=True))
 
 
 _NULL_PLACEMENT = {
@@ -148,10 +160,8 @@ def _sort_indices(table: pa.Table, cols: list[str], orders: list[str], placement
 
 
 def shard(ds: Dataset, num_shards: int, index: int, contiguous: bool) -> Dataset:
-    if isinstance(num_shards, bool) or not isinstance(num_shards, int) or num_shards <= 0:
-        raise ValueError(f"`num_shards` must be a positive int, got {num_shards!r}.")
-    if not isinstance(index, int) or not 0 <= index < num_shards:
-        raise IndexError(f"Shard `index` must be in [0, {num_shards}), got {index!r}.")
+    num_shards = check_int("num_shards", num_shards, minimum=1)
+    index = check_index("index", index, num_shards)
     n = len(ds)
     if contiguous:
         div, mod = divmod(n, num_shards)
@@ -163,6 +173,25 @@ def shard(ds: Dataset, num_shards: int, index: int, contiguous: bool) -> Dataset
     return with_selection(ds, sel, "shard", kwargs)
 
 
+def _open_flattened(path: str, fp: str, n: int, so: Any, *, warn: bool = True) -> pa.Table | None:
+    """The flattened table at ``path``, or None (with a ``CacheWarning``) if it is not usable."""
+    try:
+        table = open_table(path, so, check="checksum")
+    except ChunkFileError as exc:
+        why = str(exc)
+    else:
+        meta = read_meta(table.schema)
+        if meta.get("fingerprint") == fp and table.num_rows == n:
+            return table
+        why = (
+            f"Cache file {path!r} does not match its name: expected {n} rows of fingerprint "
+            f"{fp!r}, found {table.num_rows} rows of {meta.get('fingerprint')!r}."
+        )
+    if warn:
+        warnings.warn(f"{why} Recomputing it.", CacheWarning, stacklevel=4)
+    return None
+
+
 def flatten_indices(ds: Dataset) -> Dataset:
     s = ds._s
     if s.indices is None:
@@ -171,7 +200,19 @@ def flatten_indices(ds: Dataset) -> Dataset:
     path = fs.join(ds.cache_dir, cache_file_name(fp))
     n = len(ds)
     so = s.storage_options
-    if not fs.exists(path, so):
+    table = None
+    shipped = shipped_cache_dir(s.files)
+    if shipped is not None and shipped != ds.cache_dir:
+        # A read-only corpus that ships its cache: a valid flattened copy is read in place.
+        beside = os.path.join(shipped, cache_file_name(fp))
+        table = _open_flattened(beside, fp, n, None, warn=False) if os.path.exists(beside) else None
+        path = beside if table is not None else path
+    if table is None and fs.exists(path, so):
+        table = _open_flattened(path, fp, n, so)
+    if table is None:
+        if fs.is_local(path):  # temporary files of killed writers of this very file
+            directory, name = fs.split(fs.local_path(path))
+            remove_dead_tmp(directory, name.__eq__)
         blocks = (
             b
             for start in range(0, n, _FLATTEN_BLOCK)
@@ -186,13 +227,9 @@ def flatten_indices(ds: Dataset) -> Dataset:
             "created": time.time(),
         }
         write_file(path, blocks, s.table.schema.remove_metadata(), meta=meta, storage_options=so)
-    table = open_table(path, so)
-    meta = read_meta(table.schema)
-    if meta.get("fingerprint") != fp or table.num_rows != n:
-        raise CacheCorruptedError(
-            f"Cache file {path!r} does not match its name: expected {n} rows of fingerprint "
-            f"{fp!r}, found {table.num_rows} rows of {meta.get('fingerprint')!r}."
-        )
+        table = _open_flattened(path, fp, n, so, warn=False)
+        if table is None:
+            raise CacheCorruptedError(f"Cache file {path!r} was just written but is not valid.")
     table = table.replace_schema_metadata(None)
     return Dataset(
         DatasetState(

@@ -3,7 +3,10 @@
 Segments are the unit of work, so the files on disk never depend on ``num_proc``: each worker
 computes whole segments and commits each one atomically. Workers are forked where the platform
 allows it (they inherit the memory-mapped input and the function for free); elsewhere they are
-spawned and receive the job serialised with dill. Worker processes set
+spawned and receive the job serialised with dill. Workers exit when the process that started
+them dies (even by ``kill -9``): on Linux the kernel sends them ``SIGKILL``
+(``prctl(PR_SET_PDEATHSIG)``), and everywhere a watchdog thread exits once their parent pid
+changes (they were re-parented). Worker processes set
 ``TOKENIZERS_PARALLELISM=false`` (and one thread for OpenMP/BLAS pools), since every core is
 already busy with a worker and forked tokenizer pools can deadlock.
 
@@ -16,10 +19,15 @@ committed (re-raising the first failure). Names resolve lazily: ``"ray"`` is
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import logging
 import multiprocessing as mp
 import os
+import signal
+import sys
+import threading
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
@@ -76,8 +84,40 @@ _FORK_JOBS: dict[int, tuple[SegmentFn, Any]] = {}
 _WORKER_JOB: tuple[SegmentFn, Any] | None = None
 
 
-def _init_worker(token: int, payload: bytes | None) -> None:
+#: Seconds between two checks of the worker's parent pid by the watchdog thread.
+WATCHDOG_INTERVAL = 0.5
+_PR_SET_PDEATHSIG = 1
+
+
+def _set_pdeathsig() -> bool:
+    """Ask Linux to SIGKILL this process when its parent dies; False where unsupported."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(WATCHDOG_INTERVAL)
+    os._exit(1)  # orphaned: nobody will collect our results
+
+
+def exit_with_parent(parent: int) -> None:
+    """Make this (worker) process exit when process ``parent`` dies."""
+    _set_pdeathsig()
+    if os.getppid() != parent:  # died before the request above took effect
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+
+
+def _init_worker(token: int, payload: bytes | None, parent: int | None = None) -> None:
     global _WORKER_JOB
+    if parent is not None:
+        exit_with_parent(parent)
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     for key, value in WORKER_ENV.items():
         os.environ.setdefault(key, value)
@@ -156,7 +196,10 @@ def _run_pool(
             # the job (no locks taken by other threads are needed) and exit.
             warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
             pool = ProcessPoolExecutor(
-                procs, mp_context=ctx, initializer=_init_worker, initargs=(token, payload)
+                procs,
+                mp_context=ctx,
+                initializer=_init_worker,
+                initargs=(token, payload, os.getpid()),
             )
             futures: list[Future[int]] = [pool.submit(_work, seg) for seg in segments]
         try:

@@ -1,11 +1,13 @@
 """A small streaming hasher over canonical encodings of Python values.
 
-Values are encoded by type with a tag byte so that ``1``, ``"1"`` and ``b"1"`` differ,
-dicts and sets are encoded in sorted order so insertion order never matters, and numpy /
-pyarrow arrays are hashed by dtype, shape and raw values (Arrow data independently of
-chunking). Large containers of one scalar type (or lists / tuples of such) are
-converted to Arrow and hashed in C++. Anything else goes through the deterministic
-pickler.
+Values are encoded by type with a tag byte so that ``1``, ``"1"`` and ``b"1"`` differ.
+Dicts are encoded in insertion order (a Python dict is ordered, and code that iterates one
+sees that order); sets are encoded in sorted order so that their arbitrary iteration order
+never matters. numpy scalars are hashed with their dtype (``np.int32(2)`` differs from
+``np.int64(2)`` and from ``2``), numpy / pyarrow arrays by dtype, shape and raw values
+(Arrow data independently of chunking). Large containers of one scalar type (or lists /
+tuples of such) are converted to Arrow and hashed in C++. Anything else goes through the
+deterministic pickler.
 """
 
 from __future__ import annotations
@@ -35,8 +37,10 @@ class Hasher:
     Example:
         >>> h = Hasher()
         >>> h.update({"b": 1, "a": [1, 2]})
-        >>> h.hexdigest() == hash_value({"a": [1, 2], "b": 1})
+        >>> h.hexdigest() == hash_value({"b": 1, "a": [1, 2]})
         True
+        >>> h.hexdigest() == hash_value({"a": [1, 2], "b": 1})  # dicts are ordered
+        False
     """
 
     def __init__(self) -> None:
@@ -73,10 +77,15 @@ def _encode(h: Any, v: Any) -> None:
         h.update(b"N")
     elif isinstance(v, bool):
         h.update(b"T" if v else b"F")
-    elif isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+    elif isinstance(v, np.generic):
+        # The dtype enters: np.int32(2), np.int64(2), np.float64(2) and 2 all differ.
+        raw = v.tobytes()
+        _encode(h, ("np.generic", v.dtype.str))
+        h.update(struct.pack("<cQ", b"g", len(raw)) + raw)
+    elif isinstance(v, int):
         s = str(int(v)).encode()
         h.update(struct.pack("<cI", b"i", len(s)) + s)
-    elif isinstance(v, (float, np.floating)):
+    elif isinstance(v, float):
         f = float(v)
         h.update(b"f" + (b"nan" if math.isnan(f) else struct.pack("<d", f)))
     elif isinstance(v, str):
@@ -187,13 +196,8 @@ def _encode_big_dict(h: Any, v: dict[Any, Any]) -> bool:
     vals = None if keys is None else _column(list(v.values()))
     if keys is None or vals is None:
         return False
-    # Keys are unique, so sorting by key alone gives one canonical order: Arrow sorts
-    # scalars; tuple keys (e.g. BPE merges) of uniform item types sort in Python.
-    if "[" in keys[0]:
-        order: Any = pa.array(sorted(range(len(key_list)), key=key_list.__getitem__), pa.int64())
-    else:
-        order = pc.sort_indices(keys[1])
-    table = pa.table({"k": keys[1].take(order), "v": vals[1].take(order)})
+    # Insertion order, as the dict iterates: no sorting.
+    table = pa.table({"k": keys[1], "v": vals[1]})
     _encode_column(h, b"D", f"{keys[0]}:{vals[0]}", table)
     return True
 
@@ -202,15 +206,8 @@ def _encode_dict(h: Any, v: dict[Any, Any]) -> None:
     if _encode_big_dict(h, v):
         return
     h.update(struct.pack("<cQ", b"d", len(v)))
-    if all(type(k) is str for k in v):
-        for k in sorted(v):
-            _encode(h, k)
-            _encode(h, v[k])
-        return
-    # Mixed or non-string keys: order by the keys' own canonical hashes.
-    items = sorted(((hash_value(k), val) for k, val in v.items()), key=lambda t: t[0])
-    for kh, val in items:
-        h.update(b"k" + kh.encode())
+    for k, val in v.items():
+        _encode(h, k)
         _encode(h, val)
 
 

@@ -15,12 +15,14 @@ package versions (``importlib.metadata``) are cached per top-level name.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.metadata
+import importlib.util
 import os
 import sys
 import sysconfig
-from types import ModuleType
+from types import FunctionType, ModuleType
 
 import xxhash
 
@@ -127,17 +129,95 @@ def module_version(name: str) -> str:
 
 
 @functools.lru_cache(maxsize=1024)
-def _file_digest(path: str, mtime_ns: int, size: int) -> str:
+def _file_facts(
+    path: str, mtime_ns: int, size: int
+) -> tuple[str, tuple[tuple[int, str, tuple[str, ...]], ...]]:
+    """Content digest of a source file and the imports its code makes (at any depth)."""
+    from arrowmix._fingerprint.bytecode import imports_of
+
     with open(path, "rb") as f:
-        return xxhash.xxh3_64_hexdigest(f.read())
+        data = f.read()
+    imports: tuple[tuple[int, str, tuple[str, ...]], ...] = ()
+    if path.endswith(".py"):
+        # Unparsable source: the content digest alone then identifies it.
+        with contextlib.suppress(SyntaxError, ValueError):
+            imports = imports_of(compile(data, path, "exec", dont_inherit=True))
+    return xxhash.xxh3_64_hexdigest(data), imports
+
+
+def _source_facts(path: str) -> tuple[str, tuple[tuple[int, str, tuple[str, ...]], ...]]:
+    try:
+        st = os.stat(path)
+        return _file_facts(path, st.st_mtime_ns, st.st_size)
+    except OSError:
+        return "unreadable", ()
+
+
+def _module_file(name: str) -> str | None:
+    """The source file of module ``name``: loaded, or found without importing it."""
+    module = sys.modules.get(name)
+    if module is not None:
+        path = getattr(module, "__file__", None)
+        return path if isinstance(path, str) else None
+    parent = name.rpartition(".")[0]
+    if parent and parent not in sys.modules:
+        return None  # finding it would import (run) its parent package: not while hashing
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError, AttributeError):
+        return None
+    origin = getattr(spec, "origin", None)
+    return origin if isinstance(origin, str) and os.path.isfile(origin) else None
+
+
+def _package_of(name: str, path: str) -> str:
+    """The package relative imports in module ``name`` resolve against."""
+    if os.path.basename(path).startswith("__init__."):
+        return name
+    return name.rpartition(".")[0]
+
+
+def _dependencies(
+    name: str, path: str, imports: tuple[tuple[int, str, tuple[str, ...]], ...]
+) -> set[str]:
+    """Modules that module ``name`` imports (statically) or holds in its namespace."""
+    found: set[str] = set()
+    package = _package_of(name, path)
+    for level, target, names in imports:
+        try:
+            full = importlib.util.resolve_name("." * level + target, package or None)
+        except (ImportError, ValueError):
+            continue
+        if full:
+            pieces = full.split(".")
+            found.update(".".join(pieces[:i]) for i in range(1, len(pieces) + 1))
+        for attr in names:  # `from pkg import submodule`
+            sub = f"{full}.{attr}" if full else attr
+            if attr != "*" and (sub in sys.modules or (full and _module_file(sub))):
+                found.add(sub)
+    module = sys.modules.get(name)
+    for value in list(vars(module).values()) if module is not None else ():
+        if isinstance(value, ModuleType):
+            found.add(value.__name__)
+        elif isinstance(value, (type, FunctionType)):
+            owner = object_module(value)
+            if owner is not None and owner != name and owner in sys.modules:
+                found.add(owner)
+    found.discard(name)
+    return found
 
 
 def module_source_digest(module: ModuleType) -> str:
-    """Digest of a user module's source file (content only, never its path).
+    """Digest of a user module's source and of every user module it depends on.
 
-    Used where a module of the user's own is hashed as a whole (passed around, or
-    imported inside a function): any edit of the file changes it. Cached per file
-    modification time and size.
+    Used where a module of the user's own is hashed as a whole (passed around, kept in a
+    closure, imported inside a function): any edit of its file changes it, and so does an
+    edit of a user module it reaches, directly or not: those it imports (``from .impl
+    import clean`` in a package's ``__init__``, ``from config import MAX`` in a helper, at
+    module level or inside its functions) and those whose functions, classes or submodules
+    its namespace holds. Installed modules reached this way enter by name and version.
+    Only file contents enter, never paths. File facts are cached per modification time
+    and size.
 
     Example:
         >>> import types
@@ -147,8 +227,27 @@ def module_source_digest(module: ModuleType) -> str:
     path = getattr(module, "__file__", None)
     if not isinstance(path, str):
         return "no-file"
-    try:
-        st = os.stat(path)
-        return _file_digest(path, st.st_mtime_ns, st.st_size)
-    except OSError:
-        return "unreadable"
+    parts: list[tuple[str, str]] = []
+    seen = {module.__name__}
+    todo = [(module.__name__, path)]
+    while todo:
+        name, file = todo.pop()
+        digest, imports = _source_facts(file)
+        parts.append((name, digest))
+        for dep in sorted(_dependencies(name, file, imports) - seen):
+            seen.add(dep)
+            dep_file = _module_file(dep)
+            dep_module = sys.modules.get(dep)
+            user = (
+                is_user_module(dep)
+                if dep_module is not None
+                else (dep_file is not None and not file_is_installed(dep_file))
+            )
+            if not user:
+                parts.append((dep, module_version(dep)))
+            elif dep_file is not None:
+                todo.append((dep, dep_file))
+            else:
+                parts.append((dep, "no-file"))
+    own = parts[0][1]
+    return xxhash.xxh3_64_hexdigest(repr((own, sorted(parts[1:]))).encode())

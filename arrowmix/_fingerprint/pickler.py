@@ -9,9 +9,10 @@ How the stock dill pickler is normalised:
 - **No identity in the output.** Immutable values (str, bytes, tuples, frozensets, code)
   are never memoised, so the bytes do not depend on whether two equal strings happen to
   be the same (interned) object in this process.
-- **Canonical order.** Dicts and sets are written sorted (by key / element when all are
-  strings, else by each element's own deterministic hash), so insertion order never
-  matters.
+- **Canonical order.** Sets are written sorted (by element when all are strings, else
+  by each element's own deterministic hash), so their arbitrary iteration order never
+  matters. Dicts keep their insertion order: it is the order they iterate in, so code
+  that loops over a dict may depend on it.
 - **Functions and classes** go through a *context* (see ``functions.py``): user code is
   hashed by value (code without file names or line numbers, closure values, globals it
   reads, ...), installed code by ``module + qualname + package version``.
@@ -323,12 +324,8 @@ class _FingerprintPickler(dill.Pickler):  # type: ignore[misc]  # dill is untype
             return _tag, ("cycle", type(obj).__name__)
         self._active.add(id(obj))  # disarmed by save() once the body below is written
         if isinstance(obj, dict):
-            if all(type(k) is str for k in obj):
-                items = sorted(obj.items(), key=lambda kv: kv[0])
-            else:
-                keyfn = _sort_key_digest(self.ctx, self.path)
-                items = sorted(obj.items(), key=lambda kv: keyfn(kv[0]))
-            body: tuple[Any, ...] = tuple(items)
+            # Insertion order: a dict iterates in that order, so it is part of its value.
+            body: tuple[Any, ...] = tuple(obj.items())
         elif all(type(x) is str for x in obj):
             body = tuple(sorted(obj))
         else:
@@ -365,8 +362,10 @@ def dumps(obj: Any, *, ctx: Context | None = None, path: str = "value") -> bytes
             names the innermost culprit.
 
     Example:
-        >>> dumps({"b": 1, "a": {3, 2}}) == dumps({"a": {2, 3}, "b": 1})
+        >>> dumps({"b": 1, "a": {3, 2}}) == dumps({"b": 1, "a": {2, 3}})
         True
+        >>> dumps({"b": 1, "a": 2}) == dumps({"a": 2, "b": 1})
+        False
     """
     if ctx is None:
         from arrowmix._fingerprint.functions import FunctionHasher

@@ -242,8 +242,7 @@ def explain(before: Any, after: Any) -> str:
     """Say which components changed between two records (or two functions).
 
     Args:
-        before: A :class:`FingerprintRecord`, its ``to_dict()`` / ``to_json()`` form, or
-        a
+        before: A :class:`FingerprintRecord`, its ``to_dict()`` / ``to_json()`` form, or a
             callable (hashed as a bare function record).
         after: Same, for the current run.
 

@@ -66,7 +66,7 @@ def roll(
     }
     h = Hasher()
     h.update(("arrowmix.roll", parent, f"{transform}@{version}"))
-    h.update(canonical)
+    h.update(dict(sorted(canonical.items())))
     return h.hexdigest()
 
 

@@ -16,18 +16,101 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
-from collections.abc import Iterator, Mapping
+import sys
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
 
 from arrowmix._storage.fs import ensure_parent, is_local, local_path, url_to_fs
 
-__all__ = ["TMP_PREFIX", "TMP_SUFFIX", "atomic_sink", "tmp_name"]
+__all__ = [
+    "TMP_PREFIX",
+    "TMP_SUFFIX",
+    "atomic_sink",
+    "remove_dead_tmp",
+    "tmp_name",
+    "writer_alive",
+]
 
 TMP_PREFIX = "tmp-"
 TMP_SUFFIX = ".partial"
+#: ``tmp-<pid>-<random>-<final name>.partial``
+TMP_RE = re.compile(rf"^{re.escape(TMP_PREFIX)}(\d+)-[0-9a-f]+-(.+){re.escape(TMP_SUFFIX)}$")
+# A process that started this long after a file's last write cannot have written it.
+_START_SLACK = 2.0
+
+
+def _boot_time() -> float | None:
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            return float(next(line.split()[1] for line in f if line.startswith("btime ")))
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
+def writer_alive(pid: int, written: float | None = None) -> bool:
+    """Whether the writer ``pid`` of a temporary file last written at ``written`` may still run.
+
+    False when no such process exists on this host, when it is a zombie (killed, not yet
+    reaped), or (Linux) when the process with that pid started after ``written``: the pid was
+    reused by an unrelated process. True whenever it cannot be told.
+
+    Example:
+        >>> writer_alive(os.getpid())
+        True
+    """
+    if sys.platform == "win32" or pid <= 0:  # pragma: no cover - cannot probe safely
+        return True
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # someone else's process: still look at /proc
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            fields = f.read().rsplit(")", 1)[-1].split()
+    except OSError:
+        return True
+    if fields[0] == "Z":
+        return False
+    boot = _boot_time()
+    if written is None or boot is None:
+        return True
+    started = boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    return started <= written + _START_SLACK
+
+
+def remove_dead_tmp(directory: str, final_name: Callable[[str], bool]) -> list[str]:
+    """Remove the local temporary files in ``directory`` of dead writers of matching names.
+
+    ``final_name(name)`` selects the final names whose temporary files are considered.
+    Returns the removed paths.
+    """
+    removed: list[str] = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        m = TMP_RE.match(name)
+        if not (m and final_name(m.group(2))):
+            continue
+        path = os.path.join(directory, name)
+        try:
+            written = os.stat(path).st_mtime
+        except OSError:
+            continue
+        if not writer_alive(int(m.group(1)), written):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+                removed.append(path)
+    return removed
 
 
 def tmp_name(final_name: str) -> str:
@@ -37,19 +120,28 @@ def tmp_name(final_name: str) -> str:
 
 @contextlib.contextmanager
 def atomic_sink(
-    path: str, storage_options: Mapping[str, Any] | None = None
+    path: str,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    finish: Callable[[str], None] | None = None,
 ) -> Iterator[pa.NativeFile]:
-    """Yield a writable Arrow sink whose content appears at ``path`` only on success."""
+    """Yield a writable Arrow sink whose content appears at ``path`` only on success.
+
+    ``finish`` (local paths only) is called with the temporary file's path once the sink is
+    closed and before the file is synced and renamed (to patch it in place).
+    """
     if is_local(path):
-        with _atomic_local(local_path(path)) as sink:
+        with _atomic_local(local_path(path), finish) as sink:
             yield sink
     else:
+        if finish is not None:
+            raise ValueError("`finish` needs a local path.")
         with _atomic_remote(path, storage_options) as sink:
             yield sink
 
 
 @contextlib.contextmanager
-def _atomic_local(path: str) -> Iterator[pa.NativeFile]:
+def _atomic_local(path: str, finish: Callable[[str], None] | None) -> Iterator[pa.NativeFile]:
     directory, name = os.path.split(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     tmp = os.path.join(directory, tmp_name(name))
@@ -59,6 +151,8 @@ def _atomic_local(path: str) -> Iterator[pa.NativeFile]:
             yield sink
         finally:
             sink.close()
+        if finish is not None:
+            finish(tmp)
         fd = os.open(tmp, os.O_RDONLY)
         try:
             os.fsync(fd)

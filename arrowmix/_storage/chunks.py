@@ -5,11 +5,18 @@ small input batches are coalesced into record batches of about ``_BATCH_ROWS`` r
 batches keep ``take`` fast), and a new file starts when ``rows_per_chunk`` rows or
 ``bytes_per_chunk`` bytes are reached. Every file is written under a temporary name and renamed
 into place when complete. Names sort naturally: ``chunk-00000.arrow``, ``chunk-00001.arrow``...
+
+Each chunk's schema metadata marks it as written by arrowmix (``{"kind": "chunk"}`` under the
+``arrowmix`` key), its bytes are hashed on the way out, and the manifest ``_manifest.json``
+listing every chunk with its rows, size and digest is written last (see ``digests.py``): a
+directory of marked chunks without a manifest is a write that did not finish.
 """
 
 from __future__ import annotations
 
+import errno
 import glob as globlib
+import json
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -17,13 +24,23 @@ from typing import Any
 
 import pyarrow as pa
 
+from arrowmix._storage.atomic import remove_dead_tmp
+from arrowmix._storage.digests import (
+    MANIFEST_NAME,
+    ChunkEntry,
+    remove_manifest,
+    stat_entry,
+    write_manifest,
+)
 from arrowmix._storage.fs import ensure_parent, is_local, join, local_path, url_to_fs
-from arrowmix._storage.ipc import write_file
+from arrowmix._storage.ipc import META_KEY, read_meta, write_file_hashed
+from arrowmix._validate import check_int
 from arrowmix.exceptions import ChunkFileError
 
 __all__ = [
     "CHUNK_PATTERN",
     "DEFAULT_BYTES_PER_CHUNK",
+    "is_arrowmix_chunk",
     "list_chunk_files",
     "write_batches",
 ]
@@ -35,6 +52,22 @@ CHUNK_PATTERN = re.compile(r"^chunk-(\d+)\.arrow$")
 _BATCH_ROWS = 256 * 1024
 _BATCH_BYTES = 128 * 2**20
 _NOT_DATA = re.compile(r"^(cache-|indices-|tmp-)")
+_CHUNK_META = {"kind": "chunk", "format": 1}
+
+
+def _marked(schema: pa.Schema) -> pa.Schema:
+    """``schema`` with the arrowmix chunk marker (no version: same data, same bytes)."""
+    meta = dict(schema.metadata or {})
+    meta[META_KEY] = json.dumps(_CHUNK_META, sort_keys=True).encode()
+    return schema.with_metadata(meta)
+
+
+def is_arrowmix_chunk(schema: pa.Schema) -> bool:
+    """True if a chunk file with this schema was written by ``write_chunks``."""
+    try:
+        return read_meta(schema).get("kind") == "chunk"
+    except (ValueError, AttributeError):
+        return False
 
 
 def write_batches(
@@ -47,28 +80,33 @@ def write_batches(
     storage_options: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """Write record batches (one schema) into chunk files in ``out_dir``; return their paths."""
-    for name, value in (
-        ("rows_per_chunk", rows_per_chunk),
-        ("bytes_per_chunk", bytes_per_chunk),
-    ):
-        if value is not None and (not isinstance(value, int) or value <= 0):
-            raise ValueError(f"`{name}` must be a positive int or None, got {value!r}.")
+    rows_per_chunk = check_int("rows_per_chunk", rows_per_chunk, minimum=1, none_ok=True)
+    bytes_per_chunk = check_int("bytes_per_chunk", bytes_per_chunk, minimum=1, none_ok=True)
     if rows_per_chunk is None and bytes_per_chunk is None:
         bytes_per_chunk = DEFAULT_BYTES_PER_CHUNK
     _prepare_dir(out_dir, overwrite, storage_options)
     paths: list[str] = []
+    entries: list[ChunkEntry] = []
     it = iter(batches)
     first = next(it, None)
-    if first is None:
-        return paths
-    schema = first.schema
-    pending = _Pending(_chain(first, it), schema)
-    while not pending.exhausted:
-        path = join(out_dir, f"chunk-{len(paths):05d}.arrow")
-        part = pending.take_chunk(rows_per_chunk, bytes_per_chunk)
-        write_file(path, part, schema, storage_options=storage_options)
-        paths.append(path)
-        pending.peek()
+    if first is not None:
+        schema = first.schema
+        marked = _marked(schema)
+        pending = _Pending(_chain(first, it), schema)
+        while not pending.exhausted:
+            name = f"chunk-{len(paths):05d}.arrow"
+            path = join(out_dir, name)
+            part = pending.take_chunk(rows_per_chunk, bytes_per_chunk)
+            rows, size, digest = write_file_hashed(
+                path, part, marked, storage_options=storage_options
+            )
+            if is_local(path):
+                entries.append(stat_entry(local_path(path), rows, size, digest))
+            else:
+                entries.append(ChunkEntry(name, rows, size, digest))
+            paths.append(path)
+            pending.peek()
+    write_manifest(out_dir, entries, storage_options)  # last: the corpus is complete
     if not is_local(out_dir):
         fs, _ = url_to_fs(out_dir, storage_options)
         paths = [fs.unstrip_protocol(url_to_fs(p, storage_options)[1]) for p in paths]
@@ -147,33 +185,56 @@ def _coalesce(group: list[pa.RecordBatch]) -> pa.RecordBatch:
 
 
 def _prepare_dir(out_dir: str, overwrite: bool, storage_options: Mapping[str, Any] | None) -> None:
+    if is_local(out_dir):
+        _check_local_dir(local_path(out_dir))
     existing = _existing_chunks(out_dir, storage_options)
     if existing and not overwrite:
         raise FileExistsError(
             f"`out_dir` {out_dir!r} already holds {len(existing)} chunk file(s) "
             f"(e.g. {existing[0]!r}); pass `overwrite=True` or choose an empty directory."
         )
+    # The manifest goes first: a rewrite killed half-way must not look complete.
+    remove_manifest(out_dir, storage_options)
+    chunks = [p for p in existing if not p.endswith(MANIFEST_NAME)]
     if is_local(out_dir):
         os.makedirs(local_path(out_dir), exist_ok=True)
-        for path in existing:
+        for path in chunks:
             os.unlink(path)
+        # Temporary files of killed writers of chunks (and of markers such as _COMPLETE.json)
+        remove_dead_tmp(local_path(out_dir), lambda n: bool(CHUNK_PATTERN.match(n)) or n[0] == "_")
     else:
         fs, p = url_to_fs(out_dir, storage_options)
         ensure_parent(fs, p, out_dir)
-        for path in existing:
+        for path in chunks:
             fs.rm(url_to_fs(path, storage_options)[1])
+
+
+def _check_local_dir(d: str) -> None:
+    """Raise ``NotADirectoryError`` naming ``d`` (or its ancestor) if a file is in the way."""
+    probe = os.path.abspath(d)
+    while not os.path.exists(probe) and os.path.dirname(probe) != probe:
+        probe = os.path.dirname(probe)
+    if os.path.exists(probe) and not os.path.isdir(probe):
+        where = "is a file" if probe == os.path.abspath(d) else f"is below the file {probe!r}"
+        raise NotADirectoryError(
+            errno.ENOTDIR, f"`out_dir` {d!r} {where}; chunk files are written into a directory."
+        )
 
 
 def _existing_chunks(out_dir: str, storage_options: Mapping[str, Any] | None) -> list[str]:
     if is_local(out_dir):
         d = local_path(out_dir)
         names = os.listdir(d) if os.path.isdir(d) else []
-        return [os.path.join(d, n) for n in names if CHUNK_PATTERN.match(n)]
+        return [os.path.join(d, n) for n in names if _is_corpus_file(n)]
     fs, p = url_to_fs(out_dir, storage_options)
     if not fs.isdir(p):
         return []
-    found = [f for f in fs.ls(p, detail=False) if CHUNK_PATTERN.match(f.rsplit("/", 1)[-1])]
+    found = [f for f in fs.ls(p, detail=False) if _is_corpus_file(f.rsplit("/", 1)[-1])]
     return [fs.unstrip_protocol(f) for f in found]
+
+
+def _is_corpus_file(name: str) -> bool:
+    return bool(CHUNK_PATTERN.match(name)) or name == MANIFEST_NAME
 
 
 def _natural_key(path: str) -> list[Any]:

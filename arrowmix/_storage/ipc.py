@@ -11,30 +11,30 @@ from __future__ import annotations
 
 import json
 import os
-import struct
+import tempfile
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
 import xxhash
 
+from arrowmix._storage import integrity
 from arrowmix._storage.atomic import atomic_sink
 from arrowmix._storage.fs import is_local, local_path, url_to_fs
 from arrowmix._version import __version__
-from arrowmix.exceptions import ChunkFileError
+from arrowmix.exceptions import CacheCorruptedError, ChunkFileError
 
 __all__ = [
     "META_KEY",
-    "content_summary",
+    "local_copy",
     "open_table",
     "read_meta",
     "with_meta",
     "write_file",
+    "write_file_hashed",
 ]
 
 META_KEY = b"arrowmix"
-_MAGIC = b"ARROW1"
-_SAMPLE = 64 * 1024
 #: Info keys that identify one version of a remote object (S3, GCS, Azure, memory, HTTP...).
 _VERSION_KEYS = (
     "size", "ETag", "etag", "VersionId", "generation", "mtime", "LastModified", "created",
@@ -64,13 +64,73 @@ def write_file(
     meta: Mapping[str, Any] | None = None,
     storage_options: Mapping[str, Any] | None = None,
 ) -> int:
-    """Write ``batches`` as one Arrow IPC file at ``path``, atomically. Returns the row count."""
-    schema = with_meta(schema, meta)
+    """Write ``batches`` as one Arrow IPC file at ``path``, atomically. Returns the row count.
+
+    With ``meta`` (cache files: segments, filter, indices and flatten files), the file also
+    carries a checksum of its content in that metadata (see
+    :mod:`arrowmix._storage.integrity`), sealed before the rename; such a remote file is
+    written and sealed locally first, then uploaded. Chunk files (no ``meta``) are plain
+    Arrow IPC files.
+
+    Raises:
+        OSError: writing failed (e.g. ``ENOSPC``); the message names ``path``.
+    """
+    value = None if meta is None else integrity.placeholder()
+    if meta is not None:
+        schema = with_meta(schema, {**meta, integrity.CHECKSUM_KEY: value})
+    try:
+        if is_local(path) or value is None:
+            seal = None if value is None else (lambda tmp: integrity.seal(tmp, value))
+            with atomic_sink(path, storage_options, finish=seal) as sink:
+                return _write(sink, batches, schema)
+        with tempfile.TemporaryDirectory(prefix="arrowmix-") as d:
+            local = os.path.join(d, os.path.basename(path))
+            with pa.OSFile(local, "wb") as sink:
+                rows = _write(sink, batches, schema)
+            integrity.seal(local, value)
+            with atomic_sink(path, storage_options) as sink, open(local, "rb") as src:
+                while block := src.read(8 * 2**20):
+                    sink.write(block)
+            return rows
+    except OSError as exc:
+        if isinstance(exc, ChunkFileError) or path in str(exc):
+            raise
+        raise OSError(exc.errno, f"Cannot write {path!r}: {exc.strerror or exc}") from exc
+
+
+def write_file_hashed(
+    path: str,
+    batches: Iterable[pa.RecordBatch],
+    schema: pa.Schema,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+) -> tuple[int, int, str]:
+    """Write a chunk file (``schema`` as given) atomically, hashing the bytes written.
+
+    Returns ``(rows, size, digest)``: the digest is the xxh3-64 of the whole file, computed
+    on the way out (the file is not read back).
+
+    Raises:
+        OSError: writing failed (e.g. ``ENOSPC``); the message names ``path``.
+    """
+    from arrowmix._storage.digests import HashingWriter
+
+    try:
+        with atomic_sink(path, storage_options) as sink:
+            hashing = HashingWriter(sink)
+            target = pa.PythonFile(hashing, mode="w")  # type: ignore[arg-type]  # duck-typed
+            rows = _write(target, batches, schema)
+            target.close()
+    except OSError as exc:
+        if isinstance(exc, ChunkFileError) or path in str(exc):
+            raise
+        raise OSError(exc.errno, f"Cannot write {path!r}: {exc.strerror or exc}") from exc
+    return rows, hashing.size, hashing.hexdigest()
+
+
+def _write(sink: pa.NativeFile, batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> int:
     rows = 0
-    with (
-        atomic_sink(path, storage_options) as sink,
-        pa.ipc.new_file(sink, schema) as writer,
-    ):
+    with pa.ipc.new_file(sink, schema) as writer:
         for batch in batches:
             if batch.schema != schema:
                 batch = pa.RecordBatch.from_arrays(batch.columns, schema=schema)
@@ -79,24 +139,52 @@ def write_file(
     return rows
 
 
-def open_table(path: str, storage_options: Mapping[str, Any] | None = None) -> pa.Table:
+def open_table(
+    path: str, storage_options: Mapping[str, Any] | None = None, *, check: str | None = None
+) -> pa.Table:
     """Open one Arrow IPC file as a table: memory-mapped when local, via fsspec otherwise.
+
+    Args:
+        path: A local path or fsspec URL.
+        storage_options: fsspec options for a URL.
+        check: ``"checksum"`` (cache files: the checksum must be present and match),
+            ``"chunk"`` (the checksum must match if present, else the arrays are validated)
+            or None (no check: the caller already checked this file).
 
     Raises:
         ChunkFileError: the file is missing, truncated, corrupt or not Arrow IPC file format.
+        CacheCorruptedError: ``check="checksum"`` and the file fails it.
     """
     try:
         local = local_path(path) if is_local(path) else _read_through(path, storage_options)
         # One buffer over the whole mapping: zero-copy, and it avoids one madvise call per
         # record batch that reading through the memory-mapped file itself makes.
-        return pa.ipc.open_file(pa.memory_map(local, "r").read_buffer()).read_all()
+        buf = pa.memory_map(local, "r").read_buffer()
+        if check is not None:
+            _check(path, local, buf, check)
+        return pa.ipc.open_file(buf).read_all()
     except FileNotFoundError as exc:
         raise ChunkFileError(f"Arrow file not found: {path!r}.") from exc
     except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as exc:
+        if isinstance(exc, ChunkFileError):
+            raise
         raise ChunkFileError(
             f"Cannot read {path!r} as an Arrow IPC file (truncated, corrupt, or another format"
             f" such as the IPC stream format or Parquet): {exc}"
         ) from exc
+
+
+def _check(path: str, local: str, buf: pa.Buffer, check: str) -> None:
+    remember = check == "chunk"
+    ok, ident = integrity.verified(local, remember=remember)
+    if ok:
+        return
+    why = integrity.problem(buf, structural=remember)
+    if why is not None:
+        if remember:
+            raise ChunkFileError(f"Chunk file {path!r} is damaged and cannot be used: {why}.")
+        raise CacheCorruptedError(f"Cache file {path!r} fails its integrity check: {why}.")
+    integrity.done(local, ident, remember=remember)
 
 
 def remote_copy_dir() -> str:
@@ -129,40 +217,9 @@ def _read_through(url: str, storage_options: Mapping[str, Any] | None) -> str:
     return local
 
 
-def content_summary(path: str, storage_options: Mapping[str, Any] | None = None) -> str:
-    """A cheap content hash of an Arrow IPC file: size, footer and three sampled blocks.
-
-    The footer holds the schema (with the content hash arrowmix writes into chunk metadata) and
-    every record batch's offset and length; the samples catch in-place edits of foreign files.
-    Paths and mtimes never enter, so a moved corpus keeps its identity, and a remote file
-    (summarised from its local read-through copy) has the same summary as a local copy of it.
-    """
+def local_copy(path: str, storage_options: Mapping[str, Any] | None = None) -> str:
+    """A local path holding ``path``'s bytes: itself when local, else its read-through copy."""
     try:
-        local = local_path(path) if is_local(path) else _read_through(path, storage_options)
-        return _summary_local(local)
+        return local_path(path) if is_local(path) else _read_through(path, storage_options)
     except FileNotFoundError as exc:
         raise ChunkFileError(f"Arrow file not found: {path!r}.") from exc
-
-
-def _summary_local(path: str) -> str:
-    size = os.path.getsize(path)
-    with open(path, "rb") as f:
-        if size < 4 * _SAMPLE:
-            return _summary_bytes(f.read())
-        h = xxhash.xxh3_64(struct.pack("<Q", size))
-        for offset in (0, size // 2, size - _SAMPLE):
-            f.seek(offset)
-            h.update(f.read(_SAMPLE))
-        f.seek(size - 10)
-        tail = f.read(10)
-        footer_len = struct.unpack("<i", tail[:4])[0] if tail[4:] == _MAGIC else 0
-        if 0 < footer_len < size:
-            f.seek(size - 10 - footer_len)
-            h.update(f.read(footer_len))
-        return h.hexdigest()
-
-
-def _summary_bytes(data: bytes) -> str:
-    h = xxhash.xxh3_64(struct.pack("<Q", len(data)))
-    h.update(data)
-    return h.hexdigest()

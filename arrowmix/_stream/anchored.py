@@ -1,4 +1,4 @@
-"""Base of the stages that turn a run of source items into a window of outputs.
+"""The window-replay base: stages that turn a run of source items into a window of outputs.
 
 Shuffle windows, bucketing read-aheads, parallel-map chunks and flat-map expansions
 all follow one rule: *replay a window, never the past*.
@@ -8,6 +8,10 @@ Checkpointing: the state holds the source's state when the current window began
 many outputs of the window were already emitted (``emitted``). Restoring rewinds the
 source to the anchor, recomputes that one window and skips the emitted outputs. Neither
 the buffer nor a random-generator state is ever stored.
+
+This is the public base for buffering stages (``arrowmix.stream.WindowReplayStage``):
+a subclass implements ``compute(window)`` only, and gets exact resume, pickling and
+elastic resume (its role is ``ElasticRole.BUFFERING``) by construction.
 """
 
 from __future__ import annotations
@@ -18,21 +22,41 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from arrowmix._stream.base import State, Stream
+from arrowmix._stream.rng import derive_rng
+from arrowmix._stream.topology import ElasticRole
 from arrowmix.exceptions import StateError
 
-__all__ = ["AnchoredStage"]
+__all__ = ["AnchoredStage", "WindowReplayStage"]
 
 T = TypeVar("T")
 U = TypeVar("U")
 
 
-class AnchoredStage(Stream[U]):
-    """Outputs computed window by window from ``source`` (subclasses: ``compute``).
+class WindowReplayStage(Stream[U]):
+    """Outputs computed window by window from ``source`` (public stage kit).
+
+    Subclasses call ``super().__init__(source)`` and implement ``compute(window)``: read
+    one window from ``self.source`` (``self.source.pull(n)`` or ``self.source.next()``),
+    return its outputs as a list, or ``None`` when the source is exhausted. ``compute``
+    must be a pure function of the items it reads and of ``window`` (random choices come
+    from ``self.window_rng(seed, window)``) and must not carry items over to the next window:
+    restoring calls it again for the open window. Configuration goes in
+    ``describe()``; extra state (a seed) in ``extra_state``/``load_extra`` with the
+    keys listed in ``STATE_KEYS``.
 
     State:
         ``source``: the source's state at the start of the current window. ``window``:
         the window number. ``emitted``: outputs of the window already yielded.
         Subclasses may add keys through ``extra_state``/``load_extra``.
+
+    Example:
+        >>> from arrowmix.stream import WindowReplayStage, from_iterable
+        >>> class Reverse(WindowReplayStage):
+        ...     def compute(self, window):
+        ...         items = self.source.pull(3)
+        ...         return items[::-1] if items else None
+        >>> list(Reverse(from_iterable(range(7))))
+        [2, 1, 0, 5, 4, 3, 6]
     """
 
     SOURCE_KEY = "source"
@@ -41,6 +65,7 @@ class AnchoredStage(Stream[U]):
     BASE_KEYS = (SOURCE_KEY, WINDOW_KEY, EMITTED_KEY)
     STATE_KEYS: ClassVar[tuple[str, ...] | None] = BASE_KEYS
     TRANSIENT = ("_buf",)
+    ELASTIC_ROLE = ElasticRole.BUFFERING
 
     def __init__(self, source: Stream[Any]) -> None:
         super().__init__()
@@ -79,6 +104,30 @@ class AnchoredStage(Stream[U]):
                 raise StateError(f"{type(self).__name__}: bad `{name}` {v!r} in state.")
         self.source.reset(state[self.SOURCE_KEY])
         self._window, self._skip = window, emitted
+
+    def begin_epoch(self, epoch: int) -> None:
+        """Mix ``epoch`` (from ``set_epoch``) into :meth:`window_rng`."""
+        self._draw_epoch = epoch
+
+    @property
+    def pending_skip(self) -> int:
+        """Outputs of the open window a restore still has to skip (0 when running)."""
+        skip: int = self._skip
+        return skip
+
+    def window_rng(self, seed: int, window: int) -> np.random.Generator:
+        """The generator of ``window``: ``derive_rng(seed, window)`` (and the epoch).
+
+        Use it for every random choice of ``compute``; after ``set_epoch(e)`` with
+        ``e > 0`` it is ``derive_rng(seed, window, e)``, so each epoch draws anew.
+        """
+        epoch = self.__dict__.get("_draw_epoch", 0)
+        return derive_rng(seed, window, epoch) if epoch else derive_rng(seed, window)
+
+    def replay_open_window(self) -> None:
+        """Recompute the window a restored state stands in (no output is yielded)."""
+        if self._buf is None and self._skip > 0:
+            self._fill()
 
     def get_state(self) -> State:
         if self._buf is not None and self._pos < len(self._buf):
@@ -151,3 +200,7 @@ class AnchoredStage(Stream[U]):
             self._pos += len(part)
             out.extend(part)
         return out
+
+
+#: The internal name of :class:`WindowReplayStage`.
+AnchoredStage = WindowReplayStage

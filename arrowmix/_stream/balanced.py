@@ -23,15 +23,18 @@ instance already yielded and the seed; restoring re-reads and re-plans one windo
 from __future__ import annotations
 
 import operator
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from arrowmix._stream.anchored import AnchoredStage
-from arrowmix._stream.base import State, Stream, fn_name
-from arrowmix._stream.rng import SeedHolder, derive_rng
-from arrowmix._stream.sources import ArrowSource, check_sharding, table_to_rows
+from arrowmix._stream.base import State, Stream, fn_id
+from arrowmix._stream.rng import SeedHolder
+from arrowmix._stream.sources import table_to_rows
+from arrowmix._stream.topology import ElasticRole, check_sharding, walk
+from arrowmix.exceptions import DroppedDataWarning
 
 __all__ = ["REMAINDERS", "BudgetBucketIterator", "deal_batches", "plan_batches"]
 
@@ -145,6 +148,7 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
 
     SEED_KEY = "seed"
     STATE_KEYS = (*AnchoredStage.BASE_KEYS, SEED_KEY)
+    ELASTIC_ROLE = ElasticRole.DEALER
 
     def __init__(
         self,
@@ -178,8 +182,9 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
                 "give `seed`: every instance must plan the same batches, so the batch "
                 "order cannot come from a seed drawn at random on each rank."
             )
-        for node in _subtree(source):
-            if isinstance(node, ArrowSource) and node.sharding[0] > 1:
+        for node in walk(source):
+            sharding: Any = getattr(node, "sharding", (1, 0))
+            if node.ELASTIC_ROLE is ElasticRole.SOURCE and sharding[0] > 1:
                 raise ValueError(
                     "the input of budget_bucket must be the same stream on every "
                     "instance: build its sources with num_instances=1 and pass "
@@ -194,6 +199,7 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
         # Elastic resume (arrowmix._stream.elastic): (window, [[old instances,
         # batches each had yielded], ...]): that window deals only what is left.
         self._override: tuple[int, list[Any]] | None = None
+        self._begin: State | None = None  # where reset(None) starts (elastic main task)
         if self._rows is not None:
             source._use_positions()
 
@@ -209,9 +215,48 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
         self._started = False
         self._pending = None
 
+    def deal_remaining(self, plan: tuple[int, list[Any], State | None] | None) -> None:
+        """Deal only the batches no old instance yielded (elastic resume; ``None``: off).
+
+        ``plan`` is ``(window, generations, begin)``: in window ``window`` the batches
+        that the old instances of each generation ``[n_old, emitted per instance]`` had
+        yielded are skipped; ``begin`` (a state of this stage, or ``None``) is where a
+        reset without state starts instead of the beginning.
+        """
+        if plan is None:
+            self._override, self._begin = None, None
+            return
+        window, generations, begin = plan
+        self._override = (int(window), generations)
+        self._begin = begin
+
+    def reset(self, state: State | None = None) -> None:
+        if state is None and self.__dict__.get("_begin") is not None:
+            state = self._begin
+        super().reset(state)
+
+    def _warn_dropped(self, window: int, sizes: list[int]) -> None:
+        """Warn once per stage how much ``remainder="drop"`` drops, and what to do."""
+        if self.__dict__.get("_warned"):
+            return
+        self._warned = True
+        n, b = self.num_instances, len(sizes)
+        dropped = sum(sizes[b - b % n :])
+        share = dropped / max(1, sum(sizes))
+        warnings.warn(
+            f"budget_bucket(remainder='drop') on {n} instances dropped {b % n} of the {b} "
+            f"batches of read-ahead window {window} ({dropped} rows, {share:.1%}); each "
+            f"window drops up to {n - 1} batches, so about {n - 1} / (batches per window) "
+            "of the epoch is lost. Make read_ahead hold many more than "
+            f"{n} batches (budget / typical length * {n} * 20 rows keeps it under 5%), or "
+            "use remainder='pad'.",
+            DroppedDataWarning,
+            stacklevel=4,
+        )
+
     def describe(self) -> dict[str, Any]:
         return {
-            "key": self.key if isinstance(self.key, str) else fn_name(self.key),
+            "key": self.key if isinstance(self.key, str) else fn_id(self, self.key),
             "budget": self.budget,
             "read_ahead": self.read_ahead,
             "num_instances": self.num_instances,
@@ -242,7 +287,7 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
             lengths = np.fromiter(map(self._key, items), dtype=np.int64, count=len(items))
         batches = plan_batches(lengths, self.budget, max_batch_size=self.max_batch_size)
         if self.shuffle_batches:
-            perm = derive_rng(self._seed.value, window).permutation(len(batches))
+            perm = self.window_rng(self._seed.value, window).permutation(len(batches))
             batches = [batches[i] for i in perm]
         left = list(range(len(batches)))
         if self._override is not None and self._override[0] == window:
@@ -253,6 +298,8 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
                     done.update(left[i] for i in dealt[:e])
                 left = [b for b in left if b not in done]
         dealt = deal_batches(len(left), self.num_instances, self.instance_rank, self.remainder)
+        if self.remainder == "drop" and len(left) % self.num_instances:
+            self._warn_dropped(window, [len(batches[i]) for i in left])
         mine = [left[i] for i in dealt]
         if self._rows is None:
             return [[items[j] for j in batches[i].tolist()] for i in mine]
@@ -266,15 +313,6 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
             out.append(flat[at : at + len(part)])
             at += len(part)
         return out
-
-
-def _subtree(node: Stream[Any]) -> list[Stream[Any]]:
-    out, todo = [], [node]
-    while todo:
-        x = todo.pop()
-        out.append(x)
-        todo.extend(x.children())
-    return out
 
 
 def _take_column(rows: Any, positions: np.ndarray, name: str) -> np.ndarray:

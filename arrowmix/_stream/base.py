@@ -18,12 +18,14 @@ its buffers: the unpickled copy resumes where the original stood.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
 from arrowmix._fingerprint.hasher import hash_value
+from arrowmix._stream.topology import ElasticRole
 from arrowmix.exceptions import StateError
 
 if TYPE_CHECKING:
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FORMAT_VERSION",
     "CheckpointableIterator",
+    "ElasticMode",
     "PassThrough",
     "State",
     "Stream",
@@ -49,6 +52,8 @@ FORMAT_VERSION = 1
 _FORMAT_KEY = "format"
 _PIPELINE_KEY = "pipeline"
 _STATE_KEY = "state"
+_EPOCH_KEY = "epoch"  # present when set_epoch chose an epoch other than 0
+_NODES_KEY = "nodes"  # per node: class and compact fields (names a mismatch)
 
 
 def check_keys(owner: object, state: State, keys: Iterable[str]) -> None:
@@ -78,6 +83,31 @@ def fn_name(fn: object) -> str:
     return str(getattr(fn, "__qualname__", None) or type(fn).__qualname__)
 
 
+def fn_id(owner: Stream[Any], fn: Any) -> str:
+    """``fn`` for ``describe()``: its name and its digest by value (see ``identity``)."""
+    from arrowmix._stream.identity import fn_identity
+
+    return fn_identity(owner, fn)
+
+
+@dataclass(frozen=True)
+class ElasticMode:
+    """What elastic resume tells every node before it runs a task.
+
+    Attributes:
+        draining: the sources stop where an old instance had read (an input that
+            ends is dropped, whatever the stopping rule).
+        synchronous: no background read-ahead (frontiers are being computed).
+    """
+
+    draining: bool = False
+    synchronous: bool = False
+
+
+#: The mode of a pipeline outside elastic resume.
+PLAIN = ElasticMode()
+
+
 class Stream(Generic[T]):
     """A checkpointable iterator; every arrowmix stage is one.
 
@@ -101,6 +131,9 @@ class Stream(Generic[T]):
     STATE_KEYS: ClassVar[tuple[str, ...] | None] = ()
     #: Attributes rebuilt by ``reset`` (buffers, threads); never pickled.
     TRANSIENT: ClassVar[tuple[str, ...]] = ()
+    #: What elastic resume does with this stage (see ``ElasticRole``); ``None``:
+    #: undeclared, so elastic resume refuses the pipeline with a clear error.
+    ELASTIC_ROLE: ClassVar[ElasticRole | None] = None
 
     def __init__(self) -> None:
         self._started = False
@@ -135,6 +168,29 @@ class Stream(Generic[T]):
         """The streams this node reads from."""
         return []
 
+    def replay_open_window(self) -> None:
+        """Re-read the partially emitted window of a freshly restored node, yielding nothing.
+
+        Afterwards the node's inputs stand where they stood when the checkpoint was
+        taken (after every item it had read). Buffering stages override it; for the
+        others there is nothing to replay.
+        """
+
+    def begin_epoch(self, epoch: int) -> None:
+        """Hook of ``set_epoch``, called on every node before the restart.
+
+        Row and chunk sources then start at ``epoch`` (its order); window stages mix it
+        into their random draws (``WindowReplayStage.window_rng``). The default ignores it.
+        """
+
+    def set_elastic_mode(self, mode: ElasticMode) -> None:
+        """Called on every node by elastic resume before it runs a task (a hook).
+
+        Stages that behave differently while draining an old instance's buffered
+        items (``mix``) or that read ahead in the background (``prefetch``) override
+        it; the default ignores it.
+        """
+
     @property
     def schema(self) -> pa.Schema | None:
         """The Arrow schema of the rows, when known."""
@@ -150,6 +206,14 @@ class Stream(Generic[T]):
     def _pull_positions(self, n: int) -> np.ndarray:
         """Up to ``n`` next row positions (only when ``row_source()`` is not None)."""
         raise TypeError(f"{type(self).__name__} does not stream row positions.")
+
+    def pull(self, n: int) -> list[T]:
+        """Up to ``n`` next items, fewer only at the end (how a stage reads its input).
+
+        Stages call it on their source (``self.source.pull(n)``), never on a pipeline's
+        root: iterate the root instead.
+        """
+        return self._pull(n)
 
     def _pull(self, n: int) -> list[T]:
         """Up to ``n`` next items (fewer only at the end); subclasses may batch this."""
@@ -191,7 +255,49 @@ class Stream(Generic[T]):
     def __next__(self) -> T:
         if not self.__dict__.get("_started"):
             self._ensure_started()
+        run = self.__dict__.get("_elastic")
+        if run is not None:  # elastic resume: the run drains old instances first
+            item: T = run.next()
+            return item
         return self.next()
+
+    def set_epoch(self, epoch: int) -> None:
+        """Restart at the beginning of epoch ``epoch`` (as torch samplers' ``set_epoch``).
+
+        A finite stream (``infinite=False``) otherwise yields the same order on every
+        pass; with ``set_epoch(e)`` its row and chunk sources read the order of epoch
+        ``e`` and its shuffle and bucketing windows draw from ``(seed, window, e)``.
+        ``state_dict()`` records the epoch, so loading a checkpoint resumes inside it.
+
+        Example:
+            >>> from arrowmix.stream import from_iterable
+            >>> s = from_iterable(range(8)).shuffle(8, seed=0)
+            >>> s.set_epoch(0); a = list(s)
+            >>> s.set_epoch(1); b = list(s)
+            >>> a != b and sorted(a) == sorted(b) == list(range(8))
+            True
+        """
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+            raise ValueError(f"`epoch` must be an int >= 0, got {epoch!r}.")
+        self._ensure_started()
+        run = self.__dict__.pop("_elastic", None)
+        if run is not None:
+            run.leave()
+        self._apply_epoch(epoch)
+        self._do_reset(None)
+
+    @property
+    def chosen_epoch(self) -> int:
+        """The epoch of the last ``set_epoch`` (or loaded checkpoint); 0 by default."""
+        epoch: int = self.__dict__.get("_epoch_set", 0)
+        return epoch
+
+    def _apply_epoch(self, epoch: int) -> None:
+        from arrowmix._stream.topology import walk
+
+        self._epoch_set = epoch
+        for node in walk(self):
+            node.begin_epoch(epoch)
 
     def state_dict(self) -> State:
         """The checkpoint of the whole pipeline: small and JSON-serialisable."""
@@ -200,11 +306,16 @@ class Stream(Generic[T]):
         if run is not None:
             state: State = run.state_dict()
             return state
-        return {
+        fingerprint, nodes = self._identity()
+        out = {
             _FORMAT_KEY: FORMAT_VERSION,
-            _PIPELINE_KEY: self.pipeline_fingerprint(),
+            _PIPELINE_KEY: fingerprint,
             _STATE_KEY: self.get_state(),
+            _NODES_KEY: list(nodes),
         }
+        if self.chosen_epoch:
+            out[_EPOCH_KEY] = self.chosen_epoch
+        return out
 
     def load_state_dict(self, state: State | None) -> None:
         """Restore a checkpoint of ``state_dict()``; ``None`` restarts.
@@ -216,7 +327,6 @@ class Stream(Generic[T]):
         self._ensure_started()
         run = self.__dict__.pop("_elastic", None)
         if run is not None:
-            self.__dict__.pop("next", None)
             run.leave()
         if isinstance(state, dict) and ("merged" in state or "elastic" in state):
             from arrowmix._stream.elastic import ElasticRun
@@ -226,28 +336,50 @@ class Stream(Generic[T]):
             else:
                 run = ElasticRun.from_instance(self, state)
             self._elastic = run
-            self.next = run.next  # type: ignore[method-assign]  # root only: drains
             return
         if state is None:
             self._do_reset(None)
             return
-        check_keys(self, state, (_FORMAT_KEY, _PIPELINE_KEY, _STATE_KEY))
+        keys = [_FORMAT_KEY, _PIPELINE_KEY, _STATE_KEY]
+        keys += [k for k in (_EPOCH_KEY, _NODES_KEY) if k in state]  # optional
+        check_keys(self, state, keys)
         if state[_FORMAT_KEY] != FORMAT_VERSION:
             raise StateError(
                 f"checkpoint format {state[_FORMAT_KEY]!r} is not supported; "
                 f"this arrowmix reads format {FORMAT_VERSION}."
             )
+        from arrowmix._stream.identity import describe_mismatch, warn_unhashed
+
         mine = self.pipeline_fingerprint()
         if state[_PIPELINE_KEY] != mine:
             raise StateError(
                 f"checkpoint was taken from a different pipeline (fingerprint "
-                f"{state[_PIPELINE_KEY]!r}, this one is {mine!r}): {self.explain()}"
+                f"{state[_PIPELINE_KEY]!r}, this one is {mine!r}): "
+                f"{describe_mismatch(state.get(_NODES_KEY), self)}."
             )
+        warn_unhashed(self)
+        epoch = state.get(_EPOCH_KEY, 0)
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+            raise StateError(f"checkpoint `epoch` must be an int >= 0, got {epoch!r}.")
+        if epoch != self.chosen_epoch:
+            self._apply_epoch(epoch)
         self._do_reset(state[_STATE_KEY])
 
     def pipeline_fingerprint(self) -> str:
         """16-hex hash of the configuration of this node and everything it reads."""
-        return hash_value(self._config_tree())
+        return self._identity()[0]
+
+    def _identity(self) -> tuple[str, list[str]]:
+        """``(pipeline fingerprint, node digests)``, hashed again only when it changed."""
+        from arrowmix._stream.identity import node_summaries
+
+        tree = self._config_tree()
+        cached = self.__dict__.get("_identity_cache")
+        if cached is not None and cached[0] == tree:
+            return cached[1], cached[2]
+        out = (hash_value(tree), node_summaries(self))
+        self._identity_cache = (tree, *out)
+        return out
 
     def _config_tree(self) -> list[Any]:
         return [
@@ -283,13 +415,14 @@ class Stream(Generic[T]):
 
     def __getstate__(self) -> dict[str, Any]:
         d = dict(self.__dict__)
+        d.pop("_fn_ids", None)  # function digests: recomputed from the code where loaded
+        d.pop("_identity_cache", None)
         for cls in type(self).__mro__:
             for name in getattr(cls, "TRANSIENT", ()):
                 d.pop(name, None)
         if d.get("_started"):
             d["_pending"] = self.get_state()
         if d.pop("_elastic", None) is not None:
-            d.pop("next", None)
             d["_pending_elastic"] = self.state_dict()
             d["_pending"] = None
         d["_started"] = False
@@ -301,7 +434,13 @@ class Stream(Generic[T]):
     # -------------------------------------------------------------- fluent stages
     # Each stage module imports this base, so they are imported lazily here.
     def map(self, fn: Callable[[T], U], num_workers: int | None = None) -> Stream[U]:
-        """Apply ``fn`` to every item (``num_workers`` threads keep the order)."""
+        """Apply ``fn`` to every item, in order.
+
+        Args:
+            fn: Called with each item; its return value is the new item.
+            num_workers: Threads calling ``fn`` concurrently (the order is kept); None
+                calls it inline.
+        """
         from arrowmix._stream.map import MapIterator, ParallelMapIterator
 
         if num_workers is None:
@@ -327,7 +466,12 @@ class Stream(Generic[T]):
         return WindowIterator(self, width)
 
     def shuffle(self, buffer_size: int, seed: int | None = None) -> Stream[T]:
-        """Shuffle inside consecutive windows of ``buffer_size`` items."""
+        """Shuffle inside consecutive windows of ``buffer_size`` items.
+
+        Args:
+            buffer_size: Items per window; a resume re-reads at most one window.
+            seed: Seed of the shuffle; None draws one (stored in the state).
+        """
         from arrowmix._stream.shuffle import BufferShuffleIterator
 
         return BufferShuffleIterator(self, buffer_size, seed=seed)
@@ -351,8 +495,18 @@ class Stream(Generic[T]):
     ) -> Stream[Any]:
         """Length-bucketed batches from sorted read-ahead windows.
 
-        ``columnar=True`` yields each batch as a ``pyarrow.Table`` instead of a list of row
-        dicts (index streams over a Dataset, with a column ``key``).
+        Args:
+            key: Column name or ``callable(item) -> number``: the length to sort by.
+            batch_size: Items per batch, or ``callable(longest_item) -> int`` for a token
+                budget, e.g. ``lambda longest: 16384 // longest["n_tokens"]``.
+            read_ahead: Items read and sorted at a time; a resume re-reads at most one
+                window.
+            boundary_key: Column name or callable; a batch also ends where its value
+                changes between consecutive sorted items.
+            shuffle: Yield the batches of a window in a seeded random order (else sorted).
+            seed: Seed of that order; None draws one (stored in the state).
+            columnar: Yield each batch as a ``pyarrow.Table`` instead of a list of row
+                dicts (index streams over a Dataset, with a column ``key``).
         """
         from arrowmix._stream.bucket import LengthBucketIterator
 
@@ -384,8 +538,19 @@ class Stream(Generic[T]):
 
         Every rank reads this same (unsharded) stream, plans the same batches per
         read-ahead window (``len(batch) * longest <= budget``) and takes every
-        ``num_instances``-th one; ``remainder`` (``"drop"`` or ``"pad"``) settles the
-        batches that do not divide evenly. See :mod:`arrowmix._stream.balanced`.
+        ``num_instances``-th one. See ``docs/multi-node.md``.
+
+        Args:
+            key: Column name or ``callable(item) -> int``: an item's length in tokens.
+            budget: Most padded tokens per batch (``len(batch) * longest``).
+            read_ahead: Items planned at a time; a resume re-reads at most one window.
+            num_instances: Ranks sharing the batches.
+            instance_rank: This rank, in ``range(num_instances)``.
+            remainder: ``"drop"`` or ``"pad"``: what happens to the batches of a window that
+                do not divide evenly among the ranks.
+            max_batch_size: Most items per batch, whatever the budget allows.
+            shuffle: Yield the batches of a window in a seeded random order.
+            seed: Seed of that order; None draws one (stored in the state).
         """
         from arrowmix._stream.balanced import BudgetBucketIterator
 
@@ -403,7 +568,13 @@ class Stream(Generic[T]):
         )
 
     def prefetch(self, buffer_size: int, *, processes: bool = False) -> Stream[T]:
-        """Compute items in a background thread (or forked process)."""
+        """Compute items in a background thread (or forked process).
+
+        Args:
+            buffer_size: Items computed ahead.
+            processes: Use a forked process instead of a thread (for CPU-bound Python
+                stages that hold the GIL).
+        """
         from arrowmix._stream.prefetch import PrefetchIterator
 
         return PrefetchIterator(self, buffer_size, processes=processes)
@@ -426,13 +597,27 @@ class Stream(Generic[T]):
 
 
 class PassThrough(Stream[T]):
-    """A stage without state of its own: it returns its source's state unchanged.
+    """Base of the stages without state of their own (public stage kit).
+
+    Subclasses set ``self.source`` through ``super().__init__(source)`` and implement
+    ``next()`` by reading ``self.source.next()`` (or ``self.source.pull(n)``); they
+    must never keep an item they read for a later call, since their state is the
+    source's state. Such a stage is transparent to elastic resume.
 
     State:
         The source's state, unchanged (no keys of its own). Replay cost: none.
+
+    Example:
+        >>> from arrowmix.stream import PassThrough, from_iterable
+        >>> class Upper(PassThrough):
+        ...     def next(self):
+        ...         return self.source.next().upper()
+        >>> list(Upper(from_iterable("ab")))
+        ['A', 'B']
     """
 
     STATE_KEYS = None
+    ELASTIC_ROLE = ElasticRole.TRANSPARENT
 
     def __init__(self, source: Stream[Any]) -> None:
         super().__init__()

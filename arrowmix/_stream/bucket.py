@@ -5,7 +5,8 @@ cuts batches in that order, and yields the batches of the window in a seeded ran
 order (or in sorted order with ``shuffle=False``). ``batch_size`` is an int or a
 callable that receives the longest item of the batch being formed (its first item, as
 the window is sorted) and returns the batch size, e.g. a token budget
-``lambda longest: 16384 // longest["n_tokens"]``. With ``boundary_key``, a batch also
+``lambda longest: 16384 // longest["n_tokens"]``; a size of 0 (an item longer than the
+budget) makes a batch of that one item. With ``boundary_key``, a batch also
 ends where the boundary value changes between consecutive sorted items.
 
 With ``columnar=True`` (index streams only: a column ``key`` over a Dataset or row source),
@@ -28,8 +29,8 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._stream.anchored import AnchoredStage
-from arrowmix._stream.base import State, Stream, fn_name
-from arrowmix._stream.rng import SeedHolder, derive_rng
+from arrowmix._stream.base import State, Stream, fn_id
+from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.sources import table_to_rows
 
 __all__ = ["LengthBucketIterator", "cut_sorted", "descending"]
@@ -61,11 +62,13 @@ def cut_sorted(
     while i < n:
         first = items[i]
         size = batch_size(first) if callable(batch_size) else batch_size
-        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
             raise ValueError(
-                f"`batch_size` returned {size!r} for item {first!r}; it must be an int >= 1."
+                f"`batch_size` returned {size!r} for item {first!r}; it must be an int >= 0."
             )
-        stop = min(n, i + int(size))
+        # 0 (e.g. a budget // length for an item longer than the budget) means a batch
+        # of one, as in Infinibatch.
+        stop = min(n, i + max(1, int(size)))
         if boundaries is not None:
             b0 = boundaries[i]
             j = i + 1
@@ -181,7 +184,7 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
 
     def describe(self) -> dict[str, Any]:
         def name(k: object) -> object:
-            return k if k is None or isinstance(k, (str, int)) else fn_name(k)
+            return k if k is None or isinstance(k, (str, int)) else fn_id(self, k)
 
         return {
             "key": name(self.key),
@@ -233,7 +236,7 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
             return None
         batches = cut_sorted(window_rows[0], self.batch_size, window_rows[1])
         if self.shuffle_batches:
-            perm = derive_rng(self._seed.value, window).permutation(len(batches))
+            perm = self.window_rng(self._seed.value, window).permutation(len(batches))
             batches = [batches[i] for i in perm]
         return batches
 

@@ -17,10 +17,10 @@ from typing import Any, TypeVar
 import numpy as np
 
 from arrowmix._fingerprint.hasher import hash_value
-from arrowmix._stream.base import State, Stream
+from arrowmix._stream.base import State, Stream, fn_id
 from arrowmix._stream.dealing import Dealing, Generation
 from arrowmix._stream.rng import SeedHolder, derive_rng
-from arrowmix._stream.sources import check_sharding
+from arrowmix._stream.topology import ElasticRole, check_sharding
 from arrowmix.exceptions import StateError
 
 __all__ = ["ChunkSource", "from_chunks"]
@@ -40,6 +40,7 @@ class ChunkSource(Stream[T]):
     CHUNK_KEY = "chunk"
     ITEM_KEY = "item"
     SEED_KEY = "seed"
+    ELASTIC_ROLE = ElasticRole.SOURCE
     STATE_KEYS = (EPOCH_KEY, CHUNK_KEY, ITEM_KEY, SEED_KEY)
     TRANSIENT = ("_items",)
 
@@ -92,13 +93,32 @@ class ChunkSource(Stream[T]):
         self._started = False
         self._pending = None
 
-    def set_elastic(self, generations: list[Generation], limit: tuple[int, int] | None) -> None:
-        """Deal the remainder of resized epochs; stop before chunk ``limit``. Restarts."""
+    def deal(
+        self,
+        generations: list[Generation],
+        limit: tuple[int, int] | None,
+        seed: int | None = None,
+    ) -> None:
+        """Deal the remainder of resized epochs; stop at ``limit`` (drains). Restarts.
+
+        ``seed``: the order's seed of the old instances (``None`` keeps this one's).
+        """
+        if seed is not None:
+            self._seed.value = int(seed)
         self._generations = list(generations)
         self._limit = limit
         self._check_chunks()
         self._started = False
         self._pending = None
+
+    @property
+    def order_seed(self) -> int:
+        """The seed of the epoch orders (drawn once when none was given)."""
+        return self._seed.value
+
+    def begin_epoch(self, epoch: int) -> None:
+        """A reset without state starts at ``epoch`` (``set_epoch``)."""
+        self._first_epoch = epoch
 
     def frontier(self) -> tuple[int, int]:
         """``(epoch, chunk)``: chunks of this rank's order begun so far (a drain ends them)."""
@@ -107,7 +127,7 @@ class ChunkSource(Stream[T]):
     def describe(self) -> dict[str, Any]:
         return {
             "chunks": hash_value([str(r) for r in self.chunk_refs]),
-            "reader": getattr(self.read_chunk_fn, "__qualname__", "?"),
+            "reader": fn_id(self, self.read_chunk_fn),
             "shuffle": self.shuffle_chunks,
             "seed": self._seed.describe(),
             "infinite": self.infinite,
@@ -137,7 +157,7 @@ class ChunkSource(Stream[T]):
 
     def reset(self, state: State | None = None) -> None:
         super().reset(state)
-        self._epoch, self._chunk, self._item = 0, 0, 0
+        self._epoch, self._chunk, self._item = self.__dict__.get("_first_epoch", 0), 0, 0
         if state is not None:
             self._seed.load(self, state[self.SEED_KEY])
             vals = [state[k] for k in (self.EPOCH_KEY, self.CHUNK_KEY, self.ITEM_KEY)]
@@ -193,6 +213,16 @@ def from_chunks(
     instance_rank: int = 0,
 ) -> Stream[T]:
     """A stream over chunks (any references) read by ``read_chunk_fn``.
+
+    Args:
+        chunk_refs: One reference per chunk (paths, indices...), passed to ``read_chunk_fn``.
+        read_chunk_fn: ``read_chunk_fn(ref) -> iterable of items``; called again on resume,
+            so it must return the same items for the same reference.
+        shuffle: Visit the chunks in a seeded random order, new every epoch.
+        seed: Seed of that order; None draws one (stored in the state).
+        infinite: Start a new epoch after the last chunk instead of stopping.
+        num_instances: Ranks splitting the chunks between them.
+        instance_rank: This rank, in ``range(num_instances)``: it reads its share only.
 
     Example:
         >>> from arrowmix.stream import from_chunks

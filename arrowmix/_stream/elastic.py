@@ -33,6 +33,14 @@ instance's frontier, i.e. replays one window per old instance.
 
 A checkpoint taken during a drain holds the remaining tasks, so it can be merged and
 resized again.
+
+The pipeline is read only through its declared elastic roles
+(:class:`~arrowmix._stream.topology.ElasticRole`): sources deal positions, buffering
+stages replay their open window, transparent stages pass through, a dealer stage deals
+its outputs, and a stage that refuses (or declares nothing) makes loading raise
+:class:`~arrowmix.exceptions.ElasticResumeError`. The run talks to the nodes through
+their protocol methods only (``reshard``, ``deal``, ``deal_remaining``,
+``set_elastic_mode``, ``replay_open_window``); the root holds the run and iterates it.
 """
 
 from __future__ import annotations
@@ -41,12 +49,10 @@ import copy
 from collections.abc import Sequence
 from typing import Any
 
-from arrowmix._stream.balanced import BudgetBucketIterator
-from arrowmix._stream.base import FORMAT_VERSION, State, Stream
+from arrowmix._stream.base import FORMAT_VERSION, PLAIN, ElasticMode, State, Stream
 from arrowmix._stream.dealing import Generation
-from arrowmix._stream.frontier import materialize, pipeline_nodes, row_sources
-from arrowmix._stream.mix import WeightedMixIterator
-from arrowmix._stream.prefetch import PrefetchIterator
+from arrowmix._stream.identity import describe_mismatch
+from arrowmix._stream.topology import elastic_sources, replay_open_windows, walk
 from arrowmix.exceptions import StateError
 
 __all__ = ["ElasticRun", "merge_states"]
@@ -123,28 +129,20 @@ class ElasticRun:
 
     def __init__(self, root: Stream[Any], tasks: list[dict[str, Any]]) -> None:
         self.root = root
-        self.sources = row_sources(root)
+        self.sources, dealers = elastic_sources(root)
         # With budget_bucket every instance reads the same rows and the stage deals
         # batches: it carries the instance sharding, the sources stay unsharded.
-        self.dealers: list[Any] = [
-            n for n in pipeline_nodes(root) if isinstance(n, BudgetBucketIterator)
-        ]
-        if self.dealers:
-            inside = {id(x) for d in self.dealers for x in pipeline_nodes(d)}
-            if any(id(s) not in inside for s in self.sources):
-                raise ValueError(
-                    "elastic resume: every row source must feed a budget_bucket stage "
-                    "when the pipeline has one."
-                )
-        else:
-            self.dealers = list(self.sources)
-        self.home = self.dealers[0].sharding if self.dealers else (1, 0)
+        self.shared = bool(dealers)
+        self.dealers: list[Any] = dealers if dealers else list(self.sources)
+        self.home = tuple(self.dealers[0].sharding) if self.dealers else (1, 0)
         self.tasks = tasks
+        self.nodes = walk(root)
+        self.epoch = 0  # the epoch chosen by set_epoch on the old instances
+        self.nodes_of: dict[Any, Any] = {}  # pipeline hash -> its checkpoint's "nodes"
 
-    @property
-    def shared(self) -> bool:
-        """True when every instance reads the same rows (budget_bucket deals batches)."""
-        return bool(self.dealers) and isinstance(self.dealers[0], BudgetBucketIterator)
+    def _set_mode(self, mode: ElasticMode) -> None:
+        for node in self.nodes:
+            node.set_elastic_mode(mode)
 
     # -------------------------------------------------------------- configuration
     def _configure(self, task: dict[str, Any]) -> None:
@@ -161,44 +159,38 @@ class ElasticRun:
         for src, spec in zip(self.sources, task["sources"], strict=True):
             gens = [Generation(g) for g in spec["generations"]]
             limit = None if spec["limit"] is None else tuple(spec["limit"])
-            src.set_elastic(gens, limit)
-            if spec["seed"] is not None:
-                src._seed.value = int(spec["seed"])
+            src.deal(gens, limit, None if spec["seed"] is None else int(spec["seed"]))
         if task["state"] is not None and task["pipeline"] != self.root.pipeline_fingerprint():
+            nodes = self.nodes_of.get(task["pipeline"])
             raise StateError(
                 f"checkpoint of instance {r} of {n} was taken from a different pipeline "
-                f"({task['pipeline']!r}): {self.root.explain()}"
+                f"({task['pipeline']!r}): {describe_mismatch(nodes, self.root)}."
             )
-        for node in pipeline_nodes(self.root):
-            if isinstance(node, WeightedMixIterator):
-                node._drain = any(s["limit"] is not None for s in task["sources"])
+        draining = any(s["limit"] is not None for s in task["sources"])
+        self._set_mode(ElasticMode(draining=draining))
         override = task["override"]
         if self.shared:
-            dealer = self.dealers[0]
-            dealer._override = None
+            plan = None
             if override is not None:
                 start = override["start"]
-                dealer._override = (start["window"], override["generations"])
+                # A main task starts the dealer inside the window being re-dealt.
+                begin = start if task["state"] is None else None
+                plan = (start["window"], override["generations"], begin)
+            self.dealers[0].deal_remaining(plan)
+        if self.epoch != self.root.chosen_epoch:
+            self.root._apply_epoch(self.epoch)
         self.root._do_reset(task["state"])
-        if override is not None and task["state"] is None:
-            # Start the dealer inside the window being re-dealt; stages above it
-            # that cache its state (prefetch) re-read it.
-            dealer.reset(override["start"])
-            for node in pipeline_nodes(self.root):
-                if isinstance(node, PrefetchIterator):
-                    node._after = node._anchor = node.source.get_state()
 
     def _replay(self, task: dict[str, Any]) -> None:
         """Restore ``task`` and replay its partially emitted windows (synchronously)."""
         self._configure(task)
-        prefetch = [p for p in pipeline_nodes(self.root) if isinstance(p, PrefetchIterator)]
-        for p in prefetch:
-            p._sync = True  # frontiers must not depend on a background thread's progress
+        draining = any(s["limit"] is not None for s in task["sources"])
+        # Frontiers must not depend on a background thread's progress.
+        self._set_mode(ElasticMode(draining=draining, synchronous=True))
         try:
-            materialize(self.root)
+            replay_open_windows(self.root)
         finally:
-            for p in prefetch:
-                p._sync = False
+            self._set_mode(ElasticMode(draining=draining))
 
     def _frontier(self, task: dict[str, Any]) -> list[list[int]]:
         """Where the sources of ``task`` stand once its windows are replayed."""
@@ -214,8 +206,6 @@ class ElasticRun:
         instances stood in is planned again and the batches none of them yielded are
         dealt to the new instances (same remainder rule, equal counts).
         """
-        if len(self.dealers) != 1:
-            raise ValueError("elastic resume supports one budget_bucket stage per pipeline.")
         dealer = self.dealers[0]
         start: State | None = None
         emitted: list[int] = []
@@ -258,6 +248,13 @@ class ElasticRun:
     def from_merged(cls, root: Stream[Any], merged: list[State]) -> ElasticRun:
         """Plan this instance's tasks from the checkpoints of all old instances."""
         run = cls(root, [])
+        epochs = {int(st.get("epoch", 0)) for st in merged}
+        if len(epochs) > 1:
+            raise StateError(
+                f"merge_states: the instances were in different set_epoch epochs {sorted(epochs)}."
+            )
+        run.epoch = epochs.pop()
+        run.nodes_of = {st.get("pipeline"): st.get("nodes") for st in merged}
         n, ns = len(merged), len(run.sources)
         drains: list[dict[str, Any]] = []
         mains: list[dict[str, Any]] = []
@@ -289,7 +286,7 @@ class ElasticRun:
             if main["state"] is None:
                 continue
             run._configure(main)
-            mine = [s._seed.value for s in run.sources]
+            mine = [s.order_seed for s in run.sources]
             if seeds is not None and mine != seeds:
                 raise StateError(
                     f"merge_states: instance {k} reads the rows in another order than "
@@ -329,6 +326,7 @@ class ElasticRun:
         tasks = [_check_task(x) for x in state[ELASTIC_KEY]["tasks"]]
         tasks[0] = {**tasks[0], "state": state["state"], "pipeline": state["pipeline"]}
         run = cls(root, tasks)
+        run.epoch = int(state.get("epoch", 0))
         run.home = tuple(tasks[-1]["sharding"])
         run._configure(tasks[0])
         return run
@@ -337,7 +335,7 @@ class ElasticRun:
     def next(self) -> Any:
         while True:
             try:
-                return type(self.root).next(self.root)
+                return self.root.next()
             except StopIteration:
                 if len(self.tasks) == 1:
                     raise
@@ -349,18 +347,22 @@ class ElasticRun:
         tasks = copy.deepcopy(self.tasks)
         tasks[0]["state"] = None
         tasks[0]["pipeline"] = ""
-        return {
+        out = {
             "format": FORMAT_VERSION,
             "pipeline": self.root.pipeline_fingerprint(),
             "state": state,
             ELASTIC_KEY: {"tasks": tasks},
         }
+        if self.epoch:
+            out["epoch"] = self.epoch
+        return out
 
     def leave(self) -> None:
         """Back to the home sharding without elastic dealing (then a plain reset)."""
+        for dealer in self.dealers:
+            dealer.reshard(*self.home)
         for src in self.sources:
-            src.reshard(*self.home)
-            src.set_elastic([], None)
-        for node in pipeline_nodes(self.root):
-            if isinstance(node, WeightedMixIterator):
-                node._drain = False
+            src.deal([], None, None)
+        if self.shared:
+            self.dealers[0].deal_remaining(None)
+        self._set_mode(PLAIN)

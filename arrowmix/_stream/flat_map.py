@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from arrowmix._stream.anchored import AnchoredStage
-from arrowmix._stream.base import Stream, checked_fn, fn_name
+from arrowmix._stream.base import Stream, checked_fn, fn_id
 
 __all__ = ["FlatMapIterator"]
 
@@ -33,7 +33,7 @@ class FlatMapIterator(AnchoredStage[U]):
         self.fn: Callable[[Any], Iterable[U]] = checked_fn(fn)
 
     def describe(self) -> dict[str, Any]:
-        return {"fn": fn_name(self.fn)}
+        return {"fn": fn_id(self, self.fn)}
 
     def compute(self, window: int) -> list[U] | None:
         try:

@@ -12,6 +12,7 @@ from itertools import islice
 from typing import Any, TypeVar
 
 from arrowmix._stream.base import State, Stream
+from arrowmix._stream.topology import ElasticRole
 from arrowmix.exceptions import StateError
 
 __all__ = ["IterableSource", "from_iterable"]
@@ -20,7 +21,11 @@ T = TypeVar("T")
 
 
 class IterableSource(Stream[T]):
-    """Items of a re-iterable (one-shot iterators are stored as a list first).
+    """Items of a re-iterable, or of a one-shot iterator kept as it is read.
+
+    A one-shot iterator (a generator, ``itertools.count()``) is never read ahead: its
+    items are remembered as they are yielded, so that a restore in the same process
+    can replay them (memory grows with the items read; infinite iterators work).
 
     State:
         ``index``: items yielded. Replay cost: ``index`` items.
@@ -29,21 +34,33 @@ class IterableSource(Stream[T]):
     INDEX_KEY = "index"
     STATE_KEYS = (INDEX_KEY,)
     TRANSIENT = ("_it",)
+    ELASTIC_ROLE = ElasticRole.REFUSING
+    ELASTIC_REFUSAL = "a Python iterable cannot be dealt to instances"
 
     def __init__(self, iterable: Iterable[T]) -> None:
         super().__init__()
-        if iter(iterable) is iterable:  # one-shot iterator: keep its items to replay
-            iterable = list(iterable)
         self.iterable = iterable
+        # One-shot iterator: remember its items as they are read, to replay them.
+        self._seen: list[T] | None = [] if iter(iterable) is iterable else None
 
     def describe(self) -> dict[str, Any]:
         length = len(self.iterable) if isinstance(self.iterable, Sized) else None
         return {"type": type(self.iterable).__qualname__, "len": length}
 
+    def _iterate(self) -> Iterator[T]:
+        seen = self._seen
+        if seen is None:
+            yield from self.iterable
+            return
+        yield from islice(seen, len(seen))  # replay (a snapshot: the list grows below)
+        for item in self.iterable:
+            seen.append(item)
+            yield item
+
     def reset(self, state: State | None = None) -> None:
         super().reset(state)
         self._index = 0
-        self._it: Iterator[T] = iter(self.iterable)
+        self._it: Iterator[T] = self._iterate()
         if state is not None:
             n = state[self.INDEX_KEY]
             if isinstance(n, bool) or not isinstance(n, int) or n < 0:

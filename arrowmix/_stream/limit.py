@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from arrowmix._stream.base import State, Stream
+from arrowmix._stream.topology import ElasticRole
 from arrowmix.exceptions import StateError
 
 __all__ = ["LimitIterator"]
@@ -25,6 +26,7 @@ class LimitIterator(Stream[T]):
     SOURCE_KEY = "source"
     COUNT_KEY = "count"
     STATE_KEYS = (SOURCE_KEY, COUNT_KEY)
+    ELASTIC_ROLE = ElasticRole.TRANSPARENT
 
     def __init__(self, source: Stream[T], n: int) -> None:
         super().__init__()

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 from arrowmix._stream.anchored import AnchoredStage
-from arrowmix._stream.base import PassThrough, Stream, checked_fn, fn_name
+from arrowmix._stream.base import PassThrough, Stream, checked_fn, fn_id
 
 __all__ = ["FilterIterator", "MapIterator", "ParallelMapIterator"]
 
@@ -34,7 +34,7 @@ class MapIterator(PassThrough[U]):
         self.fn = checked_fn(fn)
 
     def describe(self) -> dict[str, Any]:
-        return {"fn": fn_name(self.fn)}
+        return {"fn": fn_id(self, self.fn)}
 
     def next(self) -> U:
         return self.fn(self.source.next())
@@ -56,7 +56,7 @@ class FilterIterator(PassThrough[T]):
         self.fn = checked_fn(fn)
 
     def describe(self) -> dict[str, Any]:
-        return {"fn": fn_name(self.fn)}
+        return {"fn": fn_id(self, self.fn)}
 
     @property
     def schema(self) -> Any:
@@ -110,10 +110,13 @@ class ParallelMapIterator(AnchoredStage[U]):
         self._pool: ThreadPoolExecutor | None = None
 
     def describe(self) -> dict[str, Any]:
-        return {"fn": fn_name(self.fn), "chunk": self.chunk}
+        # The worker count does not change the items: it stays out of the fingerprint.
+        return {"fn": fn_id(self, self.fn)}
 
     def compute(self, window: int) -> list[U] | None:
-        items = self.source._pull(self.chunk)
+        # A restored window re-reads at least what was emitted of it (another worker
+        # count had another chunk size).
+        items = self.source._pull(max(self.chunk, self.pending_skip))
         if not items:
             return None
         if self.__dict__.get("_pool") is None:

@@ -4,21 +4,26 @@
 its target share, see :mod:`arrowmix._stream.schedule`) or, with a seed, by a random
 draw that is a pure function of ``(seed, step)``. Stopping rules: ``"shortest"`` stops
 when the input chosen next is exhausted; ``"longest_drop"`` drops exhausted inputs and
-renormalises; ``"longest_cycle"`` restarts exhausted inputs until each has been
-exhausted once.
+renormalises; ``"longest_cycle"`` restarts an input that ends and stops right after
+the item that completes the last input's first pass (Hugging Face's
+``"all_exhausted"``): once an input is in its second pass, the inputs still in their
+first pass are looked one item ahead, so that the mix stops as soon as all have ended.
 
 Checkpointing: the state is the inputs' states, the per-input counts, the deficits of
-the deterministic rule, the exhausted/active flags and the seed. No replay.
+the deterministic rule, the exhausted/active flags, which inputs were looked ahead
+(``peeked``: their state is the one before that item, which is read again on
+restore) and the seed. No other replay.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 
-from arrowmix._stream.base import State, Stream
+from arrowmix._stream.base import ElasticMode, State, Stream
 from arrowmix._stream.rng import derive_rng
 from arrowmix._stream.schedule import (
     Swrr,
@@ -27,6 +32,7 @@ from arrowmix._stream.schedule import (
     integer_weights,
     random_plan,
 )
+from arrowmix._stream.topology import ElasticRole
 from arrowmix.exceptions import SchemaMismatchError, StateError
 
 __all__ = ["WeightedMixIterator", "ZipIterator", "check_schemas", "mix", "zip_streams"]
@@ -34,6 +40,7 @@ __all__ = ["WeightedMixIterator", "ZipIterator", "check_schemas", "mix", "zip_st
 T = TypeVar("T")
 _BLOCK = 1024
 _MIN_BULK = 16
+_NOTHING: Any = object()
 
 
 def check_schemas(streams: Sequence[Stream[Any]]) -> None:
@@ -69,6 +76,7 @@ class WeightedMixIterator(Stream[T]):
     DEFICITS_KEY = "deficits"
     EXHAUSTED_KEY = "exhausted"
     ACTIVE_KEY = "active"
+    PEEKED_KEY = "peeked"
     SEED_KEY = "seed"
     STATE_KEYS = (
         SOURCES_KEY,
@@ -76,8 +84,11 @@ class WeightedMixIterator(Stream[T]):
         DEFICITS_KEY,
         EXHAUSTED_KEY,
         ACTIVE_KEY,
+        PEEKED_KEY,
         SEED_KEY,
     )
+    TRANSIENT = ("_held",)
+    ELASTIC_ROLE = ElasticRole.TRANSPARENT
 
     def __init__(
         self,
@@ -105,6 +116,10 @@ class WeightedMixIterator(Stream[T]):
     def children(self) -> list[Stream[Any]]:
         return list(self.streams)
 
+    def set_elastic_mode(self, mode: ElasticMode) -> None:
+        """While draining an old instance, an input that ends is dropped."""
+        self._drain = mode.draining
+
     def describe(self) -> dict[str, Any]:
         return {"weights": self.weights, "stopping": self.stopping, "seed": self.seed}
 
@@ -119,6 +134,10 @@ class WeightedMixIterator(Stream[T]):
         self._counts = [0] * k
         self._exhausted = [False] * k
         self._active = [True] * k
+        # Looked-ahead inputs (longest_cycle): the state before the item, and the item
+        # (missing after a restore: read again when needed).
+        self._pre: list[State | None] = [None] * k
+        self._held: list[Any] = [_NOTHING] * k
         self._u: tuple[int, np.ndarray] | None = None
         if state is None:
             for s in self.streams:
@@ -136,6 +155,7 @@ class WeightedMixIterator(Stream[T]):
                 self.DEFICITS_KEY,
                 self.EXHAUSTED_KEY,
                 self.ACTIVE_KEY,
+                self.PEEKED_KEY,
             )
         ]
         if any(not isinstance(v, list) or len(v) != k for v in lists):
@@ -148,16 +168,52 @@ class WeightedMixIterator(Stream[T]):
         self._swrr.cur = [int(c) for c in state[self.DEFICITS_KEY]]
         self._exhausted = [bool(x) for x in state[self.EXHAUSTED_KEY]]
         self._active = [bool(x) for x in state[self.ACTIVE_KEY]]
+        for i, (s, peeked) in enumerate(zip(self.streams, state[self.PEEKED_KEY], strict=True)):
+            if peeked:
+                self._pre[i] = s.get_state()
 
     def get_state(self) -> State:
         return {
-            self.SOURCES_KEY: [s.get_state() for s in self.streams],
+            self.SOURCES_KEY: [
+                s.get_state() if pre is None else copy.deepcopy(pre)
+                for s, pre in zip(self.streams, self._pre, strict=True)
+            ],
             self.COUNTS_KEY: list(self._counts),
             self.DEFICITS_KEY: list(self._swrr.cur),
             self.EXHAUSTED_KEY: list(self._exhausted),
             self.ACTIVE_KEY: list(self._active),
+            self.PEEKED_KEY: [pre is not None for pre in self._pre],
             self.SEED_KEY: self.seed,
         }
+
+    def _read(self, i: int) -> T:
+        """The next item of input ``i`` (the looked-ahead one first)."""
+        if self._pre[i] is None:
+            return self.streams[i].next()
+        item = self._held[i]
+        if item is _NOTHING:  # restored: read it again
+            item = self.streams[i].next()
+        self._pre[i], self._held[i] = None, _NOTHING
+        item_t: T = item
+        return item_t
+
+    def _first_pass_over(self) -> bool:
+        """Look ahead the inputs still in their first pass; True when all have ended."""
+        for j, done in enumerate(self._exhausted):
+            if done or not self._active[j]:
+                continue
+            if self._pre[j] is not None:
+                if self._held[j] is _NOTHING:
+                    self._held[j] = self.streams[j].next()  # restored: read it again
+                continue
+            pre = self.streams[j].get_state()
+            try:
+                self._held[j] = self.streams[j].next()
+            except StopIteration:
+                self._exhausted[j] = True
+                continue
+            self._pre[j] = pre
+        return all(e or not a for e, a in zip(self._exhausted, self._active, strict=True))
 
     def _choose(self) -> int:
         if self.seed is None:
@@ -187,7 +243,8 @@ class WeightedMixIterator(Stream[T]):
         If an input runs short inside the block, everything is rewound to the
         block start and the exact per-item path handles the exhaustion.
         """
-        if n < _MIN_BULK or not any(self._active):
+        cycling = self.stopping == "longest_cycle" and any(self._exhausted)
+        if n < _MIN_BULK or not any(self._active) or cycling or any(self._pre):
             return super()._pull(n)
         states = [s.get_state() for s in self.streams]
         deficits = list(self._swrr.cur)
@@ -210,8 +267,16 @@ class WeightedMixIterator(Stream[T]):
     def next(self) -> T:
         while any(self._active):
             i = self._choose()
+            if (
+                self._exhausted[i]
+                and self.stopping == "longest_cycle"
+                and not self._drain
+                and self._first_pass_over()
+            ):
+                self._undo_choice(i)
+                raise StopIteration
             try:
-                item = self.streams[i].next()
+                item = self.streams[i].next() if self._pre[i] is None else self._read(i)
             except StopIteration:
                 if self._drain:
                     self._drop(i)
@@ -225,6 +290,9 @@ class WeightedMixIterator(Stream[T]):
                 if self.stopping == "longest_drop":
                     self._drop(i)
                     continue
+                if self._first_pass_over():
+                    self._undo_choice(i)
+                    raise
                 self.streams[i].reset(None)  # longest_cycle: start the input again
                 try:
                     item = self.streams[i].next()
@@ -266,6 +334,8 @@ class ZipIterator(Stream[tuple[Any, ...]]):
     SOURCES_KEY = "sources"
     DONE_KEY = "done"
     STATE_KEYS = (SOURCES_KEY, DONE_KEY)
+    ELASTIC_ROLE = ElasticRole.REFUSING
+    ELASTIC_REFUSAL = "it pairs items of several inputs, which resharding would mismatch"
 
     def __init__(self, streams: Sequence[Stream[Any]]) -> None:
         super().__init__()

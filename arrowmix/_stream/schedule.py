@@ -178,6 +178,11 @@ def _chosen_before(a: list[int], active: list[bool], steps: int) -> list[int]:
 def estimate_mix_rows(counts: Sequence[int], weights: Sequence[float] | None, stopping: str) -> int:
     """Rows a deterministic ``mix`` of inputs with these row counts yields.
 
+    Args:
+        counts: Rows of each input stream.
+        weights: The weights given to ``mix`` (None: equal).
+        stopping: The ``stopping`` rule given to ``mix``.
+
     Example:
         >>> from arrowmix.stream import estimate_mix_rows
         >>> estimate_mix_rows([300, 100], [0.5, 0.5], "shortest")
@@ -192,7 +197,9 @@ def estimate_mix_rows(counts: Sequence[int], weights: Sequence[float] | None, st
         raise ValueError(f"`counts` must be >= 0, got {list(counts)!r}.")
     active = [True] * len(a)
     if stopping == "longest_cycle" and all(c > 0 for c in remaining):
-        return max(_first_exhaustion(a, active, remaining))
+        # Stop right after the item that completes the last input's first pass.
+        last_items = _first_exhaustion(a, active, [c - 1 for c in remaining])
+        return max(last_items) + 1
     if stopping == "longest_cycle":
         return _simulate_cycle(remaining, weights)
     rows = 0

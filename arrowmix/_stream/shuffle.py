@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import State, Stream
-from arrowmix._stream.rng import SeedHolder, derive_rng
+from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.row_source import RowSource
 from arrowmix._stream.sources import table_to_rows
 
@@ -45,6 +45,8 @@ class BufferShuffleIterator(AnchoredStage[T]):
         self.buffer_size = buffer_size
         self._seed = SeedHolder(seed)
         self._positions = False  # True once a consumer reads positions
+        if source.row_source() is not None:
+            source._use_positions()  # compute() reads positions from an index stream
 
     @property
     def schema(self) -> Any:
@@ -73,13 +75,13 @@ class BufferShuffleIterator(AnchoredStage[T]):
             items = self.source._pull(self.buffer_size)
             if not items:
                 return None
-            perm = derive_rng(self._seed.value, window).permutation(len(items))
+            perm = self.window_rng(self._seed.value, window).permutation(len(items))
             return [items[i] for i in perm]
         # Index stream: permute positions; rows are read once, with one take.
         pos = self.source._pull_positions(self.buffer_size)
         if not len(pos):
             return None
-        pos = pos[derive_rng(self._seed.value, window).permutation(len(pos))]
+        pos = pos[self.window_rng(self._seed.value, window).permutation(len(pos))]
         return pos if self._positions else table_to_rows(rows.take(pos))
 
     def _rows_at(self, n: int) -> list[T]:

@@ -24,9 +24,10 @@ from arrowmix._stream.dealing import Generation
 from arrowmix._stream.order import MODES, PositionOrder
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.row_source import RowSource
+from arrowmix._stream.topology import ElasticRole, check_sharding
 from arrowmix.exceptions import StateError
 
-__all__ = ["ArrowSource", "check_sharding", "from_row_source", "table_to_rows"]
+__all__ = ["ArrowSource", "from_row_source", "table_to_rows"]
 
 Row = dict[str, Any]
 
@@ -71,16 +72,6 @@ def table_to_rows(table: pa.Table) -> list[Row]:
             gc.enable()
 
 
-def check_sharding(num_instances: int, instance_rank: int) -> None:
-    """Validate ``num_instances`` / ``instance_rank``."""
-    if isinstance(num_instances, bool) or not isinstance(num_instances, int):
-        raise TypeError(f"`num_instances` must be an int, got {num_instances!r}.")
-    if num_instances < 1:
-        raise ValueError(f"`num_instances` must be >= 1, got {num_instances!r}.")
-    if not isinstance(instance_rank, int) or not 0 <= instance_rank < num_instances:
-        raise ValueError(f"`instance_rank` must be in [0, {num_instances}), got {instance_rank!r}.")
-
-
 def _nonneg_int(owner: object, state: State, key: str) -> int:
     v = state[key]
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
@@ -100,6 +91,7 @@ class ArrowSource(Stream[Row]):
     EPOCH_KEY = "epoch"
     INDEX_KEY = "index"
     SEED_KEY = "seed"
+    ELASTIC_ROLE = ElasticRole.SOURCE
     STATE_KEYS = (EPOCH_KEY, INDEX_KEY, SEED_KEY)
     TRANSIENT = ("_block",)
 
@@ -156,13 +148,32 @@ class ArrowSource(Stream[Row]):
         self._started = False
         self._pending = None
 
-    def set_elastic(self, generations: list[Generation], limit: tuple[int, int] | None) -> None:
-        """Deal the remainder of resized epochs; stop at ``limit`` (drains). Restarts."""
+    def deal(
+        self,
+        generations: list[Generation],
+        limit: tuple[int, int] | None,
+        seed: int | None = None,
+    ) -> None:
+        """Deal the remainder of resized epochs; stop at ``limit`` (drains). Restarts.
+
+        ``seed``: the order's seed of the old instances (``None`` keeps this one's).
+        """
+        if seed is not None:
+            self._seed.value = int(seed)
         self._generations = list(generations)
         self._limit = limit
         self._order = self._make_order()
         self._started = False
         self._pending = None
+
+    @property
+    def order_seed(self) -> int:
+        """The seed of the epoch orders (drawn once when none was given)."""
+        return self._seed.value
+
+    def begin_epoch(self, epoch: int) -> None:
+        """A reset without state starts at ``epoch`` (``set_epoch``)."""
+        self._first_epoch = epoch
 
     def frontier(self) -> tuple[int, int]:
         """``(epoch, index)``: rows of this rank's share handed out so far."""
@@ -200,7 +211,7 @@ class ArrowSource(Stream[Row]):
 
     def reset(self, state: State | None = None) -> None:
         super().reset(state)
-        self._epoch, self._start = 0, 0
+        self._epoch, self._start = self.__dict__.get("_first_epoch", 0), 0
         if state is not None:
             self._seed.load(self, state[self.SEED_KEY])
             self._epoch = _nonneg_int(self, state, self.EPOCH_KEY)

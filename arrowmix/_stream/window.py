@@ -11,6 +11,7 @@ from collections import deque
 from typing import Any, TypeVar
 
 from arrowmix._stream.base import State, Stream
+from arrowmix._stream.topology import ElasticRole
 
 __all__ = ["WindowIterator"]
 
@@ -28,6 +29,8 @@ class WindowIterator(Stream[tuple[T, ...]]):
     SOURCE_KEY = "source"
     STATE_KEYS = (SOURCE_KEY,)
     TRANSIENT = ("_items", "_states")
+    ELASTIC_ROLE = ElasticRole.REFUSING
+    ELASTIC_REFUSAL = "it repeats each item in several windows"
 
     def __init__(self, source: Stream[T], width: int) -> None:
         super().__init__()

@@ -9,10 +9,16 @@ Checkpointing: ``iter(dataset)`` returns the worker's stream itself, whose
 ``state_dict``/``load_state_dict`` torchdata's ``StatefulDataLoader`` saves and restores
 per worker; the dataset's own ``state_dict`` carries the same state. Resuming through
 ``StatefulDataLoader.load_state_dict`` needs the same ``num_workers`` (the shards differ
-otherwise, and loading raises ``StateError``). To resume on another number of ranks or
-workers, collect every worker's stream state (``worker_stream_states``) on every rank,
-``merge_states`` them in instance order (rank-major) and give the result to
+otherwise: :func:`load_dataloader_state` refuses another count with a message naming
+both and the fix, and a worker given a state of another shard raises ``StateError``
+naming ``num_instances``). To resume on another number of ranks or workers, collect
+every worker's stream state (``worker_stream_states``) on every rank, ``merge_states``
+them in instance order (rank-major) and give the result to
 ``dataset.load_state_dict({"stream": merged})`` of a fresh dataset and DataLoader.
+
+The dataset class lives in :mod:`arrowmix.integrations.torch_dataset` (module level, so
+it pickles for ``spawn`` and ``forkserver`` workers); ``dataset.set_epoch(e)`` makes
+the next ``iter`` read epoch ``e`` (see ``Stream.set_epoch``).
 
 With a ``budget_bucket`` stage, the stage is sharded instead of the row sources: every
 worker reads the same rows and takes its own batches (equal counts).
@@ -22,37 +28,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from arrowmix._stream.balanced import BudgetBucketIterator
 from arrowmix._stream.base import State, Stream
-from arrowmix._stream.chunks import ChunkSource
-from arrowmix._stream.sources import ArrowSource
+from arrowmix._stream.topology import shard_points, split
+from arrowmix.exceptions import StateError
 
-__all__ = ["shardable_sources", "split_for_worker", "to_torch", "worker_stream_states"]
+__all__ = [
+    "load_dataloader_state",
+    "shardable_sources",
+    "split_for_worker",
+    "to_torch",
+    "worker_stream_states",
+]
 
 _INSTALL = "Stream.to_torch() needs PyTorch: pip install 'arrowmix[torch]'"
 
 
 def shardable_sources(stream: Stream[Any]) -> tuple[list[Any], list[Stream[Any]]]:
-    """The row/chunk sources of a pipeline, and its sources that cannot be sharded.
+    """The nodes that deal rows to workers, and the sources that cannot be sharded.
 
     A ``budget_bucket`` stage counts as a source: it deals the batches, so the sources
-    below it stay unsharded.
+    below it stay unsharded (see :func:`arrowmix._stream.topology.shard_points`).
     """
-    shardable: list[Any] = []
-    other: list[Stream[Any]] = []
-    todo = [stream]
-    while todo:
-        node = todo.pop()
-        kids = node.children()
-        if isinstance(node, BudgetBucketIterator):
-            shardable.append(node)
-            continue
-        if isinstance(node, (ArrowSource, ChunkSource)):
-            shardable.append(node)
-        elif not kids:
-            other.append(node)
-        todo.extend(kids)
-    return shardable, other
+    return shard_points(stream)
 
 
 def split_for_worker(
@@ -63,30 +60,7 @@ def split_for_worker(
     A source that was rank ``r`` of ``n`` becomes rank ``r + n * index`` of
     ``n * parts``: the parts are disjoint and their union is the original share.
     """
-    shardable, other = shardable_sources(stream)
-    if parts > 1 and other:
-        names = sorted({type(s).__name__ for s in other})
-        raise ValueError(
-            f"the pipeline cannot be split across {parts} DataLoader workers/ranks: "
-            f"its sources {names} cannot be sharded; use a row source or from_chunks, "
-            "or num_workers=0."
-        )
-    for src, (n, r) in zip(shardable, base, strict=True):
-        src.reshard(n * parts, r + n * index)
-
-
-def _worker_split(base: list[tuple[int, int]]) -> tuple[int, int]:
-    """``(parts, index)`` for this DataLoader worker and distributed rank."""
-    import torch
-
-    info = torch.utils.data.get_worker_info()
-    workers, worker = (info.num_workers, info.id) if info is not None else (1, 0)
-    world, rank = 1, 0
-    dist = torch.distributed
-    unsharded = all(n == 1 for n, _ in base)
-    if unsharded and dist.is_available() and dist.is_initialized():
-        world, rank = dist.get_world_size(), dist.get_rank()
-    return world * workers, rank * workers + worker
+    split(stream, base, parts, index)
 
 
 def worker_stream_states(dataloader_state: dict[str, Any]) -> list[State]:
@@ -121,6 +95,41 @@ def worker_stream_states(dataloader_state: dict[str, Any]) -> list[State]:
     return out
 
 
+def _saved_workers(state: dict[str, Any]) -> int:
+    """``num_workers`` of the DataLoader whose ``state_dict()`` this is."""
+    snapshot = state.get("_snapshot")
+    if snapshot is None:
+        return 0
+    return len(snapshot.get("_worker_snapshots", {}))
+
+
+def load_dataloader_state(dataloader: Any, state: dict[str, Any]) -> None:
+    """``dataloader.load_state_dict(state)``, refusing another worker count clearly.
+
+    torchdata's ``StatefulDataLoader`` restores each worker's state on the worker of
+    the same id, so the worker count must match; otherwise it fails at the next
+    ``iter`` with ``AssertionError: State doesn't contain key '_num_yielded'`` (or
+    ``'_snapshot'``), or each worker refuses a state of another shard.
+    Use it in place of ``dataloader.load_state_dict(state)`` when resuming.
+
+    Raises:
+        StateError: the state was saved with another ``num_workers``; the message
+            names both counts and how to resume anyway (``merge_states``).
+    """
+    saved, mine = _saved_workers(state), int(getattr(dataloader, "num_workers", 0))
+    if saved != mine:
+        raise StateError(
+            f"this DataLoader state was saved with num_workers={saved}, the DataLoader has "
+            f"num_workers={mine}: torchdata restores each worker's state on the worker of "
+            "the same id, so it cannot load it. Use num_workers="
+            f"{saved}, or resume on the new count with an elastic resume: "
+            "dataset.load_state_dict({'stream': arrowmix.stream.merge_states(states)}) on a "
+            "fresh dataset and DataLoader, where states are worker_stream_states(state) of "
+            "every rank, concatenated in rank order."
+        )
+    dataloader.load_state_dict(state)
+
+
 def to_torch(stream: Stream[Any]) -> Any:
     """Wrap ``stream`` as a ``torch.utils.data.IterableDataset``.
 
@@ -133,38 +142,9 @@ def to_torch(stream: Stream[Any]) -> Any:
         [0, 1, 2, 3]
     """
     try:
-        import torch
+        from arrowmix.integrations.torch_dataset import TorchStream
     except ImportError as exc:
+        if exc.name != "torch":
+            raise
         raise ImportError(_INSTALL) from exc
-
-    # torch is optional: typed as Any here so the module checks with or without it.
-    base: Any = torch.utils.data.IterableDataset
-
-    class TorchStream(base):  # type: ignore[misc,unused-ignore]  # subclass of Any
-        """An IterableDataset whose iterator is the worker's checkpointable stream."""
-
-        def __init__(self, stream: Stream[Any]) -> None:
-            super().__init__()
-            self.stream = stream
-            shardable, _ = shardable_sources(stream)
-            self._base = [s.sharding for s in shardable]
-            self._pending: dict[str, Any] | None = None
-            self._split: tuple[int, int] | None = None
-
-        def __iter__(self) -> Stream[Any]:
-            split = _worker_split(self._base)
-            if split != self._split:
-                split_for_worker(self.stream, self._base, *split)
-                self._split = split
-            self.stream.load_state_dict(self._pending)
-            self._pending = None
-            return self.stream
-
-        def state_dict(self) -> dict[str, Any]:
-            started = self._split is not None
-            return {"stream": self.stream.state_dict() if started else None}
-
-        def load_state_dict(self, state: dict[str, Any]) -> None:
-            self._pending = state.get("stream")
-
     return TorchStream(stream)

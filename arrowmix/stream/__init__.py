@@ -1,20 +1,41 @@
-"""Checkpointable streams: sources, stages, mixing (public facade)."""
+"""Checkpointable streams: sources, stages, mixing (public facade).
 
+The stage kit for writing your own stages: :class:`Stream` (the base), the
+:class:`PassThrough` and :class:`WindowReplayStage` bases, :class:`ElasticRole`, the
+row-source protocol :class:`RowSource` with :class:`TableRowSource` and
+:func:`from_row_source`, and the seeded-RNG helpers :func:`derive_rng` and
+:class:`SeedHolder`. See ``docs/streams.md``, "Writing a stage".
+"""
+
+from arrowmix._stream.anchored import WindowReplayStage
 from arrowmix._stream.balanced import plan_batches
-from arrowmix._stream.base import Stream
+from arrowmix._stream.base import ElasticMode, PassThrough, Stream
 from arrowmix._stream.batch import pad_batch
 from arrowmix._stream.chunks import from_chunks
 from arrowmix._stream.elastic import merge_states
 from arrowmix._stream.iterable import from_iterable
 from arrowmix._stream.mix import mix
 from arrowmix._stream.mix import zip_streams as zip
+from arrowmix._stream.rng import SeedHolder, derive_rng
+from arrowmix._stream.row_source import RowSource, TableRowSource
 from arrowmix._stream.schedule import estimate_mix_rows
+from arrowmix._stream.sources import from_row_source
+from arrowmix._stream.topology import ElasticRole
 
 __all__ = [
+    "ElasticMode",
+    "ElasticRole",
+    "PassThrough",
+    "RowSource",
+    "SeedHolder",
     "Stream",
+    "TableRowSource",
+    "WindowReplayStage",
+    "derive_rng",
     "estimate_mix_rows",
     "from_chunks",
     "from_iterable",
+    "from_row_source",
     "merge_states",
     "mix",
     "pad_batch",

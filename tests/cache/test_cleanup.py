@@ -219,7 +219,13 @@ def test_remove_unused_keeps_listed_held_and_foreign_files(tmp_path, make_cache)
     with inuse.hold(held):
         assert remove_unused(str(tmp_path), keep={kept}) == 3
     assert sorted(os.listdir(tmp_path)) == sorted(
-        ["cache-notes.txt", "chunk-00000.arrow", os.path.basename(kept), os.path.basename(held)]
+        [
+            "_manifest.json",
+            "cache-notes.txt",
+            "chunk-00000.arrow",
+            os.path.basename(kept),
+            os.path.basename(held),
+        ]
     )
     assert remove_unused(str(tmp_path / "missing"), keep={kept}) == 0
     assert remove_unused(str(tmp_path), keep=set()) == 0  # no files of its own: touch nothing

@@ -119,11 +119,14 @@ def test_file_systems_without_locks_register_nothing(cache_file, monkeypatch):
 def test_an_unreadable_lock_file_counts_as_held(tmp_path, monkeypatch):
     lock = tmp_path / "cache-0123456789abcdef.lock"
     lock.write_bytes(b"")
+    real_open = os.open
 
-    def refuse(self, *args, **kwargs):
-        raise PermissionError(13, "Permission denied", str(lock))
+    def refuse(path, *args, **kwargs):
+        if os.fspath(path) == str(lock):
+            raise PermissionError(13, "Permission denied", str(lock))
+        return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(filelock.FileLock, "acquire", refuse)
+    monkeypatch.setattr(os, "open", refuse)
     assert inuse.lock_held(str(lock))
 
 

@@ -58,8 +58,37 @@ def test_existing_chunks_need_overwrite(tmp_path, capsys):
     (tmp_path / "a.txt").write_text("x\n")
     args = ["chunk", str(tmp_path / "a.txt"), "--out", str(tmp_path / "o")]
     assert main(args) == 0
-    assert main(args) == 1 and "overwrite" in capsys.readouterr().err
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert "--overwrite" in err and "overwrite=True" not in err
+    assert repr(str(tmp_path / "o")) in err
     assert main([*args, "--overwrite"]) == 0
+
+
+def test_bad_chunk_size_is_a_usage_error(tmp_path, capsys):
+    (tmp_path / "a.txt").write_text("x\n")
+    args = ["chunk", str(tmp_path / "a.txt"), "--out", str(tmp_path / "o"), "--chunk-size"]
+    assert main([*args, "64XB"]) == 2
+    err = capsys.readouterr().err
+    assert "argument --chunk-size: invalid size '64XB'" in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists()
+    assert main([*args, "64MB"]) == 0
+
+
+def test_unrecognised_suffix_names_the_file(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("x\n")
+    (tmp_path / "changelog.Debian.gz").write_bytes(b"")
+    assert main(["chunk", str(tmp_path / "*"), "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert "changelog.Debian.gz" in err and "--format" in err and "None" not in err
+
+
+def test_mixed_formats_name_one_file_of_each(tmp_path, capsys):
+    (tmp_path / "a.txt").write_text("x\n")
+    (tmp_path / "b.jsonl").write_text('{"x": 1}\n')
+    assert main(["chunk", str(tmp_path / "*"), "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err
+    assert "a.txt" in err and "b.jsonl" in err and "json" in err and "text" in err
 
 
 def test_usage_errors():

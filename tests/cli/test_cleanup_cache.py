@@ -61,10 +61,11 @@ def test_no_filter_removes_every_cache_file_and_stale_temp(tmp_path, populated, 
     assert (
         out.splitlines()[-1] == f"Freed {freed / 1024:.1f} KiB ({freed} bytes) by removing 6 files."
     )
+    assert lines(out, "removed lock") == [str(tmp_path / f"cache-{FP[5]}.lock")]  # idle
     assert sorted(os.listdir(tmp_path)) == sorted(
         [
+            "_manifest.json",
             "cache-notes.txt",
-            f"cache-{FP[5]}.lock",
             "chunk-00000.arrow",
             os.path.basename(populated["live"][0]),
         ]
@@ -201,5 +202,9 @@ def test_recursive_cleanup_reaches_subdirectories(tmp_path, make_cache, capsys):
     assert lines(capsys.readouterr().out, "removed") == [top]
     assert main(["cleanup-cache", str(tmp_path), "-r", "--older-than", "7d"]) == 0
     assert lines(capsys.readouterr().out, "removed") == [below]
-    assert sorted(os.listdir(nested)) == ["cache-" + FP[2] + ".arrow", "chunk-00000.arrow"]
+    assert sorted(os.listdir(nested)) == [
+        "_manifest.json",
+        "cache-" + FP[2] + ".arrow",
+        "chunk-00000.arrow",
+    ]
     assert os.path.exists(recent)

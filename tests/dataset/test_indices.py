@@ -128,6 +128,7 @@ def test_cleanup_cache_files_keeps_what_is_used(tmp_path):
     assert a.cleanup_cache_files() == 1
     assert a["n"] == ds.shuffle(seed=1)["n"]
     assert sorted(os.listdir(tmp_path)) == [
+        "_manifest.json",
         "cache-" + a.fingerprint + ".arrow",
         "chunk-00000.arrow",
     ]
@@ -214,7 +215,7 @@ def test_disabled_caching_writes_to_a_temporary_directory(tmp_path):
     finally:
         am.enable_caching()
     assert not flat.cache_files[0].startswith(str(tmp_path))
-    assert os.listdir(tmp_path / "c") == ["chunk-00000.arrow"]
+    assert sorted(os.listdir(tmp_path / "c")) == ["_manifest.json", "chunk-00000.arrow"]
 
 
 def test_files_in_use_are_held_against_cleanup(tmp_path, monkeypatch):

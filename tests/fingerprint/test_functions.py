@@ -165,14 +165,27 @@ def test_rich_function_sensitive_to(load_module, old: str, new: str) -> None:
     assert _fp(a.target) != _fp(c.target)
 
 
-def test_insensitive_to_set_and_dict_insertion_order(load_module) -> None:
+def test_insensitive_to_set_order_sensitive_to_dict_order(load_module) -> None:
     a = load_module(TOKENIZE_SRC)
-    b = load_module(
-        TOKENIZE_SRC.replace('{"<s>", "</s>", "<pad>"}', '{"<pad>", "</s>", "<s>"}').replace(
-            '{"a": 3, "b": 4, "c": 5}', '{"c": 5, "a": 3, "b": 4}'
-        )
-    )
+    b = load_module(TOKENIZE_SRC.replace('{"<s>", "</s>", "<pad>"}', '{"<pad>", "</s>", "<s>"}'))
     assert _fp(a.tokenize) == _fp(b.tokenize)
+    # A dict iterates in insertion order, so re-ordering one the function reads may change
+    # its output: the fingerprint changes.
+    c = load_module(TOKENIZE_SRC.replace('{"a": 3, "b": 4, "c": 5}', '{"c": 5, "a": 3, "b": 4}'))
+    assert _fp(a.tokenize) != _fp(c.tokenize)
+
+
+def test_reordered_global_dict_that_is_iterated_changes_the_fingerprint(load_module) -> None:
+    src = """
+    FIELDS = {"title": 1, "body": 2}
+
+    def join(row):
+        return " ".join(str(row[k] * w) for k, w in FIELDS.items())
+    """
+    a = load_module(src)
+    b = load_module(src.replace('{"title": 1, "body": 2}', '{"body": 2, "title": 1}'))
+    assert a.join({"title": "t", "body": "b"}) != b.join({"title": "t", "body": "b"})
+    assert _fp(a.join) != _fp(b.join)
 
 
 def test_editing_an_imported_helper_module_invalidates(load_module) -> None:
@@ -283,7 +296,7 @@ def test_numpy_and_arrow_closures() -> None:
     assert _fp(make(pa.table({"a": chunked}))) == _fp(make(pa.table({"a": single})))
 
 
-def test_big_dict_closure_order_independent_and_value_sensitive() -> None:
+def test_big_dict_closure_order_and_value_sensitive() -> None:
     keys = [f"w{i}" for i in range(5000)]
     forward = {k: i for i, k in enumerate(keys)}
     backward = {k: forward[k] for k in reversed(keys)}
@@ -292,7 +305,8 @@ def test_big_dict_closure_order_independent_and_value_sensitive() -> None:
     def make(vocab: dict[str, int]):
         return lambda w: vocab.get(w, 0)
 
-    assert _fp(make(forward)) == _fp(make(backward))
+    assert _fp(make(forward)) == _fp(make(dict(forward)))
+    assert _fp(make(forward)) != _fp(make(backward))
     assert _fp(make(forward)) != _fp(make(changed))
 
 

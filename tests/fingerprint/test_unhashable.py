@@ -140,7 +140,8 @@ def test_record_lists_the_culprits() -> None:
             lambda: __import__("multiprocessing").Lock(),
             "multiprocessing.synchronize.Lock",
         ),
-        (lambda: __import__("queue").Queue(), "threading.Condition"),
+        # A Queue's first unhashable attribute (in its __dict__ order) is its mutex.
+        (lambda: __import__("queue").Queue(), "_thread.lock"),
         (threading.Event, "threading.Event"),
         (lambda: (x for x in range(3)), "generator"),
     ],

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import errno
 import os
+import subprocess
+import sys
 
 import fsspec
 import pyarrow as pa
@@ -8,7 +11,7 @@ import pytest
 
 import arrowmix as am
 from arrowmix._storage.chunks import list_chunk_files
-from arrowmix.exceptions import ChunkFileError, SchemaMismatchError
+from arrowmix.exceptions import ChunkFileError, IncompleteCorpusError, SchemaMismatchError
 
 
 def rows(n: int, start: int = 0):
@@ -37,10 +40,14 @@ def test_split_by_bytes_bounds_every_chunk(tmp_path):
     assert max(sizes) <= 201  # a chunk ends once it reaches the byte budget
 
 
+def _foreign_chunk(path, table):
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+        writer.write_table(table)
+
+
 def test_many_chunks_sort_naturally(tmp_path):
-    am.write_chunks(rows(12), tmp_path, rows_per_chunk=1)
-    os.rename(tmp_path / "chunk-00011.arrow", tmp_path / "chunk-11.arrow")
-    os.rename(tmp_path / "chunk-00002.arrow", tmp_path / "chunk-2.arrow")
+    for i in range(12):  # files of another writer, names without zero padding
+        _foreign_chunk(tmp_path / f"chunk-{i}.arrow", pa.table({"id": [i]}))
     ids = am.Dataset.from_chunks(str(tmp_path))["id"]
     assert ids == list(range(12))
 
@@ -82,8 +89,10 @@ def test_failure_mid_stream_leaves_only_complete_chunks(tmp_path):
     with pytest.raises(RuntimeError, match="source broke"):
         am.write_chunks(gen(), tmp_path, rows_per_chunk=10)
     names = sorted(os.listdir(tmp_path))
-    assert names == ["chunk-00000.arrow", "chunk-00001.arrow"]
-    assert len(am.Dataset.from_chunks(str(tmp_path))) == 20
+    assert names == ["chunk-00000.arrow", "chunk-00001.arrow"]  # no manifest: unfinished
+    with pytest.raises(IncompleteCorpusError, match=str(tmp_path)):
+        am.Dataset.from_chunks(str(tmp_path))
+    assert len(am.Dataset.from_chunks(str(tmp_path), allow_incomplete=True)) == 20
 
 
 def test_refuses_to_mix_with_existing_chunks(tmp_path):
@@ -111,6 +120,14 @@ def test_non_dict_rows_rejected(tmp_path):
         am.write_chunks([1, 2, 3], tmp_path)
     with pytest.raises(TypeError, match="from_dict"):
         am.write_chunks({"a": [1]}, tmp_path)
+
+
+@pytest.mark.parametrize("bad_at", [1, 5000, 8191, 8192, 20000])
+def test_non_dict_row_among_rows_names_its_index_and_type(tmp_path, bad_at):
+    data: list[object] = [{"a": i} for i in range(20001)]
+    data[bad_at] = [bad_at]
+    with pytest.raises(TypeError, match=rf"row {bad_at} is list"):
+        am.write_chunks(iter(data), tmp_path / "out")
 
 
 def test_bad_sizes_rejected(tmp_path):
@@ -197,3 +214,40 @@ def test_remote_chunks_are_copied_once_and_memory_mapped():
         assert am.Dataset.from_chunks(url)["text"] == ["changed"]  # a new version is fetched
     finally:
         fs.rm("/arrowmix-rt", recursive=True)
+
+
+def test_out_dir_that_is_a_file_is_a_clear_error(tmp_path):
+    path = tmp_path / "afile"
+    path.write_text("x")
+    with pytest.raises(NotADirectoryError, match=r"`out_dir` .*afile' is a file"):
+        am.write_chunks(pa.table({"v": [1]}), path)
+    with pytest.raises(NotADirectoryError, match=r"is below the file .*afile'"):
+        am.write_chunks(pa.table({"v": [1]}), path / "sub")
+    assert path.read_text() == "x"
+
+
+_FULL_DISK = """
+import resource, signal, sys
+import pyarrow as pa
+import arrowmix as am
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+try:
+    am.write_chunks(pa.table({"s": ["x" * 1000] * 1000}), sys.argv[1])
+except OSError as exc:
+    print(exc.errno, exc)
+"""
+
+
+def test_a_failed_write_names_the_file(tmp_path):
+    res = subprocess.run(
+        [sys.executable, "-c", _FULL_DISK, str(tmp_path / "c")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(am.__file__))},
+    )
+    code, _, message = res.stdout.partition(" ")
+    assert int(code) == errno.EFBIG
+    assert f"Cannot write {str(tmp_path / 'c' / 'chunk-00000.arrow')!r}" in message
+    assert os.listdir(tmp_path / "c") == []  # no temporary file left either

@@ -12,7 +12,7 @@ import pytest
 
 import arrowmix as am
 from arrowmix._dataset import indices
-from arrowmix.exceptions import ChunkFileError
+from arrowmix.exceptions import ChunkFileError, IncompleteCorpusError
 
 pytestmark = pytest.mark.integration
 
@@ -44,6 +44,7 @@ def test_write_chunks_leaves_only_complete_chunk_objects(
     paths = am.write_chunks(rows(25), s3_url, rows_per_chunk=10, storage_options=s3_storage_options)
     assert paths == [f"{s3_url}/chunk-{i:05d}.arrow" for i in range(3)]
     assert names(s3_other_client, s3_url) == [
+        "_manifest.json",
         "chunk-00000.arrow",
         "chunk-00001.arrow",
         "chunk-00002.arrow",
@@ -63,7 +64,9 @@ def test_failure_mid_stream_leaves_only_complete_chunks(
     with pytest.raises(RuntimeError, match="source broke"):
         am.write_chunks(gen(), s3_url, rows_per_chunk=10, storage_options=s3_storage_options)
     assert names(s3_other_client, s3_url) == ["chunk-00000.arrow", "chunk-00001.arrow"]
-    ds = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)
+    with pytest.raises(IncompleteCorpusError, match=r"_manifest\.json"):
+        am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)
+    ds = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options, allow_incomplete=True)
     assert ds["id"] == list(range(20))
 
 
@@ -123,6 +126,8 @@ def test_fingerprint_is_content_addressed_not_path_based(tmp_path, s3_url, s3_st
 
 
 def ipc_bytes(table: pa.Table) -> bytes:
+    """An Arrow IPC file as ``write_chunks`` would write it (same metadata, so same size)."""
+    table = table.replace_schema_metadata({"arrowmix": '{"format": 1, "kind": "chunk"}'})
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)
@@ -140,7 +145,10 @@ def test_changed_remote_object_is_fetched_again(s3_url, s3_storage_options, s3_o
     assert len(new_data) == s3_other_client.size(key)
     s3_other_client.pipe_file(key, new_data)
     s3_other_client.pipe_file(f"{s3_url}/chunk-00001.arrow", ipc_bytes(pa.table({"v": ["e"]})))
-    second = am.Dataset.from_chunks(s3_url, storage_options=s3_storage_options)
+    # chunk-00001 is not in the corpus manifest: opening the directory needs the opt-in.
+    second = am.Dataset.from_chunks(
+        s3_url, storage_options=s3_storage_options, allow_incomplete=True
+    )
     assert second["v"] == ["cccc", "dddd", "e"]
     assert second.fingerprint != first.fingerprint
     assert first["v"] == ["aaaa", "bbbb"]  # the old copy stays valid for readers that map it
@@ -235,7 +243,10 @@ def test_views_over_remote_data_write_to_the_local_cache_root(
     assert os.path.dirname(shuffled.cache_files[-1]) == root  # its indices-<fp>.arrow
     assert os.path.basename(shuffled.cache_files[-1]).startswith("indices-")
     # Nothing derived is written next to the remote chunks.
-    assert names(s3_other_client, s3_url) == [f"chunk-{i:05d}.arrow" for i in range(4)]
+    assert names(s3_other_client, s3_url) == [
+        "_manifest.json",
+        *(f"chunk-{i:05d}.arrow" for i in range(4)),
+    ]
 
 
 def test_writing_to_a_missing_bucket_names_it_and_creates_nothing(

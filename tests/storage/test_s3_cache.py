@@ -77,7 +77,10 @@ def test_map_and_filter_segments_are_written_to_the_remote_cache_dir(
         f"cache-{even.fingerprint}-{i:05d}-of-00003.arrow" for i in range(3)
     ]
     assert not any(n.startswith("tmp-") for n in stored)
-    assert names(s3_other_client, corpus[0]) == [f"chunk-{i:05d}.arrow" for i in range(4)]
+    assert names(s3_other_client, corpus[0]) == [
+        "_manifest.json",
+        *(f"chunk-{i:05d}.arrow" for i in range(4)),
+    ]
     assert out.cleanup_cache_files() == 0  # nothing is ever removed remotely
 
 
@@ -279,7 +282,10 @@ def test_local_chunks_with_a_remote_cache_dir(tmp_path, s3_url, s3_storage_optio
     out = ds.map(lambda row: {"s": str(row["id"])})
     assert out["s"] == [str(i) for i in range(12)]
     assert out.cache_files[-1].startswith(f"{s3_url}/cache/cache-")
-    assert sorted(os.listdir(tmp_path / "c")) == [f"chunk-{i:05d}.arrow" for i in range(3)]
+    assert sorted(os.listdir(tmp_path / "c")) == [
+        "_manifest.json",
+        *(f"chunk-{i:05d}.arrow" for i in range(3)),
+    ]
 
 
 class RayTasksInProcess:

@@ -80,8 +80,15 @@ def test_bad_arguments() -> None:
         src.bucket("n", 0, 4)
     with pytest.raises(TypeError, match="key"):
         src.bucket(3, 2, 4)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="returned 0"):
-        list(src.bucket("n", lambda r: 0, 4))
+    with pytest.raises(ValueError, match="returned -1"):
+        list(src.bucket("n", lambda r: -1, 4))
+
+
+def test_batch_size_zero_makes_a_batch_of_one() -> None:
+    # Infinibatch's tutorial: `150 // len(longest)` is 0 for an item over 150 tokens.
+    rows = rows_of([400, 200, 30, 20, 10])
+    s = from_iterable(rows).bucket("n", lambda r: 150 // r["n"], 5, shuffle=False)
+    assert [[r["n"] for r in b] for b in s] == [[400], [200], [30, 20, 10]]
 
 
 @pytest.mark.parametrize("infinite", [False, True])

@@ -15,11 +15,14 @@ from hypothesis import strategies as st
 from arrowmix._stream.balanced import BudgetBucketIterator, deal_batches
 from arrowmix._stream.row_source import TableRowSource
 from arrowmix._stream.sources import ArrowSource
-from arrowmix.exceptions import StateError
+from arrowmix.exceptions import DroppedDataWarning, StateError
 from arrowmix.stream import Stream, from_iterable, merge_states, plan_batches
 from arrowmix.testing import CheckpointRoundTripTests
 
 from .helpers import arrow, ident
+
+# remainder="drop" warns how much it drops (tested below); the other tests count rows.
+pytestmark = pytest.mark.filterwarnings("ignore::arrowmix.exceptions.DroppedDataWarning")
 
 BUDGET = 2048
 
@@ -257,3 +260,24 @@ def test_to_torch_split_shards_the_stage_not_the_source() -> None:
         parts.append([[r["id"] for r in b] for b in s])
     assert len({len(p) for p in parts}) == 1
     assert {i for p in parts for b in p for i in b} == set(range(800))
+
+
+def test_drop_warns_once_with_the_share_and_the_fix() -> None:
+    rows = skewed(400, "zipf")
+    s = ArrowSource(rows, seed=1, infinite=False).budget_bucket(
+        "n", BUDGET, 40, num_instances=4, instance_rank=0, seed=3
+    )
+    with pytest.warns(
+        DroppedDataWarning, match=r"on 4 instances dropped \d of the \d+ batches"
+    ) as w:
+        list(s)
+    assert len(w) == 1
+    assert "%" in str(w[0].message) and "remainder='pad'" in str(w[0].message)
+    padded = ArrowSource(rows, seed=1, infinite=False).budget_bucket(
+        "n", BUDGET, 40, num_instances=4, instance_rank=0, remainder="pad", seed=3
+    )
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        list(padded)  # padding drops nothing: no warning

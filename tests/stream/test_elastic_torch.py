@@ -87,6 +87,6 @@ def test_worker_stream_states_without_workers() -> None:
     it = iter(dl)
     next(it)
     (state,) = worker_stream_states(dl.state_dict())
-    assert set(state) == {"format", "pipeline", "state"}
+    assert set(state) == {"format", "pipeline", "state", "nodes"}
     with pytest.raises(ValueError, match="no arrowmix stream state"):
         worker_stream_states({"fetcher_state": None, "dataset_state": None})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import strategies as st
 from arrowmix._stream.row_source import TableRowSource
 from arrowmix._stream.sources import from_row_source
 from arrowmix.exceptions import SchemaMismatchError
-from arrowmix.stream import estimate_mix_rows, from_iterable, mix, zip
+from arrowmix.stream import Stream, estimate_mix_rows, from_iterable, mix, zip
 
 from .helpers import arrow
 
@@ -51,9 +52,30 @@ def test_stopping_rules() -> None:
     assert run("shortest") == list("ababab")
     assert run("longest_drop") == list("ababab") + ["b"] * 7
     cycled = run("longest_cycle")
-    # b is exhausted at its 11th turn (step 21); a was restarted after 3 rows.
-    assert cycled == list("ababab") + list("abab") * 3 + list("ab") + ["a"]
-    assert Counter(cycled) == {"a": 11, "b": 10}
+    # b's first pass ends with its 10th item (step 20): a was restarted after 3 rows.
+    assert cycled == list("ab") * 10
+    assert Counter(cycled) == {"a": 10, "b": 10}
+
+
+@pytest.mark.parametrize("seed", [None, 3])
+def test_longest_cycle_stops_after_the_last_first_pass_like_all_exhausted(seed: Any) -> None:
+    # Hugging Face's interleave_datasets(stopping_strategy="all_exhausted") gives 400.
+    def build() -> Stream[Any]:
+        a, b = from_iterable(range(100)), from_iterable(range(1000, 1200))
+        return mix([a, b], stopping="longest_cycle", seed=seed)
+
+    out = list(build())
+    assert set(range(100)) | set(range(1000, 1200)) == set(out)
+    last_first_pass = max(out.index(x) for x in {*range(100), *range(1000, 1200)})
+    assert len(out) == last_first_pass + 1
+    if seed is None:
+        assert len(out) == 400 == estimate_mix_rows([100, 200], None, "longest_cycle")
+    for cut in (0, 150, 250, len(out)):  # resumes exactly, also while looking ahead
+        s = build()
+        head = [next(s) for _ in range(cut)]
+        fresh = build()
+        fresh.load_state_dict(s.state_dict())
+        assert head + list(fresh) == out
 
 
 def test_bad_arguments() -> None:

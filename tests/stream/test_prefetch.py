@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -34,7 +35,7 @@ def test_prefetch_yields_the_same_items() -> None:
 
 def test_worker_error_names_the_stage() -> None:
     s = from_iterable(range(20)).map(fail_at_7).prefetch(4)
-    with pytest.raises(RuntimeError, match=r"MapIterator\(fn='fail_at_7'\)") as info:
+    with pytest.raises(RuntimeError, match=r"MapIterator\(fn='fail_at_7@[0-9a-f]{8}'\)") as info:
         list(s)
     assert isinstance(info.value.__cause__, ValueError)
     s.close()
@@ -111,3 +112,92 @@ def test_interpreter_exits_with_a_running_worker(processes: bool) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def fail_on_multiples_of_9(x: int) -> int:
+    if x % 9 == 0:
+        raise ValueError(f"item {x} is broken")
+    return x
+
+
+@pytest.mark.parametrize("processes", [False, True])
+def test_a_loop_that_skips_bad_items_sees_every_good_item(processes: bool) -> None:
+    s = from_iterable(range(100)).map(fail_on_multiples_of_9).prefetch(16, processes=processes)
+    got, errors = [], []
+    while True:
+        try:
+            got.append(next(s))
+        except StopIteration:
+            break
+        except RuntimeError as exc:
+            errors.append(exc)
+    s.close()
+    assert got == [x for x in range(100) if x % 9]
+    assert len(errors) == 12
+    assert isinstance(errors[0].__cause__, ValueError)
+    # the user's traceback travels, also from a process
+    assert "fail_on_multiples_of_9" in str(errors[0]) and "item 0 is broken" in str(errors[0])
+    assert "During handling" not in str(errors[0])
+
+
+class Blocked:
+    """An iterable whose items come only when the event is set."""
+
+    def __init__(self) -> None:
+        self.go = threading.Event()
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        yield 0
+        self.go.wait(30)
+        yield from range(1, 5)
+
+
+def test_close_does_not_wait_for_a_blocked_upstream() -> None:
+    import time
+
+    src = Blocked()
+    s = from_iterable(src).prefetch(4)
+    assert next(s) == 0
+    t0 = time.perf_counter()
+    s.close()
+    assert time.perf_counter() - t0 < 1.0
+    src.go.set()
+    s.load_state_dict(None)  # a restart waits for the old worker, then reads afresh
+    assert list(s) == [0, 1, 2, 3, 4]
+    s.close()
+
+
+def test_prefetch_size_does_not_make_a_checkpoint_unloadable() -> None:
+    s = from_iterable(range(60)).map(ident_int).prefetch(32)
+    head = [next(s) for _ in range(11)]
+    state = s.state_dict()
+    s.close()
+    for size in (1, 4, 100):
+        other = from_iterable(range(60)).map(ident_int).prefetch(size)
+        other.load_state_dict(state)
+        assert head + list(other) == list(range(60))
+        other.close()
+
+
+def ident_int(x: int) -> int:
+    return x
+
+
+def _daemon_child(q: multiprocessing.Queue[object]) -> None:
+    s = from_iterable(range(10)).map(ident_int).prefetch(4, processes=True)
+    try:
+        q.put(list(s))
+    except BaseException as exc:  # noqa: BLE001 - reported to the test
+        q.put(repr(exc))
+    finally:
+        s.close()
+
+
+def test_processes_inside_a_daemonic_process_fall_back_to_a_thread() -> None:
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_daemon_child, args=(q,), daemon=True)
+    p.start()
+    got = q.get(timeout=30)
+    p.join(timeout=10)
+    assert got == list(range(10))

@@ -237,10 +237,20 @@ class TestCompositeRows(CheckpointRoundTripTests):
     seeded = True
 
     def make_iterator(self, seed: int = 0) -> Stream[Any]:
-        a = arrow(80, shuffle="chunks", seed=seed).shuffle(10, seed=seed)
-        b = arrow(80, shuffle="global", seed=seed + 1).filter(lambda r: r["id"] % 3 == 0)
-        m = mix([a, b], [0.7, 0.3], seed=seed)
+        return self.build(seed, 1, 0)
+
+    def build(self, seed: int, n: int, r: int) -> Stream[Any]:
+        shard = {"num_instances": n, "instance_rank": r}
+        a = arrow(80, shuffle="chunks", seed=seed, **shard).shuffle(10, seed=seed)
+        b = arrow(80, shuffle="global", seed=seed + 1, **shard)
+        m = mix([a, b.filter(lambda r: r["id"] % 3 == 0)], [0.7, 0.3], seed=seed)
         return m.bucket("n_tokens", 4, 24, seed=seed).map(lambda bt: [ident(r) for r in bt])
+
+    def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
+        return self.build(0, num_instances, instance_rank)
+
+    def units(self, item: list[int]) -> list[int]:
+        return item
 
 
 class TestCompositeNested(CheckpointRoundTripTests):
@@ -264,9 +274,15 @@ class TestPrefetchComposite(CheckpointRoundTripTests):
     iterator_cls = PrefetchIterator
     seeded = True
 
-    def make_iterator(self, seed: int = 0) -> Stream[Any]:
-        s = arrow(90, shuffle="global", seed=seed).prefetch(8).shuffle(9, seed=seed)
-        return s.map(ident).prefetch(5).batch(4)
+    def make_iterator(self, seed: int = 0, n: int = 1, r: int = 0) -> Stream[Any]:
+        s = arrow(90, shuffle="global", seed=seed, num_instances=n, instance_rank=r)
+        return s.prefetch(8).shuffle(9, seed=seed).map(ident).prefetch(5).batch(4)
+
+    def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
+        return self.make_iterator(0, num_instances, instance_rank)
+
+    def units(self, item: list[int]) -> list[int]:
+        return item
 
 
 class TestIndexStreamShuffleBucket(CheckpointRoundTripTests):

@@ -105,3 +105,18 @@ class CountingRows(TableRowSource):
     def take(self, positions: Any) -> Any:
         self.taken.extend(positions.tolist())
         return super().take(positions)
+
+
+def test_shuffle_of_a_shuffled_index_stream() -> None:
+    def build() -> Stream[Any]:
+        src = from_row_source(TableRowSource(table(70), chunk_rows=8), seed=0, infinite=False)
+        return src.shuffle(5, seed=1).shuffle(7, seed=2).map(lambda r: int(r["id"]))
+
+    out = list(build())
+    assert sorted(out) == list(range(70))
+    s = build()
+    head = [next(s) for _ in range(23)]
+    state = s.state_dict()
+    fresh = build()
+    fresh.load_state_dict(state)
+    assert head + list(fresh) == out

@@ -79,3 +79,22 @@ def test_functions_must_be_callable() -> None:
             stage(3)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="`fn` must be callable"):
         s.map(3, num_workers=2)  # type: ignore[arg-type]
+
+
+def test_from_iterable_reads_a_one_shot_iterator_lazily() -> None:
+    import itertools
+
+    s = from_iterable(itertools.count())  # returned at once: nothing is read ahead
+    assert [next(s) for _ in range(5)] == [0, 1, 2, 3, 4]
+    state = s.state_dict()
+    assert [next(s) for _ in range(3)] == [5, 6, 7]
+    s.load_state_dict(state)  # replays the remembered items, then reads on
+    assert [next(s) for _ in range(5)] == [5, 6, 7, 8, 9]
+    s.load_state_dict(None)
+    assert next(s) == 0
+
+    gen = (x * x for x in range(4))
+    g = from_iterable(gen)
+    assert list(g) == [0, 1, 4, 9]
+    g.load_state_dict(None)
+    assert list(g) == [0, 1, 4, 9]

@@ -1,0 +1,302 @@
+"""Content digests of chunk files, and the corpus manifest that records them.
+
+A chunk's *digest* is the xxh3-64 of the whole file's bytes. ``write_chunks`` computes it
+while writing (the bytes pass through a hashing sink) and lists every chunk, with its row
+count, size, digest and (local files) inode and modification time, in the directory's
+manifest ``_manifest.json``, written atomically after the last chunk.
+
+:func:`file_digest` answers a digest without reading data when it can:
+
+1. the file is listed in its directory's manifest with the same size, inode and mtime as
+   recorded when it was written: the recorded digest (a ``stat`` and one small JSON read);
+2. the digest cache under the cache root (``<root>/digests/``) holds the digest of this
+   exact file version, keyed by real path, size, inode and mtime (nanoseconds);
+3. otherwise the file is hashed in full (xxh3 runs at several GB/s from the page cache), and
+   the result remembered in the digest cache.
+
+Files are never sampled: any change of content yields another digest, so derived results
+can never be served for data they were not computed from. Remote files are hashed from
+their local read-through copy (whose name is tied to the object's version), so a remote
+chunk and a local copy of it have the same digest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import mmap
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import xxhash
+
+from arrowmix._storage.atomic import atomic_sink
+from arrowmix._storage.fs import is_local, join, local_path, url_to_fs
+
+__all__ = [
+    "MANIFEST_FORMAT",
+    "MANIFEST_NAME",
+    "ChunkEntry",
+    "HashingWriter",
+    "file_digest",
+    "manifest_problems",
+    "read_manifest",
+    "remove_manifest",
+    "stat_entry",
+    "write_manifest",
+]
+
+MANIFEST_NAME = "_manifest.json"
+MANIFEST_FORMAT = 1
+_KIND = "arrowmix-chunks"
+_DIGESTS_DIR = "digests"
+
+
+@dataclass(frozen=True)
+class ChunkEntry:
+    """One chunk as the manifest records it."""
+
+    name: str
+    rows: int
+    size: int
+    digest: str
+    inode: int | None = None
+    mtime_ns: int | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """The manifest's JSON object for this chunk (stat fields only when known)."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "rows": self.rows,
+            "size": self.size,
+            "digest": self.digest,
+        }
+        if self.mtime_ns is not None:
+            out["inode"] = self.inode
+            out["mtime_ns"] = self.mtime_ns
+        return out
+
+
+class HashingWriter:
+    """A file-like sink that hashes every byte written through it (for ``pa.PythonFile``)."""
+
+    def __init__(self, sink: Any) -> None:
+        self._sink = sink
+        self._h = xxhash.xxh3_64()
+        self.size = 0
+        self.closed = False
+
+    def write(self, data: Any) -> int:
+        """Hash ``data`` and pass it on."""
+        view = memoryview(data)
+        self._h.update(view)
+        self.size += view.nbytes
+        self._sink.write(view)
+        return view.nbytes
+
+    def tell(self) -> int:
+        """Bytes written so far."""
+        return self.size
+
+    def flush(self) -> None:
+        """Flush the underlying sink."""
+        self._sink.flush()
+
+    def close(self) -> None:
+        """Mark closed; the underlying sink is closed by its owner."""
+        self.closed = True
+
+    def hexdigest(self) -> str:
+        """xxh3-64 of everything written (equal to hashing the finished file)."""
+        return self._h.hexdigest()
+
+
+def write_manifest(
+    out_dir: str,
+    entries: Sequence[ChunkEntry],
+    storage_options: Mapping[str, Any] | None = None,
+) -> None:
+    """Write ``_manifest.json`` into ``out_dir`` atomically: the corpus is complete."""
+    body = {
+        "kind": _KIND,
+        "format": MANIFEST_FORMAT,
+        "rows": sum(e.rows for e in entries),
+        "chunks": [e.as_json() for e in entries],
+    }
+    with atomic_sink(join(out_dir, MANIFEST_NAME), storage_options) as sink:
+        sink.write(json.dumps(body, indent=1).encode())
+
+
+def remove_manifest(out_dir: str, storage_options: Mapping[str, Any] | None = None) -> None:
+    """Remove ``out_dir``'s manifest (first step of overwriting a corpus)."""
+    if is_local(out_dir):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(local_path(out_dir), MANIFEST_NAME))
+        return
+    fs, p = url_to_fs(join(out_dir, MANIFEST_NAME), storage_options)
+    if fs.exists(p):
+        fs.rm_file(p)
+
+
+_MANIFESTS: dict[tuple[str, int, int, int], dict[str, ChunkEntry]] = {}
+
+
+def read_manifest(
+    directory: str, storage_options: Mapping[str, Any] | None = None
+) -> dict[str, ChunkEntry] | None:
+    """The chunks a directory's manifest lists, by file name; None without a manifest.
+
+    A manifest that cannot be parsed counts as absent (the directory then looks unfinished).
+    Local manifests are parsed once per version (inode, size, mtime).
+    """
+    path = join(directory, MANIFEST_NAME)
+    try:
+        if is_local(path):
+            st = os.stat(local_path(path))
+            key = (local_path(path), st.st_ino, st.st_size, st.st_mtime_ns)
+            if key in _MANIFESTS:
+                return _MANIFESTS[key]
+            with open(local_path(path), "rb") as f:
+                raw = f.read()
+        else:
+            fs, p = url_to_fs(path, storage_options)
+            if not fs.exists(p):
+                return None
+            key = None
+            raw = fs.cat_file(p)
+    except FileNotFoundError:
+        return None
+    entries = _parse_manifest(raw)
+    if key is not None and entries is not None:
+        _MANIFESTS[key] = entries
+    return entries
+
+
+def _parse_manifest(raw: bytes) -> dict[str, ChunkEntry] | None:
+    try:
+        body = json.loads(raw)
+        if body.get("kind") != _KIND or body.get("format") != MANIFEST_FORMAT:
+            return None
+        entries = [
+            ChunkEntry(
+                name=str(c["name"]),
+                rows=int(c["rows"]),
+                size=int(c["size"]),
+                digest=str(c["digest"]),
+                inode=c.get("inode"),
+                mtime_ns=c.get("mtime_ns"),
+            )
+            for c in body["chunks"]
+        ]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return {e.name: e for e in entries}
+
+
+def stat_entry(path: str, rows: int, size: int, digest: str) -> ChunkEntry:
+    """A manifest entry for a just-written local file (its inode and mtime included)."""
+    st = os.stat(path)
+    return ChunkEntry(
+        os.path.basename(path), rows, size, digest, inode=st.st_ino, mtime_ns=st.st_mtime_ns
+    )
+
+
+def file_digest(
+    path: str,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    manifest: Mapping[str, ChunkEntry] | None = None,
+) -> str:
+    """The content digest of one chunk file (see the module docstring for how it is found).
+
+    Args:
+        path: A local path or fsspec URL.
+        storage_options: fsspec options for a URL.
+        manifest: The manifest of the file's directory, when the caller has read it already.
+    """
+    if not is_local(path):
+        from arrowmix._storage.ipc import local_copy
+
+        return _hashed(local_copy(path, storage_options))
+    local = local_path(path)
+    st = os.stat(local)
+    if manifest is None:
+        manifest = read_manifest(os.path.dirname(os.path.abspath(local))) or {}
+    entry = manifest.get(os.path.basename(local))
+    if (
+        entry is not None
+        and entry.mtime_ns == st.st_mtime_ns
+        and entry.inode == st.st_ino
+        and entry.size == st.st_size
+    ):
+        return entry.digest
+    return _hashed(local, st)
+
+
+_MEMO: dict[tuple[str, int, int, int], str] = {}
+
+
+def _hashed(local: str, st: os.stat_result | None = None) -> str:
+    """Full-content digest of a local file, remembered per file version."""
+    real = os.path.realpath(local)
+    st = st or os.stat(real)
+    version = (real, st.st_size, st.st_ino, st.st_mtime_ns)
+    if version in _MEMO:
+        return _MEMO[version]
+    record = _record_path(version)
+    digest = _read_record(record)
+    if digest is None:
+        digest = _hash_file(real)
+        _write_record(record, digest)
+    _MEMO[version] = digest
+    return digest
+
+
+def _hash_file(path: str) -> str:
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return xxhash.xxh3_64_hexdigest(b"")
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            return xxhash.xxh3_64_hexdigest(m)
+
+
+def _record_path(version: tuple[str, int, int, int]) -> str | None:
+    from arrowmix._cache.paths import cache_root
+
+    try:
+        root = cache_root()
+    except OSError:
+        return None
+    key = xxhash.xxh3_128_hexdigest(json.dumps(version).encode())
+    return os.path.join(root, _DIGESTS_DIR, key[:2], key)
+
+
+def _read_record(record: str | None) -> str | None:
+    if record is None:
+        return None
+    try:
+        with open(record, encoding="ascii") as f:
+            text = f.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return text if len(text) == 16 and all(c in "0123456789abcdef" for c in text) else None
+
+
+def _write_record(record: str | None, digest: str) -> None:
+    if record is None:
+        return
+    # A read-only cache root: the file is hashed again next time.
+    with contextlib.suppress(OSError), atomic_sink(record) as sink:
+        sink.write(digest.encode())
+
+
+def manifest_problems(
+    found: Iterable[str], manifest: Mapping[str, ChunkEntry]
+) -> tuple[list[str], list[str]]:
+    """(missing, extra) file names of a directory against its manifest."""
+    names = {os.path.basename(f.rstrip("/")) for f in found}
+    missing = sorted(set(manifest) - names)
+    extra = sorted(names - set(manifest))
+    return missing, extra

@@ -1,0 +1,80 @@
+"""The ``IterableDataset`` class of ``Stream.to_torch()`` (imports torch).
+
+Defined at module level so that it pickles by reference: DataLoader workers started
+with ``spawn`` or ``forkserver`` (the default on macOS and Windows, and on Linux from
+Python 3.14) receive the dataset pickled, i.e. the stream's configuration and state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from arrowmix._stream.base import State, Stream
+from arrowmix._stream.topology import check_sharding, shard_points, split
+from arrowmix.exceptions import StateError
+
+__all__ = ["TorchStream"]
+
+_IterableDataset: Any = torch.utils.data.IterableDataset
+
+
+def _worker_split(base: list[tuple[int, int]]) -> tuple[int, int]:
+    """``(parts, index)`` for this DataLoader worker and distributed rank."""
+    info = torch.utils.data.get_worker_info()
+    workers, worker = (info.num_workers, info.id) if info is not None else (1, 0)
+    world, rank = 1, 0
+    dist = torch.distributed
+    unsharded = all(n == 1 for n, _ in base)
+    if unsharded and dist.is_available() and dist.is_initialized():
+        world, rank = dist.get_world_size(), dist.get_rank()
+    check_sharding(world * workers, rank * workers + worker)
+    return world * workers, rank * workers + worker
+
+
+class TorchStream(_IterableDataset):  # type: ignore[misc]  # torch's class is untyped here
+    """An IterableDataset whose iterator is the worker's checkpointable stream.
+
+    Args:
+        stream: the pipeline; every DataLoader worker (and rank) reads its own share.
+    """
+
+    def __init__(self, stream: Stream[Any]) -> None:
+        super().__init__()
+        self.stream = stream
+        points, _ = shard_points(stream)
+        self._base = [tuple(p.sharding) for p in points]
+        self._pending: State | None = None
+        self._split: tuple[int, int] | None = None
+        self._epoch: int | None = None
+
+    def set_epoch(self, epoch: int) -> None:
+        """Read epoch ``epoch`` next (finite streams reshuffle per epoch; see ``Stream``)."""
+        self.stream.set_epoch(epoch)  # validates
+        self._epoch = epoch
+        self._pending = None
+
+    def __iter__(self) -> Stream[Any]:
+        split_ = _worker_split(self._base)
+        if split_ != self._split:
+            split(self.stream, self._base, *split_)
+            self._split = split_
+        if self._pending is None and self._epoch is not None:
+            self.stream.set_epoch(self._epoch)
+        else:
+            try:
+                self.stream.load_state_dict(self._pending)
+            except StateError as exc:
+                raise StateError(f"DataLoader worker {split_[1]} of {split_[0]}: {exc}") from exc
+        self._pending = None
+        return self.stream
+
+    def state_dict(self) -> dict[str, Any]:
+        """``{"stream": <the stream's state_dict>}`` (``None`` before the first ``iter``)."""
+        started = self._split is not None
+        return {"stream": self.stream.state_dict() if started else None}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume from ``state_dict()`` (or a ``merge_states`` bundle) at the next ``iter``."""
+        self._pending = state.get("stream")

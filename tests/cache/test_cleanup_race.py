@@ -1,0 +1,104 @@
+"""A map racing ``cleanup-cache`` never fails: it holds its files first, or computes again."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import arrowmix as am
+from arrowmix._cache.cleanup import remove_file
+from arrowmix._cache.inuse import hold, in_use
+from arrowmix._dataset import map as map_module
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _double(batch: dict[str, Any]) -> dict[str, Any]:
+    return {"y": [2 * v for v in batch["v"]]}
+
+
+def _data(tmp_path: Any, rows: int = 40) -> am.Dataset:
+    am.write_chunks(pa.table({"v": list(range(rows))}), tmp_path / "c")
+    return am.Dataset.from_chunks(str(tmp_path / "c"))
+
+
+@pytest.mark.parametrize("kind", ["map", "filter"])
+def test_segments_are_held_from_their_check_on(tmp_path, monkeypatch, small_segments, kind):
+    ds = _data(tmp_path)
+    run = (
+        (lambda d: d.map(_double, batched=True))
+        if kind == "map"
+        else (lambda d: d.filter(lambda r: r["v"] % 2 == 0))
+    )
+    want = run(ds).to_table().to_pylist()
+    del ds
+    original = map_module.materialise
+    refused = []
+
+    def materialise_then_cleanup(job: Any, segments: Any, **kw: Any) -> Any:
+        tables = original(job, segments, **kw)
+        # A cleanup strikes between the check and the result's own registration.
+        refused.append(remove_file(segments[1].path)[1])
+        return tables
+
+    monkeypatch.setattr(map_module, "materialise", materialise_then_cleanup)
+    got = run(am.Dataset.from_chunks(str(tmp_path / "c")))
+    assert refused == ["in use by an open dataset"]
+    assert got.to_table().to_pylist() == want
+    assert all(in_use(p) for p in got._s.files if os.path.basename(p).startswith("cache-"))
+
+
+def test_hold_never_registers_a_removed_file(tmp_path):
+    path = str(tmp_path / "cache-0123456789abcdef.arrow")
+    open(path, "wb").close()
+    h = hold(path)
+    os.unlink(path)
+    with pytest.raises(FileNotFoundError):
+        hold(path)
+    h.release()
+
+
+_CLEANER = """
+import sys, time
+from arrowmix._cache.cleanup import plan_cleanup, remove_planned
+from arrowmix._cache.listing import scan
+directory, seconds = sys.argv[1], float(sys.argv[2])
+removed = 0
+end = time.time() + seconds
+print("ready", flush=True)
+while time.time() < end:
+    removed += len(remove_planned(plan_cleanup(scan(directory), time.time())).removed)
+print(removed)
+"""
+
+
+@pytest.mark.slow
+def test_map_racing_cleanup_never_fails(tmp_path, small_segments):
+    ds = _data(tmp_path)
+    want = ds.map(_double, batched=True)["y"]
+    seconds = 3.0
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    cleaner = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(_CLEANER), str(tmp_path / "c"), str(seconds)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert cleaner.stdout is not None
+    assert cleaner.stdout.readline().strip() == "ready"
+    maps = 0
+    end = time.time() + seconds
+    while time.time() < end:
+        fresh = am.Dataset.from_chunks(str(tmp_path / "c"))
+        assert fresh.map(_double, batched=True)["y"] == want
+        maps += 1
+    out, _ = cleaner.communicate(timeout=60)
+    assert cleaner.returncode == 0
+    assert maps > 5 and int(out.strip()) > 0  # both sides really ran

@@ -1,0 +1,93 @@
+"""Pipeline identity in checkpoints: functions by value, harmless knobs, clear mismatches."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import pytest
+
+from arrowmix.exceptions import FingerprintWarning, StateError
+from arrowmix.stream import Stream, from_iterable
+
+from .helpers import arrow, ident
+
+SCALE = 2
+
+
+def scaled(x: int) -> int:
+    return x * SCALE
+
+
+def checkpoint(s: Stream[Any], steps: int = 3) -> dict[str, Any]:
+    for _ in range(steps):
+        next(s)
+    state: dict[str, Any] = json.loads(json.dumps(s.state_dict()))
+    return state
+
+
+def test_a_changed_lambda_refuses_the_checkpoint_naming_node_and_field() -> None:
+    state = checkpoint(from_iterable(range(20)).map(lambda x: x * 2).shuffle(4, seed=1))
+    other = from_iterable(range(20)).map(lambda x: x * 3).shuffle(4, seed=1)
+    with pytest.raises(StateError, match=r"node 1 \(MapIterator\) differs in `fn`") as info:
+        other.load_state_dict(state)
+    assert len(str(info.value)) < 400  # the difference, not two long reprs
+    same = from_iterable(range(20)).map(lambda x: x * 2).shuffle(4, seed=1)
+    same.load_state_dict(state)  # the same code loads
+
+
+def test_a_changed_global_of_the_function_refuses_the_checkpoint() -> None:
+    global SCALE
+    state = checkpoint(from_iterable(range(20)).map(scaled))
+    SCALE = 5
+    try:
+        with pytest.raises(StateError, match=r"`fn` .*code, constants or globals changed"):
+            from_iterable(range(20)).map(scaled).load_state_dict(state)
+    finally:
+        SCALE = 2
+
+
+def test_a_changed_field_is_named() -> None:
+    state = checkpoint(from_iterable(range(20)).shuffle(4, seed=1).batch(3))
+    with pytest.raises(StateError, match=r"node 0 \(BatchIterator\) differs in `batch_size` "):
+        from_iterable(range(20)).shuffle(4, seed=1).batch(2).load_state_dict(state)
+    with pytest.raises(StateError, match="node 1 is another stage in the checkpoint than Map"):
+        from_iterable(range(20)).map(ident).batch(3).load_state_dict(state)
+
+
+def test_another_instance_count_names_the_fix() -> None:
+    state = checkpoint(arrow(60, seed=1, num_instances=2, instance_rank=0).map(ident))
+    other = arrow(60, seed=1, num_instances=3, instance_rank=0).map(ident)
+    with pytest.raises(StateError, match=r"differs in `num_instances` \(here: 3\)"):
+        other.load_state_dict(state)
+    with pytest.raises(StateError, match=r"merge_states"):
+        other.load_state_dict(state)
+
+
+def test_parallel_map_worker_count_does_not_matter() -> None:
+    def build(workers: int) -> Stream[Any]:
+        return from_iterable(range(90)).map(scaled, num_workers=workers)
+
+    ref = list(build(1))
+    for a, b in [(4, 1), (1, 3), (2, 5)]:
+        s = build(a)
+        head = [next(s) for _ in range(11)]  # inside the first chunk of a
+        state = s.state_dict()
+        s.close()
+        other = build(b)
+        other.load_state_dict(state)
+        assert head + list(other) == ref, (a, b)
+        other.close()
+
+
+def test_an_unhashable_function_is_matched_by_name_with_a_warning() -> None:
+    lock = threading.Lock()  # cannot be hashed by value
+
+    def locked(x: int) -> int:
+        with lock:
+            return x
+
+    state = checkpoint(from_iterable(range(10)).map(locked))
+    with pytest.warns(FingerprintWarning, match="MapIterator: function .*locked.* name only"):
+        from_iterable(range(10)).map(locked).load_state_dict(state)

@@ -1,0 +1,249 @@
+"""The documentation site: built strictly with MkDocs, complete, and working in a real browser.
+
+The site is built once per test run (shared by the xdist workers) with
+``scripts/build_docs.py``. The browser test drives Debian's Chromium through its chromedriver
+(``scripts/test`` installs both with apt-get when they are missing).
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import importlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
+
+ROOT = Path(__file__).resolve().parents[1]
+FACADES = ["arrowmix", "arrowmix.stream", "arrowmix.testing", "arrowmix.exceptions"]
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+
+
+def nav_pages() -> list[str]:
+    """The ``.md`` files named in the ``nav:`` of mkdocs.yml, in order."""
+    text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    nav = re.search(r"^nav:\n((?:[ \t]+.*\n|\n)+)", text, re.M)
+    assert nav is not None, "mkdocs.yml has no nav"
+    return re.findall(r":\s*(\S+\.md)\s*$", nav.group(1), re.M)
+
+
+def test_nav_lists_every_page_once() -> None:
+    pages = nav_pages()
+    on_disk = sorted(p.relative_to(ROOT / "docs").as_posix() for p in (ROOT / "docs").rglob("*.md"))
+    assert sorted(set(pages)) == on_disk, (
+        f"pages missing from the nav of mkdocs.yml: {sorted(set(on_disk) - set(pages))}; "
+        f"nav entries without a file: {sorted(set(pages) - set(on_disk))}"
+    )
+    assert len(pages) == len(set(pages)), "a page is listed twice in the nav"
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The built site; built once per run, whichever xdist worker asks first."""
+    pytest.importorskip("mkdocs", reason="the docs group is not installed (scripts/docs does)")
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # shared by the workers of this run only
+    out = base / "docs-site"
+    with FileLock(str(base / "docs-site.lock")):
+        if not (out / "index.html").exists():
+            shutil.rmtree(out, ignore_errors=True)
+            res = subprocess.run(
+                [sys.executable, str(ROOT / "scripts" / "build_docs.py"), "--out", str(out)],
+                capture_output=True,
+                text=True,
+                cwd=ROOT,
+            )
+            assert res.returncode == 0, f"docs build failed:\n{res.stdout}\n{res.stderr}"
+    return out
+
+
+def html_pages(site: Path) -> list[Path]:
+    return sorted(p for p in site.rglob("*.html") if p.name != "404.html")
+
+
+def test_every_nav_page_is_built(site: Path) -> None:
+    built = {p.relative_to(site).as_posix() for p in html_pages(site)}
+    assert {p.removesuffix(".md") + ".html" for p in nav_pages()} == built
+
+
+def test_api_reference_has_every_public_name(site: Path) -> None:
+    for module_name in FACADES:
+        module = importlib.import_module(module_name)
+        page = site / "api" / f"{module_name.rsplit('.', 1)[-1]}.html"
+        ids = set(re.findall(r'id="([^"]+)"', page.read_text(encoding="utf-8")))
+        missing = [
+            n for n in module.__all__ if n != "__version__" and f"{module_name}.{n}" not in ids
+        ]
+        assert not missing, f"{page.name} does not document {missing}"
+    dataset = (site / "api" / "arrowmix.html").read_text(encoding="utf-8")
+    for method in ("map", "filter", "to_stream", "column"):
+        assert f'id="arrowmix.Dataset.{method}"' in dataset, method
+
+
+def test_cli_reference_is_the_real_help(site: Path) -> None:
+    from arrowmix._cli.main import build_parser
+
+    text = (site / "api" / "cli.html").read_text(encoding="utf-8")
+    assert "cli-help" not in text
+    for command in ("chunk", "cache ls", "cleanup-cache", "fingerprint"):
+        assert f"<code>arrowmix {command}</code>" in text, command
+    assert "--older-than" in text and "--chunk-size" in text
+    assert build_parser().prog == "arrowmix"
+
+
+def test_local_links_and_anchors_resolve(site: Path) -> None:
+    pages = html_pages(site)
+    ids = {p: set(re.findall(r'id="([^"]+)"', p.read_text(encoding="utf-8"))) for p in pages}
+    checked = 0
+    for page in pages:
+        for href in re.findall(r'href="([^"]+)"', page.read_text(encoding="utf-8")):
+            if re.match(r"[a-z][a-z0-9+.-]*:", href) or href.startswith("//"):
+                continue
+            target, _, anchor = href.partition("#")
+            dest = (page.parent / target).resolve() if target else page
+            assert dest.exists(), f"{page.relative_to(site)}: broken link {href}"
+            if anchor and dest.suffix == ".html" and dest in ids:
+                assert anchor in ids[dest], f"{page.relative_to(site)}: no #{anchor} in {dest}"
+            checked += 1
+    assert checked > 200
+
+
+def test_build_fails_on_a_broken_link(tmp_path: Path) -> None:
+    """The strict build, not only the checker, rejects a page linking a missing one."""
+    pytest.importorskip("mkdocs")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text("# Home\n\n[gone](gone.md)\n")
+    (tmp_path / "mkdocs.yml").write_text("site_name: t\nnav:\n  - index.md\n")
+    res = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(tmp_path / "s")],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert res.returncode != 0 and "gone.md" in res.stderr
+
+
+# ---- in a real browser ----------------------------------------------------------------------
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def served(site: Path) -> Iterator[str]:
+    handler = functools.partial(_Quiet, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
+        pytest.skip(
+            f"{CHROMIUM} or {CHROMEDRIVER} is missing and could not be installed "
+            "(scripts/test runs `apt-get install chromium chromium-driver` as root)"
+        )
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        options.add_argument(arg)
+    options.add_argument("--window-size=1280,900")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _wait(predicate: object, timeout: float = 30.0) -> object:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()  # type: ignore[operator]
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.05)
+
+
+@pytest.mark.integration
+def test_site_in_a_browser(site: Path, served: str, browser: object) -> None:
+    """Every page loads without console errors; search finds the main names; code is coloured."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    driver: object = browser
+    errors = []
+    for page in html_pages(site):
+        rel = page.relative_to(site).as_posix()
+        driver.get(f"{served}/{rel}")  # type: ignore[attr-defined]
+        ready = _wait(
+            lambda: driver.execute_script("return document.readyState") == "complete"  # type: ignore[attr-defined]
+        )
+        assert ready, f"{rel} did not finish loading"
+        assert driver.find_elements(By.CSS_SELECTOR, "nav.md-nav"), f"{rel}: no navigation"  # type: ignore[attr-defined]
+        errors += [
+            f"{rel}: {e['message']}"
+            for e in driver.get_log("browser")  # type: ignore[attr-defined]
+            if e["level"] == "SEVERE"
+        ]
+    assert not errors, "console errors:\n" + "\n".join(errors)
+
+    driver.get(f"{served}/index.html")  # type: ignore[attr-defined]
+    for query, expected in (
+        ("map", "caching.html"),
+        ("mix", "mixing.html"),
+        ("cleanup-cache", "cli.html"),
+    ):
+        box = driver.find_element(By.CSS_SELECTOR, "input.md-search__input")  # type: ignore[attr-defined]
+        if not box.is_displayed():  # narrow window: the search box opens from a button
+            driver.find_element(By.CSS_SELECTOR, "label[for='__search']").click()  # type: ignore[attr-defined]
+        box.click()
+        box.send_keys(Keys.CONTROL, "a")
+        box.send_keys(query)
+
+        def hrefs() -> list[str]:
+            return list(
+                driver.execute_script(  # type: ignore[attr-defined]
+                    "return [...document.querySelectorAll('.md-search-result__item a')]"
+                    ".map(a => a.href)"
+                )
+            )
+
+        found = _wait(lambda: [h for h in hrefs() if expected in h])  # noqa: B023
+        assert found, f"search for {query!r} found no {expected}: {hrefs()[:10]}"
+        box.send_keys(Keys.ESCAPE)
+
+    driver.get(f"{served}/quickstart.html")  # type: ignore[attr-defined]
+    colours = driver.execute_script(  # type: ignore[attr-defined]
+        "const code = document.querySelector('.highlight pre code');"
+        "const kw = code.querySelector('span.k, span.kn');"
+        "const name = code.querySelector('span.n');"
+        "return [getComputedStyle(kw).color, getComputedStyle(name).color,"
+        " code.querySelectorAll('span[class]').length];"
+    )
+    keyword, name, spans = colours
+    assert spans > 20 and keyword != name, f"code blocks are not highlighted: {colours}"
