@@ -31,6 +31,7 @@ import pyarrow as pa
 
 from arrowmix._cache.paths import is_caching_enabled, shipped_cache_dir, temp_cache_dir
 from arrowmix._cache.segments import Segment, plan_segments, unify_tables
+from arrowmix._dataset import formats
 from arrowmix._dataset.apply import Call
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.indices import IndexMap, load_or_store
@@ -86,16 +87,15 @@ def _map_result(job: Job, fp: str, tables: list[pa.Table], segments: list[Segmen
         table = stored.select(columns)
         files = tuple(paths)
         holds = hold_cache_files(paths)
-    fmt_cols = s.fmt_columns
-    if fmt_cols is not None:
-        fmt_cols = tuple(c for c in fmt_cols if c in columns)
     state = DatasetState(
         table=table,
         fingerprint=fp,
         files=files,
         file_offsets=offsets,
         fmt=s.fmt,
-        fmt_columns=fmt_cols,
+        fmt_columns=formats.transmit_columns(s.fmt_columns, ds.column_names, columns),
+        fmt_all=s.fmt_all,
+        fmt_kwargs=s.fmt_kwargs,
         cache_dir=s.cache_dir,
         storage_options=s.storage_options,
         holds=tuple(holds),
@@ -293,7 +293,7 @@ def _call(
         batch_size=batch_size if batch_size and batch_size > 0 else None,
         input_columns=_names(ds, input_columns, "input_columns"),
         fn_kwargs=dict(fn_kwargs or {}),
-        fmt=ds.format,
+        fmt=ds._s.fmt,
         **more,
     )
 

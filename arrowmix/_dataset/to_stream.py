@@ -38,7 +38,7 @@ class DatasetRows:
 
     def __init__(self, ds: Dataset, read_ahead: int | str | None = None) -> None:
         self._ds = ds
-        self._columns = ds._columns()
+        self._columns = ds._format().read_columns()
         schema = ds.schema
         if self._columns is not None:
             schema = pa.schema([schema.field(c) for c in self._columns])

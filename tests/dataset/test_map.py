@@ -179,7 +179,7 @@ def test_format_is_kept_and_used_for_inputs(ds):
         lambda b: seen.append(type(b["n"])) or {"m": b["n"] * 2}, batched=True
     )
     assert seen == [np.ndarray]
-    assert out.format == "numpy"
+    assert out.format["type"] == "numpy"
     assert out["m"].tolist() == [2, 4, 6, 8, 10]
 
 
