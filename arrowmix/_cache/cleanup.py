@@ -210,9 +210,10 @@ def _writer_free(directory: str, fp: str | None) -> Iterator[bool]:
 def remove_unused(cache_dir: str, keep: Set[str]) -> int:
     """Delete cache and indices files of ``cache_dir`` whose absolute path is not in ``keep``.
 
-    Files in use by an open dataset or locked by a writer stay. An empty ``keep`` (a dataset
-    without files, whose directory is the shared cache root) removes nothing, as in HF
-    ``datasets``. Returns the number removed.
+    Files in use by an open dataset or locked by a writer stay; lock files nobody holds go
+    too. An empty ``keep`` (a dataset without files, whose directory is the shared cache
+    root) removes nothing, as in HF ``datasets``. Returns the number of cache and indices
+    files removed.
     """
     if not keep or not os.path.isdir(cache_dir):
         return 0
@@ -225,6 +226,7 @@ def remove_unused(cache_dir: str, keep: Set[str]) -> int:
             continue
         _, why = remove_file(path)
         removed += why is None
+    remove_idle_locks([cache_dir])  # left by killed writers; not counted (they hold no data)
     return removed
 
 

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from types import TracebackType
 
 from arrowmix._cache.lock import try_lock
+from arrowmix._storage.atomic import writer_alive
 
 __all__ = ["Hold", "exclusive", "hold", "in_use", "lock_held", "pid_alive", "writer_lock"]
 
@@ -261,19 +262,11 @@ def writer_lock(lock_path: str) -> Iterator[bool]:
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether process ``pid`` exists on this host (True when it cannot be told).
+    """Whether process ``pid`` runs on this host (True when it cannot be told; a zombie does not).
 
     Example:
         >>> import os
         >>> pid_alive(os.getpid())
         True
     """
-    if sys.platform == "win32" or pid <= 0:  # pragma: no cover - cannot probe safely
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by another user
-        return True
-    return True
+    return writer_alive(pid)

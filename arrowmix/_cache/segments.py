@@ -130,8 +130,8 @@ def check_segment(
         return "missing"
     try:
         table = open_table(seg.path, storage_options, check="checksum")
-    except CacheCorruptedError as exc:
-        return str(exc)
+    except CacheCorruptedError as exc:  # "fails its integrity check: <why>"
+        return str(exc).removeprefix(f"Cache file {seg.path!r} ").rstrip(".")
     except ChunkFileError as exc:
         return f"unreadable ({exc.__cause__ or exc})"
     meta = read_meta(table.schema)

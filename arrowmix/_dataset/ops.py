@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from arrowmix._cache.inuse import Hold
 from arrowmix._cache.paths import cache_file_name, shipped_cache_dir
 from arrowmix._dataset import formats
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
@@ -48,6 +49,8 @@ __all__ = [
 ]
 
 _FLATTEN_BLOCK = 65536
+#: Times a file is written again when a cleanup removes it before it is held.
+_ATTEMPTS = 3
 
 
 def with_selection(
@@ -73,9 +76,17 @@ def with_selection(
             s.storage_options,
             shipped=shipped_cache_dir(s.files),
         )
-    holds = tuple(h for h in s.holds if h.path != s.indices_file) + hold_cache_files(
-        [path] if path else []
-    )
+    for attempt in range(_ATTEMPTS):
+        try:
+            own = hold_cache_files([path] if path else [])
+            break
+        except FileNotFoundError:  # a cleanup removed it before we held it: write it again
+            if attempt == _ATTEMPTS - 1:
+                raise
+            result, path = load_or_store(
+                mapping, fingerprint, ds.cache_dir, ds.fingerprint, transform, s.storage_options
+            )
+    holds = tuple(h for h in s.holds if h.path != s.indices_file) + own
     return Dataset(
         replace(s, fingerprint=fingerprint, indices=result, indices_file=path, holds=holds)
     )
@@ -173,8 +184,18 @@ def shard(ds: Dataset, num_shards: int, index: int, contiguous: bool) -> Dataset
     return with_selection(ds, sel, "shard", kwargs)
 
 
-def _open_flattened(path: str, fp: str, n: int, so: Any, *, warn: bool = True) -> pa.Table | None:
-    """The flattened table at ``path``, or None (with a ``CacheWarning``) if it is not usable."""
+def _open_flattened(
+    path: str, fp: str, n: int, so: Any, *, warn: bool = True
+) -> tuple[pa.Table, tuple[Hold, ...]] | None:
+    """The flattened table at ``path`` and its hold, or None (with a ``CacheWarning``).
+
+    A local file is held (registered as in use) before it is opened, so a concurrent cleanup
+    cannot remove it in between; a file removed just before is reported missing (None).
+    """
+    try:
+        holds = hold_cache_files([path]) if fs.is_local(path) else ()
+    except FileNotFoundError:
+        return None
     try:
         table = open_table(path, so, check="checksum")
     except ChunkFileError as exc:
@@ -182,7 +203,7 @@ def _open_flattened(path: str, fp: str, n: int, so: Any, *, warn: bool = True) -
     else:
         meta = read_meta(table.schema)
         if meta.get("fingerprint") == fp and table.num_rows == n:
-            return table
+            return table, holds
         why = (
             f"Cache file {path!r} does not match its name: expected {n} rows of fingerprint "
             f"{fp!r}, found {table.num_rows} rows of {meta.get('fingerprint')!r}."
@@ -200,36 +221,25 @@ def flatten_indices(ds: Dataset) -> Dataset:
     path = fs.join(ds.cache_dir, cache_file_name(fp))
     n = len(ds)
     so = s.storage_options
-    table = None
+    found = None
     shipped = shipped_cache_dir(s.files)
     if shipped is not None and shipped != ds.cache_dir:
         # A read-only corpus that ships its cache: a valid flattened copy is read in place.
         beside = os.path.join(shipped, cache_file_name(fp))
-        table = _open_flattened(beside, fp, n, None, warn=False) if os.path.exists(beside) else None
-        path = beside if table is not None else path
-    if table is None and fs.exists(path, so):
-        table = _open_flattened(path, fp, n, so)
-    if table is None:
-        if fs.is_local(path):  # temporary files of killed writers of this very file
-            directory, name = fs.split(fs.local_path(path))
-            remove_dead_tmp(directory, name.__eq__)
-        blocks = (
-            b
-            for start in range(0, n, _FLATTEN_BLOCK)
-            for b in ds._range(start, min(start + _FLATTEN_BLOCK, n)).combine_chunks().to_batches()
-        )
-        meta = {
-            "kind": "flatten",
-            "fingerprint": fp,
-            "parent": ds.fingerprint,
-            "transform": "flatten_indices",
-            "rows": n,
-            "created": time.time(),
-        }
-        write_file(path, blocks, s.table.schema.remove_metadata(), meta=meta, storage_options=so)
-        table = _open_flattened(path, fp, n, so, warn=False)
-        if table is None:
-            raise CacheCorruptedError(f"Cache file {path!r} was just written but is not valid.")
+        if os.path.exists(beside):
+            found = _open_flattened(beside, fp, n, None, warn=False)
+            path = beside if found is not None else path
+    if found is None and fs.exists(path, so):
+        found = _open_flattened(path, fp, n, so)
+    for _ in range(_ATTEMPTS):
+        if found is not None:
+            break
+        _write_flattened(ds, path, fp)
+        # None only if a cleanup removed the file before we held it (or it is unreadable)
+        found = _open_flattened(path, fp, n, so, warn=False)
+    if found is None:
+        raise CacheCorruptedError(f"Cache file {path!r} was just written but is not usable.")
+    table, holds = found
     table = table.replace_schema_metadata(None)
     return Dataset(
         DatasetState(
@@ -243,9 +253,31 @@ def flatten_indices(ds: Dataset) -> Dataset:
             fmt_kwargs=s.fmt_kwargs,
             cache_dir=s.cache_dir,
             storage_options=so,
-            holds=hold_cache_files([path]),
+            holds=holds,
         )
     )
+
+
+def _write_flattened(ds: Dataset, path: str, fp: str) -> None:
+    s, n = ds._s, len(ds)
+    if fs.is_local(path):  # temporary files of killed writers of this very file
+        directory, name = fs.split(fs.local_path(path))
+        remove_dead_tmp(directory, name.__eq__)
+    blocks = (
+        b
+        for start in range(0, n, _FLATTEN_BLOCK)
+        for b in ds._range(start, min(start + _FLATTEN_BLOCK, n)).combine_chunks().to_batches()
+    )
+    meta = {
+        "kind": "flatten",
+        "fingerprint": fp,
+        "parent": ds.fingerprint,
+        "transform": "flatten_indices",
+        "rows": n,
+        "created": time.time(),
+    }
+    schema = s.table.schema.remove_metadata()
+    write_file(path, blocks, schema, meta=meta, storage_options=s.storage_options)
 
 
 def _names(column_names: str | Sequence[str]) -> list[str]:

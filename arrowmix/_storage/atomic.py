@@ -1,10 +1,11 @@
 """Atomic file writes: write a temporary file in the target directory, then rename.
 
-A reader never sees half a file: the data goes to ``tmp-<random>.<name>.partial`` beside the
-target, is flushed and fsynced, and only then renamed over the final name. Any exception,
+A reader never sees half a file: the data goes to ``tmp-<pid>-<random>-<name>.partial`` beside
+the target, is flushed and fsynced, and only then renamed over the final name. Any exception,
 ``KeyboardInterrupt`` included, removes the temporary file. A process killed with ``kill -9``
-can leave a ``tmp-*.partial`` file behind; it never has a final name, and the cache cleanup
-removes it once its writer is gone.
+can leave a ``tmp-*.partial`` file behind; it never has a final name, and the next write of the
+same file (:func:`remove_dead_tmp`) or the cache cleanup removes it once :func:`writer_alive`
+says its writer is gone.
 
 fsspec URLs (object stores) follow the same scheme with a temporary *key* and a server-side
 copy to the final key (see :func:`_atomic_remote`); a ``tmp-*`` key left by a killed writer is

@@ -102,3 +102,44 @@ def test_map_racing_cleanup_never_fails(tmp_path, small_segments):
     out, _ = cleaner.communicate(timeout=60)
     assert cleaner.returncode == 0
     assert maps > 5 and int(out.strip()) > 0  # both sides really ran
+
+
+def test_flatten_file_removed_before_it_is_held_is_written_again(tmp_path, monkeypatch):
+    from arrowmix._dataset import ops
+
+    ds = _data(tmp_path).shuffle(seed=1)
+    want = ds["v"]
+    original = ops._write_flattened
+    writes = []
+
+    def write_then_cleanup(*args: Any) -> None:
+        original(*args)
+        writes.append(args[1])
+        if len(writes) == 1:  # a cleanup strikes before the file is held
+            assert remove_file(args[1])[1] is None
+
+    monkeypatch.setattr(ops, "_write_flattened", write_then_cleanup)
+    flat = ds.flatten_indices()
+    assert flat["v"] == want and len(writes) == 2
+    assert in_use(writes[0])
+
+
+def test_indices_file_removed_before_it_is_held_is_written_again(tmp_path, monkeypatch):
+    from arrowmix._dataset import indices, ops
+
+    monkeypatch.setattr(indices, "INDICES_FILE_MIN_ROWS", 10)
+    ds = _data(tmp_path)
+    original = ops.load_or_store
+    paths = []
+
+    def store_then_cleanup(*args: Any, **kwargs: Any) -> Any:
+        mapping, path = original(*args, **kwargs)
+        paths.append(path)
+        if len(paths) == 1:
+            assert remove_file(path)[1] is None
+        return mapping, path
+
+    monkeypatch.setattr(ops, "load_or_store", store_then_cleanup)
+    shuffled = ds.shuffle(seed=2)
+    assert sorted(shuffled["v"]) == list(range(40)) and len(paths) == 2
+    assert in_use(paths[1])

@@ -143,3 +143,12 @@ def test_lock_excludes_while_lock_files_are_removed_under_it(tmp_path):
     stop.set()
     sweeper.join()
     assert counter.read_text() == "160"
+
+
+def test_cleanup_cache_files_removes_idle_lock_files(tmp_path):
+    am.write_chunks(pa.table({"v": [1, 2, 3]}), tmp_path / "c")
+    ds = am.Dataset.from_chunks(str(tmp_path / "c")).map(lambda r: {"w": r["v"] + 1})
+    idle = tmp_path / "c" / f"cache-{'4' * 16}.lock"
+    idle.write_bytes(b"")
+    assert ds.cleanup_cache_files() == 0
+    assert not idle.exists()

@@ -226,3 +226,29 @@ def test_written_files_carry_a_matching_checksum(tmp_path):
     data = bytearray(buf.to_pybytes())
     data[len(data) // 2] ^= 0xFF
     assert "checksum mismatch" in str(integrity.problem(pa.py_buffer(data), structural=False))
+
+
+@pytest.mark.parametrize("damage", ["truncated", "empty"])
+def test_truncated_or_empty_cache_files_are_recomputed(tmp_path, monkeypatch, damage):
+    from arrowmix._dataset import indices
+
+    monkeypatch.setattr(indices, "INDICES_FILE_MIN_ROWS", 10)
+    am.write_chunks(pa.table({"v": list(range(50))}), tmp_path / "c")
+
+    def derived(ds: am.Dataset) -> tuple[list[Any], ...]:
+        view = ds.shuffle(seed=1)
+        doubled = ds.map(lambda r: {"w": 2 * r["v"]})
+        return view["v"], view.flatten_indices()["v"], doubled["w"]
+
+    want = derived(am.Dataset.from_chunks(str(tmp_path / "c")))
+    damaged = sorted(p for p in (tmp_path / "c").glob("*.arrow") if "chunk" not in p.name)
+    assert len(damaged) == 3  # indices, flatten, map
+    for p in damaged:
+        with open(p, "r+b") as f:
+            f.truncate(p.stat().st_size // 2 if damage == "truncated" else 0)
+    with pytest.warns(CacheWarning) as caught:
+        got = derived(am.Dataset.from_chunks(str(tmp_path / "c")))
+    assert got == want
+    warned = " ".join(str(w.message) for w in caught)
+    assert all(str(p) in warned for p in damaged)
+    assert derived(am.Dataset.from_chunks(str(tmp_path / "c"))) == want  # repaired for good

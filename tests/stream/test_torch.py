@@ -118,7 +118,7 @@ def test_set_epoch_reshuffles_a_finite_stream_and_resumes_inside_the_epoch() -> 
     assert by_epoch == orders[:2]
 
 
-@pytest.mark.parametrize(("saved", "loaded"), [(2, 0), (0, 2), (1, 2)])
+@pytest.mark.parametrize(("saved", "loaded"), [(2, 0), (1, 2)])
 def test_another_worker_count_names_the_difference_and_the_fix(saved: int, loaded: int) -> None:
     from arrowmix.exceptions import StateError
     from arrowmix.integrations.torch import load_dataloader_state
