@@ -23,6 +23,7 @@ __all__ = [
     "SchemaMismatchError",
     "ShardingError",
     "StateError",
+    "WorkerDiedError",
 ]
 
 
@@ -105,6 +106,17 @@ class DroppedDataWarning(UserWarning):
     """A stage drops part of the data by design (e.g. ``budget_bucket(remainder="drop")``).
 
     The message says how much and how to drop less.
+
+    .. versionadded:: 0.2
+    """
+
+
+class WorkerDiedError(ArrowmixError, RuntimeError):
+    """A worker process of ``map``/``filter`` (``num_proc > 1``) died without raising.
+
+    It was killed (e.g. by the out-of-memory killer) or crashed in native code; the message is
+    HF ``datasets``'s, and a note names the function. Nothing partial is kept: a rerun
+    computes the missing segments.
 
     .. versionadded:: 0.2
     """

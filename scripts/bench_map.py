@@ -11,7 +11,9 @@ reports medians of ``--repeat`` runs. Measured:
 
 1. cache hit in a new process: interpreter start excluded, ``import`` + open + ``map`` (a hit)
    + first row read, for 100k and 1M rows (should not grow with size);
-2. cold batched map of a cheap function (rows/s);
+2. cold batched map of a cheap function (rows/s), after a warm-up map, and the first map in
+   a process (seconds, nothing warmed up: what a script pays once, pandas' import included
+   if a library needs it);
 3. ``num_proc=2`` vs ``1`` for an expensive per-row function;
 4. (``--big``) peak RSS (``resource.getrusage``) while mapping a ~2 GB dataset.
 
@@ -142,6 +144,10 @@ def child(kind, lib, path, extra):
         out = mapper(cheap, batched=True, load_from_cache_file=False)
         dt = time.perf_counter() - t
         return {"rows_per_s": len(out) / dt, "s": dt}
+    if kind == "first":
+        t = time.perf_counter()
+        out = mapper(cheap, batched=True, load_from_cache_file=False)
+        return {"s": time.perf_counter() - t, "rows": len(out)}
     if kind == "nproc":
         sub = ds.select(range(int(extra)))
         t = time.perf_counter()
@@ -218,6 +224,14 @@ def main():
         med, _ = median_of(args.repeat, "rows_per_s", "cold", lib, path, env=env)
         results[f"cold/{lib}"] = med
         print(f"   {lib:9s}: {med / 1e6:6.2f} M rows/s")
+
+    print("\n   first map in a fresh process (no warm-up), median s")
+    for rows in (100_000, 1_000_000):
+        for lib in libs:
+            path = paths[(lib, rows)]
+            med, _ = median_of(args.repeat, "s", "first", lib, path, env=env)
+            results[f"first/{lib}/{rows}"] = med
+            print(f"   {lib:9s} {rows:>9,} rows: {med:6.3f} s")
 
     print(f"\n3. expensive per-row function on {args.nproc_rows:,} rows: num_proc 1 vs 2, median s")
     for lib in libs:

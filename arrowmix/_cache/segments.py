@@ -32,6 +32,7 @@ from arrowmix._cache.inuse import Hold, hold
 from arrowmix._cache.paths import cache_file_name
 from arrowmix._storage import fs, integrity
 from arrowmix._storage.atomic import TMP_RE, remove_dead_tmp, writer_alive
+from arrowmix._storage.cast import first_lossy_row, lossless_cast
 from arrowmix._storage.ipc import open_table, read_meta
 from arrowmix.exceptions import (
     CacheCorruptedError,
@@ -80,12 +81,18 @@ class Segment:
 
 
 def plan_segments(
-    num_rows: int, fingerprint: str, cache_dir: str, user_path: str | None = None
+    num_rows: int,
+    fingerprint: str,
+    cache_dir: str,
+    user_path: str | None = None,
+    *,
+    align: int = 1,
 ) -> list[Segment]:
     """Cut ``num_rows`` input rows into segments and name their files.
 
     ``user_path`` (the ``cache_file_name`` argument) replaces the default name; several
-    segments then become ``<stem>-<i>-of-<n><ext>``.
+    segments then become ``<stem>-<i>-of-<n><ext>``. With ``align > 1`` every segment but
+    the last has a multiple of ``align`` rows (a batched map's ``batch_size``).
 
     Example:
         >>> [(s.start, s.stop) for s in plan_segments(25_000, "0" * 16, "/c")]
@@ -94,6 +101,8 @@ def plan_segments(
         '/c/cache-0000000000000000.arrow'
     """
     per = min(SEGMENT_ROWS, max(MIN_SEGMENT_ROWS, math.ceil(num_rows / TARGET_SEGMENTS)))
+    if align > 1:
+        per = math.ceil(per / align) * align
     n = max(1, math.ceil(num_rows / per))
     out = []
     for i in range(n):
@@ -103,7 +112,11 @@ def plan_segments(
         else:
             name = cache_file_name(fingerprint) if n == 1 else cache_file_name(fingerprint, i, n)
             path = fs.join(cache_dir, name)
-        out.append(Segment(i, n, i * num_rows // n, (i + 1) * num_rows // n, path))
+        if align > 1:
+            start, stop = i * per, min((i + 1) * per, num_rows)
+        else:
+            start, stop = i * num_rows // n, (i + 1) * num_rows // n
+        out.append(Segment(i, n, start, stop, path))
     return out
 
 
@@ -228,11 +241,14 @@ def _cast(table: pa.Table, target: pa.Schema, path: str) -> pa.Table:
         if col.type == want:
             cols.append(col)
             continue
-        try:
-            cols.append(col.cast(want))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        cast, why = lossless_cast(col, want)  # never 10.5 -> 10, 5 -> true, 10 -> "10"
+        if why is not None:
+            i = first_lossy_row(col, want)
+            culprit = f" (its row {i} is {col[i].as_py()!r})" if i is not None else ""
             raise SchemaMismatchError(
-                f"Column {name!r} is {col.type} in cache segment {path!r} but {want} in the "
-                f"first segment, and cannot be cast: {exc}"
-            ) from exc
+                f"Column {name!r} is {col.type} in cache segment {path!r}{culprit} but {want} "
+                f"in the first segment, and casting it would change values: {why}. The "
+                "function returned different types for different rows; return one type."
+            )
+        cols.append(cast)
     return pa.Table.from_arrays(cols, schema=target)

@@ -58,16 +58,71 @@ def from_arrow(data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> Da
 
 
 def from_dict(mapping: Mapping[str, Sequence[Any]], schema: pa.Schema | None = None) -> Dataset:
-    """A dataset from ``{"column": [values...]}``."""
+    """A dataset from ``{"column": [values...]}``; see :func:`typed_table` for ``schema``."""
     lengths = {k: len(v) for k, v in mapping.items()}
     if len(set(lengths.values())) > 1:
         raise ValueError(f"All columns must have the same length; got lengths {lengths}.")
-    return from_arrow(pa.table(dict(mapping), schema=schema))
+    if schema is None:
+        return from_arrow(pa.table(dict(mapping)))
+    return from_arrow(typed_table(mapping, schema))
 
 
 def from_pylist(rows: Sequence[Mapping[str, Any]], schema: pa.Schema | None = None) -> Dataset:
     """A dataset from a list of row dicts (missing keys become nulls)."""
-    return from_arrow(pa.Table.from_pylist(list(rows), schema=schema))
+    rows = list(rows)
+    if schema is None:
+        return from_arrow(pa.Table.from_pylist(rows))
+    extra = sorted({k for r in rows for k in r} - set(schema.names))
+    if extra:
+        raise SchemaMismatchError(f"Row keys {extra} are not in the schema {schema.names}.")
+    return from_arrow(typed_table({n: [r.get(n) for r in rows] for n in schema.names}, schema))
+
+
+def typed_table(mapping: Mapping[str, Any], schema: pa.Schema) -> pa.Table:
+    """``mapping``'s columns as ``schema`` says, casting values where no information is lost.
+
+    Values of another but compatible type are cast (ints to a float or string column, whole
+    floats to an int column, as HF ``datasets`` does with ``features``); a lossy or impossible
+    cast (``2.5`` to an int, ``"x"`` to a float) raises ``SchemaMismatchError`` naming the
+    column, never truncates.
+    """
+    missing = [n for n in schema.names if n not in mapping]
+    extra = [n for n in mapping if n not in schema.names]
+    if missing or extra:
+        raise SchemaMismatchError(
+            f"The columns {list(mapping)} do not match the schema {schema.names}"
+            + (f"; missing: {missing}" if missing else "")
+            + (f"; not in the schema: {extra}" if extra else "")
+            + "."
+        )
+    arrays = [_typed_column(f, mapping[f.name]) for f in schema]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _typed_column(field: pa.Field[Any], values: Any) -> pa.Array[Any] | pa.ChunkedArray[Any]:
+    # Infer, then cast safely: ``pa.array(floats, type=int32)`` would truncate 2.5 to 2.
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        inferred = values
+    else:
+        try:
+            inferred = pa.array(values)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as infer_exc:
+            try:  # values that only read as the declared type (e.g. mixed ints and None-s)
+                exact: pa.Array[Any] = pa.array(values, type=field.type)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+                raise SchemaMismatchError(
+                    f"Column {field.name!r}: its values cannot be read as {field.type}: {exc}"
+                ) from infer_exc
+            return exact
+    if inferred.type.equals(field.type):
+        return inferred
+    try:
+        return inferred.cast(field.type)  # safe: raises instead of truncating or overflowing
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+        raise SchemaMismatchError(
+            f"Column {field.name!r}: values of type {inferred.type} cannot be cast to "
+            f"{field.type} without loss: {exc}"
+        ) from exc
 
 
 def from_file(

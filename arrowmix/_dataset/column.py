@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
-from arrowmix._dataset import formats
 from arrowmix._dataset.indices import to_positions
 
 if TYPE_CHECKING:
@@ -31,7 +30,7 @@ class Column(Sequence[Any]):
 
     Supports ``len``, ``col[i]``, ``col[i:j]`` (a list, or an array in the numpy format),
     ``col[list_of_ints]``, iteration (block by block) and ``==`` with a list or another
-    column (which reads both). A negative index is an error, as for ``ds[i]``.
+    column (which reads both). Negative indices count from the end, as for ``ds[i]``.
 
     Example:
         >>> import arrowmix as am
@@ -63,24 +62,26 @@ class Column(Sequence[Any]):
     @overload
     def __getitem__(self, key: slice) -> Any: ...
     def __getitem__(self, key: Any) -> Any:
-        ds, fmt, cols = self._ds, self._ds._s.fmt, [self._name]
+        ds, fmt, cols = self._ds, self._ds._format(), [self._name]
         n = ds.num_rows
         if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
             i = int(key)
+            if i < 0:
+                i += n
             if i < 0 or i >= n:
-                to_positions([i], n)  # raises IndexError naming i and the length
-            return formats.format_column(ds._range(i, i + 1, cols).column(self._name), fmt)[0]
+                to_positions([int(key)], n)  # raises IndexError naming it and the length
+            return fmt.column(ds._range(i, i + 1, cols).column(self._name), self._name)[0]
         if isinstance(key, slice):
             start, stop, step = key.indices(n)
             if step == 1:
-                return formats.format_column(ds._range(start, stop, cols).column(self._name), fmt)
+                return fmt.column(ds._range(start, stop, cols).column(self._name), self._name)
             key = range(start, stop, step)
         if isinstance(key, str):
             raise TypeError(
                 f"Column {self._name!r} is indexed by row positions, not by name {key!r}."
             )
         pos = to_positions(key, n).to_numpy()
-        return formats.format_column(ds._gather(pos, cols).column(self._name), fmt)
+        return fmt.column(ds._gather(pos, cols).column(self._name), self._name)
 
     def __iter__(self) -> Iterator[Any]:
         n = self._ds.num_rows

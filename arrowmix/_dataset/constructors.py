@@ -24,28 +24,46 @@ class DatasetConstructors:
 
     @classmethod
     def from_dict(
-        cls, mapping: Mapping[str, Sequence[Any]], schema: pa.Schema | None = None
+        cls,
+        mapping: Mapping[str, Sequence[Any]],
+        schema: pa.Schema | None = None,
+        *,
+        features: Any = None,
     ) -> Dataset:
-        """A dataset from ``{"column": [values...]}`` (in memory)."""
+        """A dataset from ``{"column": [values...]}`` (in memory).
+
+        With ``schema`` (a ``pyarrow.Schema``; HF's ``features=`` is accepted too, a
+        ``Features`` object or a schema), values of a compatible type are cast to it (ints to
+        a float or string column, whole floats to ints); a lossy cast raises
+        ``SchemaMismatchError`` naming the column.
+        """
         from arrowmix._dataset import build
 
-        return build.from_dict(mapping, schema)
+        return build.from_dict(mapping, _schema_of(schema, features))
 
     @classmethod
     def from_pylist(
-        cls, rows: Sequence[Mapping[str, Any]], schema: pa.Schema | None = None
+        cls,
+        rows: Sequence[Mapping[str, Any]],
+        schema: pa.Schema | None = None,
+        *,
+        features: Any = None,
     ) -> Dataset:
-        """A dataset from a list of row dicts (missing keys become nulls)."""
+        """A dataset from a list of row dicts (missing keys become nulls); see from_dict."""
         from arrowmix._dataset import build
 
-        return build.from_pylist(rows, schema)
+        return build.from_pylist(rows, _schema_of(schema, features))
 
     @classmethod
     def from_list(
-        cls, rows: Sequence[Mapping[str, Any]], schema: pa.Schema | None = None
+        cls,
+        rows: Sequence[Mapping[str, Any]],
+        schema: pa.Schema | None = None,
+        *,
+        features: Any = None,
     ) -> Dataset:
         """HF ``datasets``' name for :meth:`from_pylist`."""
-        return cls.from_pylist(rows, schema)
+        return cls.from_pylist(rows, schema, features=features)
 
     @classmethod
     def from_arrow(cls, table_or_record_batches: Any) -> Dataset:
@@ -112,49 +130,68 @@ class DatasetConstructors:
         cls,
         paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
         storage_options: Mapping[str, Any] | None = None,
+        *,
+        sample_by: str = "line",
+        source_column: str | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
     ) -> Dataset:
-        """Ingest text files, one row ``{"text": line}`` per line, into cached chunks.
+        """Ingest text files into cached chunks of rows ``{"text": ...}``.
+
+        ``sample_by`` (HF's text builder's modes): ``"line"`` (default) one row per line;
+        ``"paragraph"`` one row per run of non-blank lines (joined by newlines);
+        ``"document"`` one row per file, unchanged. ``source_column="file"`` adds a column of
+        that name holding each row's file path. ``cache_dir`` (local) holds the converted
+        chunks instead of the cache root.
 
         ``paths``: files, globs, directories or fsspec URLs; compressed files (``.gz``, ``.xz``,
-        ``.bz2``, ``.zst``) are decompressed. The conversion is cached by the files' content:
-        reopening the same files converts nothing.
+        ``.bz2``, ``.zst``) are decompressed. The conversion is cached by the files' content
+        (and their paths, with ``source_column``): reopening the same files converts nothing.
         """
-        from arrowmix._dataset.ingest import ingest
+        from arrowmix._dataset.ingest import ingest, text_format
 
-        return ingest(paths, "text", storage_options)
+        return ingest(paths, text_format(sample_by), storage_options, source_column, cache_dir)
 
     @classmethod
     def from_json(
         cls,
         paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
         storage_options: Mapping[str, Any] | None = None,
+        *,
+        source_column: str | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
     ) -> Dataset:
         """Ingest JSON Lines files (one object per line) into cached chunks; see from_text."""
         from arrowmix._dataset.ingest import ingest
 
-        return ingest(paths, "json", storage_options)
+        return ingest(paths, "json", storage_options, source_column, cache_dir)
 
     @classmethod
     def from_csv(
         cls,
         paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
         storage_options: Mapping[str, Any] | None = None,
+        *,
+        source_column: str | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
     ) -> Dataset:
         """Ingest CSV files (with a header row) into cached chunks; see from_text."""
         from arrowmix._dataset.ingest import ingest
 
-        return ingest(paths, "csv", storage_options)
+        return ingest(paths, "csv", storage_options, source_column, cache_dir)
 
     @classmethod
     def from_parquet(
         cls,
         paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
         storage_options: Mapping[str, Any] | None = None,
+        *,
+        source_column: str | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
     ) -> Dataset:
         """Ingest Parquet files into cached Arrow chunks (memory-mappable); see from_text."""
         from arrowmix._dataset.ingest import ingest
 
-        return ingest(paths, "parquet", storage_options)
+        return ingest(paths, "parquet", storage_options, source_column, cache_dir)
 
     @classmethod
     def from_ray(cls, ray_dataset: Any, *, cache_dir: str | None = None) -> Dataset:
@@ -165,3 +202,18 @@ class DatasetConstructors:
         from arrowmix.integrations.ray import from_ray
 
         return from_ray(ray_dataset, cache_dir=cache_dir)
+
+
+def _schema_of(schema: pa.Schema | None, features: Any) -> pa.Schema | None:
+    """``schema``, or the Arrow schema of HF-style ``features`` (``Features.arrow_schema``)."""
+    if features is None:
+        return schema
+    if schema is not None:
+        raise TypeError("Give `schema` or `features`, not both.")
+    found = features if isinstance(features, pa.Schema) else getattr(features, "arrow_schema", None)
+    if not isinstance(found, pa.Schema):
+        raise TypeError(
+            "`features` must be a pyarrow.Schema or an HF datasets `Features` object; got a "
+            f"{type(features).__name__}."
+        )
+    return found.remove_metadata()

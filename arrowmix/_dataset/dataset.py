@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -45,11 +45,20 @@ class DatasetState:
     indices_file: str | None = None
     fmt: str | None = None
     fmt_columns: tuple[str, ...] | None = None
+    #: HF's ``output_all_columns``: columns outside ``fmt_columns`` come as Python objects.
+    fmt_all: bool = False
+    #: HF's ``format_kwargs`` (``dtype``/``device`` for numeric tensors and arrays).
+    fmt_kwargs: tuple[tuple[str, Any], ...] = ()
     cache_dir: str | None = None
     #: fsspec options for the dataset's URLs (remote chunks, a remote ``cache_dir``).
     storage_options: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
     #: Reader registrations on the cache/indices files in use, so cleanup never removes them.
     holds: tuple[Hold, ...] = field(default=(), compare=False, repr=False)
+
+    @cached_property
+    def format(self) -> formats.Format:
+        """The output format (built on first use)."""
+        return formats.Format(self.fmt, self.fmt_columns, self.fmt_all, self.fmt_kwargs)
 
     @cached_property
     def reader(self) -> TableReader | RemoteTable:
@@ -130,9 +139,46 @@ class Dataset(DatasetConstructors):
         return self._s.table.schema.remove_metadata()
 
     @property
-    def format(self) -> str | None:
-        """The output format set by :meth:`with_format` (``None`` is Python objects)."""
-        return self._s.fmt
+    def format(self) -> dict[str, Any]:
+        """The output format set by :meth:`with_format`, as HF ``datasets`` describes it.
+
+        ``{"type": None | "numpy" | "arrow" | "torch", "format_kwargs": {...}, "columns":
+        [formatted columns], "output_all_columns": bool}``; ``type`` ``None`` is Python objects.
+        """
+        s = self._s
+        return {
+            "type": s.fmt,
+            "format_kwargs": dict(s.fmt_kwargs),
+            "columns": list(s.fmt_columns) if s.fmt_columns is not None else self.column_names,
+            "output_all_columns": s.fmt_all,
+        }
+
+    @property
+    def features(self) -> Any:
+        """The schema as HF ``datasets.Features``, for code written against HF (needs it installed).
+
+        arrowmix's own description of the columns is :attr:`schema`.
+        """
+        import importlib
+
+        try:
+            hf = importlib.import_module("datasets")
+        except ImportError as exc:
+            raise ImportError(
+                "`ds.features` converts the schema to HF datasets' `Features` and needs "
+                "`datasets` installed; `ds.schema` is the same information as a pyarrow.Schema."
+            ) from exc
+        return hf.Features.from_arrow_schema(self.schema)
+
+    @property
+    def num_columns(self) -> int:
+        """Number of columns."""
+        return self._s.table.num_columns
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(num_rows, num_columns)``."""
+        return (self.num_rows, self.num_columns)
 
     @property
     def cache_files(self) -> list[str]:
@@ -152,6 +198,13 @@ class Dataset(DatasetConstructors):
     def __fingerprint__(self) -> tuple[str, str | None, tuple[str, ...] | None]:
         """How a function capturing this dataset is hashed: its fingerprint and format."""
         return (self._s.fingerprint, self._s.fmt, self._s.fmt_columns)
+
+    def __enter__(self) -> Dataset:
+        """``with ds:`` as in HF ``datasets``; nothing to release (files stay mapped)."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickle by reference to the memory-mapped files (a few KB), not with the rows.
@@ -196,8 +249,8 @@ class Dataset(DatasetConstructors):
             table = self._s.reader.take(ix.array[start:stop])  # type: ignore[index]
         return table.select(list(columns)) if columns is not None else table
 
-    def _columns(self) -> list[str] | None:
-        return list(self._s.fmt_columns) if self._s.fmt_columns is not None else None
+    def _format(self) -> formats.Format:
+        return self._s.format
 
     def _check_column(self, name: str) -> None:
         if name not in self._s.table.column_names:
@@ -206,22 +259,25 @@ class Dataset(DatasetConstructors):
             )
 
     def __getitem__(self, key: Any) -> Any:
-        fmt = self._s.fmt
+        fmt = self._format()
         if isinstance(key, str):
             self._check_column(key)
-            return formats.format_column(self._range(0, self.num_rows, [key]).column(key), fmt)
+            return fmt.column(self._range(0, self.num_rows, [key]).column(key), key)
+        cols = fmt.read_columns()
         if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
             i = int(key)
+            if i < 0:
+                i += self.num_rows
             if i < 0 or i >= self.num_rows:
-                to_positions([i], self.num_rows)  # raises IndexError naming i and the length
-            return formats.format_rows(self._range(i, i + 1, self._columns()), fmt)[0]
+                to_positions([int(key)], self.num_rows)  # raises IndexError naming it
+            return fmt.rows(self._range(i, i + 1, cols))[0]
         if isinstance(key, slice):
             start, stop, step = key.indices(self.num_rows)
             if step == 1:
-                return formats.format_batch(self._range(start, stop, self._columns()), fmt)
+                return fmt.batch(self._range(start, stop, cols))
             key = range(start, stop, step)
         pos = to_positions(key, self.num_rows)
-        return formats.format_batch(self._gather(pos.to_numpy(), self._columns()), fmt)
+        return fmt.batch(self._gather(pos.to_numpy(), cols))
 
     def column(self, name: str) -> Column:
         """A lazy, list-like view of column ``name``: nothing is read until it is indexed.
@@ -253,38 +309,68 @@ class Dataset(DatasetConstructors):
             [[1, 2], [3]]
         """
         batch_size = check_int("batch_size", batch_size, minimum=1)
-        n = self.num_rows
+        n, fmt = self.num_rows, self._format()
+        cols = fmt.read_columns()
         for start in range(0, n, batch_size):
             stop = min(start + batch_size, n)
             if drop_last_batch and stop - start < batch_size:
                 return
-            yield formats.format_batch(self._range(start, stop, self._columns()), self._s.fmt)
+            yield fmt.batch(self._range(start, stop, cols))
 
     def __iter__(self) -> Iterator[Any]:
-        n = self.num_rows
+        n, fmt = self.num_rows, self._format()
+        cols = fmt.read_columns()
         for start in range(0, n, _ITER_BLOCK):
-            table = self._range(start, min(start + _ITER_BLOCK, n), self._columns())
-            yield from formats.format_rows(table, self._s.fmt)
+            yield from fmt.rows(self._range(start, min(start + _ITER_BLOCK, n), cols))
+
+    def to_dict(self) -> dict[str, list[Any]]:
+        """The view as ``{column: [values...]}`` of Python objects (HF's ``to_dict``)."""
+        return self.to_table().to_pydict()
+
+    def to_list(self) -> list[dict[str, Any]]:
+        """The view as a list of row dicts of Python objects (HF's ``to_list``)."""
+        return self.to_table().to_pylist()
 
     def to_table(self) -> pa.Table:
         """The view materialised as one ``pyarrow.Table`` (zero-copy without an array mapping)."""
         return self._range(0, self.num_rows).replace_schema_metadata(None)
 
-    def with_format(self, type: str | None = None, columns: Sequence[str] | None = None) -> Dataset:
+    def with_format(
+        self,
+        type: str | None = None,
+        columns: str | Sequence[str] | None = None,
+        output_all_columns: bool = False,
+        **format_kwargs: Any,
+    ) -> Dataset:
         """A view returning ``type`` objects: None/"python", "numpy", "arrow" or "torch".
+
+        ``columns`` (a name or a list) restricts the formatted columns; the others are left
+        out, or returned as Python objects with ``output_all_columns=True``. Columns that a
+        later ``map`` adds are formatted too. ``format_kwargs`` (``dtype``, ``device``) apply
+        to numeric arrays and tensors. The fingerprint changes with the format, as in HF.
 
         Example:
             >>> import arrowmix as am
             >>> am.Dataset.from_dict({"x": [1, 2]}).with_format("numpy")["x"]
             array([1, 2])
         """
-        fmt = formats.check_format(type)
-        cols = None
-        if columns is not None:
-            for c in columns:
-                self._check_column(c)
-            cols = tuple(columns)
-        return Dataset(replace(self._s, fmt=fmt, fmt_columns=cols))
+        from arrowmix._dataset.ops import set_format
+
+        return set_format(self, type, columns, output_all_columns, format_kwargs)
+
+    def set_format(
+        self,
+        type: str | None = None,
+        columns: str | Sequence[str] | None = None,
+        output_all_columns: bool = False,
+        **format_kwargs: Any,
+    ) -> None:
+        """HF's in-place :meth:`with_format`: this object switches to the new view."""
+        self._s = self.with_format(type, columns, output_all_columns, **format_kwargs)._s
+
+    def reset_format(self) -> None:
+        """HF's in-place ``with_format(None)``."""
+        self.set_format(None)
 
     # ---- transforms (delegated to ops) --------------------------------------------------
     def select(self, indices: Any) -> Dataset:
@@ -294,7 +380,11 @@ class Dataset(DatasetConstructors):
         return ops.select(self, indices)
 
     def shuffle(self, seed: int | None = None) -> Dataset:
-        """A seeded random permutation view. ``seed=None`` draws a fresh seed."""
+        """A seeded random permutation view (``np.random.default_rng(seed)``, as in HF).
+
+        ``seed=None`` draws the seed from numpy's global generator, as HF ``datasets`` does:
+        after ``np.random.seed(0)`` a script's unseeded shuffles are reproducible.
+        """
         from arrowmix._dataset import ops
 
         return ops.shuffle(self, seed)
@@ -303,14 +393,17 @@ class Dataset(DatasetConstructors):
         self,
         column: str | Sequence[str] | None = None,
         reverse: bool | Sequence[bool] = False,
+        null_placement: str = "at_end",
         *,
         column_names: str | Sequence[str] | None = None,
     ) -> Dataset:
-        """A view sorted by ``column`` (stable; nulls last); several columns sort in order.
+        """A view sorted by ``column`` (stable); several columns sort in order.
 
         Args:
             column: Column name, or names to sort by in order.
             reverse: Descending order; one flag per column for several columns.
+            null_placement: ``"at_end"`` (default) or ``"at_start"`` (HF's ``"last"`` and
+                ``"first"`` are accepted too).
             column_names: Same as ``column``, as HF ``datasets`` spells it.
         """
         from arrowmix._dataset import ops
@@ -319,7 +412,7 @@ class Dataset(DatasetConstructors):
             raise TypeError("`sort` needs exactly one of `column` or `column_names`.")
         by = column if column is not None else column_names
         assert by is not None  # checked above
-        return ops.sort(self, by, reverse)
+        return ops.sort(self, by, reverse, null_placement)
 
     def shard(self, num_shards: int, index: int, contiguous: bool = True) -> Dataset:
         """The ``index``-th of ``num_shards`` disjoint parts that together cover the dataset.
@@ -334,24 +427,40 @@ class Dataset(DatasetConstructors):
         return ops.shard(self, num_shards, index, contiguous)
 
     def train_test_split(
-        self, test_size: float | int, seed: int | None = None, shuffle: bool = True
+        self,
+        test_size: float | int | None = None,
+        seed: int | None = None,
+        shuffle: bool = True,
+        *,
+        train_size: float | int | None = None,
+        stratify_by_column: str | None = None,
     ) -> Any:
         """Split into ``(train, test)``; also indexable as ``split["train"]``/``["test"]``.
 
+        Sizes as in HF ``datasets``: a float is a fraction (test rounds up, train down), an int
+        a row count, ``None`` the rest (both ``None``: ``test_size=0.25``). The rows drawn for
+        a seed are HF's (see :meth:`shuffle` for ``seed=None``).
+
         Args:
-            test_size: Fraction of the rows (a float in (0, 1)) or number of rows for test.
-            seed: Seed of the shuffle before splitting.
-            shuffle: Shuffle before splitting (else the test rows are the last ones).
+            test_size: Fraction (a float in (0, 1)) or number of rows for test.
+            seed: Seed of the shuffle before splitting (the second positional argument).
+            shuffle: Shuffle before splitting (else train is the first rows, test the next).
+            train_size: Fraction or number of rows for train (keyword only).
+            stratify_by_column: Keep each label of this column at its share in both splits.
+        """
+        from arrowmix._dataset.split import train_test_split
+
+        return train_test_split(self, test_size, train_size, seed, shuffle, stratify_by_column)
+
+    def flatten_indices(self, *, cache_file_name: str | None = None) -> Dataset:
+        """Materialise the indices mapping into a cache file (memory-mapped).
+
+        ``cache_file_name`` (with an extension, as in HF) replaces the file's default name
+        ``cache-<fingerprint>.arrow`` in :attr:`cache_dir`.
         """
         from arrowmix._dataset import ops
 
-        return ops.train_test_split(self, test_size, seed, shuffle)
-
-    def flatten_indices(self) -> Dataset:
-        """Materialise the indices mapping into a cache file (memory-mapped)."""
-        from arrowmix._dataset import ops
-
-        return ops.flatten_indices(self)
+        return ops.flatten_indices(self, cache_file_name=cache_file_name)
 
     def select_columns(self, column_names: str | Sequence[str]) -> Dataset:
         """Keep only ``column_names`` (zero-copy)."""
@@ -376,54 +485,73 @@ class Dataset(DatasetConstructors):
 
         return ops.rename_column(self, original_column_name, new_column_name)
 
+    def rename_columns(self, column_mapping: Mapping[str, str]) -> Dataset:
+        """Rename several columns at once, ``{old: new}`` (zero-copy)."""
+        from arrowmix._dataset import ops
+
+        return ops.rename_columns(self, dict(column_mapping))
+
     def map(
         self,
-        function: Callable[..., Any] | None,
+        function: Callable[..., Any] | None = None,
         *,
         batched: bool = False,
         batch_size: int | None = 1000,
         with_indices: bool = False,
+        with_rank: bool = False,
         input_columns: str | Sequence[str] | None = None,
         fn_kwargs: Mapping[str, Any] | None = None,
         remove_columns: str | Sequence[str] | None = None,
+        drop_last_batch: bool = False,
+        try_original_type: bool | None = True,
         num_proc: int | None = None,
         load_from_cache_file: bool | None = None,
         cache_file_name: str | None = None,
         new_fingerprint: str | None = None,
         desc: str | None = None,
         executor: Any = None,
+        **hf_options: Any,
     ) -> Dataset:
         """Apply ``function`` to every row (or batch); the result is cached on disk.
 
-        ``function(row) -> dict | None`` (or ``function(batch: dict of lists) -> dict of
-        lists`` with ``batched=True``, which may change the number of rows when the input
-        columns are removed). The output is the input columns minus ``remove_columns``,
-        updated and extended by the returned columns. ``with_indices`` passes the row
-        position(s) after the row/batch, ``input_columns`` passes those columns positionally
-        instead of the dict, ``fn_kwargs`` are extra keyword arguments.
+        ``async def`` functions are awaited, concurrently. The output is the input columns
+        minus ``remove_columns``, updated and extended by the returned columns (a returned
+        ``pyarrow.Table`` is the whole output), with HF ``datasets``'s rules
+        (``docs/datasets.md``); a batched function may change the number of rows when the
+        input columns are removed.
 
         The result lives in ``cache-<fingerprint>[-<i>-of-<n>].arrow`` files of
-        :attr:`cache_dir` (or ``cache_file_name``) and is reused by any later run, in any
-        process, with the same data, function and arguments; ``load_from_cache_file=False``
-        recomputes. ``num_proc`` spreads the work over processes. ``executor="ray"`` runs the
-        missing segments as Ray tasks instead (``num_proc`` then caps the tasks in flight; the
-        files and the fingerprint are the same). See ``docs/caching.md`` and ``docs/ray.md``.
+        :attr:`cache_dir` (or ``cache_file_name``, which needs an extension) and is reused by
+        any later run, in any process, with the same data, function and arguments;
+        ``load_from_cache_file=False`` recomputes. ``num_proc`` spreads the work over
+        processes. ``executor="ray"`` runs the missing segments as Ray tasks instead
+        (``num_proc`` then caps the tasks in flight; the files and the fingerprint are the
+        same). HF's ``suffix_template``, ``writer_batch_size`` and ``keep_in_memory`` are
+        accepted (``docs/migrating-from-datasets.md``). See ``docs/caching.md`` and
+        ``docs/ray.md``.
 
         Args:
             function: ``function(row) -> dict | None``, or with ``batched=True``
                 ``function(batch: dict of lists) -> dict of lists``; None keeps the rows.
             batched: Call ``function`` on batches of ``batch_size`` rows.
-            batch_size: Rows per batch (None or <= 0: one batch per cache segment).
+            batch_size: Rows per batch (None or <= 0: the whole dataset in one batch).
             with_indices: Also pass the row position(s) after the row/batch.
+            with_rank: Then pass the worker's rank (its index among the ``num_proc``
+                processes; None in the calling process).
             input_columns: Pass these columns positionally instead of the dict.
             fn_kwargs: Extra keyword arguments for ``function``.
             remove_columns: Input columns left out of the output.
+            drop_last_batch: Skip the dataset's last batch if it is incomplete.
+            try_original_type: A returned column named like an input column keeps the
+                input's type when no value changes (``1.0`` stays ``1``).
             num_proc: Processes computing the segments.
             load_from_cache_file: False recomputes even when the cache files exist.
             cache_file_name: Where to write the result instead of :attr:`cache_dir`.
             new_fingerprint: The result's fingerprint, instead of the computed one.
             desc: Label of the progress bar.
             executor: ``"ray"`` runs the missing segments as Ray tasks.
+            **hf_options: HF's ``suffix_template``, ``writer_batch_size`` and
+                ``keep_in_memory``, accepted; its other arguments raise a TypeError.
 
         Example:
             >>> import arrowmix as am
@@ -434,6 +562,7 @@ class Dataset(DatasetConstructors):
             ['a', 'bb', 'a', 'bb']
         """
         from arrowmix._dataset.map import map_dataset
+        from arrowmix._dataset.map_options import map_options
 
         return map_dataset(
             self,
@@ -441,52 +570,67 @@ class Dataset(DatasetConstructors):
             batched=batched,
             batch_size=batch_size,
             with_indices=with_indices,
+            with_rank=with_rank,
             input_columns=input_columns,
             fn_kwargs=fn_kwargs,
             remove_columns=remove_columns,
-            num_proc=num_proc,
-            load_from_cache_file=load_from_cache_file,
-            cache_file_name=cache_file_name,
-            new_fingerprint=new_fingerprint,
-            desc=desc,
-            executor=executor,
+            drop_last_batch=drop_last_batch,
+            try_original_type=try_original_type,
+            suffix_template=hf_options.pop("suffix_template", None),
+            opts=map_options(
+                "map",
+                num_proc=num_proc,
+                load_from_cache_file=load_from_cache_file,
+                cache_file_name=cache_file_name,
+                new_fingerprint=new_fingerprint,
+                desc=desc,
+                executor=executor,
+                **hf_options,
+            ),
         )
 
     def filter(
         self,
-        function: Callable[..., Any],
+        function: Callable[..., Any] | None = None,
         *,
         batched: bool = False,
         batch_size: int | None = 1000,
         with_indices: bool = False,
+        with_rank: bool = False,
         input_columns: str | Sequence[str] | None = None,
         fn_kwargs: Mapping[str, Any] | None = None,
         num_proc: int | None = None,
         load_from_cache_file: bool | None = None,
+        cache_file_name: str | None = None,
         new_fingerprint: str | None = None,
         desc: str | None = None,
         executor: Any = None,
+        **hf_options: Any,
     ) -> Dataset:
         """Keep the rows for which ``function`` is true; an indices mapping, cached on disk.
 
         ``function(row) -> bool`` (or ``function(batch) -> list of bool`` with
-        ``batched=True``); the other arguments (``executor`` too) are as in :meth:`map`. No
+        ``batched=True``; ``async def`` functions are awaited); the other arguments
+        (``with_rank``, ``cache_file_name``, ``executor``...) are as in :meth:`map`. No
         column data is copied: the kept positions are stored in the cache and composed with
         the existing indices mapping.
 
         Args:
             function: ``function(row) -> bool``, or with ``batched=True``
-                ``function(batch) -> list of bool``.
+                ``function(batch) -> list of bool``; None keeps every row.
             batched: Call ``function`` on batches of ``batch_size`` rows.
             batch_size: Rows per batch.
             with_indices: Also pass the row position(s) after the row/batch.
+            with_rank: Then pass the worker's rank (None in the calling process).
             input_columns: Pass these columns positionally instead of the dict.
             fn_kwargs: Extra keyword arguments for ``function``.
             num_proc: Processes computing the segments.
             load_from_cache_file: False recomputes even when the cache files exist.
+            cache_file_name: Where to write the kept positions instead of :attr:`cache_dir`.
             new_fingerprint: The result's fingerprint, instead of the computed one.
             desc: Label of the progress bar.
             executor: ``"ray"`` runs the missing segments as Ray tasks.
+            **hf_options: As in :meth:`map`.
 
         Example:
             >>> import arrowmix as am
@@ -495,6 +639,7 @@ class Dataset(DatasetConstructors):
             [2, 4]
         """
         from arrowmix._dataset.map import filter_dataset
+        from arrowmix._dataset.map_options import map_options
 
         return filter_dataset(
             self,
@@ -502,13 +647,19 @@ class Dataset(DatasetConstructors):
             batched=batched,
             batch_size=batch_size,
             with_indices=with_indices,
+            with_rank=with_rank,
             input_columns=input_columns,
             fn_kwargs=fn_kwargs,
-            num_proc=num_proc,
-            load_from_cache_file=load_from_cache_file,
-            new_fingerprint=new_fingerprint,
-            desc=desc,
-            executor=executor,
+            opts=map_options(
+                "filter",
+                num_proc=num_proc,
+                load_from_cache_file=load_from_cache_file,
+                cache_file_name=cache_file_name,
+                new_fingerprint=new_fingerprint,
+                desc=desc,
+                executor=executor,
+                **hf_options,
+            ),
         )
 
     def to_stream(

@@ -1,19 +1,35 @@
 """Output formats: how rows, batches and columns of a view are handed to the user.
 
 ``None``/``"python"``: dicts of Python objects (lists for batches); ``"numpy"``: numpy arrays
-(fixed-size and equal-length lists stacked into 2-D arrays, ragged ones as object arrays);
-``"arrow"``: ``pyarrow.Table`` / ``ChunkedArray``; ``"torch"``: tensors for numeric data (torch
-is imported only when this format is used).
+(fixed-size and equal-length lists stacked into 2-D arrays, ragged ones as object arrays,
+strings as numpy strings, structs as dicts of arrays); ``"arrow"``: ``pyarrow.Table`` /
+``ChunkedArray``; ``"torch"``: tensors for numeric data, with HF ``datasets``' dtypes (every
+integer type as ``int64``, every float type as ``float32``, unless ``format_kwargs`` give a
+``dtype``), strings as Python strings, structs as dicts of tensors (torch is imported only when
+this format is used).
+
+A :class:`Format` may restrict the formatted columns (``columns``); the other columns are then
+left out, or returned as Python objects with ``output_all_columns=True`` (as in HF).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["FORMATS", "check_format", "format_batch", "format_column", "format_rows"]
+__all__ = [
+    "FORMATS",
+    "Format",
+    "check_format",
+    "format_batch",
+    "format_column",
+    "format_rows",
+    "transmit_columns",
+]
 
 FORMATS = (None, "python", "numpy", "arrow", "torch")
 
@@ -29,6 +45,67 @@ def check_format(fmt: str | None) -> str | None:
     return None if fmt == "python" else fmt
 
 
+@dataclass(frozen=True)
+class Format:
+    """A view's output format: the type, the formatted columns and the conversion options."""
+
+    type: str | None = None
+    columns: tuple[str, ...] | None = None
+    output_all_columns: bool = False
+    kwargs: tuple[tuple[str, Any], ...] = ()
+
+    def read_columns(self) -> list[str] | None:
+        """The columns to read for a row or batch (``None``: all of them)."""
+        if self.columns is None or self.output_all_columns:
+            return None
+        return list(self.columns)
+
+    def batch(self, table: pa.Table) -> Any:
+        """A batch of ``table`` (read with :meth:`read_columns`) in this format."""
+        kw = dict(self.kwargs) if self.kwargs else None
+        if self.columns is None or not self.output_all_columns:
+            return format_batch(table, self.type, kw)
+        if self.type == "arrow":
+            return table
+        inside = [c for c in table.column_names if c in self.columns]
+        formatted = format_batch(table.select(inside), self.type, kw)
+        return {
+            name: formatted[name] if name in formatted else table.column(name).to_pylist()
+            for name in table.column_names
+        }
+
+    def rows(self, table: pa.Table) -> list[Any]:
+        """Each row of ``table`` (read with :meth:`read_columns`) in this format."""
+        if self.columns is None or not self.output_all_columns or self.type == "arrow":
+            return format_rows(table, self.type, dict(self.kwargs) if self.kwargs else None)
+        cols = self.batch(table)
+        return [{k: v[i] for k, v in cols.items()} for i in range(table.num_rows)]
+
+    def column(self, col: pa.ChunkedArray[Any], name: str) -> Any:
+        """Column ``name``: formatted if it is a formatted column, else Python objects."""
+        if self.columns is not None and name not in self.columns:
+            return col.to_pylist()
+        return format_column(col, self.type, dict(self.kwargs))
+
+
+def transmit_columns(
+    columns: tuple[str, ...] | None,
+    parent_columns: Sequence[str],
+    new_columns: Sequence[str],
+    renamed: Mapping[str, str] | None = None,
+) -> tuple[str, ...] | None:
+    """The formatted columns of a transform's result, by HF ``datasets``' rule.
+
+    Every column of the result is formatted except those the parent left unformatted, so a
+    column that a ``map`` adds is visible in the format. ``renamed`` maps old names to new.
+    """
+    if columns is None:
+        return None
+    ren = dict(renamed or {})
+    unformatted = {ren.get(c, c) for c in parent_columns if c not in columns}
+    return tuple(c for c in new_columns if c not in unformatted)
+
+
 def _torch() -> Any:
     try:
         import torch
@@ -39,26 +116,32 @@ def _torch() -> Any:
     return torch
 
 
-def format_column(col: pa.ChunkedArray[Any], fmt: str | None) -> Any:
+def format_column(
+    col: pa.ChunkedArray[Any], fmt: str | None, kwargs: Mapping[str, Any] | None = None
+) -> Any:
     """One column of a view."""
     if fmt is None:
         return col.to_pylist()
     if fmt == "arrow":
         return col
     arr = _column_to_numpy(col)
-    return _to_torch(arr) if fmt == "torch" else arr
+    if fmt == "torch":
+        return _to_torch(arr, kwargs or {})
+    return _numpy_kwargs(arr, kwargs or {})
 
 
-def format_batch(table: pa.Table, fmt: str | None) -> Any:
+def format_batch(table: pa.Table, fmt: str | None, kwargs: Mapping[str, Any] | None = None) -> Any:
     """A batch: dict of lists / arrays / tensors, or the table itself for ``"arrow"``."""
     if fmt is None:
         return table.to_pydict()
     if fmt == "arrow":
         return table
-    return {name: format_column(table.column(name), fmt) for name in table.column_names}
+    return {name: format_column(table.column(name), fmt, kwargs) for name in table.column_names}
 
 
-def format_rows(table: pa.Table, fmt: str | None) -> list[Any]:
+def format_rows(
+    table: pa.Table, fmt: str | None, kwargs: Mapping[str, Any] | None = None
+) -> list[Any]:
     """Each row of ``table`` as a dict (a one-row table for ``"arrow"``)."""
     if fmt is None:
         if table.num_rows == 1:  # ds[i]: one scalar per column is ~4x faster than to_pylist
@@ -67,32 +150,102 @@ def format_rows(table: pa.Table, fmt: str | None) -> list[Any]:
         return table.to_pylist()
     if fmt == "arrow":
         return [table.slice(i, 1) for i in range(table.num_rows)]
-    cols = format_batch(table, fmt)
+    cols = format_batch(table, fmt, kwargs)
     return [{k: v[i] for k, v in cols.items()} for i in range(table.num_rows)]
 
 
 def _column_to_numpy(col: pa.ChunkedArray[Any]) -> np.ndarray:
     t = col.type
-    if pa.types.is_fixed_size_list(t):
+    if pa.types.is_fixed_size_list(t) and col.null_count == 0:
         flat = pa.concat_arrays([c.flatten() for c in col.chunks]) if col.num_chunks else []  # type: ignore[attr-defined]  # fixed-size list chunks
         return np.asarray(flat).reshape(len(col), t.list_size)
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        rows = [np.asarray(v) for v in col.to_pylist()]
-        if rows and all(r.shape == rows[0].shape for r in rows) and rows[0].dtype != object:
-            return np.stack(rows)
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
+        rows = [None if v is None else np.asarray(v) for v in col.to_pylist()]
+        arrays = [r for r in rows if r is not None]
+        first = arrays[0] if arrays else None
+        if (
+            first is not None
+            and len(arrays) == len(rows)
+            and first.dtype != object
+            and all(r.shape == first.shape for r in arrays)
+        ):
+            return np.stack(arrays)
         out = np.empty(len(rows), dtype=object)
         out[:] = rows
         return out
+    if pa.types.is_struct(t):
+        return _struct_to_numpy(col)
+    if _is_string(t):
+        values = col.to_numpy(zero_copy_only=False)
+        return values.astype(str) if col.null_count == 0 and len(values) else values
     return col.to_numpy()
 
 
-def _to_torch(arr: np.ndarray) -> Any:
+def _is_string(t: pa.DataType) -> bool:
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
+
+
+def _struct_to_numpy(col: pa.ChunkedArray[Any]) -> np.ndarray:
+    """An object array of dicts (``None`` for a null row) whose values are numpy-formatted."""
+    t = col.type
+    names = [t.field(i).name for i in range(t.num_fields)]
+    fields = {
+        name: _column_to_numpy(
+            pa.chunked_array([c.flatten()[i] for c in col.chunks], type=t.field(i).type)  # type: ignore[attr-defined]  # struct chunks
+        )
+        for i, name in enumerate(names)
+    }
+    valid = col.is_valid().to_numpy(zero_copy_only=False) if col.null_count else None
+    out = np.empty(len(col), dtype=object)
+    for j in range(len(col)):
+        out[j] = None if valid is not None and not valid[j] else {n: fields[n][j] for n in names}
+    return out
+
+
+def _numpy_kwargs(arr: np.ndarray, kwargs: Mapping[str, Any]) -> np.ndarray:
+    if kwargs and arr.dtype.kind in "biuf":
+        return np.asarray(arr, **kwargs)
+    return arr
+
+
+def _to_torch(value: Any, kwargs: Mapping[str, Any]) -> Any:
+    """HF's torch rules: ints as int64, floats as float32, strings as ``str``, dicts recursed."""
     torch = _torch()
-    if arr.dtype.kind in "biuf":
-        return torch.from_numpy(_writable(arr))
-    if arr.dtype == object and len(arr) and isinstance(arr[0], np.ndarray):
-        return [torch.from_numpy(_writable(a)) for a in arr]
-    return arr.tolist()
+    if isinstance(value, np.ndarray):
+        kind = value.dtype.kind
+        if kind in "biuf":
+            return _tensor(torch, value, kwargs)
+        if kind == "O":
+            return _consolidate(torch, [_to_torch(v, kwargs) for v in value])
+        return value.tolist()
+    if isinstance(value, dict):
+        return {k: _to_torch(v, kwargs) for k, v in value.items()}
+    if isinstance(value, np.generic):
+        if value.dtype.kind in "biuf":
+            return _tensor(torch, np.asarray(value), kwargs)
+        return value.item()
+    return value
+
+
+def _tensor(torch: Any, arr: np.ndarray, kwargs: Mapping[str, Any]) -> Any:
+    kind = arr.dtype.kind
+    if kind in "iu" and arr.dtype != np.uint64:
+        arr = arr.astype(np.int64, copy=False)
+    elif kind == "f":
+        arr = arr.astype(np.float32, copy=False)
+    tensor = torch.from_numpy(_writable(arr))
+    return tensor.to(**kwargs) if kwargs else tensor
+
+
+def _consolidate(torch: Any, items: list[Any]) -> Any:
+    """Stack a list of tensors of one shape and dtype into one tensor (as HF does)."""
+    first = items[0] if items else None
+    if isinstance(first, torch.Tensor) and all(
+        isinstance(x, torch.Tensor) and x.shape == first.shape and x.dtype == first.dtype
+        for x in items
+    ):
+        return torch.stack(items)
+    return items
 
 
 def _writable(arr: np.ndarray) -> np.ndarray:

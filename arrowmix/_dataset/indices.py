@@ -90,22 +90,25 @@ class IndexMap:
 def to_positions(indices: Any, length: int) -> IndexMap:
     """Validate user indices (range, slice, list, numpy/pyarrow array, iterable of ints).
 
+    Negative indices count from the end, as in Python and HF ``datasets``.
+
     Raises:
-        IndexError: an index is negative or not below ``length``; the message names it.
+        IndexError: an index is not in ``[-length, length)``; the message names it.
         TypeError: an index is not an integer.
     """
-    if isinstance(indices, range) and indices.step == 1:
-        if len(indices) and (indices.start < 0 or indices.stop > length):
-            bad = indices.start if indices.start < 0 else indices.stop - 1
-            _raise_index(bad, length)
+    if isinstance(indices, range) and indices.step == 1 and indices.start >= 0:
+        if len(indices) and indices.stop > length:
+            _raise_index(indices.stop - 1, length)
         return IndexMap.from_range(indices.start, indices.stop)
     arr = _as_int_array(indices)
     if len(arr):
         lo, hi = int(arr.min()), int(arr.max())
-        if lo < 0:
+        if lo < -length:
             _raise_index(lo, length)
         if hi >= length:
             _raise_index(hi, length)
+        if lo < 0:
+            arr = np.where(arr < 0, arr + length, arr)
     return IndexMap.from_array(arr)
 
 
@@ -127,11 +130,6 @@ def _check_ints(values: Iterable[Any]) -> Iterable[int]:
 
 
 def _raise_index(index: int, length: int) -> None:
-    if index < 0:
-        raise IndexError(
-            f"Index {index} is negative; indices must be in [0, {length}) for a dataset of "
-            f"length {length}."
-        )
     raise IndexError(f"Index {index} is out of range for a dataset of length {length}.")
 
 

@@ -30,7 +30,7 @@ from arrowmix._storage.fs import is_local, local_path, url_to_fs
 from arrowmix._storage.readers import read_batches
 from arrowmix.exceptions import SchemaMismatchError
 
-__all__ = ["expand_inputs", "ingest", "input_batches"]
+__all__ = ["expand_inputs", "ingest", "input_batches", "text_format"]
 
 _READER_VERSION = 1
 _MARKER = "_COMPLETE.json"
@@ -82,9 +82,15 @@ def _content_hash(path: str, storage_options: Mapping[str, Any] | None) -> str:
 
 
 def input_batches(
-    files: Sequence[str], fmt: str, storage_options: Mapping[str, Any] | None = None
+    files: Sequence[str],
+    fmt: str,
+    storage_options: Mapping[str, Any] | None = None,
+    source_column: str | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Record batches of all ``files`` in order, cast to the first file's schema."""
+    """Record batches of all ``files`` in order, cast to the first file's schema.
+
+    ``source_column``: also a string column of that name holding each row's file.
+    """
     schema: pa.Schema | None = None
     for path in files:
         for batch in read_batches(path, fmt, storage_options):
@@ -98,25 +104,61 @@ def input_batches(
                         f"{path}: its columns {batch.schema} do not match those of "
                         f"{files[0]} ({schema}): {exc}"
                     ) from exc
+            if source_column is not None:
+                if source_column in batch.schema.names:
+                    raise SchemaMismatchError(
+                        f"{path} already has a column {source_column!r}; choose another "
+                        "`source_column`."
+                    )
+                source = pa.array([path] * batch.num_rows, type=pa.string())
+                batch = batch.append_column(source_column, source)
             yield batch
+
+
+_TEXT_MODES = {"line": "text", "paragraph": "text-paragraph", "document": "text-document"}
+
+
+def text_format(sample_by: str) -> str:
+    """The reader name of a ``from_text`` ``sample_by`` mode (HF's text builder's modes)."""
+    if sample_by not in _TEXT_MODES:
+        raise ValueError(
+            f"`sample_by` must be 'line', 'paragraph' or 'document', got {sample_by!r}."
+        )
+    return _TEXT_MODES[sample_by]
 
 
 def ingest(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     fmt: str,
     storage_options: Mapping[str, Any] | None = None,
+    source_column: str | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
 ) -> Dataset:
-    """Convert input files to Arrow chunks once (cached by content) and open them."""
+    """Convert input files to Arrow chunks once (cached by content) and open them.
+
+    With ``source_column`` the files' paths are part of the result, so of its fingerprint.
+    ``cache_dir`` (a local directory) replaces the cache root as the home of the chunks (and
+    so of the results derived from them), as HF's ``cache_dir`` does.
+    """
     files = expand_inputs(paths, storage_options)
     digests = [_content_hash(f, storage_options) for f in files]
-    fp = hash_value(("ingest", fmt, _READER_VERSION, digests))
-    root = cache_root() if is_caching_enabled() else temp_cache_dir()
+    key: tuple[Any, ...] = ("ingest", fmt, _READER_VERSION, digests)
+    if source_column is not None:
+        key = (*key, source_column, files)
+    fp = hash_value(key)
+    if cache_dir is not None:
+        root = os.fspath(cache_dir)
+        if not is_local(root):
+            raise ValueError(f"`cache_dir` must be a local directory, got {root!r}.")
+        root = local_path(root)
+    else:
+        root = cache_root() if is_caching_enabled() else temp_cache_dir()
     out = os.path.join(root, "ingested", fp)
     marker = os.path.join(out, _MARKER)
     os.makedirs(out, exist_ok=True)
     with FileLock(os.path.join(root, "ingested", f"{fp}.lock")):
         if not os.path.exists(marker):
-            batches = input_batches(files, fmt, storage_options)
+            batches = input_batches(files, fmt, storage_options, source_column)
             first = next(batches, None)
             if first is None:
                 raise ValueError(f"The {fmt} input {files} holds no rows.")

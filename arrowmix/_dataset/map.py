@@ -21,7 +21,7 @@ with the parent's (no column data copied).
 
 from __future__ import annotations
 
-import os
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -31,12 +31,18 @@ import pyarrow as pa
 
 from arrowmix._cache.paths import is_caching_enabled, shipped_cache_dir, temp_cache_dir
 from arrowmix._cache.segments import Segment, plan_segments, unify_tables
+from arrowmix._dataset import formats
 from arrowmix._dataset.apply import Call
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.indices import IndexMap, load_or_store
 from arrowmix._dataset.map_job import MAP_VERSION, Job, load_complete, materialise
+from arrowmix._dataset.map_options import (
+    MapOptions,
+    check_cache_file_name,
+    check_suffix_template,
+    user_fingerprint,
+)
 from arrowmix._fingerprint.transform import validate_fingerprint
-from arrowmix._storage.fs import is_local
 from arrowmix._storage.ipc import read_meta
 from arrowmix._storage.remote_table import RemoteTable
 from arrowmix._validate import check_callable, check_int
@@ -44,13 +50,20 @@ from arrowmix.exceptions import SchemaMismatchError
 
 __all__ = ["MAP_VERSION", "filter_dataset", "map_dataset"]
 
+# Under disable_caching(), each call gets its own files (as in HF), never a shared name.
+_UNCACHED = itertools.count()
+
+_DEFAULT_OPTIONS = MapOptions()
+
 #: Times a result is materialised when a cleanup keeps removing its files under it.
 _ATTEMPTS = 3
 
 
-def _map_result(job: Job, tables: list[pa.Table], segments: list[Segment]) -> Dataset:
+def _map_result(job: Job, fp: str, tables: list[pa.Table], segments: list[Segment]) -> Dataset:
     ds, s = job.ds, job.ds._s
     metas = [read_meta(t.schema) for t in tables]
+    if all(m.get("unchanged") for m in metas):
+        return ds  # the function returned None and removed nothing: HF keeps the dataset
     columns, zero_copy = metas[0]["columns"], metas[0].get("zero_copy") or []
     for m, seg in zip(metas[1:], segments[1:], strict=True):
         if m["columns"] != columns or (m.get("zero_copy") or []) != zero_copy:
@@ -62,8 +75,8 @@ def _map_result(job: Job, tables: list[pa.Table], segments: list[Segment]) -> Da
     stored = pa.concat_tables(unify_tables(tables, paths))
     # Row boundaries of the segments: the "chunks" a stream over the result shuffles.
     offsets = tuple(int(x) for x in np.cumsum([0, *(t.num_rows for t in tables)]))
-    if zero_copy:
-        parent = ds._range(0, len(ds), zero_copy)
+    if zero_copy:  # drop_last_batch can only shorten the end
+        parent = ds._range(0, offsets[-1], zero_copy)
         owner = [parent if c in zero_copy else stored for c in columns]
         fields = [t.schema.field(c) for t, c in zip(owner, columns, strict=True)]
         arrays = [t.column(c) for t, c in zip(owner, columns, strict=True)]
@@ -74,16 +87,15 @@ def _map_result(job: Job, tables: list[pa.Table], segments: list[Segment]) -> Da
         table = stored.select(columns)
         files = tuple(paths)
         holds = hold_cache_files(paths)
-    fmt_cols = s.fmt_columns
-    if fmt_cols is not None:
-        fmt_cols = tuple(c for c in fmt_cols if c in columns)
     state = DatasetState(
         table=table,
-        fingerprint=job.fingerprint,
+        fingerprint=fp,
         files=files,
         file_offsets=offsets,
         fmt=s.fmt,
-        fmt_columns=fmt_cols,
+        fmt_columns=formats.transmit_columns(s.fmt_columns, ds.column_names, columns),
+        fmt_all=s.fmt_all,
+        fmt_kwargs=s.fmt_kwargs,
         cache_dir=s.cache_dir,
         storage_options=s.storage_options,
         holds=tuple(holds),
@@ -91,14 +103,16 @@ def _map_result(job: Job, tables: list[pa.Table], segments: list[Segment]) -> Da
     return Dataset(state)
 
 
-def _filter_result(job: Job, tables: list[pa.Table], segment_paths: list[str]) -> Dataset:
+def _filter_result(job: Job, fp: str, tables: list[pa.Table], segment_paths: list[str]) -> Dataset:
     """The parent viewed through the kept positions, composed into its indices mapping.
 
     The result holds its segments (the kept positions) as well as its indices file, so a
     cleanup never removes the cache of a filter whose result is in use.
     """
     ds, s = job.ds, job.ds._s
-    parts = [t.column("indices").to_numpy() for t in tables]
+    from arrowmix._dataset.outputs import int64_numpy  # not pandas' to_numpy: see there
+
+    parts = [int64_numpy(t.column("indices")) for t in tables]
     sel = IndexMap.from_array(np.concatenate(parts) if parts else np.empty(0, dtype=np.int64))
     mapping = sel if s.indices is None else s.indices.compose(sel)
     path = None
@@ -116,7 +130,7 @@ def _filter_result(job: Job, tables: list[pa.Table], segment_paths: list[str]) -
         )
     holds = tuple(h for h in s.holds if h.path != s.indices_file)
     holds += hold_cache_files([*segment_paths, *([path] if path else [])])
-    state = replace(s, fingerprint=job.fingerprint, indices=result, indices_file=path, holds=holds)
+    state = replace(s, fingerprint=fp, indices=result, indices_file=path, holds=holds)
     return Dataset(state)
 
 
@@ -153,8 +167,9 @@ def _transform_fingerprint(ds: Dataset, kind: str, call: Call) -> tuple[str, dic
 
     The function is hashed by value (``arrowmix._fingerprint``), with the arguments that can
     change the output (dropped when equal to their default). ``num_proc``, ``desc``,
-    ``load_from_cache_file`` and ``cache_file_name`` never enter. Something unhashable gives
-    a random fingerprint and one ``FingerprintWarning`` pointing at the user's call.
+    ``load_from_cache_file``, ``cache_file_name`` and ``suffix_template`` never enter.
+    Something unhashable gives a random fingerprint and one ``FingerprintWarning`` pointing
+    at the user's call.
     """
     from arrowmix._fingerprint.transform import transform_record  # dill loads lazily
 
@@ -166,8 +181,17 @@ def _transform_fingerprint(ds: Dataset, kind: str, call: Call) -> tuple[str, dic
         "input_columns": list(call.input_columns) if call.input_columns else None,
         "remove_columns": list(call.remove_columns) or None,
         "format": call.fmt,
+        "with_rank": call.with_rank,
+        "drop_last_batch": call.drop_last_batch and call.batched,
+        "try_original_type": call.try_original_type,
     }
-    defaults = dict.fromkeys(kwargs) | {"batched": False, "with_indices": False}
+    defaults = dict.fromkeys(kwargs) | {
+        "batched": False,
+        "with_indices": False,
+        "with_rank": False,
+        "drop_last_batch": False,
+        "try_original_type": True,
+    }
     record = transform_record(
         ds.fingerprint,
         f"arrowmix.{kind}",
@@ -180,37 +204,44 @@ def _transform_fingerprint(ds: Dataset, kind: str, call: Call) -> tuple[str, dic
     return record.fingerprint, record.to_dict()
 
 
-def _run(
-    kind: str,
-    ds: Dataset,
-    call: Call,
-    *,
-    num_proc: int | None,
-    load_from_cache_file: bool | None,
-    cache_file_name: str | None,
-    new_fingerprint: str | None,
-    desc: str | None,
-    executor: Any,
-) -> Dataset:
+def _align(ds: Dataset, call: Call) -> int:
+    """The multiple that segment boundaries of ``call`` follow.
+
+    For a batched function, multiples of ``batch_size``, so every batch the function sees is
+    the one HF ``datasets`` would give it (``batch_size=None``: one batch, one segment).
+    """
+    if not call.batched:
+        return 1
+    return call.batch_size or max(len(ds), 1)
+
+
+def _run(kind: str, ds: Dataset, call: Call, opts: MapOptions) -> Dataset:
     record = None
-    if new_fingerprint is not None:
-        fp = validate_fingerprint(new_fingerprint)
+    if opts.new_fingerprint is not None:
+        fp, key = user_fingerprint(opts.new_fingerprint)
     else:
         fp, record = _transform_fingerprint(ds, kind, call)
-    caching = is_caching_enabled()
-    load = caching if load_from_cache_file is None else bool(load_from_cache_file)
-    user_path = None
-    if cache_file_name:
-        user_path = os.fspath(cache_file_name)
-        user_path = os.path.abspath(user_path) if is_local(user_path) else user_path
-    cache_dir = ds.cache_dir if caching else temp_cache_dir()
-    segments = plan_segments(len(ds), fp, cache_dir, user_path)
+        key = fp
+    caching = is_caching_enabled() and not opts.keep_in_memory
+    load = caching if opts.load_from_cache_file is None else bool(opts.load_from_cache_file)
+    load = load and not opts.keep_in_memory
+    user_path = check_cache_file_name(opts.cache_file_name)
+    if caching:
+        cache_dir = ds.cache_dir
+    else:  # this call's own files, removed at exit; the fingerprint stays the same
+        cache_dir = temp_cache_dir()
+        if user_path is None:
+            key = validate_fingerprint(f"{next(_UNCACHED) % 16**8:08x}{key[:8]}")
+    rows = len(ds)
+    if kind == "map" and call.batched and call.drop_last_batch and call.batch_size:
+        rows -= rows % call.batch_size  # segments start at multiples of batch_size
+    segments = plan_segments(rows, key, cache_dir, user_path, align=_align(ds, call))
     ix = ds._s.indices
     # Kept columns are referenced in the parent, not stored, when the parent is a plain or
     # contiguous view of local data; remote chunks read through a bounded cache cannot be
     # referenced (the result would pin the whole corpus), so their kept columns are stored.
     zero_copy_ok = (ix is None or ix.is_range) and not isinstance(ds._s.table, RemoteTable)
-    job = Job(kind, ds, call, fp, zero_copy_ok=zero_copy_ok, record=record)
+    job = Job(kind, ds, call, key, zero_copy_ok=zero_copy_ok, record=record)
     shipped = shipped_cache_dir(ds._s.files) if load and user_path is None else None
     planned = segments
     for attempt in range(_ATTEMPTS):
@@ -219,7 +250,7 @@ def _run(
         segments = planned
         if shipped is not None and shipped != cache_dir:
             # A read-only corpus that ships its cache: read a complete result in place.
-            beside = plan_segments(len(ds), fp, shipped)
+            beside = plan_segments(rows, key, shipped, align=_align(ds, call))
             tables = load_complete(job, beside, holds)
             segments = beside if tables is not None else planned
         if tables is None:
@@ -227,15 +258,15 @@ def _run(
                 job,
                 segments,
                 load=load,
-                num_proc=num_proc,
-                desc=desc,
-                executor=executor,
+                num_proc=opts.num_proc,
+                desc=opts.desc,
+                executor=opts.executor,
                 holds=holds,
             )
         try:
             if kind == "filter":
-                return _filter_result(job, tables, [seg.path for seg in segments])
-            return _map_result(job, tables, segments)
+                return _filter_result(job, fp, tables, [seg.path for seg in segments])
+            return _map_result(job, fp, tables, segments)
         except FileNotFoundError:
             # A file of the result (e.g. its indices file) was removed before it was held:
             # the next attempt finds it missing and computes it again.
@@ -246,6 +277,27 @@ def _run(
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _call(
+    ds: Dataset,
+    function: Callable[..., Any],
+    *,
+    batched: bool,
+    batch_size: int | None,
+    input_columns: str | Sequence[str] | None,
+    fn_kwargs: Mapping[str, Any] | None,
+    **more: Any,
+) -> Call:
+    return Call(
+        function,
+        batched=bool(batched),
+        batch_size=batch_size if batch_size and batch_size > 0 else None,
+        input_columns=_names(ds, input_columns, "input_columns"),
+        fn_kwargs=dict(fn_kwargs or {}),
+        fmt=ds._s.fmt,
+        **more,
+    )
+
+
 def map_dataset(
     ds: Dataset,
     function: Callable[..., Any] | None,
@@ -253,46 +305,41 @@ def map_dataset(
     batched: bool = False,
     batch_size: int | None = 1000,
     with_indices: bool = False,
+    with_rank: bool = False,
     input_columns: str | Sequence[str] | None = None,
     fn_kwargs: Mapping[str, Any] | None = None,
     remove_columns: str | Sequence[str] | None = None,
-    num_proc: int | None = None,
-    load_from_cache_file: bool | None = None,
-    cache_file_name: str | None = None,
-    new_fingerprint: str | None = None,
-    desc: str | None = None,
-    executor: Any = None,
+    drop_last_batch: bool = False,
+    try_original_type: bool | None = True,
+    suffix_template: str | None = None,
+    opts: MapOptions = _DEFAULT_OPTIONS,
 ) -> Dataset:
     """``Dataset.map`` (see its docstring)."""
     if function is None:  # HF: identity, handy for remove_columns alone
         function = _identity
-    _check_args(function, batch_size, num_proc)
-    runner = _resolve_executor(executor)
-    inputs = _names(ds, input_columns, "input_columns")
+    _check_args(function, batch_size, opts.num_proc)
+    check_suffix_template(suffix_template)
+    opts = replace(opts, executor=_resolve_executor(opts.executor))
+    check_cache_file_name(opts.cache_file_name)
     removed = _names(ds, remove_columns, "remove_columns") or ()
-    if len(ds) == 0:
+    dropped_all = batched and drop_last_batch and batch_size and len(ds) < batch_size
+    if len(ds) == 0 or dropped_all:
+        ds = ds.select([]) if dropped_all else ds
         return ds.remove_columns(list(removed)) if removed else ds
-    call = Call(
-        function,
-        batched=bool(batched),
-        batch_size=batch_size if batch_size and batch_size > 0 else None,
-        with_indices=bool(with_indices),
-        input_columns=inputs,
-        fn_kwargs=dict(fn_kwargs or {}),
-        remove_columns=removed,
-        fmt=ds.format,
-    )
-    return _run(
-        "map",
+    call = _call(
         ds,
-        call,
-        num_proc=num_proc,
-        load_from_cache_file=load_from_cache_file,
-        cache_file_name=cache_file_name,
-        new_fingerprint=new_fingerprint,
-        desc=desc,
-        executor=runner,
+        function,
+        batched=batched,
+        batch_size=batch_size,
+        input_columns=input_columns,
+        fn_kwargs=fn_kwargs,
+        with_indices=bool(with_indices),
+        with_rank=bool(with_rank),
+        remove_columns=removed,
+        drop_last_batch=bool(drop_last_batch),
+        try_original_type=try_original_type is not False,
     )
+    return _run("map", ds, call, opts)
 
 
 def _identity(*args: Any, **kwargs: Any) -> None:
@@ -301,42 +348,39 @@ def _identity(*args: Any, **kwargs: Any) -> None:
 
 def filter_dataset(
     ds: Dataset,
-    function: Callable[..., Any],
+    function: Callable[..., Any] | None,
     *,
     batched: bool = False,
     batch_size: int | None = 1000,
     with_indices: bool = False,
+    with_rank: bool = False,
     input_columns: str | Sequence[str] | None = None,
     fn_kwargs: Mapping[str, Any] | None = None,
-    num_proc: int | None = None,
-    load_from_cache_file: bool | None = None,
-    new_fingerprint: str | None = None,
-    desc: str | None = None,
-    executor: Any = None,
+    opts: MapOptions = _DEFAULT_OPTIONS,
 ) -> Dataset:
     """``Dataset.filter`` (see its docstring)."""
-    _check_args(function, batch_size, num_proc)
-    runner = _resolve_executor(executor)
-    inputs = _names(ds, input_columns, "input_columns")
+    if function is None:  # HF: keep every row
+        function = _keep
+    _check_args(function, batch_size, opts.num_proc)
+    opts = replace(opts, executor=_resolve_executor(opts.executor))
+    check_cache_file_name(opts.cache_file_name)
     if len(ds) == 0:
         return ds
-    call = Call(
-        function,
-        batched=bool(batched),
-        batch_size=batch_size if batch_size and batch_size > 0 else None,
-        with_indices=bool(with_indices),
-        input_columns=inputs,
-        fn_kwargs=dict(fn_kwargs or {}),
-        fmt=ds.format,
-    )
-    return _run(
-        "filter",
+    call = _call(
         ds,
-        call,
-        num_proc=num_proc,
-        load_from_cache_file=load_from_cache_file,
-        cache_file_name=None,
-        new_fingerprint=new_fingerprint,
-        desc=desc,
-        executor=runner,
+        function,
+        batched=batched,
+        batch_size=batch_size,
+        input_columns=input_columns,
+        fn_kwargs=fn_kwargs,
+        with_indices=bool(with_indices),
+        with_rank=bool(with_rank),
     )
+    return _run("filter", ds, call, opts)
+
+
+def _keep(*args: Any, **kwargs: Any) -> Any:
+    batch = args[0] if args else None
+    if isinstance(batch, Mapping) and batch and isinstance(next(iter(batch.values())), list):
+        return [True] * len(next(iter(batch.values())))
+    return True

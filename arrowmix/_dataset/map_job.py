@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -34,14 +36,15 @@ from arrowmix._cache.segments import (
 )
 from arrowmix._dataset.apply import Call
 from arrowmix._dataset.dataset import Dataset
-from arrowmix._dataset.progress import Progress
-from arrowmix._dataset.runner import MapSegment, filter_positions
+from arrowmix._dataset.progress import Progress, progress_enabled
 from arrowmix._fingerprint.record import RECORD_METADATA_KEY
 from arrowmix._storage import fs
 from arrowmix._storage.ipc import read_meta, write_file
 from arrowmix.exceptions import CacheCorruptedError
 
 __all__ = ["MAP_VERSION", "Job", "load_complete", "materialise"]
+
+logger = logging.getLogger("arrowmix")
 
 #: Bump when the stored layout or semantics of map/filter results change.
 MAP_VERSION = 1
@@ -96,10 +99,16 @@ class Job:
 
 
 def _compute_segment(job: Job, seg: Segment, on_rows: Callable[[int], None]) -> None:
+    # Imported here: a cache hit never computes, so it does not load the map engine.
+    from arrowmix._dataset.outputs import numeric_array
+    from arrowmix._dataset.runner import MapSegment, filter_positions
+
     meta = job.meta(seg)
     if job.kind == "filter":
         pos = filter_positions(job.ds, job.call, seg.start, seg.stop, on_rows)
-        batch = pa.record_batch({"indices": pa.array(pos, type=pa.int64())})
+        kept = numeric_array(pos.astype(np.int64, copy=False))  # no pandas import
+        assert kept is not None, "int64 positions are numeric"
+        batch = pa.RecordBatch.from_arrays([kept], names=["indices"])
         meta.update(rows=len(pos), columns=["indices"], zero_copy=[])
         write_file(
             seg.path,
@@ -109,8 +118,13 @@ def _compute_segment(job: Job, seg: Segment, on_rows: Callable[[int], None]) -> 
             storage_options=job.storage_options,
         )
         return
+    call = job.call
+    if call.with_rank:
+        from arrowmix._dataset.workers import worker_rank
+
+        call = replace(call, rank=worker_rank())
     run = MapSegment(
-        job.ds, job.call, seg.start, seg.stop, zero_copy_ok=job.zero_copy_ok, on_rows=on_rows
+        job.ds, call, seg.start, seg.stop, zero_copy_ok=job.zero_copy_ok, on_rows=on_rows
     )
     it = run.batches()
     first = next(it)  # a segment has at least one input row, so one batch
@@ -119,6 +133,7 @@ def _compute_segment(job: Job, seg: Segment, on_rows: Callable[[int], None]) -> 
         columns=run.columns,
         zero_copy=run.zero_copy,
     )
+    meta["unchanged"] = run.unchanged  # fixed by the first block, like the columns
     write_file(
         seg.path,
         _chain(first, it),
@@ -133,12 +148,20 @@ def _chain(first: pa.RecordBatch, rest: Any) -> Any:
     yield from rest
 
 
-def _check(job: Job, seg: Segment, holds: list[Any] | None = None) -> pa.Table | str:
-    """``check_segment`` plus what only map/filter know about their files."""
+def _check(
+    job: Job, seg: Segment, holds: list[Any] | None = None, *, reuse: bool = True
+) -> pa.Table | str:
+    """``check_segment`` plus what only map/filter know about their files.
+
+    A map whose function returned None is never reused (``reuse``): the function runs again,
+    for its side effects, as HF ``datasets`` runs it on every call (its result is the input).
+    """
     found = check_segment(seg, job.expect(seg), job.storage_options, holds)
     if isinstance(found, str):
         return found
     meta = read_meta(found.schema)
+    if reuse and meta.get("unchanged"):
+        return "missing"
     if job.kind == "filter":
         if found.num_rows and found.column_names == ["indices"]:
             lo, hi = pc.min_max(found.column("indices")).values()
@@ -160,8 +183,19 @@ def _check(job: Job, seg: Segment, holds: list[Any] | None = None) -> pa.Table |
     return found
 
 
+def _log_hit(job: Job, segments: list[Segment], desc: str | None) -> None:
+    """HF's log line for a result read from the cache, and a bar that says so."""
+    more = f" (and {len(segments) - 1} more segments)" if len(segments) > 1 else ""
+    logger.info("Loading cached processed dataset at %s%s", segments[0].path, more)
+    if progress_enabled():
+        rows = sum(s.num_input_rows for s in segments)
+        label = f"{desc or job.kind.capitalize()} (cached)"
+        with Progress(label, rows, len(segments), len(segments)) as bar:
+            bar.rows(rows)
+
+
 def load_complete(
-    job: Job, segments: list[Segment], holds: list[Any] | None = None
+    job: Job, segments: list[Segment], holds: list[Any] | None = None, desc: str | None = None
 ) -> list[pa.Table] | None:
     """Every segment's table when all are on disk and valid (no lock taken), else None.
 
@@ -174,6 +208,7 @@ def load_complete(
             return None
         tables.append(found)
     touch(s.path for s in segments)  # ignored for read-only files
+    _log_hit(job, segments, desc)
     return tables
 
 
@@ -193,7 +228,7 @@ def materialise(
     file between its check here and then.
     """
     if load:
-        complete = load_complete(job, segments, holds)
+        complete = load_complete(job, segments, holds, desc)
         if complete is not None:
             return complete
     # Imported here: a cache hit needs neither locks nor process pools (faster imports).
@@ -235,7 +270,7 @@ def materialise(
                 executor=executor,
             )
         for seg in missing:
-            found = _check(job, seg, holds)
+            found = _check(job, seg, holds, reuse=False)
             if isinstance(found, str):
                 raise CacheCorruptedError(
                     f"Cache file {seg.path!r} was just written but is not valid: {found}."

@@ -7,24 +7,23 @@ its selection with the existing mapping (``outer[inner]``), so chains of
 
 from __future__ import annotations
 
-import math
 import os
-import secrets
 import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from arrowmix._cache.inuse import Hold
-from arrowmix._cache.paths import cache_file_name, shipped_cache_dir
+from arrowmix._cache.paths import cache_file_name as _cache_file_name
+from arrowmix._cache.paths import shipped_cache_dir
+from arrowmix._dataset import formats
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.indices import IndexMap, load_or_store, to_positions
-from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._fingerprint.transform import roll
 from arrowmix._storage import fs
 from arrowmix._storage.atomic import remove_dead_tmp
@@ -35,21 +34,20 @@ from arrowmix.exceptions import (
     CacheCorruptedError,
     CacheWarning,
     ChunkFileError,
-    SchemaMismatchError,
 )
 
 __all__ = [
-    "SplitResult",
-    "concatenate_datasets",
+    "check_seed",
     "flatten_indices",
     "remove_columns",
     "rename_column",
+    "rename_columns",
     "select",
     "select_columns",
+    "set_format",
     "shard",
     "shuffle",
     "sort",
-    "train_test_split",
 ]
 
 _FLATTEN_BLOCK = 65536
@@ -103,33 +101,75 @@ def select(ds: Dataset, indices: Any) -> Dataset:
 
 
 def shuffle(ds: Dataset, seed: int | None) -> Dataset:
-    seed = _check_seed(seed)
+    seed = check_seed(seed)
     perm = np.random.default_rng(seed).permutation(len(ds))
     return with_selection(ds, IndexMap(array=perm), "shuffle", {"seed": seed})
 
 
-def _check_seed(seed: int | None) -> int:
+def check_seed(seed: int | None) -> int:
+    """``seed`` validated; ``None`` draws one from numpy's global generator, as HF does.
+
+    HF ``datasets`` takes the next word of the legacy Mersenne Twister's state and advances it
+    by one draw, so ``np.random.seed(0)`` at the top of a script makes every unseeded shuffle
+    reproducible and, with the same permutation rule, the same as HF's.
+    """
     if seed is None:
-        return secrets.randbits(63)  # fresh entropy; never numpy's global state
+        state: Any = np.random.get_state()
+        key, pos = state[1], int(state[2])
+        drawn = int(key[pos] if pos < 624 else key[0])
+        np.random.random()  # one step, so the next unseeded shuffle differs
+        return drawn
     return int(check_int("seed", seed, minimum=0, none_ok=True))
 
 
-def sort(ds: Dataset, column: str | Sequence[str], reverse: bool | Sequence[bool]) -> Dataset:
+_NULL_PLACEMENT = {
+    "at_end": "at_end",
+    "last": "at_end",
+    "at_start": "at_start",
+    "first": "at_start",
+}
+
+
+def sort(
+    ds: Dataset,
+    column: str | Sequence[str],
+    reverse: bool | Sequence[bool],
+    null_placement: str = "at_end",
+) -> Dataset:
+    if null_placement not in _NULL_PLACEMENT:
+        raise ValueError(
+            f"`null_placement` must be 'at_end', 'at_start', 'last' or 'first', got "
+            f"{null_placement!r}."
+        )
+    placement: Literal["at_start", "at_end"] = (
+        "at_start" if _NULL_PLACEMENT[null_placement] == "at_start" else "at_end"
+    )
     cols = [column] if isinstance(column, str) else list(column)
     revs = [reverse] * len(cols) if isinstance(reverse, bool) else list(reverse)
     if len(revs) != len(cols):
         raise ValueError(f"`reverse` has {len(revs)} entries for {len(cols)} sort columns.")
     for c in cols:
         ds._check_column(c)
-    keys: list[tuple[str, Literal["ascending", "descending"]]] = [
-        (c, "descending" if r else "ascending") for c, r in zip(cols, revs, strict=True)
-    ]
+    orders = ["descending" if r else "ascending" for r in revs]
     table = ds._range(0, len(ds), cols)
     try:
-        perm = pc.sort_indices(table, sort_keys=keys).to_numpy()  # stable; nulls last
+        perm = _sort_indices(table, cols, orders, placement)
     except pa.ArrowNotImplementedError as exc:
         raise TypeError(f"Cannot sort by column(s) {cols}: {exc}") from exc
-    return with_selection(ds, IndexMap.from_array(perm), "sort", {"column": cols, "reverse": revs})
+    kwargs: dict[str, Any] = {"column": cols, "reverse": revs}
+    if placement == "at_start":
+        kwargs["null_placement"] = placement
+    return with_selection(ds, IndexMap.from_array(perm), "sort", kwargs)
+
+
+def _sort_indices(table: pa.Table, cols: list[str], orders: list[str], placement: str) -> Any:
+    """Stable sort permutation; nulls placed per key (pyarrow >= 25) or globally (older)."""
+    if int(pa.__version__.split(".")[0]) >= 25:
+        keys: Any = [(c, o, placement) for c, o in zip(cols, orders, strict=True)]
+        return pc.sort_indices(table, sort_keys=keys).to_numpy()
+    keys = list(zip(cols, orders, strict=True))
+    legacy: Any = pc.sort_indices
+    return legacy(table, sort_keys=keys, null_placement=placement).to_numpy()
 
 
 def shard(ds: Dataset, num_shards: int, index: int, contiguous: bool) -> Dataset:
@@ -144,59 +184,6 @@ def shard(ds: Dataset, num_shards: int, index: int, contiguous: bool) -> Dataset
         sel = IndexMap.from_array(np.arange(index, n, num_shards, dtype=np.int64))
     kwargs = {"num_shards": num_shards, "index": index, "contiguous": contiguous}
     return with_selection(ds, sel, "shard", kwargs)
-
-
-class SplitResult(NamedTuple):
-    """``(train, test)``; unpack it or index it by ``"train"``/``"test"`` as in HF datasets."""
-
-    train: Dataset
-    test: Dataset
-
-    def __getitem__(self, key: Any) -> Any:
-        if isinstance(key, str):
-            if key not in self._fields:
-                raise KeyError(f"Unknown split {key!r}; available splits: ['train', 'test'].")
-            return getattr(self, key)
-        return tuple.__getitem__(self, key)
-
-    def keys(self) -> list[str]:
-        """The split names."""
-        return list(self._fields)
-
-
-def train_test_split(
-    ds: Dataset, test_size: float | int, seed: int | None, shuffle: bool
-) -> SplitResult:
-    n = len(ds)
-    if isinstance(test_size, float) and 0.0 < test_size < 1.0:
-        n_test = math.ceil(test_size * n)
-    elif isinstance(test_size, int) and not isinstance(test_size, bool) and test_size > 0:
-        n_test = test_size
-    else:
-        raise ValueError(
-            f"`test_size` must be a float in (0, 1) or a positive int, got {test_size!r}."
-        )
-    if not 0 < n_test < n:
-        raise ValueError(
-            f"`test_size`={test_size!r} gives {n_test} test rows out of {n}: both splits must "
-            "be non-empty."
-        )
-    if shuffle:
-        seed = _check_seed(seed)
-        perm = np.random.default_rng(seed).permutation(n)
-        test_sel, train_sel = (
-            IndexMap(array=perm[:n_test]),
-            IndexMap(array=perm[n_test:]),
-        )
-    else:
-        train_sel, test_sel = (
-            IndexMap.from_range(0, n - n_test),
-            IndexMap.from_range(n - n_test, n),
-        )
-    kw: dict[str, Any] = {"test_size": test_size, "seed": seed, "shuffle": shuffle}
-    train = with_selection(ds, train_sel, "train_test_split", {**kw, "split": "train"})
-    test = with_selection(ds, test_sel, "train_test_split", {**kw, "split": "test"})
-    return SplitResult(train, test)
 
 
 def _open_flattened(
@@ -228,19 +215,22 @@ def _open_flattened(
     return None
 
 
-def flatten_indices(ds: Dataset) -> Dataset:
+def flatten_indices(ds: Dataset, *, cache_file_name: str | None = None) -> Dataset:
+    from arrowmix._dataset.map_options import check_cache_file_name
+
+    user_path = check_cache_file_name(cache_file_name)
     s = ds._s
     if s.indices is None:
         return ds
     fp = roll(ds.fingerprint, "flatten_indices")
-    path = fs.join(ds.cache_dir, cache_file_name(fp))
+    path = user_path or fs.join(ds.cache_dir, _cache_file_name(fp))
     n = len(ds)
     so = s.storage_options
     found = None
     shipped = shipped_cache_dir(s.files)
-    if shipped is not None and shipped != ds.cache_dir:
+    if shipped is not None and shipped != ds.cache_dir and user_path is None:
         # A read-only corpus that ships its cache: a valid flattened copy is read in place.
-        beside = os.path.join(shipped, cache_file_name(fp))
+        beside = os.path.join(shipped, _cache_file_name(fp))
         if os.path.exists(beside):
             found = _open_flattened(beside, fp, n, None, warn=False)
             path = beside if found is not None else path
@@ -264,6 +254,8 @@ def flatten_indices(ds: Dataset) -> Dataset:
             file_offsets=(0, n),
             fmt=s.fmt,
             fmt_columns=s.fmt_columns,
+            fmt_all=s.fmt_all,
+            fmt_kwargs=s.fmt_kwargs,
             cache_dir=s.cache_dir,
             storage_options=so,
             holds=holds,
@@ -298,14 +290,49 @@ def _names(column_names: str | Sequence[str]) -> list[str]:
 
 
 def _with_table(
-    ds: Dataset, table: pa.Table | RemoteTable, transform: str, kwargs: dict[str, Any]
+    ds: Dataset,
+    table: pa.Table | RemoteTable,
+    transform: str,
+    kwargs: dict[str, Any],
+    renamed: dict[str, str] | None = None,
 ) -> Dataset:
     s = ds._s
-    cols = s.fmt_columns
-    if cols is not None:
-        cols = tuple(c for c in cols if c in table.column_names)
+    cols = formats.transmit_columns(s.fmt_columns, ds.column_names, table.column_names, renamed)
     fp = roll(ds.fingerprint, transform, kwargs)
     return Dataset(replace(s, table=table, fingerprint=fp, fmt_columns=cols))
+
+
+def set_format(
+    ds: Dataset,
+    type: str | None,
+    columns: str | Sequence[str] | None,
+    output_all_columns: bool,
+    format_kwargs: dict[str, Any],
+) -> Dataset:
+    """``ds`` viewed in another format; the fingerprint rolls forward (as in HF)."""
+    fmt = formats.check_format(type)
+    cols = None
+    if columns is not None:
+        cols = tuple(_names(columns))
+        for c in cols:
+            ds._check_column(c)
+    kw = tuple(sorted(format_kwargs.items()))
+    args = {
+        "type": fmt,
+        "columns": list(cols) if cols is not None else None,
+        "output_all_columns": bool(output_all_columns),
+        "format_kwargs": dict(kw),
+    }
+    fp = roll(ds.fingerprint, "with_format", args)
+    state = replace(
+        ds._s,
+        fingerprint=fp,
+        fmt=fmt,
+        fmt_columns=cols,
+        fmt_all=bool(output_all_columns),
+        fmt_kwargs=kw,
+    )
+    return Dataset(state)
 
 
 def select_columns(ds: Dataset, column_names: str | Sequence[str]) -> Dataset:
@@ -328,70 +355,29 @@ def rename_column(ds: Dataset, old: str, new: str) -> Dataset:
         raise ValueError(f"Cannot rename {old!r} to {new!r}: a column {new!r} already exists.")
     names = [new if c == old else c for c in ds.column_names]
     return _with_table(
-        ds, ds._s.table.rename_columns(names), "rename_column", {"old": old, "new": new}
+        ds,
+        ds._s.table.rename_columns(names),
+        "rename_column",
+        {"old": old, "new": new},
+        {old: new},
     )
 
 
-def concatenate_datasets(datasets: Sequence[Dataset]) -> Dataset:
-    """Rows of ``datasets`` one after the other, without copying column data.
-
-    Example:
-        >>> import arrowmix as am
-        >>> a, b = am.Dataset.from_dict({"x": [1, 2]}), am.Dataset.from_dict({"x": [3]})
-        >>> am.concatenate_datasets([a, b])["x"]
-        [1, 2, 3]
-    """
-    dsets = list(datasets)
-    if not dsets:
-        raise ValueError("`concatenate_datasets` needs at least one dataset.")
-    first = dsets[0]
-    for i, d in enumerate(dsets[1:], start=1):
-        if not d.schema.equals(first.schema):
-            raise SchemaMismatchError(
-                f"Dataset {i} has a different schema from dataset 0:\n{d.schema}\n"
-                f"dataset 0:\n{first.schema}"
-            )
-    tables = [d._s.table for d in dsets]
-    if any(isinstance(t, RemoteTable) for t in tables):
+def rename_columns(ds: Dataset, column_mapping: dict[str, str]) -> Dataset:
+    """Rename several columns at once (``{old: new}``), as HF ``datasets`` does."""
+    mapping = dict(column_mapping)
+    for old in mapping:
+        ds._check_column(old)
+    names = [mapping.get(c, c) for c in ds.column_names]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
         raise ValueError(
-            "`concatenate_datasets` cannot join datasets read through a bounded remote cache "
-            "(`from_chunks(..., cache_limit=...)`); open all their chunks with one "
-            "`from_chunks([url, ...], cache_limit=...)` call, or mix their streams."
+            f"Cannot rename columns with {mapping}: the result would have duplicate column(s) "
+            f"{dupes}."
         )
-    table = pa.concat_tables([t.replace_schema_metadata(None) for t in tables])  # type: ignore[misc]  # no RemoteTable here (checked above)
-    mapping = None
-    if any(d._s.indices is not None for d in dsets):
-        parts, offset = [], 0
-        for d in dsets:
-            ix = d._s.indices or IndexMap.from_range(0, d._s.table.num_rows)
-            parts.append(ix.to_numpy() + offset)
-            offset += d._s.table.num_rows
-        mapping = IndexMap.from_array(np.concatenate(parts))
-    offsets: tuple[int, ...] | None = None
-    if mapping is None and all(d._s.file_offsets for d in dsets):
-        acc, base = [0], 0
-        for d in dsets:
-            acc.extend(base + o for o in d._s.file_offsets[1:])  # type: ignore[index]
-            base += d._s.table.num_rows
-        offsets = tuple(acc)
-    fp = hash_value(("concatenate", [d.fingerprint for d in dsets]))
-    s = first._s
-    state = DatasetState(
-        table=table,
-        fingerprint=fp,
-        files=tuple(f for d in dsets for f in d._s.files),
-        file_offsets=offsets,
-        fmt=s.fmt,
-        fmt_columns=s.fmt_columns,
-        cache_dir=s.cache_dir,
-        storage_options=s.storage_options,
-        holds=tuple(h for d in dsets for h in d._s.holds if h.path != d._s.indices_file),
+    for old, new in mapping.items():
+        if not isinstance(new, str) or not new:
+            raise ValueError(f"New name for column {old!r} must be a non-empty string: {new!r}.")
+    return _with_table(
+        ds, ds._s.table.rename_columns(names), "rename_columns", {"mapping": mapping}, mapping
     )
-    out = Dataset(state)
-    if mapping is not None:
-        mapping, path = load_or_store(
-            mapping, fp, out.cache_dir, fp, "concatenate_datasets", s.storage_options
-        )
-        holds = state.holds + hold_cache_files([path] if path else [])
-        out = Dataset(replace(state, indices=mapping, indices_file=path, holds=holds))
-    return out

@@ -69,6 +69,8 @@ class DatasetRef:
     cache_dir: str | None
     #: Cache and indices files the original held (reader registrations to take again).
     held: tuple[str, ...]
+    fmt_all: bool = False
+    fmt_kwargs: tuple[tuple[str, Any], ...] = ()
 
 
 def _indices_fp(path: str | None, ix: IndexMap | None) -> str | None:
@@ -104,6 +106,8 @@ def describe(ds: Dataset) -> DatasetRef:
         fmt_columns=s.fmt_columns,
         cache_dir=s.cache_dir,
         held=tuple(dict.fromkeys(h.path for h in s.holds)),
+        fmt_all=s.fmt_all,
+        fmt_kwargs=s.fmt_kwargs,
     )
 
 
@@ -175,6 +179,8 @@ def rebuild(cls: type[Dataset], ref: DatasetRef) -> Dataset:
         indices_file=ref.indices_file,
         fmt=ref.fmt,
         fmt_columns=ref.fmt_columns,
+        fmt_all=ref.fmt_all,
+        fmt_kwargs=ref.fmt_kwargs,
         cache_dir=ref.cache_dir,
         holds=holds,
     )

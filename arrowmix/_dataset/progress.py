@@ -32,6 +32,7 @@ class Progress:
         self._bar: Any = None
         self._segments = num_segments
         self._done = done_segments
+        self._cached = done_segments
         if progress_enabled():
             from tqdm.auto import tqdm
 
@@ -46,7 +47,9 @@ class Progress:
             self._postfix()
 
     def _postfix(self) -> None:
-        self._bar.set_postfix_str(f"segments {self._done}/{self._segments}", refresh=False)
+        cached = f" ({self._cached} from cache)" if self._cached else ""
+        text = f"segments {self._done}/{self._segments}{cached}"
+        self._bar.set_postfix_str(text, refresh=False)
 
     def rows(self, n: int) -> None:
         """``n`` more input rows processed."""

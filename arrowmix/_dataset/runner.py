@@ -3,34 +3,33 @@
 A map segment yields the record batches to store, coalesced into large batches (few, large
 batches keep later ``take`` fast). The output columns are the input columns minus
 ``remove_columns``, updated in place by the returned columns, plus the new ones at the end (HF
-``datasets`` order). Input columns that are kept unchanged are *not* stored when the input is
-a plain or contiguous view (``zero_copy_ok``): the result references them in the parent
-table, so a map that adds a small column next to gigabytes of text writes only that column.
+``datasets`` order; ``arrowmix._dataset.udf_output`` has the rules), or the returned table.
+Input columns that are kept unchanged are *not* stored when the input is a plain or
+contiguous view (``zero_copy_ok``): the result references them in the parent table, so a map
+that adds a small column next to gigabytes of text writes only that column.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+import itertools
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._dataset.apply import (
-    Call,
-    Conformer,
-    blocks,
-    call_batched,
-    call_input,
-    call_rows,
-    row_args,
-)
+from arrowmix._dataset.apply import ASYNC_BATCHES, Call, Invoker, blocks, call_input, row_args
+from arrowmix._dataset.conform import Conformer
+from arrowmix._dataset.udf_output import Output, RowNames, call_batched, call_rows
 from arrowmix.exceptions import SchemaMismatchError
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
 
-__all__ = ["MapSegment", "filter_positions"]
+__all__ = ["ROWS_COLUMN", "MapSegment", "filter_positions"]
+
+#: The column stored when a map's result has no column (its segments still hold the rows).
+ROWS_COLUMN = "__arrowmix_rows__"
 
 _OUT_ROWS = 65536
 _OUT_BYTES = 64 * 2**20
@@ -66,6 +65,8 @@ class MapSegment:
         zero_copy: kept input columns referenced from the parent instead of stored.
         stored: the columns written to the segment file.
         rows_known: whether the output has exactly one row per input row.
+        unchanged: the function returned nothing (None) and removed no column; fixed by the
+            first block, since later blocks must return the same columns.
     """
 
     def __init__(
@@ -86,50 +87,119 @@ class MapSegment:
         self.zero_copy: list[str] = []
         self.stored: list[str] = []
         self._kept: list[str] = []
-        self._out_keys: set[str] = set()
+        self._out_keys: list[str] = []
+        self._shape: tuple[bool, tuple[str, ...]] = (False, ())
         self.rows_known = not call.batched
+        self.unchanged = not call.remove_columns
 
-    def _layout(self, out_keys: Sequence[str]) -> None:
-        base = [c for c in self._ds.column_names if c not in self._call.remove_columns]
+    def _layout(self, out: Output) -> None:
+        removed = set(self._call.remove_columns) | set(out.dropped)
+        base = [] if out.whole else [c for c in self._ds.column_names if c not in removed]
+        out_keys = list(out.columns)
         self.columns = base + [k for k in out_keys if k not in base]
         self._kept = [c for c in base if c not in out_keys]
         self.zero_copy = list(self._kept) if self._zero_copy_ok else []
         self.stored = [c for c in self.columns if c not in self.zero_copy]
         if not self.stored and self.zero_copy:  # keep the row count in the file
             self.stored = [self.zero_copy.pop()]
-        self._out_keys = set(out_keys)
+        elif not self.stored:  # no column at all (every one removed): count the rows
+            self.stored = [ROWS_COLUMN]
+        self._out_keys = out_keys
+        self._shape = (out.whole, out.dropped)
+        self.unchanged = not (out_keys or out.whole or removed)
         self.rows_known = self.rows_known or bool(self._kept)
+
+    def _check_shape(self, out: Output, table: pa.Table, where: str) -> None:
+        """A later block must return the columns of the first.
+
+        A column it does not return is filled: with the input's values for an input column
+        (returned unchanged), with nulls for a row function's new column.
+        """
+        call = self._call
+        extra = [k for k in out.columns if k not in self._out_keys]
+        missing = [k for k in self._out_keys if k not in out.columns]
+        n_out = out.num_rows if out.num_rows is not None else table.num_rows
+        unfillable = [
+            k
+            for k in missing
+            if call.batched and (k not in table.column_names or n_out != table.num_rows)
+        ]
+        if (out.whole, out.dropped) != self._shape or extra or unfillable:
+            raise SchemaMismatchError(
+                f"Function {call.name} returned columns {sorted(out.columns)} for {where} but "
+                f"{sorted(self._out_keys)} for earlier rows; every batch must return the "
+                "same columns."
+                + (
+                    ""
+                    if (out.whole, out.dropped) == self._shape
+                    else " (or the same kind of output)"
+                )
+                + (
+                    f" A row function's new column {extra} must appear in the first block "
+                    f"({self._call.block_size(0)} rows) of each segment: return it, None where "
+                    "there is no value, from every row."
+                    if extra and not call.batched
+                    else ""
+                )
+            )
+        for k in missing:  # rows that returned no value: the input's, or null
+            n = table.num_rows
+            out.columns[k] = (
+                table.column(k).combine_chunks() if k in table.column_names else pa.nulls(n)
+            )
+
+    def _outputs(self, size: int) -> Iterator[tuple[int, pa.Table, Output, dict[str, Any]]]:
+        call, invoker = self._call, Invoker(self._call)
+        hints: dict[str, Any] = {}
+        it = blocks(self._ds, self._start, self._stop, size)
+        group = ASYNC_BATCHES if call.batched and call.is_async else 1
+        try:
+            while True:
+                chunk = list(itertools.islice(it, group))
+                if not chunk:
+                    return
+                if call.batched:
+                    outs = call_batched(invoker, chunk, hints)
+                else:
+                    outs = [call_rows(invoker, chunk[0][0], chunk[0][1], hints)]
+                for (lo, table), out in zip(chunk, outs, strict=True):
+                    yield lo, table, out, hints
+        finally:
+            invoker.close()
 
     def batches(self) -> Iterator[pa.RecordBatch]:
         """The record batches to store, in order."""
         call = self._call
         conform, coalesce = Conformer(call.name), _Coalescer()
         size = call.block_size(self._stop - self._start)
-        for lo, table in blocks(self._ds, self._start, self._stop, size):
+        for lo, table, out, hints in self._outputs(size):
             n_in = table.num_rows
             where = f"rows {lo}..{lo + n_in - 1}"
-            hints = {f.name: f.type for f in conform.schema} if conform.schema else {}
-            run = call_batched if call.batched else call_rows
-            out = run(call, lo, table, hints)
             if self.columns is None:
-                self._layout(list(out))
-            elif set(out) != self._out_keys:
-                raise SchemaMismatchError(
-                    f"Function {call.name} returned columns {sorted(out)} for {where} but "
-                    f"{sorted(self._out_keys)} for earlier rows; every batch must return the "
-                    "same columns."
-                )
-            n_out = len(next(iter(out.values()))) if out else n_in
+                self._layout(out)
+            else:
+                self._check_shape(out, table, where)
+            n_out = out.num_rows if out.num_rows is not None else n_in
             if n_out != n_in and self._kept:
                 raise ValueError(
                     f"Batched function {call.name} returned {n_out} rows for the {n_in} input "
                     f"{where}, but input columns {self._kept} would be kept and need one value "
                     f"per output row; drop them with remove_columns={self._kept!r}."
                 )
-            arrays = [out[c] if c in out else table.column(c).combine_chunks() for c in self.stored]
+            cols = out.columns
+            arrays = [
+                cols[c]
+                if c in cols
+                else pa.nulls(n_out, pa.int8())
+                if c == ROWS_COLUMN
+                else table.column(c).combine_chunks()
+                for c in self.stored
+            ]
             batch = pa.RecordBatch.from_arrays(arrays, names=self.stored)
-            for b in conform.push(batch, where):
+            for b in conform.push(batch, where, lo if n_out == n_in else None):
                 yield from coalesce.add(b)
+            if conform.schema is not None and not hints:
+                hints.update((f.name, f.type) for f in conform.schema)
             self._on_rows(n_in)
         for b in conform.flush():
             yield from coalesce.add(b)
@@ -169,18 +239,31 @@ def filter_positions(
     stop: int,
     on_rows: Callable[[int], None] = lambda n: None,
 ) -> np.ndarray:
-    """View positions in ``[start, stop)`` whose rows the function keeps (sorted int64)."""
+    """View positions in ``[start, stop)`` whose rows the function keeps (sorted int64).
+
+    An ``async def`` function is awaited (concurrently, as in map): its result, not the
+    coroutine, decides.
+    """
     parts = [np.empty(0, dtype=np.int64)]
-    for lo, table in blocks(ds, start, stop, call.block_size(stop - start)):
-        n = table.num_rows
-        if call.batched:
-            args = call_input(call, lo, table)
-            result = call.invoke(args, f"the batch of rows {lo}..{lo + n - 1}")
-            mask = _mask(call, lo, n, result)
-        else:
+    invoker = Invoker(call)
+    it = blocks(ds, start, stop, call.block_size(stop - start))
+    group = ASYNC_BATCHES if call.batched and call.is_async else 1
+    try:
+        while chunk := list(itertools.islice(it, group)):
+            if call.batched:
+                args = [call_input(call, lo, t) for lo, t in chunk]
+                wheres = [f"the batch of rows {lo}..{lo + t.num_rows - 1}" for lo, t in chunk]
+                results = invoker.many(args, wheres)
+                for (lo, t), result in zip(chunk, results, strict=True):
+                    mask = _mask(call, lo, t.num_rows, result)
+                    parts.append(np.flatnonzero(mask).astype(np.int64) + lo)
+                    on_rows(t.num_rows)
+                continue
+            lo, table = chunk[0]
+            n = table.num_rows
+            results = invoker.many(row_args(call, lo, table), RowNames(lo, n))
             mask = np.zeros(n, dtype=bool)
-            for i, args in enumerate(row_args(call, lo, table)):
-                result = call.invoke(args, f"row {lo + i}")
+            for i, result in enumerate(results):
                 try:
                     mask[i] = bool(result)
                 except (TypeError, ValueError) as exc:
@@ -188,6 +271,8 @@ def filter_positions(
                         f"Filter function {call.name} returned a {type(result).__name__} for "
                         f"row {lo + i}, which is not a boolean: {exc}"
                     ) from exc
-        parts.append(np.flatnonzero(mask).astype(np.int64) + lo)
-        on_rows(n)
+            parts.append(np.flatnonzero(mask).astype(np.int64) + lo)
+            on_rows(n)
+    finally:
+        invoker.close()
     return np.concatenate(parts)

@@ -18,6 +18,7 @@ from arrowmix._dataset.indices import IndexMap
 from arrowmix._storage.remote_cache import parse_size
 from arrowmix._storage.remote_table import ReadAhead, RemoteTable
 from arrowmix._stream.sources import ArrowSource, Upcoming, from_row_source
+from arrowmix._stream.tokens import TokenColumn
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
@@ -37,7 +38,7 @@ class DatasetRows:
 
     def __init__(self, ds: Dataset, read_ahead: int | str | None = None) -> None:
         self._ds = ds
-        self._columns = ds._columns()
+        self._columns = ds._format().read_columns()
         schema = ds.schema
         if self._columns is not None:
             schema = pa.schema([schema.field(c) for c in self._columns])
@@ -79,6 +80,24 @@ class DatasetRows:
 
     def take(self, positions: np.ndarray) -> pa.Table:
         return self._ds._gather(np.asarray(positions, dtype=np.int64), self._columns)
+
+    def token_column(self, name: str) -> TokenColumn:
+        """Zero-copy views of the ``list<int*>`` column ``name`` of the memory-mapped chunks.
+
+        Positions are view positions: the view's indices mapping is applied on lookup.
+        """
+        if name not in self._schema.names:
+            raise KeyError(f"no column {name!r}; the rows have columns {self._schema.names}.")
+        s = self._ds._s
+        if isinstance(s.table, RemoteTable):
+            raise TypeError(
+                f"the token stages (`collate`, `pack`, `bucket` on the token column {name!r}) "
+                "read token ids from memory-mapped chunks, but this dataset streams its chunks "
+                "through a bounded cache (`cache_limit=`); open it without `cache_limit` or "
+                "collate rows with `.map(...)`."
+            )
+        mapper = s.indices.lookup if s.indices is not None else None
+        return TokenColumn(s.table.column(name), name, mapper=mapper, view_rows=self.num_rows)
 
 
 class _Mapped:

@@ -31,11 +31,13 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from arrowmix._cache.segments import Segment
+from arrowmix.exceptions import WorkerDiedError
 
-__all__ = ["EXECUTORS", "WORKER_ENV", "resolve_executor", "run_segments"]
+__all__ = ["EXECUTORS", "WORKER_ENV", "resolve_executor", "run_segments", "worker_rank"]
 
 logger = logging.getLogger("arrowmix")
 
@@ -82,6 +84,21 @@ def resolve_executor(executor: Any) -> Any:
 # (a dict, so maps started from several threads at once do not mix their jobs up).
 _FORK_JOBS: dict[int, tuple[SegmentFn, Any]] = {}
 _WORKER_JOB: tuple[SegmentFn, Any] | None = None
+_WORKER_RANK: int | None = None
+_WORKER_ROWS: Any = None  # a shared counter of the rows processed, read by the parent
+
+#: How often the parent refreshes the progress bar from the workers' row counter (s).
+_POLL_S = 0.2
+#: HF ``datasets``'s words for a dead worker (kept verbatim: code matches on them).
+WORKER_DIED = (
+    "One of the subprocesses has abruptly died during map operation."
+    "To debug the error, disable multiprocessing."
+)
+
+
+def worker_rank() -> int | None:
+    """This process's index in the map's process pool (None outside a pool), for ``with_rank``."""
+    return _WORKER_RANK
 
 
 #: Seconds between two checks of the worker's parent pid by the watchdog thread.
@@ -114,14 +131,20 @@ def exit_with_parent(parent: int) -> None:
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
 
 
-def _init_worker(token: int, payload: bytes | None, parent: int | None = None) -> None:
-    global _WORKER_JOB
+def _init_worker(
+    token: int, payload: bytes | None, ranks: Any, rows: Any, parent: int | None = None
+) -> None:
+    global _WORKER_JOB, _WORKER_RANK, _WORKER_ROWS
     if parent is not None:
         exit_with_parent(parent)
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     for key, value in WORKER_ENV.items():
         os.environ.setdefault(key, value)
     os.environ["ARROWMIX_PROGRESS"] = "0"
+    with ranks.get_lock():
+        _WORKER_RANK = ranks.value
+        ranks.value += 1
+    _WORKER_ROWS = rows
     if payload is None:
         _WORKER_JOB = _FORK_JOBS[token]
     else:
@@ -130,10 +153,15 @@ def _init_worker(token: int, payload: bytes | None, parent: int | None = None) -
         _WORKER_JOB = dill.loads(payload)
 
 
+def _count(n: int) -> None:
+    with _WORKER_ROWS.get_lock():
+        _WORKER_ROWS.value += n
+
+
 def _work(seg: Segment) -> int:
     assert _WORKER_JOB is not None, "worker started without a job"
     fn, job = _WORKER_JOB
-    fn(job, seg, lambda n: None)
+    fn(job, seg, _count)
     return seg.num_input_rows
 
 
@@ -165,12 +193,30 @@ def run_segments(
             procs,
             len(segments),
         )
-    if procs <= 1:
+    if not segments:
+        return
+    if num_proc is None or num_proc <= 1:
         for seg in segments:
             fn(job, seg, on_rows)
             on_segment(0)
         return
-    _run_pool(fn, job, segments, procs, on_segment)
+    # num_proc > 1 runs in worker processes even for one segment: a function that crashes
+    # its process (native code, os._exit, a kill) must never take the caller down.
+    _run_pool(fn, job, segments, procs, on_rows, on_segment)
+
+
+def _died(job: Any, exc: BaseException) -> WorkerDiedError:
+    err = WorkerDiedError(WORKER_DIED)
+    name = getattr(getattr(job, "call", None), "name", None) or type(job).__name__
+    note = (
+        f"arrowmix: a worker process running {name} died without raising ({exc}); it was "
+        "killed (out of memory?) or crashed in native code. Run with num_proc=1 to debug."
+    )
+    if hasattr(err, "add_note"):
+        err.add_note(note)
+    else:  # Python 3.10
+        err.__notes__ = [note]  # type: ignore[attr-defined]  # 3.10 has no add_note
+    return err
 
 
 def _run_pool(
@@ -178,6 +224,7 @@ def _run_pool(
     job: Any,
     segments: Sequence[Segment],
     procs: int,
+    on_rows: Callable[[int], None],
     on_segment: Callable[[int], None],
 ) -> None:
     token = id(job)
@@ -195,19 +242,28 @@ def _run_pool(
             # Python >= 3.12 warns about fork() in a threaded process; our children only run
             # the job (no locks taken by other threads are needed) and exit.
             warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
+            ranks, rows = ctx.Value("i", 0), ctx.Value("q", 0)
             pool = ProcessPoolExecutor(
                 procs,
                 mp_context=ctx,
                 initializer=_init_worker,
-                initargs=(token, payload, os.getpid()),
+                initargs=(token, payload, ranks, rows, os.getpid()),
             )
             futures: list[Future[int]] = [pool.submit(_work, seg) for seg in segments]
+        seen = 0
         try:
             pending: set[Future[int]] = set(futures)
             while pending:
-                done, pending = wait(pending, return_when=FIRST_EXCEPTION)
+                done, pending = wait(pending, timeout=_POLL_S, return_when=FIRST_EXCEPTION)
+                now = rows.value
+                on_rows(now - seen)  # the bar advances while workers run
+                seen = now
                 for fut in done:
-                    on_segment(fut.result())  # raises the worker's exception
+                    try:
+                        fut.result()  # raises the worker's exception
+                    except BrokenProcessPool as exc:
+                        raise _died(job, exc) from exc
+                    on_segment(0)
         except BaseException:
             pool.shutdown(wait=True, cancel_futures=True)
             raise

@@ -2,8 +2,9 @@
 
 All three functions are pure in the code object (which is immutable), so their results
 are cached for the whole process. Line numbers, file names, the line table
-(``co_positions``) and ``co_qualname`` never enter a code digest, so moving a function
-or its file keeps its hash.
+(``co_positions``), ``co_name`` and ``co_qualname`` never enter a code digest, so moving or
+renaming a function, or moving its file, keeps its hash (a recursive function calls itself
+by a global name, which is in ``co_names``: renaming it changes its code).
 """
 
 from __future__ import annotations
@@ -30,15 +31,13 @@ def code_digest_of(code: types.CodeType) -> str:
         >>> def g(x):
         ...
         ...     return x + 1
-        >>> g_as_f = g.__code__.replace(co_name="f")
-        >>> code_digest_of(f.__code__) == code_digest_of(g_as_f)
+        >>> code_digest_of(f.__code__) == code_digest_of(g.__code__)
         True
     """
     consts = tuple(
         ("code", code_digest_of(c)) if isinstance(c, types.CodeType) else c for c in code.co_consts
     )
     fields = (
-        code.co_name,
         code.co_argcount,
         code.co_posonlyargcount,
         code.co_kwonlyargcount,

@@ -307,7 +307,9 @@ def fingerprint_function(fn: Any) -> str:
     Example:
         >>> def add_one(x):
         ...     return x + 1
-        >>> fingerprint_function(add_one) == fingerprint_function(lambda x: x + 1)
+        >>> fingerprint_function(add_one) == fingerprint_function(lambda x: x + 1)  # same code
+        True
+        >>> fingerprint_function(add_one) == fingerprint_function(lambda x: x + 2)
         False
         >>> len(fingerprint_function(add_one))
         16

@@ -89,7 +89,7 @@ def _encode(h: Any, v: Any) -> None:
         f = float(v)
         h.update(b"f" + (b"nan" if math.isnan(f) else struct.pack("<d", f)))
     elif isinstance(v, str):
-        b = v.encode("utf-8")
+        b = v.encode("utf-8", "surrogatepass")  # lone surrogates hash too
         h.update(struct.pack("<cQ", b"s", len(b)) + b)
     elif isinstance(v, (bytes, bytearray, memoryview)):
         h.update(struct.pack("<cQ", b"b", len(v)))

@@ -108,7 +108,34 @@ _REGISTRY: dict[str, Callable[[Any], Any]] = {
     "transformers.tokenization_utils_base.PreTrainedTokenizerBase": lambda tok: {
         k: v for k, v in vars(tok).items() if k != "cache"
     },
+    # torch tensors and generators by value (dtype, shape, bytes; the generator's state),
+    # numpy generators by their bit generator's state: never by address or storage identity.
+    "torch.Tensor": lambda t: _tensor_value(t),
+    "torch._C.Generator": lambda g: _torch_generator_value(g),
+    "numpy.random._generator.Generator": lambda g: ("numpy.Generator", g.bit_generator.state),
+    "numpy.random.mtrand.RandomState": lambda r: ("numpy.RandomState", r.get_state(legacy=False)),
 }
+
+
+def _tensor_value(t: Any) -> tuple[Any, ...]:
+    """A torch tensor's value: dtype, shape, layout and raw bytes (on the CPU)."""
+    t = t.detach()
+    if t.is_sparse:
+        t = t.to_dense()
+    flat = t.cpu().contiguous().reshape(-1)
+    raw = flat.view(dtype=_uint8(flat)).numpy().tobytes() if flat.numel() else b""
+    return ("torch.Tensor", str(t.dtype), tuple(t.shape), raw)
+
+
+def _torch_generator_value(g: Any) -> tuple[Any, ...]:
+    """A ``torch.Generator``'s value: its device and its state (what it will draw next)."""
+    return ("torch.Generator", str(g.device), _tensor_value(g.get_state()))
+
+
+def _uint8(t: Any) -> Any:
+    import torch  # only reached for a tensor, so torch is already imported
+
+    return torch.uint8
 
 
 def register_fingerprint(cls: type | str, handler: Callable[[Any], Any]) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from arrowmix._storage import integrity
 from arrowmix._storage.atomic import remove_dead_tmp
 from arrowmix._storage.digests import (
     MANIFEST_NAME,
@@ -96,11 +97,14 @@ def write_batches(
         while not pending.exhausted:
             name = f"chunk-{len(paths):05d}.arrow"
             path = join(out_dir, name)
-            part = pending.take_chunk(rows_per_chunk, bytes_per_chunk)
+            part = _validated(pending.take_chunk(rows_per_chunk, bytes_per_chunk), name)
             rows, size, digest = write_file_hashed(
                 path, part, marked, storage_options=storage_options
             )
             if is_local(path):
+                # Validated as written: its first open needs no validation pass.
+                _, ident = integrity.verified(local_path(path), remember=False)
+                integrity.done(local_path(path), ident, remember=True)
                 entries.append(stat_entry(local_path(path), rows, size, digest))
             else:
                 entries.append(ChunkEntry(name, rows, size, digest))
@@ -111,6 +115,16 @@ def write_batches(
         fs, _ = url_to_fs(out_dir, storage_options)
         paths = [fs.unstrip_protocol(url_to_fs(p, storage_options)[1]) for p in paths]
     return paths
+
+
+def _validated(batches: Iterator[pa.RecordBatch], name: str) -> Iterator[pa.RecordBatch]:
+    """``batches``, each structurally validated (offsets, UTF-8...) before it is written."""
+    for batch in batches:
+        try:
+            batch.validate(full=True)
+        except pa.ArrowInvalid as exc:
+            raise ValueError(f"Invalid Arrow data for {name}, not written: {exc}") from exc
+        yield batch
 
 
 def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

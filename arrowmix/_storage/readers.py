@@ -162,8 +162,62 @@ def read_parquet(path: str, storage_options: Mapping[str, Any] | None) -> Iterat
         yield from pf.iter_batches(batch_size=_ROWS)
 
 
+def _decode(raw: bytes, path: str, line_no: int) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputFormatError(
+            f"{path}:{line_no}: not valid UTF-8 ({exc.reason} at byte {exc.start} of the line)."
+        ) from exc
+
+
+def _lines(path: str, storage_options: Mapping[str, Any] | None) -> Iterator[tuple[int, str]]:
+    """``(1-based line number, line)`` without its newline or trailing carriage return."""
+    rest, line_no = b"", 0
+    with _open(path, storage_options) as f:
+        while block := f.read(_BLOCK):
+            lines = (rest + block).split(b"\n")
+            rest = lines.pop()
+            for raw in lines:
+                line_no += 1
+                yield line_no, _decode(raw, path, line_no).removesuffix("\r")
+    if rest:
+        yield line_no + 1, _decode(rest, path, line_no + 1).removesuffix("\r")
+
+
+def read_paragraphs(
+    path: str, storage_options: Mapping[str, Any] | None
+) -> Iterator[pa.RecordBatch]:
+    """One row ``{"text": paragraph}`` per run of non-blank lines (joined by newlines)."""
+    rows: list[str] = []
+    current: list[str] = []
+    for _, line in _lines(path, storage_options):
+        if line.strip():
+            current.append(line)
+            continue
+        if current:
+            rows.append("\n".join(current))
+            current = []
+        if len(rows) >= _ROWS:
+            yield pa.record_batch({"text": pa.array(rows, type=pa.string())})
+            rows = []
+    if current:
+        rows.append("\n".join(current))
+    if rows:
+        yield pa.record_batch({"text": pa.array(rows, type=pa.string())})
+
+
+def read_document(path: str, storage_options: Mapping[str, Any] | None) -> Iterator[pa.RecordBatch]:
+    """One row ``{"text": the whole file}`` (UTF-8, unchanged)."""
+    with _open(path, storage_options) as f:
+        text = _decode(f.read(), path, 1)
+    yield pa.record_batch({"text": pa.array([text], type=pa.string())})
+
+
 FORMATS: dict[str, Callable[[str, Mapping[str, Any] | None], Iterator[pa.RecordBatch]]] = {
     "text": read_text,
+    "text-paragraph": read_paragraphs,
+    "text-document": read_document,
     "json": read_json,
     "csv": read_csv,
     "parquet": read_parquet,

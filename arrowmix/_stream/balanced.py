@@ -33,6 +33,7 @@ from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import State, Stream, fn_id
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.sources import table_to_rows
+from arrowmix._stream.tokens import key_values
 from arrowmix._stream.topology import ElasticRole, check_sharding, walk
 from arrowmix.exceptions import DroppedDataWarning
 
@@ -148,6 +149,7 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
 
     SEED_KEY = "seed"
     STATE_KEYS = (*AnchoredStage.BASE_KEYS, SEED_KEY)
+    TRANSIENT = ("_columns",)
     ELASTIC_ROLE = ElasticRole.DEALER
 
     def __init__(
@@ -199,9 +201,17 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
         # Elastic resume (arrowmix._stream.elastic): (window, [[old instances,
         # batches each had yielded], ...]): that window deals only what is left.
         self._override: tuple[int, list[Any]] | None = None
+        self._emit_positions = False
         self._begin: State | None = None  # where reset(None) starts (elastic main task)
         if self._rows is not None:
             source._use_positions()
+
+    def _use_batch_positions(self) -> Any:
+        """Yield each batch as an array of row positions (for collation); the row source."""
+        if self._rows is None:
+            return None
+        self._emit_positions = True
+        return self._rows
 
     @property
     def sharding(self) -> tuple[int, int]:
@@ -279,7 +289,8 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
             if not len(items):
                 return None
             assert isinstance(self.key, str)
-            lengths = _take_column(self._rows, items, self.key)
+            cache = self.__dict__.setdefault("_columns", {})
+            lengths = np.asarray(key_values(self._rows, items, self.key, cache), dtype=np.int64)
         else:
             items = self.source._pull(self.read_ahead)
             if not items:
@@ -305,6 +316,8 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
             return [[items[j] for j in batches[i].tolist()] for i in mine]
         if not mine:
             return []
+        if self._emit_positions:
+            return [items[batches[i]] for i in mine]
         # One gather for all of this instance's rows of the window.
         parts = [items[batches[i]] for i in mine]
         flat = table_to_rows(self._rows.take(np.concatenate(parts)))
@@ -313,11 +326,3 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
             out.append(flat[at : at + len(part)])
             at += len(part)
         return out
-
-
-def _take_column(rows: Any, positions: np.ndarray, name: str) -> np.ndarray:
-    """The ``name`` column at ``positions`` (one column only when the source can)."""
-    take_column = getattr(rows, "take_column", None)
-    col = take_column(positions, name) if take_column is not None else rows.take(positions)[name]
-    out: np.ndarray = np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.int64)
-    return out

@@ -476,11 +476,45 @@ class Stream(Generic[T]):
 
         return BufferShuffleIterator(self, buffer_size, seed=seed)
 
-    def batch(self, batch_size: int, drop_last: bool = False) -> Stream[list[T]]:
-        """Group items into lists of ``batch_size``."""
+    def batch(
+        self, batch_size: int, drop_last: bool = False, *, columnar: bool = False
+    ) -> Stream[Any]:
+        """Group items into lists of ``batch_size`` (Arrow tables with ``columnar=True``)."""
         from arrowmix._stream.batch import BatchIterator
 
-        return BatchIterator(self, batch_size, drop_last=drop_last)
+        return BatchIterator(self, batch_size, drop_last=drop_last, columnar=columnar)
+
+    def collate(
+        self,
+        column: str = "input_ids",
+        *,
+        pad_id: int = 0,
+        padding_side: str = "right",
+        pad_to_multiple_of: int | None = None,
+        max_length: int | None = None,
+        labels: str | None = None,
+        return_tensors: str = "np",
+        dtype: Any = np.int64,
+    ) -> Stream[dict[str, Any]]:
+        """Pad each batch of token-id documents into ``input_ids`` and ``attention_mask``.
+
+        Behind ``batch(columnar=True)``, ``bucket(columnar=True)`` or ``budget_bucket``
+        over an index stream, token ids are copied once, from the memory-mapped chunks
+        into the output. See :class:`arrowmix._stream.collate.Collator` for the options.
+        """
+        from arrowmix._stream.collate import CollateIterator, Collator
+
+        collator = Collator(
+            column,
+            pad_id=pad_id,
+            padding_side=padding_side,
+            pad_to_multiple_of=pad_to_multiple_of,
+            max_length=max_length,
+            labels=labels,
+            return_tensors=return_tensors,
+            dtype=dtype,
+        )
+        return CollateIterator(self, collator)
 
     def bucket(
         self,
@@ -565,6 +599,65 @@ class Stream(Generic[T]):
             max_batch_size=max_batch_size,
             shuffle=shuffle,
             seed=seed,
+        )
+
+    def pack(
+        self,
+        column: str,
+        seq_len: int,
+        *,
+        strategy: str = "concat",
+        batch_size: int = 1,
+        separator: int | None = None,
+        tail: str = "drop",
+        long_docs: str = "split",
+        read_ahead: int = 4096,
+        pad_id: int = 0,
+        return_tensors: str = "np",
+        dtype: Any = np.int64,
+    ) -> Stream[dict[str, Any]]:
+        """Pack token-id documents into ``[batch_size, seq_len]`` rows.
+
+        Yields ``{"input_ids", "segment_ids", "position_ids"}``. ``strategy``:
+        ``"concat"`` (concatenate, optionally with ``separator`` after every document,
+        and cut; ``tail`` ``"drop"`` or ``"pad"`` settles the end), ``"first_fit"`` or
+        ``"best_fit"`` (whole documents per read-ahead window; ``long_docs``
+        ``"split"``, ``"truncate"`` or ``"error"`` for documents longer than
+        ``seq_len``). See :mod:`arrowmix._stream.pack`.
+        """
+        from arrowmix._stream.pack import BinPackIterator, ConcatPackIterator
+
+        if strategy == "concat":
+            if long_docs != "split":
+                raise ValueError("`long_docs` applies to bin packing; concat splits documents.")
+            return ConcatPackIterator(
+                self,
+                column,
+                seq_len,
+                batch_size=batch_size,
+                separator=separator,
+                tail=tail,
+                read_ahead=read_ahead,
+                pad_id=pad_id,
+                return_tensors=return_tensors,
+                dtype=dtype,
+            )
+        if separator is not None or tail != "drop":
+            raise ValueError(
+                "`separator` and `tail` apply to strategy='concat'; bin packing keeps "
+                "documents whole and pads every row."
+            )
+        return BinPackIterator(
+            self,
+            column,
+            seq_len,
+            strategy=strategy,
+            batch_size=batch_size,
+            long_docs=long_docs,
+            read_ahead=read_ahead,
+            pad_id=pad_id,
+            return_tensors=return_tensors,
+            dtype=dtype,
         )
 
     def prefetch(self, buffer_size: int, *, processes: bool = False) -> Stream[T]:

@@ -24,22 +24,58 @@ def _positive_int(name: str, v: object) -> int:
     return v
 
 
-class BatchIterator(PassThrough[list[T]]):
+class BatchIterator(PassThrough[Any]):
     """Lists of ``batch_size`` consecutive items (the last one shorter unless dropped).
+
+    With ``columnar=True`` (index streams: read from a Dataset or row source through
+    shuffle and mix), each batch is a ``pyarrow.Table`` taken with one gather, or, for
+    ``collate``, the array of its row positions.
 
     State:
         The source's state, unchanged. Replay cost: none.
     """
 
-    def __init__(self, source: Stream[T], batch_size: int, *, drop_last: bool = False):
+    def __init__(
+        self,
+        source: Stream[T],
+        batch_size: int,
+        *,
+        drop_last: bool = False,
+        columnar: bool = False,
+    ):
         super().__init__(source)
         self.batch_size = _positive_int("batch_size", batch_size)
         self.drop_last = bool(drop_last)
+        self.columnar = bool(columnar)
+        self._rows = source.row_source() if self.columnar else None
+        self._emit_positions = False
+        if self.columnar:
+            if self._rows is None:
+                raise ValueError(
+                    "`columnar=True` needs an index stream (read straight from a Dataset or "
+                    "row source, through shuffle or mix, not map/filter); this stream "
+                    "carries Python objects."
+                )
+            source._use_positions()
 
     def describe(self) -> dict[str, Any]:
-        return {"batch_size": self.batch_size, "drop_last": self.drop_last}
+        out: dict[str, Any] = {"batch_size": self.batch_size, "drop_last": self.drop_last}
+        if self.columnar:  # only then: fingerprints of row batches stay as they were
+            out["columnar"] = True
+        return out
 
-    def next(self) -> list[T]:
+    def _use_batch_positions(self) -> Any:
+        """Yield each batch as an array of row positions (for collation); the row source."""
+        if self._rows is not None:
+            self._emit_positions = True
+        return self._rows
+
+    def next(self) -> Any:
+        if self._rows is not None:
+            pos = self.source._pull_positions(self.batch_size)
+            if not len(pos) or (self.drop_last and len(pos) < self.batch_size):
+                raise StopIteration
+            return pos if self._emit_positions else self._rows.take(pos)
         items = self.source._pull(self.batch_size)
         if not items or (self.drop_last and len(items) < self.batch_size):
             raise StopIteration

@@ -27,11 +27,13 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import State, Stream, fn_id
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.sources import table_to_rows
+from arrowmix._stream.tokens import is_token_type, key_values
 
 __all__ = ["LengthBucketIterator", "cut_sorted", "descending"]
 
@@ -123,6 +125,43 @@ class _SortedTable:
         return _Row(self._table, key)
 
 
+class _KeyRow(Mapping[str, Any]):
+    """The longest row of a batch being cut: the key from the window, other fields on read."""
+
+    __slots__ = ("_key", "_pos", "_rows", "_value")
+
+    def __init__(self, rows: Any, pos: int, key: str, value: Any) -> None:
+        self._rows, self._pos, self._key, self._value = rows, pos, key, value
+
+    def __getitem__(self, name: str) -> Any:
+        if name == self._key and not is_token_type(self._rows.schema.field(name).type):
+            return self._value.item() if isinstance(self._value, np.generic) else self._value
+        if name not in self._rows.schema.names:
+            raise KeyError(name)
+        return self._rows.take(np.array([self._pos], dtype=np.int64)).column(name)[0].as_py()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._rows.schema.names)
+
+    def __len__(self) -> int:
+        return len(self._rows.schema.names)
+
+
+class _SortedPositions:
+    """A sorted window of row positions: ``[i]`` reads row ``i`` lazily, ``[a:b]`` slices."""
+
+    def __init__(self, rows: Any, positions: np.ndarray, keys: np.ndarray, key: str) -> None:
+        self._rows, self._pos, self._keys, self._key = rows, positions, keys, key
+
+    def __len__(self) -> int:
+        return len(self._pos)
+
+    def __getitem__(self, key: int | slice) -> Any:
+        if isinstance(key, slice):
+            return self._pos[key]
+        return _KeyRow(self._rows, int(self._pos[key]), self._key, self._keys[key])
+
+
 def descending(keys: np.ndarray) -> np.ndarray:
     """Stable order of ``keys`` from the largest to the smallest."""
     # Stable sort of the negated keys keeps equal keys in arrival order.
@@ -140,6 +179,7 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
 
     SEED_KEY = "seed"
     STATE_KEYS = (*AnchoredStage.BASE_KEYS, SEED_KEY)
+    TRANSIENT = ("_columns",)
 
     def __init__(
         self,
@@ -175,6 +215,7 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
             self._rows = source.row_source()
             source._use_positions()
         self.columnar = bool(columnar)
+        self._emit_positions = False
         if self.columnar and self._rows is None:
             raise ValueError(
                 "`columnar=True` needs an index stream: a column-name `key` (and "
@@ -208,18 +249,35 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
             pos = self.source._pull_positions(self.read_ahead)
             if not len(pos):
                 return None
-            table = self._rows.take(pos)
             assert isinstance(self.key, str)
-            keys = _numeric_keys(table.column(self.key).to_numpy(zero_copy_only=False), self.key)
+            names = [self.key] + ([self.boundary_key] if isinstance(self.boundary_key, str) else [])
+            schema = self._rows.schema
+            window = None
+            if not all(n in schema.names and is_token_type(schema.field(n).type) for n in names):
+                window = self._rows.take(pos)  # a value column: read the window once
+            cache = self.__dict__.setdefault("_columns", {})
+
+            def column(name: str) -> Any:
+                if window is None:
+                    return key_values(self._rows, pos, name, cache)
+                if is_token_type(window.schema.field(name).type):
+                    return pc.list_value_length(window.column(name)).to_numpy()
+                return window.column(name).to_numpy(zero_copy_only=False)
+
+            keys = _numeric_keys(column(self.key), self.key)
             order = descending(keys)
             bounds = None
             if isinstance(self.boundary_key, str):
-                values = table.column(self.boundary_key).to_pylist()
+                values = column(self.boundary_key).tolist()
                 bounds = [values[i] for i in order.tolist()]
+            pos = pos[order]
+            if self._emit_positions:
+                return _SortedPositions(self._rows, pos, keys[order], self.key), bounds  # type: ignore[return-value]
+            # the only gather of the window's rows (token keys come from the offsets)
+            table = self._rows.take(pos) if window is None else window.take(order)
             if self.columnar:
-                return _SortedTable(table.take(order)), bounds  # type: ignore[return-value]
-            rows = table_to_rows(table)
-            return [rows[i] for i in order.tolist()], bounds
+                return _SortedTable(table), bounds  # type: ignore[return-value]
+            return table_to_rows(table), bounds
         items = self.source._pull(self.read_ahead)
         if not items:
             return None
@@ -229,6 +287,13 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
         if self._boundary is None:
             return items, None
         return items, [self._boundary(x) for x in items]
+
+    def _use_batch_positions(self) -> Any:
+        """Yield each batch as an array of row positions (for collation); the row source."""
+        if not self.columnar:
+            return None
+        self._emit_positions = True
+        return self._rows
 
     def compute(self, window: int) -> list[list[Any]] | None:
         window_rows = self._read_rows()

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from arrowmix._stream.base import ElasticMode, State, Stream
+from arrowmix._stream.mixed_rows import MixedRows
 from arrowmix._stream.rng import derive_rng
 from arrowmix._stream.schedule import (
     Swrr,
@@ -87,7 +88,7 @@ class WeightedMixIterator(Stream[T]):
         PEEKED_KEY,
         SEED_KEY,
     )
-    TRANSIENT = ("_held",)
+    TRANSIENT = ("_held", "_mixed_rows")
     ELASTIC_ROLE = ElasticRole.TRANSPARENT
 
     def __init__(
@@ -189,10 +190,11 @@ class WeightedMixIterator(Stream[T]):
     def _read(self, i: int) -> T:
         """The next item of input ``i`` (the looked-ahead one first)."""
         if self._pre[i] is None:
-            return self.streams[i].next()
+            fetched: T = self._fetch(i)
+            return fetched
         item = self._held[i]
         if item is _NOTHING:  # restored: read it again
-            item = self.streams[i].next()
+            item = self._fetch(i)
         self._pre[i], self._held[i] = None, _NOTHING
         item_t: T = item
         return item_t
@@ -204,11 +206,11 @@ class WeightedMixIterator(Stream[T]):
                 continue
             if self._pre[j] is not None:
                 if self._held[j] is _NOTHING:
-                    self._held[j] = self.streams[j].next()  # restored: read it again
+                    self._held[j] = self._fetch(j)  # restored: read it again
                 continue
             pre = self.streams[j].get_state()
             try:
-                self._held[j] = self.streams[j].next()
+                self._held[j] = self._fetch(j)
             except StopIteration:
                 self._exhausted[j] = True
                 continue
@@ -260,6 +262,95 @@ class WeightedMixIterator(Stream[T]):
         self._counts = [c + k for c, k in zip(self._counts, need, strict=True)]
         return [nexts[c]() for c in choices]
 
+    # ------------------------------------------------------------- row positions
+    def _fetch(self, i: int) -> Any:
+        """The next item of input ``i``: a row, or a row position in :class:`MixedRows`."""
+        if not self.__dict__.get("_positions"):
+            return self.streams[i].next()
+        p = self.streams[i]._pull_positions(1)
+        if not len(p):
+            raise StopIteration
+        rows = self.row_source()
+        assert rows is not None
+        return int(p[0] + rows.bases[i])
+
+    def row_source(self) -> MixedRows | None:
+        """Rows of every input one after the other, when every input is an index stream."""
+        if "_mixed_rows" not in self.__dict__:
+            rows = [s.row_source() for s in self.streams]
+            known = [r for r in rows if r is not None]
+            self._mixed_rows = MixedRows(known) if len(known) == len(rows) else None
+        mixed: MixedRows | None = self._mixed_rows
+        return mixed
+
+    def _use_positions(self) -> None:
+        if self.row_source() is not None:
+            self._positions = True
+            for s in self.streams:
+                s._use_positions()
+
+    def _pull_positions(self, n: int) -> np.ndarray:
+        """Up to ``n`` positions in :class:`MixedRows` numbering, chosen as ``next`` would.
+
+        Bulk path: plan the choices, pull each input's share at once. When an input runs
+        dry inside the block, everything is rewound, the choices before that step are
+        pulled in bulk, and that one step goes through the exact per-item rule (``next``,
+        which applies the stopping rule); then bulk resumes. While inputs are looked
+        ahead (``longest_cycle``), every step is exact.
+        """
+        rows = self.row_source()
+        if rows is None:
+            raise TypeError("mix streams row positions only when every input does.")
+        self._positions = True
+        bases = rows.bases
+        parts: list[np.ndarray] = []
+        left = n
+        while left > 0 and any(self._active):
+            cycling = self.stopping == "longest_cycle" and any(self._exhausted)
+            if not (cycling or any(pre is not None for pre in self._pre)):
+                states = [s.get_state() for s in self.streams]
+                deficits = list(self._swrr.cur)
+                choices, pulled = self._bulk(left)
+                short = [i for i, p in enumerate(pulled) if len(p) < int((choices == i).sum())]
+                if not short:
+                    parts.append(self._assemble(choices, pulled, bases))
+                    break
+                # the first step whose input has run dry
+                t = min(int(np.flatnonzero(choices == i)[len(pulled[i])]) for i in short)
+                for s, st in zip(self.streams, states, strict=True):
+                    s.reset(st)
+                self._swrr.cur = deficits
+                if t:
+                    choices, pulled = self._bulk(t)
+                    parts.append(self._assemble(choices, pulled, bases))
+                    left -= t
+            try:
+                parts.append(np.array([self.next()], dtype=np.int64))
+            except StopIteration:
+                break
+            left -= 1
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+    def _bulk(self, n: int) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The next ``n`` choices and each input's share of positions (maybe short)."""
+        choices = np.asarray(self._plan(n), dtype=np.int64)
+        need = np.bincount(choices, minlength=len(self.streams)).tolist()
+        pulled = [
+            s._pull_positions(c) if c else np.empty(0, dtype=np.int64)
+            for s, c in zip(self.streams, need, strict=True)
+        ]
+        return choices, pulled
+
+    def _assemble(
+        self, choices: np.ndarray, pulled: list[np.ndarray], bases: np.ndarray
+    ) -> np.ndarray:
+        out = np.empty(len(choices), dtype=np.int64)
+        for i, p in enumerate(pulled):
+            if len(p):
+                out[choices == i] = p + bases[i]
+                self._counts[i] += len(p)
+        return out
+
     def _drop(self, i: int) -> None:
         self._active[i] = False
         self._swrr.restart()
@@ -276,7 +367,7 @@ class WeightedMixIterator(Stream[T]):
                 self._undo_choice(i)
                 raise StopIteration
             try:
-                item = self.streams[i].next() if self._pre[i] is None else self._read(i)
+                item = self._fetch(i) if self._pre[i] is None else self._read(i)
             except StopIteration:
                 if self._drain:
                     self._drop(i)
@@ -295,7 +386,7 @@ class WeightedMixIterator(Stream[T]):
                     raise
                 self.streams[i].reset(None)  # longest_cycle: start the input again
                 try:
-                    item = self.streams[i].next()
+                    item = self._fetch(i)
                 except StopIteration:
                     self._drop(i)  # an empty input cannot be cycled
                     continue

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._fingerprint.hasher import hash_value
+from arrowmix._stream.tokens import TokenColumn
 
 __all__ = ["RowSource", "TableRowSource"]
 
@@ -99,6 +100,12 @@ class TableRowSource:
 
     def take(self, positions: np.ndarray) -> pa.Table:
         return self._table.take(pa.array(positions, type=pa.int64()))
+
+    def token_column(self, name: str) -> TokenColumn:
+        """Zero-copy views of the ``list<int*>`` column ``name`` (optional in the protocol)."""
+        if name not in self._table.column_names:
+            raise KeyError(f"no column {name!r}; the rows have columns {self._table.column_names}.")
+        return TokenColumn(self._table.column(name), name)
 
     def take_column(self, positions: np.ndarray, name: str) -> pa.ChunkedArray[Any]:
         """One column at ``positions`` (optional in the protocol; bucketing uses it)."""

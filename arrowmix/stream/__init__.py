@@ -12,6 +12,7 @@ from arrowmix._stream.balanced import plan_batches
 from arrowmix._stream.base import ElasticMode, PassThrough, Stream
 from arrowmix._stream.batch import pad_batch
 from arrowmix._stream.chunks import from_chunks
+from arrowmix._stream.collate import Collator
 from arrowmix._stream.elastic import merge_states
 from arrowmix._stream.iterable import from_iterable
 from arrowmix._stream.mix import mix
@@ -23,6 +24,7 @@ from arrowmix._stream.sources import from_row_source
 from arrowmix._stream.topology import ElasticRole
 
 __all__ = [
+    "Collator",
     "ElasticMode",
     "ElasticRole",
     "PassThrough",

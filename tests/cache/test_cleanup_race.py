@@ -33,7 +33,7 @@ def _data(tmp_path: Any, rows: int = 40) -> am.Dataset:
 def test_segments_are_held_from_their_check_on(tmp_path, monkeypatch, small_segments, kind):
     ds = _data(tmp_path)
     run = (
-        (lambda d: d.map(_double, batched=True))
+        (lambda d: d.map(_double, batched=True, batch_size=4))
         if kind == "map"
         else (lambda d: d.filter(lambda r: r["v"] % 2 == 0))
     )

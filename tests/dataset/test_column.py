@@ -34,8 +34,9 @@ def test_views_and_formats(ds: am.Dataset) -> None:
 def test_errors_name_the_column_or_index(ds: am.Dataset) -> None:
     with pytest.raises(KeyError, match=r"'nope'.*available columns"):
         ds.column("nope")
-    with pytest.raises(IndexError, match="-1"):
-        ds.column("x")[-1]
+    assert ds.column("x")[-1] == 99 and ds.column("x")[[-1, 0]] == [99, 0]
+    with pytest.raises(IndexError, match="-101"):
+        ds.column("x")[-101]
     with pytest.raises(IndexError, match="100"):
         ds.column("x")[100]
     with pytest.raises(TypeError, match="row positions"):

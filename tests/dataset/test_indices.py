@@ -54,17 +54,12 @@ def test_train_test_split():
     assert ds.train_test_split(test_size=0.1, seed=4).test["n"] != test["n"]
     with pytest.raises(ValueError, match="test_size"):
         ds.train_test_split(test_size=1.5)
-    with pytest.raises(ValueError, match="non-empty"):
+    with pytest.raises(ValueError, match=r"`test_size`=100 .*\[1, 99\]"):
         ds.train_test_split(test_size=100)
 
 
-def test_shuffle_without_seed_is_fresh_and_ignores_numpy_global_state():
+def test_shuffle_rejects_bad_seeds():
     ds = am.Dataset.from_dict({"n": list(range(50))})
-    np.random.seed(0)
-    a = ds.shuffle()
-    np.random.seed(0)
-    b = ds.shuffle()
-    assert a.fingerprint != b.fingerprint and a["n"] != b["n"]
     with pytest.raises(ValueError, match="seed"):
         ds.shuffle(seed=-1)
 
@@ -78,8 +73,8 @@ def test_sort_stable_multi_and_reverse():
 
 def test_select_rejects_bad_indices():
     ds = am.Dataset.from_dict({"n": [1, 2, 3]})
-    with pytest.raises(IndexError, match=r"-1.*length 3"):
-        ds.select([0, -1])
+    with pytest.raises(IndexError, match=r"-4.*length 3"):
+        ds.select([0, -4])
     with pytest.raises(IndexError, match=r"3.*length 3"):
         ds.select(range(4))
     with pytest.raises(TypeError, match="integers"):

@@ -57,9 +57,12 @@ def test_batched_scalar_column_value(ds):
         ds.map(lambda b: {"x": 1}, batched=True)
 
 
-def test_rows_with_different_columns(ds):
-    with pytest.raises(SchemaMismatchError, match=r"\['a', 'b'\] for row 1 but \['a'\]"):
-        ds.map(lambda r: {"a": 1} if r["n"] == 1 else {"a": 1, "b": 2})
+def test_rows_with_different_columns_fill_nulls_batches_raise(ds):
+    out = ds.map(lambda r: {"a": 1} if r["n"] == 1 else {"a": 1, "b": 2})
+    assert out["b"] == [None, 2, 2, 2, 2] and out["a"] == [1] * 5
+    out = ds.map(lambda r: {} if r["n"] % 2 else {"n": -r["n"], "b": r["text"]})
+    assert out["n"] == [1, -2, 3, -4, 5]  # an input column not returned keeps its value
+    assert out["b"] == [None, "bb", None, "dddd", None]
     with pytest.raises(SchemaMismatchError, match=r"returned columns \['b'\] for rows 2\.\.3"):
         ds.map(lambda b: {"a" if b["n"][0] == 1 else "b": b["n"]}, batched=True, batch_size=2)
 
@@ -70,7 +73,7 @@ def test_uncastable_later_batch_names_column_and_both_types(ds):
 
     with pytest.raises(
         SchemaMismatchError,
-        match=r"Column 'x'.*fn is string for rows 2\.\.3 but int64 in the first",
+        match=r"Column 'x' returned by .*fn for rows 2\.\.3 \(row 2 is 's'\) is string but int64",
     ):
         ds.map(fn, batched=True, batch_size=2)
     with pytest.raises(SchemaMismatchError, match=r"Column 'x'.*cannot be converted to Arrow"):
@@ -111,8 +114,10 @@ def test_bad_arguments(ds):
         ds.map(lambda r: None, num_proc=0)
     with pytest.raises(TypeError, match="batch_size"):
         ds.map(lambda r: None, batched=True, batch_size="10")
-    with pytest.raises(FingerprintError, match="NOT-HEX"):
-        ds.map(lambda r: None, new_fingerprint="NOT-HEX")
+    with pytest.raises(FingerprintError, match="a/b"):
+        ds.map(lambda r: None, new_fingerprint="a/b")
+    with pytest.raises(FingerprintError, match="at most 64"):
+        ds.filter(lambda r: True, new_fingerprint="x" * 65)
 
 
 def test_filter_errors(ds):

@@ -32,8 +32,8 @@ PLAIN_PIN = "c71b91e2efbfd70d"
 PINS: dict[tuple[str, str], dict[str, str]] = {
     ("0.4", "3.11"): {
         "pickled": "d7409e01d86f90b9",
-        "function": "7b9b11f3ec6584a1",
-        "transform": "0fefd928bac79c54",
+        "function": "29e8e97160f35739",
+        "transform": "8ffb66acb727871d",
     },
 }
 

@@ -56,7 +56,9 @@ def main() -> None:
     corpus, cache = "s3://ray-bucket/corpus", "s3://ray-bucket/cache"
     rows = ({"id": i, "text": f"row {i}"} for i in range(ROWS))
     am.write_chunks(rows, corpus, rows_per_chunk=ROWS_PER_CHUNK, storage_options=so)
-    local = am.Dataset.from_chunks(corpus, storage_options=so).map(slow_square, batched=True)
+    local = am.Dataset.from_chunks(corpus, storage_options=so).map(
+        slow_square, batched=True, batch_size=SEGMENT_ROWS
+    )
 
     from ray.cluster_utils import Cluster
 
@@ -100,13 +102,15 @@ def main() -> None:
     killer.start()
     first_error = None
     try:
-        ds.map(slow_square, batched=True, executor=RayExecutor(max_retries=0))
+        ds.map(
+            slow_square, batched=True, batch_size=SEGMENT_ROWS, executor=RayExecutor(max_retries=0)
+        )
     except Exception as exc:  # noqa: BLE001  # the run the node loss interrupted
         first_error = type(exc).__name__
     finished.set()
     killer.join()
     done = {p: s3.info(p)["LastModified"] for p in segments_done()}
-    out = ds.map(slow_square, batched=True, executor="ray")
+    out = ds.map(slow_square, batched=True, batch_size=SEGMENT_ROWS, executor="ray")
     kept = all(s3.info(p)["LastModified"] == t for p, t in done.items())
     ray.shutdown()
     cluster.shutdown()

@@ -156,7 +156,7 @@ def test_batched_filter_exception_names_the_batch(ray, chunked, small_segments):
 
     with pytest.raises(ZeroDivisionError, match="thirty-three") as e:
         chunked.filter(boom, batched=True, batch_size=4, executor="ray")
-    assert any("on the batch of rows 30..33" in n for n in e.value.__notes__)
+    assert any("on the batch of rows 32..35" in n for n in e.value.__notes__)  # batches of 4
 
 
 def test_custom_executor_options(ray, chunked, small_segments):

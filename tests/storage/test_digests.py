@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import arrowmix as am
-from arrowmix._storage import digests
+from arrowmix._storage import digests, integrity
 
 
 def _foreign_chunk(path, table: pa.Table) -> None:
@@ -76,7 +76,13 @@ def test_moved_or_copied_corpus_keeps_its_fingerprint(tmp_path, monkeypatch):
 def test_opening_an_arrowmix_corpus_reads_no_data(tmp_path, monkeypatch):
     am.write_chunks(({"v": i} for i in range(100)), tmp_path, rows_per_chunk=10)
     _forget_memory(monkeypatch)
+    monkeypatch.setattr(integrity, "_checked", set())
     hashed = _count_full_hashes(monkeypatch)
+
+    def no_validation(*args, **kwargs):
+        raise AssertionError("validated again although write_chunks validated it")
+
+    monkeypatch.setattr(integrity, "problem", no_validation)
     am.Dataset.from_chunks(str(tmp_path))
     assert hashed == []
     manifest = json.loads((tmp_path / "_manifest.json").read_text())
@@ -137,3 +143,11 @@ def test_digest_of_local_file_is_its_full_xxh3(tmp_path, size):
     data = os.urandom(size)
     (tmp_path / "f").write_bytes(data)
     assert digests._hash_file(str(tmp_path / "f")) == xxhash.xxh3_64_hexdigest(data)
+
+
+def test_invalid_arrow_data_is_not_written(tmp_path):
+    offsets = pa.py_buffer(b"\x00\x00\x00\x00\x02\x00\x00\x00")
+    bad = pa.StringArray.from_buffers(1, offsets, pa.py_buffer(b"\xff\xfe"))  # not UTF-8
+    with pytest.raises(ValueError, match=r"chunk-00000\.arrow"):
+        am.write_chunks(pa.table({"s": bad}), tmp_path)
+    assert not list(tmp_path.glob("chunk-*.arrow"))

@@ -91,3 +91,12 @@ def test_a_damaged_remote_chunk_is_refused_naming_it(memory_url, tmp_path):
     with pytest.raises(ChunkFileError, match=r"chunk-00001\.arrow.* is damaged"):
         ds[60]
     assert not [n for n in os.listdir(tmp_path / "c") if n.endswith(".partial")]
+
+
+def test_token_stages_over_a_bounded_corpus_are_refused_by_name(memory_url, tmp_path):
+    rows = ({"ids": list(range(i % 7 + 1))} for i in range(60))
+    am.write_chunks(rows, memory_url, rows_per_chunk=20)
+    ds = open_bounded(memory_url, tmp_path)
+    s = ds.to_stream(shuffle=None, infinite=False).batch(4, columnar=True).collate("ids")
+    with pytest.raises(TypeError, match=r"'ids'.*cache_limit"):
+        next(s)
