@@ -28,7 +28,7 @@ import weakref
 from collections.abc import Iterator
 from types import TracebackType
 
-from arrowmix._cache.lock import try_lock
+from arrowmix._cache.lock import same_file, try_lock
 from arrowmix._storage.atomic import writer_alive
 
 __all__ = ["Hold", "exclusive", "hold", "in_use", "lock_held", "pid_alive", "writer_lock"]
@@ -133,20 +133,12 @@ else:
             except OSError:  # no locks on this file system (e.g. ENOLCK): register nothing
                 os.close(fd)
                 return Hold(path, None)
-            if _same_file(fd, path):
+            if same_file(fd, path):
                 return Hold(path, fd)
             # The name was removed (or replaced by a writer's rename) while we waited: the
             # inode we hold is not the file under that name any more. Try the new one.
             os.close(fd)
         raise FileNotFoundError(errno.ENOENT, "removed while being registered", path)
-
-    def _same_file(fd: int, path: str) -> bool:
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            return False
-        held = os.fstat(fd)
-        return (held.st_dev, held.st_ino) == (st.st_dev, st.st_ino)
 
     def _open_reader(path: str) -> int | None:
         # One descriptor per held file: a result of thousands of segments can reach the soft

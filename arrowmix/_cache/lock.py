@@ -24,7 +24,7 @@ import os
 import sys
 from collections.abc import Iterator
 
-__all__ = ["fingerprint_lock", "lock_path", "remove_idle_lock", "try_lock"]
+__all__ = ["fingerprint_lock", "lock_path", "remove_idle_lock", "same_file", "try_lock"]
 
 logger = logging.getLogger("arrowmix")
 
@@ -37,6 +37,16 @@ _TRIES = 5
 def lock_path(directory: str, fingerprint: str) -> str:
     """``<directory>/cache-<fingerprint>.lock``."""
     return os.path.join(directory, f"cache-{fingerprint}.lock")
+
+
+def same_file(fd: int, path: str) -> bool:
+    """Whether descriptor ``fd`` still refers to the file at ``path`` (not unlinked)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (held.st_dev, held.st_ino) == (st.st_dev, st.st_ino)
 
 
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
@@ -82,14 +92,6 @@ if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
 else:
     import fcntl
 
-    def _same_file(fd: int, path: str) -> bool:
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            return False
-        held = os.fstat(fd)
-        return (held.st_dev, held.st_ino) == (st.st_dev, st.st_ino)
-
     def _acquire(path: str, fingerprint: str) -> int:
         """Lock ``path`` (created if needed), waiting for any holder; return the descriptor."""
         waited = False
@@ -105,7 +107,7 @@ else:
                         logger.info("Waiting for another process writing cache %s ...", fingerprint)
                         waited = True
                     fcntl.flock(fd, fcntl.LOCK_EX)
-                if _same_file(fd, path):
+                if same_file(fd, path):
                     return fd
             except BaseException:
                 os.close(fd)
@@ -163,7 +165,7 @@ else:
                 except OSError:  # held, or we cannot even tell: assume a writer
                     yield False
                     return
-                if not _same_file(fd, path):
+                if not same_file(fd, path):
                     continue  # removed or replaced meanwhile: try the current one
                 try:
                     yield True
@@ -187,7 +189,7 @@ else:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
                 return False
-            if not _same_file(fd, path):
+            if not same_file(fd, path):
                 return False
             try:
                 os.unlink(path)
