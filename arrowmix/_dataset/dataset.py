@@ -671,6 +671,7 @@ class Dataset(DatasetConstructors):
         num_instances: int = 1,
         instance_rank: int = 0,
         read_ahead: int | str | None = None,
+        shard: str | None = None,
     ) -> Any:
         """A checkpointable stream of this dataset's rows (dicts), for training loops.
 
@@ -686,6 +687,14 @@ class Dataset(DatasetConstructors):
                 (``from_chunks(..., cache_limit=...)``): how many chunks (an int; default 4)
                 or bytes (a size such as ``"2GB"``) to download ahead of the reader, in the
                 order the stream reads them. Ignored for local data.
+            shard: how the ranks split each epoch. ``"rows"``: the rows of the epoch's
+                order in turn (every rank reads rows of every chunk). ``"chunks"``: each
+                rank reads one contiguous span of the epoch's chunk order, whole chunks
+                but the two at its ends, so over remote chunks it downloads only its own
+                share; every rank gets ``len(ds) // num_instances`` rows per epoch and the
+                rest of the epoch is not read (``DroppedDataWarning``). Needs
+                ``shuffle="chunks"`` or None. Default (None): ``"chunks"`` for a bounded
+                remote corpus (``cache_limit=``) read with those shuffles, else ``"rows"``.
 
         Example:
             >>> import arrowmix as am
@@ -704,6 +713,7 @@ class Dataset(DatasetConstructors):
             infinite=infinite,
             num_instances=num_instances,
             instance_rank=instance_rank,
+            shard=shard,
         )
 
     def cleanup_cache_files(self) -> int:

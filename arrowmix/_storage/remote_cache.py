@@ -56,6 +56,7 @@ __all__ = [
     "ChunkCache",
     "Pinned",
     "chunk_cache",
+    "counting",
     "default_chunk_cache_dir",
     "parse_size",
 ]
@@ -120,6 +121,31 @@ class CacheStats:
             "wait_seconds": round(self.wait_seconds, 6),
             "evicted": self.evicted,
         }
+
+
+_READER = threading.local()  # the CacheStats of the reader this thread works for, if any
+
+
+@contextlib.contextmanager
+def counting(stats: CacheStats) -> Iterator[None]:
+    """Also count, in ``stats``, what this thread's reads download and wait for.
+
+    A stream counts its own downloads this way (its reads and its read-ahead threads), as
+    the cache's own counters add up every reader of the process.
+    """
+    before = getattr(_READER, "stats", None)
+    _READER.stats = stats
+    try:
+        yield
+    finally:
+        _READER.stats = before
+
+
+def _count(field: str, amount: float) -> None:
+    """Add ``amount`` to ``field`` of the current reader's stats (caller holds the lock)."""
+    mine = getattr(_READER, "stats", None)
+    if mine is not None:
+        setattr(mine, field, getattr(mine, field) + amount)
 
 
 @contextlib.contextmanager
@@ -201,8 +227,10 @@ class ChunkCache:
                     os.close(fd)
                     return None
                 if wait:
+                    waited = time.perf_counter() - started
                     with self._lock:
-                        self.stats.wait_seconds += time.perf_counter() - started
+                        self.stats.wait_seconds += waited
+                        _count("wait_seconds", waited)
             os.utime(data)
             table = pa.ipc.open_file(pa.memory_map(data, "r").read_buffer()).read_all()
         except BaseException:
@@ -272,6 +300,7 @@ class ChunkCache:
                     os.pwrite(fd, data, a)
                     with self._lock:
                         self.stats.bytes_downloaded += len(data)
+                        _count("bytes_downloaded", len(data))
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -300,6 +329,7 @@ class ChunkCache:
             )
         with self._lock:
             self.stats.chunks_downloaded += 1
+            _count("chunks_downloaded", 1)
 
     def _reserve(self, chunk: RemoteChunk, partial: str, wait: bool) -> bool:
         """Make room for ``chunk`` and create its (sparse) partial file; False if no room."""

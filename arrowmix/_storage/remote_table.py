@@ -27,7 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._storage.remote_cache import ChunkCache, Pinned, chunk_cache
+from arrowmix._storage.remote_cache import CacheStats, ChunkCache, Pinned, chunk_cache, counting
 from arrowmix._storage.remote_meta import RemoteChunk
 
 __all__ = ["ReadAhead", "RemoteTable"]
@@ -202,11 +202,28 @@ class ReadAhead:
         self._plan: tuple[int, int] | None = None  # cursor up to which the order was read
         self._last: tuple[int, int] | None = None
         self._step = max(1, table.num_rows // max(1, len(table.chunks)))
+        self.own = CacheStats()  # what this reader's reads and read-ahead downloaded
 
     def stats(self) -> dict[str, Any]:
-        """Downloads and waiting of this process's readers of the cache directory."""
+        """This reader's downloads and waiting, and the cache directory's counters.
+
+        ``bytes_downloaded``, ``chunks_downloaded``, ``wait_seconds``: this reader's (its
+        reads and its read-ahead; a chunk another reader of the node had downloaded costs
+        nothing). ``evicted`` and ``cache``: every reader of the directory in this process.
+        """
         cache = self.table.cache
-        return {"cache_dir": cache.directory, **cache.stats.as_dict()}
+        own = self.own.as_dict()
+        del own["evicted"]
+        return {
+            "cache_dir": cache.directory,
+            **own,
+            "evicted": cache.stats.evicted,
+            "cache": cache.stats.as_dict(),
+        }
+
+    def counting(self) -> Any:
+        """A context in which this thread's reads are counted as this reader's."""
+        return counting(self.own)
 
     def read_ahead(self, upcoming: Upcoming) -> None:
         """Called by the stream before each block: plan and start the next downloads."""
@@ -255,9 +272,10 @@ class ReadAhead:
         return self._pool
 
     def _fetch(self, c: int) -> Pinned | None:
-        return self.table.cache.acquire(
-            self.table.chunks[c], self.table.storage_options, wait=False
-        )
+        with counting(self.own):
+            return self.table.cache.acquire(
+                self.table.chunks[c], self.table.storage_options, wait=False
+            )
 
     def _release(self, c: int) -> None:
         _, fut = self._ahead.pop(c)

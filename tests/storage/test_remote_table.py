@@ -100,3 +100,28 @@ def test_token_stages_over_a_bounded_corpus_are_refused_by_name(memory_url, tmp_
     s = ds.to_stream(shuffle=None, infinite=False).batch(4, columnar=True).collate("ids")
     with pytest.raises(TypeError, match=r"'ids'.*cache_limit"):
         next(s)
+
+
+def test_ranks_of_a_bounded_corpus_read_their_own_chunks_by_default(memory_url, tmp_path):
+    am.write_chunks(({"id": i} for i in range(400)), memory_url, rows_per_chunk=50)
+    ds = open_bounded(memory_url, tmp_path)
+    local = am.Dataset.from_dict({"id": list(range(400))})
+    for shuffle in ("chunks", None):
+        ranks = [
+            [r["id"] for r in ds.to_stream(shuffle=shuffle, seed=1, infinite=False,
+                                           num_instances=4, instance_rank=k)]
+            for k in range(4)
+        ]  # fmt: skip
+        assert sorted([i for part in ranks for i in part]) == list(range(400))
+        assert [len({i // 50 for i in ids}) for ids in ranks] == [2, 2, 2, 2]
+        # Local data keeps row dealing: every rank reads rows of every chunk.
+        row_dealt = local.to_stream(shuffle=shuffle, seed=1, infinite=False, num_instances=4)
+        assert len({r["id"] // 50 for r in row_dealt}) == 8
+    # A global shuffle touches every chunk anyway: rows are dealt, and chunks are refused.
+    s = ds.to_stream(shuffle="global", seed=1, infinite=False, num_instances=4)
+    assert len({r["id"] // 50 for r in s}) == 8
+    with pytest.raises(ValueError, match="shuffle='global'"):
+        ds.to_stream(shuffle="global", num_instances=4, shard="chunks")
+    explicit = local.to_stream(shuffle="chunks", seed=1, infinite=False, num_instances=4,
+                               shard="chunks")  # fmt: skip
+    assert len({r["id"] // 50 for r in explicit}) <= 3
