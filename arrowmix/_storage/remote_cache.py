@@ -8,8 +8,11 @@ Layout of the cache directory (one byte budget per directory, whatever the proce
   (sparse) when its space is reserved and renamed to ``<key>.arrow`` only once complete and
   checked, so a download killed mid-way is never taken for a chunk.
 - ``<key>.pin``: readers hold a shared ``flock`` on it while they read the copy; eviction
-  takes it exclusively without waiting, so a chunk in use by any process is never evicted.
-- ``<key>.dl``: held exclusively while the chunk is downloaded (one download per chunk).
+  takes it exclusively without waiting, so a chunk in use by any process is never evicted,
+  and removes it with the copy.
+- ``<key>.dl``: held exclusively while the chunk is downloaded (one download per chunk),
+  and removed by the downloader when done. A lock taken on a lock file that its holder
+  removed meanwhile is taken again on the current file, so removing them is safe.
 - ``budget.lock``: held while space is counted, reserved or freed.
 
 Space is the sum of the sizes of the copies and of the reserved downloads. Before a download,
@@ -41,6 +44,7 @@ from typing import Any
 import pyarrow as pa
 import xxhash
 
+from arrowmix._cache.lock import same_file
 from arrowmix._storage import integrity
 from arrowmix._storage.fs import url_to_fs
 from arrowmix._storage.remote_meta import RemoteChunk, fetch_ranges, same_version, version_tag
@@ -148,19 +152,44 @@ def _count(field: str, amount: float) -> None:
         setattr(mine, field, getattr(mine, field) + amount)
 
 
-@contextlib.contextmanager
-def _flock(path: str, mode: int) -> Iterator[bool]:
-    """Hold ``flock(mode)`` on ``path`` (created if missing); yield False if NB and busy."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
+def _lock_fd(path: str, mode: int) -> int | None:
+    """A descriptor of the file at ``path`` (created if missing) holding ``flock(mode)``.
+
+    ``.pin`` and ``.dl`` files are unlinked by whoever holds them exclusively once they are
+    no longer needed, so a lock taken on a file unlinked meanwhile is dropped and taken
+    again on the current one. None when ``LOCK_NB`` is in ``mode`` and the lock is busy.
+    """
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, mode)
         except BlockingIOError:
-            yield False
-            return
+            os.close(fd)
+            return None
+        except BaseException:
+            os.close(fd)
+            raise
+        if same_file(fd, path):
+            return fd
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _flock(path: str, mode: int) -> Iterator[bool]:
+    """Hold ``flock(mode)`` on ``path`` (created if missing); yield False if NB and busy."""
+    fd = _lock_fd(path, mode)
+    if fd is None:
+        yield False
+        return
+    try:
         yield True
     finally:
         os.close(fd)
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
 
 
 class Pinned:
@@ -217,9 +246,9 @@ class ChunkCache:
                 self._open[chunk.key] = pinned  # most recently used
                 pinned.users += 1
                 return pinned
-        fd = os.open(self._path(chunk.key + ".pin"), os.O_RDWR | os.O_CREAT, 0o644)
+        fd = _lock_fd(self._path(chunk.key + ".pin"), fcntl.LOCK_SH)
+        assert fd is not None  # a blocking lock
         try:
-            fcntl.flock(fd, fcntl.LOCK_SH)
             data = self._path(chunk.key + ".arrow")
             if not os.path.exists(data):
                 started = time.perf_counter()
@@ -268,22 +297,26 @@ class ChunkCache:
         self, chunk: RemoteChunk, storage_options: Mapping[str, Any] | None, wait: bool
     ) -> bool:
         final = self._path(chunk.key + ".arrow")
-        with _flock(self._path(chunk.key + ".dl"), fcntl.LOCK_EX):
-            if os.path.exists(final):
-                return True  # another process or thread downloaded it meanwhile
-            for name in os.listdir(self.directory):  # a killed download of this chunk
-                if name.startswith(f"tmp-{chunk.key}-"):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(self._path(name))
-            partial = self._path(f"tmp-{chunk.key}-{os.getpid()}-{secrets.token_hex(4)}.partial")
-            if not self._reserve(chunk, partial, wait):
-                return False
+        lock = self._path(chunk.key + ".dl")
+        with _flock(lock, fcntl.LOCK_EX):
             try:
-                self._fetch(chunk, storage_options, partial)
-                os.replace(partial, final)
+                if os.path.exists(final):
+                    return True  # another process or thread downloaded it meanwhile
+                for name in os.listdir(self.directory):  # a killed download of this chunk
+                    if name.startswith(f"tmp-{chunk.key}-"):
+                        _unlink(self._path(name))
+                partial = self._path(
+                    f"tmp-{chunk.key}-{os.getpid()}-{secrets.token_hex(4)}.partial"
+                )
+                if not self._reserve(chunk, partial, wait):
+                    return False
+                try:
+                    self._fetch(chunk, storage_options, partial)
+                    os.replace(partial, final)
+                finally:
+                    _unlink(partial)
             finally:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(partial)
+                _unlink(lock)  # held exclusively: waiters retry on a new file (_lock_fd)
         return True
 
     def _fetch(
@@ -388,6 +421,7 @@ class ChunkCache:
                     used -= size
                     with self._lock:
                         self.stats.evicted += 1
+                _unlink(self._path(key + ".pin"))  # held exclusively (see _lock_fd)
         return used, pinned
 
     def _stale_partial(self, name: str) -> bool:
@@ -395,8 +429,8 @@ class ChunkCache:
         key = name[len("tmp-") :].rsplit("-", 2)[0]
         with _flock(self._path(key + ".dl"), fcntl.LOCK_EX | fcntl.LOCK_NB) as free:
             if free:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(self._path(name))
+                _unlink(self._path(name))
+                _unlink(self._path(key + ".dl"))
             return free
 
     def usage(self) -> int:

@@ -125,3 +125,40 @@ def test_ranks_of_a_bounded_corpus_read_their_own_chunks_by_default(memory_url, 
     explicit = local.to_stream(shuffle="chunks", seed=1, infinite=False, num_instances=4,
                                shard="chunks")  # fmt: skip
     assert len({r["id"] // 50 for r in explicit}) <= 3
+
+
+def test_lock_files_go_with_their_downloads_and_copies(memory_url, tmp_path):
+    am.write_chunks(({"id": i, "t": "x" * 200} for i in range(400)), memory_url,
+                    rows_per_chunk=50)  # fmt: skip
+    fs = fsspec.filesystem("memory")
+    listing = fs.ls(memory_url[len("memory://") :], detail=False)
+    size = max(fs.size(p) for p in listing if p.endswith(".arrow"))
+    ds = open_bounded(memory_url, tmp_path, limit=2 * size)
+    assert ds["id"] == list(range(400))  # 8 chunks through room for 2: 6 evictions
+    names = os.listdir(tmp_path / "c")
+    copies = {n[: -len(".arrow")] for n in names if n.endswith(".arrow")}
+    assert 1 <= len(copies) <= 2
+    assert not [n for n in names if n.endswith(".dl")]  # every download finished
+    assert {n[: -len(".pin")] for n in names if n.endswith(".pin")} <= copies
+
+
+def test_cleanup_cache_removes_idle_chunk_cache_lock_files(memory_url, tmp_path):
+    from arrowmix._cache.cleanup import remove_idle_locks
+
+    cache = tmp_path / "c"
+    cache.mkdir()
+    # What a process killed while downloading leaves once its partial file is gone.
+    orphan = cache / "0123456789abcdef-chunk-00003.arrow.pin"
+    orphan.write_bytes(b"")
+    (cache / "0123456789abcdef-chunk-00003.arrow.dl").write_bytes(b"")
+    am.write_chunks(({"id": i} for i in range(10)), memory_url)
+    ds = open_bounded(memory_url, tmp_path)
+    s = ds.to_stream(shuffle=None, infinite=False)
+    assert next(s)["id"] == 0  # its copy stays open, so pinned, in this process
+    held = [n for n in os.listdir(cache) if n.endswith(".pin") and n != orphan.name]
+    assert len(held) == 1
+    removed = {os.path.basename(p) for p in remove_idle_locks([str(cache)])}
+    assert removed == {orphan.name, "0123456789abcdef-chunk-00003.arrow.dl"}
+    assert (cache / held[0]).exists()
+    assert [r["id"] for r in s] == list(range(1, 10))
+    s.close()
