@@ -140,10 +140,14 @@ class RemoteTable:
         order = np.argsort(owner, kind="stable")
         sorted_owner = owner[order]
         cuts = [0, *(np.flatnonzero(np.diff(sorted_owner)) + 1).tolist(), len(idx)]
+        # Chunks in order of their first row in ``positions`` (the reading order): the
+        # cache's recency then says which chunks a reader has moved on from, so making room
+        # closes those first, not one it has only begun (a block spans two windows).
+        groups = sorted(itertools.pairwise(cuts), key=lambda g: int(order[g[0]]))
         src = [s for s, _ in self.names]
         parts = []
         cache = self.cache
-        for a, b in itertools.pairwise(cuts):
+        for a, b in groups:
             c = int(sorted_owner[a])
             local = idx[order[a:b]] - self.offsets[c]
             pinned = cache.acquire(self.chunks[c], self.storage_options)
@@ -154,9 +158,10 @@ class RemoteTable:
                 cache.release(pinned)
             parts.append(part.combine_chunks().replace_schema_metadata(None))
         gathered = pa.concat_tables(parts).rename_columns(self.column_names)
+        placed = np.concatenate([order[a:b] for a, b in groups])  # gathered row -> position
         inverse = np.empty(len(idx), dtype=np.int64)
-        inverse[order] = np.arange(len(idx), dtype=np.int64)
-        out = gathered if bool((np.diff(order) == 1).all()) else gathered.take(inverse)
+        inverse[placed] = np.arange(len(idx), dtype=np.int64)
+        out = gathered if bool((np.diff(placed) == 1).all()) else gathered.take(inverse)
         return out.cast(self.schema)
 
     def chunks_touched(self, positions: np.ndarray) -> list[int]:

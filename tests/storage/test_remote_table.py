@@ -162,3 +162,20 @@ def test_cleanup_cache_removes_idle_chunk_cache_lock_files(memory_url, tmp_path)
     assert (cache / held[0]).exists()
     assert [r["id"] for r in s] == list(range(1, 10))
     s.close()
+
+
+def test_room_is_made_from_the_chunk_a_read_moved_on_from(memory_url, tmp_path):
+    am.write_chunks(({"id": i, "t": "x" * 200} for i in range(150)), memory_url,
+                    rows_per_chunk=50)  # fmt: skip
+    fs = fsspec.filesystem("memory")
+    listing = fs.ls(memory_url[len("memory://") :], detail=False)
+    size = max(fs.size(p) for p in listing if p.endswith(".arrow"))
+    ds = open_bounded(memory_url, tmp_path, limit=2 * size + 10)  # room for two chunks
+    cache = ds._s.table.cache
+    # One read that ends in chunk 0 (as a block ends in the window a stream goes on with),
+    # then chunk 2: the room must come from chunk 1, the chunk the reader moved on from.
+    assert ds[[60, 61, 3, 4]]["id"] == [60, 61, 3, 4]
+    assert ds[[120]]["id"] == [120]
+    before = cache.stats.chunks_downloaded
+    assert ds[[5, 6]]["id"] == [5, 6]
+    assert cache.stats.chunks_downloaded == before  # chunk 0 was still there
