@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from arrowmix._stream.sources import ArrowSource
 from arrowmix.exceptions import DroppedDataWarning
@@ -146,3 +149,34 @@ def test_elastic_resize_keeps_later_epochs_chunk_sharded() -> None:
     fresh = build(3, 1)
     _ = [next(fresh) for _ in range(64)]  # epoch 0 of an uninterrupted 3-rank run
     assert nxt[1] == [ident(next(fresh)) for _ in range(64)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 40), min_size=1, max_size=12),
+    n=st.integers(1, 5),
+    shuffle=st.booleans(),
+    window=st.integers(1, 4),
+    epoch=st.integers(0, 3),
+)
+def test_spans_partition_the_epoch_into_equal_contiguous_shares(
+    sizes: list[int], n: int, shuffle: bool, window: int, epoch: int
+) -> None:
+    from arrowmix._stream.spans import ChunkSpans
+
+    offsets = np.cumsum([0, *sizes])
+    total = int(offsets[-1])
+    spans = ChunkSpans(offsets, seed=11, shuffle=shuffle, window_chunks=window)
+    size = spans.per_instance(n)
+    got = [spans.local(epoch, n, k, np.arange(size)).tolist() for k in range(n)]
+    flat = [p for g in got for p in g]
+    assert len(flat) == len(set(flat)) == n * size == total - total % n
+    assert all(0 <= p < total for p in flat)
+    for k, g in enumerate(got):
+        chunks, lo, hi = spans.pieces(epoch, n, k)
+        pieces = list(zip(chunks.tolist(), lo.tolist(), hi.tolist(), strict=True))
+        assert sorted(g) == sorted(
+            p for c, a, b in pieces for p in range(offsets[c] + a, offsets[c] + b)
+        )
+        for c, a, b in pieces[1:-1]:  # whole chunks but the first and the last piece
+            assert (a, b) == (0, sizes[c])
