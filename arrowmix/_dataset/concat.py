@@ -44,14 +44,9 @@ def concatenate_datasets(datasets: Sequence[Dataset], axis: int = 0) -> Dataset:
         >>> am.concatenate_datasets([a, c], axis=1)[0]
         {'x': 1, 'y': 'a'}
     """
-    dsets = list(datasets)
+    dsets = [_as_dataset(d, i) for i, d in enumerate(datasets)]
     if not dsets:
         raise ValueError("`concatenate_datasets` needs at least one dataset.")
-    for i, d in enumerate(dsets):
-        if not isinstance(d, Dataset):
-            raise TypeError(
-                f"`concatenate_datasets` takes arrowmix Datasets; item {i} is a {type(d).__name__}."
-            )
     if axis not in (0, 1):
         raise ValueError(f"`axis` must be 0 (rows) or 1 (columns), got {axis!r}.")
     if any(isinstance(d._s.table, RemoteTable) for d in dsets):
@@ -65,6 +60,26 @@ def concatenate_datasets(datasets: Sequence[Dataset], axis: int = 0) -> Dataset:
     if not any(len(d) for d in dsets):
         return dsets[0]
     return _concat_rows([d for d in dsets if len(d)])
+
+
+def _as_dataset(item: Any, i: int) -> Dataset:
+    """``item`` as an arrowmix Dataset: itself, or an HF ``datasets.Dataset``'s rows.
+
+    An HF dataset enters by its Arrow table and indices (``item.data``, ``item._indices``),
+    without a copy; its fingerprint is then that of its content, and its format is not kept.
+
+    Raises:
+        TypeError: neither; the message names the item.
+    """
+    if isinstance(item, Dataset):
+        return item
+    data = getattr(item, "data", None)
+    if isinstance(getattr(data, "table", None), pa.Table):
+        return Dataset(data, indices_table=getattr(item, "_indices", None))
+    raise TypeError(
+        f"`concatenate_datasets` takes arrowmix Datasets (or HF datasets' Datasets, read "
+        f"through their Arrow table); item {i} is a {type(item).__name__}."
+    )
 
 
 def _format_fields(dsets: Sequence[Dataset]) -> dict[str, Any]:
@@ -166,7 +181,7 @@ def _concat_columns(dsets: Sequence[Dataset]) -> Dataset:
     names = [c for d in dsets for c in d.column_names]
     dupes = sorted({c for c in names if names.count(c) > 1})
     if dupes:
-        raise ValueError(f"Cannot concatenate on axis 1: duplicate column name(s) {dupes}.")
+        raise ValueError(f"Cannot concatenate on axis 1: duplicated column name(s) {dupes}.")
     views = [
         d if d._s.indices is None or d._s.indices.is_range else d.flatten_indices() for d in dsets
     ]

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 __all__ = ["Dataset", "DatasetState"]
 
 _ITER_BLOCK = 1024
+#: HF's default ``batch_size`` of ``to_dict(batched=True)`` (``DEFAULT_MAX_BATCH_SIZE``).
+_TO_DICT_BATCH = 1000
+_GETITEM_ARGS = {"format_type", "format_columns", "output_all_columns", "format_kwargs"}
 
 
 @dataclass(frozen=True)
@@ -102,8 +105,28 @@ class Dataset(DatasetConstructors):
         ['ccc', 'bb', 'a']
     """
 
-    def __init__(self, state: DatasetState) -> None:
-        self._s = state
+    def __init__(
+        self,
+        arrow_table: DatasetState | Any,
+        info: Any = None,
+        split: Any = None,
+        indices_table: Any = None,
+        fingerprint: str | None = None,
+    ) -> None:
+        """Wrap a state; or, as HF ``datasets``' ``Dataset(table, ...)``, an Arrow table.
+
+        ``arrow_table`` may be a ``pyarrow.Table`` or an HF ``datasets.table.Table``
+        (``InMemoryTable``, ``MemoryMappedTable``, ``ConcatenationTable``: their ``.table``),
+        viewed through ``indices_table`` (a table of one column of row positions) when
+        given; ``info`` (an HF ``DatasetInfo``) gives the column types, ``split`` is
+        ignored. The usual way to build a dataset is ``Dataset.from_*``.
+        """
+        if isinstance(arrow_table, DatasetState):
+            self._s = arrow_table
+            return
+        from arrowmix._dataset.hftable import state_from_table
+
+        self._s = state_from_table(arrow_table, info, indices_table, fingerprint)
 
     def to_ray(self, *, rows_per_block: int | None = None) -> Any:
         """This view as a ``ray.data.Dataset`` of Arrow blocks, in the same row order.
@@ -119,6 +142,40 @@ class Dataset(DatasetConstructors):
     def fingerprint(self) -> str:
         """16 hex characters identifying the content and lineage of this dataset."""
         return self._s.fingerprint
+
+    @property
+    def _fingerprint(self) -> str:
+        """HF ``datasets``' name of :attr:`fingerprint`, for code written against HF."""
+        return self._s.fingerprint
+
+    @property
+    def data(self) -> Any:
+        """The Arrow table under the view, wrapped like HF's ``datasets.table.Table``.
+
+        ``ds.data.table`` is the ``pyarrow.Table`` (the whole table under a shuffled or
+        filtered mapping, the selected rows of a contiguous selection, as in HF); the
+        other attributes are the table's. For code written against HF; arrowmix's own
+        way to the rows as a table is :meth:`to_table`.
+        """
+        from arrowmix._dataset.hftable import data_view
+
+        return data_view(self)
+
+    @property
+    def _data(self) -> Any:
+        """HF ``datasets``' private name of :attr:`data`, for code written against HF."""
+        return self.data
+
+    @property
+    def _indices(self) -> Any:
+        """HF's indices table (one ``uint64`` column ``"indices"``) or None.
+
+        For code written against HF; None also for a contiguous selection, which HF keeps
+        as a slice of :attr:`data`.
+        """
+        from arrowmix._dataset.hftable import indices_view
+
+        return indices_view(self)
 
     @property
     def num_rows(self) -> int:
@@ -259,6 +316,10 @@ class Dataset(DatasetConstructors):
             )
 
     def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, (bool, np.bool_)):
+            raise TypeError(
+                f"A dataset index must be an int, str, slice or collection of ints, not {key!r}."
+            )
         fmt = self._format()
         if isinstance(key, str):
             self._check_column(key)
@@ -278,6 +339,39 @@ class Dataset(DatasetConstructors):
             key = range(start, stop, step)
         pos = to_positions(key, self.num_rows)
         return fmt.batch(self._gather(pos.to_numpy(), cols))
+
+    def _getitem(self, key: Any, **format_args: Any) -> Any:
+        """HF ``datasets``' indexing with a one-off format, for code written against HF.
+
+        ``format_args``: HF's ``format_type``, ``format_columns``, ``output_all_columns``,
+        ``format_kwargs`` (default: this view's); ``ds._getitem(key)`` is ``ds[key]``.
+        """
+        if not format_args:
+            return self[key]
+        unknown = sorted(set(format_args) - _GETITEM_ARGS)
+        if unknown:
+            raise TypeError(f"_getitem() got unexpected keyword argument(s) {unknown}.")
+        s = self._s
+        view = self.with_format(
+            format_args.get("format_type", s.fmt),
+            format_args.get("format_columns", s.fmt_columns),
+            format_args.get("output_all_columns", s.fmt_all),
+            **(format_args.get("format_kwargs") or dict(s.fmt_kwargs)),
+        )
+        return view[key]
+
+    def unique(self, column: str) -> list[Any]:
+        """The distinct values of ``column`` in the view, in order of first appearance (HF's).
+
+        Example:
+            >>> import arrowmix as am
+            >>> am.Dataset.from_dict({"x": [3, 1, 3, 2, 1]}).unique("x")
+            [3, 1, 2]
+        """
+        import pyarrow.compute as pc
+
+        self._check_column(column)
+        return list(pc.unique(self._range(0, self.num_rows, [column]).column(column)).to_pylist())
 
     def column(self, name: str) -> Column:
         """A lazy, list-like view of column ``name``: nothing is read until it is indexed.
@@ -323,9 +417,25 @@ class Dataset(DatasetConstructors):
         for start in range(0, n, _ITER_BLOCK):
             yield from fmt.rows(self._range(start, min(start + _ITER_BLOCK, n), cols))
 
-    def to_dict(self) -> dict[str, list[Any]]:
-        """The view as ``{column: [values...]}`` of Python objects (HF's ``to_dict``)."""
-        return self.to_table().to_pydict()
+    def to_dict(self, batch_size: int | None = None, batched: bool = False) -> Any:
+        """The view as ``{column: [values...]}`` of Python objects (HF's ``to_dict``).
+
+        With ``batched=True``, an iterator of such dicts of ``batch_size`` rows each
+        (default 1,000, as in HF) instead, so that a large dataset never sits in memory as
+        Python objects.
+
+        Example:
+            >>> import arrowmix as am
+            >>> list(am.Dataset.from_dict({"x": [1, 2, 3]}).to_dict(batch_size=2, batched=True))
+            [{'x': [1, 2]}, {'x': [3]}]
+        """
+        if not batched:
+            return self.to_table().to_pydict()
+        size = check_int("batch_size", batch_size or _TO_DICT_BATCH, minimum=1)
+        return (
+            self._range(i, min(i + size, self.num_rows)).to_pydict()
+            for i in range(0, self.num_rows, size)
+        )
 
     def to_list(self) -> list[dict[str, Any]]:
         """The view as a list of row dicts of Python objects (HF's ``to_list``)."""
@@ -373,21 +483,32 @@ class Dataset(DatasetConstructors):
         self.set_format(None)
 
     # ---- transforms (delegated to ops) --------------------------------------------------
-    def select(self, indices: Any) -> Dataset:
-        """Rows at ``indices`` (range, list, array), as an indices mapping: no data copied."""
+    def select(self, indices: Any, **hf_options: Any) -> Dataset:
+        """Rows at ``indices`` (range, list, array), as an indices mapping: no data copied.
+
+        HF's ``keep_in_memory``, ``indices_cache_file_name``, ``writer_batch_size`` and
+        ``new_fingerprint`` are accepted by keyword (see :meth:`shuffle`).
+        """
         from arrowmix._dataset import ops
+        from arrowmix._dataset.view_options import view_options
 
-        return ops.select(self, indices)
+        return ops.select(self, indices, view_options(**hf_options))
 
-    def shuffle(self, seed: int | None = None) -> Dataset:
+    def shuffle(self, seed: int | None = None, **hf_options: Any) -> Dataset:
         """A seeded random permutation view (``np.random.default_rng(seed)``, as in HF).
 
         ``seed=None`` draws the seed from numpy's global generator, as HF ``datasets`` does:
         after ``np.random.seed(0)`` a script's unseeded shuffles are reproducible.
+
+        HF's storage options are accepted by keyword: ``indices_cache_file_name`` (write
+        the mapping to that file, whatever its size), ``keep_in_memory`` (never write it),
+        ``load_from_cache_file=False`` (write that file again), ``new_fingerprint`` and
+        ``writer_batch_size``. None of them changes the rows.
         """
         from arrowmix._dataset import ops
+        from arrowmix._dataset.view_options import view_options
 
-        return ops.shuffle(self, seed)
+        return ops.shuffle(self, seed, view_options(**hf_options))
 
     def sort(
         self,
@@ -396,6 +517,7 @@ class Dataset(DatasetConstructors):
         null_placement: str = "at_end",
         *,
         column_names: str | Sequence[str] | None = None,
+        **hf_options: Any,
     ) -> Dataset:
         """A view sorted by ``column`` (stable); several columns sort in order.
 
@@ -405,26 +527,32 @@ class Dataset(DatasetConstructors):
             null_placement: ``"at_end"`` (default) or ``"at_start"`` (HF's ``"last"`` and
                 ``"first"`` are accepted too).
             column_names: Same as ``column``, as HF ``datasets`` spells it.
+            **hf_options: HF's storage options, as in :meth:`shuffle`.
         """
         from arrowmix._dataset import ops
+        from arrowmix._dataset.view_options import view_options
 
         if (column is None) == (column_names is None):
             raise TypeError("`sort` needs exactly one of `column` or `column_names`.")
         by = column if column is not None else column_names
         assert by is not None  # checked above
-        return ops.sort(self, by, reverse, null_placement)
+        return ops.sort(self, by, reverse, null_placement, view_options(**hf_options))
 
-    def shard(self, num_shards: int, index: int, contiguous: bool = True) -> Dataset:
+    def shard(
+        self, num_shards: int, index: int, contiguous: bool = True, **hf_options: Any
+    ) -> Dataset:
         """The ``index``-th of ``num_shards`` disjoint parts that together cover the dataset.
 
         Args:
             num_shards: Number of parts.
             index: Which part, in ``range(num_shards)``.
             contiguous: Consecutive rows per part (else every ``num_shards``-th row).
+            **hf_options: HF's storage options, as in :meth:`shuffle`.
         """
         from arrowmix._dataset import ops
+        from arrowmix._dataset.view_options import view_options
 
-        return ops.shard(self, num_shards, index, contiguous)
+        return ops.shard(self, num_shards, index, contiguous, view_options(**hf_options))
 
     def train_test_split(
         self,
@@ -434,6 +562,7 @@ class Dataset(DatasetConstructors):
         *,
         train_size: float | int | None = None,
         stratify_by_column: str | None = None,
+        **hf_options: Any,
     ) -> Any:
         """Split into ``(train, test)``; also indexable as ``split["train"]``/``["test"]``.
 
@@ -447,20 +576,46 @@ class Dataset(DatasetConstructors):
             shuffle: Shuffle before splitting (else train is the first rows, test the next).
             train_size: Fraction or number of rows for train (keyword only).
             stratify_by_column: Keep each label of this column at its share in both splits.
+            **hf_options: HF's ``train_``/``test_indices_cache_file_name`` and
+                ``train_``/``test_new_fingerprint`` for each split, and ``keep_in_memory``,
+                ``load_from_cache_file``, ``writer_batch_size`` for both (see :meth:`shuffle`).
         """
-        from arrowmix._dataset.split import train_test_split
+        from arrowmix._dataset.split import split_options, train_test_split
 
-        return train_test_split(self, test_size, train_size, seed, shuffle, stratify_by_column)
+        return train_test_split(
+            self,
+            test_size,
+            train_size,
+            seed,
+            shuffle,
+            stratify_by_column,
+            split_options(hf_options),
+        )
 
-    def flatten_indices(self, *, cache_file_name: str | None = None) -> Dataset:
+    def flatten_indices(
+        self,
+        keep_in_memory: bool = False,
+        cache_file_name: str | None = None,
+        writer_batch_size: int | None = 1000,
+        *,
+        new_fingerprint: str | None = None,
+    ) -> Dataset:
         """Materialise the indices mapping into a cache file (memory-mapped).
 
         ``cache_file_name`` (with an extension, as in HF) replaces the file's default name
-        ``cache-<fingerprint>.arrow`` in :attr:`cache_dir`.
+        ``cache-<fingerprint>.arrow`` in :attr:`cache_dir`; ``keep_in_memory=True`` gathers
+        the rows in memory instead (no file); ``new_fingerprint`` names the result.
+        ``writer_batch_size`` is accepted (HF's; the file is written in large blocks).
         """
         from arrowmix._dataset import ops
 
-        return ops.flatten_indices(self, cache_file_name=cache_file_name)
+        del writer_batch_size  # accepted for HF compatibility
+        return ops.flatten_indices(
+            self,
+            cache_file_name=cache_file_name,
+            keep_in_memory=keep_in_memory,
+            new_fingerprint=new_fingerprint,
+        )
 
     def select_columns(self, column_names: str | Sequence[str]) -> Dataset:
         """Keep only ``column_names`` (zero-copy)."""
