@@ -19,11 +19,13 @@ from arrowmix._cache.inuse import Hold, hold
 from arrowmix._cache.paths import CACHE_FILE_RE, INDICES_FILE_RE, dataset_cache_dir
 from arrowmix._dataset import formats
 from arrowmix._dataset.constructors import DatasetConstructors
+from arrowmix._dataset.hfcompat import HFCompat
 from arrowmix._dataset.indices import IndexMap, to_positions
 from arrowmix._dataset.reader import TableReader
 from arrowmix._storage import fs
 from arrowmix._storage.remote_table import RemoteTable
 from arrowmix._validate import check_int
+from arrowmix.exceptions import ColumnNotFoundError
 
 if TYPE_CHECKING:
     from arrowmix._dataset.column import Column
@@ -31,9 +33,6 @@ if TYPE_CHECKING:
 __all__ = ["Dataset", "DatasetState"]
 
 _ITER_BLOCK = 1024
-#: HF's default ``batch_size`` of ``to_dict(batched=True)`` (``DEFAULT_MAX_BATCH_SIZE``).
-_TO_DICT_BATCH = 1000
-_GETITEM_ARGS = {"format_type", "format_columns", "output_all_columns", "format_kwargs"}
 
 
 @dataclass(frozen=True)
@@ -88,7 +87,7 @@ def hold_cache_files(paths: Sequence[str]) -> tuple[Hold, ...]:
     return tuple(out)
 
 
-class Dataset(DatasetConstructors):
+class Dataset(DatasetConstructors, HFCompat):
     """A map-style dataset over Arrow data: random access, memory-mapped, cached transforms.
 
     Build one with :meth:`from_dict`, :meth:`from_pylist`, :meth:`from_arrow`,
@@ -142,40 +141,6 @@ class Dataset(DatasetConstructors):
     def fingerprint(self) -> str:
         """16 hex characters identifying the content and lineage of this dataset."""
         return self._s.fingerprint
-
-    @property
-    def _fingerprint(self) -> str:
-        """HF ``datasets``' name of :attr:`fingerprint`, for code written against HF."""
-        return self._s.fingerprint
-
-    @property
-    def data(self) -> Any:
-        """The Arrow table under the view, wrapped like HF's ``datasets.table.Table``.
-
-        ``ds.data.table`` is the ``pyarrow.Table`` (the whole table under a shuffled or
-        filtered mapping, the selected rows of a contiguous selection, as in HF); the
-        other attributes are the table's. For code written against HF; arrowmix's own
-        way to the rows as a table is :meth:`to_table`.
-        """
-        from arrowmix._dataset.hftable import data_view
-
-        return data_view(self)
-
-    @property
-    def _data(self) -> Any:
-        """HF ``datasets``' private name of :attr:`data`, for code written against HF."""
-        return self.data
-
-    @property
-    def _indices(self) -> Any:
-        """HF's indices table (one ``uint64`` column ``"indices"``) or None.
-
-        For code written against HF; None also for a contiguous selection, which HF keeps
-        as a slice of :attr:`data`.
-        """
-        from arrowmix._dataset.hftable import indices_view
-
-        return indices_view(self)
 
     @property
     def num_rows(self) -> int:
@@ -311,7 +276,7 @@ class Dataset(DatasetConstructors):
 
     def _check_column(self, name: str) -> None:
         if name not in self._s.table.column_names:
-            raise KeyError(
+            raise ColumnNotFoundError(
                 f"Unknown column {name!r}; available columns: {self._s.table.column_names}."
             )
 
@@ -339,39 +304,6 @@ class Dataset(DatasetConstructors):
             key = range(start, stop, step)
         pos = to_positions(key, self.num_rows)
         return fmt.batch(self._gather(pos.to_numpy(), cols))
-
-    def _getitem(self, key: Any, **format_args: Any) -> Any:
-        """HF ``datasets``' indexing with a one-off format, for code written against HF.
-
-        ``format_args``: HF's ``format_type``, ``format_columns``, ``output_all_columns``,
-        ``format_kwargs`` (default: this view's); ``ds._getitem(key)`` is ``ds[key]``.
-        """
-        if not format_args:
-            return self[key]
-        unknown = sorted(set(format_args) - _GETITEM_ARGS)
-        if unknown:
-            raise TypeError(f"_getitem() got unexpected keyword argument(s) {unknown}.")
-        s = self._s
-        view = self.with_format(
-            format_args.get("format_type", s.fmt),
-            format_args.get("format_columns", s.fmt_columns),
-            format_args.get("output_all_columns", s.fmt_all),
-            **(format_args.get("format_kwargs") or dict(s.fmt_kwargs)),
-        )
-        return view[key]
-
-    def unique(self, column: str) -> list[Any]:
-        """The distinct values of ``column`` in the view, in order of first appearance (HF's).
-
-        Example:
-            >>> import arrowmix as am
-            >>> am.Dataset.from_dict({"x": [3, 1, 3, 2, 1]}).unique("x")
-            [3, 1, 2]
-        """
-        import pyarrow.compute as pc
-
-        self._check_column(column)
-        return list(pc.unique(self._range(0, self.num_rows, [column]).column(column)).to_pylist())
 
     def column(self, name: str) -> Column:
         """A lazy, list-like view of column ``name``: nothing is read until it is indexed.
@@ -416,26 +348,6 @@ class Dataset(DatasetConstructors):
         cols = fmt.read_columns()
         for start in range(0, n, _ITER_BLOCK):
             yield from fmt.rows(self._range(start, min(start + _ITER_BLOCK, n), cols))
-
-    def to_dict(self, batch_size: int | None = None, batched: bool = False) -> Any:
-        """The view as ``{column: [values...]}`` of Python objects (HF's ``to_dict``).
-
-        With ``batched=True``, an iterator of such dicts of ``batch_size`` rows each
-        (default 1,000, as in HF) instead, so that a large dataset never sits in memory as
-        Python objects.
-
-        Example:
-            >>> import arrowmix as am
-            >>> list(am.Dataset.from_dict({"x": [1, 2, 3]}).to_dict(batch_size=2, batched=True))
-            [{'x': [1, 2]}, {'x': [3]}]
-        """
-        if not batched:
-            return self.to_table().to_pydict()
-        size = check_int("batch_size", batch_size or _TO_DICT_BATCH, minimum=1)
-        return (
-            self._range(i, min(i + size, self.num_rows)).to_pydict()
-            for i in range(0, self.num_rows, size)
-        )
 
     def to_list(self) -> list[dict[str, Any]]:
         """The view as a list of row dicts of Python objects (HF's ``to_list``)."""

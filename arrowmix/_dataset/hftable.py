@@ -65,7 +65,15 @@ class TableView:
 
 
 def _hf_metadata(schema: pa.Schema) -> dict[bytes, bytes] | None:
-    """HF's ``{"info": {"features": ...}}`` schema metadata for ``schema``, if HF is installed."""
+    """HF's ``{"info": {"features": ...}}`` schema metadata for ``schema``.
+
+    The table's own entry when it has one (features declared with ``from_dict(features=)``,
+    or read from an HF file); else the features HF infers from the Arrow types, when
+    ``datasets`` is installed.
+    """
+    own = (schema.metadata or {}).get(HF_META_KEY)
+    if own is not None:
+        return {HF_META_KEY: own}
     try:
         import datasets  # type: ignore[import-untyped, import-not-found, unused-ignore]
     except ImportError:
@@ -151,7 +159,9 @@ def state_from_table(
     from arrowmix._dataset.map_options import user_fingerprint
     from arrowmix._fingerprint.transform import roll
 
-    table = arrow_table_of(arrow_table, "`Dataset(arrow_table)`").replace_schema_metadata(None)
+    table = arrow_table_of(arrow_table, "`Dataset(arrow_table)`")
+    hf_entry = (table.schema.metadata or {}).get(HF_META_KEY)  # HF's features, kept
+    table = table.replace_schema_metadata({HF_META_KEY: hf_entry} if hf_entry else None)
     schema = _schema_of(None, None, info)
     if schema is not None and not table.schema.equals(schema):
         table = typed_table(dict(zip(table.column_names, table.columns, strict=True)), schema)

@@ -259,3 +259,86 @@ def test_concatenate_takes_hf_datasets():
         am.concatenate_datasets([hf, hf], axis=1)
     with pytest.raises(TypeError, match="item 1 is a list"):
         am.concatenate_datasets([ours, [1]])
+
+
+def test_format_attributes_and_formatted_as():
+    ds = _ds(3)
+    assert (ds._format_type, ds._format_columns, ds._output_all_columns) == (None, None, False)
+    fp = ds.fingerprint
+    with ds.formatted_as("numpy", columns=["id"], dtype=np.int32):
+        assert ds._format_type == "numpy" and ds._format_columns == ["id"]
+        assert ds._format_kwargs == {"dtype": np.int32}
+        assert ds["id"].dtype == np.int32 and list(ds[0]) == ["id"]
+        assert ds.fingerprint != fp
+    assert ds.fingerprint == fp and ds[0] == {"id": 0, "s": "0"}
+    with pytest.raises(RuntimeError), ds.formatted_as("numpy"):
+        raise RuntimeError("inside")
+    assert ds._format_type is None  # restored on an exception too
+
+
+def test_assigning_format_columns_sets_the_format():
+    ds = _ds(3).with_format("numpy")
+    fp = ds.fingerprint
+    ds._format_columns = ["s"]
+    assert ds.format["columns"] == ["s"] and ds.format["type"] == "numpy"
+    assert list(ds[0]) == ["s"] and ds.fingerprint != fp
+    assert ds.remove_columns("id")._format_columns == ["s"]
+    with pytest.raises(KeyError, match="nope"):
+        ds._format_columns = ["nope"]
+
+
+def test_unknown_columns_are_key_and_value_errors():
+    from arrowmix.exceptions import ColumnNotFoundError
+
+    ds = _ds(3)
+    for call in (
+        lambda: ds.rename_columns({"nope": "x"}),
+        lambda: ds.remove_columns("nope"),
+        lambda: ds.select_columns(["nope"]),
+        lambda: ds["nope"],
+    ):
+        with pytest.raises(ColumnNotFoundError, match="nope") as info:
+            call()
+        assert isinstance(info.value, KeyError) and isinstance(info.value, ValueError)
+
+
+def test_cast_changes_types_through_a_cached_map():
+    ds = am.Dataset.from_dict({"a": [1, 2, 300], "s": ["x", "y", "z"]}).select([2, 0])
+    schema = pa.schema([("s", pa.large_string()), ("a", pa.int16())])
+    out = ds.with_format("numpy").cast(schema)
+    assert out.schema == schema and out.format["type"] == "numpy"
+    assert out.with_format(None)[:] == {"s": ["z", "x"], "a": [300, 1]}
+    assert any("cache-" in f for f in out.cache_files)
+    assert ds.cast(schema).fingerprint == ds.cast(schema).fingerprint
+    assert ds.cast(ds.schema) is ds
+
+
+def test_cast_takes_hf_features():
+    datasets = pytest.importorskip("datasets")
+    ds = am.Dataset.from_dict({"a": [1, 2]})
+    out = ds.cast(datasets.Features({"a": datasets.Value("float64")}))
+    assert out["a"] == [1.0, 2.0] and out.schema.field("a").type == pa.float64()
+
+
+def test_cast_never_changes_values():
+    from arrowmix.exceptions import SchemaMismatchError
+
+    ds = am.Dataset.from_dict({"a": [1, 300], "f": [1.0, 1.5]})
+    with pytest.raises(SchemaMismatchError, match="'a'"):
+        ds.cast(pa.schema([("a", pa.int8()), ("f", pa.float64())]))
+    with pytest.raises(SchemaMismatchError, match="'f'"):
+        ds.cast(pa.schema([("a", pa.int64()), ("f", pa.int64())]))
+    with pytest.raises(ValueError, match="identical"):
+        ds.cast(pa.schema([("a", pa.int64())]))
+
+
+def test_flatten_splits_struct_columns():
+    ds = am.Dataset.from_dict(
+        {"id": [0, 1], "ans": [{"t": "a", "pos": {"i": 1}}, {"t": "b", "pos": {"i": 2}}]}
+    ).select([1, 0])
+    flat = ds.flatten()
+    assert flat.column_names == ["id", "ans.t", "ans.pos.i"]
+    assert flat[:] == {"id": [1, 0], "ans.t": ["b", "a"], "ans.pos.i": [2, 1]}
+    assert ds.flatten(max_depth=2).column_names == ["id", "ans.t", "ans.pos"]
+    assert flat.fingerprint != ds.fingerprint
+    assert ds.flatten(new_fingerprint="flat").fingerprint == "flat"
