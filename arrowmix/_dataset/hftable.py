@@ -23,6 +23,7 @@ __all__ = [
     "TableView",
     "arrow_table_of",
     "data_view",
+    "hf_only",
     "in_memory_copy",
     "indices_view",
     "state_from_table",
@@ -64,6 +65,12 @@ class TableView:
         return repr(self.table).replace("pyarrow.Table", "TableView", 1)
 
 
+def hf_only(schema: pa.Schema) -> dict[bytes, bytes] | None:
+    """``schema``'s metadata reduced to HF's features entry (None when it has none)."""
+    entry = (schema.metadata or {}).get(HF_META_KEY)
+    return {HF_META_KEY: entry} if entry is not None else None
+
+
 def _hf_metadata(schema: pa.Schema) -> dict[bytes, bytes] | None:
     """HF's ``{"info": {"features": ...}}`` schema metadata for ``schema``.
 
@@ -71,9 +78,9 @@ def _hf_metadata(schema: pa.Schema) -> dict[bytes, bytes] | None:
     or read from an HF file); else the features HF infers from the Arrow types, when
     ``datasets`` is installed.
     """
-    own = (schema.metadata or {}).get(HF_META_KEY)
+    own = hf_only(schema)
     if own is not None:
-        return {HF_META_KEY: own}
+        return own
     try:
         import datasets  # type: ignore[import-untyped, import-not-found, unused-ignore]
     except ImportError:
@@ -160,8 +167,7 @@ def state_from_table(
     from arrowmix._fingerprint.transform import roll
 
     table = arrow_table_of(arrow_table, "`Dataset(arrow_table)`")
-    hf_entry = (table.schema.metadata or {}).get(HF_META_KEY)  # HF's features, kept
-    table = table.replace_schema_metadata({HF_META_KEY: hf_entry} if hf_entry else None)
+    table = table.replace_schema_metadata(hf_only(table.schema))  # HF's features, kept
     schema = _schema_of(None, None, info)
     if schema is not None and not table.schema.equals(schema):
         table = typed_table(dict(zip(table.column_names, table.columns, strict=True)), schema)
@@ -198,7 +204,8 @@ def in_memory_copy(ds: Dataset) -> Dataset:
     """
     from arrowmix._dataset.dataset import Dataset, DatasetState
 
-    table = ds._range(0, ds.num_rows).replace_schema_metadata(None)
+    table = ds._range(0, ds.num_rows)
+    table = table.replace_schema_metadata(hf_only(table.schema))  # HF's features, kept
     sink = pa.BufferOutputStream()  # one copy, in Arrow's memory pool
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)

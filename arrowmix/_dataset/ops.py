@@ -255,7 +255,10 @@ def flatten_indices(
     else:
         fp = key = roll(ds.fingerprint, "flatten_indices")
     if keep_in_memory:
-        table = ds._range(0, len(ds)).combine_chunks().replace_schema_metadata(None)
+        from arrowmix._dataset.hftable import hf_only
+
+        table = ds._range(0, len(ds)).combine_chunks()
+        table = table.replace_schema_metadata(hf_only(table.schema))  # HF's features kept
         fields = ("fmt", "fmt_columns", "fmt_all", "fmt_kwargs", "cache_dir", "storage_options")
         return Dataset(
             DatasetState(table=table, fingerprint=fp, **{f: getattr(s, f) for f in fields})

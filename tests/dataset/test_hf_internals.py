@@ -342,3 +342,19 @@ def test_flatten_splits_struct_columns():
     assert ds.flatten(max_depth=2).column_names == ["id", "ans.t", "ans.pos"]
     assert flat.fingerprint != ds.fingerprint
     assert ds.flatten(new_fingerprint="flat").fingerprint == "flat"
+
+
+def test_hf_files_open_with_their_features_entry(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    features = datasets.Features({"label": datasets.ClassLabel(names=["neg", "pos"])})
+    path = str(tmp_path / "hf.arrow")
+    datasets.Dataset.from_dict({"label": [1, 0, 1]}, features=features).map(
+        cache_file_name=path
+    )  # HF writes an IPC stream file with its features in the schema metadata
+    for ds in (am.Dataset.from_file(path), am.Dataset.from_file(path, in_memory=True)):
+        assert ds["label"] == [1, 0, 1]
+        info = json.loads(ds.data.schema.metadata[b"huggingface"])["info"]
+        assert datasets.DatasetInfo.from_dict(info).features == features
+    kept = am.Dataset(am.Dataset.from_file(path).data.table).shuffle(seed=0)
+    flat = kept.flatten_indices(keep_in_memory=True)
+    assert b"huggingface" in flat.data.schema.metadata
