@@ -82,6 +82,13 @@ def _as_dataset(item: Any, i: int) -> Dataset:
     )
 
 
+def _hf_metadata(dsets: Sequence[Dataset], out: pa.Schema) -> dict[bytes, bytes] | None:
+    """HF's features and info texts of the result, merged from the inputs' (as HF does)."""
+    from arrowmix._dataset.hfinfo import merged_metadata
+
+    return merged_metadata([d._s.table.schema for d in dsets], out)
+
+
 def _format_fields(dsets: Sequence[Dataset]) -> dict[str, Any]:
     """The format fields of the result: the inputs' common format, else none."""
     formats = [d.format for d in dsets]
@@ -134,6 +141,7 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 def _concat_rows(dsets: Sequence[Dataset]) -> Dataset:
     schema = _aligned_schema(dsets)
     table = pa.concat_tables([_conform(d._s.table, schema) for d in dsets])  # type: ignore[arg-type]  # RemoteTable refused above
+    table = table.replace_schema_metadata(_hf_metadata(dsets, table.schema))
     mapping = None
     if any(d._s.indices is not None for d in dsets):
         parts, offset = [], 0
@@ -188,6 +196,7 @@ def _concat_columns(dsets: Sequence[Dataset]) -> Dataset:
     tables = [v._range(0, n).replace_schema_metadata(None) for v in views]
     schema = pa.schema([f for t in tables for f in t.schema])
     table = pa.Table.from_arrays([c for t in tables for c in t.columns], schema=schema)
+    table = table.replace_schema_metadata(_hf_metadata(dsets, table.schema))
     fp = hash_value(("concatenate", 1, [d.fingerprint for d in dsets]))
     s = dsets[0]._s
     state = DatasetState(

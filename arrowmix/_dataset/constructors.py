@@ -38,12 +38,14 @@ class DatasetConstructors:
         ``Features`` object or a schema), values of a compatible type are cast to it (ints to
         a float or string column, whole floats to ints); a lossy cast raises
         ``SchemaMismatchError`` naming the column. HF's ``info=`` (a ``DatasetInfo``) gives
-        its ``features`` the same way (its other fields are not kept); ``split`` is ignored.
+        its ``features`` the same way, and its description, citation, homepage and license
+        are kept for ``ds.info``; ``split`` is ignored.
         """
         from arrowmix._dataset import build
+        from arrowmix._dataset.hfinfo import dataset_with_info
 
         del split  # HF's split name: arrowmix datasets have none
-        return build.from_dict(mapping, _schema_of(schema, features, info))
+        return dataset_with_info(build.from_dict(mapping, _schema_of(schema, features, info)), info)
 
     @classmethod
     def from_pylist(
@@ -57,9 +59,10 @@ class DatasetConstructors:
     ) -> Dataset:
         """A dataset from a list of row dicts (missing keys become nulls); see from_dict."""
         from arrowmix._dataset import build
+        from arrowmix._dataset.hfinfo import dataset_with_info
 
         del split  # as in from_dict
-        return build.from_pylist(rows, _schema_of(schema, features, info))
+        return dataset_with_info(build.from_pylist(rows, _schema_of(schema, features, info)), info)
 
     @classmethod
     def from_list(

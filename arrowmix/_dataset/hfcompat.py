@@ -52,6 +52,19 @@ class HFCompat:
         return data_view(_dataset(self))
 
     @property
+    def info(self) -> Any:
+        """HF's ``DatasetInfo``: the texts given with ``from_dict(info=...)`` and ``features``.
+
+        For code written against HF (needs ``datasets`` installed). The description,
+        citation, homepage and license come from the ``info`` of ``from_dict``/``Dataset``,
+        or from an HF ``.arrow`` file's metadata; views keep them, ``concatenate_datasets``
+        merges them as HF does, a ``map`` result has none.
+        """
+        from arrowmix._dataset.hfinfo import dataset_info
+
+        return dataset_info(_dataset(self))
+
+    @property
     def _data(self) -> Any:
         """HF ``datasets``' private name of :attr:`data`, for code written against HF."""
         return _dataset(self).data

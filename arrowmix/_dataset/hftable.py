@@ -11,6 +11,7 @@ sliced table without indices, as in HF (arrowmix keeps it as a range over the wh
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -79,15 +80,20 @@ def _hf_metadata(schema: pa.Schema) -> dict[bytes, bytes] | None:
     ``datasets`` is installed.
     """
     own = hf_only(schema)
-    if own is not None:
+    try:
+        entry = json.loads(own[HF_META_KEY]) if own is not None else {}
+    except ValueError:
+        entry = {}
+    info = entry.get("info") if isinstance(entry, dict) else None
+    if isinstance(info, dict) and "features" in info:
         return own
     try:
         import datasets  # type: ignore[import-untyped, import-not-found, unused-ignore]
     except ImportError:
-        return None
-    features = datasets.Features.from_arrow_schema(schema)
-    info = {"info": {"features": features.to_dict()}}
-    return {HF_META_KEY: json.dumps(info).encode()}
+        return own
+    features = datasets.Features.from_arrow_schema(schema.remove_metadata())
+    info = {**(info if isinstance(info, dict) else {}), "features": features.to_dict()}
+    return {HF_META_KEY: json.dumps({**entry, "info": info}).encode()}
 
 
 def data_view(ds: Dataset) -> TableView:
@@ -172,6 +178,11 @@ def state_from_table(
     if schema is not None and not table.schema.equals(schema):
         table = typed_table(dict(zip(table.column_names, table.columns, strict=True)), schema)
     state = from_arrow(table)._s
+    if info is not None:
+        from arrowmix._dataset.hfinfo import with_info
+
+        assert isinstance(state.table, pa.Table)  # built in memory just above
+        state = replace(state, table=with_info(state.table, info))
     changes: dict[str, Any] = {}
     if indices_table is not None:
         ix_table = arrow_table_of(indices_table, "`indices_table`")
@@ -188,11 +199,7 @@ def state_from_table(
             )
     if fingerprint is not None:
         changes["fingerprint"] = user_fingerprint(fingerprint)[0]
-    if not changes:
-        return state
-    from dataclasses import replace
-
-    return replace(state, **changes)
+    return replace(state, **changes) if changes else state
 
 
 def in_memory_copy(ds: Dataset) -> Dataset:

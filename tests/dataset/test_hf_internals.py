@@ -358,3 +358,37 @@ def test_hf_files_open_with_their_features_entry(tmp_path):
     kept = am.Dataset(am.Dataset.from_file(path).data.table).shuffle(seed=0)
     flat = kept.flatten_indices(keep_in_memory=True)
     assert b"huggingface" in flat.data.schema.metadata
+
+
+def test_info_texts_are_kept_and_merged_as_hf_does():
+    datasets = pytest.importorskip("datasets")
+    a = am.Dataset.from_dict(
+        {"id": [0, 1]}, info=datasets.DatasetInfo(description="first", license="mit")
+    )
+    b = am.Dataset.from_dict({"id": [2]}, info=datasets.DatasetInfo(description="second"))
+    plain = am.Dataset.from_dict({"id": [3]})
+    assert a.info.description == "first" and a.info.license == "mit"
+    assert a.select([1]).shuffle(seed=0).info.description == "first"
+    assert a.info.features == a.features
+    merged = am.concatenate_datasets([a, b, plain])
+    assert merged.info.description == "first\n\nsecond" and merged.info.license == "mit"
+    assert am.concatenate_datasets([a, a]).info.description == "first"
+    assert am.concatenate_datasets([a, plain]).info.description == "first"
+    assert plain.info.description == ""
+    assert a.fingerprint == am.Dataset.from_dict({"id": [0, 1]}).fingerprint  # texts only
+
+
+def test_concatenation_keeps_the_features_entries_of_its_inputs():
+    entry = {"label": {"names": ["a", "b"], "_type": "ClassLabel"}}
+    meta = {b"huggingface": json.dumps({"info": {"features": entry}}).encode()}
+    x = am.Dataset(pa.table({"label": [0, 1]}).replace_schema_metadata(meta))
+    y = am.Dataset.from_dict({"label": [1], "other": ["z"]})
+    out = am.concatenate_datasets([y, x])
+    kept = json.loads(out._s.table.schema.metadata[b"huggingface"])["info"]["features"]
+    assert kept == entry
+    side = am.concatenate_datasets([am.Dataset.from_dict({"s": ["p", "q"]}), x], axis=1)
+    kept = json.loads(side._s.table.schema.metadata[b"huggingface"])["info"]["features"]
+    assert kept == entry
+    strings = am.Dataset.from_dict({"label": ["s"]})  # another type: not described so
+    out = am.concatenate_datasets([strings, x.cast(pa.schema([("label", pa.string())]))])
+    assert b"ClassLabel" not in (out._s.table.schema.metadata or {}).get(b"huggingface", b"")
