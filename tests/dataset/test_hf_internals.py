@@ -392,3 +392,21 @@ def test_concatenation_keeps_the_features_entries_of_its_inputs():
     strings = am.Dataset.from_dict({"label": ["s"]})  # another type: not described so
     out = am.concatenate_datasets([strings, x.cast(pa.schema([("label", pa.string())]))])
     assert b"ClassLabel" not in (out._s.table.schema.metadata or {}).get(b"huggingface", b"")
+
+
+def test_ingesting_constructors_take_features(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(json.dumps({"a": str(i), "b": i, "c": i / 2}) + "\n" for i in range(4)))
+    schema = pa.schema([("a", pa.int32()), ("b", pa.float32()), ("c", pa.float64())])
+    ds = am.Dataset.from_json(str(path), features=schema, keep_in_memory=True)
+    assert ds.schema == schema and ds["a"] == [0, 1, 2, 3] and ds.cache_files == []
+    lossy = pa.schema([("a", pa.string()), ("b", pa.int64()), ("c", pa.int64())])
+    with pytest.raises(am.exceptions.SchemaMismatchError, match="'c'"):
+        am.Dataset.from_json(str(path), features=lossy)  # 0.5 is not an int
+    text = tmp_path / "t.txt"
+    text.write_text("x\ny\n")
+    datasets = pytest.importorskip("datasets")
+    features = datasets.Features({"text": datasets.Value("large_string")})
+    assert am.Dataset.from_text(str(text), features=features).schema.field(0).type == (
+        pa.large_string()
+    )
