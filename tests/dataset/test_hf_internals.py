@@ -410,3 +410,20 @@ def test_ingesting_constructors_take_features(tmp_path):
     assert am.Dataset.from_text(str(text), features=features).schema.field(0).type == (
         pa.large_string()
     )
+
+
+def test_an_indices_file_is_used_only_when_it_holds_the_view(tmp_path):
+    from arrowmix.exceptions import CacheWarning
+
+    ds = _ds(10)
+    path = str(tmp_path / "v.arrow")
+    first = ds.select([2, 1], new_fingerprint="same-name", indices_cache_file_name=path)
+    with pytest.warns(CacheWarning, match="other row positions"):
+        other = ds.select([4, 3], new_fingerprint="same-name", indices_cache_file_name=path)
+    assert first.fingerprint == other.fingerprint == "same-name"
+    assert other["id"] == [4, 3]  # never the stale positions
+    big = am.Dataset.from_dict({"x": np.arange(INDICES_FILE_MIN_ROWS)})
+    a = big.shuffle(seed=1, new_fingerprint="mine")
+    with pytest.warns(CacheWarning, match="other row positions"):
+        b = big.shuffle(seed=2, new_fingerprint="mine")
+    assert b[:3] == big.shuffle(seed=2)[:3] and a[:3] != b[:3]
