@@ -427,3 +427,14 @@ def test_an_indices_file_is_used_only_when_it_holds_the_view(tmp_path):
     with pytest.warns(CacheWarning, match="other row positions"):
         b = big.shuffle(seed=2, new_fingerprint="mine")
     assert b[:3] == big.shuffle(seed=2)[:3] and a[:3] != b[:3]
+
+
+def test_a_flattened_file_named_by_new_fingerprint_is_used_only_for_its_parent():
+    from arrowmix.exceptions import CacheWarning
+
+    ds = _ds(10)
+    a = ds.shuffle(seed=1).flatten_indices(new_fingerprint="flat-name")
+    assert a.fingerprint == "flat-name"
+    with pytest.warns(CacheWarning, match="another dataset"):
+        b = ds.shuffle(seed=2).flatten_indices(new_fingerprint="flat-name")
+    assert b["id"] == ds.shuffle(seed=2)["id"] != a["id"]
