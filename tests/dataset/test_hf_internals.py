@@ -438,3 +438,17 @@ def test_a_flattened_file_named_by_new_fingerprint_is_used_only_for_its_parent()
     with pytest.warns(CacheWarning, match="another dataset"):
         b = ds.shuffle(seed=2).flatten_indices(new_fingerprint="flat-name")
     assert b["id"] == ds.shuffle(seed=2)["id"] != a["id"]
+
+
+def test_data_describes_every_column_even_when_the_entry_describes_some():
+    datasets = pytest.importorskip("datasets")
+    entry = {
+        "label": {"names": ["a", "b"], "_type": "ClassLabel"},
+        "gone": {"dtype": "int8", "_type": "Value"},
+    }
+    meta = {b"huggingface": json.dumps({"info": {"features": entry}}).encode()}
+    x = am.Dataset(pa.table({"label": [0, 1], "s": ["p", "q"]}).replace_schema_metadata(meta))
+    info = json.loads(x.data.schema.metadata[b"huggingface"])["info"]
+    assert datasets.DatasetInfo.from_dict(info).features == datasets.Features(
+        {"label": datasets.ClassLabel(names=["a", "b"]), "s": datasets.Value("string")}
+    )
