@@ -99,8 +99,9 @@ def test_dataloader_split_gives_each_worker_its_own_span() -> None:
     assert len(chunks_of(mine)) == 3
 
 
-def test_describe_names_the_sharding_only_when_it_is_chunks() -> None:
+def test_describe_names_the_sharding_only_when_it_changes_the_order() -> None:
     assert "shard" not in ArrowSource(rows(64)).describe()
+    assert "shard" not in sharded(64, 1, 0).describe()  # the same order as rows
     assert sharded(64, 2, 0).describe()["shard"] == "chunks"
 
 
