@@ -56,6 +56,7 @@ from bench_common import machine_summary
 BUDGET = 16_384
 READ_AHEAD = 8_192
 SEQ_LEN, ROWS = 2_048, 8
+ROW_POS = np.arange(SEQ_LEN)
 VOCAB = 32_000
 WEIGHTS = (0.5, 0.3, 0.2)
 LIBS = ("arrowmix", "torchdata", "infinibatch", "datasets", "grain", "raw")
@@ -112,8 +113,10 @@ class Memmap:
     """The token array of a corpus, memory-mapped: document ``i`` as a zero-copy view."""
 
     def __init__(self, d: Path) -> None:
-        self.offsets = np.load(d / "offsets.npy", mmap_mode="r")
-        self.tokens = np.memmap(d / "tokens.bin", dtype=np.int32, mode="r")
+        # plain ndarray views of the mappings: slicing an np.memmap builds a memmap
+        # object per slice, twice as slow per document
+        self.offsets = np.asarray(np.load(d / "offsets.npy", mmap_mode="r"))
+        self.tokens = np.asarray(np.memmap(d / "tokens.bin", dtype=np.int32, mode="r"))
         self.lengths = np.diff(self.offsets)
 
     def __len__(self) -> int:
@@ -182,7 +185,7 @@ def _split(flat: np.ndarray, lengths: np.ndarray) -> list[dict[str, np.ndarray]]
 
 def tokens_of(batch: dict[str, Any]) -> int:
     if "attention_mask" in batch:
-        return int(np.asarray(batch["attention_mask"]).sum())
+        return int(np.count_nonzero(np.asarray(batch["attention_mask"])))
     return int(np.asarray(batch["input_ids"]).size)
 
 
@@ -433,16 +436,24 @@ class Raw:
             lengths[sel] = m.lengths[doc[sel]]
         return src, starts, lengths
 
-    def _gather(self, src: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        """The documents' tokens, concatenated: one slice (a view) per document, one copy."""
+    def _gather(
+        self,
+        src: np.ndarray,
+        starts: np.ndarray,
+        lengths: np.ndarray,
+        out: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """The documents' tokens, concatenated: one slice (a view) per document, one copy
+        (into ``out`` when given, converting the type on the way)."""
         ends = (starts + lengths).tolist()
         if len(self.mms) == 1:
             t = self.mms[0].tokens
-            return np.concatenate([t[a:b] for a, b in zip(starts.tolist(), ends, strict=True)])
-        ts = [m.tokens for m in self.mms]
-        return np.concatenate(
-            [ts[k][a:b] for k, a, b in zip(src.tolist(), starts.tolist(), ends, strict=True)]
-        )
+            parts = [t[a:b] for a, b in zip(starts.tolist(), ends, strict=True)]
+        else:
+            ts = [m.tokens for m in self.mms]
+            spans = zip(src.tolist(), starts.tolist(), ends, strict=True)
+            parts = [ts[k][a:b] for k, a, b in spans]
+        return np.concatenate(parts, out=out)
 
     def _read(self) -> None:
         a = self.window * READ_AHEAD
@@ -459,21 +470,25 @@ class Raw:
         self.buf = [(src[p], starts[p], lengths[p]) for p in plan_window(lengths, self.window)]
 
     def _batch_b(self, lo: int) -> dict[str, np.ndarray]:
-        """One ``[ROWS, SEQ_LEN]`` batch straight from the mapped tokens (one copy)."""
-        src, starts, _, doc_start = self.spans
+        """One ``[ROWS, SEQ_LEN]`` batch straight from the mapped tokens (one copy).
+
+        A document's piece of a row starts at max(document start, row start): position
+        ids are the smaller of the offsets from the two, segment ids count documents
+        from the row's first one.
+        """
+        src, starts, lengths, doc_start = self.spans
         unit = ROWS * SEQ_LEN
         hi = lo + unit
         first = int(np.searchsorted(doc_start, lo, side="right")) - 1
         last = int(np.searchsorted(doc_start, hi, side="left"))
-        bounds = np.union1d(np.maximum(doc_start[first:last], lo), np.arange(lo, hi + 1, SEQ_LEN))
-        pstart, plen = bounds[:-1], np.diff(bounds)
-        doc = np.searchsorted(doc_start, pstart, side="right") - 1
+        a = np.maximum(doc_start[first:last], lo)
+        take = np.minimum(doc_start[first:last] + lengths[first:last], hi) - a
         ids = np.empty(unit, np.int64)
-        ids[:] = self._gather(src[doc], starts[doc] + (pstart - doc_start[doc]), plen)
-        row = (pstart - lo) // SEQ_LEN
-        segnum = np.arange(len(row)) - np.searchsorted(row, row, side="left") + 1
-        seg = np.repeat(segnum, plen).reshape(ROWS, SEQ_LEN)
-        pos = (np.arange(lo, hi) - np.repeat(pstart, plen)).reshape(ROWS, SEQ_LEN)
+        sel = slice(first, last)
+        self._gather(src[sel], starts[sel] + (a - doc_start[sel]), take, out=ids)
+        which = np.repeat(np.arange(last - first), take).reshape(ROWS, SEQ_LEN)
+        seg = which - (which[:, :1] - 1)
+        pos = np.minimum((np.arange(lo, hi) - np.repeat(a, take)).reshape(ROWS, SEQ_LEN), ROW_POS)
         return {"input_ids": ids.reshape(ROWS, SEQ_LEN), "segment_ids": seg, "position_ids": pos}
 
     def __iter__(self) -> Raw:

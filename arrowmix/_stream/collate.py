@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._stream.base import PassThrough, Stream
-from arrowmix._stream.tokens import TokenColumn, is_token_type, token_column
+from arrowmix._stream.tokens import TokenColumn, TokenSpans, is_token_type, token_column
 
 __all__ = ["IGNORE_INDEX", "LABELS", "TENSORS", "CollateIterator", "Collator"]
 
@@ -122,7 +122,11 @@ class Collator:
     # ------------------------------------------------------------------ entry points
     def from_positions(self, tokens: TokenColumn, positions: np.ndarray) -> dict[str, Any]:
         """Collate the documents at ``positions`` of ``tokens`` (one gather, no row objects)."""
-        owner, starts, lengths = tokens.spans(positions)
+        return self.from_spans(TokenSpans(positions, tokens, *tokens.spans(positions)))
+
+    def from_spans(self, batch: TokenSpans) -> dict[str, Any]:
+        """Collate documents already looked up in their token column."""
+        tokens, owner, starts, lengths = batch.column, batch.owner, batch.starts, batch.lengths
         longest = int(lengths.max()) if len(lengths) else 0
         ids, mask = tokens.pad_spans(
             owner,
@@ -218,7 +222,7 @@ class CollateIterator(PassThrough[dict[str, Any]]):
             raise TypeError(f"`collator` must be a Collator, got {type(collator).__name__}.")
         self.collator = collator
         use = getattr(source, "_use_batch_positions", None)
-        self._rows = use() if use is not None else None
+        self._rows = use(collator.column) if use is not None else None
         if self._rows is not None:
             field = (
                 self._rows.schema.field(collator.column)
@@ -243,6 +247,8 @@ class CollateIterator(PassThrough[dict[str, Any]]):
         batch = self.source.next()
         if self._rows is None:
             return self.collator(batch)
+        if isinstance(batch, TokenSpans):
+            return self.collator.from_spans(batch)
         tokens = self.__dict__.get("_tokens")
         if tokens is None:
             tokens = self._tokens = token_column(self._rows, self.collator.column)
