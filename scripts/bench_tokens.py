@@ -33,6 +33,7 @@ checks that the batch equals the one the uninterrupted run yielded there.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -59,7 +60,7 @@ SEQ_LEN, ROWS = 2_048, 8
 ROW_POS = np.arange(SEQ_LEN)
 VOCAB = 32_000
 WEIGHTS = (0.5, 0.3, 0.2)
-LIBS = ("arrowmix", "torchdata", "infinibatch", "datasets", "grain", "raw")
+LIBS = ("arrowmix", "torchdata", "infinibatch", "datasets", "mosaic", "litdata", "grain", "raw")
 PIPELINES = ("A", "B", "C")
 
 
@@ -101,6 +102,11 @@ def prepare(workdir: Path, docs: int) -> None:
         arrowmix.write_chunks(table, str(d / "arrowmix"), overwrite=True)
         datasets.Dataset(datasets.table.InMemoryTable(table)).save_to_disk(str(d / "hf"))
         (d / "done").write_text("ok")
+    for d in sorted(wanted):  # peers with formats of their own, when installed
+        if available("mosaic") and not (d / "mds" / "index.json").exists():
+            prepare_mosaic(d)
+        if available("litdata") and not (d / "litdata" / "index.json").exists():
+            prepare_litdata(d)
 
 
 def corpus_dirs(workdir: Path, docs: int, pipeline: str) -> list[Path]:
@@ -371,6 +377,185 @@ def build_datasets(dirs: list[Path], pipeline: str) -> Any:
     return HFWindows(ds, _pad_planned)
 
 
+# ---- Mosaic Streaming and litdata: their own shard formats, written once, read locally ------
+class CountedWindows:
+    """Windows of documents from peers that resume at a document count (their checkpoint).
+
+    ``opens[k](n)`` iterates corpus ``k`` from its ``n``-th document of the epoch, through
+    the library's own state (``state_dict``/``load_state_dict``). With ``draws`` (C), the
+    documents come from the corpora in that seeded 50/30/20 order, as for infinibatch.
+    State: the documents read from each corpus at the window start, the window, the
+    batches of the window yielded.
+    """
+
+    def __init__(
+        self,
+        opens: list[Callable[[int], Any]],
+        sizes: list[int],
+        draws: np.ndarray | None,
+        fn: Callable[[list[np.ndarray], int], list[Any]],
+    ) -> None:
+        self.opens, self.sizes, self.draws, self.fn = opens, sizes, draws, fn
+        self.load_state_dict({"counts": [0] * len(opens), "window": 0, "emitted": 0})
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.counts = list(state["counts"])
+        self.window, self.pos = state["window"], state["emitted"]
+        self.its = [iter(o(c)) for o, c in zip(self.opens, self.counts, strict=True)]
+        self._read()
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"counts": self.anchor, "window": self.window, "emitted": self.pos}
+
+    def _read(self) -> None:
+        self.anchor = list(self.counts)
+        docs: list[np.ndarray] = []
+        if self.draws is None:  # at most the corpus: litdata's iterator starts over
+            n = min(READ_AHEAD, self.sizes[0] - self.counts[0])
+            docs = [r["input_ids"] for r in itertools.islice(self.its[0], n)]
+            self.counts[0] += len(docs)
+        else:
+            at = sum(self.counts)
+            for k in self.draws[at : at + READ_AHEAD].tolist():
+                docs.append(next(self.its[k])["input_ids"])
+                self.counts[k] += 1
+        self.buf = self.fn(docs, self.window) if docs else []
+
+    def __iter__(self) -> CountedWindows:
+        return self
+
+    def __next__(self) -> Any:
+        while self.pos >= len(self.buf):
+            if not self.buf:
+                raise StopIteration
+            self.window, self.pos = self.window + 1, 0
+            self._read()
+        self.pos += 1
+        return self.buf[self.pos - 1]
+
+
+def _windows(opens: list[Callable[[int], Any]], dirs: list[Path], pipeline: str) -> Any:
+    sizes = [len(Memmap(d)) for d in dirs]
+    draws = None if len(dirs) == 1 else mix_draws(sizes)
+    fn = (lambda docs, w: split_window(docs)) if pipeline == "B" else _pad_planned
+    return CountedWindows(opens, sizes, draws, fn)
+
+
+def stub_broken_imports() -> None:
+    """Empty ``transformers`` and ``torchvision`` modules for Mosaic Streaming's imports.
+
+    Its ``transformers<5`` wants a ``huggingface-hub`` older than ``datasets==5.2.0`` does,
+    and a CPU torch wheel may come with a ``torchvision`` built for another torch; the
+    code measured here uses neither.
+    """
+    import importlib.abc
+    import importlib.machinery
+    import types
+
+    class Empty(types.ModuleType):
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("__"):
+                raise AttributeError(name)
+            return type(name, (), {})
+
+    class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+            if name.split(".")[0] in ("transformers", "torchvision"):
+                return importlib.machinery.ModuleSpec(name, self, is_package=True)
+            return None
+
+        def create_module(self, spec: Any) -> Any:
+            return Empty(spec.name)
+
+        def exec_module(self, module: Any) -> None:
+            module.__path__ = []
+
+    for name in ("transformers", "torchvision"):
+        try:
+            importlib.import_module(name)
+        except (ImportError, RuntimeError):
+            for loaded in [m for m in sys.modules if m.split(".")[0] == name]:
+                del sys.modules[loaded]
+            sys.meta_path.insert(0, Finder())
+            return
+
+
+def prepare_mosaic(d: Path) -> None:
+    stub_broken_imports()
+    from streaming import MDSWriter
+
+    mm = Memmap(d)
+    with MDSWriter(out=str(d / "mds"), columns={"input_ids": "ndarray:int32"}) as w:
+        for i in range(len(mm)):
+            w.write({"input_ids": mm[i]})
+
+
+def build_mosaic(dirs: list[Path], pipeline: str) -> Any:
+    stub_broken_imports()
+    from streaming import StreamingDataset
+    from streaming.base.util import clean_stale_shared_memory
+
+    clean_stale_shared_memory()
+
+    def opener(d: Path, seed: int) -> Callable[[int], Any]:
+        def open_at(n: int) -> Any:
+            # predownload: the whole corpus (it is local); with the default of 8 samples
+            # ahead, iterating in one process polls and runs about 10x slower
+            ds = StreamingDataset(
+                local=str(d / "mds"),
+                shuffle=True,
+                shuffle_seed=seed,
+                batch_size=1,
+                predownload=len(Memmap(d)),
+            )
+            if n:
+                ds.load_state_dict(ds.state_dict(n, from_beginning=True))
+            return ds
+
+        return open_at
+
+    return _windows([opener(d, k) for k, d in enumerate(dirs)], dirs, pipeline)
+
+
+_LD_MM: Memmap | None = None
+
+
+def _ld_item(i: int) -> dict[str, np.ndarray]:
+    assert _LD_MM is not None
+    return {"input_ids": np.array(_LD_MM[i])}
+
+
+def prepare_litdata(d: Path) -> None:
+    import litdata as ld
+
+    global _LD_MM
+    _LD_MM = Memmap(d)
+    ld.optimize(
+        fn=_ld_item,
+        inputs=list(range(len(_LD_MM))),
+        output_dir=str(d / "litdata"),
+        chunk_bytes="64MB",
+        num_workers=1,
+        start_method="fork",
+        verbose=False,
+    )
+
+
+def build_litdata(dirs: list[Path], pipeline: str) -> Any:
+    import litdata as ld
+
+    def opener(d: Path, seed: int) -> Callable[[int], Any]:
+        def open_at(n: int) -> Any:
+            ds = ld.StreamingDataset(str(d / "litdata"), shuffle=True, seed=seed)
+            if n:
+                ds.load_state_dict(ds.state_dict(n, num_workers=0, batch_size=1))
+            return ds
+
+        return open_at
+
+    return _windows([opener(d, k) for k, d in enumerate(dirs)], dirs, pipeline)
+
+
 # ---- grain (concat-then-split only: it has no token-budget bucketing) ----------------------
 def build_grain(dirs: list[Path], pipeline: str) -> Any:
     if pipeline != "B":
@@ -518,6 +703,8 @@ def build(lib: str, dirs: list[Path], pipeline: str) -> Any:
         "torchdata": build_torchdata,
         "infinibatch": build_infinibatch,
         "datasets": build_datasets,
+        "mosaic": build_mosaic,
+        "litdata": build_litdata,
         "grain": build_grain,
         "raw": Raw,
     }[lib](dirs, pipeline)
@@ -581,6 +768,8 @@ PREIMPORT = {
     "torchdata": ["torch", "torchdata.nodes"],
     "infinibatch": ["infinibatch.iterators"],
     "datasets": ["datasets"],
+    "mosaic": ["streaming"],
+    "litdata": ["litdata"],
     "grain": ["grain", "grain.experimental"],
     "raw": [],
 }
@@ -592,6 +781,8 @@ def child(args: argparse.Namespace) -> int:
 
     dirs = [Path(p) for p in args.dirs.split(",")]
     lib, pipeline, out = args.lib, args.pipeline, Path(args.out)
+    if lib == "mosaic":
+        stub_broken_imports()
     for name in PREIMPORT[lib]:  # imports are not part of the first batch or the resume
         importlib.import_module(name)
     if args.child == "run":
@@ -655,7 +846,7 @@ def run_child(mode: str, lib: str, pipeline: str, dirs: list[Path], out: Path, m
 def available(lib: str) -> bool:
     import importlib.util
 
-    mod = {"datasets": "datasets", "torchdata": "torchdata", "infinibatch": "infinibatch"}
+    mod = {"mosaic": "streaming"}
     name = mod.get(lib, lib)
     return lib in ("arrowmix", "raw") or importlib.util.find_spec(name) is not None
 

@@ -196,10 +196,23 @@ def test_collate_refuses_a_non_token_column() -> None:
 class TestCollateColumnar(CheckpointRoundTripTests):
     iterator_cls = CollateIterator
     picklable = True
+    elastic_grid = ((1, 2), (1, 3), (2, 3), (3, 2), (2, 1))
+    elastic_steps = (0, 6)
 
     def make_iterator(self) -> Stream[Any]:
-        s = token_source(50).shuffle(9, seed=2)
-        return s.budget_bucket("input_ids", 48, 20, seed=1).collate(labels="shift")
+        return self.make_sharded(1, 0)
+
+    def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
+        s = token_source(144)  # the same stream on every instance
+        shard = {"num_instances": num_instances, "instance_rank": instance_rank}
+        # 4 documents (of at most 30 tokens) per batch, 12 batches per window: the new
+        # instance count divides the batches left in the open window (elastic_steps) and
+        # in every later one, so remainder="drop" drops nothing
+        b = s.budget_bucket("input_ids", 120, 48, max_batch_size=4, seed=1, **shard)
+        return b.collate(labels="shift")
+
+    def units(self, item: dict[str, Any]) -> list[int]:
+        return tokens_of(item)
 
 
 class TestCollateRows(CheckpointRoundTripTests):
