@@ -29,6 +29,7 @@ __all__ = [
     "ConcatTokenColumn",
     "TokenColumn",
     "TokenSpans",
+    "column_values",
     "is_token_type",
     "key_values",
     "token_column",
@@ -334,7 +335,7 @@ def key_values(rows: Any, positions: np.ndarray, name: str, cache: dict[str, Any
         if col is None:
             col = cache[name] = token_column(rows, name)
         return col.lengths(positions)
-    return _plain_values(rows, positions, name)
+    return column_values(rows, positions, name)
 
 
 def key_spans(
@@ -349,10 +350,13 @@ def key_spans(
             col = cache[name] = token_column(rows, name)
         owner, starts, lengths = col.spans(positions)
         return lengths, TokenSpans(positions, col, owner, starts, lengths)
-    return _plain_values(rows, positions, name), None
+    return column_values(rows, positions, name), None
 
 
-def _plain_values(rows: Any, positions: np.ndarray, name: str) -> np.ndarray:
+def column_values(rows: Any, positions: np.ndarray, name: str) -> np.ndarray:
+    """The values of a (non-token) column ``name`` at ``positions``, as a numpy array."""
+    if name not in rows.schema.names:
+        raise KeyError(f"no column {name!r}; the rows have columns {rows.schema.names}.")
     take_column = getattr(rows, "take_column", None)
     values = take_column(positions, name) if take_column is not None else rows.take(positions)[name]
     out: np.ndarray = values.to_numpy(zero_copy_only=False)
