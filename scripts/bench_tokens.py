@@ -399,15 +399,24 @@ class CountedWindows:
         self.load_state_dict({"counts": [0] * len(opens), "window": 0, "emitted": 0})
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
+        # opened on the first batch: a resume never opens (and reads) the epoch's start
         self.counts = list(state["counts"])
         self.window, self.pos = state["window"], state["emitted"]
-        self.its = [iter(o(c)) for o, c in zip(self.opens, self.counts, strict=True)]
+        self.its: list[Any] | None = None
+
+    def _open(self) -> None:
+        # one generator per dataset: litdata's __iter__ restarts the epoch on every call
+        # (which islice would make once per window)
+        self.its = [_items(o(c)) for o, c in zip(self.opens, self.counts, strict=True)]
         self._read()
 
     def state_dict(self) -> dict[str, Any]:
+        if self.its is None:
+            return {"counts": self.counts, "window": self.window, "emitted": self.pos}
         return {"counts": self.anchor, "window": self.window, "emitted": self.pos}
 
     def _read(self) -> None:
+        assert self.its is not None
         self.anchor = list(self.counts)
         docs: list[np.ndarray] = []
         if self.draws is None:  # at most the corpus: litdata's iterator starts over
@@ -425,6 +434,8 @@ class CountedWindows:
         return self
 
     def __next__(self) -> Any:
+        if self.its is None:
+            self._open()
         while self.pos >= len(self.buf):
             if not self.buf:
                 raise StopIteration
@@ -432,6 +443,10 @@ class CountedWindows:
             self._read()
         self.pos += 1
         return self.buf[self.pos - 1]
+
+
+def _items(ds: Any) -> Any:
+    yield from ds
 
 
 def _windows(opens: list[Callable[[int], Any]], dirs: list[Path], pipeline: str) -> Any:
@@ -509,7 +524,9 @@ def build_mosaic(dirs: list[Path], pipeline: str) -> Any:
                 predownload=len(Memmap(d)),
             )
             if n:
-                ds.load_state_dict(ds.state_dict(n, from_beginning=True))
+                state = ds.state_dict(n, from_beginning=True)
+                state["epoch"] = 0  # a dataset not yet iterated says -1
+                ds.load_state_dict(state)
             return ds
 
         return open_at
