@@ -33,6 +33,7 @@ checks that the batch equals the one the uninterrupted run yielded there.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -56,9 +57,10 @@ from bench_common import machine_summary
 BUDGET = 16_384
 READ_AHEAD = 8_192
 SEQ_LEN, ROWS = 2_048, 8
+ROW_POS = np.arange(SEQ_LEN)
 VOCAB = 32_000
 WEIGHTS = (0.5, 0.3, 0.2)
-LIBS = ("arrowmix", "torchdata", "infinibatch", "datasets", "grain", "raw")
+LIBS = ("arrowmix", "torchdata", "infinibatch", "datasets", "mosaic", "litdata", "grain", "raw")
 PIPELINES = ("A", "B", "C")
 
 
@@ -100,6 +102,11 @@ def prepare(workdir: Path, docs: int) -> None:
         arrowmix.write_chunks(table, str(d / "arrowmix"), overwrite=True)
         datasets.Dataset(datasets.table.InMemoryTable(table)).save_to_disk(str(d / "hf"))
         (d / "done").write_text("ok")
+    for d in sorted(wanted):  # peers with formats of their own, when installed
+        if available("mosaic") and not (d / "mds" / "index.json").exists():
+            prepare_mosaic(d)
+        if available("litdata") and not (d / "litdata" / "index.json").exists():
+            prepare_litdata(d)
 
 
 def corpus_dirs(workdir: Path, docs: int, pipeline: str) -> list[Path]:
@@ -112,8 +119,10 @@ class Memmap:
     """The token array of a corpus, memory-mapped: document ``i`` as a zero-copy view."""
 
     def __init__(self, d: Path) -> None:
-        self.offsets = np.load(d / "offsets.npy", mmap_mode="r")
-        self.tokens = np.memmap(d / "tokens.bin", dtype=np.int32, mode="r")
+        # plain ndarray views of the mappings: slicing an np.memmap builds a memmap
+        # object per slice, twice as slow per document
+        self.offsets = np.asarray(np.load(d / "offsets.npy", mmap_mode="r"))
+        self.tokens = np.asarray(np.memmap(d / "tokens.bin", dtype=np.int32, mode="r"))
         self.lengths = np.diff(self.offsets)
 
     def __len__(self) -> int:
@@ -182,7 +191,7 @@ def _split(flat: np.ndarray, lengths: np.ndarray) -> list[dict[str, np.ndarray]]
 
 def tokens_of(batch: dict[str, Any]) -> int:
     if "attention_mask" in batch:
-        return int(np.asarray(batch["attention_mask"]).sum())
+        return int(np.count_nonzero(np.asarray(batch["attention_mask"])))
     return int(np.asarray(batch["input_ids"]).size)
 
 
@@ -368,6 +377,202 @@ def build_datasets(dirs: list[Path], pipeline: str) -> Any:
     return HFWindows(ds, _pad_planned)
 
 
+# ---- Mosaic Streaming and litdata: their own shard formats, written once, read locally ------
+class CountedWindows:
+    """Windows of documents from peers that resume at a document count (their checkpoint).
+
+    ``opens[k](n)`` iterates corpus ``k`` from its ``n``-th document of the epoch, through
+    the library's own state (``state_dict``/``load_state_dict``). With ``draws`` (C), the
+    documents come from the corpora in that seeded 50/30/20 order, as for infinibatch.
+    State: the documents read from each corpus at the window start, the window, the
+    batches of the window yielded.
+    """
+
+    def __init__(
+        self,
+        opens: list[Callable[[int], Any]],
+        sizes: list[int],
+        draws: np.ndarray | None,
+        fn: Callable[[list[np.ndarray], int], list[Any]],
+    ) -> None:
+        self.opens, self.sizes, self.draws, self.fn = opens, sizes, draws, fn
+        self.load_state_dict({"counts": [0] * len(opens), "window": 0, "emitted": 0})
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        # opened on the first batch: a resume never opens (and reads) the epoch's start
+        self.counts = list(state["counts"])
+        self.window, self.pos = state["window"], state["emitted"]
+        self.its: list[Any] | None = None
+
+    def _open(self) -> None:
+        # one generator per dataset: litdata's __iter__ restarts the epoch on every call
+        # (which islice would make once per window)
+        self.its = [_items(o(c)) for o, c in zip(self.opens, self.counts, strict=True)]
+        self._read()
+
+    def state_dict(self) -> dict[str, Any]:
+        if self.its is None:
+            return {"counts": self.counts, "window": self.window, "emitted": self.pos}
+        return {"counts": self.anchor, "window": self.window, "emitted": self.pos}
+
+    def _read(self) -> None:
+        assert self.its is not None
+        self.anchor = list(self.counts)
+        docs: list[np.ndarray] = []
+        if self.draws is None:  # at most the corpus: litdata's iterator starts over
+            n = min(READ_AHEAD, self.sizes[0] - self.counts[0])
+            docs = [r["input_ids"] for r in itertools.islice(self.its[0], n)]
+            self.counts[0] += len(docs)
+        else:
+            at = sum(self.counts)
+            for k in self.draws[at : at + READ_AHEAD].tolist():
+                docs.append(next(self.its[k])["input_ids"])
+                self.counts[k] += 1
+        self.buf = self.fn(docs, self.window) if docs else []
+
+    def __iter__(self) -> CountedWindows:
+        return self
+
+    def __next__(self) -> Any:
+        if self.its is None:
+            self._open()
+        while self.pos >= len(self.buf):
+            if not self.buf:
+                raise StopIteration
+            self.window, self.pos = self.window + 1, 0
+            self._read()
+        self.pos += 1
+        return self.buf[self.pos - 1]
+
+
+def _items(ds: Any) -> Any:
+    yield from ds
+
+
+def _windows(opens: list[Callable[[int], Any]], dirs: list[Path], pipeline: str) -> Any:
+    sizes = [len(Memmap(d)) for d in dirs]
+    draws = None if len(dirs) == 1 else mix_draws(sizes)
+    fn = (lambda docs, w: split_window(docs)) if pipeline == "B" else _pad_planned
+    return CountedWindows(opens, sizes, draws, fn)
+
+
+def stub_broken_imports() -> None:
+    """Empty ``transformers`` and ``torchvision`` modules for Mosaic Streaming's imports.
+
+    Its ``transformers<5`` wants a ``huggingface-hub`` older than ``datasets==5.2.0`` does,
+    and a CPU torch wheel may come with a ``torchvision`` built for another torch; the
+    code measured here uses neither.
+    """
+    import importlib.abc
+    import importlib.machinery
+    import types
+
+    class Empty(types.ModuleType):
+        def __getattr__(self, name: str) -> Any:
+            if name.startswith("__"):
+                raise AttributeError(name)
+            return type(name, (), {})
+
+    class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+            if name.split(".")[0] in ("transformers", "torchvision"):
+                return importlib.machinery.ModuleSpec(name, self, is_package=True)
+            return None
+
+        def create_module(self, spec: Any) -> Any:
+            return Empty(spec.name)
+
+        def exec_module(self, module: Any) -> None:
+            module.__path__ = []
+
+    for name in ("transformers", "torchvision"):
+        try:
+            importlib.import_module(name)
+        except (ImportError, RuntimeError):
+            for loaded in [m for m in sys.modules if m.split(".")[0] == name]:
+                del sys.modules[loaded]
+            sys.meta_path.insert(0, Finder())
+            return
+
+
+def prepare_mosaic(d: Path) -> None:
+    stub_broken_imports()
+    from streaming import MDSWriter
+
+    mm = Memmap(d)
+    with MDSWriter(out=str(d / "mds"), columns={"input_ids": "ndarray:int32"}) as w:
+        for i in range(len(mm)):
+            w.write({"input_ids": mm[i]})
+
+
+def build_mosaic(dirs: list[Path], pipeline: str) -> Any:
+    stub_broken_imports()
+    from streaming import StreamingDataset
+    from streaming.base.util import clean_stale_shared_memory
+
+    clean_stale_shared_memory()
+
+    def opener(d: Path, seed: int) -> Callable[[int], Any]:
+        def open_at(n: int) -> Any:
+            # predownload: the whole corpus (it is local); with the default of 8 samples
+            # ahead, iterating in one process polls and runs about 10x slower
+            ds = StreamingDataset(
+                local=str(d / "mds"),
+                shuffle=True,
+                shuffle_seed=seed,
+                batch_size=1,
+                predownload=len(Memmap(d)),
+            )
+            if n:
+                state = ds.state_dict(n, from_beginning=True)
+                state["epoch"] = 0  # a dataset not yet iterated says -1
+                ds.load_state_dict(state)
+            return ds
+
+        return open_at
+
+    return _windows([opener(d, k) for k, d in enumerate(dirs)], dirs, pipeline)
+
+
+_LD_MM: Memmap | None = None
+
+
+def _ld_item(i: int) -> dict[str, np.ndarray]:
+    assert _LD_MM is not None
+    return {"input_ids": np.array(_LD_MM[i])}
+
+
+def prepare_litdata(d: Path) -> None:
+    import litdata as ld
+
+    global _LD_MM
+    _LD_MM = Memmap(d)
+    ld.optimize(
+        fn=_ld_item,
+        inputs=list(range(len(_LD_MM))),
+        output_dir=str(d / "litdata"),
+        chunk_bytes="64MB",
+        num_workers=1,
+        start_method="fork",
+        verbose=False,
+    )
+
+
+def build_litdata(dirs: list[Path], pipeline: str) -> Any:
+    import litdata as ld
+
+    def opener(d: Path, seed: int) -> Callable[[int], Any]:
+        def open_at(n: int) -> Any:
+            ds = ld.StreamingDataset(str(d / "litdata"), shuffle=True, seed=seed)
+            if n:
+                ds.load_state_dict(ds.state_dict(n, num_workers=0, batch_size=1))
+            return ds
+
+        return open_at
+
+    return _windows([opener(d, k) for k, d in enumerate(dirs)], dirs, pipeline)
+
+
 # ---- grain (concat-then-split only: it has no token-budget bucketing) ----------------------
 def build_grain(dirs: list[Path], pipeline: str) -> Any:
     if pipeline != "B":
@@ -433,16 +638,24 @@ class Raw:
             lengths[sel] = m.lengths[doc[sel]]
         return src, starts, lengths
 
-    def _gather(self, src: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-        """The documents' tokens, concatenated: one slice (a view) per document, one copy."""
+    def _gather(
+        self,
+        src: np.ndarray,
+        starts: np.ndarray,
+        lengths: np.ndarray,
+        out: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """The documents' tokens, concatenated: one slice (a view) per document, one copy
+        (into ``out`` when given, converting the type on the way)."""
         ends = (starts + lengths).tolist()
         if len(self.mms) == 1:
             t = self.mms[0].tokens
-            return np.concatenate([t[a:b] for a, b in zip(starts.tolist(), ends, strict=True)])
-        ts = [m.tokens for m in self.mms]
-        return np.concatenate(
-            [ts[k][a:b] for k, a, b in zip(src.tolist(), starts.tolist(), ends, strict=True)]
-        )
+            parts = [t[a:b] for a, b in zip(starts.tolist(), ends, strict=True)]
+        else:
+            ts = [m.tokens for m in self.mms]
+            spans = zip(src.tolist(), starts.tolist(), ends, strict=True)
+            parts = [ts[k][a:b] for k, a, b in spans]
+        return np.concatenate(parts, out=out)
 
     def _read(self) -> None:
         a = self.window * READ_AHEAD
@@ -459,21 +672,25 @@ class Raw:
         self.buf = [(src[p], starts[p], lengths[p]) for p in plan_window(lengths, self.window)]
 
     def _batch_b(self, lo: int) -> dict[str, np.ndarray]:
-        """One ``[ROWS, SEQ_LEN]`` batch straight from the mapped tokens (one copy)."""
-        src, starts, _, doc_start = self.spans
+        """One ``[ROWS, SEQ_LEN]`` batch straight from the mapped tokens (one copy).
+
+        A document's piece of a row starts at max(document start, row start): position
+        ids are the smaller of the offsets from the two, segment ids count documents
+        from the row's first one.
+        """
+        src, starts, lengths, doc_start = self.spans
         unit = ROWS * SEQ_LEN
         hi = lo + unit
         first = int(np.searchsorted(doc_start, lo, side="right")) - 1
         last = int(np.searchsorted(doc_start, hi, side="left"))
-        bounds = np.union1d(np.maximum(doc_start[first:last], lo), np.arange(lo, hi + 1, SEQ_LEN))
-        pstart, plen = bounds[:-1], np.diff(bounds)
-        doc = np.searchsorted(doc_start, pstart, side="right") - 1
+        a = np.maximum(doc_start[first:last], lo)
+        take = np.minimum(doc_start[first:last] + lengths[first:last], hi) - a
         ids = np.empty(unit, np.int64)
-        ids[:] = self._gather(src[doc], starts[doc] + (pstart - doc_start[doc]), plen)
-        row = (pstart - lo) // SEQ_LEN
-        segnum = np.arange(len(row)) - np.searchsorted(row, row, side="left") + 1
-        seg = np.repeat(segnum, plen).reshape(ROWS, SEQ_LEN)
-        pos = (np.arange(lo, hi) - np.repeat(pstart, plen)).reshape(ROWS, SEQ_LEN)
+        sel = slice(first, last)
+        self._gather(src[sel], starts[sel] + (a - doc_start[sel]), take, out=ids)
+        which = np.repeat(np.arange(last - first), take).reshape(ROWS, SEQ_LEN)
+        seg = which - (which[:, :1] - 1)
+        pos = np.minimum((np.arange(lo, hi) - np.repeat(a, take)).reshape(ROWS, SEQ_LEN), ROW_POS)
         return {"input_ids": ids.reshape(ROWS, SEQ_LEN), "segment_ids": seg, "position_ids": pos}
 
     def __iter__(self) -> Raw:
@@ -503,6 +720,8 @@ def build(lib: str, dirs: list[Path], pipeline: str) -> Any:
         "torchdata": build_torchdata,
         "infinibatch": build_infinibatch,
         "datasets": build_datasets,
+        "mosaic": build_mosaic,
+        "litdata": build_litdata,
         "grain": build_grain,
         "raw": Raw,
     }[lib](dirs, pipeline)
@@ -566,6 +785,8 @@ PREIMPORT = {
     "torchdata": ["torch", "torchdata.nodes"],
     "infinibatch": ["infinibatch.iterators"],
     "datasets": ["datasets"],
+    "mosaic": ["streaming"],
+    "litdata": ["litdata"],
     "grain": ["grain", "grain.experimental"],
     "raw": [],
 }
@@ -577,6 +798,8 @@ def child(args: argparse.Namespace) -> int:
 
     dirs = [Path(p) for p in args.dirs.split(",")]
     lib, pipeline, out = args.lib, args.pipeline, Path(args.out)
+    if lib == "mosaic":
+        stub_broken_imports()
     for name in PREIMPORT[lib]:  # imports are not part of the first batch or the resume
         importlib.import_module(name)
     if args.child == "run":
@@ -640,7 +863,7 @@ def run_child(mode: str, lib: str, pipeline: str, dirs: list[Path], out: Path, m
 def available(lib: str) -> bool:
     import importlib.util
 
-    mod = {"datasets": "datasets", "torchdata": "torchdata", "infinibatch": "infinibatch"}
+    mod = {"mosaic": "streaming"}
     name = mod.get(lib, lib)
     return lib in ("arrowmix", "raw") or importlib.util.find_spec(name) is not None
 

@@ -8,8 +8,10 @@ own standard library, as code (function bodies) and as prose (docstrings). The j
 2. preprocess with cached ``map``/``filter``: passages from lines, tokenization with a real
    WordPiece tokenizer (HuggingFace ``tokenizers``), a length column;
 3. run the preprocessing again in a *new process*: every step is a cache hit;
-4. stream a weighted mix (50/30/20) with a shuffle buffer and token-budget bucketing, save the
-   stream's state mid-way, restore it into a fresh pipeline and check the batches match;
+4. stream a weighted mix (50/30/20) with a shuffle buffer and token-budget bucketing, collated
+   into padded tensors (torch when installed, numpy otherwise), train a tiny model on them
+   (torch only), save the stream's state mid-way, restore it into a fresh pipeline and check
+   the batches match;
 5. list the cache and show what ``arrowmix cleanup-cache --dry-run`` would remove.
 
 It prints a report (rows per source, cache hits, realised mix ratio, padding efficiency, rows/s)
@@ -45,6 +47,8 @@ SOURCES = ("plays", "code", "prose")
 WEIGHTS = (0.5, 0.3, 0.2)
 TOKEN_BUDGET = 4096
 MAX_TOKENS = 512
+VOCAB = 30_522  # all-MiniLM-L6-v2's WordPiece vocabulary
+TRAIN_STEPS = 100  # batches the tiny model trains on (a CPU step takes tens of ms)
 
 
 # ---- 1. raw sources --------------------------------------------------------------------------
@@ -123,7 +127,11 @@ def preprocess(sources: dict[str, am.Dataset], num_proc: int) -> dict[str, am.Da
         ds = ds.map(tokenize, batched=True, num_proc=num_proc, desc=f"tokenize {name}")
         ds = ds.map(lambda b: {"n_tokens": [len(x) for x in b["ids"]]}, batched=True)
         ds = ds.filter(lambda r: r["n_tokens"] >= 8, desc=f"filter {name}")
-        out[name] = ds.select_columns(["ids", "n_tokens"])
+        ds = ds.select_columns(["ids", "n_tokens"])
+        # the source's name as a column: collate(keep=...) hands it over with each batch
+        out[name] = ds.map(
+            lambda b, name=name: {"source": [name] * len(b["n_tokens"])}, batched=True
+        )
     return out
 
 
@@ -152,60 +160,101 @@ def preprocess_in_new_process(workdir: Path, num_proc: int) -> dict[str, Any]:
 
 
 # ---- 4. the training stream ------------------------------------------------------------------
-def budget(longest: dict[str, Any]) -> int:
-    return max(1, TOKEN_BUDGET // int(longest["n_tokens"]))
-
-
-def collate(batch: list[dict[str, Any]]) -> dict[str, Any]:
-    ids = st.pad_batch([r["ids"] for r in batch], pad_id=0)
-    return {"ids": ids, "source": np.array([r["source"] for r in batch])}
+def tensors() -> str:
+    """``"pt"`` when torch is installed (``pip install 'arrowmix[torch]'``), else ``"np"``."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return "np"
+    return "pt"
 
 
 def training_stream(data: dict[str, am.Dataset], seed: int = 0) -> Any:
+    """Mixed 50/30/20, token-budget batches, collated into padded tensors.
+
+    Every stage before ``collate`` moves row positions; ``collate`` copies the token ids
+    once, from the memory-mapped files into ``input_ids`` (torch tensors when torch is
+    installed, numpy arrays otherwise), with causal-LM ``labels`` and each row's source.
+    """
     streams = [
-        data[name]
-        .to_stream(shuffle="global" if name == "plays" else "chunks", seed=seed + i)
-        .map(lambda r, name=name: {**r, "source": name})
+        data[name].to_stream(shuffle="global" if name == "plays" else "chunks", seed=seed + i)
         for i, name in enumerate(SOURCES)
     ]
     mixed = st.mix(streams, list(WEIGHTS))
     return (
         mixed.shuffle(2000, seed=seed)
-        .bucket("n_tokens", budget, read_ahead=4000, seed=seed)
-        .map(collate)
+        .budget_bucket("ids", TOKEN_BUDGET, read_ahead=4000, seed=seed)
+        .collate("ids", labels="shift", return_tensors=tensors(), keep=["source"])
         .prefetch(4)
     )
 
 
+class TinyLM:
+    """A bigram language model small enough for a CPU demo (torch only).
+
+    It predicts the next token's id modulo ``BUCKETS`` from the current token: one
+    embedding and one linear layer, trained with SGD on the stream's batches.
+    """
+
+    BUCKETS = 64
+
+    def __init__(self, vocab: int) -> None:
+        import torch
+
+        torch.manual_seed(0)
+        self.torch = torch
+        self.net = torch.nn.Sequential(
+            torch.nn.Embedding(vocab, 16), torch.nn.Linear(16, self.BUCKETS)
+        )
+        self.opt = torch.optim.SGD(self.net.parameters(), lr=0.5)
+
+    def step(self, batch: dict[str, Any]) -> float:
+        torch = self.torch
+        labels = batch["labels"]
+        target = torch.where(labels >= 0, labels % self.BUCKETS, labels)  # -100 stays ignored
+        logits = self.net(batch["input_ids"])
+        loss = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, self.BUCKETS), target.reshape(-1), ignore_index=-100
+        )
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+        return loss.item()
+
+
 def run_stream(data: dict[str, am.Dataset], steps: int, checkpoint_at: int) -> dict[str, Any]:
-    ratios, efficiency, rows = [], [], 0
+    ratios, efficiency, rows, losses = [], [], 0, []
     counts = np.zeros(len(SOURCES))
     saved: dict[str, Any] | None = None
     expected_after: list[np.ndarray] = []
+    model = TinyLM(VOCAB) if tensors() == "pt" else None
     t0 = time.perf_counter()
     with training_stream(data) as batches:
         for step in range(steps):
             batch = next(batches)
-            ids, src = batch["ids"], batch["source"]
+            ids, mask, src = batch["input_ids"], batch["attention_mask"], batch["source"]
             rows += len(ids)
             counts += [np.sum(src == s) for s in SOURCES]
             ratios.append(counts / counts.sum())
-            efficiency.append(float(np.count_nonzero(ids)) / ids.size)
+            efficiency.append(float(np.asarray(mask).mean()))
+            if model is not None and step < TRAIN_STEPS:
+                losses.append(model.step(batch))
             if step == checkpoint_at:
                 saved = json.loads(json.dumps(batches.state_dict()))
             elif saved is not None and len(expected_after) < 20:
-                expected_after.append(ids)
+                expected_after.append(np.asarray(ids))
     seconds = time.perf_counter() - t0
     assert saved is not None
     resumed_efficiency = []
     with training_stream(data) as resumed:
         resumed.load_state_dict(saved)
         for step, want in enumerate(expected_after):
-            got = next(resumed)["ids"]
-            if not np.array_equal(got, want):
+            got = next(resumed)
+            if not np.array_equal(np.asarray(got["input_ids"]), want):
                 raise SystemExit(f"resume mismatch at step {checkpoint_at + 1 + step}")
-            resumed_efficiency.append(float(np.count_nonzero(got)) / got.size)
+            resumed_efficiency.append(float(np.asarray(got["attention_mask"]).mean()))
     return {
+        "losses": np.array(losses),
         "ratios": np.array(ratios),
         "efficiency": np.array(efficiency),
         "rows": rows,
@@ -323,7 +372,7 @@ def main() -> None:
         f"{reuse_line(after, cache_files(*roots))}"
     )
 
-    print("== 4. mixed, bucketed stream with checkpoint/resume")
+    print(f"== 4. mixed, bucketed stream of padded tensors ({tensors()}), checkpoint/resume")
     result = run_stream(data, ARGS.steps, checkpoint_at=ARGS.steps // 2)
     final = result["ratios"][-1]
     print(
@@ -340,6 +389,16 @@ def main() -> None:
         f"   padding efficiency: mean {result['efficiency'].mean():.1%} (token budget "
         f"{TOKEN_BUDGET} per batch)"
     )
+    losses = result["losses"]
+    if len(losses):
+        k = max(1, len(losses) // 10)
+        print(
+            f"   trained a tiny bigram model (torch) on the padded tensors: loss "
+            f"{losses[:k].mean():.2f} over the first {k} batches, {losses[-k:].mean():.2f} "
+            f"over the last {k}"
+        )
+    else:
+        print("   torch is not installed: the batches are numpy arrays, no model is trained")
     print(
         f"   checkpoint at step {ARGS.steps // 2}: {result['state_bytes']} bytes of JSON; "
         f"restored into a fresh pipeline, the next {result['resumed']} batches match"

@@ -6,6 +6,7 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -70,3 +71,38 @@ def test_plot_labels_cumulative_share_marks_resume_and_zooms_efficiency() -> Non
         assert legend.get_window_extent(renderer).x0 >= ax.get_window_extent(renderer).x1
     assert labels[-1].startswith("after resume")
     assert len(share.get_legend().get_texts()) == len(demo.SOURCES)
+
+
+def _tiny_data() -> dict[str, Any]:
+    import arrowmix as am
+
+    rng = np.random.default_rng(0)
+    out = {}
+    for name in demo.SOURCES:
+        ids = [rng.integers(1, 1000, int(n)).tolist() for n in rng.integers(8, 300, 400)]
+        out[name] = am.Dataset.from_dict(
+            {"ids": ids, "n_tokens": [len(x) for x in ids], "source": [name] * len(ids)}
+        )
+    return out
+
+
+@pytest.mark.parametrize("torch_installed", [False, True])
+def test_training_stream_yields_padded_tensors(
+    torch_installed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if torch_installed:
+        torch = pytest.importorskip("torch")
+    else:
+        monkeypatch.setitem(sys.modules, "torch", None)  # import torch raises ImportError
+    assert demo.tensors() == ("pt" if torch_installed else "np")
+    with demo.training_stream(_tiny_data()) as s:
+        batch = next(s)
+    assert set(batch) == {"input_ids", "attention_mask", "labels", "source"}
+    ids = batch["input_ids"]
+    assert isinstance(ids, torch.Tensor if torch_installed else np.ndarray)
+    assert ids.shape[0] * ids.shape[1] <= demo.TOKEN_BUDGET
+    assert set(batch["source"].tolist()) <= set(demo.SOURCES)
+    assert len(batch["source"]) == ids.shape[0]
+    if torch_installed:
+        model = demo.TinyLM(1000)
+        assert np.isfinite(model.step(batch))

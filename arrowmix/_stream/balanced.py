@@ -33,7 +33,7 @@ from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import State, Stream, fn_id
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.sources import table_to_rows
-from arrowmix._stream.tokens import key_values
+from arrowmix._stream.tokens import key_spans
 from arrowmix._stream.topology import ElasticRole, check_sharding, walk
 from arrowmix.exceptions import DroppedDataWarning
 
@@ -97,26 +97,18 @@ def plan_batches(
 def _cuts(caps: np.ndarray) -> list[tuple[int, int]]:
     """Greedy cut points: a batch starting at ``i`` ends at ``i + caps[i]``.
 
-    ``caps`` is non-decreasing (items sorted longest first), so inside a run of equal
-    caps the starts form one arithmetic progression: the loop is per run of equal
-    caps, not per batch, and each run's starts are made with one ``arange``.
+    One step per batch over a Python list (a window makes a few hundred batches: cheaper
+    than any per-run numpy call).
     """
     n = len(caps)
-    if n == 0:
-        return []
-    run_starts = np.flatnonzero(np.r_[True, caps[1:] != caps[:-1]])
-    run_ends = np.r_[run_starts[1:], n]
-    parts: list[np.ndarray] = []
+    steps = caps.tolist()
+    cuts: list[tuple[int, int]] = []
     i = 0
     while i < n:
-        r = int(np.searchsorted(run_starts, i, side="right")) - 1
-        k, end = int(caps[i]), int(run_ends[r])
-        count = -(-(end - i) // k)
-        parts.append(np.arange(i, i + count * k, k))
-        i += count * k
-    starts = np.concatenate(parts)
-    stops = np.r_[starts[1:], n]  # each start is the previous start + its cap
-    return list(zip(starts.tolist(), stops.tolist(), strict=True))
+        j = min(n, i + steps[i])
+        cuts.append((i, j))
+        i = j
+    return cuts
 
 
 def deal_batches(num_batches: int, num_instances: int, rank: int, remainder: str) -> list[int]:
@@ -201,16 +193,20 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
         # Elastic resume (arrowmix._stream.elastic): (window, [[old instances,
         # batches each had yielded], ...]): that window deals only what is left.
         self._override: tuple[int, list[Any]] | None = None
-        self._emit_positions = False
+        self._emit_positions: str | bool = False
         self._begin: State | None = None  # where reset(None) starts (elastic main task)
         if self._rows is not None:
             source._use_positions()
 
-    def _use_batch_positions(self) -> Any:
-        """Yield each batch as an array of row positions (for collation); the row source."""
+    def _use_batch_positions(self, column: str | None = None) -> Any:
+        """Yield each batch as row positions (for collation); the row source.
+
+        When ``column`` is the token column ``key``, each batch is a
+        :class:`~arrowmix._stream.tokens.TokenSpans`: the spans looked up to plan it.
+        """
         if self._rows is None:
             return None
-        self._emit_positions = True
+        self._emit_positions = column or True
         return self._rows
 
     @property
@@ -290,12 +286,14 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
                 return None
             assert isinstance(self.key, str)
             cache = self.__dict__.setdefault("_columns", {})
-            lengths = np.asarray(key_values(self._rows, items, self.key, cache), dtype=np.int64)
+            lengths, spans = key_spans(self._rows, items, self.key, cache)
+            lengths = np.asarray(lengths, dtype=np.int64)
         else:
             items = self.source._pull(self.read_ahead)
             if not items:
                 return None
             lengths = np.fromiter(map(self._key, items), dtype=np.int64, count=len(items))
+            spans = None
         batches = plan_batches(lengths, self.budget, max_batch_size=self.max_batch_size)
         if self.shuffle_batches:
             perm = self.window_rng(self._seed.value, window).permutation(len(batches))
@@ -317,6 +315,8 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
         if not mine:
             return []
         if self._emit_positions:
+            if spans is not None and spans.column.name == self._emit_positions:
+                return [spans.take(batches[i]) for i in mine]  # collated from the spans
             return [items[batches[i]] for i in mine]
         # One gather for all of this instance's rows of the window.
         parts = [items[batches[i]] for i in mine]

@@ -17,7 +17,7 @@ its buffers: the unpickled copy resumes where the original stood.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
@@ -495,12 +495,14 @@ class Stream(Generic[T]):
         labels: str | None = None,
         return_tensors: str = "np",
         dtype: Any = np.int64,
+        keep: Sequence[str] = (),
     ) -> Stream[dict[str, Any]]:
         """Pad each batch of token-id documents into ``input_ids`` and ``attention_mask``.
 
         Behind ``batch(columnar=True)``, ``bucket(columnar=True)`` or ``budget_bucket``
         over an index stream, token ids are copied once, from the memory-mapped chunks
-        into the output. See :class:`arrowmix._stream.collate.Collator` for the options.
+        into the output. ``keep`` passes other columns through as numpy arrays (a source
+        name, a document id). See :class:`arrowmix._stream.collate.Collator` for the options.
         """
         from arrowmix._stream.collate import CollateIterator, Collator
 
@@ -513,6 +515,7 @@ class Stream(Generic[T]):
             labels=labels,
             return_tensors=return_tensors,
             dtype=dtype,
+            keep=keep,
         )
         return CollateIterator(self, collator)
 

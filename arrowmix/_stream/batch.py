@@ -64,7 +64,7 @@ class BatchIterator(PassThrough[Any]):
             out["columnar"] = True
         return out
 
-    def _use_batch_positions(self) -> Any:
+    def _use_batch_positions(self, column: str | None = None) -> Any:
         """Yield each batch as an array of row positions (for collation); the row source."""
         if self._rows is not None:
             self._emit_positions = True

@@ -288,7 +288,7 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
             return items, None
         return items, [self._boundary(x) for x in items]
 
-    def _use_batch_positions(self) -> Any:
+    def _use_batch_positions(self, column: str | None = None) -> Any:
         """Yield each batch as an array of row positions (for collation); the row source."""
         if not self.columnar:
             return None

@@ -24,12 +24,19 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._stream.base import PassThrough, Stream
-from arrowmix._stream.tokens import TokenColumn, is_token_type, token_column
+from arrowmix._stream.tokens import (
+    TokenColumn,
+    TokenSpans,
+    column_values,
+    is_token_type,
+    token_column,
+)
 
 __all__ = ["IGNORE_INDEX", "LABELS", "TENSORS", "CollateIterator", "Collator"]
 
 #: Label of positions that do not count in the loss (PyTorch's cross-entropy default).
 IGNORE_INDEX = -100
+OUTPUTS = ("input_ids", "attention_mask", "labels")
 LABELS = (None, "copy", "shift")
 TENSORS = ("np", "pt")
 SIDES = ("right", "left")
@@ -57,6 +64,8 @@ class Collator:
             token at ``t + 1``, ``-100`` where ``t`` or ``t + 1`` is padding or past the end).
         return_tensors: ``"np"`` (numpy) or ``"pt"`` (torch, zero-copy from numpy).
         dtype: integer dtype of ``input_ids``, ``attention_mask`` and ``labels``.
+        keep: other columns of the rows passed through, one numpy array each in the
+            batch's row order (a source name, a document id); never tensors.
 
     Example:
         >>> c = Collator("ids", pad_id=0, labels="shift")
@@ -78,6 +87,7 @@ class Collator:
         labels: str | None = None,
         return_tensors: str = "np",
         dtype: Any = np.int64,
+        keep: Sequence[str] = (),
     ) -> None:
         if not isinstance(column, str):
             raise TypeError(f"`column` must be a column name, got {column!r}.")
@@ -99,10 +109,16 @@ class Collator:
         self.pad_to_multiple_of = _opt_positive("pad_to_multiple_of", pad_to_multiple_of)
         self.max_length = _opt_positive("max_length", max_length)
         self.labels, self.return_tensors = labels, return_tensors
+        if isinstance(keep, str) or not all(isinstance(k, str) for k in keep):
+            raise TypeError(f"`keep` must be a list of column names, got {keep!r}.")
+        clash = sorted(set(keep) & {column, *OUTPUTS})
+        if clash:
+            raise ValueError(f"`keep` names {clash}: the token column or an output of collate.")
+        self.keep = tuple(keep)
 
     def describe(self) -> dict[str, Any]:
         """The configuration (enters the pipeline fingerprint)."""
-        return {
+        out: dict[str, Any] = {
             "column": self.column,
             "pad_id": self.pad_id,
             "padding_side": self.padding_side,
@@ -112,6 +128,9 @@ class Collator:
             "return_tensors": self.return_tensors,
             "dtype": str(self.dtype),
         }
+        if self.keep:  # only then: fingerprints without it stay as they were
+            out["keep"] = list(self.keep)
+        return out
 
     def width(self, longest: int) -> int:
         """The padded width for a batch whose longest document has ``longest`` tokens."""
@@ -122,7 +141,11 @@ class Collator:
     # ------------------------------------------------------------------ entry points
     def from_positions(self, tokens: TokenColumn, positions: np.ndarray) -> dict[str, Any]:
         """Collate the documents at ``positions`` of ``tokens`` (one gather, no row objects)."""
-        owner, starts, lengths = tokens.spans(positions)
+        return self.from_spans(TokenSpans(positions, tokens, *tokens.spans(positions)))
+
+    def from_spans(self, batch: TokenSpans) -> dict[str, Any]:
+        """Collate documents already looked up in their token column."""
+        tokens, owner, starts, lengths = batch.column, batch.owner, batch.starts, batch.lengths
         longest = int(lengths.max()) if len(lengths) else 0
         ids, mask = tokens.pad_spans(
             owner,
@@ -143,7 +166,13 @@ class Collator:
                     f"no column {self.column!r} to collate; the batch has {batch.schema.names}."
                 )
             col = TokenColumn(batch.column(self.column), self.column)
-            return self.from_positions(col, np.arange(batch.num_rows, dtype=np.int64))
+            out = self.from_positions(col, np.arange(batch.num_rows, dtype=np.int64))
+            for name in self.keep:
+                if name not in batch.schema.names:
+                    names = batch.schema.names
+                    raise KeyError(f"no column {name!r} to keep; the batch has {names}.")
+                out[name] = batch.column(name).to_numpy(zero_copy_only=False)
+            return out
         if not isinstance(batch, Sequence) or isinstance(batch, (str, bytes)):
             raise TypeError(
                 "collate expects a batch: a list of token-id lists or of row dicts, or an "
@@ -163,7 +192,25 @@ class Collator:
                     ids[i, :n] = doc[:n]
         cols = np.arange(width)
         mask = (cols >= (width - keep)[:, None]) if left else (cols < keep[:, None])
-        return self._finish(ids, mask)
+        out = self._finish(ids, mask)
+        for name in self.keep:
+            out[name] = np.array([self._kept(x, i, name) for i, x in enumerate(batch)])
+        return out
+
+    def _kept(self, item: Any, i: int, name: str) -> Any:
+        if not isinstance(item, Mapping):
+            raise TypeError(
+                f"`keep` needs rows with columns; row {i} of the batch is a {type(item).__name__}."
+            )
+        if name not in item:
+            raise KeyError(f"row {i} of the batch has no column {name!r} to keep.")
+        return item[name]
+
+    def with_kept(self, out: dict[str, Any], rows: Any, positions: np.ndarray) -> dict[str, Any]:
+        """Add the ``keep`` columns of the rows at ``positions`` of ``rows`` to ``out``."""
+        for name in self.keep:
+            out[name] = column_values(rows, positions, name)
+        return out
 
     def _doc(self, item: Any, i: int) -> Any:
         if isinstance(item, Mapping):
@@ -218,7 +265,7 @@ class CollateIterator(PassThrough[dict[str, Any]]):
             raise TypeError(f"`collator` must be a Collator, got {type(collator).__name__}.")
         self.collator = collator
         use = getattr(source, "_use_batch_positions", None)
-        self._rows = use() if use is not None else None
+        self._rows = use(collator.column) if use is not None else None
         if self._rows is not None:
             field = (
                 self._rows.schema.field(collator.column)
@@ -235,6 +282,11 @@ class CollateIterator(PassThrough[dict[str, Any]]):
                     f"column {collator.column!r} must hold token ids as list<int*>, "
                     f"got {field.type}."
                 )
+            missing = [k for k in collator.keep if k not in self._rows.schema.names]
+            if missing:
+                raise KeyError(
+                    f"no column {missing[0]!r} to keep; the rows have {self._rows.schema.names}."
+                )
 
     def describe(self) -> dict[str, Any]:
         return self.collator.describe()
@@ -243,7 +295,13 @@ class CollateIterator(PassThrough[dict[str, Any]]):
         batch = self.source.next()
         if self._rows is None:
             return self.collator(batch)
-        tokens = self.__dict__.get("_tokens")
-        if tokens is None:
-            tokens = self._tokens = token_column(self._rows, self.collator.column)
-        return self.collator.from_positions(tokens, batch)
+        if isinstance(batch, TokenSpans):
+            out = self.collator.from_spans(batch)
+            positions = batch.positions
+        else:
+            tokens = self.__dict__.get("_tokens")
+            if tokens is None:
+                tokens = self._tokens = token_column(self._rows, self.collator.column)
+            out = self.collator.from_positions(tokens, batch)
+            positions = batch
+        return self.collator.with_kept(out, self._rows, positions)

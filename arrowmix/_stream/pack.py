@@ -126,7 +126,14 @@ class _Packed:
     and ``dest`` (its first column in the row).
     """
 
-    def __init__(self, stage: Any, spans: Any, pieces: tuple[np.ndarray, ...], nrows: int):
+    def __init__(
+        self,
+        stage: Any,
+        spans: Any,
+        pieces: tuple[np.ndarray, ...],
+        nrows: int,
+        stream: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None,
+    ):
         self.stage = stage
         self.col, self.owner, self.starts, self.lengths = spans
         self.doc, self.off, self.length, self.row, self.dest = pieces
@@ -134,6 +141,9 @@ class _Packed:
         b = stage.batch_size
         self.count = int(-(-nrows // b))
         self._cuts = np.searchsorted(self.row, np.arange(0, self.count * b + 1, b))
+        # concat: the non-empty documents, their (start, end) in the window's token
+        # stream and the tokens kept; a full batch is one contiguous range of it
+        self.stream = stream
 
     def __len__(self) -> int:
         return self.count
@@ -146,6 +156,13 @@ class _Packed:
     def _batch(self, i: int) -> dict[str, Any]:
         st = self.stage
         b, s = st.batch_size, st.seq_len
+        if self.stream is not None and (i + 1) * b * s <= self.stream[3]:
+            out = self._full_range(i * b * s, (i + 1) * b * s)
+            if st.return_tensors == "pt":
+                import torch
+
+                return {k: torch.from_numpy(v) for k, v in out.items()}
+            return out
         rows = b if st.full_batches else min(b, self.nrows - i * b)
         lo, hi = int(self._cuts[i]), int(self._cuts[i + 1])
         doc, off, plen = self.doc[lo:hi], self.off[lo:hi], self.length[lo:hi]
@@ -184,6 +201,56 @@ class _Packed:
 
             return {k: torch.from_numpy(v) for k, v in out.items()}
         return out
+
+    def _full_range(self, lo: int, hi: int) -> dict[str, np.ndarray]:
+        """The batch of stream tokens ``[lo, hi)``: full rows, no padding.
+
+        Vectorised per batch (no per-piece arrays): a document's piece of a row starts
+        at ``max(document start, row start)``, so ``position_ids`` is the smaller of the
+        offsets from those two, and ``segment_ids`` counts the documents since the
+        row's first one.
+        """
+        st = self.stage
+        b, s = st.batch_size, st.seq_len
+        docs, dstart, dend, _ = self.stream  # type: ignore[misc]
+        first = int(np.searchsorted(dend, lo, side="right"))
+        last = int(np.searchsorted(dstart, hi, side="left"))
+        doc = docs[first:last]
+        a = np.maximum(dstart[first:last], lo)
+        take = np.minimum(dend[first:last], hi) - a  # stream tokens of each document
+        off = a - dstart[first:last]  # first of them in the document
+        dlen = self.lengths[doc]
+        tok = np.clip(np.minimum(take, dlen - off), 0, None)  # read from the values
+        sep_after = None if st.separator is None else (off + take == dlen + 1)
+        owner = None if self.owner is None else self.owner[doc]
+        ids = np.empty((b, s), dtype=st.dtype)
+        self.col.gather_spans(
+            owner,
+            self.starts[doc] + off,
+            tok,
+            out=ids.reshape(-1),
+            sep_after=sep_after,
+            sep=0 if st.separator is None else st.separator,
+        )
+        which = np.repeat(np.arange(len(doc), dtype=np.int64), take).reshape(b, s)
+        seg = np.empty((b, s), dtype=st.dtype)
+        np.subtract(which, which[:, :1] - 1, out=seg)
+        in_doc = np.arange(lo, hi, dtype=np.int64) - np.repeat(a, take)
+        pos = np.empty((b, s), dtype=st.dtype)
+        np.minimum(in_doc.reshape(b, s), _row_positions(s), out=pos)
+        return {"input_ids": ids, "segment_ids": seg, "position_ids": pos}
+
+
+_ROW_POSITIONS: dict[int, np.ndarray] = {}
+
+
+def _row_positions(seq_len: int) -> np.ndarray:
+    """``arange(seq_len)`` (kept: every packed batch needs it)."""
+    out = _ROW_POSITIONS.get(seq_len)
+    if out is None:
+        out = _ROW_POSITIONS[seq_len] = np.arange(seq_len, dtype=np.int64)
+        out.flags.writeable = False
+    return out
 
 
 class _PackStage:
@@ -286,7 +353,7 @@ class ConcatPackIterator(_PackStage, WindowReplayStage[dict[str, Any]]):
         pb = np.maximum(np.repeat(b, count), row * s)
         pe = np.minimum(np.repeat(e, count), (row + 1) * s)
         pieces = (doc, pb - start[doc], pe - pb, row, pb - row * s)
-        return _Packed(self, spans, pieces, int(-(-avail // s)))
+        return _Packed(self, spans, pieces, int(-(-avail // s)), (docs, b, e, avail))
 
 
 class BinPackIterator(_PackStage, WindowReplayStage[dict[str, Any]]):

@@ -20,12 +20,20 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["ConcatTokenColumn", "TokenColumn", "is_token_type", "key_values", "token_column"]
+__all__ = [
+    "ConcatTokenColumn",
+    "TokenColumn",
+    "TokenSpans",
+    "column_values",
+    "is_token_type",
+    "key_values",
+    "token_column",
+]
 
 
 def is_token_type(t: pa.DataType) -> bool:
@@ -90,11 +98,7 @@ class TokenColumn:
     def _locate(self, positions: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
         """``(chunk of each row or None when single-chunk, row within its chunk)``."""
         pos = np.asarray(positions, dtype=np.int64)
-        if pos.size and (int(pos.min()) < 0 or int(pos.max()) >= self.num_rows):
-            bad = int(pos.min()) if int(pos.min()) < 0 else int(pos.max())
-            raise IndexError(
-                f"row {bad} is out of range for column {self.name!r} of {self.num_rows} rows."
-            )
+        _check_rows(pos, self.num_rows, self.name)
         if self._mapper is not None:
             pos = np.asarray(self._mapper(pos), dtype=np.int64)
         if len(self._offsets) == 1:
@@ -211,7 +215,8 @@ class TokenColumn:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Like :meth:`gather_padded`, for spans already looked up."""
         lengths = np.minimum(lengths, width)
-        ids = np.full((len(lengths), width), pad_id, dtype=dtype)
+        shape = (len(lengths), width)
+        ids = np.zeros(shape, dtype=dtype) if pad_id == 0 else np.full(shape, pad_id, dtype=dtype)
         cols = np.arange(width)
         mask = (cols >= (width - lengths)[:, None]) if left else (cols < lengths[:, None])
         ids[mask] = self.gather_spans(owner, starts, lengths)
@@ -247,11 +252,7 @@ class ConcatTokenColumn(TokenColumn):
 
     def spans(self, positions: np.ndarray) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
         pos = np.asarray(positions, dtype=np.int64)
-        if pos.size and (int(pos.min()) < 0 or int(pos.max()) >= self.num_rows):
-            bad = int(pos.min()) if int(pos.min()) < 0 else int(pos.max())
-            raise IndexError(
-                f"row {bad} is out of range for column {self.name!r} of {self.num_rows} rows."
-            )
+        _check_rows(pos, self.num_rows, self.name)
         which = np.searchsorted(self._bases, pos, side="right") - 1
         owner = np.empty(len(pos), dtype=np.int64)
         starts = np.empty(len(pos), dtype=np.int64)
@@ -264,6 +265,14 @@ class ConcatTokenColumn(TokenColumn):
         if len(self._values) == 1:
             return None, starts, lengths
         return owner, starts, lengths
+
+
+def _check_rows(pos: np.ndarray, num_rows: int, name: str) -> None:
+    """IndexError naming the first position of ``pos`` outside ``[0, num_rows)``."""
+    # one reduction: negative positions are huge as unsigned
+    if pos.size and int(pos.view(np.uint64).max()) >= num_rows:
+        bad = int(pos.min()) if int(pos.min()) < 0 else int(pos.max())
+        raise IndexError(f"row {bad} is out of range for column {name!r} of {num_rows} rows.")
 
 
 def _buffer_view(arr: Any, dtype: np.dtype[Any], n: int) -> np.ndarray:
@@ -293,6 +302,27 @@ def token_column(rows: Any, name: str) -> TokenColumn:
     return TokenColumn(table.column(name), name)
 
 
+class TokenSpans(NamedTuple):
+    """A batch of documents already looked up in ``column``.
+
+    What a stage that planned its batches from the token lengths hands to collation,
+    so that the offsets are not looked up a second time.
+    """
+
+    positions: np.ndarray
+    column: TokenColumn
+    owner: np.ndarray | None
+    starts: np.ndarray
+    lengths: np.ndarray
+
+    def take(self, idx: np.ndarray) -> TokenSpans:
+        """The documents ``idx`` of this batch."""
+        owner = None if self.owner is None else self.owner[idx]
+        return TokenSpans(
+            self.positions[idx], self.column, owner, self.starts[idx], self.lengths[idx]
+        )
+
+
 def key_values(rows: Any, positions: np.ndarray, name: str, cache: dict[str, Any]) -> np.ndarray:
     """The values of column ``name`` at ``positions``; a token column gives lengths.
 
@@ -305,6 +335,28 @@ def key_values(rows: Any, positions: np.ndarray, name: str, cache: dict[str, Any
         if col is None:
             col = cache[name] = token_column(rows, name)
         return col.lengths(positions)
+    return column_values(rows, positions, name)
+
+
+def key_spans(
+    rows: Any, positions: np.ndarray, name: str, cache: dict[str, Any]
+) -> tuple[np.ndarray, TokenSpans | None]:
+    """Like :func:`key_values`; for a token column, also the documents' spans."""
+    if name not in rows.schema.names:
+        raise KeyError(f"no column {name!r}; the rows have columns {rows.schema.names}.")
+    if is_token_type(rows.schema.field(name).type):
+        col = cache.get(name)
+        if col is None:
+            col = cache[name] = token_column(rows, name)
+        owner, starts, lengths = col.spans(positions)
+        return lengths, TokenSpans(positions, col, owner, starts, lengths)
+    return column_values(rows, positions, name), None
+
+
+def column_values(rows: Any, positions: np.ndarray, name: str) -> np.ndarray:
+    """The values of a (non-token) column ``name`` at ``positions``, as a numpy array."""
+    if name not in rows.schema.names:
+        raise KeyError(f"no column {name!r}; the rows have columns {rows.schema.names}.")
     take_column = getattr(rows, "take_column", None)
     values = take_column(positions, name) if take_column is not None else rows.take(positions)[name]
     out: np.ndarray = values.to_numpy(zero_copy_only=False)

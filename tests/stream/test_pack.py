@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
 import pytest
 
 from arrowmix._stream.pack import BinPackIterator, ConcatPackIterator
+from arrowmix._stream.row_source import TableRowSource
+from arrowmix._stream.sources import ArrowSource
 from arrowmix.stream import Stream, from_iterable
 from arrowmix.testing import CheckpointRoundTripTests
 
@@ -70,6 +74,21 @@ def test_concat_matches_group_texts(sep: int | None, tail: str, rows: int, read_
         "input_ids", 16, batch_size=rows, separator=sep, tail=tail, read_ahead=read_ahead
     )
     assert as_lists(list(plain)) == expected
+
+
+@pytest.mark.parametrize("sep", [None, 7])
+def test_concat_empty_documents_and_narrow_dtype(sep: int | None) -> None:
+    # empty documents between full ones, rows spanning several documents, int32 output
+    docs = [[1, 2, 3], [], [4, 5, 6, 7, 8], [], [], [9], [10, 11, 12, 13, 14, 15, 16], [17]]
+    table = pa.table({"input_ids": pa.array(docs)})
+    rows = ArrowSource(TableRowSource(table, chunk_rows=3), shuffle=None, infinite=False)
+    expected = concat_reference(docs, 4, 2, sep, "drop", 100)
+    assert expected
+    for src in (rows, from_iterable(docs)):
+        s = src.pack("input_ids", 4, batch_size=2, separator=sep, read_ahead=100, dtype="int32")
+        got = list(s)
+        assert all(v.dtype == np.int32 for b in got for v in b.values())
+        assert as_lists(got) == expected
 
 
 @pytest.mark.parametrize("strategy", ["first_fit", "best_fit"])

@@ -196,10 +196,23 @@ def test_collate_refuses_a_non_token_column() -> None:
 class TestCollateColumnar(CheckpointRoundTripTests):
     iterator_cls = CollateIterator
     picklable = True
+    elastic_grid = ((1, 2), (1, 3), (2, 3), (3, 2), (2, 1))
+    elastic_steps = (0, 6)
 
     def make_iterator(self) -> Stream[Any]:
-        s = token_source(50).shuffle(9, seed=2)
-        return s.budget_bucket("input_ids", 48, 20, seed=1).collate(labels="shift")
+        return self.make_sharded(1, 0)
+
+    def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
+        s = token_source(144)  # the same stream on every instance
+        shard = {"num_instances": num_instances, "instance_rank": instance_rank}
+        # 4 documents (of at most 30 tokens) per batch, 12 batches per window: the new
+        # instance count divides the batches left in the open window (elastic_steps) and
+        # in every later one, so remainder="drop" drops nothing
+        b = s.budget_bucket("input_ids", 120, 48, max_batch_size=4, seed=1, **shard)
+        return b.collate(labels="shift")
+
+    def units(self, item: dict[str, Any]) -> list[int]:
+        return tokens_of(item)
 
 
 class TestCollateRows(CheckpointRoundTripTests):
@@ -273,3 +286,34 @@ def test_budget_bucket_reads_lengths_of_a_token_column() -> None:
         lens = [len(r["input_ids"]) for r in batch]
         assert len(lens) * max(lens) <= 60
     assert sorted(len(r["input_ids"]) for b in batches for r in b) == sorted(map(len, docs))
+
+
+def test_collate_keeps_other_columns_in_row_order() -> None:
+    # index streams (spans from budget_bucket, positions from batch), tables and row dicts
+    table = token_table(30)
+    ids_of = {tuple(d): k for k, d in enumerate(table["input_ids"].to_pylist())}
+    for s in (
+        token_source(30).budget_bucket("input_ids", 64, 10, seed=0).collate(keep=["id"]),
+        token_source(30).batch(4, columnar=True).collate(keep=["id"]),
+        from_iterable(table.to_pylist()).batch(4).collate(keep=["id"]),
+        from_iterable([table.slice(0, 5), table.slice(5, 9)]).collate(keep=["id"]),
+    ):
+        seen = 0
+        for b in s:
+            assert set(b) == {"input_ids", "attention_mask", "id"}
+            assert isinstance(b["id"], np.ndarray) and len(b["id"]) == len(b["input_ids"])
+            for row, mask, k in zip(b["input_ids"], b["attention_mask"], b["id"], strict=True):
+                assert ids_of[tuple(row[mask > 0].tolist())] == k
+            seen += len(b["id"])
+        assert seen in (30, 14)
+
+
+def test_collate_keep_errors_name_the_column() -> None:
+    with pytest.raises(KeyError, match="'nope' to keep"):
+        token_source(10).batch(4, columnar=True).collate(keep=["nope"])
+    with pytest.raises(ValueError, match="output of collate"):
+        token_source(10).batch(4, columnar=True).collate(keep=["labels"])
+    with pytest.raises(TypeError, match="list of column names"):
+        token_source(10).batch(4, columnar=True).collate(keep="id")
+    with pytest.raises(TypeError, match="rows with columns"):
+        next(from_iterable([[1, 2], [3]]).batch(2).collate(keep=["id"]))
