@@ -86,6 +86,8 @@ class Call:
     rank: int | None = None
     drop_last_batch: bool = False
     try_original_type: bool = True
+    #: ``map(features=...)`` as an Arrow schema (its HF metadata kept): the output's schema.
+    features: pa.Schema | None = None
 
     @property
     def name(self) -> str:

@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
+from arrowmix._dataset.hf_features import hf_metadata
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage.chunks import is_arrowmix_chunk, list_chunk_files, write_batches
 from arrowmix._storage.digests import MANIFEST_NAME, file_digest, manifest_problems, read_manifest
@@ -170,6 +171,7 @@ def from_chunks(
                 f"{t.schema.remove_metadata()}\nexpected\n{schema}"
             )
     table = pa.concat_tables([t.replace_schema_metadata(None) for t in tables])
+    table = table.replace_schema_metadata(hf_metadata(tables[0].schema))  # HF's features
     offsets = tuple(itertools.accumulate((t.num_rows for t in tables), initial=0))
     fp = hash_value(("from_chunks", [file_digest(f, storage_options) for f in files]))
     state = DatasetState(

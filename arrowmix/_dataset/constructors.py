@@ -204,10 +204,13 @@ class DatasetConstructors:
         return from_ray(ray_dataset, cache_dir=cache_dir)
 
 
-def _schema_of(schema: pa.Schema | None, features: Any) -> pa.Schema | None:
+def _schema_of(schema: Any, features: Any) -> pa.Schema | None:
     """``schema``, or the Arrow schema of HF-style ``features`` (``Features.arrow_schema``)."""
+    if schema is not None and not isinstance(schema, pa.Schema) and features is None:
+        schema, features = None, schema  # HF's from_dict(mapping, Features(...)), positional
     if features is None:
-        return schema
+        given: pa.Schema | None = schema
+        return given
     if schema is not None:
         raise TypeError("Give `schema` or `features`, not both.")
     found = features if isinstance(features, pa.Schema) else getattr(features, "arrow_schema", None)
@@ -216,4 +219,6 @@ def _schema_of(schema: pa.Schema | None, features: Any) -> pa.Schema | None:
             "`features` must be a pyarrow.Schema or an HF datasets `Features` object; got a "
             f"{type(features).__name__}."
         )
-    return found.remove_metadata()
+    from arrowmix._dataset.hf_features import hf_metadata
+
+    return found.remove_metadata().with_metadata(hf_metadata(found))  # HF's features kept

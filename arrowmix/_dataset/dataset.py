@@ -157,7 +157,9 @@ class Dataset(DatasetConstructors):
     def features(self) -> Any:
         """The schema as HF ``datasets.Features``, for code written against HF (needs it installed).
 
-        arrowmix's own description of the columns is :attr:`schema`.
+        Features declared with ``from_dict(features=...)`` or ``map(features=...)`` (such as
+        ``ClassLabel`` names) are kept, through ``map``, for the columns whose type stays the
+        same. arrowmix's own description of the columns is :attr:`schema`.
         """
         import importlib
 
@@ -168,7 +170,12 @@ class Dataset(DatasetConstructors):
                 "`ds.features` converts the schema to HF datasets' `Features` and needs "
                 "`datasets` installed; `ds.schema` is the same information as a pyarrow.Schema."
             ) from exc
-        return hf.Features.from_arrow_schema(self.schema)
+        from arrowmix._dataset.hf_features import hf_metadata
+
+        # HF's own description of the columns (class names...) where the data carries it
+        return hf.Features.from_arrow_schema(
+            self.schema.with_metadata(hf_metadata(self._s.table.schema))
+        )
 
     @property
     def num_columns(self) -> int:
@@ -504,6 +511,7 @@ class Dataset(DatasetConstructors):
         remove_columns: str | Sequence[str] | None = None,
         drop_last_batch: bool = False,
         try_original_type: bool | None = True,
+        features: Any = None,
         num_proc: int | None = None,
         load_from_cache_file: bool | None = None,
         cache_file_name: str | None = None,
@@ -544,6 +552,9 @@ class Dataset(DatasetConstructors):
             drop_last_batch: Skip the dataset's last batch if it is incomplete.
             try_original_type: A returned column named like an input column keeps the
                 input's type when no value changes (``1.0`` stays ``1``).
+            features: The output's columns and types (HF ``Features`` or a
+                ``pyarrow.Schema``): each batch is cast to them, and a value that would
+                change raises naming the column; HF class labels are encoded and checked.
             num_proc: Processes computing the segments.
             load_from_cache_file: False recomputes even when the cache files exist.
             cache_file_name: Where to write the result instead of :attr:`cache_dir`.
@@ -577,6 +588,7 @@ class Dataset(DatasetConstructors):
             drop_last_batch=drop_last_batch,
             try_original_type=try_original_type,
             suffix_template=hf_options.pop("suffix_template", None),
+            features=features,
             opts=map_options(
                 "map",
                 num_proc=num_proc,

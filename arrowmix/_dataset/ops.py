@@ -23,6 +23,7 @@ from arrowmix._cache.paths import cache_file_name as _cache_file_name
 from arrowmix._cache.paths import shipped_cache_dir
 from arrowmix._dataset import formats
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
+from arrowmix._dataset.hf_features import hf_metadata, renamed_metadata
 from arrowmix._dataset.indices import IndexMap, load_or_store, to_positions
 from arrowmix._fingerprint.transform import roll
 from arrowmix._storage import fs
@@ -245,7 +246,7 @@ def flatten_indices(ds: Dataset, *, cache_file_name: str | None = None) -> Datas
     if found is None:
         raise CacheCorruptedError(f"Cache file {path!r} was just written but is not usable.")
     table, holds = found
-    table = table.replace_schema_metadata(None)
+    table = table.replace_schema_metadata(hf_metadata(s.table.schema))  # HF's features kept
     return Dataset(
         DatasetState(
             table=table,
@@ -281,7 +282,7 @@ def _write_flattened(ds: Dataset, path: str, fp: str) -> None:
         "rows": n,
         "created": time.time(),
     }
-    schema = s.table.schema.remove_metadata()
+    schema = s.table.schema.remove_metadata().with_metadata(hf_metadata(s.table.schema))
     write_file(path, blocks, schema, meta=meta, storage_options=s.storage_options)
 
 
@@ -298,6 +299,9 @@ def _with_table(
 ) -> Dataset:
     s = ds._s
     cols = formats.transmit_columns(s.fmt_columns, ds.column_names, table.column_names, renamed)
+    if renamed:  # HF's features follow their columns (pyarrow's rename drops them)
+        meta = renamed_metadata(s.table.schema, renamed)
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **meta})
     fp = roll(ds.fingerprint, transform, kwargs)
     return Dataset(replace(s, table=table, fingerprint=fp, fmt_columns=cols))
 
