@@ -29,17 +29,21 @@ class DatasetConstructors:
         schema: pa.Schema | None = None,
         *,
         features: Any = None,
+        on_mixed_types: str | None = None,
     ) -> Dataset:
         """A dataset from ``{"column": [values...]}`` (in memory).
 
         With ``schema`` (a ``pyarrow.Schema``; HF's ``features=`` is accepted too, a
         ``Features`` object or a schema), values of a compatible type are cast to it (ints to
         a float or string column, whole floats to ints); a lossy cast raises
-        ``SchemaMismatchError`` naming the column.
+        ``SchemaMismatchError`` naming the column. Without one, HF's
+        ``on_mixed_types="use_json"`` stores the places of a column whose values have mixed
+        types (a str among ints, dicts with different keys) as JSON, read back as the values
+        given (``docs/migrating-from-datasets.md``).
         """
         from arrowmix._dataset import build
 
-        return build.from_dict(mapping, _schema_of(schema, features))
+        return build.from_dict(mapping, _schema_of(schema, features), on_mixed_types)
 
     @classmethod
     def from_pylist(
@@ -48,11 +52,12 @@ class DatasetConstructors:
         schema: pa.Schema | None = None,
         *,
         features: Any = None,
+        on_mixed_types: str | None = None,
     ) -> Dataset:
         """A dataset from a list of row dicts (missing keys become nulls); see from_dict."""
         from arrowmix._dataset import build
 
-        return build.from_pylist(rows, _schema_of(schema, features))
+        return build.from_pylist(rows, _schema_of(schema, features), on_mixed_types)
 
     @classmethod
     def from_list(
@@ -61,9 +66,10 @@ class DatasetConstructors:
         schema: pa.Schema | None = None,
         *,
         features: Any = None,
+        on_mixed_types: str | None = None,
     ) -> Dataset:
         """HF ``datasets``' name for :meth:`from_pylist`."""
-        return cls.from_pylist(rows, schema, features=features)
+        return cls.from_pylist(rows, schema, features=features, on_mixed_types=on_mixed_types)
 
     @classmethod
     def from_arrow(cls, table_or_record_batches: Any) -> Dataset:

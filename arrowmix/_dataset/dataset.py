@@ -58,7 +58,10 @@ class DatasetState:
     @cached_property
     def format(self) -> formats.Format:
         """The output format (built on first use)."""
-        return formats.Format(self.fmt, self.fmt_columns, self.fmt_all, self.fmt_kwargs)
+        from arrowmix._dataset.json_values import has_json
+
+        json = any(has_json(t) for t in self.table.schema.types)
+        return formats.Format(self.fmt, self.fmt_columns, self.fmt_all, self.fmt_kwargs, json)
 
     @cached_property
     def reader(self) -> TableReader | RemoteTable:
@@ -332,11 +335,15 @@ class Dataset(DatasetConstructors):
 
     def to_dict(self) -> dict[str, list[Any]]:
         """The view as ``{column: [values...]}`` of Python objects (HF's ``to_dict``)."""
-        return self.to_table().to_pydict()
+        from arrowmix._dataset.json_values import decode_pydict
+
+        table = self.to_table()
+        return decode_pydict(table, table.to_pydict())
 
     def to_list(self) -> list[dict[str, Any]]:
         """The view as a list of row dicts of Python objects (HF's ``to_list``)."""
-        return self.to_table().to_pylist()
+        cols = self.to_dict()
+        return [{k: v[i] for k, v in cols.items()} for i in range(self.num_rows)]
 
     def to_table(self) -> pa.Table:
         """The view materialised as one ``pyarrow.Table`` (zero-copy without an array mapping)."""
@@ -512,6 +519,7 @@ class Dataset(DatasetConstructors):
         drop_last_batch: bool = False,
         try_original_type: bool | None = True,
         features: Any = None,
+        on_mixed_types: str | None = None,
         num_proc: int | None = None,
         load_from_cache_file: bool | None = None,
         cache_file_name: str | None = None,
@@ -555,6 +563,9 @@ class Dataset(DatasetConstructors):
             features: The output's columns and types (HF ``Features`` or a
                 ``pyarrow.Schema``): each batch is cast to them, and a value that would
                 change raises naming the column; HF class labels are encoded and checked.
+            on_mixed_types: HF's ``"use_json"`` stores the places of a returned column
+                whose values have mixed types as JSON (read back as the values); None
+                (the default) raises on mixed types, naming the row.
             num_proc: Processes computing the segments.
             load_from_cache_file: False recomputes even when the cache files exist.
             cache_file_name: Where to write the result instead of :attr:`cache_dir`.
@@ -589,6 +600,7 @@ class Dataset(DatasetConstructors):
             try_original_type=try_original_type,
             suffix_template=hf_options.pop("suffix_template", None),
             features=features,
+            on_mixed_types=on_mixed_types,
             opts=map_options(
                 "map",
                 num_proc=num_proc,

@@ -36,6 +36,7 @@ from arrowmix._dataset.apply import Call
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.hf_features import HF_KEY, features_schema, hf_metadata
 from arrowmix._dataset.indices import IndexMap, load_or_store
+from arrowmix._dataset.json_values import no_mixed_types
 from arrowmix._dataset.map_job import MAP_VERSION, Job, load_complete, materialise
 from arrowmix._dataset.map_options import (
     MapOptions,
@@ -185,10 +186,12 @@ def _transform_fingerprint(ds: Dataset, kind: str, call: Call) -> tuple[str, dic
         "input_columns": list(call.input_columns) if call.input_columns else None,
         "remove_columns": list(call.remove_columns) or None,
         "format": call.fmt,
+        "format_kwargs": dict(call.fmt_kwargs) or None,
         "with_rank": call.with_rank,
         "drop_last_batch": call.drop_last_batch and call.batched,
         "try_original_type": call.try_original_type,
         "features": _features_key(call.features),
+        "on_mixed_types": call.on_mixed_types,
     }
     defaults = dict.fromkeys(kwargs) | {
         "batched": False,
@@ -310,6 +313,7 @@ def _call(
         input_columns=_names(ds, input_columns, "input_columns"),
         fn_kwargs=dict(fn_kwargs or {}),
         fmt=ds._s.fmt,
+        fmt_kwargs=ds._s.fmt_kwargs if ds._s.fmt is not None else (),
         **more,
     )
 
@@ -329,6 +333,7 @@ def map_dataset(
     try_original_type: bool | None = True,
     suffix_template: str | None = None,
     features: Any = None,
+    on_mixed_types: str | None = None,
     opts: MapOptions = _DEFAULT_OPTIONS,
 ) -> Dataset:
     """``Dataset.map`` (see its docstring)."""
@@ -336,6 +341,7 @@ def map_dataset(
         function = _identity
     _check_args(function, batch_size, opts.num_proc)
     target = features_schema(features)
+    mixed = no_mixed_types(on_mixed_types)
     check_suffix_template(suffix_template)
     opts = replace(opts, executor=_resolve_executor(opts.executor))
     check_cache_file_name(opts.cache_file_name)
@@ -357,6 +363,7 @@ def map_dataset(
         drop_last_batch=bool(drop_last_batch),
         try_original_type=try_original_type is not False,
         features=target,
+        on_mixed_types=mixed,
     )
     return _run("map", ds, call, opts)
 

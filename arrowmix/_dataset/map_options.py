@@ -87,7 +87,6 @@ class MapOptions:
 _NO_OP_HF_ARGS = {"writer_batch_size"}
 _UNSUPPORTED_HF_ARGS = {
     "disable_nullable": "Arrow columns here are always nullable",
-    "on_mixed_types": "return one type per column (mixed types raise, naming the row)",
 }
 
 
