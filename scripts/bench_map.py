@@ -245,7 +245,7 @@ def regression(args, env):
         + ("baseline | arrowmix / baseline | " if base else "")
         + "datasets | arrowmix / datasets | recorded | holds |"
     )
-    print("| --- " * (7 if base else 5) + "|")
+    print("| --- " * (8 if base else 6) + "|")
     results = {}
     for kind, key in _KINDS.items():
         unit = _ms if key == "total_s" else _rate
