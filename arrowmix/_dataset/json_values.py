@@ -51,11 +51,22 @@ def is_json(t: pa.DataType) -> bool:
     return getattr(t, "extension_name", None) == "arrow.json"
 
 
+_LISTS = (
+    pa.types.is_list,
+    pa.types.is_large_list,
+    pa.types.is_fixed_size_list,
+    pa.types.is_list_view,
+    pa.types.is_large_list_view,
+)
+
+
 def _children(t: pa.DataType) -> list[pa.DataType]:
+    """The types inside a struct or list type (none for others: maps, extension types)."""
     if pa.types.is_struct(t):
         return [t.field(i).type for i in range(t.num_fields)]
-    value_type = getattr(t, "value_type", None)
-    return [value_type] if value_type is not None and not is_json(t) else []
+    if any(is_list(t) for is_list in _LISTS):
+        return [t.value_type]  # type: ignore[attr-defined]  # a list type
+    return []
 
 
 def has_json(t: pa.DataType) -> bool:

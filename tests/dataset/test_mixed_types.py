@@ -90,3 +90,11 @@ def test_hf_features_of_json_columns():
     assert ds.features == datasets.Features(
         {"x": datasets.Json(), "y": datasets.List(datasets.Json())}
     )
+
+
+def test_other_extension_types_are_not_json():
+    datasets = pytest.importorskip("datasets")
+    features = datasets.Features({"a": datasets.Array2D(shape=(1, 2), dtype="int32")})
+    ds = am.Dataset.from_dict({"a": [[[1, 2]], [[3, 4]]]}, features=features)
+    assert ds[1] == {"a": [[3, 4]]}  # its type has a `value_type` that is not an Arrow type
+    assert ds.map(lambda r: {"b": 1})[0] == {"a": [[1, 2]], "b": 1}
