@@ -30,20 +30,27 @@ class DatasetConstructors:
         *,
         features: Any = None,
         on_mixed_types: str | None = None,
+        info: Any = None,
+        split: Any = None,
     ) -> Dataset:
         """A dataset from ``{"column": [values...]}`` (in memory).
 
         With ``schema`` (a ``pyarrow.Schema``; HF's ``features=`` is accepted too, a
         ``Features`` object or a schema), values of a compatible type are cast to it (ints to
         a float or string column, whole floats to ints); a lossy cast raises
-        ``SchemaMismatchError`` naming the column. Without one, HF's
+        ``SchemaMismatchError`` naming the column. HF's ``info=`` (a ``DatasetInfo``) gives
+        its ``features`` the same way, and its description, citation, homepage and license
+        are kept for ``ds.info``; ``split`` is ignored. Without a schema, HF's
         ``on_mixed_types="use_json"`` stores the places of a column whose values have mixed
         types (a str among ints, dicts with different keys) as JSON, read back as the values
         given (``docs/migrating-from-datasets.md``).
         """
         from arrowmix._dataset import build
+        from arrowmix._dataset.hfinfo import dataset_with_info
 
-        return build.from_dict(mapping, _schema_of(schema, features), on_mixed_types)
+        del split  # HF's split name: arrowmix datasets have none
+        built = build.from_dict(mapping, _schema_of(schema, features, info), on_mixed_types)
+        return dataset_with_info(built, info)
 
     @classmethod
     def from_pylist(
@@ -53,11 +60,16 @@ class DatasetConstructors:
         *,
         features: Any = None,
         on_mixed_types: str | None = None,
+        info: Any = None,
+        split: Any = None,
     ) -> Dataset:
         """A dataset from a list of row dicts (missing keys become nulls); see from_dict."""
         from arrowmix._dataset import build
+        from arrowmix._dataset.hfinfo import dataset_with_info
 
-        return build.from_pylist(rows, _schema_of(schema, features), on_mixed_types)
+        del split  # as in from_dict
+        built = build.from_pylist(rows, _schema_of(schema, features, info), on_mixed_types)
+        return dataset_with_info(built, info)
 
     @classmethod
     def from_list(
@@ -67,9 +79,13 @@ class DatasetConstructors:
         *,
         features: Any = None,
         on_mixed_types: str | None = None,
+        info: Any = None,
+        split: Any = None,
     ) -> Dataset:
         """HF ``datasets``' name for :meth:`from_pylist`."""
-        return cls.from_pylist(rows, schema, features=features, on_mixed_types=on_mixed_types)
+        return cls.from_pylist(
+            rows, schema, features=features, on_mixed_types=on_mixed_types, info=info, split=split
+        )
 
     @classmethod
     def from_arrow(cls, table_or_record_batches: Any) -> Dataset:
@@ -83,11 +99,31 @@ class DatasetConstructors:
         cls,
         path: str | os.PathLike[str],
         storage_options: Mapping[str, Any] | None = None,
+        *,
+        in_memory: bool = False,
+        info: Any = None,
+        split: Any = None,
+        indices_filename: str | os.PathLike[str] | None = None,
     ) -> Dataset:
-        """A dataset over one Arrow IPC file, memory-mapped when local (O(1) open)."""
+        """A dataset over one Arrow IPC file, memory-mapped when local (O(1) open).
+
+        Both IPC formats open: the file format (arrowmix's chunks and cache files) and the
+        stream format (HF ``datasets``' ``.arrow`` files; opening reads every record
+        batch's header). HF's arguments: ``in_memory=True`` reads the file into memory
+        instead of mapping it; ``indices_filename`` (an Arrow file of one column of row
+        positions, as HF writes them) views the rows through it; ``info`` gives the column
+        types as in :meth:`from_dict`; ``split`` is ignored.
+        """
         from arrowmix._dataset import build
 
-        return build.from_file(path, storage_options)
+        del split  # as in from_dict
+        return build.from_file(
+            path,
+            storage_options,
+            in_memory=in_memory,
+            schema=_schema_of(None, None, info),
+            indices_filename=indices_filename,
+        )
 
     @classmethod
     def from_chunks(
@@ -140,6 +176,7 @@ class DatasetConstructors:
         sample_by: str = "line",
         source_column: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
+        keep_in_memory: bool = False,
     ) -> Dataset:
         """Ingest text files into cached chunks of rows ``{"text": ...}``.
 
@@ -152,10 +189,14 @@ class DatasetConstructors:
         ``paths``: files, globs, directories or fsspec URLs; compressed files (``.gz``, ``.xz``,
         ``.bz2``, ``.zst``) are decompressed. The conversion is cached by the files' content
         (and their paths, with ``source_column``): reopening the same files converts nothing.
+        ``keep_in_memory=True`` (HF's) then reads the chunks into memory instead of mapping
+        them (same rows, same fingerprint).
         """
+        from arrowmix._dataset.hftable import in_memory_copy
         from arrowmix._dataset.ingest import ingest, text_format
 
-        return ingest(paths, text_format(sample_by), storage_options, source_column, cache_dir)
+        ds = ingest(paths, text_format(sample_by), storage_options, source_column, cache_dir)
+        return in_memory_copy(ds) if keep_in_memory else ds
 
     @classmethod
     def from_json(
@@ -165,11 +206,14 @@ class DatasetConstructors:
         *,
         source_column: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
+        keep_in_memory: bool = False,
     ) -> Dataset:
         """Ingest JSON Lines files (one object per line) into cached chunks; see from_text."""
+        from arrowmix._dataset.hftable import in_memory_copy
         from arrowmix._dataset.ingest import ingest
 
-        return ingest(paths, "json", storage_options, source_column, cache_dir)
+        ds = ingest(paths, "json", storage_options, source_column, cache_dir)
+        return in_memory_copy(ds) if keep_in_memory else ds
 
     @classmethod
     def from_csv(
@@ -179,11 +223,14 @@ class DatasetConstructors:
         *,
         source_column: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
+        keep_in_memory: bool = False,
     ) -> Dataset:
         """Ingest CSV files (with a header row) into cached chunks; see from_text."""
+        from arrowmix._dataset.hftable import in_memory_copy
         from arrowmix._dataset.ingest import ingest
 
-        return ingest(paths, "csv", storage_options, source_column, cache_dir)
+        ds = ingest(paths, "csv", storage_options, source_column, cache_dir)
+        return in_memory_copy(ds) if keep_in_memory else ds
 
     @classmethod
     def from_parquet(
@@ -193,11 +240,14 @@ class DatasetConstructors:
         *,
         source_column: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
+        keep_in_memory: bool = False,
     ) -> Dataset:
         """Ingest Parquet files into cached Arrow chunks (memory-mappable); see from_text."""
+        from arrowmix._dataset.hftable import in_memory_copy
         from arrowmix._dataset.ingest import ingest
 
-        return ingest(paths, "parquet", storage_options, source_column, cache_dir)
+        ds = ingest(paths, "parquet", storage_options, source_column, cache_dir)
+        return in_memory_copy(ds) if keep_in_memory else ds
 
     @classmethod
     def from_ray(cls, ray_dataset: Any, *, cache_dir: str | None = None) -> Dataset:
@@ -210,10 +260,23 @@ class DatasetConstructors:
         return from_ray(ray_dataset, cache_dir=cache_dir)
 
 
-def _schema_of(schema: Any, features: Any) -> pa.Schema | None:
-    """``schema``, or the Arrow schema of HF-style ``features`` (``Features.arrow_schema``)."""
+def _schema_of(schema: Any, features: Any, info: Any = None) -> pa.Schema | None:
+    """``schema``, or the Arrow schema of HF-style ``features`` (``Features.arrow_schema``).
+
+    ``info`` (an HF ``DatasetInfo``) gives its ``features`` when ``features`` is None; both
+    given and different is a ValueError, as in HF. HF's ``from_dict(mapping, features)``
+    (the features as the second positional argument) is understood.
+    """
     if schema is not None and not isinstance(schema, pa.Schema) and features is None:
         schema, features = None, schema  # HF's from_dict(mapping, Features(...)), positional
+    info_features = getattr(info, "features", None) if info is not None else None
+    if info_features is not None:
+        if features is not None and features != info_features:
+            raise ValueError(
+                "Features specified in `features` and `info.features` can't be different:\n"
+                f"{features}\n{info_features}"
+            )
+        features = info_features
     if features is None:
         given: pa.Schema | None = schema
         return given
