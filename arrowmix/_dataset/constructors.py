@@ -177,6 +177,7 @@ class DatasetConstructors:
         source_column: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         keep_in_memory: bool = False,
+        features: Any = None,
     ) -> Dataset:
         """Ingest text files into cached chunks of rows ``{"text": ...}``.
 
@@ -190,13 +191,14 @@ class DatasetConstructors:
         ``.bz2``, ``.zst``) are decompressed. The conversion is cached by the files' content
         (and their paths, with ``source_column``): reopening the same files converts nothing.
         ``keep_in_memory=True`` (HF's) then reads the chunks into memory instead of mapping
-        them (same rows, same fingerprint).
+        them (same rows, same fingerprint). HF's ``features`` (or a ``pyarrow.Schema``)
+        gives the columns' types: the chunks are cast as :meth:`cast` does (cached, and
+        never changing a value).
         """
-        from arrowmix._dataset.hftable import in_memory_copy
         from arrowmix._dataset.ingest import ingest, text_format
 
         ds = ingest(paths, text_format(sample_by), storage_options, source_column, cache_dir)
-        return in_memory_copy(ds) if keep_in_memory else ds
+        return _finish(ds, features, keep_in_memory)
 
     @classmethod
     def from_json(
@@ -207,13 +209,13 @@ class DatasetConstructors:
         source_column: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         keep_in_memory: bool = False,
+        features: Any = None,
     ) -> Dataset:
         """Ingest JSON Lines files (one object per line) into cached chunks; see from_text."""
-        from arrowmix._dataset.hftable import in_memory_copy
         from arrowmix._dataset.ingest import ingest
 
         ds = ingest(paths, "json", storage_options, source_column, cache_dir)
-        return in_memory_copy(ds) if keep_in_memory else ds
+        return _finish(ds, features, keep_in_memory)
 
     @classmethod
     def from_csv(
@@ -224,13 +226,13 @@ class DatasetConstructors:
         source_column: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         keep_in_memory: bool = False,
+        features: Any = None,
     ) -> Dataset:
         """Ingest CSV files (with a header row) into cached chunks; see from_text."""
-        from arrowmix._dataset.hftable import in_memory_copy
         from arrowmix._dataset.ingest import ingest
 
         ds = ingest(paths, "csv", storage_options, source_column, cache_dir)
-        return in_memory_copy(ds) if keep_in_memory else ds
+        return _finish(ds, features, keep_in_memory)
 
     @classmethod
     def from_parquet(
@@ -241,13 +243,13 @@ class DatasetConstructors:
         source_column: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         keep_in_memory: bool = False,
+        features: Any = None,
     ) -> Dataset:
         """Ingest Parquet files into cached Arrow chunks (memory-mappable); see from_text."""
-        from arrowmix._dataset.hftable import in_memory_copy
         from arrowmix._dataset.ingest import ingest
 
         ds = ingest(paths, "parquet", storage_options, source_column, cache_dir)
-        return in_memory_copy(ds) if keep_in_memory else ds
+        return _finish(ds, features, keep_in_memory)
 
     @classmethod
     def from_ray(cls, ray_dataset: Any, *, cache_dir: str | None = None) -> Dataset:
@@ -258,6 +260,15 @@ class DatasetConstructors:
         from arrowmix.integrations.ray import from_ray
 
         return from_ray(ray_dataset, cache_dir=cache_dir)
+
+
+def _finish(ds: Dataset, features: Any, keep_in_memory: bool) -> Dataset:
+    """An ingested dataset cast to HF-style ``features`` and copied into memory, if asked."""
+    from arrowmix._dataset.hftable import in_memory_copy
+
+    if features is not None:
+        ds = ds.cast(features)
+    return in_memory_copy(ds) if keep_in_memory else ds
 
 
 def _schema_of(schema: Any, features: Any, info: Any = None) -> pa.Schema | None:

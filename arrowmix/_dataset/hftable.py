@@ -75,24 +75,26 @@ def hf_only(schema: pa.Schema) -> dict[bytes, bytes] | None:
 def _hf_metadata(schema: pa.Schema) -> dict[bytes, bytes] | None:
     """HF's ``{"info": {"features": ...}}`` schema metadata for ``schema``.
 
-    The table's own entry when it has one (features declared with ``from_dict(features=)``,
-    or read from an HF file); else the features HF infers from the Arrow types, when
-    ``datasets`` is installed.
+    Every column described: by the table's own entry where it describes the column with its
+    Arrow type (features declared with ``from_dict(features=)``, or read from an HF file),
+    else as HF infers it from the Arrow type (HF's ``Features.from_arrow_schema`` rule).
+    Without ``datasets`` installed, the table's own entry as it is.
     """
     own = hf_only(schema)
-    try:
-        entry = json.loads(own[HF_META_KEY]) if own is not None else {}
-    except ValueError:
-        entry = {}
-    info = entry.get("info") if isinstance(entry, dict) else None
-    if isinstance(info, dict) and "features" in info:
-        return own
     try:
         import datasets  # type: ignore[import-untyped, import-not-found, unused-ignore]
     except ImportError:
         return own
-    features = datasets.Features.from_arrow_schema(schema.remove_metadata())
-    info = {**(info if isinstance(info, dict) else {}), "features": features.to_dict()}
+    try:
+        entry = json.loads(own[HF_META_KEY]) if own is not None else {}
+    except ValueError:
+        entry = {}
+    entry = entry if isinstance(entry, dict) else {}
+    raw_info = entry.get("info")
+    info: dict[str, Any] = raw_info if isinstance(raw_info, dict) else {}
+    described = schema.remove_metadata().with_metadata(own) if own else schema.remove_metadata()
+    features = datasets.Features.from_arrow_schema(described)
+    info = {**info, "features": features.to_dict()}
     return {HF_META_KEY: json.dumps({**entry, "info": info}).encode()}
 
 

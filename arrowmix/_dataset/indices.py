@@ -169,16 +169,27 @@ def load_or_store(
     ):
         beside = os.path.join(shipped, name)
         with contextlib.suppress(ChunkFileError):  # damaged or foreign: not used
-            return IndexMap(array=open_indices(beside, fingerprint, len(mapping))), beside
+            shipped_array = open_indices(beside, fingerprint, len(mapping))
+            if np.array_equal(shipped_array, mapping.array):
+                return IndexMap(array=shipped_array), beside
     if path is None:
         path = fs.join(cache_dir, name)
     if reuse and fs.exists(path, storage_options):
         try:
-            return IndexMap(
-                array=open_indices(path, fingerprint, len(mapping), storage_options)
-            ), path
+            stored = open_indices(path, fingerprint, len(mapping), storage_options)
         except ChunkFileError as exc:  # damaged or foreign: written again below
             warnings.warn(f"{exc} Rewriting it.", CacheWarning, stacklevel=4)
+        else:
+            # The mapping is at hand: a file is only ever used when it holds exactly it (a
+            # `new_fingerprint` given twice for different rows names the same file).
+            if np.array_equal(stored, mapping.array):
+                return IndexMap(array=stored), path
+            warnings.warn(
+                f"Indices file {path!r} holds other row positions than the view of "
+                f"fingerprint {fingerprint!r} it is named for; rewriting it.",
+                CacheWarning,
+                stacklevel=4,
+            )
     if fs.is_local(path):  # temporary files of killed writers of this very file
         directory, base = fs.split(fs.local_path(path))
         remove_dead_tmp(directory, base.__eq__)

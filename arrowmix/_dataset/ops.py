@@ -208,9 +208,12 @@ def shard(
 
 
 def _open_flattened(
-    path: str, fp: str, n: int, so: Any, *, warn: bool = True
+    path: str, fp: str, n: int, so: Any, *, warn: bool = True, parent: str | None = None
 ) -> tuple[pa.Table, tuple[Hold, ...]] | None:
     """The flattened table at ``path`` and its hold, or None (with a ``CacheWarning``).
+
+    ``parent`` (given with a user's ``new_fingerprint``, which does not say what it was
+    flattened from): the file must also record that parent.
 
     A local file is held (registered as in use) before it is opened, so a concurrent cleanup
     cannot remove it in between; a file removed just before is reported missing (None).
@@ -225,11 +228,13 @@ def _open_flattened(
         why = str(exc)
     else:
         meta = read_meta(table.schema)
-        if meta.get("fingerprint") == fp and table.num_rows == n:
+        same_parent = parent is None or meta.get("parent") == parent
+        if meta.get("fingerprint") == fp and table.num_rows == n and same_parent:
             return table, holds
         why = (
             f"Cache file {path!r} does not match its name: expected {n} rows of fingerprint "
-            f"{fp!r}, found {table.num_rows} rows of {meta.get('fingerprint')!r}."
+            f"{fp!r}, found {table.num_rows} rows of {meta.get('fingerprint')!r}"
+            + ("." if same_parent else f" flattened from another dataset than {parent!r}.")
         )
     if warn:
         warnings.warn(f"{why} Recomputing it.", CacheWarning, stacklevel=4)
@@ -251,8 +256,10 @@ def flatten_indices(
     s = ds._s
     if s.indices is None:
         return ds
+    parent = None
     if new_fingerprint is not None:
         fp, key = user_fingerprint(new_fingerprint)
+        parent = ds.fingerprint  # the name alone does not say what was flattened
     else:
         fp = key = roll(ds.fingerprint, "flatten_indices")
     if keep_in_memory:
@@ -273,16 +280,16 @@ def flatten_indices(
         # A read-only corpus that ships its cache: a valid flattened copy is read in place.
         beside = os.path.join(shipped, _cache_file_name(key))
         if os.path.exists(beside):
-            found = _open_flattened(beside, fp, n, None, warn=False)
+            found = _open_flattened(beside, fp, n, None, warn=False, parent=parent)
             path = beside if found is not None else path
     if found is None and fs.exists(path, so):
-        found = _open_flattened(path, fp, n, so)
+        found = _open_flattened(path, fp, n, so, parent=parent)
     for _ in range(_ATTEMPTS):
         if found is not None:
             break
         _write_flattened(ds, path, fp)
         # None only if a cleanup removed the file before we held it (or it is unreadable)
-        found = _open_flattened(path, fp, n, so, warn=False)
+        found = _open_flattened(path, fp, n, so, warn=False, parent=parent)
     if found is None:
         raise CacheCorruptedError(f"Cache file {path!r} was just written but is not usable.")
     table, holds = found

@@ -392,3 +392,63 @@ def test_concatenation_keeps_the_features_entries_of_its_inputs():
     strings = am.Dataset.from_dict({"label": ["s"]})  # another type: not described so
     out = am.concatenate_datasets([strings, x.cast(pa.schema([("label", pa.string())]))])
     assert b"ClassLabel" not in (out._s.table.schema.metadata or {}).get(b"huggingface", b"")
+
+
+def test_ingesting_constructors_take_features(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(json.dumps({"a": str(i), "b": i, "c": i / 2}) + "\n" for i in range(4)))
+    schema = pa.schema([("a", pa.int32()), ("b", pa.float32()), ("c", pa.float64())])
+    ds = am.Dataset.from_json(str(path), features=schema, keep_in_memory=True)
+    assert ds.schema == schema and ds["a"] == [0, 1, 2, 3] and ds.cache_files == []
+    lossy = pa.schema([("a", pa.string()), ("b", pa.int64()), ("c", pa.int64())])
+    with pytest.raises(am.exceptions.SchemaMismatchError, match="'c'"):
+        am.Dataset.from_json(str(path), features=lossy)  # 0.5 is not an int
+    text = tmp_path / "t.txt"
+    text.write_text("x\ny\n")
+    datasets = pytest.importorskip("datasets")
+    features = datasets.Features({"text": datasets.Value("large_string")})
+    assert am.Dataset.from_text(str(text), features=features).schema.field(0).type == (
+        pa.large_string()
+    )
+
+
+def test_an_indices_file_is_used_only_when_it_holds_the_view(tmp_path):
+    from arrowmix.exceptions import CacheWarning
+
+    ds = _ds(10)
+    path = str(tmp_path / "v.arrow")
+    first = ds.select([2, 1], new_fingerprint="same-name", indices_cache_file_name=path)
+    with pytest.warns(CacheWarning, match="other row positions"):
+        other = ds.select([4, 3], new_fingerprint="same-name", indices_cache_file_name=path)
+    assert first.fingerprint == other.fingerprint == "same-name"
+    assert other["id"] == [4, 3]  # never the stale positions
+    big = am.Dataset.from_dict({"x": np.arange(INDICES_FILE_MIN_ROWS)})
+    a = big.shuffle(seed=1, new_fingerprint="mine")
+    with pytest.warns(CacheWarning, match="other row positions"):
+        b = big.shuffle(seed=2, new_fingerprint="mine")
+    assert b[:3] == big.shuffle(seed=2)[:3] and a[:3] != b[:3]
+
+
+def test_a_flattened_file_named_by_new_fingerprint_is_used_only_for_its_parent():
+    from arrowmix.exceptions import CacheWarning
+
+    ds = _ds(10)
+    a = ds.shuffle(seed=1).flatten_indices(new_fingerprint="flat-name")
+    assert a.fingerprint == "flat-name"
+    with pytest.warns(CacheWarning, match="another dataset"):
+        b = ds.shuffle(seed=2).flatten_indices(new_fingerprint="flat-name")
+    assert b["id"] == ds.shuffle(seed=2)["id"] != a["id"]
+
+
+def test_data_describes_every_column_even_when_the_entry_describes_some():
+    datasets = pytest.importorskip("datasets")
+    entry = {
+        "label": {"names": ["a", "b"], "_type": "ClassLabel"},
+        "gone": {"dtype": "int8", "_type": "Value"},
+    }
+    meta = {b"huggingface": json.dumps({"info": {"features": entry}}).encode()}
+    x = am.Dataset(pa.table({"label": [0, 1], "s": ["p", "q"]}).replace_schema_metadata(meta))
+    info = json.loads(x.data.schema.metadata[b"huggingface"])["info"]
+    assert datasets.DatasetInfo.from_dict(info).features == datasets.Features(
+        {"label": datasets.ClassLabel(names=["a", "b"]), "s": datasets.Value("string")}
+    )
