@@ -31,6 +31,8 @@ from arrowmix.exceptions import SchemaMismatchError
 __all__ = [
     "HF_KEY",
     "cast_to_features",
+    "check_labels",
+    "label_features",
     "features_schema",
     "hf_metadata",
     "output_metadata",
@@ -163,6 +165,44 @@ def _encode(arr: Any, feature: Any, column: str) -> Any:
             return arr
         return pa.StructArray.from_arrays(new, names=names, mask=mask)
     return arr
+
+
+def _has_label(feature: Any) -> bool:
+    if isinstance(feature, dict):
+        return feature.get("_type") == "ClassLabel" or any(map(_has_label, feature.values()))
+    return isinstance(feature, list) and any(map(_has_label, feature))
+
+
+def label_features(parent: pa.Schema, names: list[str]) -> dict[str, Any]:
+    """The HF features of the columns ``names`` of ``parent`` that hold class labels."""
+    feats = _features(parent)
+    return {n: feats[n] for n in names if n in feats and _has_label(feats[n])}
+
+
+def check_labels(
+    batch: pa.RecordBatch, parent: pa.Schema, labels: dict[str, Any], where: str
+) -> None:
+    """Check the class labels a map returns for columns that keep the input's ``ClassLabel``.
+
+    A returned column of the input's type keeps the input's feature (``output_metadata``),
+    so its values must be classes of it: HF drops the feature then, silently; here it raises.
+
+    Raises:
+        SchemaMismatchError: a value is not a class; the message names the column.
+    """
+    for name, feature in labels.items():
+        if (
+            name not in batch.schema.names
+            or batch.schema.field(name).type != parent.field(name).type
+        ):
+            continue  # retyped: it gets the feature HF infers, not the input's
+        try:
+            _encode(batch.column(name), feature, name)
+        except SchemaMismatchError as exc:
+            raise SchemaMismatchError(
+                f"{exc} The values come from {where} and the column keeps the input's class "
+                "labels; return valid labels, or pass `features=` with the new ones."
+            ) from exc
 
 
 def cast_to_features(batch: pa.RecordBatch, target: pa.Schema, where: str) -> pa.RecordBatch:

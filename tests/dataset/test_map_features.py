@@ -126,3 +126,11 @@ def test_map_features_with_worker_processes(tmp_path):
 
 def _parity(row):
     return {"label": row["x"] % 2}
+
+
+def test_a_kept_class_label_feature_must_hold_classes(labeled):
+    with pytest.raises(SchemaMismatchError, match=r"'tags'.*class label 2.*input's class labels"):
+        labeled.map(lambda r: {"tags": [t + 1 for t in r["tags"]]})
+    relabeled = Features({"text": Value("string"), "tags": List(ClassLabel(num_classes=3))})
+    out = labeled.map(lambda r: {"tags": [t + 1 for t in r["tags"]]}, features=relabeled)
+    assert out.features == relabeled and out["tags"] == [[2, 1], [2], []]
