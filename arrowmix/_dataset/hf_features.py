@@ -185,7 +185,7 @@ def check_labels(
     """Check the class labels a map returns for columns that keep the input's ``ClassLabel``.
 
     A returned column of the input's type keeps the input's feature (``output_metadata``),
-    so its values must be classes of it: HF drops the feature then, silently; here it raises.
+    so its values must be classes of it (HF raises a ValueError too).
 
     Raises:
         SchemaMismatchError: a value is not a class; the message names the column.
