@@ -452,3 +452,22 @@ def test_data_describes_every_column_even_when_the_entry_describes_some():
     assert datasets.DatasetInfo.from_dict(info).features == datasets.Features(
         {"label": datasets.ClassLabel(names=["a", "b"]), "s": datasets.Value("string")}
     )
+
+
+def test_assigning_the_private_fingerprint_as_hf_transforms_do():
+    ds = _ds(3)
+    view = ds.with_format("numpy")
+    view._fingerprint = ds._fingerprint  # HF's transmit_format keeps the fingerprint so
+    assert view.fingerprint == ds.fingerprint and view.format["type"] == "numpy"
+    with pytest.raises(FingerprintError):
+        view._fingerprint = "not/a/name"
+
+
+def test_a_format_dict_sets_the_same_format():
+    ds = _ds(3)
+    numpy = ds.with_format("numpy", columns=["id"], dtype=np.int16)
+    again = ds.with_format(**numpy.format)
+    assert again.format == numpy.format and again.fingerprint == numpy.fingerprint
+    assert again["id"].dtype == np.int16
+    ds.set_format(**numpy.format)
+    assert ds.format == numpy.format
