@@ -471,3 +471,12 @@ def test_a_format_dict_sets_the_same_format():
     assert again["id"].dtype == np.int16
     ds.set_format(**numpy.format)
     assert ds.format == numpy.format
+
+
+def test_from_chunks_opens_a_directory_hf_saved(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    hf = datasets.Dataset.from_dict({"x": list(range(10))})
+    hf.save_to_disk(str(tmp_path / "saved"), num_shards=2)  # two IPC stream files
+    ds = am.Dataset.from_chunks(str(tmp_path / "saved"))
+    assert ds["x"] == list(range(10)) and len(ds.cache_files) == 2
+    assert ds.fingerprint == am.Dataset.from_chunks(str(tmp_path / "saved")).fingerprint
