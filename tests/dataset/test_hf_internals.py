@@ -480,3 +480,22 @@ def test_from_chunks_opens_a_directory_hf_saved(tmp_path):
     ds = am.Dataset.from_chunks(str(tmp_path / "saved"))
     assert ds["x"] == list(range(10)) and len(ds.cache_files) == 2
     assert ds.fingerprint == am.Dataset.from_chunks(str(tmp_path / "saved")).fingerprint
+
+
+class _Opaque(pa.ExtensionType):
+    def __init__(self):
+        super().__init__(pa.int64(), "arrowmix.test.opaque")
+
+    def __arrow_ext_serialize__(self):
+        return b""
+
+    @classmethod
+    def __arrow_ext_deserialize__(cls, storage_type, serialized):
+        return cls()
+
+
+def test_data_of_a_column_type_hf_cannot_describe():
+    pytest.importorskip("datasets")
+    column = pa.ExtensionArray.from_storage(_Opaque(), pa.array([1, 2]))
+    view = am.Dataset(pa.table({"e": column})).data
+    assert view.num_rows == 2 and view.schema.field("e").type == _Opaque()
