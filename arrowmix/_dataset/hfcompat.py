@@ -35,8 +35,22 @@ class HFCompat:
 
     @property
     def _fingerprint(self) -> str:
-        """HF ``datasets``' name of :attr:`fingerprint`, for code written against HF."""
+        """HF ``datasets``' name of :attr:`fingerprint`, for code written against HF.
+
+        Assigning it (as HF's own transforms do) gives this object that fingerprint, like a
+        ``new_fingerprint=`` argument: any string HF accepts, the caller's promise that it
+        names these rows.
+        """
         return _dataset(self)._s.fingerprint
+
+    @_fingerprint.setter
+    def _fingerprint(self, value: str) -> None:
+        from dataclasses import replace
+
+        from arrowmix._dataset.map_options import user_fingerprint
+
+        ds = _dataset(self)
+        ds._s = replace(ds._s, fingerprint=user_fingerprint(value)[0])
 
     @property
     def data(self) -> Any:

@@ -360,7 +360,14 @@ def set_format(
     output_all_columns: bool,
     format_kwargs: dict[str, Any],
 ) -> Dataset:
-    """``ds`` viewed in another format; the fingerprint rolls forward (as in HF)."""
+    """``ds`` viewed in another format; the fingerprint rolls forward (as in HF).
+
+    A ``format_kwargs`` entry (a dict) is merged into the others, as HF does, so that
+    ``ds.with_format(**other.format)`` gives ``other``'s format.
+    """
+    nested = format_kwargs.pop("format_kwargs", None)
+    if nested:
+        format_kwargs = {**dict(nested), **format_kwargs}
     fmt = formats.check_format(type)
     cols = None
     if columns is not None:
