@@ -12,6 +12,7 @@ __all__ = [
     "CacheLimitError",
     "CacheWarning",
     "ChunkFileError",
+    "ColumnNotFoundError",
     "DroppedDataWarning",
     "ElasticResumeError",
     "FingerprintError",
@@ -62,6 +63,16 @@ class SchemaMismatchError(ArrowmixError, ValueError):
     """Tables or streams that must share a schema do not.
 
     .. versionadded:: 0.1
+    """
+
+
+class ColumnNotFoundError(ArrowmixError, KeyError, ValueError):
+    """A column named in a call is not in the dataset; the message lists the columns.
+
+    A ``KeyError`` (indexing ``ds["col"]``) and a ``ValueError`` (HF ``datasets`` raises one
+    for unknown columns in ``select_columns``, ``remove_columns``, ``rename_columns``...).
+
+    .. versionadded:: 0.2
     """
 
 

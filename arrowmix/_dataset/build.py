@@ -17,11 +17,13 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
 
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
+from arrowmix._dataset.hftable import hf_only
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage.chunks import is_arrowmix_chunk, list_chunk_files, write_batches
 from arrowmix._storage.digests import MANIFEST_NAME, file_digest, manifest_problems, read_manifest
@@ -126,10 +128,43 @@ def _typed_column(field: pa.Field[Any], values: Any) -> pa.Array[Any] | pa.Chunk
 
 
 def from_file(
-    path: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
+    path: str | os.PathLike[str],
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    in_memory: bool = False,
+    schema: pa.Schema | None = None,
+    indices_filename: str | os.PathLike[str] | None = None,
 ) -> Dataset:
-    """A dataset over one Arrow IPC file, memory-mapped when local."""
-    return from_chunks([os.fspath(path)], storage_options=storage_options)
+    """A dataset over one Arrow IPC file (either format), memory-mapped when local.
+
+    ``in_memory`` copies the rows into memory; ``schema`` casts them as
+    :func:`typed_table` does; ``indices_filename`` views them through the positions in that
+    file's one integer column (HF's indices files).
+
+    Raises:
+        TypeError: the indices file does not hold one integer column.
+    """
+    ds = from_chunks([os.fspath(path)], storage_options=storage_options)
+    if schema is not None and not ds.schema.equals(schema):
+        s = ds._s
+        assert isinstance(s.table, pa.Table)  # local or copied chunks: one Arrow table
+        table = typed_table(dict(zip(ds.column_names, s.table.columns, strict=True)), schema)
+        fp = hash_value(("from_file", s.fingerprint, schema.to_string()))
+        ds = Dataset(replace(s, table=table, fingerprint=fp))
+    if indices_filename is not None:
+        ix_path = os.fspath(indices_filename)
+        ix_table = open_table(ix_path, storage_options, check="chunk")
+        if ix_table.num_columns != 1 or not pa.types.is_integer(ix_table.column(0).type):
+            raise TypeError(
+                f"Indices file {ix_path!r} must hold one integer column (HF's 'indices'); it "
+                f"has {ix_table.schema.remove_metadata()}."
+            )
+        ds = ds.select(ix_table.column(0))
+    if in_memory:
+        from arrowmix._dataset.hftable import in_memory_copy
+
+        ds = in_memory_copy(ds)
+    return ds
 
 
 def from_chunks(
@@ -170,6 +205,7 @@ def from_chunks(
                 f"{t.schema.remove_metadata()}\nexpected\n{schema}"
             )
     table = pa.concat_tables([t.replace_schema_metadata(None) for t in tables])
+    table = table.replace_schema_metadata(hf_only(tables[0].schema))  # HF's features
     offsets = tuple(itertools.accumulate((t.num_rows for t in tables), initial=0))
     fp = hash_value(("from_chunks", [file_digest(f, storage_options) for f in files]))
     state = DatasetState(

@@ -44,14 +44,9 @@ def concatenate_datasets(datasets: Sequence[Dataset], axis: int = 0) -> Dataset:
         >>> am.concatenate_datasets([a, c], axis=1)[0]
         {'x': 1, 'y': 'a'}
     """
-    dsets = list(datasets)
+    dsets = [_as_dataset(d, i) for i, d in enumerate(datasets)]
     if not dsets:
         raise ValueError("`concatenate_datasets` needs at least one dataset.")
-    for i, d in enumerate(dsets):
-        if not isinstance(d, Dataset):
-            raise TypeError(
-                f"`concatenate_datasets` takes arrowmix Datasets; item {i} is a {type(d).__name__}."
-            )
     if axis not in (0, 1):
         raise ValueError(f"`axis` must be 0 (rows) or 1 (columns), got {axis!r}.")
     if any(isinstance(d._s.table, RemoteTable) for d in dsets):
@@ -65,6 +60,33 @@ def concatenate_datasets(datasets: Sequence[Dataset], axis: int = 0) -> Dataset:
     if not any(len(d) for d in dsets):
         return dsets[0]
     return _concat_rows([d for d in dsets if len(d)])
+
+
+def _as_dataset(item: Any, i: int) -> Dataset:
+    """``item`` as an arrowmix Dataset: itself, or an HF ``datasets.Dataset``'s rows.
+
+    An HF dataset enters by its Arrow table and indices (``item.data``, ``item._indices``),
+    without a copy; its fingerprint is then that of its content, and its format is not kept.
+
+    Raises:
+        TypeError: neither; the message names the item.
+    """
+    if isinstance(item, Dataset):
+        return item
+    data = getattr(item, "data", None)
+    if isinstance(getattr(data, "table", None), pa.Table):
+        return Dataset(data, indices_table=getattr(item, "_indices", None))
+    raise TypeError(
+        f"`concatenate_datasets` takes arrowmix Datasets (or HF datasets' Datasets, read "
+        f"through their Arrow table); item {i} is a {type(item).__name__}."
+    )
+
+
+def _hf_metadata(dsets: Sequence[Dataset], out: pa.Schema) -> dict[bytes, bytes] | None:
+    """HF's features and info texts of the result, merged from the inputs' (as HF does)."""
+    from arrowmix._dataset.hfinfo import merged_metadata
+
+    return merged_metadata([d._s.table.schema for d in dsets], out)
 
 
 def _format_fields(dsets: Sequence[Dataset]) -> dict[str, Any]:
@@ -119,6 +141,7 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 def _concat_rows(dsets: Sequence[Dataset]) -> Dataset:
     schema = _aligned_schema(dsets)
     table = pa.concat_tables([_conform(d._s.table, schema) for d in dsets])  # type: ignore[arg-type]  # RemoteTable refused above
+    table = table.replace_schema_metadata(_hf_metadata(dsets, table.schema))
     mapping = None
     if any(d._s.indices is not None for d in dsets):
         parts, offset = [], 0
@@ -166,13 +189,14 @@ def _concat_columns(dsets: Sequence[Dataset]) -> Dataset:
     names = [c for d in dsets for c in d.column_names]
     dupes = sorted({c for c in names if names.count(c) > 1})
     if dupes:
-        raise ValueError(f"Cannot concatenate on axis 1: duplicate column name(s) {dupes}.")
+        raise ValueError(f"Cannot concatenate on axis 1: duplicated column name(s) {dupes}.")
     views = [
         d if d._s.indices is None or d._s.indices.is_range else d.flatten_indices() for d in dsets
     ]
     tables = [v._range(0, n).replace_schema_metadata(None) for v in views]
     schema = pa.schema([f for t in tables for f in t.schema])
     table = pa.Table.from_arrays([c for t in tables for c in t.columns], schema=schema)
+    table = table.replace_schema_metadata(_hf_metadata(dsets, table.schema))
     fp = hash_value(("concatenate", 1, [d.fingerprint for d in dsets]))
     s = dsets[0]._s
     state = DatasetState(

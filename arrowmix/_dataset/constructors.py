@@ -29,17 +29,23 @@ class DatasetConstructors:
         schema: pa.Schema | None = None,
         *,
         features: Any = None,
+        info: Any = None,
+        split: Any = None,
     ) -> Dataset:
         """A dataset from ``{"column": [values...]}`` (in memory).
 
         With ``schema`` (a ``pyarrow.Schema``; HF's ``features=`` is accepted too, a
         ``Features`` object or a schema), values of a compatible type are cast to it (ints to
         a float or string column, whole floats to ints); a lossy cast raises
-        ``SchemaMismatchError`` naming the column.
+        ``SchemaMismatchError`` naming the column. HF's ``info=`` (a ``DatasetInfo``) gives
+        its ``features`` the same way, and its description, citation, homepage and license
+        are kept for ``ds.info``; ``split`` is ignored.
         """
         from arrowmix._dataset import build
+        from arrowmix._dataset.hfinfo import dataset_with_info
 
-        return build.from_dict(mapping, _schema_of(schema, features))
+        del split  # HF's split name: arrowmix datasets have none
+        return dataset_with_info(build.from_dict(mapping, _schema_of(schema, features, info)), info)
 
     @classmethod
     def from_pylist(
@@ -48,11 +54,15 @@ class DatasetConstructors:
         schema: pa.Schema | None = None,
         *,
         features: Any = None,
+        info: Any = None,
+        split: Any = None,
     ) -> Dataset:
         """A dataset from a list of row dicts (missing keys become nulls); see from_dict."""
         from arrowmix._dataset import build
+        from arrowmix._dataset.hfinfo import dataset_with_info
 
-        return build.from_pylist(rows, _schema_of(schema, features))
+        del split  # as in from_dict
+        return dataset_with_info(build.from_pylist(rows, _schema_of(schema, features, info)), info)
 
     @classmethod
     def from_list(
@@ -61,9 +71,11 @@ class DatasetConstructors:
         schema: pa.Schema | None = None,
         *,
         features: Any = None,
+        info: Any = None,
+        split: Any = None,
     ) -> Dataset:
         """HF ``datasets``' name for :meth:`from_pylist`."""
-        return cls.from_pylist(rows, schema, features=features)
+        return cls.from_pylist(rows, schema, features=features, info=info, split=split)
 
     @classmethod
     def from_arrow(cls, table_or_record_batches: Any) -> Dataset:
@@ -77,11 +89,31 @@ class DatasetConstructors:
         cls,
         path: str | os.PathLike[str],
         storage_options: Mapping[str, Any] | None = None,
+        *,
+        in_memory: bool = False,
+        info: Any = None,
+        split: Any = None,
+        indices_filename: str | os.PathLike[str] | None = None,
     ) -> Dataset:
-        """A dataset over one Arrow IPC file, memory-mapped when local (O(1) open)."""
+        """A dataset over one Arrow IPC file, memory-mapped when local (O(1) open).
+
+        Both IPC formats open: the file format (arrowmix's chunks and cache files) and the
+        stream format (HF ``datasets``' ``.arrow`` files; opening reads every record
+        batch's header). HF's arguments: ``in_memory=True`` reads the file into memory
+        instead of mapping it; ``indices_filename`` (an Arrow file of one column of row
+        positions, as HF writes them) views the rows through it; ``info`` gives the column
+        types as in :meth:`from_dict`; ``split`` is ignored.
+        """
         from arrowmix._dataset import build
 
-        return build.from_file(path, storage_options)
+        del split  # as in from_dict
+        return build.from_file(
+            path,
+            storage_options,
+            in_memory=in_memory,
+            schema=_schema_of(None, None, info),
+            indices_filename=indices_filename,
+        )
 
     @classmethod
     def from_chunks(
@@ -134,6 +166,8 @@ class DatasetConstructors:
         sample_by: str = "line",
         source_column: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
+        keep_in_memory: bool = False,
+        features: Any = None,
     ) -> Dataset:
         """Ingest text files into cached chunks of rows ``{"text": ...}``.
 
@@ -146,10 +180,15 @@ class DatasetConstructors:
         ``paths``: files, globs, directories or fsspec URLs; compressed files (``.gz``, ``.xz``,
         ``.bz2``, ``.zst``) are decompressed. The conversion is cached by the files' content
         (and their paths, with ``source_column``): reopening the same files converts nothing.
+        ``keep_in_memory=True`` (HF's) then reads the chunks into memory instead of mapping
+        them (same rows, same fingerprint). HF's ``features`` (or a ``pyarrow.Schema``)
+        gives the columns' types: the chunks are cast as :meth:`cast` does (cached, and
+        never changing a value).
         """
         from arrowmix._dataset.ingest import ingest, text_format
 
-        return ingest(paths, text_format(sample_by), storage_options, source_column, cache_dir)
+        ds = ingest(paths, text_format(sample_by), storage_options, source_column, cache_dir)
+        return _finish(ds, features, keep_in_memory)
 
     @classmethod
     def from_json(
@@ -159,11 +198,14 @@ class DatasetConstructors:
         *,
         source_column: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
+        keep_in_memory: bool = False,
+        features: Any = None,
     ) -> Dataset:
         """Ingest JSON Lines files (one object per line) into cached chunks; see from_text."""
         from arrowmix._dataset.ingest import ingest
 
-        return ingest(paths, "json", storage_options, source_column, cache_dir)
+        ds = ingest(paths, "json", storage_options, source_column, cache_dir)
+        return _finish(ds, features, keep_in_memory)
 
     @classmethod
     def from_csv(
@@ -173,11 +215,14 @@ class DatasetConstructors:
         *,
         source_column: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
+        keep_in_memory: bool = False,
+        features: Any = None,
     ) -> Dataset:
         """Ingest CSV files (with a header row) into cached chunks; see from_text."""
         from arrowmix._dataset.ingest import ingest
 
-        return ingest(paths, "csv", storage_options, source_column, cache_dir)
+        ds = ingest(paths, "csv", storage_options, source_column, cache_dir)
+        return _finish(ds, features, keep_in_memory)
 
     @classmethod
     def from_parquet(
@@ -187,11 +232,14 @@ class DatasetConstructors:
         *,
         source_column: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
+        keep_in_memory: bool = False,
+        features: Any = None,
     ) -> Dataset:
         """Ingest Parquet files into cached Arrow chunks (memory-mappable); see from_text."""
         from arrowmix._dataset.ingest import ingest
 
-        return ingest(paths, "parquet", storage_options, source_column, cache_dir)
+        ds = ingest(paths, "parquet", storage_options, source_column, cache_dir)
+        return _finish(ds, features, keep_in_memory)
 
     @classmethod
     def from_ray(cls, ray_dataset: Any, *, cache_dir: str | None = None) -> Dataset:
@@ -204,8 +252,29 @@ class DatasetConstructors:
         return from_ray(ray_dataset, cache_dir=cache_dir)
 
 
-def _schema_of(schema: pa.Schema | None, features: Any) -> pa.Schema | None:
-    """``schema``, or the Arrow schema of HF-style ``features`` (``Features.arrow_schema``)."""
+def _finish(ds: Dataset, features: Any, keep_in_memory: bool) -> Dataset:
+    """An ingested dataset cast to HF-style ``features`` and copied into memory, if asked."""
+    from arrowmix._dataset.hftable import in_memory_copy
+
+    if features is not None:
+        ds = ds.cast(features)
+    return in_memory_copy(ds) if keep_in_memory else ds
+
+
+def _schema_of(schema: pa.Schema | None, features: Any, info: Any = None) -> pa.Schema | None:
+    """``schema``, or the Arrow schema of HF-style ``features`` (``Features.arrow_schema``).
+
+    ``info`` (an HF ``DatasetInfo``) gives its ``features`` when ``features`` is None; both
+    given and different is a ValueError, as in HF.
+    """
+    info_features = getattr(info, "features", None) if info is not None else None
+    if info_features is not None:
+        if features is not None and features != info_features:
+            raise ValueError(
+                "Features specified in `features` and `info.features` can't be different:\n"
+                f"{features}\n{info_features}"
+            )
+        features = info_features
     if features is None:
         return schema
     if schema is not None:

@@ -19,11 +19,13 @@ from arrowmix._cache.inuse import Hold, hold
 from arrowmix._cache.paths import CACHE_FILE_RE, INDICES_FILE_RE, dataset_cache_dir
 from arrowmix._dataset import formats
 from arrowmix._dataset.constructors import DatasetConstructors
+from arrowmix._dataset.hfcompat import HFCompat
 from arrowmix._dataset.indices import IndexMap, to_positions
 from arrowmix._dataset.reader import TableReader
 from arrowmix._storage import fs
 from arrowmix._storage.remote_table import RemoteTable
 from arrowmix._validate import check_int
+from arrowmix.exceptions import ColumnNotFoundError
 
 if TYPE_CHECKING:
     from arrowmix._dataset.column import Column
@@ -85,7 +87,7 @@ def hold_cache_files(paths: Sequence[str]) -> tuple[Hold, ...]:
     return tuple(out)
 
 
-class Dataset(DatasetConstructors):
+class Dataset(DatasetConstructors, HFCompat):
     """A map-style dataset over Arrow data: random access, memory-mapped, cached transforms.
 
     Build one with :meth:`from_dict`, :meth:`from_pylist`, :meth:`from_arrow`,
@@ -102,8 +104,28 @@ class Dataset(DatasetConstructors):
         ['ccc', 'bb', 'a']
     """
 
-    def __init__(self, state: DatasetState) -> None:
-        self._s = state
+    def __init__(
+        self,
+        arrow_table: DatasetState | Any,
+        info: Any = None,
+        split: Any = None,
+        indices_table: Any = None,
+        fingerprint: str | None = None,
+    ) -> None:
+        """Wrap a state; or, as HF ``datasets``' ``Dataset(table, ...)``, an Arrow table.
+
+        ``arrow_table`` may be a ``pyarrow.Table`` or an HF ``datasets.table.Table``
+        (``InMemoryTable``, ``MemoryMappedTable``, ``ConcatenationTable``: their ``.table``),
+        viewed through ``indices_table`` (a table of one column of row positions) when
+        given; ``info`` (an HF ``DatasetInfo``) gives the column types, ``split`` is
+        ignored. The usual way to build a dataset is ``Dataset.from_*``.
+        """
+        if isinstance(arrow_table, DatasetState):
+            self._s = arrow_table
+            return
+        from arrowmix._dataset.hftable import state_from_table
+
+        self._s = state_from_table(arrow_table, info, indices_table, fingerprint)
 
     def to_ray(self, *, rows_per_block: int | None = None) -> Any:
         """This view as a ``ray.data.Dataset`` of Arrow blocks, in the same row order.
@@ -254,11 +276,15 @@ class Dataset(DatasetConstructors):
 
     def _check_column(self, name: str) -> None:
         if name not in self._s.table.column_names:
-            raise KeyError(
+            raise ColumnNotFoundError(
                 f"Unknown column {name!r}; available columns: {self._s.table.column_names}."
             )
 
     def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, (bool, np.bool_)):
+            raise TypeError(
+                f"A dataset index must be an int, str, slice or collection of ints, not {key!r}."
+            )
         fmt = self._format()
         if isinstance(key, str):
             self._check_column(key)
@@ -323,10 +349,6 @@ class Dataset(DatasetConstructors):
         for start in range(0, n, _ITER_BLOCK):
             yield from fmt.rows(self._range(start, min(start + _ITER_BLOCK, n), cols))
 
-    def to_dict(self) -> dict[str, list[Any]]:
-        """The view as ``{column: [values...]}`` of Python objects (HF's ``to_dict``)."""
-        return self.to_table().to_pydict()
-
     def to_list(self) -> list[dict[str, Any]]:
         """The view as a list of row dicts of Python objects (HF's ``to_list``)."""
         return self.to_table().to_pylist()
@@ -373,21 +395,32 @@ class Dataset(DatasetConstructors):
         self.set_format(None)
 
     # ---- transforms (delegated to ops) --------------------------------------------------
-    def select(self, indices: Any) -> Dataset:
-        """Rows at ``indices`` (range, list, array), as an indices mapping: no data copied."""
+    def select(self, indices: Any, **hf_options: Any) -> Dataset:
+        """Rows at ``indices`` (range, list, array), as an indices mapping: no data copied.
+
+        HF's ``keep_in_memory``, ``indices_cache_file_name``, ``writer_batch_size`` and
+        ``new_fingerprint`` are accepted by keyword (see :meth:`shuffle`).
+        """
         from arrowmix._dataset import ops
+        from arrowmix._dataset.view_options import view_options
 
-        return ops.select(self, indices)
+        return ops.select(self, indices, view_options(**hf_options))
 
-    def shuffle(self, seed: int | None = None) -> Dataset:
+    def shuffle(self, seed: int | None = None, **hf_options: Any) -> Dataset:
         """A seeded random permutation view (``np.random.default_rng(seed)``, as in HF).
 
         ``seed=None`` draws the seed from numpy's global generator, as HF ``datasets`` does:
         after ``np.random.seed(0)`` a script's unseeded shuffles are reproducible.
+
+        HF's storage options are accepted by keyword: ``indices_cache_file_name`` (write
+        the mapping to that file, whatever its size), ``keep_in_memory`` (never write it),
+        ``load_from_cache_file=False`` (write that file again), ``new_fingerprint`` and
+        ``writer_batch_size``. None of them changes the rows.
         """
         from arrowmix._dataset import ops
+        from arrowmix._dataset.view_options import view_options
 
-        return ops.shuffle(self, seed)
+        return ops.shuffle(self, seed, view_options(**hf_options))
 
     def sort(
         self,
@@ -396,6 +429,7 @@ class Dataset(DatasetConstructors):
         null_placement: str = "at_end",
         *,
         column_names: str | Sequence[str] | None = None,
+        **hf_options: Any,
     ) -> Dataset:
         """A view sorted by ``column`` (stable); several columns sort in order.
 
@@ -405,26 +439,32 @@ class Dataset(DatasetConstructors):
             null_placement: ``"at_end"`` (default) or ``"at_start"`` (HF's ``"last"`` and
                 ``"first"`` are accepted too).
             column_names: Same as ``column``, as HF ``datasets`` spells it.
+            **hf_options: HF's storage options, as in :meth:`shuffle`.
         """
         from arrowmix._dataset import ops
+        from arrowmix._dataset.view_options import view_options
 
         if (column is None) == (column_names is None):
             raise TypeError("`sort` needs exactly one of `column` or `column_names`.")
         by = column if column is not None else column_names
         assert by is not None  # checked above
-        return ops.sort(self, by, reverse, null_placement)
+        return ops.sort(self, by, reverse, null_placement, view_options(**hf_options))
 
-    def shard(self, num_shards: int, index: int, contiguous: bool = True) -> Dataset:
+    def shard(
+        self, num_shards: int, index: int, contiguous: bool = True, **hf_options: Any
+    ) -> Dataset:
         """The ``index``-th of ``num_shards`` disjoint parts that together cover the dataset.
 
         Args:
             num_shards: Number of parts.
             index: Which part, in ``range(num_shards)``.
             contiguous: Consecutive rows per part (else every ``num_shards``-th row).
+            **hf_options: HF's storage options, as in :meth:`shuffle`.
         """
         from arrowmix._dataset import ops
+        from arrowmix._dataset.view_options import view_options
 
-        return ops.shard(self, num_shards, index, contiguous)
+        return ops.shard(self, num_shards, index, contiguous, view_options(**hf_options))
 
     def train_test_split(
         self,
@@ -434,6 +474,7 @@ class Dataset(DatasetConstructors):
         *,
         train_size: float | int | None = None,
         stratify_by_column: str | None = None,
+        **hf_options: Any,
     ) -> Any:
         """Split into ``(train, test)``; also indexable as ``split["train"]``/``["test"]``.
 
@@ -447,20 +488,46 @@ class Dataset(DatasetConstructors):
             shuffle: Shuffle before splitting (else train is the first rows, test the next).
             train_size: Fraction or number of rows for train (keyword only).
             stratify_by_column: Keep each label of this column at its share in both splits.
+            **hf_options: HF's ``train_``/``test_indices_cache_file_name`` and
+                ``train_``/``test_new_fingerprint`` for each split, and ``keep_in_memory``,
+                ``load_from_cache_file``, ``writer_batch_size`` for both (see :meth:`shuffle`).
         """
-        from arrowmix._dataset.split import train_test_split
+        from arrowmix._dataset.split import split_options, train_test_split
 
-        return train_test_split(self, test_size, train_size, seed, shuffle, stratify_by_column)
+        return train_test_split(
+            self,
+            test_size,
+            train_size,
+            seed,
+            shuffle,
+            stratify_by_column,
+            split_options(hf_options),
+        )
 
-    def flatten_indices(self, *, cache_file_name: str | None = None) -> Dataset:
+    def flatten_indices(
+        self,
+        keep_in_memory: bool = False,
+        cache_file_name: str | None = None,
+        writer_batch_size: int | None = 1000,
+        *,
+        new_fingerprint: str | None = None,
+    ) -> Dataset:
         """Materialise the indices mapping into a cache file (memory-mapped).
 
         ``cache_file_name`` (with an extension, as in HF) replaces the file's default name
-        ``cache-<fingerprint>.arrow`` in :attr:`cache_dir`.
+        ``cache-<fingerprint>.arrow`` in :attr:`cache_dir`; ``keep_in_memory=True`` gathers
+        the rows in memory instead (no file); ``new_fingerprint`` names the result.
+        ``writer_batch_size`` is accepted (HF's; the file is written in large blocks).
         """
         from arrowmix._dataset import ops
 
-        return ops.flatten_indices(self, cache_file_name=cache_file_name)
+        del writer_batch_size  # accepted for HF compatibility
+        return ops.flatten_indices(
+            self,
+            cache_file_name=cache_file_name,
+            keep_in_memory=keep_in_memory,
+            new_fingerprint=new_fingerprint,
+        )
 
     def select_columns(self, column_names: str | Sequence[str]) -> Dataset:
         """Keep only ``column_names`` (zero-copy)."""

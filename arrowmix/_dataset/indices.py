@@ -142,30 +142,57 @@ def load_or_store(
     storage_options: Mapping[str, Any] | None = None,
     *,
     shipped: str | None = None,
+    path: str | None = None,
+    in_memory: bool = False,
+    reuse: bool = True,
 ) -> tuple[IndexMap, str | None]:
     """Back a large array mapping by ``indices-<fingerprint>.arrow``; return it and its path.
 
     ``cache_dir`` may be a URL (reached with ``storage_options``): the file is then an object,
     memory-mapped through its local read-through copy. A valid file of that name in the
     read-only directory ``shipped`` (a corpus that ships its cache) is used in place.
+
+    HF's options: ``path`` (``indices_cache_file_name``) stores any array mapping, whatever
+    its size, in that file; ``in_memory`` (``keep_in_memory``) stores none; ``reuse=False``
+    (``load_from_cache_file=False``) writes the file again even when a valid one exists.
     """
-    if mapping.array is None or len(mapping) < INDICES_FILE_MIN_ROWS:
+    if mapping.array is None or in_memory:
+        return mapping, None
+    if path is None and len(mapping) < INDICES_FILE_MIN_ROWS:
         return mapping, None
     name = indices_file_name(fingerprint)
-    if shipped is not None and shipped != cache_dir and os.path.exists(os.path.join(shipped, name)):
+    if (
+        path is None
+        and shipped is not None
+        and shipped != cache_dir
+        and os.path.exists(os.path.join(shipped, name))
+    ):
         beside = os.path.join(shipped, name)
         with contextlib.suppress(ChunkFileError):  # damaged or foreign: not used
-            return IndexMap(array=open_indices(beside, fingerprint, len(mapping))), beside
-    path = fs.join(cache_dir, name)
-    if fs.exists(path, storage_options):
+            shipped_array = open_indices(beside, fingerprint, len(mapping))
+            if np.array_equal(shipped_array, mapping.array):
+                return IndexMap(array=shipped_array), beside
+    if path is None:
+        path = fs.join(cache_dir, name)
+    if reuse and fs.exists(path, storage_options):
         try:
-            return IndexMap(
-                array=open_indices(path, fingerprint, len(mapping), storage_options)
-            ), path
+            stored = open_indices(path, fingerprint, len(mapping), storage_options)
         except ChunkFileError as exc:  # damaged or foreign: written again below
             warnings.warn(f"{exc} Rewriting it.", CacheWarning, stacklevel=4)
-    if fs.is_local(cache_dir):  # temporary files of killed writers of this very file
-        remove_dead_tmp(fs.local_path(cache_dir), fs.split(path)[1].__eq__)
+        else:
+            # The mapping is at hand: a file is only ever used when it holds exactly it (a
+            # `new_fingerprint` given twice for different rows names the same file).
+            if np.array_equal(stored, mapping.array):
+                return IndexMap(array=stored), path
+            warnings.warn(
+                f"Indices file {path!r} holds other row positions than the view of "
+                f"fingerprint {fingerprint!r} it is named for; rewriting it.",
+                CacheWarning,
+                stacklevel=4,
+            )
+    if fs.is_local(path):  # temporary files of killed writers of this very file
+        directory, base = fs.split(fs.local_path(path))
+        remove_dead_tmp(directory, base.__eq__)
     batch = pa.record_batch({"indices": pa.array(mapping.array, type=pa.int64())})
     meta = {
         "kind": "indices",

@@ -24,6 +24,8 @@ from arrowmix._cache.paths import shipped_cache_dir
 from arrowmix._dataset import formats
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.indices import IndexMap, load_or_store, to_positions
+from arrowmix._dataset.map_options import user_fingerprint
+from arrowmix._dataset.view_options import ViewOptions
 from arrowmix._fingerprint.transform import roll
 from arrowmix._storage import fs
 from arrowmix._storage.atomic import remove_dead_tmp
@@ -56,28 +58,45 @@ _ATTEMPTS = 3
 
 
 def with_selection(
-    ds: Dataset, sel: IndexMap, transform: str, kwargs: dict[str, Any] | None = None
+    ds: Dataset,
+    sel: IndexMap,
+    transform: str,
+    kwargs: dict[str, Any] | None = None,
+    opts: ViewOptions | None = None,
 ) -> Dataset:
     """``ds`` viewed through ``sel`` (positions in ``ds``), composed into one mapping.
 
-    The fingerprint rolls forward with ``transform`` and its canonical ``kwargs``.
+    The fingerprint rolls forward with ``transform`` and its canonical ``kwargs`` (or is
+    ``opts.new_fingerprint``); ``opts`` says where the mapping is stored (HF's
+    ``keep_in_memory``, ``indices_cache_file_name``, ``load_from_cache_file``).
     """
-    fingerprint = roll(ds.fingerprint, transform, kwargs)
+    opts = opts or ViewOptions()
+    if opts.new_fingerprint is not None:
+        fingerprint, key = user_fingerprint(opts.new_fingerprint)
+    else:
+        fingerprint = key = roll(ds.fingerprint, transform, kwargs)
     s = ds._s
     mapping = sel if s.indices is None else s.indices.compose(sel)
     path = None
-    if mapping.is_range and mapping.start == 0 and mapping.stop == s.table.num_rows:
-        result: IndexMap | None = None
-    else:
-        result, path = load_or_store(
+
+    def store() -> tuple[IndexMap, str | None]:
+        return load_or_store(
             mapping,
-            fingerprint,
+            key,
             ds.cache_dir,
             ds.fingerprint,
             transform,
             s.storage_options,
             shipped=shipped_cache_dir(s.files),
+            path=opts.indices_cache_file_name,
+            in_memory=opts.keep_in_memory,
+            reuse=opts.load_from_cache_file,
         )
+
+    if mapping.is_range and mapping.start == 0 and mapping.stop == s.table.num_rows:
+        result: IndexMap | None = None
+    else:
+        result, path = store()
     for attempt in range(_ATTEMPTS):
         try:
             own = hold_cache_files([path] if path else [])
@@ -85,25 +104,23 @@ def with_selection(
         except FileNotFoundError:  # a cleanup removed it before we held it: write it again
             if attempt == _ATTEMPTS - 1:
                 raise
-            result, path = load_or_store(
-                mapping, fingerprint, ds.cache_dir, ds.fingerprint, transform, s.storage_options
-            )
+            result, path = store()
     holds = tuple(h for h in s.holds if h.path != s.indices_file) + own
     return Dataset(
         replace(s, fingerprint=fingerprint, indices=result, indices_file=path, holds=holds)
     )
 
 
-def select(ds: Dataset, indices: Any) -> Dataset:
+def select(ds: Dataset, indices: Any, opts: ViewOptions | None = None) -> Dataset:
     sel = to_positions(indices, len(ds))
     key: Any = range(sel.start, sel.stop) if sel.is_range else sel.array
-    return with_selection(ds, sel, "select", {"indices": key})
+    return with_selection(ds, sel, "select", {"indices": key}, opts)
 
 
-def shuffle(ds: Dataset, seed: int | None) -> Dataset:
+def shuffle(ds: Dataset, seed: int | None, opts: ViewOptions | None = None) -> Dataset:
     seed = check_seed(seed)
     perm = np.random.default_rng(seed).permutation(len(ds))
-    return with_selection(ds, IndexMap(array=perm), "shuffle", {"seed": seed})
+    return with_selection(ds, IndexMap(array=perm), "shuffle", {"seed": seed}, opts)
 
 
 def check_seed(seed: int | None) -> int:
@@ -135,6 +152,7 @@ def sort(
     column: str | Sequence[str],
     reverse: bool | Sequence[bool],
     null_placement: str = "at_end",
+    opts: ViewOptions | None = None,
 ) -> Dataset:
     if null_placement not in _NULL_PLACEMENT:
         raise ValueError(
@@ -159,7 +177,7 @@ def sort(
     kwargs: dict[str, Any] = {"column": cols, "reverse": revs}
     if placement == "at_start":
         kwargs["null_placement"] = placement
-    return with_selection(ds, IndexMap.from_array(perm), "sort", kwargs)
+    return with_selection(ds, IndexMap.from_array(perm), "sort", kwargs, opts)
 
 
 def _sort_indices(table: pa.Table, cols: list[str], orders: list[str], placement: str) -> Any:
@@ -172,7 +190,9 @@ def _sort_indices(table: pa.Table, cols: list[str], orders: list[str], placement
     return legacy(table, sort_keys=keys, null_placement=placement).to_numpy()
 
 
-def shard(ds: Dataset, num_shards: int, index: int, contiguous: bool) -> Dataset:
+def shard(
+    ds: Dataset, num_shards: int, index: int, contiguous: bool, opts: ViewOptions | None = None
+) -> Dataset:
     num_shards = check_int("num_shards", num_shards, minimum=1)
     index = check_index("index", index, num_shards)
     n = len(ds)
@@ -183,13 +203,16 @@ def shard(ds: Dataset, num_shards: int, index: int, contiguous: bool) -> Dataset
     else:
         sel = IndexMap.from_array(np.arange(index, n, num_shards, dtype=np.int64))
     kwargs = {"num_shards": num_shards, "index": index, "contiguous": contiguous}
-    return with_selection(ds, sel, "shard", kwargs)
+    return with_selection(ds, sel, "shard", kwargs, opts)
 
 
 def _open_flattened(
-    path: str, fp: str, n: int, so: Any, *, warn: bool = True
+    path: str, fp: str, n: int, so: Any, *, warn: bool = True, parent: str | None = None
 ) -> tuple[pa.Table, tuple[Hold, ...]] | None:
     """The flattened table at ``path`` and its hold, or None (with a ``CacheWarning``).
+
+    ``parent`` (given with a user's ``new_fingerprint``, which does not say what it was
+    flattened from): the file must also record that parent.
 
     A local file is held (registered as in use) before it is opened, so a concurrent cleanup
     cannot remove it in between; a file removed just before is reported missing (None).
@@ -204,44 +227,68 @@ def _open_flattened(
         why = str(exc)
     else:
         meta = read_meta(table.schema)
-        if meta.get("fingerprint") == fp and table.num_rows == n:
+        same_parent = parent is None or meta.get("parent") == parent
+        if meta.get("fingerprint") == fp and table.num_rows == n and same_parent:
             return table, holds
         why = (
             f"Cache file {path!r} does not match its name: expected {n} rows of fingerprint "
-            f"{fp!r}, found {table.num_rows} rows of {meta.get('fingerprint')!r}."
+            f"{fp!r}, found {table.num_rows} rows of {meta.get('fingerprint')!r}"
+            + ("." if same_parent else f" flattened from another dataset than {parent!r}.")
         )
     if warn:
         warnings.warn(f"{why} Recomputing it.", CacheWarning, stacklevel=4)
     return None
 
 
-def flatten_indices(ds: Dataset, *, cache_file_name: str | None = None) -> Dataset:
+def flatten_indices(
+    ds: Dataset,
+    *,
+    cache_file_name: str | None = None,
+    keep_in_memory: bool = False,
+    new_fingerprint: str | None = None,
+) -> Dataset:
     from arrowmix._dataset.map_options import check_cache_file_name
 
     user_path = check_cache_file_name(cache_file_name)
+    if keep_in_memory and user_path is not None:
+        raise ValueError("Please use either `keep_in_memory` or `cache_file_name` but not both.")
     s = ds._s
     if s.indices is None:
         return ds
-    fp = roll(ds.fingerprint, "flatten_indices")
-    path = user_path or fs.join(ds.cache_dir, _cache_file_name(fp))
+    parent = None
+    if new_fingerprint is not None:
+        fp, key = user_fingerprint(new_fingerprint)
+        parent = ds.fingerprint  # the name alone does not say what was flattened
+    else:
+        fp = key = roll(ds.fingerprint, "flatten_indices")
+    if keep_in_memory:
+        from arrowmix._dataset.hftable import hf_only
+
+        table = ds._range(0, len(ds)).combine_chunks()
+        table = table.replace_schema_metadata(hf_only(table.schema))  # HF's features kept
+        fields = ("fmt", "fmt_columns", "fmt_all", "fmt_kwargs", "cache_dir", "storage_options")
+        return Dataset(
+            DatasetState(table=table, fingerprint=fp, **{f: getattr(s, f) for f in fields})
+        )
+    path = user_path or fs.join(ds.cache_dir, _cache_file_name(key))
     n = len(ds)
     so = s.storage_options
     found = None
     shipped = shipped_cache_dir(s.files)
     if shipped is not None and shipped != ds.cache_dir and user_path is None:
         # A read-only corpus that ships its cache: a valid flattened copy is read in place.
-        beside = os.path.join(shipped, _cache_file_name(fp))
+        beside = os.path.join(shipped, _cache_file_name(key))
         if os.path.exists(beside):
-            found = _open_flattened(beside, fp, n, None, warn=False)
+            found = _open_flattened(beside, fp, n, None, warn=False, parent=parent)
             path = beside if found is not None else path
     if found is None and fs.exists(path, so):
-        found = _open_flattened(path, fp, n, so)
+        found = _open_flattened(path, fp, n, so, parent=parent)
     for _ in range(_ATTEMPTS):
         if found is not None:
             break
         _write_flattened(ds, path, fp)
         # None only if a cleanup removed the file before we held it (or it is unreadable)
-        found = _open_flattened(path, fp, n, so, warn=False)
+        found = _open_flattened(path, fp, n, so, warn=False, parent=parent)
     if found is None:
         raise CacheCorruptedError(f"Cache file {path!r} was just written but is not usable.")
     table, holds = found

@@ -14,11 +14,20 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from arrowmix._dataset.indices import IndexMap
+from arrowmix._dataset.view_options import ViewOptions, view_options
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
 
-__all__ = ["SplitResult", "split_sizes", "stratified_indices", "train_test_split"]
+__all__ = [
+    "SplitResult",
+    "split_options",
+    "split_sizes",
+    "stratified_indices",
+    "train_test_split",
+]
+
+_SHARED_OPTIONS = ("keep_in_memory", "load_from_cache_file", "writer_batch_size")
 
 
 class SplitResult(NamedTuple):
@@ -37,6 +46,34 @@ class SplitResult(NamedTuple):
     def keys(self) -> list[str]:
         """The split names."""
         return list(self._fields)
+
+
+def split_options(hf_options: dict[str, Any]) -> tuple[ViewOptions, ViewOptions]:
+    """The train and test :class:`ViewOptions` from HF's ``train_test_split`` arguments.
+
+    Raises:
+        TypeError: an argument HF's ``train_test_split`` does not have, or ``generator``
+            (pass ``seed``).
+    """
+    opts = dict(hf_options)
+    if "generator" in opts:
+        raise TypeError(
+            "train_test_split() does not take HF datasets' `generator=`: pass `seed=` (the "
+            "same seed draws the same rows as HF's default generator)."
+        )
+    shared = {k: opts.pop(k) for k in _SHARED_OPTIONS if k in opts}
+    per_split = []
+    for split in ("train", "test"):
+        per_split.append(
+            view_options(
+                **shared,
+                indices_cache_file_name=opts.pop(f"{split}_indices_cache_file_name", None),
+                new_fingerprint=opts.pop(f"{split}_new_fingerprint", None),
+            )
+        )
+    if opts:
+        raise TypeError(f"train_test_split() got unexpected keyword argument(s) {sorted(opts)}.")
+    return per_split[0], per_split[1]
 
 
 def _check_size(name: str, size: float | int | None, n: int) -> None:
@@ -135,6 +172,7 @@ def train_test_split(
     seed: int | None,
     shuffle: bool,
     stratify_by_column: str | None,
+    options: tuple[ViewOptions, ViewOptions] | None = None,
 ) -> SplitResult:
     from arrowmix._dataset.ops import check_seed, with_selection
 
@@ -166,6 +204,7 @@ def train_test_split(
         kw["train_size"] = train_size
     if stratify_by_column is not None:
         kw["stratify_by_column"] = stratify_by_column
-    train = with_selection(ds, train_sel, "train_test_split", {**kw, "split": "train"})
-    test = with_selection(ds, test_sel, "train_test_split", {**kw, "split": "test"})
+    train_opts, test_opts = options or (None, None)
+    train = with_selection(ds, train_sel, "train_test_split", {**kw, "split": "train"}, train_opts)
+    test = with_selection(ds, test_sel, "train_test_split", {**kw, "split": "test"}, test_opts)
     return SplitResult(train, test)

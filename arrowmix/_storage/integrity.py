@@ -137,6 +137,8 @@ def problem(buf: pa.Buffer, *, structural: bool) -> str | None:
     """
     view = memoryview(buf)
     if _regions(view) is None:
+        if structural and bytes(view[:4]) == _CONTINUATION:
+            return _stream_problem(buf)
         return "not an Arrow IPC file (bad magic or lengths)"
     try:
         reader = pa.ipc.open_file(buf)
@@ -158,6 +160,20 @@ def problem(buf: pa.Buffer, *, structural: bool) -> str | None:
     actual = _digest(view, spots)
     if actual != value:
         return f"checksum mismatch (stored {value}, content hashes to {actual}): damaged"
+    return None
+
+
+def _stream_problem(buf: pa.Buffer) -> str | None:
+    """Why the IPC *stream* in ``buf`` (a foreign file, no checksum) is damaged, or None."""
+    try:
+        reader = pa.ipc.open_stream(buf)
+        for i, batch in enumerate(reader):
+            try:
+                batch.validate(full=True)
+            except (pa.ArrowInvalid, OSError) as exc:
+                return f"record batch {i} is damaged: {exc}"
+    except (pa.ArrowInvalid, OSError) as exc:
+        return f"unreadable IPC stream: {exc}"
     return None
 
 

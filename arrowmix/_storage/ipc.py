@@ -26,8 +26,10 @@ from arrowmix.exceptions import CacheCorruptedError, ChunkFileError
 
 __all__ = [
     "META_KEY",
+    "is_ipc_stream",
     "local_copy",
     "open_table",
+    "read_ipc",
     "read_meta",
     "with_meta",
     "write_file",
@@ -139,10 +141,31 @@ def _write(sink: pa.NativeFile, batches: Iterable[pa.RecordBatch], schema: pa.Sc
     return rows
 
 
+def is_ipc_stream(buf: pa.Buffer) -> bool:
+    """Whether ``buf`` holds the Arrow IPC *stream* format (HF ``datasets``' ``.arrow`` files).
+
+    The file format starts with the magic ``ARROW1``; a stream starts with its schema
+    message (the continuation marker ``0xFFFFFFFF``, or a length in pre-1.0 streams).
+    """
+    head = memoryview(buf)[:6].tobytes()
+    return len(head) >= 4 and head != b"ARROW1"
+
+
+def read_ipc(buf: pa.Buffer) -> pa.Table:
+    """The table in ``buf`` (either IPC format), zero-copy: arrays point into ``buf``."""
+    if is_ipc_stream(buf):
+        return pa.ipc.open_stream(buf).read_all()
+    return pa.ipc.open_file(buf).read_all()
+
+
 def open_table(
     path: str, storage_options: Mapping[str, Any] | None = None, *, check: str | None = None
 ) -> pa.Table:
     """Open one Arrow IPC file as a table: memory-mapped when local, via fsspec otherwise.
+
+    Files in the IPC stream format (HF ``datasets`` writes its ``.arrow`` files so) are read
+    too, unless ``check="checksum"`` (a cache file arrowmix wrote is always in the file
+    format): still zero-copy, but opening reads every record batch's header, not a footer.
 
     Args:
         path: A local path or fsspec URL.
@@ -162,7 +185,9 @@ def open_table(
         buf = pa.memory_map(local, "r").read_buffer()
         if check is not None:
             _check(path, local, buf, check)
-        return pa.ipc.open_file(buf).read_all()
+        if check == "checksum":
+            return pa.ipc.open_file(buf).read_all()
+        return read_ipc(buf)
     except FileNotFoundError as exc:
         raise ChunkFileError(f"Arrow file not found: {path!r}.") from exc
     except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as exc:
@@ -170,7 +195,7 @@ def open_table(
             raise
         raise ChunkFileError(
             f"Cannot read {path!r} as an Arrow IPC file (truncated, corrupt, or another format"
-            f" such as the IPC stream format or Parquet): {exc}"
+            f" such as Parquet): {exc}"
         ) from exc
 
 

@@ -125,9 +125,11 @@ def _signature(arr: pa.Array[Any], base: int) -> tuple[Any, ...]:
 
 def _file_index(path: str) -> dict[tuple[Any, ...], tuple[int, int, int]]:
     """Buffer signatures of every ``(batch, column)`` array of ``path``, opened afresh."""
+    from arrowmix._storage.ipc import read_ipc
+
     buf = pa.memory_map(path, "r").read_buffer()
     out: dict[tuple[Any, ...], tuple[int, int, int]] = {}
-    for b, batch in enumerate(pa.ipc.open_file(buf).read_all().to_batches()):
+    for b, batch in enumerate(read_ipc(buf).to_batches()):
         for j, col in enumerate(batch.columns):
             out.setdefault((col.type, _signature(col, buf.address)), (b, j, col.offset))
     return out

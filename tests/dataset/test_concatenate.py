@@ -69,7 +69,7 @@ def test_axis_1_errors():
     a = am.Dataset.from_dict({"x": [1, 2]})
     with pytest.raises(ValueError, match="dataset 1 has 1 rows, dataset 0 has 2"):
         am.concatenate_datasets([a, am.Dataset.from_dict({"y": [1]})], axis=1)
-    with pytest.raises(ValueError, match=r"duplicate column name\(s\) \['x'\]"):
+    with pytest.raises(ValueError, match=r"duplicated column name\(s\) \['x'\]"):
         am.concatenate_datasets([a, a], axis=1)
     with pytest.raises(ValueError, match="`axis`"):
         am.concatenate_datasets([a], axis=2)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import errno
 import os
+import pickle
 import subprocess
 import sys
 
@@ -158,12 +159,30 @@ def test_truncated_file_error_names_file(tmp_path):
         am.Dataset.from_chunks(str(tmp_path))
 
 
-def test_stream_format_file_is_rejected_clearly(tmp_path):
-    table = pa.table({"a": [1, 2]})
+def test_stream_format_file_opens_memory_mapped(tmp_path):
+    # HF datasets writes its .arrow files in the IPC stream format
+    table = pa.table({"a": list(range(50_000)), "s": ["x" * 20] * 50_000})
+    path = tmp_path / "data.arrow"
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table, max_chunksize=1000)
+    before = pa.total_allocated_bytes()
+    ds = am.Dataset.from_file(str(path))
+    assert pa.total_allocated_bytes() - before < 100_000  # mapped, not read into memory
+    assert len(ds) == 50_000 and ds[-1] == {"a": 49_999, "s": "x" * 20}
+    assert am.Dataset.from_chunks([str(path)]).fingerprint == ds.fingerprint
+    again = pickle.loads(pickle.dumps(ds))
+    assert again[12_345] == ds[12_345]
+
+
+def test_damaged_stream_format_file_is_refused(tmp_path):
+    table = pa.table({"s": ["abc", "de"]})
     path = tmp_path / "data.arrow"
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_stream(sink, table.schema) as w:
         w.write_table(table)
-    with pytest.raises(ChunkFileError, match="IPC file"):
+    data = bytearray(path.read_bytes())
+    data[-40:-8] = b"\xff" * 32  # offsets and characters of the last batch
+    path.write_bytes(bytes(data))
+    with pytest.raises(ChunkFileError, match=r"data\.arrow"):
         am.Dataset.from_file(str(path))
 
 

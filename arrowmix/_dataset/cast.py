@@ -1,0 +1,92 @@
+"""``cast`` (new column types, computed by a cached map) and ``flatten`` (struct columns split).
+
+``cast`` follows HF ``datasets``: the new schema must name exactly the dataset's columns, and
+the result is written like a ``map`` result (cached, memory-mapped, bounded memory); unlike
+HF it never changes a value: a cast that would overflow or truncate raises
+:class:`~arrowmix.exceptions.SchemaMismatchError` naming the column. ``flatten`` replaces each
+struct column by its fields (``"answers.text"``...), level by level, without copying data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from arrowmix.exceptions import SchemaMismatchError
+
+if TYPE_CHECKING:
+    from arrowmix._dataset.dataset import Dataset
+
+__all__ = ["cast", "cast_batch", "flatten"]
+
+_CAST_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
+
+
+def cast_batch(batch: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``batch`` with ``schema``'s column types, cast safely (nothing truncated or wrapped).
+
+    Raises:
+        SchemaMismatchError: a value does not survive the cast; the message names the column.
+    """
+    arrays = []
+    for field in schema:
+        col = batch.column(field.name)
+        try:
+            arrays.append(col.cast(field.type))
+        except _CAST_ERRORS as exc:
+            raise SchemaMismatchError(
+                f"Cannot cast column {field.name!r} from {col.type} to {field.type} without "
+                f"changing values: {exc}"
+            ) from exc
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def cast(ds: Dataset, schema: pa.Schema, map_kwargs: dict[str, Any]) -> Dataset:
+    """``ds`` with the column types of ``schema`` (the same columns), as a cached map result.
+
+    Raises:
+        ValueError: ``schema`` does not name exactly the dataset's columns (as in HF).
+        SchemaMismatchError: a type cannot be cast to, or a value does not survive the cast.
+    """
+    if sorted(schema.names) != sorted(ds.column_names):
+        raise ValueError(
+            f"The columns in features ({schema.names}) must be identical to the columns in "
+            f"the dataset: {ds.column_names}."
+        )
+    if ds.schema.equals(schema):
+        return ds
+    cast_batch(ds._range(0, 0), schema)  # an impossible type change raises before any work
+    s = ds._s
+    out = ds.with_format("arrow").map(
+        cast_batch, batched=True, fn_kwargs={"schema": schema}, desc="Casting", **map_kwargs
+    )
+    return out.with_format(s.fmt, s.fmt_columns, s.fmt_all, **dict(s.fmt_kwargs))
+
+
+def flatten(ds: Dataset, max_depth: int, new_fingerprint: str | None) -> Dataset:
+    """Struct columns replaced by their fields (``"parent.child"``), up to ``max_depth`` levels.
+
+    Raises:
+        TypeError: the dataset reads remote chunks through a bounded cache.
+    """
+    from arrowmix._dataset.map_options import user_fingerprint
+    from arrowmix._dataset.ops import _with_table
+    from arrowmix._validate import check_int
+
+    max_depth = check_int("max_depth", max_depth, minimum=1)
+    table = ds._s.table
+    if not isinstance(table, pa.Table):
+        raise TypeError(
+            "`flatten` needs the dataset's Arrow table; this dataset reads remote chunks "
+            "through a bounded cache: `map` the struct fields into columns instead."
+        )
+    for _ in range(1, max_depth):
+        if not any(pa.types.is_struct(f.type) for f in table.schema):
+            break
+        table = table.flatten()
+    out = _with_table(ds, table.replace_schema_metadata(None), "flatten", {"max_depth": max_depth})
+    if new_fingerprint is not None:
+        out = type(ds)(replace(out._s, fingerprint=user_fingerprint(new_fingerprint)[0]))
+    return out

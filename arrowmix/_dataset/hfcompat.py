@@ -1,0 +1,252 @@
+"""HF ``datasets``' names that code written against HF uses, beside arrowmix's own.
+
+Private attributes HF's users and tests read (``_fingerprint``, ``_data``, ``_indices``,
+``_format_type``...), its table view ``data``, ``formatted_as``, one-off formatted indexing
+(``_getitem``), ``to_dict(batched=True)`` and ``unique``: a mixin of
+:class:`~arrowmix.Dataset`, kept apart from the class body. Each says what it is in arrowmix's
+terms; none changes a dataset's rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from arrowmix._validate import check_int
+
+if TYPE_CHECKING:
+    from arrowmix._dataset.dataset import Dataset
+
+__all__ = ["HFCompat"]
+
+#: HF's default ``batch_size`` of ``to_dict(batched=True)`` (``DEFAULT_MAX_BATCH_SIZE``).
+_TO_DICT_BATCH = 1000
+_GETITEM_ARGS = {"format_type", "format_columns", "output_all_columns", "format_kwargs"}
+
+
+def _dataset(obj: HFCompat) -> Dataset:
+    """``obj`` as the :class:`~arrowmix.Dataset` it is (the mixin's only host)."""
+    return cast("Dataset", obj)
+
+
+class HFCompat:
+    """Mixin of :class:`~arrowmix.Dataset`: HF ``datasets``' names beside arrowmix's own."""
+
+    @property
+    def _fingerprint(self) -> str:
+        """HF ``datasets``' name of :attr:`fingerprint`, for code written against HF."""
+        return _dataset(self)._s.fingerprint
+
+    @property
+    def data(self) -> Any:
+        """The Arrow table under the view, wrapped like HF's ``datasets.table.Table``.
+
+        ``ds.data.table`` is the ``pyarrow.Table`` (the whole table under a shuffled or
+        filtered mapping, the selected rows of a contiguous selection, as in HF); the
+        other attributes are the table's. For code written against HF; arrowmix's own
+        way to the rows as a table is :meth:`to_table`.
+        """
+        from arrowmix._dataset.hftable import data_view
+
+        return data_view(_dataset(self))
+
+    @property
+    def info(self) -> Any:
+        """HF's ``DatasetInfo``: the texts given with ``from_dict(info=...)`` and ``features``.
+
+        For code written against HF (needs ``datasets`` installed). The description,
+        citation, homepage and license come from the ``info`` of ``from_dict``/``Dataset``,
+        or from an HF ``.arrow`` file's metadata; views keep them, ``concatenate_datasets``
+        merges them as HF does, a ``map`` result has none.
+        """
+        from arrowmix._dataset.hfinfo import dataset_info
+
+        return dataset_info(_dataset(self))
+
+    @property
+    def _data(self) -> Any:
+        """HF ``datasets``' private name of :attr:`data`, for code written against HF."""
+        return _dataset(self).data
+
+    @property
+    def _indices(self) -> Any:
+        """HF's indices table (one ``uint64`` column ``"indices"``) or None.
+
+        For code written against HF; None also for a contiguous selection, which HF keeps
+        as a slice of :attr:`data`.
+        """
+        from arrowmix._dataset.hftable import indices_view
+
+        return indices_view(_dataset(self))
+
+    def _getitem(self, key: Any, **format_args: Any) -> Any:
+        """HF ``datasets``' indexing with a one-off format, for code written against HF.
+
+        ``format_args``: HF's ``format_type``, ``format_columns``, ``output_all_columns``,
+        ``format_kwargs`` (default: this view's); ``ds._getitem(key)`` is ``ds[key]``.
+        """
+        if not format_args:
+            return _dataset(self)[key]
+        unknown = sorted(set(format_args) - _GETITEM_ARGS)
+        if unknown:
+            raise TypeError(f"_getitem() got unexpected keyword argument(s) {unknown}.")
+        s = _dataset(self)._s
+        view = _dataset(self).with_format(
+            format_args.get("format_type", s.fmt),
+            format_args.get("format_columns", s.fmt_columns),
+            format_args.get("output_all_columns", s.fmt_all),
+            **(format_args.get("format_kwargs") or dict(s.fmt_kwargs)),
+        )
+        return view[key]
+
+    def unique(self, column: str) -> list[Any]:
+        """The distinct values of ``column`` in the view, in order of first appearance (HF's).
+
+        Example:
+            >>> import arrowmix as am
+            >>> am.Dataset.from_dict({"x": [3, 1, 3, 2, 1]}).unique("x")
+            [3, 1, 2]
+        """
+        import pyarrow.compute as pc
+
+        _dataset(self)._check_column(column)
+        return list(
+            pc.unique(
+                _dataset(self)._range(0, _dataset(self).num_rows, [column]).column(column)
+            ).to_pylist()
+        )
+
+    def to_dict(self, batch_size: int | None = None, batched: bool = False) -> Any:
+        """The view as ``{column: [values...]}`` of Python objects (HF's ``to_dict``).
+
+        With ``batched=True``, an iterator of such dicts of ``batch_size`` rows each
+        (default 1,000, as in HF) instead, so that a large dataset never sits in memory as
+        Python objects.
+
+        Example:
+            >>> import arrowmix as am
+            >>> list(am.Dataset.from_dict({"x": [1, 2, 3]}).to_dict(batch_size=2, batched=True))
+            [{'x': [1, 2]}, {'x': [3]}]
+        """
+        if not batched:
+            return _dataset(self).to_table().to_pydict()
+        size = check_int("batch_size", batch_size or _TO_DICT_BATCH, minimum=1)
+        return (
+            _dataset(self)._range(i, min(i + size, _dataset(self).num_rows)).to_pydict()
+            for i in range(0, _dataset(self).num_rows, size)
+        )
+
+    @property
+    def _format_type(self) -> str | None:
+        """HF's name of the format type (``ds.format["type"]``), for code written against HF."""
+        return _dataset(self)._s.fmt
+
+    @property
+    def _format_kwargs(self) -> dict[str, Any]:
+        """HF's name of ``ds.format["format_kwargs"]``, for code written against HF."""
+        return dict(_dataset(self)._s.fmt_kwargs)
+
+    @property
+    def _output_all_columns(self) -> bool:
+        """HF's name of ``ds.format["output_all_columns"]``, for code written against HF."""
+        return _dataset(self)._s.fmt_all
+
+    @property
+    def _format_columns(self) -> list[str] | None:
+        """The formatted columns, None for all (HF's attribute, for code written against HF).
+
+        Assigning it is :meth:`set_format` with the same type and these columns (the
+        fingerprint rolls forward, as for any format change).
+        """
+        cols = _dataset(self)._s.fmt_columns
+        return list(cols) if cols is not None else None
+
+    @_format_columns.setter
+    def _format_columns(self, columns: Sequence[str] | None) -> None:
+        s = _dataset(self)._s
+        _dataset(self).set_format(s.fmt, columns, s.fmt_all, **dict(s.fmt_kwargs))
+
+    @contextlib.contextmanager
+    def formatted_as(
+        self,
+        type: str | None = None,
+        columns: str | Sequence[str] | None = None,
+        output_all_columns: bool = False,
+        **format_kwargs: Any,
+    ) -> Iterator[None]:
+        """HF's ``with ds.formatted_as(...):``: :meth:`set_format` inside the block only.
+
+        On leaving the block (also by an exception) the dataset has its previous format and
+        fingerprint back. ``ds.with_format(...)`` gives the same view as a new object.
+
+        Example:
+            >>> import arrowmix as am
+            >>> ds = am.Dataset.from_dict({"x": [1, 2]})
+            >>> with ds.formatted_as("numpy"):
+            ...     type(ds["x"]).__name__
+            'ndarray'
+            >>> ds["x"]
+            [1, 2]
+        """
+        before = _dataset(self)._s
+        try:
+            _dataset(self).set_format(type, columns, output_all_columns, **format_kwargs)
+            yield
+        finally:
+            _dataset(self)._s = before
+
+    def cast(
+        self,
+        features: Any,
+        batch_size: int | None = 1000,
+        keep_in_memory: bool = False,
+        load_from_cache_file: bool | None = None,
+        cache_file_name: str | None = None,
+        writer_batch_size: int | None = 1000,
+        num_proc: int | None = None,
+    ) -> Dataset:
+        """The dataset with new column types: a ``pyarrow.Schema`` or HF ``Features``.
+
+        ``features`` names exactly the dataset's columns (in the order wanted). The result is
+        computed like a batched :meth:`map` (cached on disk, ``num_proc``,
+        ``cache_file_name``... as there). Values never change: a cast that would overflow or
+        truncate (``300`` to ``int8``, ``1.5`` to an int) raises ``SchemaMismatchError``
+        naming the column.
+
+        Example:
+            >>> import arrowmix as am, pyarrow as pa
+            >>> ds = am.Dataset.from_dict({"x": [1, 2]})
+            >>> ds.cast(pa.schema([("x", pa.float32())])).schema.field("x").type
+            DataType(float)
+        """
+        from arrowmix._dataset.cast import cast
+        from arrowmix._dataset.constructors import _schema_of
+
+        schema = _schema_of(None, features)
+        if schema is None:
+            raise TypeError("`cast` needs `features`: a pyarrow.Schema or HF `Features`.")
+        map_kwargs = {
+            "batch_size": batch_size,
+            "keep_in_memory": keep_in_memory,
+            "load_from_cache_file": load_from_cache_file,
+            "cache_file_name": cache_file_name,
+            "writer_batch_size": writer_batch_size,
+            "num_proc": num_proc,
+        }
+        return cast(_dataset(self), schema, map_kwargs)
+
+    def flatten(self, new_fingerprint: str | None = None, max_depth: int = 16) -> Dataset:
+        """Struct columns replaced by their fields, named ``"parent.child"`` (HF's ``flatten``).
+
+        Nested structs are flattened too, up to ``max_depth`` levels. No data is copied.
+
+        Example:
+            >>> import arrowmix as am
+            >>> ds = am.Dataset.from_dict({"a": [{"b": 1, "c": {"d": "x"}}]})
+            >>> ds.flatten()[0]
+            {'a.b': 1, 'a.c.d': 'x'}
+        """
+        from arrowmix._dataset.cast import flatten
+
+        return flatten(_dataset(self), max_depth, new_fingerprint)
