@@ -5,6 +5,8 @@ Usage (from the repository root):
     python scripts/bench_map.py                 # 100k and 1M rows of text, both libraries
     python scripts/bench_map.py --big           # also: peak RSS of mapping a ~2 GB dataset
     python scripts/bench_map.py --only arrowmix # skip HF datasets
+    python scripts/bench_map.py --regression    # cold map, cache hit, shuffled read (1M rows)
+                                                # vs datasets, against the recorded ratios
 
 Every measurement runs in a fresh subprocess (cold imports, no state carried over) and
 reports medians of ``--repeat`` runs. Measured:
@@ -16,6 +18,14 @@ reports medians of ``--repeat`` runs. Measured:
    if a library needs it);
 3. ``num_proc=2`` vs ``1`` for an expensive per-row function;
 4. (``--big``) peak RSS (``resource.getrusage``) while mapping a ~2 GB dataset.
+
+``--regression`` measures only what must never get slower, on 1M rows, alternating the two
+libraries run by run: the cold batched map, the cache hit in a new process and a read in
+batches of 1,000 through ``shuffle(seed=0)``. It prints each ratio to ``datasets`` next to
+the ratio recorded in ``docs/benchmarks.md`` (``RECORDED``) and whether it still holds: the
+machine is shared and noisy, so only ratios measured in the same run are compared, with
+``TOLERANCE`` of slack. ``--baseline DIR`` also runs the arrowmix of another checkout (the
+main branch, say) in the same rounds and compares with it directly.
 
 Data lives in ``--dir`` (default ``$TMPDIR/arrowmix-bench``), generated once and reused.
 """
@@ -119,7 +129,7 @@ def child(kind, lib, path, extra):
         return {"arrowmix": am_dir, "datasets": hf_dir}
     t0 = time.perf_counter()
     if lib == "arrowmix":
-        sys.path.insert(0, ROOT)
+        sys.path.insert(0, os.environ.get("BENCH_ARROWMIX_ROOT", ROOT))
         import arrowmix as am
 
         ds = am.Dataset.from_chunks(path)
@@ -148,6 +158,12 @@ def child(kind, lib, path, extra):
         t = time.perf_counter()
         out = mapper(cheap, batched=True, load_from_cache_file=False)
         return {"s": time.perf_counter() - t, "rows": len(out)}
+    if kind == "shuffled":
+        view = ds.shuffle(seed=0)
+        t = time.perf_counter()
+        n = sum(len(b["id"]) for b in view.iter(batch_size=1000))
+        dt = time.perf_counter() - t
+        return {"rows_per_s": n / dt, "s": dt}
     if kind == "nproc":
         sub = ds.select(range(int(extra)))
         t = time.perf_counter()
@@ -179,6 +195,80 @@ def median_of(repeat, key, *child_args, **child_kwargs):
     return statistics.median(r[key] for r in runs), runs[-1]
 
 
+#: arrowmix / datasets as recorded in docs/benchmarks.md (speed ratios: higher is better for
+#: arrowmix) before the HF-parity work on map: cold map 3.63 M vs 1.48 M rows/s, cache hit
+#: 190 ms vs 617 ms (datasets' time over ours), shuffled read 2.02 M vs 285 k rows/s.
+RECORDED = {"cold": 3.63 / 1.48, "hit": 617 / 190, "shuffled": 2.02 / 0.285}
+#: A ratio within this factor of the reference counts as "not slower" (the machine's noise).
+TOLERANCE = 0.75
+_KINDS = {"cold": "rows_per_s", "hit": "total_s", "shuffled": "rows_per_s"}
+
+
+def _ms(seconds):
+    return f"{seconds * 1000:.0f} ms"
+
+
+def _rate(rows_per_s):
+    return f"{rows_per_s / 1e6:.2f} M rows/s"
+
+
+def _speed(kind, ours, theirs):
+    """How many times faster ``ours`` is than ``theirs`` (times or rates)."""
+    return theirs / ours if _KINDS[kind] == "total_s" else ours / theirs
+
+
+def regression(args, env):
+    """Cold map, cache hit and shuffled read of 1M rows, the libraries alternating run by run.
+
+    With ``--baseline DIR`` (another checkout, e.g. ``git worktree add /tmp/base main``), its
+    arrowmix runs in the same rounds, and "holds" compares with it directly; otherwise with
+    the ratios to ``datasets`` recorded in docs/benchmarks.md.
+    """
+    made = run_child("make", "datasets", args.dir, "1000000,50")
+    libs = {"arrowmix": ("arrowmix", made["arrowmix"], {})}
+    if args.baseline:
+        root = {"BENCH_ARROWMIX_ROOT": os.path.abspath(args.baseline)}
+        libs["baseline"] = ("arrowmix", made["arrowmix"], root)
+    libs["datasets"] = ("datasets", made["datasets"], {})
+    for lib, path, _ in libs.values():
+        clear_cache_files(path)
+        run_child("hit", lib, path, env=env)  # populate the cache of the hit measurement
+    runs = {(k, name): [] for k in _KINDS for name in libs}
+    for _ in range(args.repeat):
+        for kind, key in _KINDS.items():
+            for name, (lib, path, extra) in libs.items():
+                runs[(kind, name)].append(run_child(kind, lib, path, env={**env, **extra})[key])
+    med = {k: statistics.median(v) for k, v in runs.items()}
+    base = "baseline" if args.baseline else None
+    print(
+        "\n| measure (1M rows) | arrowmix | "
+        + ("baseline | arrowmix / baseline | " if base else "")
+        + "datasets | arrowmix / datasets | recorded | holds |"
+    )
+    print("| --- " * (8 if base else 6) + "|")
+    results = {}
+    for kind, key in _KINDS.items():
+        unit = _ms if key == "total_s" else _rate
+        a, d = med[(kind, "arrowmix")], med[(kind, "datasets")]
+        ratio = _speed(kind, a, d)
+        r = {"arrowmix": a, "datasets": d, "vs_datasets": ratio}
+        if base:
+            b = med[(kind, base)]
+            r.update(baseline=b, vs_baseline=_speed(kind, a, b))
+            holds = r["vs_baseline"] >= TOLERANCE
+        else:
+            holds = ratio >= RECORDED[kind] * TOLERANCE
+        r["holds"] = holds
+        cells = [kind, unit(a)]
+        if base:
+            cells += [unit(r["baseline"]), f"{r['vs_baseline']:.2f}x"]
+        cells += [unit(d), f"{ratio:.2f}x", f"{RECORDED[kind]:.2f}x", "yes" if holds else "**no**"]
+        print("| " + " | ".join(cells) + " |")
+        results[kind] = r
+    print("\n" + json.dumps(results, indent=1))
+    return all(r["holds"] for r in results.values())
+
+
 # ---- main -----------------------------------------------------------------------------
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
@@ -187,6 +277,8 @@ def main():
     p.add_argument("--only", choices=["arrowmix", "datasets"])
     p.add_argument("--big", action="store_true", help="also map a ~2 GB dataset (peak RSS)")
     p.add_argument("--nproc-rows", type=int, default=100_000)
+    p.add_argument("--regression", action="store_true", help="only the never-slower checks")
+    p.add_argument("--baseline", help="with --regression: a checkout to compare arrowmix with")
     p.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
@@ -196,6 +288,8 @@ def main():
     os.makedirs(args.dir, exist_ok=True)
     libs = [args.only] if args.only else ["arrowmix", "datasets"]
     env = {"ARROWMIX_PROGRESS": "0", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}
+    if args.regression:
+        sys.exit(0 if regression(args, env) else 1)
     paths = {}
     for rows in (100_000, 1_000_000):
         hf = "datasets" if "datasets" in libs else "arrowmix"

@@ -51,6 +51,8 @@ __all__ = [
 
 #: ``cache-<fp>.lock``: a writer's lock file.
 LOCK_FILE_RE = re.compile(r"^cache-([0-9a-f]{16})\.lock$")
+#: ``<key>.pin`` / ``<key>.dl`` of a bounded chunk cache (``from_chunks(cache_limit=)``).
+CHUNK_LOCK_RE = re.compile(r"^[0-9a-f]{16}-.+\.(pin|dl)$")
 
 
 def plan_cleanup(
@@ -231,11 +233,13 @@ def remove_unused(cache_dir: str, keep: Set[str]) -> int:
 
 
 def remove_idle_locks(directories: Collection[str], *, dry_run: bool = False) -> list[str]:
-    """Remove the ``cache-<fp>.lock`` files of ``directories`` that no writer holds.
+    """Remove the lock files of ``directories`` that nobody holds.
 
-    A writer removes its lock file when done; one killed mid-way leaves it. Removing one is
-    safe at any time (see :mod:`arrowmix._cache.lock`). Returns the removed (or, in a dry
-    run, removable) paths.
+    ``cache-<fp>.lock`` of map writers, and the ``<key>.pin`` / ``<key>.dl`` files of a
+    bounded chunk cache. Their holders remove them when done; a process killed mid-way
+    leaves them. Removing an idle one is safe at any time: whoever opens it next checks that
+    the file it locked is still the one at the path (see :mod:`arrowmix._cache.lock`).
+    Returns the removed (or, in a dry run, removable) paths.
     """
     out = []
     for directory in directories:
@@ -244,7 +248,7 @@ def remove_idle_locks(directories: Collection[str], *, dry_run: bool = False) ->
         except OSError:
             continue
         for name in names:
-            if not LOCK_FILE_RE.match(name):
+            if not (LOCK_FILE_RE.match(name) or CHUNK_LOCK_RE.match(name)):
                 continue
             path = os.path.join(directory, name)
             if (not lock_held(path)) if dry_run else remove_idle_lock(path):

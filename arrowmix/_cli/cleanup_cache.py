@@ -24,7 +24,8 @@ indices-<fp>.arrow) from CACHE_DIR, and temporary files (tmp-<pid>-...partial) l
 that are gone. With no filter every cache file goes. Never removed: chunk files (the data),
 files whose name is not one of these exact patterns, entries a running process is writing
 (a held cache-<fp>.lock), files held by an open dataset, and --keep fingerprints. All segments
-of a fingerprint go together. Prints each file and the bytes freed."""
+of a fingerprint go together. Lock files nobody holds go too (cache-<fp>.lock, and the
+<key>.pin / <key>.dl files of a bounded chunk cache). Prints each file and the bytes freed."""
 
 EPILOG = """\
 examples:

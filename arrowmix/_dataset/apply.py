@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from arrowmix._dataset import formats
+from arrowmix._dataset.json_values import decode, has_json
 from arrowmix._dataset.residency import PageReleaser
 
 if TYPE_CHECKING:
@@ -81,11 +82,17 @@ class Call:
     fn_kwargs: Mapping[str, Any] = field(default_factory=dict)
     remove_columns: tuple[str, ...] = ()
     fmt: str | None = None
+    #: The format's ``format_kwargs`` (``with_format("numpy", dtype=...)``), as in HF.
+    fmt_kwargs: tuple[tuple[str, Any], ...] = ()
     with_rank: bool = False
     #: The worker's rank (``with_rank``): its index in the process pool, None in-process.
     rank: int | None = None
     drop_last_batch: bool = False
     try_original_type: bool = True
+    #: ``map(features=...)`` as an Arrow schema (its HF metadata kept): the output's schema.
+    features: pa.Schema | None = None
+    #: HF's ``on_mixed_types``: ``"use_json"`` stores columns of mixed types as JSON.
+    on_mixed_types: str | None = None
 
     @property
     def name(self) -> str:
@@ -201,6 +208,7 @@ class LazyBatch(MutableMapping[str, Any]):
 
     def __init__(self, table: pa.Table) -> None:
         self._table = table
+        self._json = any(has_json(t) for t in table.schema.types)
         self._keys = list(table.column_names)
         self._data: dict[str, Any] = {}
         self.assigned: set[str] = set()
@@ -210,7 +218,10 @@ class LazyBatch(MutableMapping[str, Any]):
             return self._data[key]
         if key not in self._keys:
             raise KeyError(f"Unknown column {key!r}; available columns: {self._keys}.")
-        value = self._table.column(key).to_pylist()
+        col = self._table.column(key)
+        value = col.to_pylist()
+        if self._json and has_json(col.type):  # HF's Json(): the values, not their text
+            value = [decode(v, col.type) for v in value]
         self._data[key] = value
         return value
 
@@ -253,6 +264,10 @@ class LazyBatch(MutableMapping[str, Any]):
         return self._table.column(key)
 
 
+def _has_json(table: pa.Table) -> bool:
+    return any(has_json(t) for t in table.schema.types)
+
+
 def blocks(ds: Dataset, start: int, stop: int, size: int) -> Iterator[tuple[int, pa.Table]]:
     """View rows ``[start, stop)`` in tables of ``size`` rows, with bounded resident memory."""
     s = ds._s
@@ -267,7 +282,10 @@ def blocks(ds: Dataset, start: int, stop: int, size: int) -> Iterator[tuple[int,
 
 def call_input(call: Call, lo: int, table: pa.Table) -> list[Any]:
     """The positional arguments of a batched call on ``table`` (view rows from ``lo``)."""
-    batch: Any = LazyBatch(table) if call.fmt is None else formats.format_batch(table, call.fmt)
+    if call.fmt is None:
+        batch: Any = LazyBatch(table)
+    else:
+        batch = formats.format_batch(table, call.fmt, dict(call.fmt_kwargs))
     if call.input_columns is not None:
         args: list[Any] = [batch[c] for c in call.input_columns]
     else:
@@ -280,10 +298,12 @@ def row_args(call: Call, lo: int, table: pa.Table) -> list[list[Any]]:
     n = table.num_rows
     if call.input_columns is not None:
         sub = table.select(list(call.input_columns))
-        cols = formats.format_batch(sub, call.fmt) if call.fmt != "arrow" else sub.to_pydict()
+        fmt = formats.Format(call.fmt, kwargs=call.fmt_kwargs, json=_has_json(sub))
+        cols = fmt.batch(sub) if call.fmt != "arrow" else sub.to_pydict()
         per_row = [[cols[c][i] for c in call.input_columns] for i in range(n)]
     else:
-        per_row = [[r] for r in formats.format_rows(table, call.fmt)]
+        fmt = formats.Format(call.fmt, kwargs=call.fmt_kwargs, json=_has_json(table))
+        per_row = [[r] for r in fmt.rows(table)]
     if call.with_indices or call.with_rank:
         for i, args in enumerate(per_row):
             args.extend(call.extra_args(lo + i))

@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.hftable import hf_only
+from arrowmix._dataset.json_values import mixed_array, no_mixed_types
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage.chunks import is_arrowmix_chunk, list_chunk_files, write_batches
 from arrowmix._storage.digests import MANIFEST_NAME, file_digest, manifest_problems, read_manifest
@@ -59,19 +60,44 @@ def from_arrow(data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> Da
     return Dataset(DatasetState(table=table, fingerprint=fp))
 
 
-def from_dict(mapping: Mapping[str, Sequence[Any]], schema: pa.Schema | None = None) -> Dataset:
-    """A dataset from ``{"column": [values...]}``; see :func:`typed_table` for ``schema``."""
+def from_dict(
+    mapping: Mapping[str, Sequence[Any]],
+    schema: pa.Schema | None = None,
+    on_mixed_types: str | None = None,
+) -> Dataset:
+    """A dataset from ``{"column": [values...]}``; see :func:`typed_table` for ``schema``.
+
+    ``on_mixed_types="use_json"`` (without ``schema``): see ``arrowmix._dataset.json_values``.
+    """
     lengths = {k: len(v) for k, v in mapping.items()}
     if len(set(lengths.values())) > 1:
         raise ValueError(f"All columns must have the same length; got lengths {lengths}.")
+    if no_mixed_types(on_mixed_types) and schema is None:
+        columns = {k: _json_where_mixed(v) for k, v in mapping.items()}
+        return from_arrow(pa.table(columns))
     if schema is None:
         return from_arrow(pa.table(dict(mapping)))
     return from_arrow(typed_table(mapping, schema))
 
 
-def from_pylist(rows: Sequence[Mapping[str, Any]], schema: pa.Schema | None = None) -> Dataset:
+def _json_where_mixed(values: Any) -> Any:
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values
+    values = list(values)
+    mixed = mixed_array(values)
+    return mixed if mixed is not None else pa.array(values)
+
+
+def from_pylist(
+    rows: Sequence[Mapping[str, Any]],
+    schema: pa.Schema | None = None,
+    on_mixed_types: str | None = None,
+) -> Dataset:
     """A dataset from a list of row dicts (missing keys become nulls)."""
     rows = list(rows)
+    if no_mixed_types(on_mixed_types) and schema is None:
+        names = list(dict.fromkeys(k for r in rows for k in r))
+        return from_dict({n: [r.get(n) for r in rows] for n in names}, None, on_mixed_types)
     if schema is None:
         return from_arrow(pa.Table.from_pylist(rows))
     extra = sorted({k for r in rows for k in r} - set(schema.names))

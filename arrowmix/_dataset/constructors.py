@@ -29,6 +29,7 @@ class DatasetConstructors:
         schema: pa.Schema | None = None,
         *,
         features: Any = None,
+        on_mixed_types: str | None = None,
         info: Any = None,
         split: Any = None,
     ) -> Dataset:
@@ -39,13 +40,17 @@ class DatasetConstructors:
         a float or string column, whole floats to ints); a lossy cast raises
         ``SchemaMismatchError`` naming the column. HF's ``info=`` (a ``DatasetInfo``) gives
         its ``features`` the same way, and its description, citation, homepage and license
-        are kept for ``ds.info``; ``split`` is ignored.
+        are kept for ``ds.info``; ``split`` is ignored. Without a schema, HF's
+        ``on_mixed_types="use_json"`` stores the places of a column whose values have mixed
+        types (a str among ints, dicts with different keys) as JSON, read back as the values
+        given (``docs/migrating-from-datasets.md``).
         """
         from arrowmix._dataset import build
         from arrowmix._dataset.hfinfo import dataset_with_info
 
         del split  # HF's split name: arrowmix datasets have none
-        return dataset_with_info(build.from_dict(mapping, _schema_of(schema, features, info)), info)
+        built = build.from_dict(mapping, _schema_of(schema, features, info), on_mixed_types)
+        return dataset_with_info(built, info)
 
     @classmethod
     def from_pylist(
@@ -54,6 +59,7 @@ class DatasetConstructors:
         schema: pa.Schema | None = None,
         *,
         features: Any = None,
+        on_mixed_types: str | None = None,
         info: Any = None,
         split: Any = None,
     ) -> Dataset:
@@ -62,7 +68,8 @@ class DatasetConstructors:
         from arrowmix._dataset.hfinfo import dataset_with_info
 
         del split  # as in from_dict
-        return dataset_with_info(build.from_pylist(rows, _schema_of(schema, features, info)), info)
+        built = build.from_pylist(rows, _schema_of(schema, features, info), on_mixed_types)
+        return dataset_with_info(built, info)
 
     @classmethod
     def from_list(
@@ -71,11 +78,14 @@ class DatasetConstructors:
         schema: pa.Schema | None = None,
         *,
         features: Any = None,
+        on_mixed_types: str | None = None,
         info: Any = None,
         split: Any = None,
     ) -> Dataset:
         """HF ``datasets``' name for :meth:`from_pylist`."""
-        return cls.from_pylist(rows, schema, features=features, info=info, split=split)
+        return cls.from_pylist(
+            rows, schema, features=features, on_mixed_types=on_mixed_types, info=info, split=split
+        )
 
     @classmethod
     def from_arrow(cls, table_or_record_batches: Any) -> Dataset:
@@ -261,12 +271,15 @@ def _finish(ds: Dataset, features: Any, keep_in_memory: bool) -> Dataset:
     return in_memory_copy(ds) if keep_in_memory else ds
 
 
-def _schema_of(schema: pa.Schema | None, features: Any, info: Any = None) -> pa.Schema | None:
+def _schema_of(schema: Any, features: Any, info: Any = None) -> pa.Schema | None:
     """``schema``, or the Arrow schema of HF-style ``features`` (``Features.arrow_schema``).
 
     ``info`` (an HF ``DatasetInfo``) gives its ``features`` when ``features`` is None; both
-    given and different is a ValueError, as in HF.
+    given and different is a ValueError, as in HF. HF's ``from_dict(mapping, features)``
+    (the features as the second positional argument) is understood.
     """
+    if schema is not None and not isinstance(schema, pa.Schema) and features is None:
+        schema, features = None, schema  # HF's from_dict(mapping, Features(...)), positional
     info_features = getattr(info, "features", None) if info is not None else None
     if info_features is not None:
         if features is not None and features != info_features:
@@ -276,7 +289,8 @@ def _schema_of(schema: pa.Schema | None, features: Any, info: Any = None) -> pa.
             )
         features = info_features
     if features is None:
-        return schema
+        given: pa.Schema | None = schema
+        return given
     if schema is not None:
         raise TypeError("Give `schema` or `features`, not both.")
     found = features if isinstance(features, pa.Schema) else getattr(features, "arrow_schema", None)
@@ -285,4 +299,6 @@ def _schema_of(schema: pa.Schema | None, features: Any, info: Any = None) -> pa.
             "`features` must be a pyarrow.Schema or an HF datasets `Features` object; got a "
             f"{type(features).__name__}."
         )
-    return found.remove_metadata()
+    from arrowmix._dataset.hf_features import hf_metadata
+
+    return found.remove_metadata().with_metadata(hf_metadata(found))  # HF's features kept

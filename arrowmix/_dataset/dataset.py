@@ -60,7 +60,10 @@ class DatasetState:
     @cached_property
     def format(self) -> formats.Format:
         """The output format (built on first use)."""
-        return formats.Format(self.fmt, self.fmt_columns, self.fmt_all, self.fmt_kwargs)
+        from arrowmix._dataset.json_values import has_json
+
+        json = any(has_json(t) for t in self.table.schema.types)
+        return formats.Format(self.fmt, self.fmt_columns, self.fmt_all, self.fmt_kwargs, json)
 
     @cached_property
     def reader(self) -> TableReader | RemoteTable:
@@ -179,7 +182,9 @@ class Dataset(DatasetConstructors, HFCompat):
     def features(self) -> Any:
         """The schema as HF ``datasets.Features``, for code written against HF (needs it installed).
 
-        arrowmix's own description of the columns is :attr:`schema`.
+        Features declared with ``from_dict(features=...)`` or ``map(features=...)`` (such as
+        ``ClassLabel`` names) are kept, through ``map``, for the columns whose type stays the
+        same. arrowmix's own description of the columns is :attr:`schema`.
         """
         import importlib
 
@@ -190,7 +195,12 @@ class Dataset(DatasetConstructors, HFCompat):
                 "`ds.features` converts the schema to HF datasets' `Features` and needs "
                 "`datasets` installed; `ds.schema` is the same information as a pyarrow.Schema."
             ) from exc
-        return hf.Features.from_arrow_schema(self.schema)
+        from arrowmix._dataset.hf_features import hf_metadata
+
+        # HF's own description of the columns (class names...) where the data carries it
+        return hf.Features.from_arrow_schema(
+            self.schema.with_metadata(hf_metadata(self._s.table.schema))
+        )
 
     @property
     def num_columns(self) -> int:
@@ -351,7 +361,8 @@ class Dataset(DatasetConstructors, HFCompat):
 
     def to_list(self) -> list[dict[str, Any]]:
         """The view as a list of row dicts of Python objects (HF's ``to_list``)."""
-        return self.to_table().to_pylist()
+        cols = self.to_dict()
+        return [{k: v[i] for k, v in cols.items()} for i in range(self.num_rows)]
 
     def to_table(self) -> pa.Table:
         """The view materialised as one ``pyarrow.Table`` (zero-copy without an array mapping)."""
@@ -571,6 +582,8 @@ class Dataset(DatasetConstructors, HFCompat):
         remove_columns: str | Sequence[str] | None = None,
         drop_last_batch: bool = False,
         try_original_type: bool | None = True,
+        features: Any = None,
+        on_mixed_types: str | None = None,
         num_proc: int | None = None,
         load_from_cache_file: bool | None = None,
         cache_file_name: str | None = None,
@@ -611,6 +624,12 @@ class Dataset(DatasetConstructors, HFCompat):
             drop_last_batch: Skip the dataset's last batch if it is incomplete.
             try_original_type: A returned column named like an input column keeps the
                 input's type when no value changes (``1.0`` stays ``1``).
+            features: The output's columns and types (HF ``Features`` or a
+                ``pyarrow.Schema``): each batch is cast to them, and a value that would
+                change raises naming the column; HF class labels are encoded and checked.
+            on_mixed_types: HF's ``"use_json"`` stores the places of a returned column
+                whose values have mixed types as JSON (read back as the values); None
+                (the default) raises on mixed types, naming the row.
             num_proc: Processes computing the segments.
             load_from_cache_file: False recomputes even when the cache files exist.
             cache_file_name: Where to write the result instead of :attr:`cache_dir`.
@@ -644,6 +663,8 @@ class Dataset(DatasetConstructors, HFCompat):
             drop_last_batch=drop_last_batch,
             try_original_type=try_original_type,
             suffix_template=hf_options.pop("suffix_template", None),
+            features=features,
+            on_mixed_types=on_mixed_types,
             opts=map_options(
                 "map",
                 num_proc=num_proc,
@@ -738,6 +759,7 @@ class Dataset(DatasetConstructors, HFCompat):
         num_instances: int = 1,
         instance_rank: int = 0,
         read_ahead: int | str | None = None,
+        shard: str | None = None,
     ) -> Any:
         """A checkpointable stream of this dataset's rows (dicts), for training loops.
 
@@ -753,6 +775,14 @@ class Dataset(DatasetConstructors, HFCompat):
                 (``from_chunks(..., cache_limit=...)``): how many chunks (an int; default 4)
                 or bytes (a size such as ``"2GB"``) to download ahead of the reader, in the
                 order the stream reads them. Ignored for local data.
+            shard: how the ranks split each epoch. ``"rows"``: the rows of the epoch's
+                order in turn (every rank reads rows of every chunk). ``"chunks"``: each
+                rank reads one contiguous span of the epoch's chunk order, whole chunks
+                but the two at its ends, so over remote chunks it downloads only its own
+                share; every rank gets ``len(ds) // num_instances`` rows per epoch and the
+                rest of the epoch is not read (``DroppedDataWarning``). Needs
+                ``shuffle="chunks"`` or None. Default (None): ``"chunks"`` for a bounded
+                remote corpus (``cache_limit=``) read with those shuffles, else ``"rows"``.
 
         Example:
             >>> import arrowmix as am
@@ -771,6 +801,7 @@ class Dataset(DatasetConstructors, HFCompat):
             infinite=infinite,
             num_instances=num_instances,
             instance_rank=instance_rank,
+            shard=shard,
         )
 
     def cleanup_cache_files(self) -> int:

@@ -53,6 +53,9 @@ class Format:
     columns: tuple[str, ...] | None = None
     output_all_columns: bool = False
     kwargs: tuple[tuple[str, Any], ...] = ()
+    #: The table holds ``arrow.json`` (``on_mixed_types="use_json"``): the Python format
+    #: decodes it (``arrowmix._dataset.json_values``).
+    json: bool = False
 
     def read_columns(self) -> list[str] | None:
         """The columns to read for a row or batch (``None``: all of them)."""
@@ -62,6 +65,14 @@ class Format:
 
     def batch(self, table: pa.Table) -> Any:
         """A batch of ``table`` (read with :meth:`read_columns`) in this format."""
+        out = self._batch(table)
+        if self.json and self.type is None:
+            from arrowmix._dataset.json_values import decode_pydict
+
+            return decode_pydict(table, out)
+        return out
+
+    def _batch(self, table: pa.Table) -> Any:
         kw = dict(self.kwargs) if self.kwargs else None
         if self.columns is None or not self.output_all_columns:
             return format_batch(table, self.type, kw)
@@ -76,6 +87,11 @@ class Format:
 
     def rows(self, table: pa.Table) -> list[Any]:
         """Each row of ``table`` (read with :meth:`read_columns`) in this format."""
+        if self.json and self.type is None:
+            from arrowmix._dataset.json_values import decode_pydict
+
+            cols = decode_pydict(table, table.to_pydict())
+            return [{k: v[i] for k, v in cols.items()} for i in range(table.num_rows)]
         if self.columns is None or not self.output_all_columns or self.type == "arrow":
             return format_rows(table, self.type, dict(self.kwargs) if self.kwargs else None)
         cols = self.batch(table)
@@ -85,7 +101,13 @@ class Format:
         """Column ``name``: formatted if it is a formatted column, else Python objects."""
         if self.columns is not None and name not in self.columns:
             return col.to_pylist()
-        return format_column(col, self.type, dict(self.kwargs))
+        out = format_column(col, self.type, dict(self.kwargs))
+        if self.json and self.type is None:
+            from arrowmix._dataset.json_values import decode, has_json
+
+            if has_json(col.type):
+                return [decode(v, col.type) for v in out]
+        return out
 
 
 def transmit_columns(

@@ -35,8 +35,22 @@ class HFCompat:
 
     @property
     def _fingerprint(self) -> str:
-        """HF ``datasets``' name of :attr:`fingerprint`, for code written against HF."""
+        """HF ``datasets``' name of :attr:`fingerprint`, for code written against HF.
+
+        Assigning it (as HF's own transforms do) gives this object that fingerprint, like a
+        ``new_fingerprint=`` argument: any string HF accepts, the caller's promise that it
+        names these rows.
+        """
         return _dataset(self)._s.fingerprint
+
+    @_fingerprint.setter
+    def _fingerprint(self, value: str) -> None:
+        from dataclasses import replace
+
+        from arrowmix._dataset.map_options import user_fingerprint
+
+        ds = _dataset(self)
+        ds._s = replace(ds._s, fingerprint=user_fingerprint(value)[0])
 
     @property
     def data(self) -> Any:
@@ -129,13 +143,15 @@ class HFCompat:
             >>> list(am.Dataset.from_dict({"x": [1, 2, 3]}).to_dict(batch_size=2, batched=True))
             [{'x': [1, 2]}, {'x': [3]}]
         """
+        from arrowmix._dataset.json_values import decode_pydict  # on_mixed_types' JSON
+
+        ds = _dataset(self)
         if not batched:
-            return _dataset(self).to_table().to_pydict()
+            table = ds.to_table()
+            return decode_pydict(table, table.to_pydict())
         size = check_int("batch_size", batch_size or _TO_DICT_BATCH, minimum=1)
-        return (
-            _dataset(self)._range(i, min(i + size, _dataset(self).num_rows)).to_pydict()
-            for i in range(0, _dataset(self).num_rows, size)
-        )
+        parts = (ds._range(i, min(i + size, ds.num_rows)) for i in range(0, ds.num_rows, size))
+        return (decode_pydict(t, t.to_pydict()) for t in parts)
 
     @property
     def _format_type(self) -> str | None:

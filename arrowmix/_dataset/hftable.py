@@ -93,7 +93,10 @@ def _hf_metadata(schema: pa.Schema) -> dict[bytes, bytes] | None:
     raw_info = entry.get("info")
     info: dict[str, Any] = raw_info if isinstance(raw_info, dict) else {}
     described = schema.remove_metadata().with_metadata(own) if own else schema.remove_metadata()
-    features = datasets.Features.from_arrow_schema(described)
+    try:
+        features = datasets.Features.from_arrow_schema(described)
+    except (TypeError, ValueError, NotImplementedError):  # a type HF cannot describe
+        return own
     info = {**info, "features": features.to_dict()}
     return {HF_META_KEY: json.dumps({**entry, "info": info}).encode()}
 

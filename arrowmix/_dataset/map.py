@@ -34,7 +34,9 @@ from arrowmix._cache.segments import Segment, plan_segments, unify_tables
 from arrowmix._dataset import formats
 from arrowmix._dataset.apply import Call
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
+from arrowmix._dataset.hf_features import HF_KEY, features_schema, hf_metadata
 from arrowmix._dataset.indices import IndexMap, load_or_store
+from arrowmix._dataset.json_values import no_mixed_types
 from arrowmix._dataset.map_job import MAP_VERSION, Job, load_complete, materialise
 from arrowmix._dataset.map_options import (
     MapOptions,
@@ -87,6 +89,9 @@ def _map_result(job: Job, fp: str, tables: list[pa.Table], segments: list[Segmen
         table = stored.select(columns)
         files = tuple(paths)
         holds = hold_cache_files(paths)
+    hf = hf_metadata(tables[0].schema)  # the HF features of the output, written with it
+    if hf:
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **hf})
     state = DatasetState(
         table=table,
         fingerprint=fp,
@@ -181,9 +186,12 @@ def _transform_fingerprint(ds: Dataset, kind: str, call: Call) -> tuple[str, dic
         "input_columns": list(call.input_columns) if call.input_columns else None,
         "remove_columns": list(call.remove_columns) or None,
         "format": call.fmt,
+        "format_kwargs": dict(call.fmt_kwargs) or None,
         "with_rank": call.with_rank,
         "drop_last_batch": call.drop_last_batch and call.batched,
         "try_original_type": call.try_original_type,
+        "features": _features_key(call.features),
+        "on_mixed_types": call.on_mixed_types,
     }
     defaults = dict.fromkeys(kwargs) | {
         "batched": False,
@@ -202,6 +210,14 @@ def _transform_fingerprint(ds: Dataset, kind: str, call: Call) -> tuple[str, dic
         stacklevel=6,  # transform_record < this < _run < map_dataset < Dataset.map < user
     )
     return record.fingerprint, record.to_dict()
+
+
+def _features_key(schema: pa.Schema | None) -> list[str] | None:
+    """``map(features=...)`` in the fingerprint: the Arrow types and HF's feature JSON."""
+    if schema is None:
+        return None
+    hf = hf_metadata(schema).get(HF_KEY, b"").decode()
+    return [str(schema.remove_metadata()), hf]
 
 
 def _align(ds: Dataset, call: Call) -> int:
@@ -241,6 +257,9 @@ def _run(kind: str, ds: Dataset, call: Call, opts: MapOptions) -> Dataset:
     # contiguous view of local data; remote chunks read through a bounded cache cannot be
     # referenced (the result would pin the whole corpus), so their kept columns are stored.
     zero_copy_ok = (ix is None or ix.is_range) and not isinstance(ds._s.table, RemoteTable)
+    # A file the user names holds every column (``Dataset.from_file(path)`` opens it, as in
+    # HF), and so does an output cast to ``features`` (kept columns are cast too).
+    zero_copy_ok = zero_copy_ok and user_path is None and call.features is None
     job = Job(kind, ds, call, key, zero_copy_ok=zero_copy_ok, record=record)
     shipped = shipped_cache_dir(ds._s.files) if load and user_path is None else None
     planned = segments
@@ -294,6 +313,7 @@ def _call(
         input_columns=_names(ds, input_columns, "input_columns"),
         fn_kwargs=dict(fn_kwargs or {}),
         fmt=ds._s.fmt,
+        fmt_kwargs=ds._s.fmt_kwargs if ds._s.fmt is not None else (),
         **more,
     )
 
@@ -312,12 +332,16 @@ def map_dataset(
     drop_last_batch: bool = False,
     try_original_type: bool | None = True,
     suffix_template: str | None = None,
+    features: Any = None,
+    on_mixed_types: str | None = None,
     opts: MapOptions = _DEFAULT_OPTIONS,
 ) -> Dataset:
     """``Dataset.map`` (see its docstring)."""
     if function is None:  # HF: identity, handy for remove_columns alone
         function = _identity
     _check_args(function, batch_size, opts.num_proc)
+    target = features_schema(features)
+    mixed = no_mixed_types(on_mixed_types)
     check_suffix_template(suffix_template)
     opts = replace(opts, executor=_resolve_executor(opts.executor))
     check_cache_file_name(opts.cache_file_name)
@@ -338,6 +362,8 @@ def map_dataset(
         remove_columns=removed,
         drop_last_batch=bool(drop_last_batch),
         try_original_type=try_original_type is not False,
+        features=target,
+        on_mixed_types=mixed,
     )
     return _run("map", ds, call, opts)
 

@@ -137,10 +137,25 @@ def _compute_segment(job: Job, seg: Segment, on_rows: Callable[[int], None]) -> 
     write_file(
         seg.path,
         _chain(first, it),
-        job.schema(first.schema),
+        job.schema(first.schema.with_metadata(_hf_metadata(job, run.columns, first.schema))),
         meta=meta,
         storage_options=job.storage_options,
     )
+
+
+def _hf_metadata(job: Job, columns: list[str] | None, stored: pa.Schema) -> dict[bytes, bytes]:
+    """The HF features of the output (``columns``; kept ones not stored have the parent's)."""
+    from arrowmix._dataset.hf_features import hf_metadata, output_metadata
+
+    if job.call.features is not None:
+        return hf_metadata(job.call.features)
+    parent = job.ds._s.table.schema
+    fields = [
+        stored.field(c) if c in stored.names else parent.field(c)
+        for c in columns or []
+        if c in stored.names or c in parent.names
+    ]
+    return output_metadata(parent, pa.schema(fields))
 
 
 def _chain(first: pa.RecordBatch, rest: Any) -> Any:

@@ -86,9 +86,7 @@ class MapOptions:
 #: HF ``datasets`` arguments accepted for compatibility that change nothing here.
 _NO_OP_HF_ARGS = {"writer_batch_size"}
 _UNSUPPORTED_HF_ARGS = {
-    "features": "cast the result afterwards (ds.map(...).cast) or return the wanted types",
     "disable_nullable": "Arrow columns here are always nullable",
-    "on_mixed_types": "return one type per column (mixed types raise, naming the row)",
 }
 
 

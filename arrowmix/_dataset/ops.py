@@ -23,6 +23,7 @@ from arrowmix._cache.paths import cache_file_name as _cache_file_name
 from arrowmix._cache.paths import shipped_cache_dir
 from arrowmix._dataset import formats
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
+from arrowmix._dataset.hf_features import hf_metadata, renamed_metadata
 from arrowmix._dataset.indices import IndexMap, load_or_store, to_positions
 from arrowmix._dataset.map_options import user_fingerprint
 from arrowmix._dataset.view_options import ViewOptions
@@ -292,7 +293,7 @@ def flatten_indices(
     if found is None:
         raise CacheCorruptedError(f"Cache file {path!r} was just written but is not usable.")
     table, holds = found
-    table = table.replace_schema_metadata(None)
+    table = table.replace_schema_metadata(hf_metadata(s.table.schema))  # HF's features kept
     return Dataset(
         DatasetState(
             table=table,
@@ -328,7 +329,7 @@ def _write_flattened(ds: Dataset, path: str, fp: str) -> None:
         "rows": n,
         "created": time.time(),
     }
-    schema = s.table.schema.remove_metadata()
+    schema = s.table.schema.remove_metadata().with_metadata(hf_metadata(s.table.schema))
     write_file(path, blocks, schema, meta=meta, storage_options=s.storage_options)
 
 
@@ -345,6 +346,9 @@ def _with_table(
 ) -> Dataset:
     s = ds._s
     cols = formats.transmit_columns(s.fmt_columns, ds.column_names, table.column_names, renamed)
+    if renamed:  # HF's features follow their columns (pyarrow's rename drops them)
+        meta = renamed_metadata(s.table.schema, renamed)
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **meta})
     fp = roll(ds.fingerprint, transform, kwargs)
     return Dataset(replace(s, table=table, fingerprint=fp, fmt_columns=cols))
 
@@ -356,7 +360,14 @@ def set_format(
     output_all_columns: bool,
     format_kwargs: dict[str, Any],
 ) -> Dataset:
-    """``ds`` viewed in another format; the fingerprint rolls forward (as in HF)."""
+    """``ds`` viewed in another format; the fingerprint rolls forward (as in HF).
+
+    A ``format_kwargs`` entry (a dict) is merged into the others, as HF does, so that
+    ``ds.with_format(**other.format)`` gives ``other``'s format.
+    """
+    nested = format_kwargs.pop("format_kwargs", None)
+    if nested:
+        format_kwargs = {**dict(nested), **format_kwargs}
     fmt = formats.check_format(type)
     cols = None
     if columns is not None:

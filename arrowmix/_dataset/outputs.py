@@ -271,7 +271,9 @@ def as_array(
             return _to_large(out) if isinstance(out, pa.ChunkedArray) else out
     except _ARROW_ERRORS as exc:
         raise SchemaMismatchError(
-            f"Column {name!r} returned by {fn} cannot be converted to Arrow: {exc}"
+            f"Column {name!r} returned by {fn} cannot be converted to Arrow: {exc}. Return "
+            "one type per column, or pass on_mixed_types='use_json' to store values of mixed "
+            "types as JSON (HF datasets' default in map)."
         ) from exc
     raise TypeError(
         f"Column {name!r} returned by batched function {fn} is a {type(value).__name__}; "

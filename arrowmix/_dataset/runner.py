@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from arrowmix._dataset.apply import ASYNC_BATCHES, Call, Invoker, blocks, call_input, row_args
 from arrowmix._dataset.conform import Conformer
+from arrowmix._dataset.hf_features import cast_to_features, check_labels, label_features
 from arrowmix._dataset.udf_output import Output, RowNames, call_batched, call_rows
 from arrowmix.exceptions import SchemaMismatchError
 
@@ -88,6 +89,7 @@ class MapSegment:
         self.stored: list[str] = []
         self._kept: list[str] = []
         self._out_keys: list[str] = []
+        self._labels: dict[str, Any] = {}
         self._shape: tuple[bool, tuple[str, ...]] = (False, ())
         self.rows_known = not call.batched
         self.unchanged = not call.remove_columns
@@ -100,11 +102,17 @@ class MapSegment:
         self._kept = [c for c in base if c not in out_keys]
         self.zero_copy = list(self._kept) if self._zero_copy_ok else []
         self.stored = [c for c in self.columns if c not in self.zero_copy]
+        if self._call.features is not None:  # every column, in the order of `features`
+            target = self._call.features.names
+            if sorted(self.columns) == sorted(target):
+                self.columns = self.stored = list(target)
         if not self.stored and self.zero_copy:  # keep the row count in the file
             self.stored = [self.zero_copy.pop()]
         elif not self.stored:  # no column at all (every one removed): count the rows
             self.stored = [ROWS_COLUMN]
         self._out_keys = out_keys
+        if self._call.features is None:  # returned columns that keep the input's class labels
+            self._labels = label_features(self._ds._s.table.schema, out_keys)
         self._shape = (out.whole, out.dropped)
         self.unchanged = not (out_keys or out.whole or removed)
         self.rows_known = self.rows_known or bool(self._kept)
@@ -196,6 +204,12 @@ class MapSegment:
                 for c in self.stored
             ]
             batch = pa.RecordBatch.from_arrays(arrays, names=self.stored)
+            if call.features is not None:
+                batch = cast_to_features(batch, call.features, f"{call.name} on {where}")
+            elif self._labels:
+                check_labels(
+                    batch, self._ds._s.table.schema, self._labels, f"{call.name} on {where}"
+                )
             for b in conform.push(batch, where, lo if n_out == n_in else None):
                 yield from coalesce.add(b)
             if conform.schema is not None and not hints:

@@ -79,7 +79,11 @@ class DatasetRows:
         return np.unique(np.r_[np.arange(0, n, _SCATTERED_BLOCK), n]).astype(np.int64)
 
     def take(self, positions: np.ndarray) -> pa.Table:
-        return self._ds._gather(np.asarray(positions, dtype=np.int64), self._columns)
+        ahead = self.__dict__.get("_ahead")
+        if ahead is None:
+            return self._ds._gather(np.asarray(positions, dtype=np.int64), self._columns)
+        with ahead.counting():  # downloads of this read count as this stream's
+            return self._ds._gather(np.asarray(positions, dtype=np.int64), self._columns)
 
     def token_column(self, name: str) -> TokenColumn:
         """Zero-copy views of the ``list<int*>`` column ``name`` of the memory-mapped chunks.
@@ -128,6 +132,16 @@ def _read_ahead(table: RemoteTable, read_ahead: int | str | None) -> ReadAhead:
     return ReadAhead(table, chunks=read_ahead)
 
 
-def to_stream(ds: Dataset, read_ahead: int | str | None = None, **kwargs: Any) -> ArrowSource:
-    """``from_row_source(DatasetRows(ds, read_ahead), **kwargs)``."""
-    return from_row_source(DatasetRows(ds, read_ahead), **kwargs)
+def to_stream(
+    ds: Dataset, read_ahead: int | str | None = None, shard: str | None = None, **kwargs: Any
+) -> ArrowSource:
+    """``from_row_source(DatasetRows(ds, read_ahead), shard=..., **kwargs)``.
+
+    ``shard=None`` picks ``"chunks"`` for a bounded remote corpus read in chunk or storage
+    order (each rank then downloads only its share), ``"rows"`` otherwise: over local or
+    fully copied chunks nothing is downloaded, and row dealing reads every row each epoch.
+    """
+    if shard is None:
+        bounded = isinstance(ds._s.table, RemoteTable)
+        shard = "chunks" if bounded and kwargs.get("shuffle", "global") != "global" else "rows"
+    return from_row_source(DatasetRows(ds, read_ahead), shard=shard, **kwargs)

@@ -31,11 +31,14 @@ from typing import Any
 import pyarrow as pa
 
 from arrowmix._dataset.apply import Call, Invoker, LazyBatch, call_input, row_args
+from arrowmix._dataset.json_values import encode_as, has_json, mixed_array
 from arrowmix._dataset.outputs import as_array, check_key, is_table_like, table_of
 from arrowmix._storage.cast import lossless_cast
 from arrowmix.exceptions import SchemaMismatchError
 
 __all__ = ["Output", "RowNames", "call_batched", "call_rows"]
+
+_ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError)
 
 
 @dataclass
@@ -67,6 +70,19 @@ def _convert(
     per_row: bool = False,
 ) -> pa.Array[Any]:
     hint = hints.get(name)
+    known = hint
+    if known is None and call.try_original_type and name in original.names:
+        known = original.field(name).type
+    if isinstance(value, list):
+        if known is not None and has_json(known):  # JSON text where the column holds JSON
+            try:
+                return encode_as(value, known)
+            except (*_ARROW_ERRORS, TypeError, ValueError):
+                pass  # not of that shape: inferred, then checked by the segment's schema
+        elif call.on_mixed_types == "use_json":
+            mixed = mixed_array(value)
+            if mixed is not None:
+                return mixed
     arr = as_array(call.name, name, value, hint, where=where, per_row=per_row)
     if (
         hint is None

@@ -8,8 +8,11 @@ Layout of the cache directory (one byte budget per directory, whatever the proce
   (sparse) when its space is reserved and renamed to ``<key>.arrow`` only once complete and
   checked, so a download killed mid-way is never taken for a chunk.
 - ``<key>.pin``: readers hold a shared ``flock`` on it while they read the copy; eviction
-  takes it exclusively without waiting, so a chunk in use by any process is never evicted.
-- ``<key>.dl``: held exclusively while the chunk is downloaded (one download per chunk).
+  takes it exclusively without waiting, so a chunk in use by any process is never evicted,
+  and removes it with the copy.
+- ``<key>.dl``: held exclusively while the chunk is downloaded (one download per chunk),
+  and removed by the downloader when done. A lock taken on a lock file that its holder
+  removed meanwhile is taken again on the current file, so removing them is safe.
 - ``budget.lock``: held while space is counted, reserved or freed.
 
 Space is the sum of the sizes of the copies and of the reserved downloads. Before a download,
@@ -35,15 +38,16 @@ import secrets
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 import xxhash
 
+from arrowmix._cache.lock import same_file
 from arrowmix._storage import integrity
 from arrowmix._storage.fs import url_to_fs
 from arrowmix._storage.remote_meta import RemoteChunk, fetch_ranges, same_version, version_tag
+from arrowmix._storage.remote_stats import CacheStats, count, counting, parse_size
 from arrowmix.exceptions import CacheLimitError, ChunkFileError, ObjectChangedError
 
 try:
@@ -56,6 +60,7 @@ __all__ = [
     "ChunkCache",
     "Pinned",
     "chunk_cache",
+    "counting",
     "default_chunk_cache_dir",
     "parse_size",
 ]
@@ -65,76 +70,46 @@ _PARTS_IN_FLIGHT = 8
 _POLL = 0.05
 #: How long a read waits for other readers to release space before CacheLimitError.
 WAIT_FOR_SPACE = 30.0
-_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
-          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}  # fmt: skip
 
 
-def parse_size(value: int | str, name: str = "cache_limit") -> int:
-    """Bytes from an int or a size string (``"200GB"``, ``"1.5 TiB"``, ``"512MB"``).
+def _lock_fd(path: str, mode: int) -> int | None:
+    """A descriptor of the file at ``path`` (created if missing) holding ``flock(mode)``.
 
-    Raises:
-        ValueError: not a positive size (the message shows the value).
+    ``.pin`` and ``.dl`` files are unlinked by whoever holds them exclusively once they are
+    no longer needed, so a lock taken on a file unlinked meanwhile is dropped and taken
+    again on the current one. None when ``LOCK_NB`` is in ``mode`` and the lock is busy.
     """
-    if isinstance(value, bool):
-        raise ValueError(f"`{name}` must be a size in bytes or a string, got {value!r}.")
-    if isinstance(value, int):
-        n = value
-    elif isinstance(value, str):
-        text = value.strip().upper().replace(" ", "")
-        digits = text.rstrip("KMGTIB")
-        unit = text[len(digits) :]
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            n = int(float(digits) * _UNITS[unit])
-        except (KeyError, ValueError) as exc:
-            raise ValueError(
-                f"`{name}` {value!r} is not a size; write it as bytes or like '200GB', '512MiB'."
-            ) from exc
-    else:
-        raise ValueError(f"`{name}` must be a size in bytes or a string, got {value!r}.")
-    if n <= 0:
-        raise ValueError(f"`{name}` must be positive, got {value!r}.")
-    return n
-
-
-@dataclass
-class CacheStats:
-    """What one process's readers of a cache directory have cost.
-
-    Attributes:
-        bytes_downloaded: bytes fetched from the store into local copies.
-        chunks_downloaded: copies made.
-        wait_seconds: time readers spent waiting for a chunk to be downloaded.
-        evicted: copies removed to make room.
-    """
-
-    bytes_downloaded: int = 0
-    chunks_downloaded: int = 0
-    wait_seconds: float = 0.0
-    evicted: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        """The counters as a plain dict."""
-        return {
-            "bytes_downloaded": self.bytes_downloaded,
-            "chunks_downloaded": self.chunks_downloaded,
-            "wait_seconds": round(self.wait_seconds, 6),
-            "evicted": self.evicted,
-        }
+            fcntl.flock(fd, mode)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except BaseException:
+            os.close(fd)
+            raise
+        if same_file(fd, path):
+            return fd
+        os.close(fd)
 
 
 @contextlib.contextmanager
 def _flock(path: str, mode: int) -> Iterator[bool]:
     """Hold ``flock(mode)`` on ``path`` (created if missing); yield False if NB and busy."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _lock_fd(path, mode)
+    if fd is None:
+        yield False
+        return
     try:
-        try:
-            fcntl.flock(fd, mode)
-        except BlockingIOError:
-            yield False
-            return
         yield True
     finally:
         os.close(fd)
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
 
 
 class Pinned:
@@ -191,9 +166,9 @@ class ChunkCache:
                 self._open[chunk.key] = pinned  # most recently used
                 pinned.users += 1
                 return pinned
-        fd = os.open(self._path(chunk.key + ".pin"), os.O_RDWR | os.O_CREAT, 0o644)
+        fd = _lock_fd(self._path(chunk.key + ".pin"), fcntl.LOCK_SH)
+        assert fd is not None  # a blocking lock
         try:
-            fcntl.flock(fd, fcntl.LOCK_SH)
             data = self._path(chunk.key + ".arrow")
             if not os.path.exists(data):
                 started = time.perf_counter()
@@ -201,8 +176,10 @@ class ChunkCache:
                     os.close(fd)
                     return None
                 if wait:
+                    waited = time.perf_counter() - started
                     with self._lock:
-                        self.stats.wait_seconds += time.perf_counter() - started
+                        self.stats.wait_seconds += waited
+                        count("wait_seconds", waited)
             os.utime(data)
             table = pa.ipc.open_file(pa.memory_map(data, "r").read_buffer()).read_all()
         except BaseException:
@@ -240,22 +217,26 @@ class ChunkCache:
         self, chunk: RemoteChunk, storage_options: Mapping[str, Any] | None, wait: bool
     ) -> bool:
         final = self._path(chunk.key + ".arrow")
-        with _flock(self._path(chunk.key + ".dl"), fcntl.LOCK_EX):
-            if os.path.exists(final):
-                return True  # another process or thread downloaded it meanwhile
-            for name in os.listdir(self.directory):  # a killed download of this chunk
-                if name.startswith(f"tmp-{chunk.key}-"):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(self._path(name))
-            partial = self._path(f"tmp-{chunk.key}-{os.getpid()}-{secrets.token_hex(4)}.partial")
-            if not self._reserve(chunk, partial, wait):
-                return False
+        lock = self._path(chunk.key + ".dl")
+        with _flock(lock, fcntl.LOCK_EX):
             try:
-                self._fetch(chunk, storage_options, partial)
-                os.replace(partial, final)
+                if os.path.exists(final):
+                    return True  # another process or thread downloaded it meanwhile
+                for name in os.listdir(self.directory):  # a killed download of this chunk
+                    if name.startswith(f"tmp-{chunk.key}-"):
+                        _unlink(self._path(name))
+                partial = self._path(
+                    f"tmp-{chunk.key}-{os.getpid()}-{secrets.token_hex(4)}.partial"
+                )
+                if not self._reserve(chunk, partial, wait):
+                    return False
+                try:
+                    self._fetch(chunk, storage_options, partial)
+                    os.replace(partial, final)
+                finally:
+                    _unlink(partial)
             finally:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(partial)
+                _unlink(lock)  # held exclusively: waiters retry on a new file (_lock_fd)
         return True
 
     def _fetch(
@@ -272,6 +253,7 @@ class ChunkCache:
                     os.pwrite(fd, data, a)
                     with self._lock:
                         self.stats.bytes_downloaded += len(data)
+                        count("bytes_downloaded", len(data))
             os.fsync(fd)
         finally:
             os.close(fd)
@@ -300,6 +282,7 @@ class ChunkCache:
             )
         with self._lock:
             self.stats.chunks_downloaded += 1
+            count("chunks_downloaded", 1)
 
     def _reserve(self, chunk: RemoteChunk, partial: str, wait: bool) -> bool:
         """Make room for ``chunk`` and create its (sparse) partial file; False if no room."""
@@ -358,6 +341,7 @@ class ChunkCache:
                     used -= size
                     with self._lock:
                         self.stats.evicted += 1
+                _unlink(self._path(key + ".pin"))  # held exclusively (see _lock_fd)
         return used, pinned
 
     def _stale_partial(self, name: str) -> bool:
@@ -365,8 +349,8 @@ class ChunkCache:
         key = name[len("tmp-") :].rsplit("-", 2)[0]
         with _flock(self._path(key + ".dl"), fcntl.LOCK_EX | fcntl.LOCK_NB) as free:
             if free:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(self._path(name))
+                _unlink(self._path(name))
+                _unlink(self._path(key + ".dl"))
             return free
 
     def usage(self) -> int:

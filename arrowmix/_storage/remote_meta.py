@@ -2,8 +2,8 @@
 
 An Arrow IPC file starts with ``ARROW1``, the schema message and the record batches, and ends
 with a footer (a flatbuffer listing every record batch's offset and metadata length), its
-length and ``ARROW1``. :func:`probe` reads the first and last 64 KiB of the object (issued
-together; the whole object when it is under 128 KiB), plus the footer or schema when they are
+length and ``ARROW1``. :func:`probe` reads the first and last 16 KiB of the object (issued
+together; the whole object when it is under 32 KiB), plus the footer or schema when they are
 larger and the metadata message of each record batch outside those windows, so the chunk's
 schema and row counts cost a few small requests whatever its size. Its content digest comes
 from the corpus manifest (``arrowmix._storage.digests``).
@@ -34,7 +34,7 @@ from arrowmix.exceptions import ChunkFileError, ObjectChangedError, RemoteReadEr
 __all__ = ["RETRY", "RemoteChunk", "fetch_ranges", "probe", "version_tag"]
 
 _MAGIC = b"ARROW1"
-_WINDOW = 64 * 1024
+_WINDOW = 16 * 1024  # holds the schema and footer of most chunks: one request each
 _RECORD_BATCH = 3  # MessageHeader.RecordBatch
 #: Info keys that identify one version of an object, most specific first.
 _TAG_KEYS = (

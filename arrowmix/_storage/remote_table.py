@@ -27,7 +27,7 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._storage.remote_cache import ChunkCache, Pinned, chunk_cache
+from arrowmix._storage.remote_cache import CacheStats, ChunkCache, Pinned, chunk_cache, counting
 from arrowmix._storage.remote_meta import RemoteChunk
 
 __all__ = ["ReadAhead", "RemoteTable"]
@@ -140,10 +140,14 @@ class RemoteTable:
         order = np.argsort(owner, kind="stable")
         sorted_owner = owner[order]
         cuts = [0, *(np.flatnonzero(np.diff(sorted_owner)) + 1).tolist(), len(idx)]
+        # Chunks in order of their first row in ``positions`` (the reading order): the
+        # cache's recency then says which chunks a reader has moved on from, so making room
+        # closes those first, not one it has only begun (a block spans two windows).
+        groups = sorted(itertools.pairwise(cuts), key=lambda g: int(order[g[0]]))
         src = [s for s, _ in self.names]
         parts = []
         cache = self.cache
-        for a, b in itertools.pairwise(cuts):
+        for a, b in groups:
             c = int(sorted_owner[a])
             local = idx[order[a:b]] - self.offsets[c]
             pinned = cache.acquire(self.chunks[c], self.storage_options)
@@ -154,9 +158,10 @@ class RemoteTable:
                 cache.release(pinned)
             parts.append(part.combine_chunks().replace_schema_metadata(None))
         gathered = pa.concat_tables(parts).rename_columns(self.column_names)
+        placed = np.concatenate([order[a:b] for a, b in groups])  # gathered row -> position
         inverse = np.empty(len(idx), dtype=np.int64)
-        inverse[order] = np.arange(len(idx), dtype=np.int64)
-        out = gathered if bool((np.diff(order) == 1).all()) else gathered.take(inverse)
+        inverse[placed] = np.arange(len(idx), dtype=np.int64)
+        out = gathered if bool((np.diff(placed) == 1).all()) else gathered.take(inverse)
         return out.cast(self.schema)
 
     def chunks_touched(self, positions: np.ndarray) -> list[int]:
@@ -202,11 +207,28 @@ class ReadAhead:
         self._plan: tuple[int, int] | None = None  # cursor up to which the order was read
         self._last: tuple[int, int] | None = None
         self._step = max(1, table.num_rows // max(1, len(table.chunks)))
+        self.own = CacheStats()  # what this reader's reads and read-ahead downloaded
 
     def stats(self) -> dict[str, Any]:
-        """Downloads and waiting of this process's readers of the cache directory."""
+        """This reader's downloads and waiting, and the cache directory's counters.
+
+        ``bytes_downloaded``, ``chunks_downloaded``, ``wait_seconds``: this reader's (its
+        reads and its read-ahead; a chunk another reader of the node had downloaded costs
+        nothing). ``evicted`` and ``cache``: every reader of the directory in this process.
+        """
         cache = self.table.cache
-        return {"cache_dir": cache.directory, **cache.stats.as_dict()}
+        own = self.own.as_dict()
+        del own["evicted"]
+        return {
+            "cache_dir": cache.directory,
+            **own,
+            "evicted": cache.stats.evicted,
+            "cache": cache.stats.as_dict(),
+        }
+
+    def counting(self) -> Any:
+        """A context in which this thread's reads are counted as this reader's."""
+        return counting(self.own)
 
     def read_ahead(self, upcoming: Upcoming) -> None:
         """Called by the stream before each block: plan and start the next downloads."""
@@ -255,9 +277,10 @@ class ReadAhead:
         return self._pool
 
     def _fetch(self, c: int) -> Pinned | None:
-        return self.table.cache.acquire(
-            self.table.chunks[c], self.table.storage_options, wait=False
-        )
+        with counting(self.own):
+            return self.table.cache.acquire(
+                self.table.chunks[c], self.table.storage_options, wait=False
+            )
 
     def _release(self, c: int) -> None:
         _, fut = self._ahead.pop(c)

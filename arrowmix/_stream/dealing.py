@@ -19,7 +19,7 @@ min(s))`` units, so memory follows the spread of the old instances, not the epoc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -75,17 +75,22 @@ class Dealing:
 
     def __init__(
         self,
-        num_units: int,
+        num_units: int | Callable[[int], int],
         generations: Sequence[Generation],
         num_instances: int,
         rank: int,
     ) -> None:
-        self.num_units = int(num_units)
+        # Units of an epoch's global order: a number, or a function of the epoch (the
+        # chunk-aligned order drops a remainder that depends on the epoch's instances).
+        self._units = num_units if callable(num_units) else int(num_units)
         self.generations = list(generations)
         self.num_instances = num_instances
         self.rank = rank
         self.last_epoch = max((g.last_epoch for g in self.generations), default=-1)
         self._cache: dict[int, list[tuple[np.ndarray, int, int]]] = {}
+
+    def _units_of(self, epoch: int) -> int:
+        return self._units if isinstance(self._units, int) else int(self._units(epoch))
 
     @property
     def plain(self) -> bool:
@@ -100,7 +105,7 @@ class Dealing:
             return None  # every resize is in the past: the whole epoch remains
         levels = self._cache.get(epoch)
         if levels is None:
-            levels, size = [], self.num_units
+            levels, size = [], self._units_of(epoch)
             for g in self.generations:
                 head, tail, size = g.remainder(epoch, size)
                 levels.append((head, tail, size))
@@ -110,7 +115,7 @@ class Dealing:
     def epoch_size(self, epoch: int) -> int:
         """Units of ``epoch`` left to deal among the current instances."""
         levels = self._levels(epoch)
-        return self.num_units if levels is None else levels[-1][2]
+        return self._units_of(epoch) if levels is None else levels[-1][2]
 
     def count(self, epoch: int) -> int:
         """Units of this instance in ``epoch``."""

@@ -5,6 +5,10 @@ positions of its rank's share of the epoch (see :mod:`arrowmix._stream.order`) a
 materialises them in blocks of ``block_rows`` with one vectorised ``take`` and one
 conversion to row dicts, so the per-row cost is a list lookup.
 
+``shard="chunks"`` deals whole chunks to the ranks instead of rows (each rank reads one
+contiguous span of the epoch's chunk order: see :mod:`arrowmix._stream.spans`), so that a
+rank over remote chunks downloads only its own share.
+
 Checkpointing: the state is ``(epoch, index, seed)``; restoring re-reads at most one
 block. Infinite sources start a new epoch (with an epoch-derived order) when one ends.
 """
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -21,11 +26,11 @@ import pyarrow as pa
 
 from arrowmix._stream.base import State, Stream
 from arrowmix._stream.dealing import Generation
-from arrowmix._stream.order import MODES, PositionOrder
+from arrowmix._stream.order import MODES, SHARDS, PositionOrder
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.row_source import RowSource
 from arrowmix._stream.topology import ElasticRole, check_sharding
-from arrowmix.exceptions import StateError
+from arrowmix.exceptions import DroppedDataWarning, StateError
 
 __all__ = ["ArrowSource", "Upcoming", "from_row_source", "table_to_rows"]
 
@@ -106,10 +111,13 @@ class ArrowSource(Stream[Row]):
         instance_rank: int = 0,
         window_chunks: int = 4,
         block_rows: int = 1024,
+        shard: str = "rows",
     ) -> None:
         super().__init__()
         if shuffle not in MODES:
             raise ValueError(f"`shuffle` must be one of {MODES!r}, got {shuffle!r}.")
+        if shard not in SHARDS:
+            raise ValueError(f"`shard` must be one of {SHARDS!r}, got {shard!r}.")
         check_sharding(num_instances, instance_rank)
         if window_chunks < 1 or block_rows < 1:
             raise ValueError("`window_chunks` and `block_rows` must be positive ints.")
@@ -118,6 +126,7 @@ class ArrowSource(Stream[Row]):
         self.shuffle_mode = shuffle
         self.infinite = infinite
         self.block_rows = block_rows
+        self.shard = shard
         self._sharding = (num_instances, instance_rank, window_chunks)
         # Elastic restores (see arrowmix._stream.elastic): past resizes of the epoch
         # order, and where a drain of an old instance's buffered rows stops.
@@ -153,6 +162,19 @@ class ArrowSource(Stream[Row]):
             raise ValueError(
                 f"an infinite stream needs rows for every rank: rank {r} of {n} gets "
                 f"none of the {self.rows.num_rows} rows."
+            )
+        dropped = self._order.dropped
+        if dropped and self.__dict__.get("_warned_drop") != n:
+            self._warned_drop = n
+            same = "the same rows" if self.shuffle_mode is None else "other rows"
+            warnings.warn(
+                f"shard='chunks' gives each of the {n} instances {self._order.count} of the "
+                f"{self.rows.num_rows} rows per epoch: the last {dropped} rows of each "
+                f"epoch's chunk order ({same} every epoch) are not read. Use shard='rows' to "
+                "read every row (then every rank reads rows of every chunk), or a row count "
+                f"divisible by {n}.",
+                DroppedDataWarning,
+                stacklevel=3,
             )
 
     @property
@@ -211,6 +233,7 @@ class ArrowSource(Stream[Row]):
             instance_rank=r,
             window_chunks=w,
             generations=self._generations,
+            shard=self.shard,
         )
 
     @property
@@ -219,7 +242,7 @@ class ArrowSource(Stream[Row]):
 
     def describe(self) -> dict[str, Any]:
         n, r, w = self._sharding
-        return {
+        out = {
             "rows": self.rows.fingerprint,
             "num_rows": self.rows.num_rows,
             "shuffle": self.shuffle_mode,
@@ -229,6 +252,9 @@ class ArrowSource(Stream[Row]):
             "instance_rank": r,
             "window_chunks": w,
         }
+        if self.shard != "rows" and n > 1:  # one instance reads the same order either way
+            out["shard"] = self.shard
+        return out
 
     def reset(self, state: State | None = None) -> None:
         super().reset(state)
@@ -373,8 +399,14 @@ def from_row_source(
     instance_rank: int = 0,
     window_chunks: int = 4,
     block_rows: int = 1024,
+    shard: str = "rows",
 ) -> ArrowSource:
     """The stream of a random-access row source (what ``Dataset.to_stream`` returns).
+
+    ``shard``: ``"rows"`` deals the rows of the epoch's order to the ranks in turn;
+    ``"chunks"`` gives each rank one contiguous span of the epoch's chunk order (whole
+    chunks but the two at its ends, ``num_rows // num_instances`` rows each, the rest of
+    the epoch unread with a ``DroppedDataWarning``); it needs ``shuffle="chunks"`` or None.
 
     Example:
         >>> import pyarrow as pa
@@ -394,4 +426,5 @@ def from_row_source(
         instance_rank=instance_rank,
         window_chunks=window_chunks,
         block_rows=block_rows,
+        shard=shard,
     )

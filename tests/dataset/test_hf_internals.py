@@ -452,3 +452,50 @@ def test_data_describes_every_column_even_when_the_entry_describes_some():
     assert datasets.DatasetInfo.from_dict(info).features == datasets.Features(
         {"label": datasets.ClassLabel(names=["a", "b"]), "s": datasets.Value("string")}
     )
+
+
+def test_assigning_the_private_fingerprint_as_hf_transforms_do():
+    ds = _ds(3)
+    view = ds.with_format("numpy")
+    view._fingerprint = ds._fingerprint  # HF's transmit_format keeps the fingerprint so
+    assert view.fingerprint == ds.fingerprint and view.format["type"] == "numpy"
+    with pytest.raises(FingerprintError):
+        view._fingerprint = "not/a/name"
+
+
+def test_a_format_dict_sets_the_same_format():
+    ds = _ds(3)
+    numpy = ds.with_format("numpy", columns=["id"], dtype=np.int16)
+    again = ds.with_format(**numpy.format)
+    assert again.format == numpy.format and again.fingerprint == numpy.fingerprint
+    assert again["id"].dtype == np.int16
+    ds.set_format(**numpy.format)
+    assert ds.format == numpy.format
+
+
+def test_from_chunks_opens_a_directory_hf_saved(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    hf = datasets.Dataset.from_dict({"x": list(range(10))})
+    hf.save_to_disk(str(tmp_path / "saved"), num_shards=2)  # two IPC stream files
+    ds = am.Dataset.from_chunks(str(tmp_path / "saved"))
+    assert ds["x"] == list(range(10)) and len(ds.cache_files) == 2
+    assert ds.fingerprint == am.Dataset.from_chunks(str(tmp_path / "saved")).fingerprint
+
+
+class _Opaque(pa.ExtensionType):
+    def __init__(self):
+        super().__init__(pa.int64(), "arrowmix.test.opaque")
+
+    def __arrow_ext_serialize__(self):
+        return b""
+
+    @classmethod
+    def __arrow_ext_deserialize__(cls, storage_type, serialized):
+        return cls()
+
+
+def test_data_of_a_column_type_hf_cannot_describe():
+    pytest.importorskip("datasets")
+    column = pa.ExtensionArray.from_storage(_Opaque(), pa.array([1, 2]))
+    view = am.Dataset(pa.table({"e": column})).data
+    assert view.num_rows == 2 and view.schema.field("e").type == _Opaque()

@@ -291,3 +291,19 @@ def test_progress_advances_with_worker_processes(small_segments, monkeypatch):
     ds = am.Dataset.from_dict({"x": list(range(40))})
     ds.map(lambda r: {"y": r["x"]}, num_proc=2)
     assert sum(seen) == 40
+
+
+def test_format_kwargs_reach_the_function_and_the_fingerprint():
+    ds = am.Dataset.from_dict({"x": [1.0, 2.0], "i": [1, 2]})
+    seen = []
+
+    def record(batch):
+        seen.append((batch["x"].dtype, batch["i"].dtype))
+        return {"y": batch["x"] * 2}
+
+    half = ds.with_format("numpy", dtype=np.float16).map(record, batched=True)
+    assert seen == [(np.float16, np.float16)]
+    assert half.schema.field("y").type == pa.float16()
+    single = ds.with_format("numpy", dtype=np.float32).map(record, batched=True)
+    assert single.schema.field("y").type == pa.float32()
+    assert half.fingerprint != single.fingerprint

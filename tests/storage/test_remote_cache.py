@@ -80,7 +80,7 @@ def test_open_reads_footers_only_and_rows_are_downloaded_on_first_read(
         s3_url, storage_options=so, cache_limit=2 * size, chunk_cache_dir=cache
     )
     opened = sum(b - a for _, a, b in count_ranges)
-    assert opened < 4 * size / 5  # head, tail and a middle sample per chunk, not the chunks
+    assert opened <= 4 * 40 * 1024  # a 16 KiB head and tail per chunk, and batch headers
     assert local_bytes(cache) == 0
     assert len(ds) == 4 * ROWS_PER_CHUNK
     local = am.Dataset.from_chunks(
@@ -172,7 +172,10 @@ def test_shuffled_reads_stay_within_the_limit(s3_url, s3_storage_options, tmp_pa
 # ---- streams: a mixed, shuffled, 4-rank epoch over a corpus four times the cache ----------
 
 RANKS = 4
+NODES = 2  # two ranks per node share its chunk cache directory and budget
 STREAM_ROWS = 100  # rows per chunk of the stream corpora (~30 KB chunks)
+STREAM_CHUNKS = 48  # chunks per corpus: 12 of each corpus per rank
+BLOCK = 50  # rows per read of a source: half a chunk, as chunks of real corpora are larger
 
 
 def chunk_of(row_id: int) -> tuple[str, int]:
@@ -184,75 +187,95 @@ def chunk_of(row_id: int) -> tuple[str, int]:
 def stream_corpora(s3_url, so):
     for name, base in (("a", 0), ("b", 10**6)):
         am.write_chunks(
-            ({"id": base + i, "text": f"{i} " + "t" * 300} for i in range(32 * STREAM_ROWS)),
+            ({"id": base + i, "text": f"{i} " + "t" * 300}
+             for i in range(STREAM_CHUNKS * STREAM_ROWS)),
             f"{s3_url}/{name}", rows_per_chunk=STREAM_ROWS, storage_options=so,
         )  # fmt: skip
 
 
-def rank_stream(s3_url, so, rank, cache, limit):
-    """Rank ``rank``'s stream: its contiguous shard of each corpus, chunk-shuffled, mixed."""
-    parts = []
-    for name in ("a", "b"):
-        ds = am.Dataset.from_chunks(
+def node_datasets(s3_url, so, cache, limit):
+    """The two corpora opened on one node (its ranks build their streams from them)."""
+    return [
+        am.Dataset.from_chunks(
             f"{s3_url}/{name}", storage_options=so, cache_limit=limit, chunk_cache_dir=cache
         )
-        shard = ds.shard(RANKS, rank, contiguous=True)
-        parts.append(shard.to_stream(shuffle="chunks", seed=7, infinite=False, read_ahead=2))
+        for name in ("a", "b")
+    ]
+
+
+def rank_stream(datasets, rank):
+    """Rank ``rank`` of 4: each corpus chunk-shuffled and dealt by chunks, then mixed."""
+    from arrowmix._dataset.to_stream import to_stream
+
+    # fmt: off
+    parts = [
+        to_stream(ds, 1, shuffle="chunks", seed=7, infinite=False, num_instances=RANKS,
+                  instance_rank=rank, block_rows=BLOCK)
+        for ds in datasets
+    ]
+    # fmt: on
     return am.stream.mix(parts, stopping="longest_drop")
 
 
-def urls_to_chunks(seen) -> set[tuple[str, int]]:
-    out = set()
-    for url, _, _ in seen:
+def downloads(seen) -> list[tuple[str, int]]:
+    """The chunks of the ranged reads that downloaded a copy (one per part read)."""
+    out = []
+    for url, a, b in seen:
         corpus, name = url.rsplit("/", 2)[-2:]
-        out.add((corpus, int(name[len("chunk-") : -len(".arrow")])))
+        if b > a and a == 0:  # the first part of a download (footers were read at open)
+            out.append((corpus, int(name[len("chunk-") : -len(".arrow")])))
     return out
 
 
-def test_mixed_shuffled_ranks_read_only_their_chunks_within_the_limit(
+def test_a_4_rank_mixed_epoch_downloads_each_rank_only_its_chunks_within_the_limit(
     s3_url, s3_storage_options, tmp_path, count_ranges
 ):
     so = s3_storage_options
     stream_corpora(s3_url, so)
-    size = chunk_size(so, f"{s3_url}/a")
-    limit = 8 * size  # 64 chunks in all, 8 times the limit; each rank's 16, twice the limit
-    seen_rows: list[int] = []
-    for rank in range(RANKS):
-        cache = str(tmp_path / f"node{rank}")  # one node per rank: no shared local disk
-        s = rank_stream(s3_url, so, rank, cache, limit)
-        count_ranges.clear()  # opening read every chunk's footer; from now on, downloads
-        ids = []
-        state, tail = None, None
-        while batch := [r["id"] for r in itertools.islice(s, 200)]:
-            ids.extend(batch)
-            assert local_bytes(cache) <= limit, f"rank {rank}: over the limit after {len(ids)}"
-            if len(ids) == 800:
-                state = s.state_dict()
-                tail = len(ids)
+    sizes = {(c, i): n for c in "ab" for i, n in enumerate(chunk_sizes(so, f"{s3_url}/{c}"))}
+    limit = sum(sizes.values()) // 4  # 96 chunks, four times the limit: 24 chunks per node
+    nodes = [str(tmp_path / f"node{k}") for k in range(NODES)]
+    opened = [node_datasets(s3_url, so, nodes[k], limit) for k in range(NODES)]
+    streams = [rank_stream(opened[r % NODES], r) for r in range(RANKS)]
+    count_ranges.clear()  # opening read footers only; from now on, downloads
+    ids: list[list[int]] = [[] for _ in range(RANKS)]
+    state, tail = None, 0
+    while True:  # the ranks step in lockstep, as in data-parallel training
+        got = [[r["id"] for r in itertools.islice(s, 100)] for s in streams]
+        if not any(got):
+            break
+        assert len({len(g) for g in got}) == 1, "the ranks yield the same number of rows"
+        for r, g in enumerate(got):
+            ids[r].extend(g)
+        for node in nodes:
+            assert local_bytes(node) <= limit, f"{node} over the limit after {len(ids[0])} rows"
+        if len(ids[3]) == 1200:
+            state, tail = streams[3].state_dict(), len(ids[3])
+    n = STREAM_CHUNKS * STREAM_ROWS
+    every = [*range(n), *range(10**6, 10**6 + n)]
+    assert sorted([i for part in ids for i in part]) == every  # every row of the epoch exactly once
+    fetched = downloads(count_ranges)
+    assert sorted(fetched) == sorted(sizes)  # each chunk downloaded once, by one node
+    for r, s in enumerate(streams):
+        mine = {chunk_of(i) for i in ids[r]}
+        assert len(mine) == 2 * STREAM_CHUNKS // RANKS  # 12 whole chunks of each corpus
         stats = [p.stats() for p in s.children()]
+        assert sum(st["bytes_downloaded"] for st in stats) == sum(sizes[c] for c in mine)
+        assert sum(st["chunks_downloaded"] for st in stats) == len(mine)
+        assert all(st["wait_seconds"] >= 0 for st in stats)
         s.close()
-        mine = {chunk_of(i) for i in ids}
-        downloaded = urls_to_chunks([u for u in count_ranges if u[2] - u[1] > 0])
-        assert downloaded <= mine, f"rank {rank} fetched others' chunks {downloaded - mine}"
-        assert len(mine) == 8 * 2  # a quarter of each corpus: 8 chunks of a, 8 of b
-        assert sum(st["bytes_downloaded"] for st in stats[:1]) > 0
-        assert all("wait_seconds" in st for st in stats)
-        seen_rows.extend(ids)
-        if rank != 3:
-            continue
-        # Exact resume into a fresh pipeline on a fresh node: the same tail, and only the
-        # chunks of the tail are fetched.
-        fresh = rank_stream(s3_url, so, rank, str(tmp_path / f"resumed{rank}"), limit)
-        count_ranges.clear()
-        fresh.load_state_dict(state)
-        rest = [r["id"] for r in fresh]
-        fresh.close()
-        assert rest == ids[tail:], f"rank {rank}: resume mismatch from state {state}"
-        refetched = urls_to_chunks([u for u in count_ranges if u[2] - u[1] > 0])
-        assert refetched <= {chunk_of(i) for i in ids[tail - 1024 :]}
-    every = [*range(32 * STREAM_ROWS), *range(10**6, 10**6 + 32 * STREAM_ROWS)]
-    assert sorted(seen_rows) == every
-    assert stats[0]["evicted"] > 0  # the cache was full and made room
+    assert all(p.stats()["evicted"] > 0 for p in streams[0].children())  # the node made room
+    # Exact resume of rank 3 on a fresh node: the same tail, and only the chunks of the
+    # window it replays and of what follows are downloaded.
+    fresh = rank_stream(node_datasets(s3_url, so, str(tmp_path / "resumed"), limit), 3)
+    count_ranges.clear()
+    fresh.load_state_dict(state)
+    rest = [r["id"] for r in fresh]
+    fresh.close()
+    assert rest == ids[3][tail:], f"resume mismatch from state {state}"
+    refetched = set(downloads(count_ranges))
+    assert refetched <= {chunk_of(i) for i in ids[3][tail - 4 * STREAM_ROWS :]}
+    assert len(refetched) < len({chunk_of(i) for i in ids[3]})
 
 
 # ---- map / filter over a bounded corpus ----------------------------------------------------

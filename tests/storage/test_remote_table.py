@@ -100,3 +100,82 @@ def test_token_stages_over_a_bounded_corpus_are_refused_by_name(memory_url, tmp_
     s = ds.to_stream(shuffle=None, infinite=False).batch(4, columnar=True).collate("ids")
     with pytest.raises(TypeError, match=r"'ids'.*cache_limit"):
         next(s)
+
+
+def test_ranks_of_a_bounded_corpus_read_their_own_chunks_by_default(memory_url, tmp_path):
+    am.write_chunks(({"id": i} for i in range(400)), memory_url, rows_per_chunk=50)
+    ds = open_bounded(memory_url, tmp_path)
+    local = am.Dataset.from_dict({"id": list(range(400))})
+    for shuffle in ("chunks", None):
+        ranks = [
+            [r["id"] for r in ds.to_stream(shuffle=shuffle, seed=1, infinite=False,
+                                           num_instances=4, instance_rank=k)]
+            for k in range(4)
+        ]  # fmt: skip
+        assert sorted([i for part in ranks for i in part]) == list(range(400))
+        assert [len({i // 50 for i in ids}) for ids in ranks] == [2, 2, 2, 2]
+        # Local data keeps row dealing: every rank reads rows of every chunk.
+        row_dealt = local.to_stream(shuffle=shuffle, seed=1, infinite=False, num_instances=4)
+        assert len({r["id"] // 50 for r in row_dealt}) == 8
+    # A global shuffle touches every chunk anyway: rows are dealt, and chunks are refused.
+    s = ds.to_stream(shuffle="global", seed=1, infinite=False, num_instances=4)
+    assert len({r["id"] // 50 for r in s}) == 8
+    with pytest.raises(ValueError, match="shuffle='global'"):
+        ds.to_stream(shuffle="global", num_instances=4, shard="chunks")
+    explicit = local.to_stream(shuffle="chunks", seed=1, infinite=False, num_instances=4,
+                               shard="chunks")  # fmt: skip
+    assert len({r["id"] // 50 for r in explicit}) <= 3
+
+
+def test_lock_files_go_with_their_downloads_and_copies(memory_url, tmp_path):
+    am.write_chunks(({"id": i, "t": "x" * 200} for i in range(400)), memory_url,
+                    rows_per_chunk=50)  # fmt: skip
+    fs = fsspec.filesystem("memory")
+    listing = fs.ls(memory_url[len("memory://") :], detail=False)
+    size = max(fs.size(p) for p in listing if p.endswith(".arrow"))
+    ds = open_bounded(memory_url, tmp_path, limit=2 * size)
+    assert ds["id"] == list(range(400))  # 8 chunks through room for 2: 6 evictions
+    names = os.listdir(tmp_path / "c")
+    copies = {n[: -len(".arrow")] for n in names if n.endswith(".arrow")}
+    assert 1 <= len(copies) <= 2
+    assert not [n for n in names if n.endswith(".dl")]  # every download finished
+    assert {n[: -len(".pin")] for n in names if n.endswith(".pin")} <= copies
+
+
+def test_cleanup_cache_removes_idle_chunk_cache_lock_files(memory_url, tmp_path):
+    from arrowmix._cache.cleanup import remove_idle_locks
+
+    cache = tmp_path / "c"
+    cache.mkdir()
+    # What a process killed while downloading leaves once its partial file is gone.
+    orphan = cache / "0123456789abcdef-chunk-00003.arrow.pin"
+    orphan.write_bytes(b"")
+    (cache / "0123456789abcdef-chunk-00003.arrow.dl").write_bytes(b"")
+    am.write_chunks(({"id": i} for i in range(10)), memory_url)
+    ds = open_bounded(memory_url, tmp_path)
+    s = ds.to_stream(shuffle=None, infinite=False)
+    assert next(s)["id"] == 0  # its copy stays open, so pinned, in this process
+    held = [n for n in os.listdir(cache) if n.endswith(".pin") and n != orphan.name]
+    assert len(held) == 1
+    removed = {os.path.basename(p) for p in remove_idle_locks([str(cache)])}
+    assert removed == {orphan.name, "0123456789abcdef-chunk-00003.arrow.dl"}
+    assert (cache / held[0]).exists()
+    assert [r["id"] for r in s] == list(range(1, 10))
+    s.close()
+
+
+def test_room_is_made_from_the_chunk_a_read_moved_on_from(memory_url, tmp_path):
+    am.write_chunks(({"id": i, "t": "x" * 200} for i in range(150)), memory_url,
+                    rows_per_chunk=50)  # fmt: skip
+    fs = fsspec.filesystem("memory")
+    listing = fs.ls(memory_url[len("memory://") :], detail=False)
+    size = max(fs.size(p) for p in listing if p.endswith(".arrow"))
+    ds = open_bounded(memory_url, tmp_path, limit=2 * size + 10)  # room for two chunks
+    cache = ds._s.table.cache
+    # One read that ends in chunk 0 (as a block ends in the window a stream goes on with),
+    # then chunk 2: the room must come from chunk 1, the chunk the reader moved on from.
+    assert ds[[60, 61, 3, 4]]["id"] == [60, 61, 3, 4]
+    assert ds[[120]]["id"] == [120]
+    before = cache.stats.chunks_downloaded
+    assert ds[[5, 6]]["id"] == [5, 6]
+    assert cache.stats.chunks_downloaded == before  # chunk 0 was still there
