@@ -295,9 +295,23 @@ class HFCompat:
         save_to_disk(_dataset(self), dataset_path, max_shard_size, num_shards, num_proc)
 
     def _estimate_nbytes(self) -> int:
-        """The Arrow bytes of the view's rows (HF's private estimate, used for shard sizes)."""
+        """The Arrow bytes of the view's rows (HF's private estimate, used for shard sizes).
+
+        Exact for a contiguous view (a zero-copy slice); for a shuffled or filtered view, the
+        table's bytes per row times the rows (nothing is gathered).
+        """
+        import pyarrow as pa
+
         ds = _dataset(self)
-        return ds._range(0, ds.num_rows).nbytes if ds.num_rows else 0
+        n, ix, table = ds.num_rows, ds._s.indices, ds._s.table
+        if not n:
+            return 0
+        if ix is None or ix.is_range:
+            return int(ds._range(0, n).nbytes)
+        if isinstance(table, pa.Table):
+            return int(table.nbytes * n // max(table.num_rows, 1))
+        sample = min(n, 1000)  # remote chunks: the bytes of the first rows, scaled
+        return int(ds._range(0, sample).nbytes * n // sample)
 
     @staticmethod
     def load_from_disk(

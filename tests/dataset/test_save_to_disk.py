@@ -49,6 +49,8 @@ def test_max_shard_size_and_errors(tmp_path):
     one = am.Dataset.from_dict({"t": ["a" * 3000]})
     one.save_to_disk(tmp_path / "one", max_shard_size="1KB")  # never more shards than rows
     assert os.path.exists(tmp_path / "one" / "data-00000-of-00001.arrow")
+    big = am.Dataset.from_dict({"t": ["x" * 1000] * 8})
+    assert big._estimate_nbytes() == big.shuffle(seed=0)._estimate_nbytes() > 8000
     _ds(6).save_to_disk(tmp_path / "p", num_proc=2)  # at least one file per process, as in HF
     assert len(am.load_from_disk(tmp_path / "p").cache_files) == 2
     with pytest.raises(ValueError, match="not both"):
