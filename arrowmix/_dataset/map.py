@@ -338,7 +338,8 @@ def map_dataset(
 ) -> Dataset:
     """``Dataset.map`` (see its docstring)."""
     if function is None:  # HF: identity, handy for remove_columns alone
-        function = _identity
+        # With features, the identity returns its input so that the cast applies to it.
+        function = _identity if features is None else _same
     _check_args(function, batch_size, opts.num_proc)
     target = features_schema(features)
     mixed = no_mixed_types(on_mixed_types)
@@ -370,6 +371,10 @@ def map_dataset(
 
 def _identity(*args: Any, **kwargs: Any) -> None:
     return None
+
+
+def _same(example: Any, *args: Any, **kwargs: Any) -> Any:
+    return example
 
 
 def filter_dataset(

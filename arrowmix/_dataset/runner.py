@@ -114,7 +114,8 @@ class MapSegment:
         if self._call.features is None:  # returned columns that keep the input's class labels
             self._labels = label_features(self._ds._s.table.schema, out_keys)
         self._shape = (out.whole, out.dropped)
-        self.unchanged = not (out_keys or out.whole or removed)
+        # with features, every column is cast: never the unchanged parent
+        self.unchanged = not (out_keys or out.whole or removed) and self._call.features is None
         self.rows_known = self.rows_known or bool(self._kept)
 
     def _check_shape(self, out: Output, table: pa.Table, where: str) -> None:

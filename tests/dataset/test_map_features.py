@@ -134,3 +134,20 @@ def test_a_kept_class_label_feature_must_hold_classes(labeled):
     relabeled = Features({"text": Value("string"), "tags": List(ClassLabel(num_classes=3))})
     out = labeled.map(lambda r: {"tags": [t + 1 for t in r["tags"]]}, features=relabeled)
     assert out.features == relabeled and out["tags"] == [[2, 1], [2], []]
+
+
+def _returns_its_input(example):
+    return example
+
+
+@pytest.mark.parametrize("function", [None, _returns_its_input])
+@pytest.mark.parametrize("batched", [False, True])
+def test_map_that_changes_nothing_still_casts_to_the_features(function, batched):
+    ds = am.Dataset.from_dict({"a": [1, 2, 3], "b": ["x", "y", "z"]})
+    out = ds.map(
+        function, batched=batched, features=Features({"a": Value("float32"), "b": Value("string")})
+    )
+    assert out.features == Features({"a": Value("float32"), "b": Value("string")})
+    assert out.data.table.schema.field("a").type == pa.float32()
+    assert out["a"] == [1.0, 2.0, 3.0] and out["b"] == ["x", "y", "z"]
+    assert out.fingerprint != ds.fingerprint
