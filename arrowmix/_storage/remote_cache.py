@@ -4,7 +4,7 @@ Layout of the cache directory (one byte budget per directory, whatever the proce
 
 - ``<key>.arrow``: a complete local copy of one version of a remote chunk (``key`` hashes the
   URL and the object's version tag: see :attr:`RemoteChunk.key`), memory-mapped by readers.
-- ``tmp-<key>-<pid>-<random>.partial``: a download in progress, created at its full size
+- ``dl-<key>-<pid>-<random>.partial``: a download in progress, created at its full size
   (sparse) when its space is reserved and renamed to ``<key>.arrow`` only once complete and
   checked, so a download killed mid-way is never taken for a chunk.
 - ``<key>.pin``: readers hold a shared ``flock`` on it while they read the copy; eviction
@@ -68,6 +68,8 @@ __all__ = [
 _PART = 8 * 2**20  # bytes per ranged GET of a download
 _PARTS_IN_FLIGHT = 8
 _POLL = 0.05
+#: Prefix of a download in progress; not ``tmp-``, which cleanup-cache reads as a dead writer's.
+_PARTIAL = "dl-"
 #: How long a read waits for other readers to release space before CacheLimitError.
 WAIT_FOR_SPACE = 30.0
 
@@ -223,10 +225,10 @@ class ChunkCache:
                 if os.path.exists(final):
                     return True  # another process or thread downloaded it meanwhile
                 for name in os.listdir(self.directory):  # a killed download of this chunk
-                    if name.startswith(f"tmp-{chunk.key}-"):
+                    if name.startswith(f"{_PARTIAL}{chunk.key}-"):
                         _unlink(self._path(name))
                 partial = self._path(
-                    f"tmp-{chunk.key}-{os.getpid()}-{secrets.token_hex(4)}.partial"
+                    f"{_PARTIAL}{chunk.key}-{os.getpid()}-{secrets.token_hex(4)}.partial"
                 )
                 if not self._reserve(chunk, partial, wait):
                     return False
@@ -346,7 +348,7 @@ class ChunkCache:
 
     def _stale_partial(self, name: str) -> bool:
         """Remove ``name`` if its download is dead (its ``.dl`` lock is free); True if so."""
-        key = name[len("tmp-") :].rsplit("-", 2)[0]
+        key = name[len(_PARTIAL) :].rsplit("-", 2)[0]
         with _flock(self._path(key + ".dl"), fcntl.LOCK_EX | fcntl.LOCK_NB) as free:
             if free:
                 _unlink(self._path(name))

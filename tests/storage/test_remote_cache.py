@@ -321,8 +321,8 @@ def test_a_killed_download_is_never_taken_for_a_chunk(s3_url, s3_storage_options
     cache.mkdir()
     # What `kill -9` during a download leaves: a partial file at its full (sparse) size, of
     # another chunk, and a half-written one of the chunk about to be read.
-    (cache / f"tmp-{ds._s.table.chunks[0].key}-99999-dead.partial").write_bytes(b"\0" * size)
-    (cache / f"tmp-{key}-99998-dead.partial").write_bytes(b"ARROW1" + b"\0" * 100)
+    (cache / f"dl-{ds._s.table.chunks[0].key}-99999-dead.partial").write_bytes(b"\0" * size)
+    (cache / f"dl-{key}-99998-dead.partial").write_bytes(b"ARROW1" + b"\0" * 100)
     assert ds[250]["id"] == 250  # the dead partials were removed, not counted or read
     assert ds[0]["id"] == 0  # chunk 1 evicted to make room for chunk 0
     left = [n for n in os.listdir(cache) if n.endswith((".arrow", ".partial"))]
@@ -358,3 +358,13 @@ def test_a_chunk_pinned_by_another_reader_is_never_evicted(
         os.close(fd)
     assert ds[250]["id"] == 250  # released: now chunk 0 may go
     assert not (cache / f"{ds._s.table.chunks[0].key}.arrow").exists()
+
+
+def test_cleanup_cache_never_takes_a_download_in_progress_for_a_dead_writers_file():
+    from arrowmix._cache.listing import TMP_FILE_RE
+    from arrowmix._storage import remote_cache
+
+    # A chunk key of digits followed by a file name starting with a hex run: the shape a
+    # dead writer's temporary file has ("tmp-<pid>-<hex>-...").
+    name = f"{remote_cache._PARTIAL}1234567890123456-abc-1.arrow-{os.getpid()}-0f0f0f0f.partial"
+    assert TMP_FILE_RE.match(name) is None
