@@ -12,6 +12,7 @@ from arrowmix._dataset.build import write_chunks
 from arrowmix._dataset.column import Column
 from arrowmix._dataset.concat import concatenate_datasets
 from arrowmix._dataset.dataset import Dataset
+from arrowmix._dataset.saved import load_from_disk
 from arrowmix._fingerprint.pickler import register_fingerprint
 from arrowmix._fingerprint.record import FingerprintRecord
 from arrowmix._fingerprint.record import explain as explain_fingerprint
@@ -27,6 +28,7 @@ __all__ = [
     "enable_caching",
     "explain_fingerprint",
     "is_caching_enabled",
+    "load_from_disk",
     "register_fingerprint",
     "write_chunks",
 ]

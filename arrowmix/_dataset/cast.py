@@ -1,8 +1,10 @@
 """``cast`` (new column types, computed by a cached map) and ``flatten`` (struct columns split).
 
 ``cast`` follows HF ``datasets``: the new schema must name exactly the dataset's columns, and
-the result is written like a ``map`` result (cached, memory-mapped, bounded memory); unlike
-HF it never changes a value: a cast that would overflow or truncate raises
+the result is written like a ``map(features=...)`` result (cached, memory-mapped, bounded
+memory), so HF features such as ``ClassLabel`` are kept and checked as there (a label name
+becomes its index, an index outside the names raises); unlike HF it never changes a value: a
+cast that would overflow or truncate raises
 :class:`~arrowmix.exceptions.SchemaMismatchError` naming the column. ``flatten`` replaces each
 struct column by its fields (``"answers.text"``...), level by level, without copying data.
 """
@@ -27,12 +29,21 @@ _CAST_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
 def cast_batch(batch: pa.Table, schema: pa.Schema) -> pa.Table:
     """``batch`` with ``schema``'s column types, cast safely (nothing truncated or wrapped).
 
+    Columns holding HF class labels are left as they are: ``map(features=...)`` encodes and
+    checks them (:func:`~arrowmix._dataset.hf_features.cast_to_features`).
+
     Raises:
         SchemaMismatchError: a value does not survive the cast; the message names the column.
     """
+    from arrowmix._dataset.hf_features import label_features
+
+    labelled = label_features(schema, schema.names)
     arrays = []
     for field in schema:
         col = batch.column(field.name)
+        if field.name in labelled:
+            arrays.append(col)
+            continue
         try:
             arrays.append(col.cast(field.type))
         except _CAST_ERRORS as exc:
@@ -40,7 +51,7 @@ def cast_batch(batch: pa.Table, schema: pa.Schema) -> pa.Table:
                 f"Cannot cast column {field.name!r} from {col.type} to {field.type} without "
                 f"changing values: {exc}"
             ) from exc
-    return pa.Table.from_arrays(arrays, schema=schema)
+    return pa.Table.from_arrays(arrays, names=schema.names)
 
 
 def cast(ds: Dataset, schema: pa.Schema, map_kwargs: dict[str, Any]) -> Dataset:
@@ -55,12 +66,20 @@ def cast(ds: Dataset, schema: pa.Schema, map_kwargs: dict[str, Any]) -> Dataset:
             f"The columns in features ({schema.names}) must be identical to the columns in "
             f"the dataset: {ds.column_names}."
         )
-    if ds.schema.equals(schema):
+    from arrowmix._dataset.hf_features import hf_metadata
+
+    same_features = hf_metadata(ds._s.table.schema) == hf_metadata(schema)
+    if ds.schema.equals(schema) and (same_features or not hf_metadata(schema)):
         return ds
     cast_batch(ds._range(0, 0), schema)  # an impossible type change raises before any work
     s = ds._s
     out = ds.with_format("arrow").map(
-        cast_batch, batched=True, fn_kwargs={"schema": schema}, desc="Casting", **map_kwargs
+        cast_batch,
+        batched=True,
+        fn_kwargs={"schema": schema},
+        features=schema,  # HF's features kept, class labels encoded and checked
+        desc="Casting",
+        **map_kwargs,
     )
     return out.with_format(s.fmt, s.fmt_columns, s.fmt_all, **dict(s.fmt_kwargs))
 

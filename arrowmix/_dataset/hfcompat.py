@@ -10,6 +10,7 @@ terms; none changes a dataset's rows.
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
@@ -251,6 +252,77 @@ class HFCompat:
             "num_proc": num_proc,
         }
         return cast(_dataset(self), schema, map_kwargs)
+
+    def save_to_disk(
+        self,
+        dataset_path: str | os.PathLike[str],
+        max_shard_size: int | str | None = None,
+        num_shards: int | None = None,
+        num_proc: int | None = None,
+        storage_options: dict[str, Any] | None = None,
+    ) -> None:
+        """Write the view as HF ``datasets``' dataset directory (HF's ``save_to_disk``).
+
+        The directory holds ``data-0000i-of-0000N.arrow`` (the view's rows, indices applied,
+        in Arrow IPC stream files), ``state.json`` (fingerprint and format) and
+        ``dataset_info.json`` (features and texts); :func:`arrowmix.load_from_disk` and HF's
+        ``load_from_disk`` open it. ``max_shard_size`` (bytes or ``"500MB"``, the default)
+        or ``num_shards`` sets the number of files. The save is atomic: it is written
+        beside ``dataset_path`` and renamed into place last (replacing a directory there).
+        ``num_proc`` is a least number of files, as in HF (one process writes them); only
+        local paths (``storage_options`` None).
+
+        Raises:
+            PermissionError: the dataset reads files in ``dataset_path`` (as in HF).
+            TypeError: a format keyword is not JSON serializable (as in HF).
+
+        Example:
+            >>> import arrowmix as am, tempfile, os
+            >>> d = os.path.join(tempfile.mkdtemp(), "saved")
+            >>> am.Dataset.from_dict({"x": [1, 2, 3]}).select([2, 0]).save_to_disk(d)
+            >>> sorted(os.listdir(d))
+            ['data-00000-of-00001.arrow', 'dataset_info.json', 'state.json']
+            >>> am.load_from_disk(d)["x"]
+            [3, 1]
+        """
+        from arrowmix._dataset.saved import save_to_disk
+
+        if storage_options:
+            raise NotImplementedError(
+                "save_to_disk writes local directories; `storage_options` is not supported. "
+                "Use `write_chunks` for remote storage."
+            )
+        save_to_disk(_dataset(self), dataset_path, max_shard_size, num_shards, num_proc)
+
+    def _estimate_nbytes(self) -> int:
+        """The Arrow bytes of the view's rows (HF's private estimate, used for shard sizes).
+
+        Exact for a contiguous view (a zero-copy slice); for a shuffled or filtered view, the
+        table's bytes per row times the rows (nothing is gathered).
+        """
+        import pyarrow as pa
+
+        ds = _dataset(self)
+        n, ix, table = ds.num_rows, ds._s.indices, ds._s.table
+        if not n:
+            return 0
+        if ix is None or ix.is_range:
+            return int(ds._range(0, n).nbytes)
+        if isinstance(table, pa.Table):
+            return int(table.nbytes * n // max(table.num_rows, 1))
+        sample = min(n, 1000)  # remote chunks: the bytes of the first rows, scaled
+        return int(ds._range(0, sample).nbytes * n // sample)
+
+    @staticmethod
+    def load_from_disk(
+        dataset_path: str | os.PathLike[str],
+        keep_in_memory: bool | None = None,
+        storage_options: dict[str, Any] | None = None,
+    ) -> Dataset:
+        """The dataset that a ``save_to_disk`` wrote: :func:`arrowmix.load_from_disk`."""
+        from arrowmix._dataset.saved import load_from_disk
+
+        return load_from_disk(dataset_path, keep_in_memory, storage_options)
 
     def flatten(self, new_fingerprint: str | None = None, max_depth: int = 16) -> Dataset:
         """Struct columns replaced by their fields, named ``"parent.child"`` (HF's ``flatten``).

@@ -5,7 +5,8 @@ the schema metadata key ``huggingface``. ``from_dict(info=...)`` puts the four t
 HF ``DatasetInfo`` (description, citation, homepage, license) there; views keep them (they keep
 the table); ``concatenate_datasets`` merges them as HF's ``DatasetInfo.from_merge`` does
 (distinct texts joined by a blank line); ``ds.info`` reads them back with ``ds.features``.
-A ``map`` result does not carry them. Nothing here changes rows or fingerprints.
+A rename keeps them; a ``map`` result does not carry them. Nothing here changes rows or
+fingerprints.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ __all__ = [
     "dataset_with_info",
     "info_entry",
     "merged_metadata",
+    "renamed_entry",
     "with_info",
 ]
 
@@ -67,6 +69,18 @@ def with_info(table: pa.Table, info: Any) -> pa.Table:
         return table
     merged = {**info_entry(table.schema), **texts}
     return table.replace_schema_metadata(_metadata(table.schema, merged))
+
+
+def renamed_entry(schema: pa.Schema, renamed: dict[str, str]) -> dict[bytes, bytes]:
+    """``schema``'s HF metadata after a rename (``{old: new}``): features renamed, texts kept."""
+    from arrowmix._dataset.hf_features import renamed_metadata
+
+    meta = renamed_metadata(schema, renamed)
+    texts = {k: v for k, v in info_entry(schema).items() if k in INFO_TEXTS}
+    if not texts:
+        return meta
+    base = pa.schema([]).with_metadata(meta)
+    return _metadata(base, {**info_entry(base), **texts}) or {}
 
 
 def dataset_with_info(ds: Dataset, info: Any) -> Dataset:

@@ -23,7 +23,8 @@ from arrowmix._cache.paths import cache_file_name as _cache_file_name
 from arrowmix._cache.paths import shipped_cache_dir
 from arrowmix._dataset import formats
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
-from arrowmix._dataset.hf_features import hf_metadata, renamed_metadata
+from arrowmix._dataset.hf_features import hf_metadata
+from arrowmix._dataset.hfinfo import renamed_entry
 from arrowmix._dataset.indices import IndexMap, load_or_store, to_positions
 from arrowmix._dataset.map_options import user_fingerprint
 from arrowmix._dataset.view_options import ViewOptions
@@ -347,7 +348,7 @@ def _with_table(
     s = ds._s
     cols = formats.transmit_columns(s.fmt_columns, ds.column_names, table.column_names, renamed)
     if renamed:  # HF's features follow their columns (pyarrow's rename drops them)
-        meta = renamed_metadata(s.table.schema, renamed)
+        meta = renamed_entry(s.table.schema, renamed)  # the info texts too
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), **meta})
     fp = roll(ds.fingerprint, transform, kwargs)
     return Dataset(replace(s, table=table, fingerprint=fp, fmt_columns=cols))

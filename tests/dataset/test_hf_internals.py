@@ -499,3 +499,35 @@ def test_data_of_a_column_type_hf_cannot_describe():
     column = pa.ExtensionArray.from_storage(_Opaque(), pa.array([1, 2]))
     view = am.Dataset(pa.table({"e": column})).data
     assert view.num_rows == 2 and view.schema.field("e").type == _Opaque()
+
+
+def test_cast_to_class_labels_keeps_and_checks_them():
+    from arrowmix.exceptions import SchemaMismatchError
+
+    datasets = pytest.importorskip("datasets")
+    labels = datasets.Features({"y": datasets.ClassLabel(names=["neg", "pos"])})
+    ds = am.Dataset.from_dict({"y": [1, 0, 1]})
+    out = ds.cast(labels)
+    assert out.features == labels and out["y"] == [1, 0, 1]
+    names = am.Dataset.from_dict({"y": ["pos", "neg"]}).cast(labels)  # names become indices
+    assert names["y"] == [1, 0] and names.features == labels
+    with pytest.raises(SchemaMismatchError, match="'y'"):
+        am.Dataset.from_dict({"y": [0, 2]}).cast(labels)  # 2 is not a class
+    with pytest.raises(SchemaMismatchError, match="'y'"):
+        am.Dataset.from_dict({"y": ["pos", "meh"]}).cast(labels)
+    assert am.Dataset.from_dict({"y": [1]}).cast(
+        datasets.Features({"y": datasets.Value("string")})
+    )["y"] == ["1"]  # other types cast as Arrow (and HF) do
+
+
+def test_renaming_keeps_the_info_texts():
+    datasets = pytest.importorskip("datasets")
+    info = datasets.DatasetInfo(description="reviews", citation="@r", license="mit")
+    ds = am.Dataset.from_dict({"a": [1], "b": [2]}, info=info)
+    for out in (ds.rename_column("a", "x"), ds.rename_columns({"a": "x", "b": "y"})):
+        assert (out.info.description, out.info.citation, out.info.license) == (
+            "reviews",
+            "@r",
+            "mit",
+        )
+        assert list(out.features) == out.column_names
