@@ -26,6 +26,7 @@ from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.hftable import hf_only
 from arrowmix._dataset.json_values import mixed_array, no_mixed_types
 from arrowmix._fingerprint.hasher import hash_value
+from arrowmix._storage.cast import ARROW_CAST_ERRORS
 from arrowmix._storage.chunks import is_arrowmix_chunk, list_chunk_files, write_batches
 from arrowmix._storage.digests import MANIFEST_NAME, file_digest, manifest_problems, read_manifest
 from arrowmix._storage.fs import is_local, local_path, url_to_fs
@@ -137,7 +138,7 @@ def _typed_column(field: pa.Field[Any], values: Any) -> pa.Array[Any] | pa.Chunk
         except (pa.ArrowInvalid, pa.ArrowTypeError) as infer_exc:
             try:  # values that only read as the declared type (e.g. mixed ints and None-s)
                 exact: pa.Array[Any] = pa.array(values, type=field.type)
-            except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+            except ARROW_CAST_ERRORS as exc:
                 raise SchemaMismatchError(
                     f"Column {field.name!r}: its values cannot be read as {field.type}: {exc}"
                 ) from infer_exc
@@ -146,7 +147,7 @@ def _typed_column(field: pa.Field[Any], values: Any) -> pa.Array[Any] | pa.Chunk
         return inferred
     try:
         return inferred.cast(field.type)  # safe: raises instead of truncating or overflowing
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+    except ARROW_CAST_ERRORS as exc:
         raise SchemaMismatchError(
             f"Column {field.name!r}: values of type {inferred.type} cannot be cast to "
             f"{field.type} without loss: {exc}"

@@ -16,14 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from arrowmix._storage.cast import ARROW_CAST_ERRORS
 from arrowmix.exceptions import SchemaMismatchError
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
 
 __all__ = ["cast", "cast_batch", "flatten"]
-
-_CAST_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
 
 
 def cast_batch(batch: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -46,7 +45,7 @@ def cast_batch(batch: pa.Table, schema: pa.Schema) -> pa.Table:
             continue
         try:
             arrays.append(col.cast(field.type))
-        except _CAST_ERRORS as exc:
+        except ARROW_CAST_ERRORS as exc:
             raise SchemaMismatchError(
                 f"Cannot cast column {field.name!r} from {col.type} to {field.type} without "
                 f"changing values: {exc}"

@@ -17,11 +17,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from arrowmix._storage.cast import ARROW_CAST_ERRORS
 from arrowmix.exceptions import SchemaMismatchError
 
 __all__ = ["as_array", "check_key", "int64_numpy", "is_table_like", "numeric_array", "table_of"]
-
-_ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError)
 
 
 def check_key(fn: str, key: Any, where: str) -> str:
@@ -208,7 +207,7 @@ def _from_list(fn: str, name: str, value: list[Any], where: tuple[str, int]) -> 
         if all(isinstance(v, int) or v is None for v in value):
             try:
                 return pa.array(value, type=pa.uint64())
-            except (OverflowError, *_ARROW_ERRORS):
+            except (OverflowError, *ARROW_CAST_ERRORS):
                 pass
         i = _first_bad(value, _too_big)
         raise SchemaMismatchError(
@@ -255,7 +254,7 @@ def as_array(
         try:
             typed: pa.Array[Any] = pa.array(value, type=hint)
             return typed
-        except (*_ARROW_ERRORS, OverflowError, UnicodeEncodeError):
+        except (*ARROW_CAST_ERRORS, OverflowError, UnicodeEncodeError):
             pass
     try:
         if isinstance(value, pa.ChunkedArray):
@@ -269,7 +268,7 @@ def as_array(
         if isinstance(value, (list, tuple)):
             out = _from_list(fn, name, list(value), where)
             return _to_large(out) if isinstance(out, pa.ChunkedArray) else out
-    except _ARROW_ERRORS as exc:
+    except ARROW_CAST_ERRORS as exc:
         raise SchemaMismatchError(
             f"Column {name!r} returned by {fn} cannot be converted to Arrow: {exc}. Return "
             "one type per column, or pass on_mixed_types='use_json' to store values of mixed "

@@ -23,9 +23,12 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["first_lossy_row", "lossless_cast", "why_lossy"]
+__all__ = ["ARROW_CAST_ERRORS", "first_lossy_row", "lossless_cast", "why_lossy"]
 
 _NUMERIC = (pa.types.is_integer, pa.types.is_floating)
+
+#: What pyarrow raises for a value or type it cannot convert or cast.
+ARROW_CAST_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
 
 
 def _is_list(t: pa.DataType) -> bool:
@@ -89,7 +92,7 @@ def lossless_cast(arr: Any, dst: pa.DataType) -> tuple[Any, str | None]:
         return None, reason
     try:
         return arr.cast(dst, safe=True), None
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+    except ARROW_CAST_ERRORS as exc:
         return None, str(exc)
 
 
@@ -103,6 +106,6 @@ def first_lossy_row(arr: Any, dst: pa.DataType, limit: int = 1 << 17) -> int | N
     for i in range(min(len(arr), limit)):
         try:
             arr.take([i]).cast(dst, safe=True)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        except ARROW_CAST_ERRORS:
             return i
     return None
