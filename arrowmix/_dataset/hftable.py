@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from arrowmix._dataset.hf_features import HF_KEY, hf_metadata
+
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset, DatasetState
 
@@ -31,7 +33,7 @@ __all__ = [
 ]
 
 #: The schema metadata key where HF ``datasets`` keeps a table's features.
-HF_META_KEY = b"huggingface"
+HF_META_KEY = HF_KEY
 
 
 class TableView:
@@ -68,8 +70,7 @@ class TableView:
 
 def hf_only(schema: pa.Schema) -> dict[bytes, bytes] | None:
     """``schema``'s metadata reduced to HF's features entry (None when it has none)."""
-    entry = (schema.metadata or {}).get(HF_META_KEY)
-    return {HF_META_KEY: entry} if entry is not None else None
+    return hf_metadata(schema) or None
 
 
 def _hf_metadata(schema: pa.Schema) -> dict[bytes, bytes] | None:
