@@ -31,6 +31,7 @@ import numpy as np
 
 from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import State, Stream, fn_id
+from arrowmix._stream.positions import PositionBatches, Positions, no_positions
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.sources import table_to_rows
 from arrowmix._stream.tokens import key_spans
@@ -195,19 +196,23 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
         self._override: tuple[int, list[Any]] | None = None
         self._emit_positions: str | bool = False
         self._begin: State | None = None  # where reset(None) starts (elastic main task)
+        self._input: Positions | None = None
         if self._rows is not None:
-            source._use_positions()
+            self._input = source.as_positions()
+            if self._input is None:
+                raise no_positions(source)
 
-    def _use_batch_positions(self, column: str | None = None) -> Any:
-        """Yield each batch as row positions (for collation); the row source.
+    def as_position_batches(self, column: str | None = None) -> PositionBatches | None:
+        """Each batch as row positions (for collation); index streams only.
 
         When ``column`` is the token column ``key``, each batch is a
         :class:`~arrowmix._stream.tokens.TokenSpans`: the spans looked up to plan it.
+        Taking the view makes the windows hold positions instead of rows.
         """
         if self._rows is None:
             return None
         self._emit_positions = column or True
-        return self._rows
+        return PositionBatches(self._rows, self.next)
 
     @property
     def sharding(self) -> tuple[int, int]:
@@ -281,7 +286,8 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
 
     def compute(self, window: int) -> list[Any] | None:
         if self._rows is not None:  # index stream: read the length column only
-            items: Any = self.source._pull_positions(self.read_ahead)
+            assert self._input is not None
+            items: Any = self._input.pull(self.read_ahead)
             if not len(items):
                 return None
             assert isinstance(self.key, str)
@@ -289,7 +295,7 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
             lengths, spans = key_spans(self._rows, items, self.key, cache)
             lengths = np.asarray(lengths, dtype=np.int64)
         else:
-            items = self.source._pull(self.read_ahead)
+            items = self.source.pull(self.read_ahead)
             if not items:
                 return None
             lengths = np.fromiter(map(self._key, items), dtype=np.int64, count=len(items))

@@ -31,6 +31,7 @@ from arrowmix.exceptions import StateError
 if TYPE_CHECKING:
     from types import TracebackType
 
+    from arrowmix._stream.positions import PositionBatches, Positions
     from arrowmix._stream.row_source import RowSource
 
 __all__ = [
@@ -200,23 +201,30 @@ class Stream(Generic[T]):
         """The row source whose positions this stream can yield (index streams)."""
         return None
 
-    def _use_positions(self) -> None:
-        """Called by a consumer that will read positions through ``_pull_positions``."""
+    def as_positions(self) -> Positions | None:
+        """This stream as row positions (the positions protocol), or ``None``.
 
-    def _pull_positions(self, n: int) -> np.ndarray:
-        """Up to ``n`` next row positions (only when ``row_source()`` is not None)."""
-        raise TypeError(f"{type(self).__name__} does not stream row positions.")
+        Index streams (``row_source()`` is not ``None``) return a
+        :class:`~arrowmix._stream.positions.Positions` view; a consumer asks for it
+        once, when it is built, and then reads this stream through the view only.
+        """
+        return None
+
+    def as_position_batches(self, column: str | None = None) -> PositionBatches | None:
+        """This batching stream as batches of row positions, or ``None``.
+
+        ``collate`` asks for it (``column``: the token column it pads); see
+        :class:`~arrowmix._stream.positions.PositionBatches`.
+        """
+        return None
 
     def pull(self, n: int) -> list[T]:
         """Up to ``n`` next items, fewer only at the end (how a stage reads its input).
 
         Stages call it on their source (``self.source.pull(n)``), never on a pipeline's
-        root: iterate the root instead.
+        root: iterate the root instead. The default calls ``next()``; stages may
+        override it to read a block at once.
         """
-        return self._pull(n)
-
-    def _pull(self, n: int) -> list[T]:
-        """Up to ``n`` next items (fewer only at the end); subclasses may batch this."""
         out: list[T] = []
         nxt = self.next
         try:

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from arrowmix._stream.base import PassThrough, Stream
+from arrowmix._stream.positions import PositionBatches, Positions
 
 __all__ = ["BatchIterator", "pad_batch"]
 
@@ -47,16 +48,15 @@ class BatchIterator(PassThrough[Any]):
         self.batch_size = _positive_int("batch_size", batch_size)
         self.drop_last = bool(drop_last)
         self.columnar = bool(columnar)
-        self._rows = source.row_source() if self.columnar else None
-        self._emit_positions = False
+        self._input: Positions | None = None
         if self.columnar:
-            if self._rows is None:
+            self._input = source.as_positions()
+            if self._input is None:
                 raise ValueError(
                     "`columnar=True` needs an index stream (read straight from a Dataset or "
                     "row source, through shuffle or mix, not map/filter); this stream "
                     "carries Python objects."
                 )
-            source._use_positions()
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"batch_size": self.batch_size, "drop_last": self.drop_last}
@@ -64,19 +64,23 @@ class BatchIterator(PassThrough[Any]):
             out["columnar"] = True
         return out
 
-    def _use_batch_positions(self, column: str | None = None) -> Any:
-        """Yield each batch as an array of row positions (for collation); the row source."""
-        if self._rows is not None:
-            self._emit_positions = True
-        return self._rows
+    def as_position_batches(self, column: str | None = None) -> PositionBatches | None:
+        """Each batch as an array of row positions (for collation); columnar only."""
+        if self._input is None:
+            return None
+        return PositionBatches(self._input.rows, self._next_positions)
+
+    def _next_positions(self) -> np.ndarray:
+        assert self._input is not None
+        pos = self._input.pull(self.batch_size)
+        if not len(pos) or (self.drop_last and len(pos) < self.batch_size):
+            raise StopIteration
+        return pos
 
     def next(self) -> Any:
-        if self._rows is not None:
-            pos = self.source._pull_positions(self.batch_size)
-            if not len(pos) or (self.drop_last and len(pos) < self.batch_size):
-                raise StopIteration
-            return pos if self._emit_positions else self._rows.take(pos)
-        items = self.source._pull(self.batch_size)
+        if self._input is not None:
+            return self._input.rows.take(self._next_positions())
+        items = self.source.pull(self.batch_size)
         if not items or (self.drop_last and len(items) < self.batch_size):
             raise StopIteration
         return items

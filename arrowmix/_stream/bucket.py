@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 
 from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import State, Stream, fn_id
+from arrowmix._stream.positions import PositionBatches, Positions
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.sources import table_to_rows
 from arrowmix._stream.tokens import is_token_type, key_values
@@ -210,10 +211,11 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
         self.shuffle_batches = bool(shuffle)
         self._seed = SeedHolder(seed)
         self._rows = None
+        self._input: Positions | None = None
         columns = isinstance(key, str) and (boundary_key is None or isinstance(boundary_key, str))
         if columns and source.row_source() is not None:
-            self._rows = source.row_source()
-            source._use_positions()
+            self._input = source.as_positions()
+            self._rows = None if self._input is None else self._input.rows
         self.columnar = bool(columnar)
         self._emit_positions = False
         if self.columnar and self._rows is None:
@@ -246,7 +248,8 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
     def _read_rows(self) -> tuple[list[Any], list[Any] | None] | None:
         """The next read-ahead window sorted by key, and its boundary values."""
         if self._rows is not None:  # index stream: sort positions by the key column
-            pos = self.source._pull_positions(self.read_ahead)
+            assert self._input is not None
+            pos = self._input.pull(self.read_ahead)
             if not len(pos):
                 return None
             assert isinstance(self.key, str)
@@ -278,7 +281,7 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
             if self.columnar:
                 return _SortedTable(table), bounds  # type: ignore[return-value]
             return table_to_rows(table), bounds
-        items = self.source._pull(self.read_ahead)
+        items = self.source.pull(self.read_ahead)
         if not items:
             return None
         keys = _numeric_keys([self._key(x) for x in items], self.key)
@@ -288,12 +291,15 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
             return items, None
         return items, [self._boundary(x) for x in items]
 
-    def _use_batch_positions(self, column: str | None = None) -> Any:
-        """Yield each batch as an array of row positions (for collation); the row source."""
-        if not self.columnar:
+    def as_position_batches(self, column: str | None = None) -> PositionBatches | None:
+        """Each batch as an array of row positions (for collation); columnar only.
+
+        Taking the view makes the windows hold positions instead of tables.
+        """
+        if not self.columnar or self._rows is None:
             return None
         self._emit_positions = True
-        return self._rows
+        return PositionBatches(self._rows, self.next)
 
     def compute(self, window: int) -> list[list[Any]] | None:
         window_rows = self._read_rows()

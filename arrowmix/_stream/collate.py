@@ -264,8 +264,8 @@ class CollateIterator(PassThrough[dict[str, Any]]):
         if not isinstance(collator, Collator):
             raise TypeError(f"`collator` must be a Collator, got {type(collator).__name__}.")
         self.collator = collator
-        use = getattr(source, "_use_batch_positions", None)
-        self._rows = use(collator.column) if use is not None else None
+        self._batches = source.as_position_batches(collator.column)
+        self._rows = None if self._batches is None else self._batches.rows
         if self._rows is not None:
             field = (
                 self._rows.schema.field(collator.column)
@@ -292,9 +292,9 @@ class CollateIterator(PassThrough[dict[str, Any]]):
         return self.collator.describe()
 
     def next(self) -> dict[str, Any]:
-        batch = self.source.next()
-        if self._rows is None:
-            return self.collator(batch)
+        if self._batches is None:
+            return self.collator(self.source.next())
+        batch = self._batches.next()
         if isinstance(batch, TokenSpans):
             out = self.collator.from_spans(batch)
             positions = batch.positions

@@ -67,7 +67,7 @@ class LimitIterator(Stream[T]):
         self._count += 1
         return item
 
-    def _pull(self, n: int) -> list[T]:
-        out = self.source._pull(min(n, self.n - self._count))
+    def pull(self, n: int) -> list[T]:
+        out = self.source.pull(min(n, self.n - self._count))
         self._count += len(out)
         return out

@@ -39,9 +39,9 @@ class MapIterator(PassThrough[U]):
     def next(self) -> U:
         return self.fn(self.source.next())
 
-    def _pull(self, n: int) -> list[U]:
+    def pull(self, n: int) -> list[U]:
         fn = self.fn
-        return [fn(x) for x in self.source._pull(n)]
+        return [fn(x) for x in self.source.pull(n)]
 
 
 class FilterIterator(PassThrough[T]):
@@ -69,12 +69,12 @@ class FilterIterator(PassThrough[T]):
             if fn(item):
                 return item
 
-    def _pull(self, n: int) -> list[T]:
+    def pull(self, n: int) -> list[T]:
         out: list[T] = []
         fn = self.fn
         while len(out) < n:
             # Never pull more than could still be kept: the source state stays exact.
-            part = self.source._pull(n - len(out))
+            part = self.source.pull(n - len(out))
             if not part:
                 break
             out.extend(x for x in part if fn(x))
@@ -116,7 +116,7 @@ class ParallelMapIterator(AnchoredStage[U]):
     def compute(self, window: int) -> list[U] | None:
         # A restored window re-reads at least what was emitted of it (another worker
         # count had another chunk size).
-        items = self.source._pull(max(self.chunk, self.pending_skip))
+        items = self.source.pull(max(self.chunk, self.pending_skip))
         if not items:
             return None
         if self.__dict__.get("_pool") is None:

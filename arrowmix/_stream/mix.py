@@ -25,6 +25,7 @@ import numpy as np
 
 from arrowmix._stream.base import ElasticMode, State, Stream
 from arrowmix._stream.mixed_rows import MixedRows
+from arrowmix._stream.positions import Positions
 from arrowmix._stream.rng import derive_rng
 from arrowmix._stream.schedule import (
     Swrr,
@@ -239,7 +240,7 @@ class WeightedMixIterator(Stream[T]):
         out: list[int] = plan.tolist()
         return out
 
-    def _pull(self, n: int) -> list[T]:
+    def pull(self, n: int) -> list[T]:
         """Bulk path: plan ``n`` choices, pull each input's share at once.
 
         If an input runs short inside the block, everything is rewound to the
@@ -247,17 +248,17 @@ class WeightedMixIterator(Stream[T]):
         """
         cycling = self.stopping == "longest_cycle" and any(self._exhausted)
         if n < _MIN_BULK or not any(self._active) or cycling or any(self._pre):
-            return super()._pull(n)
+            return super().pull(n)
         states = [s.get_state() for s in self.streams]
         deficits = list(self._swrr.cur)
         choices = self._plan(n)
         need = np.bincount(choices, minlength=len(self.streams)).tolist()
-        pulled = [s._pull(c) if c else [] for s, c in zip(self.streams, need, strict=True)]
+        pulled = [s.pull(c) if c else [] for s, c in zip(self.streams, need, strict=True)]
         if any(len(p) < c for p, c in zip(pulled, need, strict=True)):
             for s, st in zip(self.streams, states, strict=True):
                 s.reset(st)
             self._swrr.cur = deficits
-            return super()._pull(n)
+            return super().pull(n)
         nexts = [iter(p).__next__ for p in pulled]
         self._counts = [c + k for c, k in zip(self._counts, need, strict=True)]
         return [nexts[c]() for c in choices]
@@ -265,9 +266,10 @@ class WeightedMixIterator(Stream[T]):
     # ------------------------------------------------------------- row positions
     def _fetch(self, i: int) -> Any:
         """The next item of input ``i``: a row, or a row position in :class:`MixedRows`."""
-        if not self.__dict__.get("_positions"):
+        views = self.__dict__.get("_views")
+        if views is None:
             return self.streams[i].next()
-        p = self.streams[i]._pull_positions(1)
+        p = views[i].pull(1)
         if not len(p):
             raise StopIteration
         rows = self.row_source()
@@ -283,13 +285,22 @@ class WeightedMixIterator(Stream[T]):
         mixed: MixedRows | None = self._mixed_rows
         return mixed
 
-    def _use_positions(self) -> None:
-        if self.row_source() is not None:
-            self._positions = True
-            for s in self.streams:
-                s._use_positions()
+    def as_positions(self) -> Positions | None:
+        """Positions in :class:`MixedRows` numbering, when every input is an index stream.
 
-    def _pull_positions(self, n: int) -> np.ndarray:
+        Taking the view makes the mix read its inputs through their own views.
+        """
+        rows = self.row_source()
+        if rows is None:
+            return None
+        if self.__dict__.get("_views") is None:
+            views = [s.as_positions() for s in self.streams]
+            if any(v is None for v in views):
+                return None
+            self._views: list[Positions] | None = views  # type: ignore[assignment]
+        return Positions(rows, self.pull_positions)
+
+    def pull_positions(self, n: int) -> np.ndarray:
         """Up to ``n`` positions in :class:`MixedRows` numbering, chosen as ``next`` would.
 
         Bulk path: plan the choices, pull each input's share at once. When an input runs
@@ -299,9 +310,8 @@ class WeightedMixIterator(Stream[T]):
         ahead (``longest_cycle``), every step is exact.
         """
         rows = self.row_source()
-        if rows is None:
+        if rows is None or self.__dict__.get("_views") is None:
             raise TypeError("mix streams row positions only when every input does.")
-        self._positions = True
         bases = rows.bases
         parts: list[np.ndarray] = []
         left = n
@@ -335,9 +345,10 @@ class WeightedMixIterator(Stream[T]):
         """The next ``n`` choices and each input's share of positions (maybe short)."""
         choices = np.asarray(self._plan(n), dtype=np.int64)
         need = np.bincount(choices, minlength=len(self.streams)).tolist()
+        views = self.__dict__["_views"]
         pulled = [
-            s._pull_positions(c) if c else np.empty(0, dtype=np.int64)
-            for s, c in zip(self.streams, need, strict=True)
+            v.pull(c) if c else np.empty(0, dtype=np.int64)
+            for v, c in zip(views, need, strict=True)
         ]
         return choices, pulled
 

@@ -47,6 +47,7 @@ import pyarrow as pa
 
 from arrowmix._stream.anchored import WindowReplayStage
 from arrowmix._stream.base import Stream
+from arrowmix._stream.positions import Positions, no_positions
 from arrowmix._stream.tokens import TokenColumn, is_token_type, token_column
 
 __all__ = ["LONG_DOCS", "STRATEGIES", "TAILS", "BinPackIterator", "ConcatPackIterator"]
@@ -74,6 +75,7 @@ class _Docs:
     def __init__(self, source: Stream[Any], column: str) -> None:
         self.source, self.column = source, column
         self.rows = source.row_source()
+        self._input: Positions | None = None
         if self.rows is not None:
             names = self.rows.schema.names
             if column not in names:
@@ -83,7 +85,9 @@ class _Docs:
                 raise TypeError(
                     f"column {column!r} must hold token ids as list<int*>, got {ftype}."
                 )
-            source._use_positions()
+            self._input = source.as_positions()
+            if self._input is None:
+                raise no_positions(source)
 
     def __getstate__(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -91,9 +95,9 @@ class _Docs:
         return d
 
     def pull(self, n: int) -> Any:
-        if self.rows is not None:
-            return self.source._pull_positions(n)
-        return self.source._pull(n)
+        if self._input is not None:
+            return self._input.pull(n)
+        return self.source.pull(n)
 
     def spans(self, block: Any) -> tuple[TokenColumn, np.ndarray | None, np.ndarray, np.ndarray]:
         """``(column, owner, starts, lengths)`` of the block's documents."""

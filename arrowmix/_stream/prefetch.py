@@ -62,7 +62,7 @@ def _work(source: Stream[Any], q: Any, stop: Any, chunk: int) -> None:
         while not stop.is_set():
             anchor = source.get_state()
             try:
-                items: list[Any] | None = source._pull(chunk)
+                items: list[Any] | None = source.pull(chunk)
             except Exception:  # noqa: BLE001 - located below, item by item
                 items = None
             if items is None:  # outside the handler: the error is not chained to itself
@@ -181,7 +181,7 @@ class PrefetchIterator(Stream[T]):
             and not self._chunk
             and not self._ended
         ):
-            items = self.source._pull(self._skip)
+            items = self.source.pull(self._skip)
             self._chunk, self._pos, self._skip = items, len(items), 0
             self._after = self.source.get_state()
 
@@ -220,7 +220,7 @@ class PrefetchIterator(Stream[T]):
 
     def _receive(self) -> tuple[Any, ...]:
         if self.__dict__.get("_sync"):  # elastic frontiers: no read-ahead in the background
-            items = self.source._pull(self.chunk_size)
+            items = self.source.pull(self.chunk_size)
             return ("items" if items else "end", items, self.source.get_state())
         if self.__dict__.get("_worker") is None:
             self._start()

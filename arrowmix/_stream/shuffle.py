@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import State, Stream
+from arrowmix._stream.positions import Positions
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.row_source import RowSource
 from arrowmix._stream.sources import table_to_rows
@@ -44,9 +45,9 @@ class BufferShuffleIterator(AnchoredStage[T]):
             raise ValueError(f"`buffer_size` must be a positive int, got {buffer_size!r}.")
         self.buffer_size = buffer_size
         self._seed = SeedHolder(seed)
-        self._positions = False  # True once a consumer reads positions
-        if source.row_source() is not None:
-            source._use_positions()  # compute() reads positions from an index stream
+        self._positions = False  # True once a consumer took the positions view
+        # compute() reads positions from an index stream: one take per window
+        self._input: Positions | None = source.as_positions()
 
     @property
     def schema(self) -> Any:
@@ -62,33 +63,33 @@ class BufferShuffleIterator(AnchoredStage[T]):
         self._seed.load(self, state[self.SEED_KEY])
 
     def row_source(self) -> RowSource | None:
-        return self.source.row_source()
+        return None if self._input is None else self._input.rows
 
-    def _use_positions(self) -> None:
-        if self.row_source() is not None:
-            self._positions = True
-            self.source._use_positions()
+    def as_positions(self) -> Positions | None:
+        """The shuffled positions; the windows then hold positions, not rows."""
+        if self._input is None:
+            return None
+        self._positions = True
+        return Positions(self._input.rows, self.pull_positions)
 
     def compute(self, window: int) -> Any:
-        rows = self.source.row_source()
-        if rows is None:
-            items = self.source._pull(self.buffer_size)
+        if self._input is None:
+            items = self.source.pull(self.buffer_size)
             if not items:
                 return None
             perm = self.window_rng(self._seed.value, window).permutation(len(items))
             return [items[i] for i in perm]
         # Index stream: permute positions; rows are read once, with one take.
-        pos = self.source._pull_positions(self.buffer_size)
+        pos = self._input.pull(self.buffer_size)
         if not len(pos):
             return None
         pos = pos[self.window_rng(self._seed.value, window).permutation(len(pos))]
-        return pos if self._positions else table_to_rows(rows.take(pos))
+        return pos if self._positions else table_to_rows(self._input.rows.take(pos))
 
     def _rows_at(self, n: int) -> list[T]:
-        rows = self.row_source()
-        assert rows is not None
-        pos = self._pull_positions(n)
-        return table_to_rows(rows.take(pos)) if len(pos) else []  # type: ignore[return-value]
+        assert self._input is not None
+        pos = self.pull_positions(n)
+        return table_to_rows(self._input.rows.take(pos)) if len(pos) else []  # type: ignore[return-value]
 
     def next(self) -> T:
         if not self._positions:
@@ -98,5 +99,5 @@ class BufferShuffleIterator(AnchoredStage[T]):
             raise StopIteration
         return out[0]
 
-    def _pull(self, n: int) -> list[T]:
-        return self._rows_at(n) if self._positions else super()._pull(n)
+    def pull(self, n: int) -> list[T]:
+        return self._rows_at(n) if self._positions else super().pull(n)

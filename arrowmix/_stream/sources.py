@@ -27,6 +27,7 @@ import pyarrow as pa
 from arrowmix._stream.base import State, Stream
 from arrowmix._stream.dealing import Generation
 from arrowmix._stream.order import MODES, SHARDS, PositionOrder
+from arrowmix._stream.positions import Positions
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.row_source import RowSource
 from arrowmix._stream.topology import ElasticRole, check_sharding
@@ -283,7 +284,10 @@ class ArrowSource(Stream[Row]):
     def row_source(self) -> RowSource:
         return self.rows
 
-    def _pull_positions(self, n: int) -> np.ndarray:
+    def as_positions(self) -> Positions:
+        return Positions(self.rows, self.pull_positions)
+
+    def pull_positions(self, n: int) -> np.ndarray:
         """Advance by up to ``n`` rows and return their positions (no data is read).
 
         Index streams use this instead of rows; the current block of rows is dropped.
@@ -342,7 +346,7 @@ class ArrowSource(Stream[Row]):
         self._pos += 1
         return row
 
-    def _pull(self, n: int) -> list[Row]:
+    def pull(self, n: int) -> list[Row]:
         out: list[Row] = []
         while len(out) < n:
             if self._pos >= len(self._block):

@@ -114,7 +114,7 @@ def test_index_stream_matches_row_stream(infinite: bool) -> None:
 def test_shuffle_in_position_mode_still_yields_rows() -> None:
     s = arrow(30, seed=1).shuffle(8, seed=2)
     expected = [r["id"] for r in arrow(30, seed=1).shuffle(8, seed=2)]
-    s._use_positions()
+    assert s.as_positions() is not None  # a consumer takes the positions view
     assert [r["id"] for r in s] == expected
 
 
