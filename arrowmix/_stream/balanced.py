@@ -31,6 +31,7 @@ import numpy as np
 
 from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import State, Stream, fn_id
+from arrowmix._stream.dealing import ShareReader
 from arrowmix._stream.positions import PositionBatches, Positions, no_positions
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.sources import table_to_rows
@@ -131,7 +132,7 @@ def deal_batches(num_batches: int, num_instances: int, rank: int, remainder: str
     return [i % num_batches for i in range(rank, total, num_instances)]
 
 
-class BudgetBucketIterator(AnchoredStage[list[Any]]):
+class BudgetBucketIterator(AnchoredStage[list[Any]], ShareReader):
     """Token-budget batches of a stream, the same number on every instance.
 
     State:
@@ -219,12 +220,9 @@ class BudgetBucketIterator(AnchoredStage[list[Any]]):
         """``(num_instances, instance_rank)``."""
         return self.num_instances, self.instance_rank
 
-    def reshard(self, num_instances: int, instance_rank: int) -> None:
-        """Take another instance's batches (elastic resume); restarts the stream."""
-        check_sharding(num_instances, instance_rank)
+    def apply_share(self, num_instances: int, instance_rank: int) -> None:
+        """Take another instance's batches (see ``ShareReader.reshard``)."""
         self.num_instances, self.instance_rank = num_instances, instance_rank
-        self._started = False
-        self._pending = None
 
     def deal_remaining(self, plan: tuple[int, list[Any], State | None] | None) -> None:
         """Deal only the batches no old instance yielded (elastic resume; ``None``: off).

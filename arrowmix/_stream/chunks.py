@@ -18,7 +18,7 @@ import numpy as np
 
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._stream.base import State, Stream, fn_id
-from arrowmix._stream.dealing import Dealing, Generation
+from arrowmix._stream.dealing import Dealing, DealtSource, Generation
 from arrowmix._stream.rng import SeedHolder, derive_rng
 from arrowmix._stream.topology import ElasticRole, check_sharding
 from arrowmix.exceptions import StateError
@@ -28,7 +28,7 @@ __all__ = ["ChunkSource", "from_chunks"]
 T = TypeVar("T")
 
 
-class ChunkSource(Stream[T]):
+class ChunkSource(Stream[T], DealtSource):
     """Items of chunks read by ``read_chunk_fn``, chunk-permuted per epoch.
 
     State:
@@ -85,31 +85,13 @@ class ChunkSource(Stream[T]):
         """``(num_instances, instance_rank)``."""
         return self.num_instances, self.instance_rank
 
-    def reshard(self, num_instances: int, instance_rank: int) -> None:
-        """Read another share of the chunks (DataLoader workers); restarts."""
-        check_sharding(num_instances, instance_rank)
+    def apply_share(self, num_instances: int, instance_rank: int) -> None:
+        """Read another share of the chunks (see ``ShareReader.reshard``)."""
         self.num_instances, self.instance_rank = num_instances, instance_rank
         self._check_chunks()
-        self._started = False
-        self._pending = None
 
-    def deal(
-        self,
-        generations: list[Generation],
-        limit: tuple[int, int] | None,
-        seed: int | None = None,
-    ) -> None:
-        """Deal the remainder of resized epochs; stop at ``limit`` (drains). Restarts.
-
-        ``seed``: the order's seed of the old instances (``None`` keeps this one's).
-        """
-        if seed is not None:
-            self._seed.value = int(seed)
-        self._generations = list(generations)
-        self._limit = limit
+    def apply_deal(self) -> None:
         self._check_chunks()
-        self._started = False
-        self._pending = None
 
     @property
     def order_seed(self) -> int:

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._stream.base import State, Stream
-from arrowmix._stream.dealing import Generation
+from arrowmix._stream.dealing import DealtSource, Generation
 from arrowmix._stream.order import MODES, SHARDS, PositionOrder
 from arrowmix._stream.positions import Positions
 from arrowmix._stream.rng import SeedHolder
@@ -85,7 +85,7 @@ def _nonneg_int(owner: object, state: State, key: str) -> int:
     return v
 
 
-class ArrowSource(Stream[Row]):
+class ArrowSource(Stream[Row], DealtSource):
     """Row dicts of a :class:`RowSource` in sequential, global or chunk-shuffled order.
 
     State:
@@ -183,32 +183,14 @@ class ArrowSource(Stream[Row]):
         """``(num_instances, instance_rank)``."""
         return self._sharding[0], self._sharding[1]
 
-    def reshard(self, num_instances: int, instance_rank: int) -> None:
-        """Read another share of the rows (DataLoader workers); restarts the stream."""
-        check_sharding(num_instances, instance_rank)
+    def apply_share(self, num_instances: int, instance_rank: int) -> None:
+        """Read another share of the rows (see ``ShareReader.reshard``)."""
         self._sharding = (num_instances, instance_rank, self._sharding[2])
         self._order = self._make_order()
         self._check_rows()
-        self._started = False
-        self._pending = None
 
-    def deal(
-        self,
-        generations: list[Generation],
-        limit: tuple[int, int] | None,
-        seed: int | None = None,
-    ) -> None:
-        """Deal the remainder of resized epochs; stop at ``limit`` (drains). Restarts.
-
-        ``seed``: the order's seed of the old instances (``None`` keeps this one's).
-        """
-        if seed is not None:
-            self._seed.value = int(seed)
-        self._generations = list(generations)
-        self._limit = limit
+    def apply_deal(self) -> None:
         self._order = self._make_order()
-        self._started = False
-        self._pending = None
 
     @property
     def order_seed(self) -> int:

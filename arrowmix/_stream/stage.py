@@ -86,6 +86,14 @@ class Stage(Generic[T]):
         self._reset_called = False
         self._pending: State | None = None
 
+    def restart(self) -> None:
+        """Start again lazily: the next item or state request calls ``reset(None)``.
+
+        For stages whose configuration changed (``reshard``, ``deal``).
+        """
+        self._started = False
+        self._pending = None
+
     # ----------------------------------------------------------------- subclass API
     def next(self) -> T:
         """Return the next item or raise StopIteration (subclass hook)."""
