@@ -37,6 +37,7 @@ from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.sources import table_to_rows
 from arrowmix._stream.tokens import key_spans
 from arrowmix._stream.topology import ElasticRole, check_sharding, walk
+from arrowmix._validate import check_int
 from arrowmix.exceptions import DroppedDataWarning
 
 __all__ = ["REMAINDERS", "BudgetBucketIterator", "deal_batches", "plan_batches"]
@@ -71,14 +72,8 @@ def plan_batches(
         >>> [b.tolist() for b in plan_batches([3, 9, 4, 1, 8, 2], budget=16)]
         [[1], [4, 2], [0, 5, 3]]
     """
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-        raise ValueError(f"`budget` must be a positive int, got {budget!r}.")
-    if max_batch_size is not None and (
-        isinstance(max_batch_size, bool)
-        or not isinstance(max_batch_size, int)
-        or max_batch_size < 1
-    ):
-        raise ValueError(f"`max_batch_size` must be a positive int, got {max_batch_size!r}.")
+    check_int("budget", budget, minimum=1)
+    check_int("max_batch_size", max_batch_size, minimum=1, none_ok=True)
     lens = np.asarray(lengths, dtype=np.int64)
     if lens.size and int(lens.min()) < 1:
         bad = int(np.argmin(lens))
@@ -164,8 +159,7 @@ class BudgetBucketIterator(AnchoredStage[list[Any]], ShareReader):
         check_sharding(num_instances, instance_rank)
         if remainder not in REMAINDERS:
             raise ValueError(f"`remainder` must be one of {list(REMAINDERS)}, got {remainder!r}.")
-        if isinstance(read_ahead, bool) or not isinstance(read_ahead, int) or read_ahead < 1:
-            raise ValueError(f"`read_ahead` must be a positive int, got {read_ahead!r}.")
+        check_int("read_ahead", read_ahead, minimum=1)
         plan_batches([], budget, max_batch_size=max_batch_size)  # validates both
         if isinstance(key, str):
             self._key: Callable[[Any], Any] = operator.itemgetter(key)

@@ -25,6 +25,7 @@ import numpy as np
 from arrowmix._stream.root import FORMAT_VERSION, PipelineRoot
 from arrowmix._stream.stage import PLAIN, ElasticMode, State, check_keys
 from arrowmix._stream.topology import ElasticRole
+from arrowmix._validate import check_callable
 
 __all__ = [
     "FORMAT_VERSION",
@@ -44,9 +45,8 @@ F = TypeVar("F")
 
 def checked_fn(fn: F) -> F:
     """Return ``fn`` if it is callable, else raise TypeError naming it."""
-    if not callable(fn):
-        raise TypeError(f"`fn` must be callable, got {fn!r}.")
-    return fn
+    checked: F = check_callable("fn", fn)
+    return checked
 
 
 def fn_name(fn: object) -> str:

@@ -13,6 +13,7 @@ import numpy as np
 
 from arrowmix._stream.base import PassThrough, Stream
 from arrowmix._stream.positions import PositionBatches, Positions
+from arrowmix._validate import check_int
 
 __all__ = ["BatchIterator", "pad_batch"]
 
@@ -20,9 +21,8 @@ T = TypeVar("T")
 
 
 def _positive_int(name: str, v: object) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise ValueError(f"`{name}` must be a positive int, got {v!r}.")
-    return v
+    n: int = check_int(name, v, minimum=1)
+    return n
 
 
 class BatchIterator(PassThrough[Any]):

@@ -35,6 +35,7 @@ from arrowmix._stream.positions import PositionBatches, Positions
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.sources import table_to_rows
 from arrowmix._stream.tokens import is_token_type, key_values
+from arrowmix._validate import check_int
 
 __all__ = ["LengthBucketIterator", "cut_sorted", "descending"]
 
@@ -203,8 +204,7 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
             raise ValueError(
                 f"`batch_size` must be a positive int or a callable, got {batch_size!r}."
             )
-        if isinstance(read_ahead, bool) or not isinstance(read_ahead, int) or read_ahead < 1:
-            raise ValueError(f"`read_ahead` must be a positive int, got {read_ahead!r}.")
+        check_int("read_ahead", read_ahead, minimum=1)
         self.key, self.boundary_key = key, boundary_key
         self.batch_size: int | Callable[[Any], int] = batch_size
         self.read_ahead = read_ahead

@@ -31,6 +31,7 @@ from arrowmix._stream.tokens import (
     is_token_type,
     token_column,
 )
+from arrowmix._validate import check_int
 
 __all__ = ["IGNORE_INDEX", "LABELS", "TENSORS", "CollateIterator", "Collator"]
 
@@ -43,11 +44,8 @@ SIDES = ("right", "left")
 
 
 def _opt_positive(name: str, v: object) -> int | None:
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-        raise ValueError(f"`{name}` must be a positive int or None, got {v!r}.")
-    return int(v)
+    n: int | None = check_int(name, v, minimum=1, none_ok=True)
+    return n
 
 
 class Collator:
@@ -99,8 +97,7 @@ class Collator:
             raise ValueError(
                 f"`return_tensors` must be one of {list(TENSORS)}, got {return_tensors!r}."
             )
-        if isinstance(pad_id, bool) or not isinstance(pad_id, (int, np.integer)):
-            raise TypeError(f"`pad_id` must be an int, got {pad_id!r}.")
+        check_int("pad_id", pad_id)
         self.dtype = np.dtype(dtype)
         if self.dtype.kind not in "iu":
             raise TypeError(f"`dtype` must be an integer dtype, got {self.dtype}.")

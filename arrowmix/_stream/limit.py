@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from arrowmix._stream.base import State, Stream
 from arrowmix._stream.topology import ElasticRole
+from arrowmix._validate import check_int
 from arrowmix.exceptions import StateError
 
 __all__ = ["LimitIterator"]
@@ -30,10 +31,8 @@ class LimitIterator(Stream[T]):
 
     def __init__(self, source: Stream[T], n: int) -> None:
         super().__init__()
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise ValueError(f"`n` must be an int >= 0, got {n!r}.")
         self.source = source
-        self.n = n
+        self.n: int = check_int("n", n, minimum=0)
 
     def children(self) -> list[Stream[Any]]:
         return [self.source]

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import PassThrough, Stream, checked_fn, fn_id
+from arrowmix._validate import check_int
 
 __all__ = ["FilterIterator", "MapIterator", "ParallelMapIterator"]
 
@@ -101,10 +102,7 @@ class ParallelMapIterator(AnchoredStage[U]):
     ) -> None:
         super().__init__(source)
         self.fn = checked_fn(fn)
-        if isinstance(num_workers, bool) or not isinstance(num_workers, int):
-            raise TypeError(f"`num_workers` must be an int, got {num_workers!r}.")
-        if num_workers < 1:
-            raise ValueError(f"`num_workers` must be >= 1, got {num_workers!r}.")
+        num_workers = check_int("num_workers", num_workers, minimum=1)
         self.num_workers = num_workers
         self.chunk = num_workers * chunk_factor
         self._pool: ThreadPoolExecutor | None = None

@@ -35,6 +35,7 @@ from arrowmix._stream.schedule import (
     random_plan,
 )
 from arrowmix._stream.topology import ElasticRole
+from arrowmix._validate import check_int
 from arrowmix.exceptions import SchemaMismatchError, StateError
 
 __all__ = ["WeightedMixIterator", "ZipIterator", "check_schemas", "mix", "zip_streams"]
@@ -107,9 +108,7 @@ class WeightedMixIterator(Stream[T]):
                 raise TypeError(f"`streams[{i}]` must be a Stream, got {type(s).__name__}.")
         self.weights = check_weights(weights, len(self.streams))
         self.stopping = check_stopping(stopping)
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise ValueError(f"`seed` must be an int >= 0 or None, got {seed!r}.")
-        self.seed = seed
+        self.seed: int | None = check_int("seed", seed, minimum=0, none_ok=True)
         check_schemas(self.streams)
         self._ints = integer_weights(self.weights)
         # Elastic drains (arrowmix._stream.elastic): inputs that end are dropped.

@@ -49,6 +49,7 @@ from arrowmix._stream.anchored import WindowReplayStage
 from arrowmix._stream.base import Stream
 from arrowmix._stream.positions import Positions, no_positions
 from arrowmix._stream.tokens import TokenColumn, is_token_type, token_column
+from arrowmix._validate import check_int
 
 __all__ = ["LONG_DOCS", "STRATEGIES", "TAILS", "BinPackIterator", "ConcatPackIterator"]
 
@@ -58,9 +59,8 @@ LONG_DOCS = ("split", "truncate", "error")
 
 
 def _positive(name: str, v: object) -> int:
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-        raise ValueError(f"`{name}` must be a positive int, got {v!r}.")
-    return int(v)
+    n: int = check_int(name, v, minimum=1)
+    return n
 
 
 def _choice(name: str, v: object, allowed: Sequence[Any]) -> Any:
@@ -276,9 +276,7 @@ class _PackStage:
         self.seq_len = _positive("seq_len", seq_len)
         self.batch_size = _positive("batch_size", batch_size)
         self.read_ahead = _positive("read_ahead", read_ahead)
-        if isinstance(pad_id, bool) or not isinstance(pad_id, (int, np.integer)):
-            raise TypeError(f"`pad_id` must be an int, got {pad_id!r}.")
-        self.pad_id = int(pad_id)
+        self.pad_id = int(check_int("pad_id", pad_id))
         self.return_tensors = _choice("return_tensors", return_tensors, ("np", "pt"))
         self.dtype = np.dtype(dtype)
         if self.dtype.kind not in "iu":

@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 
 from arrowmix._stream.base import ElasticMode, State, Stream
 from arrowmix._stream.topology import ElasticRole
+from arrowmix._validate import check_int
 from arrowmix.exceptions import StateError
 
 __all__ = ["PrefetchIterator"]
@@ -127,10 +128,7 @@ class PrefetchIterator(Stream[T]):
 
     def __init__(self, source: Stream[T], buffer_size: int, *, processes: bool = False):
         super().__init__()
-        if isinstance(buffer_size, bool) or not isinstance(buffer_size, int):
-            raise TypeError(f"`buffer_size` must be an int, got {buffer_size!r}.")
-        if buffer_size < 1:
-            raise ValueError(f"`buffer_size` must be a positive int, got {buffer_size!r}.")
+        buffer_size = check_int("buffer_size", buffer_size, minimum=1)
         self.source = source
         self.buffer_size = buffer_size
         self.chunk_size = max(1, buffer_size // _DEPTH)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._stream.stage import Stage, State, check_keys
+from arrowmix._validate import check_int
 from arrowmix.exceptions import StateError
 
 if TYPE_CHECKING:
@@ -90,8 +91,7 @@ class PipelineRoot(Stage[T]):
             >>> a != b and sorted(a) == sorted(b) == list(range(8))
             True
         """
-        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
-            raise ValueError(f"`epoch` must be an int >= 0, got {epoch!r}.")
+        epoch = check_int("epoch", epoch, minimum=0)
         self._ensure_started()
         run = self.__dict__.pop("_elastic", None)
         if run is not None:

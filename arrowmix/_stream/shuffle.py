@@ -20,6 +20,7 @@ from arrowmix._stream.positions import Positions
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.row_source import RowSource
 from arrowmix._stream.sources import table_to_rows
+from arrowmix._validate import check_int
 
 __all__ = ["BufferShuffleIterator"]
 
@@ -39,11 +40,7 @@ class BufferShuffleIterator(AnchoredStage[T]):
 
     def __init__(self, source: Stream[T], buffer_size: int, *, seed: int | None = None):
         super().__init__(source)
-        if isinstance(buffer_size, bool) or not isinstance(buffer_size, int):
-            raise TypeError(f"`buffer_size` must be an int, got {buffer_size!r}.")
-        if buffer_size < 1:
-            raise ValueError(f"`buffer_size` must be a positive int, got {buffer_size!r}.")
-        self.buffer_size = buffer_size
+        self.buffer_size: int = check_int("buffer_size", buffer_size, minimum=1)
         self._seed = SeedHolder(seed)
         self._positions = False  # True once a consumer took the positions view
         # compute() reads positions from an index stream: one take per window

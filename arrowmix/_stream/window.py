@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from arrowmix._stream.base import State, Stream
 from arrowmix._stream.topology import ElasticRole
+from arrowmix._validate import check_int
 
 __all__ = ["WindowIterator"]
 
@@ -34,10 +35,8 @@ class WindowIterator(Stream[tuple[T, ...]]):
 
     def __init__(self, source: Stream[T], width: int) -> None:
         super().__init__()
-        if isinstance(width, bool) or not isinstance(width, int) or width < 1:
-            raise ValueError(f"`width` must be a positive int, got {width!r}.")
         self.source = source
-        self.width = width
+        self.width: int = check_int("width", width, minimum=1)
 
     def children(self) -> list[Stream[Any]]:
         return [self.source]
