@@ -90,7 +90,7 @@ class Stream(PipelineRoot[T]):
             num_workers: Threads calling ``fn`` concurrently (the order is kept); None
                 calls it inline.
         """
-        from arrowmix._stream.map import MapIterator, ParallelMapIterator
+        from arrowmix._stream.stages.map import MapIterator, ParallelMapIterator
 
         if num_workers is None:
             return MapIterator(self, fn)
@@ -98,19 +98,19 @@ class Stream(PipelineRoot[T]):
 
     def filter(self, fn: Callable[[T], bool]) -> Stream[T]:
         """Keep the items for which ``fn`` is true."""
-        from arrowmix._stream.map import FilterIterator
+        from arrowmix._stream.stages.map import FilterIterator
 
         return FilterIterator(self, fn)
 
     def flat_map(self, fn: Callable[[T], Iterable[U]]) -> Stream[U]:
         """Replace every item by the items of ``fn(item)``."""
-        from arrowmix._stream.flat_map import FlatMapIterator
+        from arrowmix._stream.stages.flat_map import FlatMapIterator
 
         return FlatMapIterator(self, fn)
 
     def window(self, width: int) -> Stream[tuple[T, ...]]:
         """Sliding windows: tuples of ``width`` consecutive items."""
-        from arrowmix._stream.window import WindowIterator
+        from arrowmix._stream.stages.window import WindowIterator
 
         return WindowIterator(self, width)
 
@@ -121,7 +121,7 @@ class Stream(PipelineRoot[T]):
             buffer_size: Items per window; a resume re-reads at most one window.
             seed: Seed of the shuffle; None draws one (stored in the state).
         """
-        from arrowmix._stream.shuffle import BufferShuffleIterator
+        from arrowmix._stream.stages.shuffle import BufferShuffleIterator
 
         return BufferShuffleIterator(self, buffer_size, seed=seed)
 
@@ -129,7 +129,7 @@ class Stream(PipelineRoot[T]):
         self, batch_size: int, drop_last: bool = False, *, columnar: bool = False
     ) -> Stream[Any]:
         """Group items into lists of ``batch_size`` (Arrow tables with ``columnar=True``)."""
-        from arrowmix._stream.batch import BatchIterator
+        from arrowmix._stream.stages.batch import BatchIterator
 
         return BatchIterator(self, batch_size, drop_last=drop_last, columnar=columnar)
 
@@ -151,9 +151,9 @@ class Stream(PipelineRoot[T]):
         Behind ``batch(columnar=True)``, ``bucket(columnar=True)`` or ``budget_bucket``
         over an index stream, token ids are copied once, from the memory-mapped chunks
         into the output. ``keep`` passes other columns through as numpy arrays (a source
-        name, a document id). See :class:`arrowmix._stream.collate.Collator` for the options.
+        name, a document id). See :class:`arrowmix._stream.tokens.collate.Collator` for the options.
         """
-        from arrowmix._stream.collate import CollateIterator, Collator
+        from arrowmix._stream.tokens.collate import CollateIterator, Collator
 
         collator = Collator(
             column,
@@ -194,7 +194,7 @@ class Stream(PipelineRoot[T]):
             columnar: Yield each batch as a ``pyarrow.Table`` instead of a list of row
                 dicts (index streams over a Dataset, with a column ``key``).
         """
-        from arrowmix._stream.bucket import LengthBucketIterator
+        from arrowmix._stream.stages.bucket import LengthBucketIterator
 
         return LengthBucketIterator(
             self,
@@ -238,7 +238,7 @@ class Stream(PipelineRoot[T]):
             shuffle: Yield the batches of a window in a seeded random order.
             seed: Seed of that order; None draws one (stored in the state).
         """
-        from arrowmix._stream.balanced import BudgetBucketIterator
+        from arrowmix._stream.stages.balanced import BudgetBucketIterator
 
         return BudgetBucketIterator(
             self,
@@ -275,9 +275,9 @@ class Stream(PipelineRoot[T]):
         and cut; ``tail`` ``"drop"`` or ``"pad"`` settles the end), ``"first_fit"`` or
         ``"best_fit"`` (whole documents per read-ahead window; ``long_docs``
         ``"split"``, ``"truncate"`` or ``"error"`` for documents longer than
-        ``seq_len``). See :mod:`arrowmix._stream.pack`.
+        ``seq_len``). See :mod:`arrowmix._stream.tokens.pack`.
         """
-        from arrowmix._stream.pack import BinPackIterator, ConcatPackIterator
+        from arrowmix._stream.tokens.pack import BinPackIterator, ConcatPackIterator
 
         if strategy == "concat":
             if long_docs != "split":
@@ -320,13 +320,13 @@ class Stream(PipelineRoot[T]):
             processes: Use a forked process instead of a thread (for CPU-bound Python
                 stages that hold the GIL).
         """
-        from arrowmix._stream.prefetch import PrefetchIterator
+        from arrowmix._stream.stages.prefetch import PrefetchIterator
 
         return PrefetchIterator(self, buffer_size, processes=processes)
 
     def take(self, n: int) -> Stream[T]:
         """Stop after ``n`` items."""
-        from arrowmix._stream.limit import LimitIterator
+        from arrowmix._stream.stages.limit import LimitIterator
 
         return LimitIterator(self, n)
 

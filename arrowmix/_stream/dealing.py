@@ -1,7 +1,7 @@
 """Which units of an epoch's global order an instance reads, across cluster resizes.
 
 Normally instance ``r`` of ``n`` reads the units ``r, r + n, ...`` of the epoch's global
-order (rows in the order of :mod:`arrowmix._stream.order`). After an elastic restore the
+order (rows in the order of :mod:`arrowmix._stream.sources.order`). After an elastic restore the
 order that remains of an epoch is the *remainder*: the units that no old instance had
 read. A :class:`Generation` records one resize: the old instance count ``n`` and, per old
 instance, its frontier ``(epoch, index)`` (rows of its share it had read, in its own

@@ -76,7 +76,7 @@ def merge_states(states: Sequence[State]) -> State:
     Example:
         >>> import pyarrow as pa
         >>> from arrowmix._stream.row_source import TableRowSource
-        >>> from arrowmix._stream.sources import from_row_source
+        >>> from arrowmix._stream.sources.rows import from_row_source
         >>> rows = TableRowSource(pa.table({"x": list(range(10))}))
         >>> def build(n, r):
         ...     s = from_row_source(rows, seed=1, infinite=False, num_instances=n,

@@ -49,7 +49,7 @@ class PositionBatches:
     Attributes:
         rows: the row source the positions index.
         next: ``next()``: the next batch, an int64 array of positions (or a
-            :class:`~arrowmix._stream.tokens.TokenSpans` when the view was asked for
+            :class:`~arrowmix._stream.tokens.column.TokenSpans` when the view was asked for
             the token column the batches were planned by); raises StopIteration at
             the end.
     """

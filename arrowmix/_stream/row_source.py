@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._fingerprint.hasher import hash_value
-from arrowmix._stream.tokens import TokenColumn
+from arrowmix._stream.tokens.column import TokenColumn
 
 __all__ = ["RowSource", "TableRowSource"]
 

@@ -122,7 +122,7 @@ def test_non_numeric_key_is_named() -> None:
     import pyarrow as pa
 
     from arrowmix._stream.row_source import TableRowSource
-    from arrowmix._stream.sources import from_row_source
+    from arrowmix._stream.sources.rows import from_row_source
 
     src = from_row_source(TableRowSource(pa.table({"lang": ["en", "de"]})), infinite=False)
     with pytest.raises(ValueError, match=r"`key` 'lang' must give a number.*'(en|de)'"):

@@ -9,10 +9,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from arrowmix._stream.collate import CollateIterator, Collator
-from arrowmix._stream.mixed_rows import MixedRows
+from arrowmix._stream.mixing.mixed_rows import MixedRows
 from arrowmix._stream.row_source import TableRowSource
-from arrowmix._stream.tokens import ConcatTokenColumn, TokenColumn
+from arrowmix._stream.tokens.collate import CollateIterator, Collator
+from arrowmix._stream.tokens.column import ConcatTokenColumn, TokenColumn
 from arrowmix.stream import Stream, from_iterable, mix
 from arrowmix.testing import CheckpointRoundTripTests
 

@@ -33,8 +33,8 @@ from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import State, Stream, fn_id
 from arrowmix._stream.positions import PositionBatches, Positions
 from arrowmix._stream.rng import SeedHolder
-from arrowmix._stream.sources import table_to_rows
-from arrowmix._stream.tokens import is_token_type, key_values
+from arrowmix._stream.sources.rows import table_to_rows
+from arrowmix._stream.tokens.column import is_token_type, key_values
 from arrowmix._validate import check_int
 
 __all__ = ["LengthBucketIterator", "cut_sorted", "descending"]

@@ -9,7 +9,7 @@ asks storage for its own rows.
 
 ``shard="chunks"`` (with the ``"chunks"`` or ``None`` modes) deals chunks instead of rows:
 each rank reads one contiguous span of the epoch's chunk order, so it downloads only its own
-chunks (see :mod:`arrowmix._stream.spans`: equal counts, the ``num_rows % N`` last rows of
+chunks (see :mod:`arrowmix._stream.sources.spans`: equal counts, the ``num_rows % N`` last rows of
 the order unread). The epoch order is then the interleaving of the spans, laid out for the
 instances that began the epoch, so the strided and elastic dealings apply unchanged. With
 one instance both shardings give the same order.
@@ -22,9 +22,9 @@ from collections.abc import Callable
 import numpy as np
 
 from arrowmix._stream.dealing import Dealing, Generation
-from arrowmix._stream.permutation import FeistelPermutation
 from arrowmix._stream.rng import derive_rng
-from arrowmix._stream.spans import ChunkSpans
+from arrowmix._stream.sources.permutation import FeistelPermutation
+from arrowmix._stream.sources.spans import ChunkSpans
 
 __all__ = ["MODES", "SHARDS", "PositionOrder"]
 

@@ -1,12 +1,12 @@
 """Streams over a random-access :class:`RowSource` (the head of Dataset pipelines).
 
 ``from_row_source`` is what ``Dataset.to_stream`` calls. The source computes the
-positions of its rank's share of the epoch (see :mod:`arrowmix._stream.order`) and
+positions of its rank's share of the epoch (see :mod:`arrowmix._stream.sources.order`) and
 materialises them in blocks of ``block_rows`` with one vectorised ``take`` and one
 conversion to row dicts, so the per-row cost is a list lookup.
 
 ``shard="chunks"`` deals whole chunks to the ranks instead of rows (each rank reads one
-contiguous span of the epoch's chunk order: see :mod:`arrowmix._stream.spans`), so that a
+contiguous span of the epoch's chunk order: see :mod:`arrowmix._stream.sources.spans`), so that a
 rank over remote chunks downloads only its own share.
 
 Checkpointing: the state is ``(epoch, index, seed)``; restoring re-reads at most one
@@ -26,10 +26,10 @@ import pyarrow as pa
 
 from arrowmix._stream.base import State, Stream
 from arrowmix._stream.dealing import DealtSource, Generation
-from arrowmix._stream.order import MODES, SHARDS, PositionOrder
 from arrowmix._stream.positions import Positions
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.row_source import RowSource
+from arrowmix._stream.sources.order import MODES, SHARDS, PositionOrder
 from arrowmix._stream.topology import ElasticRole, check_sharding
 from arrowmix.exceptions import DroppedDataWarning, StateError
 

@@ -9,7 +9,7 @@ padding, ``L`` the longest document (capped by ``max_length``, rounded up to
 ``bucket(columnar=True)``, ``budget_bucket`` or ``batch(columnar=True)`` over an index
 stream, those stages hand over row positions instead of rows, and the token ids are copied
 once: from the memory-mapped values buffer straight into ``input_ids``
-(:mod:`arrowmix._stream.tokens`). Any other stream may yield lists of token-id lists, lists
+(:mod:`arrowmix._stream.tokens.column`). Any other stream may yield lists of token-id lists, lists
 of row dicts, ``pyarrow`` tables or record batches.
 
 Checkpointing: collation keeps no state: the stage returns its source's state unchanged.
@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._stream.base import PassThrough, Stream
-from arrowmix._stream.tokens import (
+from arrowmix._stream.tokens.column import (
     TokenColumn,
     TokenSpans,
     column_values,

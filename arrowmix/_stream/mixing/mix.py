@@ -1,7 +1,7 @@
 """Weighted mixing of streams, and zip.
 
 ``mix`` interleaves its inputs by weight: deterministically (the input furthest behind
-its target share, see :mod:`arrowmix._stream.schedule`) or, with a seed, by a random
+its target share, see :mod:`arrowmix._stream.mixing.schedule`) or, with a seed, by a random
 draw that is a pure function of ``(seed, step)``. Stopping rules: ``"shortest"`` stops
 when the input chosen next is exhausted; ``"longest_drop"`` drops exhausted inputs and
 renormalises; ``"longest_cycle"`` restarts an input that ends and stops right after
@@ -24,16 +24,16 @@ from typing import Any, TypeVar
 import numpy as np
 
 from arrowmix._stream.base import ElasticMode, State, Stream
-from arrowmix._stream.mixed_rows import MixedRows
-from arrowmix._stream.positions import Positions
-from arrowmix._stream.rng import derive_rng
-from arrowmix._stream.schedule import (
+from arrowmix._stream.mixing.mixed_rows import MixedRows
+from arrowmix._stream.mixing.schedule import (
     Swrr,
     check_stopping,
     check_weights,
     integer_weights,
     random_plan,
 )
+from arrowmix._stream.positions import Positions
+from arrowmix._stream.rng import derive_rng
 from arrowmix._stream.topology import ElasticRole
 from arrowmix._validate import check_int
 from arrowmix.exceptions import SchemaMismatchError, StateError

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._stream.row_source import RowSource
-from arrowmix._stream.tokens import ConcatTokenColumn, TokenColumn, token_column
+from arrowmix._stream.tokens.column import ConcatTokenColumn, TokenColumn, token_column
 
 __all__ = ["MixedRows"]
 

@@ -217,8 +217,8 @@ def estimate_mix_rows(counts: Sequence[int], weights: Sequence[float] | None, st
 
 def _simulate_cycle(counts: list[int], weights: Sequence[float] | None) -> int:
     # Rare case (an empty input under "longest_cycle"): run the real iterator.
-    from arrowmix._stream.iterable import IterableSource
-    from arrowmix._stream.mix import WeightedMixIterator
+    from arrowmix._stream.mixing.mix import WeightedMixIterator
+    from arrowmix._stream.sources.iterable import IterableSource
 
     streams = [IterableSource(range(c)) for c in counts]
     return sum(1 for _ in WeightedMixIterator(streams, weights, stopping="longest_cycle"))

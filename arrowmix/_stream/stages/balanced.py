@@ -34,8 +34,8 @@ from arrowmix._stream.base import State, Stream, fn_id
 from arrowmix._stream.dealing import ShareReader
 from arrowmix._stream.positions import PositionBatches, Positions, no_positions
 from arrowmix._stream.rng import SeedHolder
-from arrowmix._stream.sources import table_to_rows
-from arrowmix._stream.tokens import key_spans
+from arrowmix._stream.sources.rows import table_to_rows
+from arrowmix._stream.tokens.column import key_spans
 from arrowmix._stream.topology import ElasticRole, check_sharding, walk
 from arrowmix._validate import check_int
 from arrowmix.exceptions import DroppedDataWarning
@@ -201,7 +201,7 @@ class BudgetBucketIterator(AnchoredStage[list[Any]], ShareReader):
         """Each batch as row positions (for collation); index streams only.
 
         When ``column`` is the token column ``key``, each batch is a
-        :class:`~arrowmix._stream.tokens.TokenSpans`: the spans looked up to plan it.
+        :class:`~arrowmix._stream.tokens.column.TokenSpans`: the spans looked up to plan it.
         Taking the view makes the windows hold positions instead of rows.
         """
         if self._rows is None:

@@ -48,7 +48,7 @@ import pyarrow as pa
 from arrowmix._stream.anchored import WindowReplayStage
 from arrowmix._stream.base import Stream
 from arrowmix._stream.positions import Positions, no_positions
-from arrowmix._stream.tokens import TokenColumn, is_token_type, token_column
+from arrowmix._stream.tokens.column import TokenColumn, is_token_type, token_column
 from arrowmix._validate import check_int
 
 __all__ = ["LONG_DOCS", "STRATEGIES", "TAILS", "BinPackIterator", "ConcatPackIterator"]

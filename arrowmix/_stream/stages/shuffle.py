@@ -19,7 +19,7 @@ from arrowmix._stream.base import State, Stream
 from arrowmix._stream.positions import Positions
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.row_source import RowSource
-from arrowmix._stream.sources import table_to_rows
+from arrowmix._stream.sources.rows import table_to_rows
 from arrowmix._validate import check_int
 
 __all__ = ["BufferShuffleIterator"]
