@@ -28,7 +28,7 @@ from arrowmix._stream.base import State, Stream
 from arrowmix._stream.dealing import DealtSource, Generation
 from arrowmix._stream.positions import Positions
 from arrowmix._stream.rng import SeedHolder
-from arrowmix._stream.row_source import RowSource
+from arrowmix._stream.row_source import RowSource, optional_member
 from arrowmix._stream.sources.order import MODES, SHARDS, PositionOrder
 from arrowmix._stream.topology import ElasticRole, check_sharding
 from arrowmix.exceptions import DroppedDataWarning, StateError
@@ -138,21 +138,21 @@ class ArrowSource(Stream[Row], DealtSource):
 
     def _read_ahead(self) -> None:
         """Tell a row source that reads ahead (remote chunks) where the stream stands."""
-        hook = getattr(self.rows, "read_ahead", None)
+        hook = optional_member(self.rows, "read_ahead")
         if hook is not None:
             hook(Upcoming(self, (self._epoch, self._start)))
 
     def stats(self) -> dict[str, Any]:
         """Where the source stands, plus its row source's counters (remote: downloads)."""
         out: dict[str, Any] = {"epoch": self._epoch, "index": self._start + self._pos}
-        counters = getattr(self.rows, "stats", None)
+        counters = optional_member(self.rows, "stats")
         if counters is not None:
             out.update(counters())
         return out
 
     def close(self) -> None:
         """Stop the row source's background downloads, if it has any."""
-        stop = getattr(self.rows, "close", None)
+        stop = optional_member(self.rows, "close")
         if stop is not None:
             stop()
         super().close()

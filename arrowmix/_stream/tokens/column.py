@@ -291,7 +291,9 @@ def token_column(rows: Any, name: str) -> TokenColumn:
     Row sources may provide ``token_column(name)`` (zero copy from their storage);
     otherwise the column is taken whole once.
     """
-    getter = getattr(rows, "token_column", None)
+    from arrowmix._stream.row_source import optional_member
+
+    getter = optional_member(rows, "token_column")
     if getter is not None:
         col: TokenColumn = getter(name)
         return col
@@ -357,7 +359,9 @@ def column_values(rows: Any, positions: np.ndarray, name: str) -> np.ndarray:
     """The values of a (non-token) column ``name`` at ``positions``, as a numpy array."""
     if name not in rows.schema.names:
         raise KeyError(f"no column {name!r}; the rows have columns {rows.schema.names}.")
-    take_column = getattr(rows, "take_column", None)
+    from arrowmix._stream.row_source import optional_member
+
+    take_column = optional_member(rows, "take_column")
     values = take_column(positions, name) if take_column is not None else rows.take(positions)[name]
     out: np.ndarray = values.to_numpy(zero_copy_only=False)
     return out
