@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from arrowmix._fingerprint.hasher import hash_value
-from arrowmix._stream.stage import Stage, State, check_keys
+from arrowmix._stream.stage import Stage, State, check_keys, config_tree
 from arrowmix._validate import check_int
 from arrowmix.exceptions import StateError
 
@@ -186,7 +186,7 @@ class PipelineRoot(Stage[T]):
         """``(pipeline fingerprint, node digests)``, hashed again only when it changed."""
         from arrowmix._stream.identity import node_summaries
 
-        tree = self._config_tree()
+        tree = config_tree(self)
         cached = self.__dict__.get("_identity_cache")
         if cached is not None and cached[0] == tree:
             return cached[1], cached[2]

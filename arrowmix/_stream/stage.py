@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from arrowmix._stream.positions import PositionBatches, Positions
     from arrowmix._stream.row_source import RowSource
 
-__all__ = ["PLAIN", "ElasticMode", "Stage", "State", "check_keys"]
+__all__ = ["PLAIN", "ElasticMode", "Stage", "State", "check_keys", "config_tree"]
 
 T = TypeVar("T")
 State = dict[str, Any]
@@ -187,13 +187,6 @@ class Stage(Generic[T]):
             pass
         return out
 
-    def _config_tree(self) -> list[Any]:
-        return [
-            type(self).__qualname__,
-            self.describe(),
-            [c._config_tree() for c in self.children()],
-        ]
-
     def __repr__(self) -> str:
         return f"<Stream {self.explain()}>"
 
@@ -207,3 +200,12 @@ class Stage(Generic[T]):
         """Release background workers of this stream and of its sources."""
         for c in self.children():
             c.close()
+
+
+def config_tree(node: Stage[Any]) -> list[Any]:
+    """``[class, describe(), [children's trees]]``: what a pipeline fingerprint hashes."""
+    return [
+        type(node).__qualname__,
+        node.describe(),
+        [config_tree(c) for c in node.children()],
+    ]

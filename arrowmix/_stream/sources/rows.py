@@ -286,6 +286,23 @@ class ArrowSource(Stream[Row], DealtSource):
             self._start = stop
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
+    def upcoming_positions(
+        self, cursor: tuple[int, int], n: int
+    ) -> tuple[np.ndarray, tuple[int, int]]:
+        """Up to ``n`` positions from ``cursor`` on, and the cursor after (see ``Upcoming``)."""
+        epoch, index = cursor
+        for _ in range(1000):  # epochs holding no rows for this rank are skipped
+            if self._limit is not None and (epoch, index) >= self._limit:
+                break
+            stop = self._epoch_stop(epoch)
+            if index < stop:
+                stop = min(stop, index + n)
+                return self._order.positions(epoch, index, stop), (epoch, stop)
+            if not self.infinite:
+                break
+            epoch, index = epoch + 1, 0
+        return np.empty(0, dtype=np.int64), (epoch, index)
+
     def _drop_block(self) -> None:
         self._start += self._pos
         self._block, self._pos = [], 0
@@ -360,19 +377,7 @@ class Upcoming:
 
         Empty when the stream ends there (a finite pass, or a drain's limit).
         """
-        src = self._source
-        epoch, index = cursor
-        for _ in range(1000):  # epochs holding no rows for this rank are skipped
-            if src._limit is not None and (epoch, index) >= src._limit:
-                break
-            stop = src._epoch_stop(epoch)
-            if index < stop:
-                stop = min(stop, index + n)
-                return src._order.positions(epoch, index, stop), (epoch, stop)
-            if not src.infinite:
-                break
-            epoch, index = epoch + 1, 0
-        return np.empty(0, dtype=np.int64), (epoch, index)
+        return self._source.upcoming_positions(cursor, n)
 
 
 def from_row_source(
