@@ -43,9 +43,9 @@ from typing import Any
 import pyarrow as pa
 import xxhash
 
-from arrowmix._cache.lock import same_file
 from arrowmix._storage import integrity
 from arrowmix._storage.fs import url_to_fs
+from arrowmix._storage.local import root_dir, same_file
 from arrowmix._storage.remote_meta import RemoteChunk, fetch_ranges, same_version, version_tag
 from arrowmix._storage.remote_stats import CacheStats, count, counting, parse_size
 from arrowmix.exceptions import CacheLimitError, ChunkFileError, ObjectChangedError
@@ -384,10 +384,7 @@ def _too_small(limit: int, chunk: RemoteChunk) -> str:
 
 def default_chunk_cache_dir() -> str:
     """``$ARROWMIX_CACHE/remote-chunks`` (default ``~/.cache/arrowmix/remote-chunks``)."""
-    root = os.environ.get("ARROWMIX_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "arrowmix"
-    )
-    return os.path.join(root, "remote-chunks")
+    return os.path.join(root_dir(), "remote-chunks")
 
 
 _CACHES: dict[str, ChunkCache] = {}
