@@ -20,7 +20,7 @@ import pyarrow as pa
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.indices import IndexMap, load_or_store
 from arrowmix._fingerprint.hasher import hash_value
-from arrowmix._storage.remote_table import RemoteTable
+from arrowmix._remote.table import RemoteTable
 from arrowmix.exceptions import SchemaMismatchError
 
 __all__ = ["concatenate_datasets"]

@@ -22,8 +22,8 @@ from arrowmix._dataset.constructors import DatasetConstructors
 from arrowmix._dataset.hfcompat import HFCompat
 from arrowmix._dataset.indices import IndexMap, to_positions
 from arrowmix._dataset.reader import TableReader
+from arrowmix._remote.table import RemoteTable
 from arrowmix._storage import fs
-from arrowmix._storage.remote_table import RemoteTable
 from arrowmix._validate import check_int
 from arrowmix.exceptions import ColumnNotFoundError
 
@@ -69,7 +69,7 @@ class DatasetState:
     def reader(self) -> TableReader | RemoteTable:
         """Batch-aware gatherer over ``table`` (built on first use).
 
-        A :class:`~arrowmix._storage.remote_table.RemoteTable` (remote chunks read through a
+        A :class:`~arrowmix._remote.table.RemoteTable` (remote chunks read through a
         bounded cache) is its own reader.
         """
         if isinstance(self.table, RemoteTable):

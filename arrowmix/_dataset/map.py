@@ -45,8 +45,8 @@ from arrowmix._dataset.map_options import (
     user_fingerprint,
 )
 from arrowmix._fingerprint.transform import validate_fingerprint
+from arrowmix._remote.table import RemoteTable
 from arrowmix._storage.ipc import read_meta
-from arrowmix._storage.remote_table import RemoteTable
 from arrowmix._validate import check_callable, check_int
 from arrowmix.exceptions import SchemaMismatchError
 

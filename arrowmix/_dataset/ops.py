@@ -29,10 +29,10 @@ from arrowmix._dataset.indices import IndexMap, load_or_store, to_positions
 from arrowmix._dataset.map_options import user_fingerprint
 from arrowmix._dataset.view_options import ViewOptions
 from arrowmix._fingerprint.transform import roll
+from arrowmix._remote.table import RemoteTable
 from arrowmix._storage import fs
 from arrowmix._storage.atomic import remove_dead_tmp
 from arrowmix._storage.ipc import open_table, read_meta, write_file
-from arrowmix._storage.remote_table import RemoteTable
 from arrowmix._validate import check_index, check_int
 from arrowmix.exceptions import (
     CacheCorruptedError,

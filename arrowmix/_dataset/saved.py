@@ -55,7 +55,7 @@ def _local_dir(path: str | os.PathLike[str], what: str) -> str:
 def _num_shards(
     ds: Dataset, max_shard_size: int | str | None, num_shards: int | None, num_proc: int | None
 ) -> int:
-    from arrowmix._storage.remote_stats import parse_size
+    from arrowmix._remote.stats import parse_size
     from arrowmix._validate import check_int
 
     if num_shards is not None and max_shard_size is not None:

@@ -43,11 +43,11 @@ from typing import Any
 import pyarrow as pa
 import xxhash
 
+from arrowmix._remote.meta import RemoteChunk, fetch_ranges, same_version, version_tag
+from arrowmix._remote.stats import CacheStats, count, counting, parse_size
 from arrowmix._storage import integrity
 from arrowmix._storage.fs import url_to_fs
 from arrowmix._storage.local import root_dir, same_file
-from arrowmix._storage.remote_meta import RemoteChunk, fetch_ranges, same_version, version_tag
-from arrowmix._storage.remote_stats import CacheStats, count, counting, parse_size
 from arrowmix.exceptions import CacheLimitError, ChunkFileError, ObjectChangedError
 
 try:
