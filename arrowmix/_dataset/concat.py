@@ -84,7 +84,7 @@ def _as_dataset(item: Any, i: int) -> Dataset:
 
 def _hf_metadata(dsets: Sequence[Dataset], out: pa.Schema) -> dict[bytes, bytes] | None:
     """HF's features and info texts of the result, merged from the inputs' (as HF does)."""
-    from arrowmix._dataset.hfinfo import merged_metadata
+    from arrowmix._hooks import merged_metadata
 
     return merged_metadata([d._s.table.schema for d in dsets], out)
 

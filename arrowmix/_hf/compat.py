@@ -62,7 +62,7 @@ class HFCompat:
         other attributes are the table's. For code written against HF; arrowmix's own
         way to the rows as a table is :meth:`to_table`.
         """
-        from arrowmix._dataset.hftable import data_view
+        from arrowmix._hf.table import data_view
 
         return data_view(_dataset(self))
 
@@ -75,7 +75,7 @@ class HFCompat:
         or from an HF ``.arrow`` file's metadata; views keep them, ``concatenate_datasets``
         merges them as HF does, a ``map`` result has none.
         """
-        from arrowmix._dataset.hfinfo import dataset_info
+        from arrowmix._hf.info import dataset_info
 
         return dataset_info(_dataset(self))
 
@@ -91,7 +91,7 @@ class HFCompat:
         For code written against HF; None also for a contiguous selection, which HF keeps
         as a slice of :attr:`data`.
         """
-        from arrowmix._dataset.hftable import indices_view
+        from arrowmix._hf.table import indices_view
 
         return indices_view(_dataset(self))
 
@@ -144,7 +144,7 @@ class HFCompat:
             >>> list(am.Dataset.from_dict({"x": [1, 2, 3]}).to_dict(batch_size=2, batched=True))
             [{'x': [1, 2]}, {'x': [3]}]
         """
-        from arrowmix._dataset.json_values import decode_pydict  # on_mixed_types' JSON
+        from arrowmix._storage.mixed_json import decode_pydict  # on_mixed_types' JSON
 
         ds = _dataset(self)
         if not batched:
@@ -285,7 +285,7 @@ class HFCompat:
             >>> am.load_from_disk(d)["x"]
             [3, 1]
         """
-        from arrowmix._dataset.saved import save_to_disk
+        from arrowmix._hf.saved import save_to_disk
 
         if storage_options:
             raise NotImplementedError(
@@ -320,7 +320,7 @@ class HFCompat:
         storage_options: dict[str, Any] | None = None,
     ) -> Dataset:
         """The dataset that a ``save_to_disk`` wrote: :func:`arrowmix.load_from_disk`."""
-        from arrowmix._dataset.saved import load_from_disk
+        from arrowmix._hf.saved import load_from_disk
 
         return load_from_disk(dataset_path, keep_in_memory, storage_options)
 

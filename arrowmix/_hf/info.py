@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from arrowmix._dataset.hftable import HF_META_KEY
+from arrowmix._hf.table import HF_META_KEY
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
@@ -73,7 +73,7 @@ def with_info(table: pa.Table, info: Any) -> pa.Table:
 
 def renamed_entry(schema: pa.Schema, renamed: dict[str, str]) -> dict[bytes, bytes]:
     """``schema``'s HF metadata after a rename (``{old: new}``): features renamed, texts kept."""
-    from arrowmix._dataset.hf_features import renamed_metadata
+    from arrowmix._hf.features import renamed_metadata
 
     meta = renamed_metadata(schema, renamed)
     texts = {k: v for k, v in info_entry(schema).items() if k in INFO_TEXTS}
