@@ -128,7 +128,7 @@ class Pinned:
         """Unmap and unpin (the table must not be used afterwards)."""
         self.table = None  # type: ignore[assignment]  # drop the mapping before unpinning
         with contextlib.suppress(OSError):  # the last use is the eviction order (LRU)
-            os.utime(self._cache._path(self.chunk.key + ".arrow"))
+            os.utime(os.path.join(self._cache.directory, self.chunk.key + ".arrow"))
         with contextlib.suppress(OSError):
             os.close(self._fd)
 
