@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from arrowmix._hf.state import state_of
 from arrowmix._hf.table import HF_META_KEY
 
 if TYPE_CHECKING:
@@ -87,9 +88,10 @@ def dataset_with_info(ds: Dataset, info: Any) -> Dataset:
     """``ds`` with the texts of ``info`` kept (same rows, same fingerprint)."""
     from dataclasses import replace
 
-    if info is None or not isinstance(ds._s.table, pa.Table):
+    s = state_of(ds)
+    if info is None or not isinstance(s.table, pa.Table):
         return ds
-    return type(ds)(replace(ds._s, table=with_info(ds._s.table, info)))
+    return type(ds)(replace(s, table=with_info(s.table, info)))
 
 
 def merged_metadata(schemas: Sequence[pa.Schema], out: pa.Schema) -> dict[bytes, bytes] | None:
@@ -133,6 +135,7 @@ def dataset_info(ds: Dataset) -> Any:
         raise ImportError(
             "`ds.info` is HF datasets' `DatasetInfo` and needs `datasets` installed."
         ) from exc
-    entry = info_entry(ds._s.table.schema) if isinstance(ds._s.table, pa.Table) else {}
+    table = state_of(ds).table
+    entry = info_entry(table.schema) if isinstance(table, pa.Table) else {}
     texts = {k: entry[k] for k in INFO_TEXTS if isinstance(entry.get(k), str)}
     return datasets.DatasetInfo(**texts, features=ds.features)

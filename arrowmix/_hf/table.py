@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from arrowmix._hf.state import state_of
 from arrowmix._storage.metadata import KEPT_KEY, kept_or_none
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ def data_view(ds: Dataset) -> TableView:
     Raises:
         TypeError: the dataset reads remote chunks through a bounded cache (no one table).
     """
-    s = ds._s
+    s = state_of(ds)
     if not isinstance(s.table, pa.Table):
         raise TypeError(
             "`ds.data` is an Arrow table in memory or memory-mapped; this dataset reads remote "
@@ -128,7 +129,7 @@ def indices_view(ds: Dataset) -> TableView | None:
 
     None also for a contiguous selection, which HF stores as a slice of the table.
     """
-    ix = ds._s.indices
+    ix = state_of(ds).indices
     if ix is None or ix.is_range:
         return None
     assert ix.array is not None  # not a range
@@ -181,7 +182,7 @@ def state_from_table(
     schema = _schema_of(None, None, info)
     if schema is not None and not table.schema.equals(schema):
         table = typed_table(dict(zip(table.column_names, table.columns, strict=True)), schema)
-    state = from_arrow(table)._s
+    state = state_of(from_arrow(table))
     if info is not None:
         from arrowmix._hf.info import with_info
 
