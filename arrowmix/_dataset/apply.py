@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from arrowmix._dataset import formats
-from arrowmix._dataset.json_values import decode, has_json
 from arrowmix._dataset.residency import PageReleaser
+from arrowmix._storage.mixed_json import decode, has_json
 
 if TYPE_CHECKING:
     import asyncio

@@ -29,12 +29,12 @@ def cast_batch(batch: pa.Table, schema: pa.Schema) -> pa.Table:
     """``batch`` with ``schema``'s column types, cast safely (nothing truncated or wrapped).
 
     Columns holding HF class labels are left as they are: ``map(features=...)`` encodes and
-    checks them (:func:`~arrowmix._dataset.hf_features.cast_to_features`).
+    checks them (:func:`~arrowmix._hooks.cast_to_features`).
 
     Raises:
         SchemaMismatchError: a value does not survive the cast; the message names the column.
     """
-    from arrowmix._dataset.hf_features import label_features
+    from arrowmix._hooks import label_features
 
     labelled = label_features(schema, schema.names)
     arrays = []
@@ -65,7 +65,7 @@ def cast(ds: Dataset, schema: pa.Schema, map_kwargs: dict[str, Any]) -> Dataset:
             f"The columns in features ({schema.names}) must be identical to the columns in "
             f"the dataset: {ds.column_names}."
         )
-    from arrowmix._dataset.hf_features import hf_metadata
+    from arrowmix._storage.metadata import kept_metadata as hf_metadata
 
     same_features = hf_metadata(ds._s.table.schema) == hf_metadata(schema)
     if ds.schema.equals(schema) and (same_features or not hf_metadata(schema)):

@@ -20,7 +20,7 @@ import pyarrow as pa
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.indices import IndexMap, load_or_store
 from arrowmix._fingerprint.hasher import hash_value
-from arrowmix._storage.remote_table import RemoteTable
+from arrowmix._remote.table import RemoteTable
 from arrowmix.exceptions import SchemaMismatchError
 
 __all__ = ["concatenate_datasets"]
@@ -84,7 +84,7 @@ def _as_dataset(item: Any, i: int) -> Dataset:
 
 def _hf_metadata(dsets: Sequence[Dataset], out: pa.Schema) -> dict[bytes, bytes] | None:
     """HF's features and info texts of the result, merged from the inputs' (as HF does)."""
-    from arrowmix._dataset.hfinfo import merged_metadata
+    from arrowmix._hooks import merged_metadata
 
     return merged_metadata([d._s.table.schema for d in dsets], out)
 

@@ -19,11 +19,11 @@ from arrowmix._cache.inuse import Hold, hold
 from arrowmix._cache.paths import CACHE_FILE_RE, INDICES_FILE_RE, dataset_cache_dir
 from arrowmix._dataset import formats
 from arrowmix._dataset.constructors import DatasetConstructors
-from arrowmix._dataset.hfcompat import HFCompat
 from arrowmix._dataset.indices import IndexMap, to_positions
 from arrowmix._dataset.reader import TableReader
+from arrowmix._hf.compat import HFCompat
+from arrowmix._remote.table import RemoteTable
 from arrowmix._storage import fs
-from arrowmix._storage.remote_table import RemoteTable
 from arrowmix._validate import check_int
 from arrowmix.exceptions import ColumnNotFoundError
 
@@ -60,7 +60,7 @@ class DatasetState:
     @cached_property
     def format(self) -> formats.Format:
         """The output format (built on first use)."""
-        from arrowmix._dataset.json_values import has_json
+        from arrowmix._storage.mixed_json import has_json
 
         json = any(has_json(t) for t in self.table.schema.types)
         return formats.Format(self.fmt, self.fmt_columns, self.fmt_all, self.fmt_kwargs, json)
@@ -69,7 +69,7 @@ class DatasetState:
     def reader(self) -> TableReader | RemoteTable:
         """Batch-aware gatherer over ``table`` (built on first use).
 
-        A :class:`~arrowmix._storage.remote_table.RemoteTable` (remote chunks read through a
+        A :class:`~arrowmix._remote.table.RemoteTable` (remote chunks read through a
         bounded cache) is its own reader.
         """
         if isinstance(self.table, RemoteTable):
@@ -126,7 +126,7 @@ class Dataset(DatasetConstructors, HFCompat):
         if isinstance(arrow_table, DatasetState):
             self._s = arrow_table
             return
-        from arrowmix._dataset.hftable import state_from_table
+        from arrowmix._hooks import state_from_table
 
         self._s = state_from_table(arrow_table, info, indices_table, fingerprint)
 
@@ -195,7 +195,7 @@ class Dataset(DatasetConstructors, HFCompat):
                 "`ds.features` converts the schema to HF datasets' `Features` and needs "
                 "`datasets` installed; `ds.schema` is the same information as a pyarrow.Schema."
             ) from exc
-        from arrowmix._dataset.hf_features import hf_metadata
+        from arrowmix._storage.metadata import kept_metadata as hf_metadata
 
         # HF's own description of the columns (class names...) where the data carries it
         return hf.Features.from_arrow_schema(

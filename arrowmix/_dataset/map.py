@@ -34,9 +34,7 @@ from arrowmix._cache.segments import Segment, plan_segments, unify_tables
 from arrowmix._dataset import formats
 from arrowmix._dataset.apply import Call
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
-from arrowmix._dataset.hf_features import HF_KEY, features_schema, hf_metadata
 from arrowmix._dataset.indices import IndexMap, load_or_store
-from arrowmix._dataset.json_values import no_mixed_types
 from arrowmix._dataset.map_job import MAP_VERSION, Job, load_complete, materialise
 from arrowmix._dataset.map_options import (
     MapOptions,
@@ -45,8 +43,12 @@ from arrowmix._dataset.map_options import (
     user_fingerprint,
 )
 from arrowmix._fingerprint.transform import validate_fingerprint
+from arrowmix._hooks import features_schema
+from arrowmix._remote.table import RemoteTable
 from arrowmix._storage.ipc import read_meta
-from arrowmix._storage.remote_table import RemoteTable
+from arrowmix._storage.metadata import KEPT_KEY as HF_KEY
+from arrowmix._storage.metadata import kept_metadata as hf_metadata
+from arrowmix._storage.mixed_json import no_mixed_types
 from arrowmix._validate import check_callable, check_int
 from arrowmix.exceptions import SchemaMismatchError
 

@@ -145,7 +145,8 @@ def _compute_segment(job: Job, seg: Segment, on_rows: Callable[[int], None]) -> 
 
 def _hf_metadata(job: Job, columns: list[str] | None, stored: pa.Schema) -> dict[bytes, bytes]:
     """The HF features of the output (``columns``; kept ones not stored have the parent's)."""
-    from arrowmix._dataset.hf_features import hf_metadata, output_metadata
+    from arrowmix._hooks import output_metadata
+    from arrowmix._storage.metadata import kept_metadata as hf_metadata
 
     if job.call.features is not None:
         return hf_metadata(job.call.features)

@@ -23,16 +23,16 @@ from arrowmix._cache.paths import cache_file_name as _cache_file_name
 from arrowmix._cache.paths import shipped_cache_dir
 from arrowmix._dataset import formats
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
-from arrowmix._dataset.hf_features import hf_metadata
-from arrowmix._dataset.hfinfo import renamed_entry
 from arrowmix._dataset.indices import IndexMap, load_or_store, to_positions
 from arrowmix._dataset.map_options import user_fingerprint
 from arrowmix._dataset.view_options import ViewOptions
 from arrowmix._fingerprint.transform import roll
+from arrowmix._hooks import renamed_entry
+from arrowmix._remote.table import RemoteTable
 from arrowmix._storage import fs
 from arrowmix._storage.atomic import remove_dead_tmp
 from arrowmix._storage.ipc import open_table, read_meta, write_file
-from arrowmix._storage.remote_table import RemoteTable
+from arrowmix._storage.metadata import kept_metadata as hf_metadata
 from arrowmix._validate import check_index, check_int
 from arrowmix.exceptions import (
     CacheCorruptedError,
@@ -264,7 +264,7 @@ def flatten_indices(
     else:
         fp = key = roll(ds.fingerprint, "flatten_indices")
     if keep_in_memory:
-        from arrowmix._dataset.hftable import hf_only
+        from arrowmix._storage.metadata import kept_or_none as hf_only
 
         table = ds._range(0, len(ds)).combine_chunks()
         table = table.replace_schema_metadata(hf_only(table.schema))  # HF's features kept

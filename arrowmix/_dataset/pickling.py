@@ -37,8 +37,8 @@ import pyarrow as pa
 from arrowmix._cache.inuse import Hold, hold
 from arrowmix._cache.paths import INDICES_FILE_RE
 from arrowmix._dataset.indices import IndexMap, open_indices
+from arrowmix._remote.table import RemoteTable
 from arrowmix._storage.mapped import TableRef, table_ref
-from arrowmix._storage.remote_table import RemoteTable
 from arrowmix.exceptions import ChunkFileError
 
 if TYPE_CHECKING:

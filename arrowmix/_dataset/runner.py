@@ -20,8 +20,8 @@ import pyarrow as pa
 
 from arrowmix._dataset.apply import ASYNC_BATCHES, Call, Invoker, blocks, call_input, row_args
 from arrowmix._dataset.conform import Conformer
-from arrowmix._dataset.hf_features import cast_to_features, check_labels, label_features
 from arrowmix._dataset.udf_output import Output, RowNames, call_batched, call_rows
+from arrowmix._hooks import cast_to_features, check_labels, label_features
 from arrowmix.exceptions import SchemaMismatchError
 
 if TYPE_CHECKING:

@@ -15,8 +15,8 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._dataset.indices import IndexMap
-from arrowmix._storage.remote_cache import parse_size
-from arrowmix._storage.remote_table import ReadAhead, RemoteTable
+from arrowmix._remote.cache import parse_size
+from arrowmix._remote.table import ReadAhead, RemoteTable
 from arrowmix._stream.sources import ArrowSource, Upcoming, from_row_source
 from arrowmix._stream.tokens import TokenColumn
 

@@ -31,9 +31,9 @@ from typing import Any
 import pyarrow as pa
 
 from arrowmix._dataset.apply import Call, Invoker, LazyBatch, call_input, row_args
-from arrowmix._dataset.json_values import encode_as, has_json, mixed_array
 from arrowmix._dataset.outputs import as_array, check_key, is_table_like, table_of
 from arrowmix._storage.cast import lossless_cast
+from arrowmix._storage.mixed_json import encode_as, has_json, mixed_array
 from arrowmix.exceptions import SchemaMismatchError
 
 __all__ = ["Output", "RowNames", "call_batched", "call_rows"]

@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from arrowmix._hf.state import set_state, state_of
 from arrowmix._validate import check_int
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ class HFCompat:
         ``new_fingerprint=`` argument: any string HF accepts, the caller's promise that it
         names these rows.
         """
-        return _dataset(self)._s.fingerprint
+        return state_of(_dataset(self)).fingerprint
 
     @_fingerprint.setter
     def _fingerprint(self, value: str) -> None:
@@ -51,7 +52,7 @@ class HFCompat:
         from arrowmix._dataset.map_options import user_fingerprint
 
         ds = _dataset(self)
-        ds._s = replace(ds._s, fingerprint=user_fingerprint(value)[0])
+        set_state(ds, replace(state_of(ds), fingerprint=user_fingerprint(value)[0]))
 
     @property
     def data(self) -> Any:
@@ -62,7 +63,7 @@ class HFCompat:
         other attributes are the table's. For code written against HF; arrowmix's own
         way to the rows as a table is :meth:`to_table`.
         """
-        from arrowmix._dataset.hftable import data_view
+        from arrowmix._hf.table import data_view
 
         return data_view(_dataset(self))
 
@@ -75,7 +76,7 @@ class HFCompat:
         or from an HF ``.arrow`` file's metadata; views keep them, ``concatenate_datasets``
         merges them as HF does, a ``map`` result has none.
         """
-        from arrowmix._dataset.hfinfo import dataset_info
+        from arrowmix._hf.info import dataset_info
 
         return dataset_info(_dataset(self))
 
@@ -91,7 +92,7 @@ class HFCompat:
         For code written against HF; None also for a contiguous selection, which HF keeps
         as a slice of :attr:`data`.
         """
-        from arrowmix._dataset.hftable import indices_view
+        from arrowmix._hf.table import indices_view
 
         return indices_view(_dataset(self))
 
@@ -106,7 +107,7 @@ class HFCompat:
         unknown = sorted(set(format_args) - _GETITEM_ARGS)
         if unknown:
             raise TypeError(f"_getitem() got unexpected keyword argument(s) {unknown}.")
-        s = _dataset(self)._s
+        s = state_of(_dataset(self))
         view = _dataset(self).with_format(
             format_args.get("format_type", s.fmt),
             format_args.get("format_columns", s.fmt_columns),
@@ -144,7 +145,7 @@ class HFCompat:
             >>> list(am.Dataset.from_dict({"x": [1, 2, 3]}).to_dict(batch_size=2, batched=True))
             [{'x': [1, 2]}, {'x': [3]}]
         """
-        from arrowmix._dataset.json_values import decode_pydict  # on_mixed_types' JSON
+        from arrowmix._storage.mixed_json import decode_pydict  # on_mixed_types' JSON
 
         ds = _dataset(self)
         if not batched:
@@ -157,17 +158,17 @@ class HFCompat:
     @property
     def _format_type(self) -> str | None:
         """HF's name of the format type (``ds.format["type"]``), for code written against HF."""
-        return _dataset(self)._s.fmt
+        return state_of(_dataset(self)).fmt
 
     @property
     def _format_kwargs(self) -> dict[str, Any]:
         """HF's name of ``ds.format["format_kwargs"]``, for code written against HF."""
-        return dict(_dataset(self)._s.fmt_kwargs)
+        return dict(state_of(_dataset(self)).fmt_kwargs)
 
     @property
     def _output_all_columns(self) -> bool:
         """HF's name of ``ds.format["output_all_columns"]``, for code written against HF."""
-        return _dataset(self)._s.fmt_all
+        return state_of(_dataset(self)).fmt_all
 
     @property
     def _format_columns(self) -> list[str] | None:
@@ -176,12 +177,12 @@ class HFCompat:
         Assigning it is :meth:`set_format` with the same type and these columns (the
         fingerprint rolls forward, as for any format change).
         """
-        cols = _dataset(self)._s.fmt_columns
+        cols = state_of(_dataset(self)).fmt_columns
         return list(cols) if cols is not None else None
 
     @_format_columns.setter
     def _format_columns(self, columns: Sequence[str] | None) -> None:
-        s = _dataset(self)._s
+        s = state_of(_dataset(self))
         _dataset(self).set_format(s.fmt, columns, s.fmt_all, **dict(s.fmt_kwargs))
 
     @contextlib.contextmanager
@@ -206,12 +207,12 @@ class HFCompat:
             >>> ds["x"]
             [1, 2]
         """
-        before = _dataset(self)._s
+        before = state_of(_dataset(self))
         try:
             _dataset(self).set_format(type, columns, output_all_columns, **format_kwargs)
             yield
         finally:
-            _dataset(self)._s = before
+            set_state(_dataset(self), before)
 
     def cast(
         self,
@@ -285,7 +286,7 @@ class HFCompat:
             >>> am.load_from_disk(d)["x"]
             [3, 1]
         """
-        from arrowmix._dataset.saved import save_to_disk
+        from arrowmix._hf.saved import save_to_disk
 
         if storage_options:
             raise NotImplementedError(
@@ -303,7 +304,7 @@ class HFCompat:
         import pyarrow as pa
 
         ds = _dataset(self)
-        n, ix, table = ds.num_rows, ds._s.indices, ds._s.table
+        n, ix, table = ds.num_rows, state_of(ds).indices, state_of(ds).table
         if not n:
             return 0
         if ix is None or ix.is_range:
@@ -320,7 +321,7 @@ class HFCompat:
         storage_options: dict[str, Any] | None = None,
     ) -> Dataset:
         """The dataset that a ``save_to_disk`` wrote: :func:`arrowmix.load_from_disk`."""
-        from arrowmix._dataset.saved import load_from_disk
+        from arrowmix._hf.saved import load_from_disk
 
         return load_from_disk(dataset_path, keep_in_memory, storage_options)
 

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._dataset.hf_features import HF_KEY, hf_metadata
+from arrowmix._hf.state import state_of
+from arrowmix._storage.metadata import KEPT_KEY, kept_or_none
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset, DatasetState
@@ -27,13 +28,12 @@ __all__ = [
     "arrow_table_of",
     "data_view",
     "hf_only",
-    "in_memory_copy",
     "indices_view",
     "state_from_table",
 ]
 
 #: The schema metadata key where HF ``datasets`` keeps a table's features.
-HF_META_KEY = HF_KEY
+HF_META_KEY = KEPT_KEY
 
 
 class TableView:
@@ -68,9 +68,8 @@ class TableView:
         return repr(self.table).replace("pyarrow.Table", "TableView", 1)
 
 
-def hf_only(schema: pa.Schema) -> dict[bytes, bytes] | None:
-    """``schema``'s metadata reduced to HF's features entry (None when it has none)."""
-    return hf_metadata(schema) or None
+#: ``schema``'s metadata reduced to HF's features entry (None when it has none).
+hf_only = kept_or_none
 
 
 def _hf_metadata(schema: pa.Schema) -> dict[bytes, bytes] | None:
@@ -111,7 +110,7 @@ def data_view(ds: Dataset) -> TableView:
     Raises:
         TypeError: the dataset reads remote chunks through a bounded cache (no one table).
     """
-    s = ds._s
+    s = state_of(ds)
     if not isinstance(s.table, pa.Table):
         raise TypeError(
             "`ds.data` is an Arrow table in memory or memory-mapped; this dataset reads remote "
@@ -130,7 +129,7 @@ def indices_view(ds: Dataset) -> TableView | None:
 
     None also for a contiguous selection, which HF stores as a slice of the table.
     """
-    ix = ds._s.indices
+    ix = state_of(ds).indices
     if ix is None or ix.is_range:
         return None
     assert ix.array is not None  # not a range
@@ -183,9 +182,9 @@ def state_from_table(
     schema = _schema_of(None, None, info)
     if schema is not None and not table.schema.equals(schema):
         table = typed_table(dict(zip(table.column_names, table.columns, strict=True)), schema)
-    state = from_arrow(table)._s
+    state = state_of(from_arrow(table))
     if info is not None:
-        from arrowmix._dataset.hfinfo import with_info
+        from arrowmix._hf.info import with_info
 
         assert isinstance(state.table, pa.Table)  # built in memory just above
         state = replace(state, table=with_info(state.table, info))
@@ -206,33 +205,3 @@ def state_from_table(
     if fingerprint is not None:
         changes["fingerprint"] = user_fingerprint(fingerprint)[0]
     return replace(state, **changes) if changes else state
-
-
-def in_memory_copy(ds: Dataset) -> Dataset:
-    """``ds`` with its rows copied into memory (HF's ``keep_in_memory``/``in_memory``).
-
-    Same rows, format and fingerprint; the copy is the view's rows only (a shuffled or
-    filtered view is flattened on the way), and results derived from it still go to ``ds``'s
-    cache directory.
-    """
-    from arrowmix._dataset.dataset import Dataset, DatasetState
-
-    table = ds._range(0, ds.num_rows)
-    table = table.replace_schema_metadata(hf_only(table.schema))  # HF's features, kept
-    sink = pa.BufferOutputStream()  # one copy, in Arrow's memory pool
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    copied = pa.ipc.open_stream(sink.getvalue()).read_all()
-    s = ds._s
-    return Dataset(
-        DatasetState(
-            table=copied,
-            fingerprint=s.fingerprint,
-            fmt=s.fmt,
-            fmt_columns=s.fmt_columns,
-            fmt_all=s.fmt_all,
-            fmt_kwargs=s.fmt_kwargs,
-            cache_dir=ds.cache_dir,
-            storage_options=s.storage_options,
-        )
-    )

@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from arrowmix._storage.cast import lossless_cast
+from arrowmix._storage.metadata import KEPT_KEY, kept_metadata
 from arrowmix.exceptions import SchemaMismatchError
 
 __all__ = [
@@ -39,14 +40,12 @@ __all__ = [
     "renamed_metadata",
 ]
 
-#: The schema metadata key under which HF ``datasets`` stores its features.
-HF_KEY = b"huggingface"
+#: The schema metadata key under which HF ``datasets`` stores its features (the one the
+#: core carries: :mod:`arrowmix._storage.metadata`).
+HF_KEY = KEPT_KEY
 
-
-def hf_metadata(schema: pa.Schema) -> dict[bytes, bytes]:
-    """The ``huggingface`` entry of ``schema``'s metadata (as a metadata dict), or ``{}``."""
-    meta = schema.metadata or {}
-    return {HF_KEY: meta[HF_KEY]} if HF_KEY in meta else {}
+#: The ``huggingface`` entry of a schema's metadata (as a metadata dict), or ``{}``.
+hf_metadata = kept_metadata
 
 
 def _features(schema: pa.Schema) -> dict[str, Any]:

@@ -2,10 +2,10 @@
 
 :class:`RemoteTable` stands where a Dataset otherwise holds a memory-mapped ``pyarrow.Table``
 when ``from_chunks`` gets a ``cache_limit``. It knows every chunk's schema, row count and
-version from :func:`~arrowmix._storage.remote_meta.probe` (a few range requests per chunk at
+version from :func:`~arrowmix._remote.meta.probe` (a few range requests per chunk at
 open) and reads rows with the reader protocol of the Dataset layer (``num_rows``,
 ``slice``, ``take``): the rows of each chunk touched are taken from its pinned,
-memory-mapped local copy (:class:`~arrowmix._storage.remote_cache.ChunkCache`), one chunk at
+memory-mapped local copy (:class:`~arrowmix._remote.cache.ChunkCache`), one chunk at
 a time, and *copied* out, so a chunk may be evicted as soon as no read is using it.
 Column selection and renaming are zero-cost projections. The table pickles as its
 description (URLs, versions, cache directory and limit), so worker processes share the
@@ -27,8 +27,8 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._storage.remote_cache import CacheStats, ChunkCache, Pinned, chunk_cache, counting
-from arrowmix._storage.remote_meta import RemoteChunk
+from arrowmix._remote.cache import CacheStats, ChunkCache, Pinned, chunk_cache, counting
+from arrowmix._remote.meta import RemoteChunk
 
 __all__ = ["ReadAhead", "RemoteTable"]
 

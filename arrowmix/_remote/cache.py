@@ -43,11 +43,11 @@ from typing import Any
 import pyarrow as pa
 import xxhash
 
-from arrowmix._cache.lock import same_file
+from arrowmix._remote.meta import RemoteChunk, fetch_ranges, same_version, version_tag
+from arrowmix._remote.stats import CacheStats, count, counting, parse_size
 from arrowmix._storage import integrity
 from arrowmix._storage.fs import url_to_fs
-from arrowmix._storage.remote_meta import RemoteChunk, fetch_ranges, same_version, version_tag
-from arrowmix._storage.remote_stats import CacheStats, count, counting, parse_size
+from arrowmix._storage.local import root_dir, same_file
 from arrowmix.exceptions import CacheLimitError, ChunkFileError, ObjectChangedError
 
 try:
@@ -128,7 +128,7 @@ class Pinned:
         """Unmap and unpin (the table must not be used afterwards)."""
         self.table = None  # type: ignore[assignment]  # drop the mapping before unpinning
         with contextlib.suppress(OSError):  # the last use is the eviction order (LRU)
-            os.utime(self._cache._path(self.chunk.key + ".arrow"))
+            os.utime(os.path.join(self._cache.directory, self.chunk.key + ".arrow"))
         with contextlib.suppress(OSError):
             os.close(self._fd)
 
@@ -384,10 +384,7 @@ def _too_small(limit: int, chunk: RemoteChunk) -> str:
 
 def default_chunk_cache_dir() -> str:
     """``$ARROWMIX_CACHE/remote-chunks`` (default ``~/.cache/arrowmix/remote-chunks``)."""
-    root = os.environ.get("ARROWMIX_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "arrowmix"
-    )
-    return os.path.join(root, "remote-chunks")
+    return os.path.join(root_dir(), "remote-chunks")
 
 
 _CACHES: dict[str, ChunkCache] = {}

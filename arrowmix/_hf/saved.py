@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from arrowmix._dataset.hfinfo import INFO_TEXTS, dataset_with_info, info_entry
+from arrowmix._hf.info import INFO_TEXTS, dataset_with_info, info_entry
 from arrowmix._storage.fs import is_local, local_path
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def _local_dir(path: str | os.PathLike[str], what: str) -> str:
 def _num_shards(
     ds: Dataset, max_shard_size: int | str | None, num_shards: int | None, num_proc: int | None
 ) -> int:
-    from arrowmix._storage.remote_stats import parse_size
+    from arrowmix._remote.stats import parse_size
     from arrowmix._validate import check_int
 
     if num_shards is not None and max_shard_size is not None:
@@ -73,7 +73,7 @@ def _num_shards(
 
 def _schema(ds: Dataset) -> pa.Schema:
     """The saved files' schema: the columns and HF's features of every column."""
-    from arrowmix._dataset.hftable import hf_only
+    from arrowmix._hf.table import hf_only
 
     schema = ds.schema
     try:
@@ -250,7 +250,7 @@ def load_from_disk(
     if isinstance(saved, str) and (content is None or content == content_fp):
         ds = type(ds)(replace(ds._s, fingerprint=user_fingerprint(saved)[0]))
     if keep_in_memory:
-        from arrowmix._dataset.hftable import in_memory_copy
+        from arrowmix._dataset.in_memory import in_memory_copy
 
         ds = in_memory_copy(ds)
     return ds

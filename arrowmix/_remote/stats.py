@@ -1,4 +1,4 @@
-"""Sizes and counters of the bounded chunk cache (:mod:`arrowmix._storage.remote_cache`).
+"""Sizes and counters of the bounded chunk cache (:mod:`arrowmix._remote.cache`).
 
 :func:`parse_size` reads a ``cache_limit`` / ``read_ahead`` size; :class:`CacheStats` holds what
 the readers of a cache directory cost; :func:`counting` makes the downloads of one thread also

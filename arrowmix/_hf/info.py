@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from arrowmix._dataset.hftable import HF_META_KEY
+from arrowmix._hf.state import state_of
+from arrowmix._hf.table import HF_META_KEY
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
@@ -73,7 +74,7 @@ def with_info(table: pa.Table, info: Any) -> pa.Table:
 
 def renamed_entry(schema: pa.Schema, renamed: dict[str, str]) -> dict[bytes, bytes]:
     """``schema``'s HF metadata after a rename (``{old: new}``): features renamed, texts kept."""
-    from arrowmix._dataset.hf_features import renamed_metadata
+    from arrowmix._hf.features import renamed_metadata
 
     meta = renamed_metadata(schema, renamed)
     texts = {k: v for k, v in info_entry(schema).items() if k in INFO_TEXTS}
@@ -87,9 +88,10 @@ def dataset_with_info(ds: Dataset, info: Any) -> Dataset:
     """``ds`` with the texts of ``info`` kept (same rows, same fingerprint)."""
     from dataclasses import replace
 
-    if info is None or not isinstance(ds._s.table, pa.Table):
+    s = state_of(ds)
+    if info is None or not isinstance(s.table, pa.Table):
         return ds
-    return type(ds)(replace(ds._s, table=with_info(ds._s.table, info)))
+    return type(ds)(replace(s, table=with_info(s.table, info)))
 
 
 def merged_metadata(schemas: Sequence[pa.Schema], out: pa.Schema) -> dict[bytes, bytes] | None:
@@ -133,6 +135,7 @@ def dataset_info(ds: Dataset) -> Any:
         raise ImportError(
             "`ds.info` is HF datasets' `DatasetInfo` and needs `datasets` installed."
         ) from exc
-    entry = info_entry(ds._s.table.schema) if isinstance(ds._s.table, pa.Table) else {}
+    table = state_of(ds).table
+    entry = info_entry(table.schema) if isinstance(table, pa.Table) else {}
     texts = {k: entry[k] for k in INFO_TEXTS if isinstance(entry.get(k), str)}
     return datasets.DatasetInfo(**texts, features=ds.features)
