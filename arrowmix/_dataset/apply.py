@@ -28,6 +28,7 @@ import pyarrow as pa
 from arrowmix._dataset import formats
 from arrowmix._dataset.json_values import decode, has_json
 from arrowmix._dataset.residency import PageReleaser
+from arrowmix._dataset.state import state_of
 
 if TYPE_CHECKING:
     import asyncio
@@ -270,7 +271,7 @@ def _has_json(table: pa.Table) -> bool:
 
 def blocks(ds: Dataset, start: int, stop: int, size: int) -> Iterator[tuple[int, pa.Table]]:
     """View rows ``[start, stop)`` in tables of ``size`` rows, with bounded resident memory."""
-    s = ds._s
+    s = state_of(ds)
     pages = PageReleaser([*s.files, *([s.indices_file] if s.indices_file else [])])
     for lo in range(start, stop, size):
         hi = min(lo + size, stop)

@@ -8,86 +8,26 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._cache.inuse import Hold, hold
-from arrowmix._cache.paths import CACHE_FILE_RE, INDICES_FILE_RE, dataset_cache_dir
-from arrowmix._dataset import formats
+from arrowmix._dataset import formats, state
 from arrowmix._dataset.constructors import DatasetConstructors
 from arrowmix._dataset.hfcompat import HFCompat
-from arrowmix._dataset.indices import IndexMap, to_positions
-from arrowmix._dataset.reader import TableReader
+from arrowmix._dataset.indices import to_positions
+from arrowmix._dataset.state import DatasetState, hold_cache_files
 from arrowmix._storage import fs
-from arrowmix._storage.remote_table import RemoteTable
 from arrowmix._validate import check_int
 from arrowmix.exceptions import ColumnNotFoundError
 
 if TYPE_CHECKING:
     from arrowmix._dataset.column import Column
 
-__all__ = ["Dataset", "DatasetState"]
+__all__ = ["Dataset", "DatasetState", "hold_cache_files"]
 
 _ITER_BLOCK = 1024
-
-
-@dataclass(frozen=True)
-class DatasetState:
-    """Everything a Dataset is made of; transforms build new states, never mutate one."""
-
-    table: pa.Table | RemoteTable
-    fingerprint: str
-    files: tuple[str, ...] = ()
-    file_offsets: tuple[int, ...] | None = None
-    indices: IndexMap | None = None
-    indices_file: str | None = None
-    fmt: str | None = None
-    fmt_columns: tuple[str, ...] | None = None
-    #: HF's ``output_all_columns``: columns outside ``fmt_columns`` come as Python objects.
-    fmt_all: bool = False
-    #: HF's ``format_kwargs`` (``dtype``/``device`` for numeric tensors and arrays).
-    fmt_kwargs: tuple[tuple[str, Any], ...] = ()
-    cache_dir: str | None = None
-    #: fsspec options for the dataset's URLs (remote chunks, a remote ``cache_dir``).
-    storage_options: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
-    #: Reader registrations on the cache/indices files in use, so cleanup never removes them.
-    holds: tuple[Hold, ...] = field(default=(), compare=False, repr=False)
-
-    @cached_property
-    def format(self) -> formats.Format:
-        """The output format (built on first use)."""
-        from arrowmix._dataset.json_values import has_json
-
-        json = any(has_json(t) for t in self.table.schema.types)
-        return formats.Format(self.fmt, self.fmt_columns, self.fmt_all, self.fmt_kwargs, json)
-
-    @cached_property
-    def reader(self) -> TableReader | RemoteTable:
-        """Batch-aware gatherer over ``table`` (built on first use).
-
-        A :class:`~arrowmix._storage.remote_table.RemoteTable` (remote chunks read through a
-        bounded cache) is its own reader.
-        """
-        if isinstance(self.table, RemoteTable):
-            return self.table
-        return TableReader(self.table)
-
-
-def hold_cache_files(paths: Sequence[str]) -> tuple[Hold, ...]:
-    """Register this process as a reader of the local cache and indices files among ``paths``.
-
-    Chunk files are never removed by a cleanup, so they need no registration.
-    """
-    out = []
-    for p in paths:
-        name = os.path.basename(p)
-        if "://" not in p and (CACHE_FILE_RE.match(name) or INDICES_FILE_RE.match(name)):
-            out.append(hold(p))
-    return tuple(out)
 
 
 class Dataset(DatasetConstructors, HFCompat):
@@ -148,7 +88,7 @@ class Dataset(DatasetConstructors, HFCompat):
     @property
     def num_rows(self) -> int:
         """Number of rows in the view."""
-        return len(self._s.indices) if self._s.indices is not None else self._s.table.num_rows
+        return state.num_rows(self._s)
 
     def __len__(self) -> int:
         return self.num_rows
@@ -156,7 +96,7 @@ class Dataset(DatasetConstructors, HFCompat):
     @property
     def column_names(self) -> list[str]:
         """Column names, in order."""
-        return list(self._s.table.column_names)
+        return state.column_names(self._s)
 
     @property
     def schema(self) -> pa.Schema:
@@ -215,17 +155,12 @@ class Dataset(DatasetConstructors, HFCompat):
     @property
     def cache_files(self) -> list[str]:
         """Every file the dataset uses: chunks, cache files (map/filter results) and indices."""
-        extra = [self._s.indices_file] if self._s.indices_file else []
-        paths = [*self._s.files, *extra, *(h.path for h in self._s.holds)]
-        return list(dict.fromkeys(paths))
+        return state.cache_files(self._s)
 
     @property
     def cache_dir(self) -> str:
         """Where results derived from this dataset are written (a local directory or a URL)."""
-        if self._s.cache_dir is not None:
-            fs.makedirs(self._s.cache_dir)
-            return self._s.cache_dir
-        return dataset_cache_dir(self._s.files[0] if self._s.files else None)
+        return state.cache_dir(self._s)
 
     def __fingerprint__(self) -> tuple[str, str | None, tuple[str, ...] | None]:
         """How a function capturing this dataset is hashed: its fingerprint and format."""
@@ -267,19 +202,11 @@ class Dataset(DatasetConstructors, HFCompat):
     # ---- reading ------------------------------------------------------------------------
     def _gather(self, positions: np.ndarray, columns: Sequence[str] | None = None) -> pa.Table:
         """Rows at view ``positions`` as an Arrow table (validated by the caller)."""
-        base = self._s.indices.lookup(positions) if self._s.indices is not None else positions
-        table = self._s.reader.take(base)
-        return table.select(list(columns)) if columns is not None else table
+        return state.gather(self._s, positions, columns)
 
     def _range(self, start: int, stop: int, columns: Sequence[str] | None = None) -> pa.Table:
         """View rows ``[start, stop)`` as an Arrow table; zero-copy without an array mapping."""
-        ix = self._s.indices
-        if ix is None or ix.is_range:
-            off = ix.start if ix is not None else 0
-            table = self._s.reader.slice(off + start, off + stop)
-        else:
-            table = self._s.reader.take(ix.array[start:stop])  # type: ignore[index]
-        return table.select(list(columns)) if columns is not None else table
+        return state.view_range(self._s, start, stop, columns)
 
     def _format(self) -> formats.Format:
         return self._s.format

@@ -44,6 +44,7 @@ from arrowmix._dataset.map_options import (
     check_suffix_template,
     user_fingerprint,
 )
+from arrowmix._dataset.state import state_of
 from arrowmix._fingerprint.transform import validate_fingerprint
 from arrowmix._storage.ipc import read_meta
 from arrowmix._storage.remote_table import RemoteTable
@@ -62,7 +63,7 @@ _ATTEMPTS = 3
 
 
 def _map_result(job: Job, fp: str, tables: list[pa.Table], segments: list[Segment]) -> Dataset:
-    ds, s = job.ds, job.ds._s
+    ds, s = job.ds, state_of(job.ds)
     metas = [read_meta(t.schema) for t in tables]
     if all(m.get("unchanged") for m in metas):
         return ds  # the function returned None and removed nothing: HF keeps the dataset
@@ -114,7 +115,7 @@ def _filter_result(job: Job, fp: str, tables: list[pa.Table], segment_paths: lis
     The result holds its segments (the kept positions) as well as its indices file, so a
     cleanup never removes the cache of a filter whose result is in use.
     """
-    ds, s = job.ds, job.ds._s
+    ds, s = job.ds, state_of(job.ds)
     from arrowmix._dataset.outputs import int64_numpy  # not pandas' to_numpy: see there
 
     parts = [int64_numpy(t.column("indices")) for t in tables]
@@ -252,16 +253,16 @@ def _run(kind: str, ds: Dataset, call: Call, opts: MapOptions) -> Dataset:
     if kind == "map" and call.batched and call.drop_last_batch and call.batch_size:
         rows -= rows % call.batch_size  # segments start at multiples of batch_size
     segments = plan_segments(rows, key, cache_dir, user_path, align=_align(ds, call))
-    ix = ds._s.indices
+    ix = state_of(ds).indices
     # Kept columns are referenced in the parent, not stored, when the parent is a plain or
     # contiguous view of local data; remote chunks read through a bounded cache cannot be
     # referenced (the result would pin the whole corpus), so their kept columns are stored.
-    zero_copy_ok = (ix is None or ix.is_range) and not isinstance(ds._s.table, RemoteTable)
+    zero_copy_ok = (ix is None or ix.is_range) and not isinstance(state_of(ds).table, RemoteTable)
     # A file the user names holds every column (``Dataset.from_file(path)`` opens it, as in
     # HF), and so does an output cast to ``features`` (kept columns are cast too).
     zero_copy_ok = zero_copy_ok and user_path is None and call.features is None
     job = Job(kind, ds, call, key, zero_copy_ok=zero_copy_ok, record=record)
-    shipped = shipped_cache_dir(ds._s.files) if load and user_path is None else None
+    shipped = shipped_cache_dir(state_of(ds).files) if load and user_path is None else None
     planned = segments
     for attempt in range(_ATTEMPTS):
         holds: list[Any] = []  # the segments stay registered as in use until the result is
@@ -312,8 +313,8 @@ def _call(
         batch_size=batch_size if batch_size and batch_size > 0 else None,
         input_columns=_names(ds, input_columns, "input_columns"),
         fn_kwargs=dict(fn_kwargs or {}),
-        fmt=ds._s.fmt,
-        fmt_kwargs=ds._s.fmt_kwargs if ds._s.fmt is not None else (),
+        fmt=state_of(ds).fmt,
+        fmt_kwargs=state_of(ds).fmt_kwargs if state_of(ds).fmt is not None else (),
         **more,
     )
 

@@ -37,6 +37,7 @@ from arrowmix._cache.segments import (
 from arrowmix._dataset.apply import Call
 from arrowmix._dataset.dataset import Dataset
 from arrowmix._dataset.progress import Progress, progress_enabled
+from arrowmix._dataset.state import state_of
 from arrowmix._fingerprint.record import RECORD_METADATA_KEY
 from arrowmix._storage import fs
 from arrowmix._storage.ipc import read_meta, write_file
@@ -65,7 +66,7 @@ class Job:
     @property
     def storage_options(self) -> Any:
         """The fsspec options for segments at URLs (the input dataset's)."""
-        return self.ds._s.storage_options
+        return state_of(self.ds).storage_options
 
     def meta(self, seg: Segment) -> dict[str, Any]:
         return {
@@ -149,7 +150,7 @@ def _hf_metadata(job: Job, columns: list[str] | None, stored: pa.Schema) -> dict
 
     if job.call.features is not None:
         return hf_metadata(job.call.features)
-    parent = job.ds._s.table.schema
+    parent = state_of(job.ds).table.schema
     fields = [
         stored.field(c) if c in stored.names else parent.field(c)
         for c in columns or []

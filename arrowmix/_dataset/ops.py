@@ -27,6 +27,7 @@ from arrowmix._dataset.hf_features import hf_metadata
 from arrowmix._dataset.hfinfo import renamed_entry
 from arrowmix._dataset.indices import IndexMap, load_or_store, to_positions
 from arrowmix._dataset.map_options import user_fingerprint
+from arrowmix._dataset.state import state_of
 from arrowmix._dataset.view_options import ViewOptions
 from arrowmix._fingerprint.transform import roll
 from arrowmix._storage import fs
@@ -77,7 +78,7 @@ def with_selection(
         fingerprint, key = user_fingerprint(opts.new_fingerprint)
     else:
         fingerprint = key = roll(ds.fingerprint, transform, kwargs)
-    s = ds._s
+    s = state_of(ds)
     mapping = sel if s.indices is None else s.indices.compose(sel)
     path = None
 
@@ -254,7 +255,7 @@ def flatten_indices(
     user_path = check_cache_file_name(cache_file_name)
     if keep_in_memory and user_path is not None:
         raise ValueError("Please use either `keep_in_memory` or `cache_file_name` but not both.")
-    s = ds._s
+    s = state_of(ds)
     if s.indices is None:
         return ds
     parent = None
@@ -313,7 +314,7 @@ def flatten_indices(
 
 
 def _write_flattened(ds: Dataset, path: str, fp: str) -> None:
-    s, n = ds._s, len(ds)
+    s, n = state_of(ds), len(ds)
     if fs.is_local(path):  # temporary files of killed writers of this very file
         directory, name = fs.split(fs.local_path(path))
         remove_dead_tmp(directory, name.__eq__)
@@ -345,7 +346,7 @@ def _with_table(
     kwargs: dict[str, Any],
     renamed: dict[str, str] | None = None,
 ) -> Dataset:
-    s = ds._s
+    s = state_of(ds)
     cols = formats.transmit_columns(s.fmt_columns, ds.column_names, table.column_names, renamed)
     if renamed:  # HF's features follow their columns (pyarrow's rename drops them)
         meta = renamed_entry(s.table.schema, renamed)  # the info texts too
@@ -384,7 +385,7 @@ def set_format(
     }
     fp = roll(ds.fingerprint, "with_format", args)
     state = replace(
-        ds._s,
+        state_of(ds),
         fingerprint=fp,
         fmt=fmt,
         fmt_columns=cols,
@@ -398,14 +399,16 @@ def select_columns(ds: Dataset, column_names: str | Sequence[str]) -> Dataset:
     cols = _names(column_names)
     for c in cols:
         ds._check_column(c)
-    return _with_table(ds, ds._s.table.select(cols), "select_columns", {"columns": cols})
+    return _with_table(ds, state_of(ds).table.select(cols), "select_columns", {"columns": cols})
 
 
 def remove_columns(ds: Dataset, column_names: str | Sequence[str]) -> Dataset:
     cols = _names(column_names)
     for c in cols:
         ds._check_column(c)
-    return _with_table(ds, ds._s.table.drop_columns(cols), "remove_columns", {"columns": cols})
+    return _with_table(
+        ds, state_of(ds).table.drop_columns(cols), "remove_columns", {"columns": cols}
+    )
 
 
 def rename_column(ds: Dataset, old: str, new: str) -> Dataset:
@@ -415,7 +418,7 @@ def rename_column(ds: Dataset, old: str, new: str) -> Dataset:
     names = [new if c == old else c for c in ds.column_names]
     return _with_table(
         ds,
-        ds._s.table.rename_columns(names),
+        state_of(ds).table.rename_columns(names),
         "rename_column",
         {"old": old, "new": new},
         {old: new},
@@ -438,5 +441,9 @@ def rename_columns(ds: Dataset, column_mapping: dict[str, str]) -> Dataset:
         if not isinstance(new, str) or not new:
             raise ValueError(f"New name for column {old!r} must be a non-empty string: {new!r}.")
     return _with_table(
-        ds, ds._s.table.rename_columns(names), "rename_columns", {"mapping": mapping}, mapping
+        ds,
+        state_of(ds).table.rename_columns(names),
+        "rename_columns",
+        {"mapping": mapping},
+        mapping,
     )

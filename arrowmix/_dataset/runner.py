@@ -21,6 +21,7 @@ import pyarrow as pa
 from arrowmix._dataset.apply import ASYNC_BATCHES, Call, Invoker, blocks, call_input, row_args
 from arrowmix._dataset.conform import Conformer
 from arrowmix._dataset.hf_features import cast_to_features, check_labels, label_features
+from arrowmix._dataset.state import state_of
 from arrowmix._dataset.udf_output import Output, RowNames, call_batched, call_rows
 from arrowmix.exceptions import SchemaMismatchError
 
@@ -112,7 +113,7 @@ class MapSegment:
             self.stored = [ROWS_COLUMN]
         self._out_keys = out_keys
         if self._call.features is None:  # returned columns that keep the input's class labels
-            self._labels = label_features(self._ds._s.table.schema, out_keys)
+            self._labels = label_features(state_of(self._ds).table.schema, out_keys)
         self._shape = (out.whole, out.dropped)
         # with features, every column is cast: never the unchanged parent
         self.unchanged = not (out_keys or out.whole or removed) and self._call.features is None
@@ -209,7 +210,7 @@ class MapSegment:
                 batch = cast_to_features(batch, call.features, f"{call.name} on {where}")
             elif self._labels:
                 check_labels(
-                    batch, self._ds._s.table.schema, self._labels, f"{call.name} on {where}"
+                    batch, state_of(self._ds).table.schema, self._labels, f"{call.name} on {where}"
                 )
             for b in conform.push(batch, where, lo if n_out == n_in else None):
                 yield from coalesce.add(b)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from arrowmix._dataset.hfinfo import INFO_TEXTS, dataset_with_info, info_entry
+from arrowmix._dataset.state import state_of
 from arrowmix._storage.fs import is_local, local_path
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ def _schema(ds: Dataset) -> pa.Schema:
     try:
         meta = ds.features.arrow_schema.metadata  # every column described, as HF writes
     except ImportError:
-        meta = hf_only(ds._s.table.schema)
+        meta = hf_only(state_of(ds).table.schema)
     return schema.with_metadata(meta or {})
 
 
@@ -248,7 +249,7 @@ def load_from_disk(
     content = state.get(_CONTENT_KEY)
     saved = state.get("_fingerprint")
     if isinstance(saved, str) and (content is None or content == content_fp):
-        ds = type(ds)(replace(ds._s, fingerprint=user_fingerprint(saved)[0]))
+        ds = type(ds)(replace(state_of(ds), fingerprint=user_fingerprint(saved)[0]))
     if keep_in_memory:
         from arrowmix._dataset.hftable import in_memory_copy
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from arrowmix._cache.segments import Segment
+from arrowmix._dataset.state import state_of
 from arrowmix._storage.mapped import TableRef, table_ref
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ class _Source:
 
 
 def _source(ray: Any, ds: Dataset) -> _Source:
-    s = ds._s
+    s = state_of(ds)
     table: Any = table_ref(s.table) if isinstance(s.table, pa.Table) else None
     if table is None:
         logger.info(
@@ -237,8 +238,8 @@ def to_ray(ds: Dataset, *, rows_per_block: int | None = None) -> Any:
     ray = _ray()
     n = len(ds)
     if rows_per_block is None:
-        nbytes = ds._s.table.nbytes
-        per_row = nbytes / max(ds._s.table.num_rows, 1)
+        nbytes = state_of(ds).table.nbytes
+        per_row = nbytes / max(state_of(ds).table.num_rows, 1)
         rows_per_block = max(1, int(_BLOCK_BYTES // max(per_row, 1.0)))
     if rows_per_block <= 0:
         raise ValueError(f"`rows_per_block` must be a positive int, got {rows_per_block!r}.")
