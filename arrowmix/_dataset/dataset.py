@@ -574,8 +574,8 @@ class Dataset(DatasetConstructors, HFCompat):
             >>> ds.map(lambda b: {"t": b["text"] * 2}, batched=True, remove_columns="text")["t"]
             ['a', 'bb', 'a', 'bb']
         """
-        from arrowmix._dataset.map import map_dataset
         from arrowmix._dataset.map_options import map_options
+        from arrowmix._dataset.mapping.options import map_dataset
 
         return map_dataset(
             self,
@@ -653,8 +653,8 @@ class Dataset(DatasetConstructors, HFCompat):
             >>> ds.filter(lambda row: row["n"] % 2 == 0)["n"]
             [2, 4]
         """
-        from arrowmix._dataset.map import filter_dataset
         from arrowmix._dataset.map_options import map_options
+        from arrowmix._dataset.mapping.options import filter_dataset
 
         return filter_dataset(
             self,

@@ -125,8 +125,8 @@ def _source(ray: Any, ds: Dataset) -> _Source:
 
 def _segment_task(payload: tuple[Any, ...], seg: Segment) -> int:
     """Run in a Ray worker: rebuild the job around the reopened input, compute one segment."""
-    from arrowmix._dataset.map_job import Job
-    from arrowmix._dataset.workers import WORKER_ENV
+    from arrowmix._dataset.mapping.local import WORKER_ENV
+    from arrowmix._dataset.mapping.segments import Job
 
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     for key, value in WORKER_ENV.items():

@@ -34,8 +34,8 @@ from arrowmix._cache.segments import (
     remove_stale_tmp,
     touch,
 )
-from arrowmix._dataset.apply import Call
 from arrowmix._dataset.dataset import Dataset
+from arrowmix._dataset.mapping.call import Call
 from arrowmix._dataset.progress import Progress, progress_enabled
 from arrowmix._dataset.state import state_of
 from arrowmix._fingerprint.record import RECORD_METADATA_KEY
@@ -101,8 +101,8 @@ class Job:
 
 def _compute_segment(job: Job, seg: Segment, on_rows: Callable[[int], None]) -> None:
     # Imported here: a cache hit never computes, so it does not load the map engine.
-    from arrowmix._dataset.outputs import numeric_array
-    from arrowmix._dataset.runner import MapSegment, filter_positions
+    from arrowmix._dataset.mapping.arrays import numeric_array
+    from arrowmix._dataset.mapping.compute import MapSegment, filter_positions
 
     meta = job.meta(seg)
     if job.kind == "filter":
@@ -121,7 +121,7 @@ def _compute_segment(job: Job, seg: Segment, on_rows: Callable[[int], None]) -> 
         return
     call = job.call
     if call.with_rank:
-        from arrowmix._dataset.workers import worker_rank
+        from arrowmix._dataset.mapping.local import worker_rank
 
         call = replace(call, rank=worker_rank())
     run = MapSegment(
@@ -249,7 +249,7 @@ def materialise(
             return complete
     # Imported here: a cache hit needs neither locks nor process pools (faster imports).
     from arrowmix._cache.lock import fingerprint_lock
-    from arrowmix._dataset.workers import run_segments
+    from arrowmix._dataset.mapping.local import run_segments
 
     directory = fs.split(segments[0].path)[0]
     fs.makedirs(directory)

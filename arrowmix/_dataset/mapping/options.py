@@ -32,18 +32,18 @@ import pyarrow as pa
 from arrowmix._cache.paths import is_caching_enabled, shipped_cache_dir, temp_cache_dir
 from arrowmix._cache.segments import Segment, plan_segments, unify_tables
 from arrowmix._dataset import formats
-from arrowmix._dataset.apply import Call
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.hf_features import HF_KEY, features_schema, hf_metadata
 from arrowmix._dataset.indices import IndexMap, load_or_store
 from arrowmix._dataset.json_values import no_mixed_types
-from arrowmix._dataset.map_job import MAP_VERSION, Job, load_complete, materialise
 from arrowmix._dataset.map_options import (
     MapOptions,
     check_cache_file_name,
     check_suffix_template,
     user_fingerprint,
 )
+from arrowmix._dataset.mapping.call import Call
+from arrowmix._dataset.mapping.segments import MAP_VERSION, Job, load_complete, materialise
 from arrowmix._dataset.state import state_of
 from arrowmix._fingerprint.transform import validate_fingerprint
 from arrowmix._storage.ipc import read_meta
@@ -116,7 +116,7 @@ def _filter_result(job: Job, fp: str, tables: list[pa.Table], segment_paths: lis
     cleanup never removes the cache of a filter whose result is in use.
     """
     ds, s = job.ds, state_of(job.ds)
-    from arrowmix._dataset.outputs import int64_numpy  # not pandas' to_numpy: see there
+    from arrowmix._dataset.mapping.arrays import int64_numpy  # not pandas' to_numpy: see there
 
     parts = [int64_numpy(t.column("indices")) for t in tables]
     sel = IndexMap.from_array(np.concatenate(parts) if parts else np.empty(0, dtype=np.int64))
@@ -163,7 +163,7 @@ def _resolve_executor(executor: Any) -> Any:
     if executor is None:
         return None
     # Imported here: a plain map (and its cache hit) does not load the process-pool modules.
-    from arrowmix._dataset.workers import resolve_executor
+    from arrowmix._dataset.mapping.local import resolve_executor
 
     return resolve_executor(executor)
 

@@ -4,7 +4,7 @@ Inputs are read block by block (``batch_size`` rows when batched, 1024 rows othe
 memory stays bounded whatever the range. Batched functions get a lazy dict of columns that
 converts a column to Python only when the function reads it, so a function that adds a column
 next to a large text column never pays for the text (an unread column goes back to Arrow
-untouched). What the calls return becomes Arrow in ``arrowmix._dataset.udf_output``.
+untouched). What the calls return becomes Arrow in ``arrowmix._dataset.mapping.output``.
 
 ``async def`` functions are awaited: the calls of a block (and, batched, of up to
 :data:`ASYNC_BATCHES` blocks) run concurrently on one event loop per segment, at most
@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from arrowmix._dataset import formats
 from arrowmix._dataset.json_values import decode, has_json
-from arrowmix._dataset.residency import PageReleaser
+from arrowmix._dataset.mapping.residency import PageReleaser
 from arrowmix._dataset.state import state_of
 
 if TYPE_CHECKING:

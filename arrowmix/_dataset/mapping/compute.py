@@ -3,7 +3,7 @@
 A map segment yields the record batches to store, coalesced into large batches (few, large
 batches keep later ``take`` fast). The output columns are the input columns minus
 ``remove_columns``, updated in place by the returned columns, plus the new ones at the end (HF
-``datasets`` order; ``arrowmix._dataset.udf_output`` has the rules), or the returned table.
+``datasets`` order; ``arrowmix._dataset.mapping.output`` has the rules), or the returned table.
 Input columns that are kept unchanged are *not* stored when the input is a plain or
 contiguous view (``zero_copy_ok``): the result references them in the parent table, so a map
 that adds a small column next to gigabytes of text writes only that column.
@@ -18,11 +18,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._dataset.apply import ASYNC_BATCHES, Call, Invoker, blocks, call_input, row_args
-from arrowmix._dataset.conform import Conformer
 from arrowmix._dataset.hf_features import cast_to_features, check_labels, label_features
+from arrowmix._dataset.mapping.call import (
+    ASYNC_BATCHES,
+    Call,
+    Invoker,
+    blocks,
+    call_input,
+    row_args,
+)
+from arrowmix._dataset.mapping.conform import Conformer
+from arrowmix._dataset.mapping.output import Output, RowNames, call_batched, call_rows
 from arrowmix._dataset.state import state_of
-from arrowmix._dataset.udf_output import Output, RowNames, call_batched, call_rows
 from arrowmix.exceptions import SchemaMismatchError
 
 if TYPE_CHECKING:
