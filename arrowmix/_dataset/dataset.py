@@ -574,8 +574,7 @@ class Dataset(DatasetConstructors, HFCompat):
             >>> ds.map(lambda b: {"t": b["text"] * 2}, batched=True, remove_columns="text")["t"]
             ['a', 'bb', 'a', 'bb']
         """
-        from arrowmix._dataset.map_options import map_options
-        from arrowmix._dataset.mapping.options import map_dataset
+        from arrowmix._dataset.mapping.options import map_dataset, map_options
 
         return map_dataset(
             self,
@@ -653,8 +652,7 @@ class Dataset(DatasetConstructors, HFCompat):
             >>> ds.filter(lambda row: row["n"] % 2 == 0)["n"]
             [2, 4]
         """
-        from arrowmix._dataset.map_options import map_options
-        from arrowmix._dataset.mapping.options import filter_dataset
+        from arrowmix._dataset.mapping.options import filter_dataset, map_options
 
         return filter_dataset(
             self,

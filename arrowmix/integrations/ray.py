@@ -125,13 +125,10 @@ def _source(ray: Any, ds: Dataset) -> _Source:
 
 def _segment_task(payload: tuple[Any, ...], seg: Segment) -> int:
     """Run in a Ray worker: rebuild the job around the reopened input, compute one segment."""
-    from arrowmix._dataset.mapping.local import WORKER_ENV
     from arrowmix._dataset.mapping.segments import Job
+    from arrowmix._dataset.mapping.worker import prepare_worker
 
-    os.environ["TOKENIZERS_PARALLELISM"] = "false"
-    for key, value in WORKER_ENV.items():
-        os.environ.setdefault(key, value)
-    os.environ["ARROWMIX_PROGRESS"] = "0"
+    prepare_worker()
     fn, kind, call, fingerprint, zero_copy_ok, record, source = payload
     ds = source.open(_ray())
     fn(Job(kind, ds, call, fingerprint, zero_copy_ok, record), seg, lambda n: None)
@@ -147,6 +144,9 @@ def _remote(ray: Any) -> Any:
 
 class RayExecutor:
     """Run map/filter segments as Ray tasks (``executor="ray"`` is ``RayExecutor()``).
+
+    One of the two implementations of the map engine's ``Executor`` protocol
+    (``arrowmix._dataset.mapping.execute``); the local process pool is the other.
 
     Uses the Ray cluster this process is connected to (``ray.init()`` first; Ray starts a
     local one otherwise). ``num_proc`` of the map caps the tasks in flight (default: every

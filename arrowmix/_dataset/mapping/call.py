@@ -28,7 +28,7 @@ import pyarrow as pa
 from arrowmix._dataset import formats
 from arrowmix._dataset.json_values import decode, has_json
 from arrowmix._dataset.mapping.residency import PageReleaser
-from arrowmix._dataset.state import state_of
+from arrowmix._dataset.state import state_of, view_range
 
 if TYPE_CHECKING:
     import asyncio
@@ -275,7 +275,7 @@ def blocks(ds: Dataset, start: int, stop: int, size: int) -> Iterator[tuple[int,
     pages = PageReleaser([*s.files, *([s.indices_file] if s.indices_file else [])])
     for lo in range(start, stop, size):
         hi = min(lo + size, stop)
-        table = ds._range(lo, hi)
+        table = view_range(s, lo, hi)
         yield lo, table
         pages.read(table.nbytes)
     pages.release()

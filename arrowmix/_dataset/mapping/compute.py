@@ -29,7 +29,7 @@ from arrowmix._dataset.mapping.call import (
 )
 from arrowmix._dataset.mapping.conform import Conformer
 from arrowmix._dataset.mapping.output import Output, RowNames, call_batched, call_rows
-from arrowmix._dataset.state import state_of
+from arrowmix._dataset.state import column_names, state_of
 from arrowmix.exceptions import SchemaMismatchError
 
 if TYPE_CHECKING:
@@ -104,7 +104,8 @@ class MapSegment:
 
     def _layout(self, out: Output) -> None:
         removed = set(self._call.remove_columns) | set(out.dropped)
-        base = [] if out.whole else [c for c in self._ds.column_names if c not in removed]
+        names = column_names(state_of(self._ds))
+        base = [] if out.whole else [c for c in names if c not in removed]
         out_keys = list(out.columns)
         self.columns = base + [k for k in out_keys if k not in base]
         self._kept = [c for c in base if c not in out_keys]
