@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from arrowmix._dataset.state import state_of
+from arrowmix._dataset.state import state_of, view_range
 from arrowmix._storage.cast import ARROW_CAST_ERRORS
 from arrowmix.exceptions import SchemaMismatchError
 
@@ -71,8 +71,8 @@ def cast(ds: Dataset, schema: pa.Schema, map_kwargs: dict[str, Any]) -> Dataset:
     same_features = hf_metadata(state_of(ds).table.schema) == hf_metadata(schema)
     if ds.schema.equals(schema) and (same_features or not hf_metadata(schema)):
         return ds
-    cast_batch(ds._range(0, 0), schema)  # an impossible type change raises before any work
     s = state_of(ds)
+    cast_batch(view_range(s, 0, 0), schema)  # an impossible type change raises before any work
     out = ds.with_format("arrow").map(
         cast_batch,
         batched=True,

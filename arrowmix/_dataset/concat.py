@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.indices import IndexMap, load_or_store
-from arrowmix._dataset.state import state_of
+from arrowmix._dataset.state import state_of, view_range
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage.remote_table import RemoteTable
 from arrowmix.exceptions import SchemaMismatchError
@@ -194,7 +194,7 @@ def _concat_columns(dsets: Sequence[Dataset]) -> Dataset:
     if dupes:
         raise ValueError(f"Cannot concatenate on axis 1: duplicated column name(s) {dupes}.")
     views = [d if _contiguous(state_of(d).indices) else d.flatten_indices() for d in dsets]
-    tables = [v._range(0, n).replace_schema_metadata(None) for v in views]
+    tables = [view_range(state_of(v), 0, n).replace_schema_metadata(None) for v in views]
     schema = pa.schema([f for t in tables for f in t.schema])
     table = pa.Table.from_arrays([c for t in tables for c in t.columns], schema=schema)
     table = table.replace_schema_metadata(_hf_metadata(dsets, table.schema))

@@ -22,12 +22,13 @@ from arrowmix._cache.inuse import Hold
 from arrowmix._cache.paths import cache_file_name as _cache_file_name
 from arrowmix._cache.paths import shipped_cache_dir
 from arrowmix._dataset import formats
+from arrowmix._dataset.access import check_column
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.hf_features import hf_metadata
 from arrowmix._dataset.hfinfo import renamed_entry
 from arrowmix._dataset.indices import IndexMap, load_or_store, to_positions
 from arrowmix._dataset.map_options import user_fingerprint
-from arrowmix._dataset.state import state_of
+from arrowmix._dataset.state import state_of, view_range
 from arrowmix._dataset.view_options import ViewOptions
 from arrowmix._fingerprint.transform import roll
 from arrowmix._storage import fs
@@ -170,9 +171,9 @@ def sort(
     if len(revs) != len(cols):
         raise ValueError(f"`reverse` has {len(revs)} entries for {len(cols)} sort columns.")
     for c in cols:
-        ds._check_column(c)
+        check_column(state_of(ds), c)
     orders = ["descending" if r else "ascending" for r in revs]
-    table = ds._range(0, len(ds), cols)
+    table = view_range(state_of(ds), 0, len(ds), cols)
     try:
         perm = _sort_indices(table, cols, orders, placement)
     except pa.ArrowNotImplementedError as exc:
@@ -267,7 +268,7 @@ def flatten_indices(
     if keep_in_memory:
         from arrowmix._dataset.hftable import hf_only
 
-        table = ds._range(0, len(ds)).combine_chunks()
+        table = view_range(state_of(ds), 0, len(ds)).combine_chunks()
         table = table.replace_schema_metadata(hf_only(table.schema))  # HF's features kept
         fields = ("fmt", "fmt_columns", "fmt_all", "fmt_kwargs", "cache_dir", "storage_options")
         return Dataset(
@@ -321,7 +322,9 @@ def _write_flattened(ds: Dataset, path: str, fp: str) -> None:
     blocks = (
         b
         for start in range(0, n, _FLATTEN_BLOCK)
-        for b in ds._range(start, min(start + _FLATTEN_BLOCK, n)).combine_chunks().to_batches()
+        for b in view_range(state_of(ds), start, min(start + _FLATTEN_BLOCK, n))
+        .combine_chunks()
+        .to_batches()
     )
     meta = {
         "kind": "flatten",
@@ -375,7 +378,7 @@ def set_format(
     if columns is not None:
         cols = tuple(_names(columns))
         for c in cols:
-            ds._check_column(c)
+            check_column(state_of(ds), c)
     kw = tuple(sorted(format_kwargs.items()))
     args = {
         "type": fmt,
@@ -398,21 +401,21 @@ def set_format(
 def select_columns(ds: Dataset, column_names: str | Sequence[str]) -> Dataset:
     cols = _names(column_names)
     for c in cols:
-        ds._check_column(c)
+        check_column(state_of(ds), c)
     return _with_table(ds, state_of(ds).table.select(cols), "select_columns", {"columns": cols})
 
 
 def remove_columns(ds: Dataset, column_names: str | Sequence[str]) -> Dataset:
     cols = _names(column_names)
     for c in cols:
-        ds._check_column(c)
+        check_column(state_of(ds), c)
     return _with_table(
         ds, state_of(ds).table.drop_columns(cols), "remove_columns", {"columns": cols}
     )
 
 
 def rename_column(ds: Dataset, old: str, new: str) -> Dataset:
-    ds._check_column(old)
+    check_column(state_of(ds), old)
     if new in ds.column_names and new != old:
         raise ValueError(f"Cannot rename {old!r} to {new!r}: a column {new!r} already exists.")
     names = [new if c == old else c for c in ds.column_names]
@@ -429,7 +432,7 @@ def rename_columns(ds: Dataset, column_mapping: dict[str, str]) -> Dataset:
     """Rename several columns at once (``{old: new}``), as HF ``datasets`` does."""
     mapping = dict(column_mapping)
     for old in mapping:
-        ds._check_column(old)
+        check_column(state_of(ds), old)
     names = [mapping.get(c, c) for c in ds.column_names]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

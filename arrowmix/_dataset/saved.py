@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from arrowmix._dataset.hfinfo import INFO_TEXTS, dataset_with_info, info_entry
-from arrowmix._dataset.state import state_of
+from arrowmix._dataset.state import state_of, view_range
 from arrowmix._storage.fs import is_local, local_path
 
 if TYPE_CHECKING:
@@ -153,7 +153,7 @@ def save_to_disk(
             with pa.OSFile(os.path.join(tmp, name), "wb") as sink:
                 with pa.ipc.new_stream(sink, schema) as writer:
                     for a in range(start, stop, _BATCH_ROWS):
-                        part = ds._range(a, min(a + _BATCH_ROWS, stop))
+                        part = view_range(state_of(ds), a, min(a + _BATCH_ROWS, stop))
                         writer.write_table(part.replace_schema_metadata(schema.metadata))
                     if start == stop:
                         writer.write_table(schema.empty_table())

@@ -36,9 +36,11 @@ __all__ = [
     "cache_files",
     "column_names",
     "derive",
+    "format_dict",
     "gather",
     "hold_cache_files",
     "num_rows",
+    "remove_unused_cache_files",
     "state_of",
     "view_range",
 ]
@@ -154,3 +156,32 @@ def hold_cache_files(paths: Sequence[str]) -> tuple[Hold, ...]:
         if "://" not in p and (CACHE_FILE_RE.match(name) or INDICES_FILE_RE.match(name)):
             out.append(hold(p))
     return tuple(out)
+
+
+def remove_unused_cache_files(s: DatasetState) -> int:
+    """Remove the cache files of the state's directory that it does not use; how many.
+
+    Files in use by any open dataset, or being written, stay. A state none of whose files
+    lives in its cache directory (in-memory or remote data) removes nothing, nor does a
+    remote ``cache_dir``.
+    """
+    from arrowmix._cache.cleanup import remove_unused
+
+    directory = cache_dir(s)
+    if not fs.is_local(directory):
+        return 0
+    directory = os.path.abspath(directory)
+    mine = {os.path.abspath(f) for f in cache_files(s) if "://" not in f}
+    if not any(os.path.dirname(f) == directory for f in mine):
+        return 0
+    return remove_unused(directory, keep=mine)
+
+
+def format_dict(s: DatasetState) -> dict[str, Any]:
+    """The output format as HF ``datasets`` describes it (``Dataset.format``)."""
+    return {
+        "type": s.fmt,
+        "format_kwargs": dict(s.fmt_kwargs),
+        "columns": list(s.fmt_columns) if s.fmt_columns is not None else column_names(s),
+        "output_all_columns": s.fmt_all,
+    }

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from arrowmix._cache.segments import Segment
-from arrowmix._dataset.state import state_of
+from arrowmix._dataset.state import state_of, view_range
 from arrowmix._storage.mapped import TableRef, table_ref
 
 if TYPE_CHECKING:
@@ -244,9 +244,9 @@ def to_ray(ds: Dataset, *, rows_per_block: int | None = None) -> Any:
     if rows_per_block <= 0:
         raise ValueError(f"`rows_per_block` must be a positive int, got {rows_per_block!r}.")
     tables = [
-        ds._range(lo, min(n, lo + rows_per_block)).replace_schema_metadata(None)
+        view_range(state_of(ds), lo, min(n, lo + rows_per_block)).replace_schema_metadata(None)
         for lo in range(0, n, rows_per_block)
-    ] or [ds._range(0, 0).replace_schema_metadata(None)]
+    ] or [view_range(state_of(ds), 0, 0).replace_schema_metadata(None)]
     return ray.data.from_arrow(tables)
 
 

@@ -233,3 +233,30 @@ def _keep(*args: Any, **kwargs: Any) -> Any:
     if isinstance(batch, Mapping) and batch and isinstance(next(iter(batch.values())), list):
         return [True] * len(next(iter(batch.values())))
     return True
+
+
+#: Arguments of ``Dataset.map``/``filter`` that make the :class:`MapOptions`.
+_OPTION_ARGS = (
+    "num_proc",
+    "load_from_cache_file",
+    "cache_file_name",
+    "new_fingerprint",
+    "desc",
+    "executor",
+)
+
+
+def method_arguments(kind: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of :func:`map_dataset`/:func:`filter_dataset` for ``kind``.
+
+    ``arguments`` are the parameters of ``Dataset.map``/``filter`` as passed (their
+    ``locals()``): the options and HF's extra keywords go into one :class:`MapOptions`
+    (checked by :func:`map_options`), the rest describe the call.
+    """
+    args = {k: v for k, v in arguments.items() if k != "self"}
+    hf_options = dict(args.pop("hf_options"))
+    if kind == "map":
+        args["suffix_template"] = hf_options.pop("suffix_template", None)
+    options = {k: args.pop(k) for k in _OPTION_ARGS}
+    args["opts"] = map_options(kind, **options, **hf_options)
+    return args
