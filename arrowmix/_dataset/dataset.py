@@ -427,7 +427,8 @@ class Dataset(DatasetConstructors, HFCompat, DatasetBase):
         (``num_proc`` then caps the tasks in flight; the files and the fingerprint are the
         same). HF's ``suffix_template``, ``writer_batch_size`` and ``keep_in_memory`` are
         accepted (``docs/migrating-from-datasets.md``). See ``docs/caching.md`` and
-        ``docs/ray.md``.
+        ``docs/ray.md``. (This method is long only for HF's arguments and their
+        documentation: it hands them to the map engine in one call.)
 
         Args:
             function: ``function(row) -> dict | None``, or with ``batched=True``

@@ -28,7 +28,7 @@ from arrowmix._dataset.hf_features import hf_metadata
 from arrowmix._dataset.hfinfo import renamed_entry
 from arrowmix._dataset.indices import IndexMap, load_or_store, to_positions
 from arrowmix._dataset.map_options import user_fingerprint
-from arrowmix._dataset.state import state_of, view_range
+from arrowmix._dataset.state import num_rows, state_of, view_range
 from arrowmix._dataset.view_options import ViewOptions
 from arrowmix._fingerprint.transform import roll
 from arrowmix._storage import fs
@@ -259,24 +259,16 @@ def flatten_indices(
     s = state_of(ds)
     if s.indices is None:
         return ds
-    parent = None
+    # With a name of the user's, the file also records what was flattened.
+    parent = ds.fingerprint if new_fingerprint is not None else None
     if new_fingerprint is not None:
         fp, key = user_fingerprint(new_fingerprint)
-        parent = ds.fingerprint  # the name alone does not say what was flattened
     else:
         fp = key = roll(ds.fingerprint, "flatten_indices")
     if keep_in_memory:
-        from arrowmix._dataset.hftable import hf_only
-
-        table = view_range(state_of(ds), 0, len(ds)).combine_chunks()
-        table = table.replace_schema_metadata(hf_only(table.schema))  # HF's features kept
-        fields = ("fmt", "fmt_columns", "fmt_all", "fmt_kwargs", "cache_dir", "storage_options")
-        return Dataset(
-            DatasetState(table=table, fingerprint=fp, **{f: getattr(s, f) for f in fields})
-        )
+        return _flatten_in_memory(s, fp)
     path = user_path or fs.join(ds.cache_dir, _cache_file_name(key))
-    n = len(ds)
-    so = s.storage_options
+    n, so = len(ds), s.storage_options
     found = None
     shipped = shipped_cache_dir(s.files)
     if shipped is not None and shipped != ds.cache_dir and user_path is None:
@@ -312,6 +304,16 @@ def flatten_indices(
             holds=holds,
         )
     )
+
+
+def _flatten_in_memory(s: DatasetState, fp: str) -> Dataset:
+    """The view gathered into one table in memory (``keep_in_memory=True``), format kept."""
+    from arrowmix._dataset.hftable import hf_only
+
+    table = view_range(s, 0, num_rows(s)).combine_chunks()
+    table = table.replace_schema_metadata(hf_only(table.schema))  # HF's features kept
+    fields = ("fmt", "fmt_columns", "fmt_all", "fmt_kwargs", "cache_dir", "storage_options")
+    return Dataset(DatasetState(table=table, fingerprint=fp, **{f: getattr(s, f) for f in fields}))
 
 
 def _write_flattened(ds: Dataset, path: str, fp: str) -> None:
