@@ -219,7 +219,9 @@ class Dataset(DatasetConstructors, HFCompat, DatasetBase):
         **format_kwargs: Any,
     ) -> None:
         """HF's in-place :meth:`with_format`: this object switches to the new view."""
-        self._s = self.with_format(type, columns, output_all_columns, **format_kwargs)._s
+        self._s = state.state_of(
+            self.with_format(type, columns, output_all_columns, **format_kwargs)
+        )
 
     def reset_format(self) -> None:
         """HF's in-place ``with_format(None)``."""
