@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
+from arrowmix._dataset.state import state_of
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage.cast import ARROW_CAST_ERRORS
 from arrowmix._storage.chunks import is_arrowmix_chunk, list_chunk_files, write_batches
@@ -173,7 +174,7 @@ def from_file(
     """
     ds = from_chunks([os.fspath(path)], storage_options=storage_options)
     if schema is not None and not ds.schema.equals(schema):
-        s = ds._s
+        s = state_of(ds)
         assert isinstance(s.table, pa.Table)  # local or copied chunks: one Arrow table
         table = typed_table(dict(zip(ds.column_names, s.table.columns, strict=True)), schema)
         fp = hash_value(("from_file", s.fingerprint, schema.to_string()))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from arrowmix._dataset.state import state_of, view_range
 from arrowmix._storage.cast import ARROW_CAST_ERRORS
 from arrowmix.exceptions import SchemaMismatchError
 
@@ -67,11 +68,11 @@ def cast(ds: Dataset, schema: pa.Schema, map_kwargs: dict[str, Any]) -> Dataset:
         )
     from arrowmix._storage.metadata import kept_metadata as hf_metadata
 
-    same_features = hf_metadata(ds._s.table.schema) == hf_metadata(schema)
+    same_features = hf_metadata(state_of(ds).table.schema) == hf_metadata(schema)
     if ds.schema.equals(schema) and (same_features or not hf_metadata(schema)):
         return ds
-    cast_batch(ds._range(0, 0), schema)  # an impossible type change raises before any work
-    s = ds._s
+    s = state_of(ds)
+    cast_batch(view_range(s, 0, 0), schema)  # an impossible type change raises before any work
     out = ds.with_format("arrow").map(
         cast_batch,
         batched=True,
@@ -94,7 +95,7 @@ def flatten(ds: Dataset, max_depth: int, new_fingerprint: str | None) -> Dataset
     from arrowmix._validate import check_int
 
     max_depth = check_int("max_depth", max_depth, minimum=1)
-    table = ds._s.table
+    table = state_of(ds).table
     if not isinstance(table, pa.Table):
         raise TypeError(
             "`flatten` needs the dataset's Arrow table; this dataset reads remote chunks "
@@ -106,5 +107,5 @@ def flatten(ds: Dataset, max_depth: int, new_fingerprint: str | None) -> Dataset
         table = table.flatten()
     out = _with_table(ds, table.replace_schema_metadata(None), "flatten", {"max_depth": max_depth})
     if new_fingerprint is not None:
-        out = type(ds)(replace(out._s, fingerprint=user_fingerprint(new_fingerprint)[0]))
+        out = type(ds)(replace(state_of(out), fingerprint=user_fingerprint(new_fingerprint)[0]))
     return out

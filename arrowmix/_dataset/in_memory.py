@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from arrowmix._dataset.state import state_of
 from arrowmix._storage.metadata import kept_or_none
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ def in_memory_copy(ds: Dataset) -> Dataset:
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
     copied = pa.ipc.open_stream(sink.getvalue()).read_all()
-    s = ds._s
+    s = state_of(ds)
     return Dataset(
         DatasetState(
             table=copied,

@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from arrowmix._hf.info import INFO_TEXTS, dataset_with_info, info_entry
+from arrowmix._dataset.state import state_of, view_range
+from arrowmix._hf.info import INFO_TEXTS, info_entry
+from arrowmix._hooks import dataset_with_info
 from arrowmix._storage.fs import is_local, local_path
 
 if TYPE_CHECKING:
@@ -73,13 +75,13 @@ def _num_shards(
 
 def _schema(ds: Dataset) -> pa.Schema:
     """The saved files' schema: the columns and HF's features of every column."""
-    from arrowmix._hf.table import hf_only
+    from arrowmix._storage.metadata import kept_or_none as hf_only
 
     schema = ds.schema
     try:
         meta = ds.features.arrow_schema.metadata  # every column described, as HF writes
     except ImportError:
-        meta = hf_only(ds._s.table.schema)
+        meta = hf_only(state_of(ds).table.schema)
     return schema.with_metadata(meta or {})
 
 
@@ -152,7 +154,7 @@ def save_to_disk(
             with pa.OSFile(os.path.join(tmp, name), "wb") as sink:
                 with pa.ipc.new_stream(sink, schema) as writer:
                     for a in range(start, stop, _BATCH_ROWS):
-                        part = ds._range(a, min(a + _BATCH_ROWS, stop))
+                        part = view_range(state_of(ds), a, min(a + _BATCH_ROWS, stop))
                         writer.write_table(part.replace_schema_metadata(schema.metadata))
                     if start == stop:
                         writer.write_table(schema.empty_table())
@@ -248,7 +250,7 @@ def load_from_disk(
     content = state.get(_CONTENT_KEY)
     saved = state.get("_fingerprint")
     if isinstance(saved, str) and (content is None or content == content_fp):
-        ds = type(ds)(replace(ds._s, fingerprint=user_fingerprint(saved)[0]))
+        ds = type(ds)(replace(state_of(ds), fingerprint=user_fingerprint(saved)[0]))
     if keep_in_memory:
         from arrowmix._dataset.in_memory import in_memory_copy
 

@@ -3,7 +3,7 @@
 A map segment yields the record batches to store, coalesced into large batches (few, large
 batches keep later ``take`` fast). The output columns are the input columns minus
 ``remove_columns``, updated in place by the returned columns, plus the new ones at the end (HF
-``datasets`` order; ``arrowmix._dataset.udf_output`` has the rules), or the returned table.
+``datasets`` order; ``arrowmix._dataset.mapping.output`` has the rules), or the returned table.
 Input columns that are kept unchanged are *not* stored when the input is a plain or
 contiguous view (``zero_copy_ok``): the result references them in the parent table, so a map
 that adds a small column next to gigabytes of text writes only that column.
@@ -18,9 +18,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._dataset.apply import ASYNC_BATCHES, Call, Invoker, blocks, call_input, row_args
-from arrowmix._dataset.conform import Conformer
-from arrowmix._dataset.udf_output import Output, RowNames, call_batched, call_rows
+from arrowmix._dataset.mapping.call import (
+    ASYNC_BATCHES,
+    Call,
+    Invoker,
+    blocks,
+    call_input,
+    row_args,
+)
+from arrowmix._dataset.mapping.conform import Conformer
+from arrowmix._dataset.mapping.output import Output, RowNames, call_batched, call_rows
+from arrowmix._dataset.state import column_names, state_of
 from arrowmix._hooks import cast_to_features, check_labels, label_features
 from arrowmix.exceptions import SchemaMismatchError
 
@@ -96,7 +104,8 @@ class MapSegment:
 
     def _layout(self, out: Output) -> None:
         removed = set(self._call.remove_columns) | set(out.dropped)
-        base = [] if out.whole else [c for c in self._ds.column_names if c not in removed]
+        names = column_names(state_of(self._ds))
+        base = [] if out.whole else [c for c in names if c not in removed]
         out_keys = list(out.columns)
         self.columns = base + [k for k in out_keys if k not in base]
         self._kept = [c for c in base if c not in out_keys]
@@ -112,7 +121,7 @@ class MapSegment:
             self.stored = [ROWS_COLUMN]
         self._out_keys = out_keys
         if self._call.features is None:  # returned columns that keep the input's class labels
-            self._labels = label_features(self._ds._s.table.schema, out_keys)
+            self._labels = label_features(state_of(self._ds).table.schema, out_keys)
         self._shape = (out.whole, out.dropped)
         # with features, every column is cast: never the unchanged parent
         self.unchanged = not (out_keys or out.whole or removed) and self._call.features is None
@@ -209,7 +218,7 @@ class MapSegment:
                 batch = cast_to_features(batch, call.features, f"{call.name} on {where}")
             elif self._labels:
                 check_labels(
-                    batch, self._ds._s.table.schema, self._labels, f"{call.name} on {where}"
+                    batch, state_of(self._ds).table.schema, self._labels, f"{call.name} on {where}"
                 )
             for b in conform.push(batch, where, lo if n_out == n_in else None):
                 yield from coalesce.add(b)

@@ -4,7 +4,7 @@ Inputs are read block by block (``batch_size`` rows when batched, 1024 rows othe
 memory stays bounded whatever the range. Batched functions get a lazy dict of columns that
 converts a column to Python only when the function reads it, so a function that adds a column
 next to a large text column never pays for the text (an unread column goes back to Arrow
-untouched). What the calls return becomes Arrow in ``arrowmix._dataset.udf_output``.
+untouched). What the calls return becomes Arrow in ``arrowmix._dataset.mapping.output``.
 
 ``async def`` functions are awaited: the calls of a block (and, batched, of up to
 :data:`ASYNC_BATCHES` blocks) run concurrently on one event loop per segment, at most
@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from arrowmix._dataset import formats
-from arrowmix._dataset.residency import PageReleaser
+from arrowmix._dataset.mapping.residency import PageReleaser
+from arrowmix._dataset.state import state_of, view_range
 from arrowmix._storage.mixed_json import decode, has_json
 
 if TYPE_CHECKING:
@@ -270,11 +271,11 @@ def _has_json(table: pa.Table) -> bool:
 
 def blocks(ds: Dataset, start: int, stop: int, size: int) -> Iterator[tuple[int, pa.Table]]:
     """View rows ``[start, stop)`` in tables of ``size`` rows, with bounded resident memory."""
-    s = ds._s
+    s = state_of(ds)
     pages = PageReleaser([*s.files, *([s.indices_file] if s.indices_file else [])])
     for lo in range(start, stop, size):
         hi = min(lo + size, stop)
-        table = ds._range(lo, hi)
+        table = view_range(s, lo, hi)
         yield lo, table
         pages.read(table.nbytes)
     pages.release()

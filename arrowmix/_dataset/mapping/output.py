@@ -19,7 +19,7 @@ function returns, plus the new columns at the end, as in HF ``datasets``:
 With ``try_original_type`` (the default, as in HF), a returned column that has an input
 column's name takes the input's type back when no value changes (floats ``1.0`` for an
 ``int64`` column stay ``int64``); later blocks are cast to the segment's schema without loss
-(``arrowmix._dataset.conform``).
+(``arrowmix._dataset.mapping.conform``).
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from arrowmix._dataset.apply import Call, Invoker, LazyBatch, call_input, row_args
-from arrowmix._dataset.outputs import as_array, check_key, is_table_like, table_of
+from arrowmix._dataset.mapping.arrays import as_array, check_key, is_table_like, table_of
+from arrowmix._dataset.mapping.call import Call, Invoker, LazyBatch, call_input, row_args
 from arrowmix._storage.cast import lossless_cast
 from arrowmix._storage.mixed_json import encode_as, has_json, mixed_array
 from arrowmix.exceptions import SchemaMismatchError

@@ -10,17 +10,14 @@ changes (they were re-parented). Worker processes set
 ``TOKENIZERS_PARALLELISM=false`` (and one thread for OpenMP/BLAS pools), since every core is
 already busy with a worker and forked tokenizer pools can deadlock.
 
-An *executor* (the ``executor=`` argument of ``map``/``filter``) replaces the local processes:
-any object with a ``run_segments(fn, job, segments, num_proc, *, on_segment)`` method that runs
-``fn(job, segment, on_rows)`` for every segment somewhere else and returns when all are
-committed (re-raising the first failure). Names resolve lazily: ``"ray"`` is
-``arrowmix.integrations.ray.RayExecutor()``; ``None`` and ``"local"`` mean local processes.
+:class:`LocalExecutor` is the default implementation of the
+:class:`~arrowmix._dataset.mapping.execute.Executor` protocol (``executor=None`` or
+``"local"``); Ray is the other (``arrowmix.integrations.ray``).
 """
 
 from __future__ import annotations
 
 import ctypes
-import importlib
 import logging
 import multiprocessing as mp
 import os
@@ -35,56 +32,19 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from arrowmix._cache.segments import Segment
+from arrowmix._dataset.mapping.worker import prepare_worker, set_worker_rank
 from arrowmix.exceptions import WorkerDiedError
 
-__all__ = ["EXECUTORS", "WORKER_ENV", "resolve_executor", "run_segments", "worker_rank"]
+__all__ = ["LocalExecutor", "run_segments"]
 
 logger = logging.getLogger("arrowmix")
 
-#: Environment set in worker processes (unless already set, except the tokenizer switch).
-WORKER_ENV = {
-    "TOKENIZERS_PARALLELISM": "false",
-    "OMP_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "OPENBLAS_NUM_THREADS": "1",
-    "RAYON_NUM_THREADS": "1",
-}
-
 SegmentFn = Callable[[Any, Segment, Callable[[int], None]], None]
-
-#: Executors known by name: ``name -> (module, class)``, imported on first use.
-EXECUTORS = {"ray": ("arrowmix.integrations.ray", "RayExecutor")}
-
-
-def resolve_executor(executor: Any) -> Any:
-    """The executor object for ``executor`` (a name or an object), or None for local processes.
-
-    Raises:
-        ValueError: an unknown name, or an object without a ``run_segments`` method.
-    """
-    if executor is None or executor == "local":
-        return None
-    if isinstance(executor, str):
-        if executor not in EXECUTORS:
-            raise ValueError(
-                f"Unknown executor {executor!r}; use None or 'local' (processes on this "
-                f"machine), one of {sorted(EXECUTORS)}, or an object with a run_segments method."
-            )
-        module, name = EXECUTORS[executor]
-        return getattr(importlib.import_module(module), name)()
-    if not callable(getattr(executor, "run_segments", None)):
-        raise ValueError(
-            f"`executor` must be None, 'local', one of {sorted(EXECUTORS)} or an object with a "
-            f"run_segments method; got {type(executor).__name__}."
-        )
-    return executor
-
 
 # Jobs of forked workers by token: set in the parent before forking, inherited by children
 # (a dict, so maps started from several threads at once do not mix their jobs up).
 _FORK_JOBS: dict[int, tuple[SegmentFn, Any]] = {}
 _WORKER_JOB: tuple[SegmentFn, Any] | None = None
-_WORKER_RANK: int | None = None
 _WORKER_ROWS: Any = None  # a shared counter of the rows processed, read by the parent
 
 #: How often the parent refreshes the progress bar from the workers' row counter (s).
@@ -94,11 +54,6 @@ WORKER_DIED = (
     "One of the subprocesses has abruptly died during map operation."
     "To debug the error, disable multiprocessing."
 )
-
-
-def worker_rank() -> int | None:
-    """This process's index in the map's process pool (None outside a pool), for ``with_rank``."""
-    return _WORKER_RANK
 
 
 #: Seconds between two checks of the worker's parent pid by the watchdog thread.
@@ -134,15 +89,12 @@ def exit_with_parent(parent: int) -> None:
 def _init_worker(
     token: int, payload: bytes | None, ranks: Any, rows: Any, parent: int | None = None
 ) -> None:
-    global _WORKER_JOB, _WORKER_RANK, _WORKER_ROWS
+    global _WORKER_JOB, _WORKER_ROWS
     if parent is not None:
         exit_with_parent(parent)
-    os.environ["TOKENIZERS_PARALLELISM"] = "false"
-    for key, value in WORKER_ENV.items():
-        os.environ.setdefault(key, value)
-    os.environ["ARROWMIX_PROGRESS"] = "0"
+    prepare_worker()
     with ranks.get_lock():
-        _WORKER_RANK = ranks.value
+        set_worker_rank(ranks.value)
         ranks.value += 1
     _WORKER_ROWS = rows
     if payload is None:
@@ -173,18 +125,12 @@ def run_segments(
     *,
     on_rows: Callable[[int], None],
     on_segment: Callable[[int], None],
-    executor: Any = None,
 ) -> None:
     """Run ``fn(job, segment, on_rows)`` for every segment, in ``num_proc`` processes.
 
     ``on_rows(n)`` reports rows processed (in-process runs); ``on_segment(rows)`` reports each
-    finished segment with the rows not reported yet. ``executor`` (from
-    :func:`resolve_executor`) runs the segments instead of local processes.
+    finished segment with the rows not reported yet.
     """
-    if executor is not None:
-        if segments:
-            executor.run_segments(fn, job, segments, num_proc, on_segment=on_segment)
-        return
     procs = min(num_proc or 1, len(segments))
     if num_proc is not None and num_proc > 1 and procs < num_proc:
         logger.info(
@@ -203,6 +149,29 @@ def run_segments(
     # num_proc > 1 runs in worker processes even for one segment: a function that crashes
     # its process (native code, os._exit, a kill) must never take the caller down.
     _run_pool(fn, job, segments, procs, on_rows, on_segment)
+
+
+class LocalExecutor:
+    """The process pool on this machine (``num_proc`` processes; in-process for 1 or None).
+
+    Args:
+        on_rows: Called with the number of rows processed, as workers progress.
+    """
+
+    def __init__(self, on_rows: Callable[[int], None] = lambda n: None) -> None:
+        self.on_rows = on_rows
+
+    def run_segments(
+        self,
+        fn: SegmentFn,
+        job: Any,
+        segments: Sequence[Segment],
+        num_proc: int | None,
+        *,
+        on_segment: Callable[[int], None],
+    ) -> None:
+        """Run ``fn(job, segment, on_rows)`` for every segment (see :func:`run_segments`)."""
+        run_segments(fn, job, segments, num_proc, on_rows=self.on_rows, on_segment=on_segment)
 
 
 def _died(job: Any, exc: BaseException) -> WorkerDiedError:
