@@ -168,6 +168,8 @@ def test_a_killed_save_is_finished_or_undone(tmp_path, point, how, capsys):
     _killed_save(target, point)
     assert _hidden(tmp_path), "the kill left nothing to recover: the test kills too late"
     _recover_by(how, target)
+    if how != "load":
+        assert _hidden(tmp_path) == []  # done by that call, before any load
     rows = am.load_from_disk(target)["x"]
     assert rows in ([0, 1, 2], list(range(100, 107)))
     if point != "first-rename":  # the new save was complete: it is the one kept
