@@ -142,7 +142,7 @@ def _recover_by(how: str, out: Path) -> None:
 @pytest.mark.parametrize(
     ("kill_at", "how"),
     [(0, "from_chunks"), (0, "cleanup-cache")]
-    + [(k, "from_chunks") for k in range(1, 7)]
+    + [(k, "from_chunks") for k in range(1, 6)]
     + [(3, "cleanup-cache"), (4, "write_chunks")],
 )
 def test_a_killed_overwrite_leaves_one_whole_corpus(tmp_path, kill_at, how, capsys):
