@@ -11,10 +11,13 @@ files beside its chunks: results found complete and valid there are read in plac
 from __future__ import annotations
 
 import atexit
+import errno
 import os
 import re
 import shutil
 import tempfile
+
+from arrowmix.exceptions import CacheDirError
 
 __all__ = [
     "CACHE_FILE_RE",
@@ -39,10 +42,18 @@ _temp_dir: str | None = None
 
 def cache_root() -> str:
     """``$ARROWMIX_CACHE`` or ``~/.cache/arrowmix`` (created on demand)."""
-    root = os.environ.get("ARROWMIX_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "arrowmix"
-    )
-    os.makedirs(root, exist_ok=True)
+    env = os.environ.get("ARROWMIX_CACHE")
+    root = env or os.path.join(os.path.expanduser("~"), ".cache", "arrowmix")
+    try:
+        os.makedirs(root, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as exc:
+        where = f"ARROWMIX_CACHE={root!r}" if env else f"The cache root {root!r}"
+        raise CacheDirError(
+            errno.ENOTDIR,
+            f"{where} is (or is below) a file, not a directory: arrowmix keeps its cache "
+            "files there. Point ARROWMIX_CACHE at a directory.",
+            root,
+        ) from exc
     return root
 
 
