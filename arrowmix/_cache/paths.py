@@ -52,7 +52,6 @@ def cache_root() -> str:
             errno.ENOTDIR,
             f"{where} is (or is below) a file, not a directory: arrowmix keeps its cache "
             "files there. Point ARROWMIX_CACHE at a directory.",
-            root,
         ) from exc
     return root
 

@@ -204,9 +204,8 @@ def save_to_disk(
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         if isinstance(exc, OSError) and not isinstance(exc, ArrowmixError):
-            raise WriteError(
-                exc.errno, f"save_to_disk could not write {current!r}: {exc}", current
-            ) from exc
+            why = exc.strerror or str(exc)
+            raise WriteError(exc.errno, f"save_to_disk could not write {current!r}: {why}") from exc
         raise
     _fsync(parent)
     if os.path.lexists(old):
