@@ -22,7 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from arrowmix._dataset.corpus_edges import empty_corpus, recover_rewrites
+from arrowmix._dataset.corpus_edges import empty_corpus
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.hftable import hf_only
 from arrowmix._dataset.json_values import mixed_array, no_mixed_types
@@ -217,8 +217,7 @@ def from_chunks(
             manifest) or does not match its manifest; ``allow_incomplete=True`` opens the
             files present instead.
     """
-    recover_rewrites(path_or_glob_or_list)  # a rewrite killed earlier: finish or undo it
-    try:
+    try:  # (a rewrite killed in a directory is finished or undone while it is listed)
         files = list_chunk_files(path_or_glob_or_list, storage_options)
     except ChunkFileError:
         empty = empty_corpus(path_or_glob_or_list, cache_dir, storage_options)

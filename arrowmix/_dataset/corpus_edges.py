@@ -1,11 +1,8 @@
-"""What ``from_chunks`` does at a corpus directory's edges before opening it.
+"""``from_chunks`` of a corpus directory that lists no chunk: an empty dataset.
 
-- :func:`recover_rewrites`: a ``write_chunks(overwrite=True)`` killed in a directory being
-  opened is finished or undone first (see ``arrowmix._storage.swap``), so the directory holds
-  one whole corpus, the old or the new.
-- :func:`empty_corpus`: a directory whose manifest lists no chunk (``write_chunks`` of an
-  iterable with no rows, whose schema is unknown) opens as an empty dataset with no columns.
-  Input with a schema but no rows is written as one empty chunk, and opens with its columns.
+A directory whose manifest lists no chunk (``write_chunks`` of an iterable with no rows, whose
+schema is unknown) opens as an empty dataset with no columns. Input with a schema but no rows
+is written as one empty chunk, and opens with its columns.
 """
 
 from __future__ import annotations
@@ -20,9 +17,8 @@ from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage.digests import read_manifest
 from arrowmix._storage.fs import is_local, local_path
-from arrowmix._storage.swap import recover_staging
 
-__all__ = ["empty_corpus", "recover_rewrites"]
+__all__ = ["empty_corpus"]
 
 Spec = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 
@@ -36,12 +32,6 @@ def _local_dirs(spec: Spec) -> list[str]:
             if os.path.isdir(p):
                 out.append(p)
     return out
-
-
-def recover_rewrites(spec: Spec) -> None:
-    """Finish or undo the killed rewrites of the local directories in ``spec``."""
-    for d in _local_dirs(spec):
-        recover_staging(d)
 
 
 def empty_corpus(

@@ -44,7 +44,7 @@ from arrowmix._storage.digests import (
 )
 from arrowmix._storage.fs import ensure_parent, is_local, join, local_path, url_to_fs
 from arrowmix._storage.ipc import META_KEY, read_meta, write_file_hashed
-from arrowmix._storage.swap import commit_staged, new_staging, recover_staging
+from arrowmix._storage.swap import STAGING_PREFIX, commit_staged, new_staging, recover_staging
 from arrowmix._validate import check_int
 from arrowmix.exceptions import ChunkFileError, TargetExistsError
 
@@ -361,7 +361,11 @@ def _resolve_one(s: str, storage_options: Mapping[str, Any] | None) -> list[str]
     if is_local(s):
         p = local_path(s)
         if os.path.isdir(p):
-            names = [n for n in os.listdir(p) if n.endswith(".arrow") and not _NOT_DATA.match(n)]
+            listed = os.listdir(p)
+            if any(n.startswith(STAGING_PREFIX) for n in listed):
+                recover_staging(p)  # a rewrite killed earlier: finish or undo it first
+                listed = os.listdir(p)
+            names = [n for n in listed if n.endswith(".arrow") and not _NOT_DATA.match(n)]
             return sorted((os.path.join(p, n) for n in names), key=_natural_key)
         if globlib.has_magic(p):
             return sorted(globlib.glob(p), key=_natural_key)

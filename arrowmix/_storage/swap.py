@@ -36,6 +36,7 @@ from collections.abc import Iterable
 from arrowmix._storage.atomic import atomic_sink, writer_alive
 
 __all__ = [
+    "STAGING_PREFIX",
     "STAGING_RE",
     "commit_staged",
     "new_save_names",
@@ -48,7 +49,8 @@ __all__ = [
 #: ``.<name>.saving-<pid>-<token>`` / ``.<name>.replaced-<pid>-<token>`` beside a saved dataset.
 SAVE_RE = re.compile(r"^\.(?P<base>.+)\.(?P<kind>saving|replaced)-(?P<pid>\d+)-(?P<tok>[0-9a-f]+)$")
 #: ``.arrowmix-writing-<pid>-<token>`` inside a corpus directory being rewritten.
-STAGING_RE = re.compile(r"^\.arrowmix-writing-(?P<pid>\d+)-(?P<tok>[0-9a-f]+)$")
+STAGING_PREFIX = ".arrowmix-writing-"
+STAGING_RE = re.compile(rf"^{re.escape(STAGING_PREFIX)}(?P<pid>\d+)-(?P<tok>[0-9a-f]+)$")
 COMMIT_NAME = "_commit.json"
 _STATE_NAME = "state.json"
 _MANIFEST_NAME = "_manifest.json"
@@ -155,7 +157,7 @@ def recover_saves(parent: str, base: str | None = None, *, dry_run: bool = False
 
 def new_staging(out_dir: str) -> str:
     """Create and return a staging directory for a new corpus inside ``out_dir``."""
-    path = os.path.join(out_dir, f".arrowmix-writing-{_token()}")
+    path = os.path.join(out_dir, f"{STAGING_PREFIX}{_token()}")
     os.makedirs(path)
     return path
 
