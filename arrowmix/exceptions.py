@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "ArrowmixError",
     "CacheCorruptedError",
+    "CacheDirError",
     "CacheLimitError",
     "CacheWarning",
     "ChunkFileError",
@@ -21,10 +22,13 @@ __all__ = [
     "InputFormatError",
     "ObjectChangedError",
     "RemoteReadError",
+    "SavedDatasetError",
     "SchemaMismatchError",
     "ShardingError",
     "StateError",
+    "TargetExistsError",
     "WorkerDiedError",
+    "WriteError",
 ]
 
 
@@ -167,6 +171,41 @@ class FingerprintWarning(UserWarning):
 
 class CacheWarning(UserWarning):
     """A cache file was invalid (damaged, foreign or stale) and its result is recomputed.
+
+    .. versionadded:: 0.1
+    """
+
+
+class TargetExistsError(ArrowmixError, FileExistsError):
+    """A write would replace or delete files that arrowmix did not write; nothing was changed.
+
+    ``save_to_disk`` replaces only a previous ``save_to_disk`` (and an empty directory);
+    ``write_chunks(overwrite=True)`` replaces only the chunks of a previous ``write_chunks``.
+    The message names the path and the files in the way.
+
+    .. versionadded:: 0.1
+    """
+
+
+class WriteError(ArrowmixError, OSError):
+    """Writing a file failed (a full disk, a quota, permissions); the message names the file.
+
+    ``errno`` is the operating system's (``errno.ENOSPC`` for a full disk). What was there
+    before the write is left as it was.
+
+    .. versionadded:: 0.1
+    """
+
+
+class SavedDatasetError(ArrowmixError, ValueError):
+    """A ``save_to_disk`` directory's ``state.json`` is damaged or names files outside it.
+
+    .. versionadded:: 0.1
+    """
+
+
+class CacheDirError(ArrowmixError, NotADirectoryError):
+    """The cache root (``$ARROWMIX_CACHE``) or a cache directory is not a directory.
 
     .. versionadded:: 0.1
     """

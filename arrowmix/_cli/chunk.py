@@ -22,6 +22,7 @@ from arrowmix._dataset.ingest import expand_inputs, input_batches
 from arrowmix._dataset.progress import progress_enabled
 from arrowmix._storage.chunks import write_batches
 from arrowmix._storage.readers import FORMATS
+from arrowmix.exceptions import TargetExistsError
 
 __all__ = ["add_parser", "run"]
 
@@ -137,6 +138,8 @@ def run(args: argparse.Namespace) -> int:
             bytes_per_chunk=args.chunk_size,
             overwrite=args.overwrite,
         )
+    except TargetExistsError as exc:  # files in DIR that write_chunks must not replace
+        raise CommandError(str(exc)) from exc
     except FileExistsError as exc:  # raised before any input is read
         raise CommandError(
             f"--out {args.out!r} already holds chunk files; pass --overwrite to replace them, "

@@ -13,6 +13,7 @@ from arrowmix._cache.cleanup import plan_cleanup, remove_idle_locks, remove_plan
 from arrowmix._cache.listing import TMP_KIND, format_bytes, scan, scan_tree
 from arrowmix._cli.common import resolve_cache_dir
 from arrowmix._cli.humanize import parse_duration, parse_size
+from arrowmix._storage.swap import recover_saves, recover_staging
 
 __all__ = ["add_parser", "run"]
 
@@ -25,7 +26,10 @@ that are gone. With no filter every cache file goes. Never removed: chunk files 
 files whose name is not one of these exact patterns, entries a running process is writing
 (a held cache-<fp>.lock), files held by an open dataset, and --keep fingerprints. All segments
 of a fingerprint go together. Lock files nobody holds go too (cache-<fp>.lock, and the
-<key>.pin / <key>.dl files of a bounded chunk cache). Prints each file and the bytes freed."""
+<key>.pin / <key>.dl files of a bounded chunk cache). Interrupted writes of processes that are
+gone are finished or undone first: a killed save_to_disk of a directory in CACHE_DIR
+(.<name>.saving-* / .<name>.replaced-*) and a killed write_chunks(overwrite=True) of CACHE_DIR
+(.arrowmix-writing-*). Prints each file and the bytes freed."""
 
 EPILOG = """\
 examples:
@@ -107,6 +111,11 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Plan, print and (unless ``--dry-run``) apply the cleanup of ``args.cache_dir``."""
     directory = resolve_cache_dir(args.cache_dir)
+    verb = "would recover" if args.dry_run else "recovered"
+    for path in recover_staging(directory, dry_run=args.dry_run):
+        print(f"{verb} interrupted write_chunks  {path}", flush=True)
+    for path in recover_saves(directory, dry_run=args.dry_run):
+        print(f"{verb} interrupted save_to_disk  {path}", flush=True)
     entries = scan_tree(directory) if args.recursive else scan(directory)
     plan = plan_cleanup(entries, time.time(), args.older_than, args.max_size, args.keep)
     reasons = dict(plan)

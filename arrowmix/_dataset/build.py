@@ -22,6 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from arrowmix._dataset.corpus_edges import empty_corpus
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.state import state_of
 from arrowmix._fingerprint.hasher import hash_value
@@ -33,7 +34,7 @@ from arrowmix._storage.ipc import open_table
 from arrowmix._storage.metadata import kept_or_none as hf_only
 from arrowmix._storage.mixed_json import mixed_array, no_mixed_types
 from arrowmix._validate import check_int
-from arrowmix.exceptions import IncompleteCorpusError, SchemaMismatchError
+from arrowmix.exceptions import ChunkFileError, IncompleteCorpusError, SchemaMismatchError
 
 __all__ = [
     "from_arrow",
@@ -217,7 +218,13 @@ def from_chunks(
             manifest) or does not match its manifest; ``allow_incomplete=True`` opens the
             files present instead.
     """
-    files = list_chunk_files(path_or_glob_or_list, storage_options)
+    try:  # (a rewrite killed in a directory is finished or undone while it is listed)
+        files = list_chunk_files(path_or_glob_or_list, storage_options)
+    except ChunkFileError:
+        empty = empty_corpus(path_or_glob_or_list, cache_dir, storage_options)
+        if empty is None:
+            raise
+        return empty
     if cache_limit is not None:
         from arrowmix._dataset.remote import from_remote_chunks
 
@@ -283,6 +290,13 @@ def _check_complete(
         )
         if manifest is None:
             marked = [os.path.basename(f) for f, t in inside if is_arrowmix_chunk(t.schema)]
+            if marked and _exists(directory, storage_options):
+                raise IncompleteCorpusError(
+                    f"Chunk directory {directory!r} has a damaged manifest "
+                    f"{os.path.join(directory, MANIFEST_NAME)!r} (it cannot be parsed, e.g. "
+                    f"truncated), so its {len(marked)} arrowmix chunk(s) ({_few(marked)}) "
+                    f"cannot be checked. {hint}"
+                )
             if marked:
                 raise IncompleteCorpusError(
                     f"Chunk directory {directory!r} looks like an unfinished `write_chunks`: "
@@ -299,6 +313,14 @@ def _check_complete(
                 f"Chunk directory {directory!r} does not match its manifest {MANIFEST_NAME} "
                 f"({len(manifest)} chunk(s)): {'; '.join(parts)}. {hint}"
             )
+
+
+def _exists(directory: str, storage_options: Mapping[str, Any] | None) -> bool:
+    """Whether ``directory`` has a manifest file (unparseable, when read_manifest said None)."""
+    if is_local(directory):
+        return os.path.lexists(os.path.join(local_path(directory), MANIFEST_NAME))
+    fs, p = url_to_fs(directory, storage_options)
+    return bool(fs.exists(f"{p.rstrip('/')}/{MANIFEST_NAME}"))
 
 
 def _few(names: Sequence[str], limit: int = 5) -> str:
@@ -359,9 +381,11 @@ def _batches_of(data: Any, rows_per_batch: int) -> Iterator[pa.RecordBatch]:
     if isinstance(data, Dataset):
         for table in data.with_format("arrow").iter(batch_size=65536):
             yield from table.to_batches()
+        if data.num_rows == 0:  # no rows, a known schema: one empty chunk keeps it
+            yield _empty_batch(data.schema)
         return
     if isinstance(data, pa.Table):
-        yield from data.to_batches()
+        yield from data.to_batches() if data.num_rows else [_empty_batch(data.schema)]
         return
     if isinstance(data, pa.RecordBatch):
         yield data
@@ -372,6 +396,10 @@ def _batches_of(data: Any, rows_per_batch: int) -> Iterator[pa.RecordBatch]:
             f"batches; got {type(data).__name__}. For a dict of columns use Dataset.from_dict."
         )
     yield from _from_iterable(iter(data), rows_per_batch)
+
+
+def _empty_batch(schema: pa.Schema) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([pa.array([], f.type) for f in schema], schema=schema)
 
 
 def _from_iterable(it: Iterator[Any], rows_per_batch: int) -> Iterator[pa.RecordBatch]:

@@ -6,7 +6,10 @@ their schema metadata), ``state.json`` (fingerprint, format, the data files in o
 HF's ``load_from_disk``, and one HF wrote opens here.
 
 A save writes the view's rows (its indices applied) into a temporary sibling directory and
-renames it into place last, so a killed save never leaves a directory that looks complete.
+renames it into place last, so a killed save never leaves a directory that looks complete. It
+replaces only a previous save (or an empty directory) and refuses any other path that exists,
+so it never deletes a file it did not write; a save killed between its renames is finished or
+undone by the next save or load of that path (see ``arrowmix._storage.swap``).
 ``state.json`` also records the content fingerprint of the files written
 (``_arrowmix_content``, a key HF ignores): a load keeps the saved fingerprint only while the
 files still have that content, and otherwise names the dataset by its files (so no cached
@@ -17,8 +20,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
-import uuid
 from dataclasses import replace
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -29,6 +32,8 @@ from arrowmix._dataset.state import state_of, view_range
 from arrowmix._hf.info import INFO_TEXTS, info_entry
 from arrowmix._hooks import dataset_with_info
 from arrowmix._storage.fs import is_local, local_path
+from arrowmix._storage.swap import new_save_names, recover_saves
+from arrowmix.exceptions import ArrowmixError, SavedDatasetError, TargetExistsError, WriteError
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
@@ -42,6 +47,11 @@ _CONTENT_KEY = "_arrowmix_content"
 _MAX_SHARD_SIZE = "500MB"
 #: Rows per record batch in a saved file (HF's ``DEFAULT_MAX_BATCH_SIZE``).
 _BATCH_ROWS = 1000
+#: Files a previous save (and arrowmix's caches of a loaded save) may hold besides the JSONs.
+_SAVED_FILE_RE = re.compile(
+    r"^(data-\d+-of-\d+\.arrow|cache-[0-9a-f]{16}(-\d+-of-\d+)?\.(arrow|lock)"
+    r"|indices-[0-9a-f]{16}\.arrow|tmp-\d+-[0-9a-f]+-.+\.partial)$"
+)
 
 
 def _local_dir(path: str | os.PathLike[str], what: str) -> str:
@@ -124,18 +134,28 @@ def save_to_disk(
     num_shards: int | None = None,
     num_proc: int | None = None,
 ) -> None:
-    """Write ``ds`` as HF's dataset directory at ``dataset_path`` (replacing one there).
+    """Write ``ds`` as HF's dataset directory at ``dataset_path`` (replacing a previous save).
+
+    ``dataset_path`` must be absent, an empty directory or a directory a previous
+    ``save_to_disk`` wrote (which is replaced whole, atomically); anything else is refused.
 
     Raises:
+        TargetExistsError: ``dataset_path`` is a file, or a non-empty directory that is not a
+            previous save, or a previous save that also holds other files (named).
         PermissionError: ``dataset_path`` holds files this dataset reads.
+        WriteError: a file could not be written (a full disk...); the message names it and
+            the previous save is left as it was.
         TypeError: a format keyword is not JSON serializable (as in HF).
         ValueError: both or invalid ``max_shard_size``/``num_shards``.
     """
     from arrowmix._dataset.build import from_chunks
 
     target = _local_dir(dataset_path, "save_to_disk")
-    mine = {os.path.dirname(os.path.abspath(f)) for f in ds.cache_files if is_local(f)}
-    if target in mine:
+    parent = os.path.dirname(target)
+    recover_saves(parent)  # saves killed earlier beside it: finish or undo them first
+    _check_replaceable(target)
+    mine = [os.path.abspath(f) for f in ds.cache_files if is_local(f)]
+    if any(f == target or f.startswith(target + os.sep) for f in mine):
         raise PermissionError(
             f"Cannot save to {target!r}: the dataset reads files in that directory. Save it "
             "to another directory."
@@ -143,15 +163,16 @@ def save_to_disk(
     n = _num_shards(ds, max_shard_size, num_shards, num_proc)
     schema = _schema(ds)
     names = [f"data-{i:05d}-of-{n:05d}.arrow" for i in range(n)]
-    parent, base = os.path.split(target)
     os.makedirs(parent, exist_ok=True)
-    tmp = os.path.join(parent, f".{base}.saving-{uuid.uuid4().hex[:8]}")
+    tmp, old = new_save_names(target)
     os.makedirs(tmp)
+    current = tmp
     try:
         rows = ds.num_rows
         for i, name in enumerate(names):
             start, stop = rows * i // n, rows * (i + 1) // n
-            with pa.OSFile(os.path.join(tmp, name), "wb") as sink:
+            current = os.path.join(tmp, name)
+            with pa.OSFile(current, "wb") as sink:
                 with pa.ipc.new_stream(sink, schema) as writer:
                     for a in range(start, stop, _BATCH_ROWS):
                         part = view_range(state_of(ds), a, min(a + _BATCH_ROWS, stop))
@@ -160,21 +181,88 @@ def save_to_disk(
                         writer.write_table(schema.empty_table())
                 sink.flush()
                 os.fsync(sink.fileno())
+        current = tmp
         state = _state(ds, names)
         state[_CONTENT_KEY] = from_chunks([os.path.join(tmp, x) for x in names]).fingerprint
-        for fname, content in ((STATE_NAME, state), (INFO_NAME, _info(ds, schema))):
-            with open(os.path.join(tmp, fname), "w", encoding="utf-8") as fh:
+        # state.json last: a save directory with a readable state.json is complete.
+        for fname, content in ((INFO_NAME, _info(ds, schema)), (STATE_NAME, state)):
+            current = os.path.join(tmp, fname)
+            with open(current, "w", encoding="utf-8") as fh:
                 json.dump(content, fh, indent=2, sort_keys=fname == STATE_NAME)
-        old = None
+                fh.flush()
+                os.fsync(fh.fileno())
+        current = target
+        _fsync(tmp)
+        moved = False
         if os.path.lexists(target):
-            old = os.path.join(parent, f".{base}.replaced-{uuid.uuid4().hex[:8]}")
             os.rename(target, old)
-        os.rename(tmp, target)
-    except BaseException:
+            moved = True
+        try:
+            os.rename(tmp, target)
+        except BaseException:
+            if moved:
+                os.rename(old, target)
+            raise
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError) and not isinstance(exc, ArrowmixError):
+            why = exc.strerror or str(exc)
+            raise WriteError(exc.errno, f"save_to_disk could not write {current!r}: {why}") from exc
         raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True) if os.path.isdir(old) else os.remove(old)
+    _fsync(parent)
+    if os.path.lexists(old):
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _fsync(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # not supported everywhere; the data files themselves are synced
+    finally:
+        os.close(fd)
+
+
+def _check_replaceable(target: str) -> None:
+    """Refuse a target that is not absent, an empty directory, or a previous save.
+
+    A previous save may also hold arrowmix's cache files of a dataset loaded from it; any
+    other file (a README, a subdirectory such as a corpus) makes it the user's.
+    """
+    if not os.path.lexists(target):
+        return
+    if os.path.islink(target) or not os.path.isdir(target):
+        raise TargetExistsError(
+            f"Cannot save to {target!r}: it is a file, not a directory; save_to_disk writes a "
+            "directory and never replaces a file it did not write."
+        )
+    names = sorted(os.listdir(target))
+    if not names:
+        return
+    if STATE_NAME not in names or INFO_NAME not in names:
+        raise TargetExistsError(
+            f"Cannot save to {target!r}: the directory is not empty and is not a dataset "
+            f"directory written by save_to_disk (it holds {_few(names)}). save_to_disk only "
+            "replaces a previous save; choose an empty or new directory."
+        )
+    foreign = [
+        x
+        for x in names
+        if x not in (STATE_NAME, INFO_NAME)
+        and not (_SAVED_FILE_RE.match(x) and os.path.isfile(os.path.join(target, x)))
+    ]
+    if foreign:
+        raise TargetExistsError(
+            f"Cannot save to {target!r}: besides a previous save it holds file(s) that "
+            f"save_to_disk did not write ({_few(foreign)}); replacing the directory would "
+            "delete them. Move them away or save to another directory."
+        )
+
+
+def _few(names: list[str], limit: int = 5) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def _read_json(directory: str, name: str) -> dict[str, Any]:
@@ -189,11 +277,41 @@ def _read_json(directory: str, name: str) -> dict[str, Any]:
             )
             + "."
         )
-    with open(path, encoding="utf-8") as fh:
-        content = json.load(fh)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            content = json.load(fh)
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+        raise SavedDatasetError(
+            f"{path!r} is damaged (not valid JSON: {exc}); save the dataset again."
+        ) from exc
     if not isinstance(content, dict):
-        raise ValueError(f"{path!r} does not hold a JSON object.")
+        raise SavedDatasetError(f"{path!r} does not hold a JSON object.")
     return content
+
+
+def _data_files(directory: str, state: dict[str, Any]) -> list[str]:
+    """The data files ``state.json`` lists, each a plain file name inside ``directory``."""
+    where = os.path.join(directory, STATE_NAME)
+    listed = state.get("_data_files")
+    if not isinstance(listed, list):
+        raise SavedDatasetError(
+            f"{where!r} has no `_data_files` list (got {listed!r:.80}); it is damaged or not "
+            "written by save_to_disk."
+        )
+    files = []
+    for entry in listed:
+        name = entry.get("filename") if isinstance(entry, dict) else None
+        if not isinstance(name, str):
+            raise SavedDatasetError(
+                f"{where!r}: an entry of `_data_files` has no file name: {entry!r:.80}."
+            )
+        if name in ("", ".", "..") or os.path.basename(name) != name or "/" in name:
+            raise SavedDatasetError(
+                f"{where!r} lists the data file {name!r}, which is not a file inside the "
+                "directory; refusing to read outside it."
+            )
+        files.append(os.path.join(directory, name))
+    return files
 
 
 def load_from_disk(
@@ -211,6 +329,8 @@ def load_from_disk(
 
     Raises:
         FileNotFoundError: ``state.json`` or ``dataset_info.json`` (or a data file) is missing.
+        SavedDatasetError: ``state.json`` is damaged, has no ``_data_files`` list, or names a
+            data file outside the directory.
 
     Example:
         >>> import arrowmix as am, tempfile, os
@@ -230,9 +350,10 @@ def load_from_disk(
     from arrowmix._dataset.map_options import user_fingerprint
 
     directory = _local_dir(dataset_path, "load_from_disk")
+    recover_saves(os.path.dirname(directory))  # saves killed earlier: finish or undo them
     state = _read_json(directory, STATE_NAME)
     info = _read_json(directory, INFO_NAME)
-    files = [os.path.join(directory, f["filename"]) for f in state["_data_files"]]
+    files = _data_files(directory, state)
     for f in files:
         if not os.path.isfile(f):
             raise FileNotFoundError(f"Data file {f!r} listed in {STATE_NAME} is missing.")

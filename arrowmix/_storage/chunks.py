@@ -10,6 +10,13 @@ Each chunk's schema metadata marks it as written by arrowmix (``{"kind": "chunk"
 ``arrowmix`` key), its bytes are hashed on the way out, and the manifest ``_manifest.json``
 listing every chunk with its rows, size and digest is written last (see ``digests.py``): a
 directory of marked chunks without a manifest is a write that did not finish.
+
+Rewriting a local corpus (``overwrite=True``) writes the new one whole into a staging directory
+inside ``out_dir`` and then swaps it in (see ``swap.py``): until the swap the old corpus is
+complete and openable, and a kill at any point is finished or undone by the next call. What an
+overwrite replaces is the previous corpus only: the chunks its manifest lists, marked chunks of
+an unfinished write, and the manifest. Any other file stays; a ``chunk-*.arrow`` that arrowmix
+did not write is refused (:class:`TargetExistsError`), never deleted.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import glob as globlib
 import json
 import os
 import re
+import shutil
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -29,14 +37,16 @@ from arrowmix._storage.atomic import remove_dead_tmp
 from arrowmix._storage.digests import (
     MANIFEST_NAME,
     ChunkEntry,
+    read_manifest,
     remove_manifest,
     stat_entry,
     write_manifest,
 )
 from arrowmix._storage.fs import ensure_parent, is_local, join, local_path, url_to_fs
 from arrowmix._storage.ipc import META_KEY, read_meta, write_file_hashed
+from arrowmix._storage.swap import STAGING_PREFIX, commit_staged, new_staging, recover_staging
 from arrowmix._validate import check_int
-from arrowmix.exceptions import ChunkFileError
+from arrowmix.exceptions import ChunkFileError, TargetExistsError
 
 __all__ = [
     "CHUNK_PATTERN",
@@ -85,36 +95,66 @@ def write_batches(
     bytes_per_chunk = check_int("bytes_per_chunk", bytes_per_chunk, minimum=1, none_ok=True)
     if rows_per_chunk is None and bytes_per_chunk is None:
         bytes_per_chunk = DEFAULT_BYTES_PER_CHUNK
-    _prepare_dir(out_dir, overwrite, storage_options)
-    paths: list[str] = []
-    entries: list[ChunkEntry] = []
-    it = iter(batches)
-    first = next(it, None)
-    if first is not None:
-        schema = first.schema
-        marked = _marked(schema)
-        pending = _Pending(_chain(first, it), schema)
-        while not pending.exhausted:
-            name = f"chunk-{len(paths):05d}.arrow"
-            path = join(out_dir, name)
-            part = _validated(pending.take_chunk(rows_per_chunk, bytes_per_chunk), name)
-            rows, size, digest = write_file_hashed(
-                path, part, marked, storage_options=storage_options
-            )
-            if is_local(path):
-                # Validated as written: its first open needs no validation pass.
-                _, ident = integrity.verified(local_path(path), remember=False)
-                integrity.done(local_path(path), ident, remember=True)
-                entries.append(stat_entry(local_path(path), rows, size, digest))
-            else:
-                entries.append(ChunkEntry(name, rows, size, digest))
-            paths.append(path)
-            pending.peek()
-    write_manifest(out_dir, entries, storage_options)  # last: the corpus is complete
-    if not is_local(out_dir):
+    replaced = _prepare_dir(out_dir, overwrite, storage_options)
+    # A corpus to replace: write the new one beside it (inside out_dir), then swap it in.
+    staging = None if replaced is None else new_staging(local_path(out_dir))
+    dest = out_dir if staging is None else staging
+    committing = False
+    try:
+        entries = _write_all(
+            batches, dest, rows_per_chunk, bytes_per_chunk, storage_options=storage_options
+        )
+        write_manifest(dest, entries, storage_options)  # last: the corpus is complete
+        if staging is not None and replaced is not None:
+            committing = True  # from the journal on, a failure is finished by recovery
+            commit_staged(local_path(out_dir), staging, [e.name for e in entries], replaced)
+    except BaseException:
+        if staging is not None and not committing:
+            shutil.rmtree(staging, ignore_errors=True)
+        raise
+    paths = [join(out_dir, e.name) for e in entries]
+    if is_local(out_dir):
+        for path in paths:
+            # Validated as written: its first open needs no validation pass.
+            _, ident = integrity.verified(local_path(path), remember=False)
+            integrity.done(local_path(path), ident, remember=True)
+    else:
         fs, _ = url_to_fs(out_dir, storage_options)
         paths = [fs.unstrip_protocol(url_to_fs(p, storage_options)[1]) for p in paths]
     return paths
+
+
+def _write_all(
+    batches: Iterable[pa.RecordBatch],
+    dest: str,
+    rows_per_chunk: int | None,
+    bytes_per_chunk: int | None,
+    *,
+    storage_options: Mapping[str, Any] | None,
+) -> list[ChunkEntry]:
+    """Write the chunk files into ``dest``; return their manifest entries, in order.
+
+    Input with a schema but no rows gets one empty chunk, so the corpus reopens with it.
+    """
+    entries: list[ChunkEntry] = []
+    it = iter(batches)
+    first = next(it, None)
+    if first is None:
+        return entries
+    schema = first.schema
+    marked = _marked(schema)
+    pending = _Pending(_chain(first, it), schema)
+    while not pending.exhausted or not entries:
+        name = f"chunk-{len(entries):05d}.arrow"
+        path = join(dest, name)
+        part = _validated(pending.take_chunk(rows_per_chunk, bytes_per_chunk), name)
+        rows, size, digest = write_file_hashed(path, part, marked, storage_options=storage_options)
+        if is_local(path):
+            entries.append(stat_entry(local_path(path), rows, size, digest))
+        else:
+            entries.append(ChunkEntry(name, rows, size, digest))
+        pending.peek()
+    return entries
 
 
 def _validated(batches: Iterator[pa.RecordBatch], name: str) -> Iterator[pa.RecordBatch]:
@@ -198,29 +238,66 @@ def _coalesce(group: list[pa.RecordBatch]) -> pa.RecordBatch:
     return pa.Table.from_batches(group).combine_chunks().to_batches()[0]
 
 
-def _prepare_dir(out_dir: str, overwrite: bool, storage_options: Mapping[str, Any] | None) -> None:
+def _prepare_dir(
+    out_dir: str, overwrite: bool, storage_options: Mapping[str, Any] | None
+) -> list[str] | None:
+    """Check ``out_dir``; the names of a local corpus to replace (None: nothing to replace)."""
     if is_local(out_dir):
-        _check_local_dir(local_path(out_dir))
+        d = local_path(out_dir)
+        _check_local_dir(d)
+        recover_staging(d)  # a rewrite killed earlier: finish or undo it first
+        manifest = os.path.join(d, MANIFEST_NAME)
+        if os.path.isdir(manifest):
+            raise TargetExistsError(
+                f"`out_dir` {out_dir!r} has a directory in the place of the manifest "
+                f"{manifest!r}; move it away (write_chunks writes a file there)."
+            )
     existing = _existing_chunks(out_dir, storage_options)
     if existing and not overwrite:
         raise FileExistsError(
             f"`out_dir` {out_dir!r} already holds {len(existing)} chunk file(s) "
             f"(e.g. {existing[0]!r}); pass `overwrite=True` or choose an empty directory."
         )
+    if is_local(out_dir):
+        os.makedirs(d, exist_ok=True)
+        # Temporary files of killed writers of chunks (and of markers such as _COMPLETE.json)
+        remove_dead_tmp(d, lambda n: bool(CHUNK_PATTERN.match(n)) or n[0] == "_")
+        return _replaceable(d, existing) if existing else None
     # The manifest goes first: a rewrite killed half-way must not look complete.
     remove_manifest(out_dir, storage_options)
     chunks = [p for p in existing if not p.endswith(MANIFEST_NAME)]
-    if is_local(out_dir):
-        os.makedirs(local_path(out_dir), exist_ok=True)
-        for path in chunks:
-            os.unlink(path)
-        # Temporary files of killed writers of chunks (and of markers such as _COMPLETE.json)
-        remove_dead_tmp(local_path(out_dir), lambda n: bool(CHUNK_PATTERN.match(n)) or n[0] == "_")
-    else:
-        fs, p = url_to_fs(out_dir, storage_options)
-        ensure_parent(fs, p, out_dir)
-        for path in chunks:
-            fs.rm(url_to_fs(path, storage_options)[1])
+    fs, p = url_to_fs(out_dir, storage_options)
+    ensure_parent(fs, p, out_dir)
+    for path in chunks:
+        fs.rm(url_to_fs(path, storage_options)[1])
+    return None
+
+
+def _replaceable(d: str, existing: list[str]) -> list[str]:
+    """The chunk names of the corpus in ``d`` that an overwrite replaces; refuse foreign ones.
+
+    Replaced: the chunks the manifest lists and chunks arrowmix marked (an unfinished write).
+    """
+    manifest = read_manifest(d) or {}
+    names = sorted(
+        os.path.basename(p) for p in existing if CHUNK_PATTERN.match(os.path.basename(p))
+    )
+    foreign = [n for n in names if n not in manifest and not _marked_file(os.path.join(d, n))]
+    if foreign:
+        raise TargetExistsError(
+            f"`out_dir` {d!r} holds chunk file(s) that write_chunks did not write: "
+            f"{', '.join(foreign[:5])}{' ...' if len(foreign) > 5 else ''}. overwrite=True "
+            "replaces only a corpus written by write_chunks; move them away first."
+        )
+    return names
+
+
+def _marked_file(path: str) -> bool:
+    try:
+        with pa.memory_map(path) as source:
+            return is_arrowmix_chunk(pa.ipc.open_file(source).schema)
+    except (OSError, pa.ArrowInvalid):
+        return False
 
 
 def _check_local_dir(d: str) -> None:
@@ -284,7 +361,11 @@ def _resolve_one(s: str, storage_options: Mapping[str, Any] | None) -> list[str]
     if is_local(s):
         p = local_path(s)
         if os.path.isdir(p):
-            names = [n for n in os.listdir(p) if n.endswith(".arrow") and not _NOT_DATA.match(n)]
+            listed = os.listdir(p)
+            if any(n.startswith(STAGING_PREFIX) for n in listed):
+                recover_staging(p)  # a rewrite killed earlier: finish or undo it first
+                listed = os.listdir(p)
+            names = [n for n in listed if n.endswith(".arrow") and not _NOT_DATA.match(n)]
             return sorted((os.path.join(p, n) for n in names), key=_natural_key)
         if globlib.has_magic(p):
             return sorted(globlib.glob(p), key=_natural_key)

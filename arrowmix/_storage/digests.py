@@ -35,6 +35,7 @@ import xxhash
 from arrowmix._storage.atomic import atomic_sink
 from arrowmix._storage.fs import is_local, join, local_path, url_to_fs
 from arrowmix._storage.local import cache_root
+from arrowmix.exceptions import ChunkFileError
 
 __all__ = [
     "MANIFEST_FORMAT",
@@ -169,6 +170,11 @@ def read_manifest(
             raw = fs.cat_file(p)
     except FileNotFoundError:
         return None
+    except IsADirectoryError as exc:
+        raise ChunkFileError(
+            f"The manifest {path!r} is a directory, not a file: move it away (write_chunks "
+            "writes the corpus manifest there)."
+        ) from exc
     entries = _parse_manifest(raw)
     if key is not None and entries is not None:
         _MANIFESTS[key] = entries

@@ -8,7 +8,10 @@ floor, so that storage needs nothing of the cache layer above it.
 
 from __future__ import annotations
 
+import errno
 import os
+
+from arrowmix.exceptions import CacheDirError
 
 __all__ = ["cache_root", "root_dir", "same_file"]
 
@@ -23,7 +26,16 @@ def root_dir() -> str:
 def cache_root() -> str:
     """``$ARROWMIX_CACHE`` or ``~/.cache/arrowmix`` (created on demand)."""
     root = root_dir()
-    os.makedirs(root, exist_ok=True)
+    try:
+        os.makedirs(root, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as exc:
+        env = os.environ.get("ARROWMIX_CACHE")
+        where = f"ARROWMIX_CACHE={root!r}" if env else f"The cache root {root!r}"
+        raise CacheDirError(
+            errno.ENOTDIR,
+            f"{where} is (or is below) a file, not a directory: arrowmix keeps its cache "
+            "files there. Point ARROWMIX_CACHE at a directory.",
+        ) from exc
     return root
 
 
