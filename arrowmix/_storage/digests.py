@@ -44,11 +44,13 @@ __all__ = [
     "MANIFEST_NAME",
     "ChunkEntry",
     "HashingWriter",
+    "content_digest",
     "file_digest",
     "manifest_problems",
     "read_manifest",
     "remove_manifest",
     "stat_entry",
+    "version_digest",
     "write_manifest",
 ]
 
@@ -177,6 +179,8 @@ def read_manifest(
                 return _MANIFESTS[key]
             with open(local_path(path), "rb") as f:
                 raw = f.read()
+                st = os.fstat(f.fileno())  # what was read: replaced meanwhile, its own key
+            key = (local_path(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
         else:
             fs, p = url_to_fs(path, storage_options)
             if not fs.exists(p):
@@ -259,26 +263,52 @@ _MEMO: dict[tuple[str, int, int, int, int], str] = {}
 
 def _hashed(local: str, st: os.stat_result | None = None) -> str:
     """Full-content digest of a local file, remembered per file version."""
+    while True:
+        digest = version_digest(local, st or os.stat(local))
+        if digest is not None:
+            return digest
+        st = None  # replaced while being hashed: ask about the file there now
+
+
+def _version(real: str, st: os.stat_result) -> tuple[str, int, int, int, int]:
+    return (real, st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def version_digest(local: str, st: os.stat_result) -> str | None:
+    """The digest of the version ``st`` of the local file ``local``, or None if it is gone.
+
+    Answered from the in-process memo or the on-disk digest cache, else by hashing the file.
+    None when the file at ``local`` is not that version any more (replaced or rewritten):
+    nothing is remembered then under ``st``, so a cache entry always describes the bytes
+    hashed.
+    """
     real = os.path.realpath(local)
-    st = st or os.stat(real)
-    version = (real, st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+    version = _version(real, st)
     if version in _MEMO:
         return _MEMO[version]
     record = _record_path(version)
     digest = _read_record(record)
     if digest is None:
-        digest = _hash_file(real)
+        try:
+            digest, hashed = content_digest(real)
+        except FileNotFoundError:
+            return None
+        if _version(real, hashed) != version:
+            return None
         _write_record(record, digest)
     _MEMO[version] = digest
     return digest
 
 
-def _hash_file(path: str) -> str:
+def content_digest(path: str) -> tuple[str, os.stat_result]:
+    """xxh3-64 of a local file's bytes, read now (no cache), and the ``fstat`` of what was read."""
     with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size == 0:
-            return xxhash.xxh3_64_hexdigest(b"")
+        st = os.fstat(f.fileno())
+        if st.st_size == 0:
+            return xxhash.xxh3_64_hexdigest(b""), st
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-            return xxhash.xxh3_64_hexdigest(m)
+            digest = xxhash.xxh3_64_hexdigest(m)
+    return digest, st
 
 
 def _record_path(version: tuple[str, int, int, int, int]) -> str | None:

@@ -1,0 +1,224 @@
+"""Open local chunk files as one version, while another process may be rewriting them.
+
+``write_chunks(..., overwrite=True)`` replaces a corpus file by file (manifest first, then
+chunks, the new manifest last). An open that overlaps it could map one version's files and
+take its digests from the other's manifest, or map a mix. :func:`open_local_chunks` makes
+the digests describe the bytes actually mapped:
+
+1. each directory's manifest is read *before* its files are listed and mapped;
+2. every file is ``stat``-ed before and after it is mapped: another identity (inode, size,
+   mtime, ctime) means it was replaced during the open;
+3. its digest is the manifest's only when the mapped file is exactly the version recorded
+   there (same inode, size, mtime and ctime); otherwise the digest of that very version
+   (:func:`~arrowmix._storage.digests.version_digest`, which refuses to answer for a file
+   replaced while being hashed);
+4. if a directory's manifest (its inode, size, mtime, ctime) or its set of chunk files
+   differs at the end of the open from the start, the files mapped may be a mix of versions:
+   the open is torn. A corpus edited in place without a rewrite (manifest unchanged) opens
+   under the digests of the bytes mapped.
+
+A torn open, or an error raised while the directory is visibly changing (its manifest or
+listing differs from the start of the attempt, or a live writer's temporary file is in it),
+is retried after a short pause, a bounded number of times (about 1.2 s in all). If the
+directory never settles, the error says that a rewrite is in progress. An error in a
+directory that does not change is raised at once, as before.
+
+``verify=True`` also hashes every file listed in a manifest in full (no digest cache) and
+raises :class:`~arrowmix.exceptions.ChunkFileError` naming each one whose bytes no longer
+match the digest recorded when it was written (bit rot, or an edit by another tool).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob as globlib
+import os
+import re
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from arrowmix._storage.atomic import TMP_RE, writer_alive
+from arrowmix._storage.chunks import list_chunk_files
+from arrowmix._storage.digests import (
+    MANIFEST_NAME,
+    ChunkEntry,
+    content_digest,
+    read_manifest,
+    version_digest,
+)
+from arrowmix._storage.fs import local_path
+from arrowmix._storage.ipc import open_table
+from arrowmix.exceptions import ChunkFileError, IncompleteCorpusError
+
+__all__ = ["open_local_chunks"]
+
+Spec = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+CheckComplete = Callable[[Spec, Sequence[str], Sequence[pa.Table]], None]
+
+_NOT_DATA = re.compile(r"^(cache-|indices-|tmp-)")
+#: Pauses between attempts while a directory is being rewritten (about 1.2 s in all).
+_PAUSES = (0.005, 0.01, 0.02, 0.04, 0.08, 0.15, 0.3, 0.6)
+
+
+class _Torn(Exception):
+    """The files mapped are not the version the manifest lists (a rewrite overlapped)."""
+
+
+def _ident(st: os.stat_result) -> tuple[int, int, int, int]:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _watched(spec: Spec) -> list[str]:
+    """Local directories whose changes tell of a rewrite: those named, or holding a named file."""
+    specs = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
+    out: list[str] = []
+    for s in (local_path(os.fspath(x)) for x in specs):
+        d = s if os.path.isdir(s) else os.path.dirname(os.path.abspath(s))
+        if not globlib.has_magic(d) and d not in out:
+            out.append(d)
+    return out
+
+
+def _is_data(name: str) -> bool:
+    """A chunk file name as ``list_chunk_files`` sees it (not a cache or temporary file)."""
+    return name.endswith(".arrow") and not _NOT_DATA.match(name)
+
+
+def _state(d: str) -> tuple[Any, ...]:
+    """A directory's manifest identity and chunk file names (what a rewrite changes).
+
+    Cache files written beside the chunks (a ``map`` in another process) are not part of it.
+    """
+    try:
+        names = frozenset(n for n in os.listdir(d) if _is_data(n) or TMP_RE.match(n))
+    except OSError:
+        names = frozenset()
+    try:
+        manifest: tuple[int, ...] | None = _ident(os.stat(os.path.join(d, MANIFEST_NAME)))
+    except OSError:
+        manifest = None
+    return manifest, names
+
+
+def _writing(d: str, names: frozenset[str]) -> bool:
+    """Whether a live writer's temporary chunk or manifest file is in ``d``."""
+    for name in names:
+        m = TMP_RE.match(name)
+        if m and (_is_data(m.group(2)) or m.group(2) == MANIFEST_NAME):
+            with contextlib.suppress(OSError):
+                if writer_alive(int(m.group(1)), os.stat(os.path.join(d, name)).st_mtime):
+                    return True
+    return False
+
+
+def _changing(before: dict[str, tuple[Any, ...]]) -> bool:
+    for d, was in before.items():
+        now = _state(d)
+        if now != was or _writing(d, now[1]):
+            return True
+    return False
+
+
+def open_local_chunks(
+    spec: Spec,
+    *,
+    verify: bool = False,
+    check_complete: CheckComplete | None = None,
+) -> tuple[list[str], list[pa.Table], list[str]]:
+    """``(files, tables, digests)`` of local chunk files, every digest that of the mapped bytes.
+
+    Args:
+        spec: A directory, glob, file or list of them (local).
+        verify: Hash every file a manifest lists and compare with the recorded digest.
+        check_complete: Called with ``(spec, files, tables)`` to refuse an incomplete corpus.
+
+    Raises:
+        ChunkFileError: a file cannot be opened, ``verify`` found a file that does not hold
+            what was recorded, or the corpus kept changing (a rewrite is in progress).
+        IncompleteCorpusError: from ``check_complete``.
+    """
+    watched = _watched(spec)
+    for pause in (*_PAUSES, None):
+        before = {d: _state(d) for d in watched}
+        try:
+            return _attempt(spec, before, verify, check_complete)
+        except (_Torn, ChunkFileError) as exc:
+            if not isinstance(exc, _Torn) and not _changing(before):
+                raise
+            if pause is None:
+                raise _in_progress(exc, watched) from exc
+            time.sleep(pause)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _in_progress(exc: Exception, watched: Sequence[str]) -> ChunkFileError:
+    where = ", ".join(repr(d) for d in watched)
+    what = str(exc) if isinstance(exc, ChunkFileError) else "its files changed while mapped"
+    cls = type(exc) if isinstance(exc, ChunkFileError) else IncompleteCorpusError
+    return cls(
+        f"{where}: a rewrite is in progress (another process is rewriting these chunk files, "
+        f"e.g. `write_chunks(..., overwrite=True)`) and it did not settle within "
+        f"{sum(_PAUSES):.1f} s; open it again when the rewrite has finished. Last problem: "
+        f"{what}"
+    )
+
+
+def _attempt(
+    spec: Spec,
+    before: dict[str, tuple[Any, ...]],
+    verify: bool,
+    check_complete: CheckComplete | None,
+) -> tuple[list[str], list[pa.Table], list[str]]:
+    manifests: dict[str, dict[str, ChunkEntry] | None] = {}
+    for d in before:
+        manifests[d] = read_manifest(d)  # before listing: the version we expect to map
+    files = list_chunk_files(spec)
+    tables: list[pa.Table] = []
+    digests: list[str] = []
+    for f in files:
+        d = os.path.dirname(os.path.abspath(f))
+        if d not in manifests:
+            manifests[d] = read_manifest(d)
+        entry = (manifests[d] or {}).get(os.path.basename(f))
+        table, digest = _open_one(f, entry, verify)
+        tables.append(table)
+        digests.append(digest)
+    if check_complete is not None:
+        check_complete(spec, files, tables)
+    if any(_state(d) != was for d, was in before.items()):
+        raise _Torn  # a manifest or chunk came or went meanwhile: the files may be a mix
+    return files, tables, digests
+
+
+def _open_one(path: str, entry: ChunkEntry | None, verify: bool) -> tuple[pa.Table, str]:
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise ChunkFileError(f"Arrow file not found: {path!r}.") from exc
+    table = open_table(path, check="chunk")
+    try:
+        after = os.stat(path)
+    except OSError as exc:
+        raise _Torn from exc
+    if _ident(after) != _ident(st):
+        raise _Torn  # replaced while being mapped
+    if verify and entry is not None:
+        digest, hashed = content_digest(path)
+        if _ident(hashed) != _ident(st):
+            raise _Torn
+        if digest != entry.digest:
+            raise ChunkFileError(
+                f"Chunk file {path!r} does not hold what its manifest {MANIFEST_NAME} recorded "
+                f"when it was written: its bytes hash to {digest}, {entry.digest} recorded "
+                "(damaged on disk, or changed by another tool). Rewrite it from its source."
+            )
+        return table, digest
+    if entry is not None and entry.matches(st):
+        return table, entry.digest
+    found = version_digest(path, st)
+    if found is None:
+        raise _Torn
+    return table, found
