@@ -290,14 +290,18 @@ def version_digest(local: str, st: os.stat_result) -> str | None:
     digest = _read_record(record)
     if digest is None:
         try:
-            digest, hashed = content_digest(real)
+            digest = _hash_file(real)
+            if _version(real, os.stat(real)) != version:
+                return None
         except FileNotFoundError:
-            return None
-        if _version(real, hashed) != version:
             return None
         _write_record(record, digest)
     _MEMO[version] = digest
     return digest
+
+
+def _hash_file(path: str) -> str:
+    return content_digest(path)[0]
 
 
 def content_digest(path: str) -> tuple[str, os.stat_result]:
