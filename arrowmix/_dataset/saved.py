@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from arrowmix._dataset.hfinfo import INFO_TEXTS, dataset_with_info, info_entry
+from arrowmix._dataset.verify import DIGESTS_KEY
+from arrowmix._storage.digests import file_digest
 from arrowmix._storage.fs import is_local, local_path
 
 if TYPE_CHECKING:
@@ -160,6 +162,7 @@ def save_to_disk(
                 os.fsync(sink.fileno())
         state = _state(ds, names)
         state[_CONTENT_KEY] = from_chunks([os.path.join(tmp, x) for x in names]).fingerprint
+        state[DIGESTS_KEY] = {x: file_digest(os.path.join(tmp, x)) for x in names}  # verify
         for fname, content in ((STATE_NAME, state), (INFO_NAME, _info(ds, schema))):
             with open(os.path.join(tmp, fname), "w", encoding="utf-8") as fh:
                 json.dump(content, fh, indent=2, sort_keys=fname == STATE_NAME)
@@ -198,6 +201,8 @@ def load_from_disk(
     dataset_path: str | os.PathLike[str],
     keep_in_memory: bool | None = None,
     storage_options: dict[str, Any] | None = None,
+    *,
+    verify: bool = False,
 ) -> Dataset:
     """The dataset that ``save_to_disk`` (arrowmix's or HF's) wrote at ``dataset_path``.
 
@@ -207,8 +212,15 @@ def load_from_disk(
     HF's, as HF does); after a change of their content it is that of the files. Only local
     directories (``storage_options`` None).
 
+    ``verify=True`` first hashes every data file in full and compares it with the digest
+    ``save_to_disk`` recorded in ``state.json`` (bit rot is otherwise not seen: see
+    ``docs/caching.md``).
+
     Raises:
         FileNotFoundError: ``state.json`` or ``dataset_info.json`` (or a data file) is missing.
+        ChunkFileError: ``verify=True`` and a data file does not hold what was saved (the
+            message names each one).
+        ValueError: ``verify=True`` on a directory with no recorded digests (HF wrote it).
 
     Example:
         >>> import arrowmix as am, tempfile, os
@@ -234,6 +246,8 @@ def load_from_disk(
     for f in files:
         if not os.path.isfile(f):
             raise FileNotFoundError(f"Data file {f!r} listed in {STATE_NAME} is missing.")
+    if verify:
+        _verify(directory, state)
     ds = from_chunks(files)
     content_fp = ds.fingerprint
     texts = {k: info.get(k) for k in INFO_TEXTS}
@@ -254,3 +268,17 @@ def load_from_disk(
 
         ds = in_memory_copy(ds)
     return ds
+
+
+def _verify(directory: str, state: dict[str, Any]) -> None:
+    """Raise ``ChunkFileError`` naming each data file whose bytes differ from the record."""
+    from arrowmix._dataset.verify import check_saved
+    from arrowmix.exceptions import ChunkFileError
+
+    problems = check_saved(directory, state).problems
+    if problems:
+        listed = "; ".join(f"{p!r}: {why}" for p, why in problems)
+        raise ChunkFileError(
+            f"{len(problems)} data file(s) of {directory!r} do not hold what save_to_disk "
+            f"wrote (damaged on disk, or changed by another tool): {listed}."
+        )
