@@ -17,7 +17,10 @@ import pytest
 import arrowmix as am
 from arrowmix.exceptions import FingerprintWarning
 
-HELPER = "def clean(x):\n    return x + {n}\n\n\nclass Scale:\n    def apply(self, x):\n        return x * {m}\n"
+HELPER = (
+    "def clean(x):\n    return x + {n}\n\n\n"
+    "class Scale:\n    def apply(self, x):\n        return x * {m}\n"
+)
 
 
 def _edit(module: ModuleType, n: int, m: int) -> None:

@@ -48,7 +48,7 @@ def test_from_chunks_verify_names_the_rotten_chunk(tmp_path: Path, capsys) -> No
     assert "4 file(s) ok" in capsys.readouterr().out
     _rot(d / "chunk-00003.arrow")
     assert MARK + 1 in am.Dataset.from_chunks(str(d))["x"]  # a plain open does not check
-    with pytest.raises(ChunkFileError, match="chunk-00003.arrow"):
+    with pytest.raises(ChunkFileError, match=r"chunk-00003\.arrow"):
         am.Dataset.from_chunks(str(d), verify=True)
     assert main(["verify", str(d)]) == 1
     out = capsys.readouterr()
@@ -65,7 +65,7 @@ def test_load_from_disk_verify_names_the_rotten_file(tmp_path: Path, capsys) -> 
     rotten = d / "data-00001-of-00002.arrow"
     _rot(rotten)
     assert MARK + 1 in am.load_from_disk(str(d))["x"]
-    with pytest.raises(ChunkFileError, match="data-00001-of-00002.arrow"):
+    with pytest.raises(ChunkFileError, match=r"data-00001-of-00002\.arrow"):
         am.load_from_disk(str(d), verify=True)
     assert main(["verify", str(d)]) == 1
     out = capsys.readouterr()
