@@ -105,13 +105,13 @@ def check_saved(directory: str, state: dict[str, Any]) -> Report:
         want = recorded.get(name) if isinstance(recorded, dict) else None
         if digest is not None and want is not None and digest != want:
             report.problems.append((path, f"content digest {digest}, {want} recorded when saved"))
-    if not isinstance(recorded, dict) and None not in digests:
-        # An older save: one fingerprint over all files; a mismatch cannot name the file.
-        if hash_value(("from_chunks", digests)) != content:
-            for name in names:
-                report.problems.append(
-                    (os.path.join(directory, name), "the saved content fingerprint differs")
-                )
+    # An older save: one fingerprint over all files; a mismatch cannot name the file.
+    older = not isinstance(recorded, dict) and None not in digests
+    if older and hash_value(("from_chunks", digests)) != content:
+        for name in names:
+            report.problems.append(
+                (os.path.join(directory, name), "the saved content fingerprint differs")
+            )
     return report
 
 

@@ -258,6 +258,11 @@ def module_source_digest(module: ModuleType) -> str:
     return xxhash.xxh3_64_hexdigest(repr((own, sorted(parts[1:]))).encode())
 
 
+def _qualname(code: CodeType) -> str:
+    # ``co_qualname`` is Python 3.11+; older code objects only know their short name.
+    return str(getattr(code, "co_qualname", code.co_name))
+
+
 @functools.lru_cache(maxsize=256)
 def _compiled_code(path: str, mtime_ns: int, size: int) -> dict[str, list[CodeType]]:
     """Every code object compiled from the source file, by qualified name."""
@@ -269,7 +274,7 @@ def _compiled_code(path: str, mtime_ns: int, size: int) -> dict[str, list[CodeTy
         return out
     while todo:
         code = todo.pop()
-        out.setdefault(code.co_qualname, []).append(code)
+        out.setdefault(_qualname(code), []).append(code)
         todo.extend(c for c in code.co_consts if isinstance(c, CodeType))
     return out
 
@@ -327,13 +332,13 @@ def running_code_digest(module: ModuleType, path: str) -> str | None:
     result = None
     compiled = _compiled_code(path, st.st_mtime_ns, st.st_size)
     stale = sorted(
-        {code.co_qualname for code in running if code not in compiled.get(code.co_qualname, ())}
+        {_qualname(code) for code in running if code not in compiled.get(_qualname(code), ())}
     )
     if stale:
         from arrowmix._fingerprint.bytecode import code_digest_of
         from arrowmix.exceptions import FingerprintWarning
 
-        codes = sorted((code.co_qualname, code_digest_of(code)) for code in running)
+        codes = sorted((_qualname(code), code_digest_of(code)) for code in running)
         result = xxhash.xxh3_64_hexdigest(repr(codes).encode())
         warnings.warn(
             f"User module {module.__name__!r} was edited after it was imported ({path}): "

@@ -164,8 +164,10 @@ def _checksum(table: pa.Table) -> str | None:
 def _file_index(
     path: str,
 ) -> tuple[dict[tuple[Any, ...], tuple[int, int, int]], tuple[Any, ...]]:
-    """Buffer signatures of every ``(batch, column)`` array of ``path``, opened afresh; and
-    what identifies the file's version (see :attr:`TableRef.idents`)."""
+    """Buffer signatures of every ``(batch, column)`` array of ``path``, opened afresh.
+
+    Also what identifies the file's version (see :attr:`TableRef.idents`).
+    """
     from arrowmix._storage.ipc import read_ipc
 
     st = os.stat(path)
