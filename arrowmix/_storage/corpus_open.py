@@ -72,13 +72,16 @@ def _ident(st: os.stat_result) -> tuple[int, int, int, int]:
 
 
 def _watched(spec: Spec) -> list[str]:
-    """Local directories whose changes tell of a rewrite: those named, or holding a named file."""
+    """The directories named in ``spec``: their changes tell of a rewrite.
+
+    Files and globs named one by one are checked file by file (identity before and after
+    mapping) only: their directories may hold anything else, changing for other reasons.
+    """
     specs = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
     out: list[str] = []
     for s in (local_path(os.fspath(x)) for x in specs):
-        d = s if os.path.isdir(s) else os.path.dirname(os.path.abspath(s))
-        if not globlib.has_magic(d) and d not in out:
-            out.append(d)
+        if not globlib.has_magic(s) and os.path.isdir(s) and s not in out:
+            out.append(s)
     return out
 
 
@@ -93,7 +96,7 @@ def _state(d: str) -> tuple[Any, ...]:
     Cache files written beside the chunks (a ``map`` in another process) are not part of it.
     """
     try:
-        names = frozenset(n for n in os.listdir(d) if _is_data(n) or TMP_RE.match(n))
+        names = frozenset(n for n in os.listdir(d) if _is_data(n) or _corpus_tmp(n))
     except OSError:
         names = frozenset()
     try:
@@ -103,11 +106,17 @@ def _state(d: str) -> tuple[Any, ...]:
     return manifest, names
 
 
+def _corpus_tmp(name: str) -> re.Match[str] | None:
+    """The temporary file of a chunk or manifest being written (not of a cache file)."""
+    m = TMP_RE.match(name)
+    return m if m and (_is_data(m.group(2)) or m.group(2) == MANIFEST_NAME) else None
+
+
 def _writing(d: str, names: frozenset[str]) -> bool:
     """Whether a live writer's temporary chunk or manifest file is in ``d``."""
     for name in names:
-        m = TMP_RE.match(name)
-        if m and (_is_data(m.group(2)) or m.group(2) == MANIFEST_NAME):
+        m = _corpus_tmp(name)
+        if m:
             with contextlib.suppress(OSError):
                 if writer_alive(int(m.group(1)), os.stat(os.path.join(d, name)).st_mtime):
                     return True

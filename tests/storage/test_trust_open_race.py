@@ -169,3 +169,28 @@ def test_opens_racing_a_rewriting_process_are_never_mislabelled(tmp_path: Path) 
     assert opened >= 3, f"{opened} opened, {refused} refused"
     assert not wrong, f"{len(wrong)} of {opened} opens mislabelled ({refused} refused)"
     assert not unexplained, f"errors that do not say a rewrite is in progress: {unexplained}"
+
+
+def test_cache_files_written_beside_the_corpus_during_an_open_are_not_a_rewrite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A map in another process writes cache files beside the chunks: the open is not torn."""
+    fps = _fingerprints(tmp_path)
+    d = str(tmp_path / "corpus")
+    am.write_chunks(_version(1), d, rows_per_chunk=PER_CHUNK)
+    real_map = pa.memory_map
+    calls = []
+
+    def hooked(path: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(path)
+        # Every mapping: another cache file (and its temporary file) appears beside the chunks.
+        n = len(calls)
+        Path(d, f"tmp-{os.getpid()}-{n:08x}-cache-{n:016x}.arrow.partial").write_bytes(b"x")
+        Path(d, f"cache-{n:016x}-00000-of-00001.arrow").write_bytes(b"x")
+        return real_map(path, *args, **kwargs)
+
+    monkeypatch.setattr(pa, "memory_map", hooked)
+    ds = am.Dataset.from_chunks(d)
+    monkeypatch.undo()
+    _check(ds, fps)
+    assert len(calls) == ROWS // PER_CHUNK  # opened once: no retry
