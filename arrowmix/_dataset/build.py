@@ -227,7 +227,7 @@ def from_chunks(
     check = (
         None
         if allow_incomplete
-        else lambda spec, fs, ts: _check_complete(spec, fs, ts, storage_options)
+        else lambda spec, fs, ts, known=None: _check_complete(spec, fs, ts, storage_options, known)
     )
     if cache_limit is None and _all_local(path_or_glob_or_list):
         from arrowmix._storage.corpus_open import open_local_chunks
@@ -328,15 +328,25 @@ def _check_complete(
     files: Sequence[str],
     tables: Sequence[pa.Table],
     storage_options: Mapping[str, Any] | None,
+    known: Mapping[str, Any] | None = None,
 ) -> None:
-    """Refuse a directory that is an unfinished or altered ``write_chunks`` output."""
+    """Refuse a directory that is an unfinished or altered ``write_chunks`` output.
+
+    ``known``: the manifests already read for the (absolute) directories of ``spec``, whose
+    files are then those of ``files`` (listed in the same open).
+    """
     by_path = dict(zip(files, tables, strict=True))
     for directory in _directories(spec, storage_options):
-        listed = list_chunk_files(directory, storage_options)
+        key = os.path.abspath(directory) if is_local(directory) else directory
+        if known is not None and key in known:
+            listed = [f for f in files if os.path.dirname(os.path.abspath(f)) == key]
+            manifest = known[key]
+        else:
+            listed = list_chunk_files(directory, storage_options)
+            manifest = read_manifest(directory, storage_options)
         # A file listed now but not opened: the directory changed meanwhile (a rewrite).
         inside = [(f, by_path[f]) for f in listed if f in by_path]
         names = [os.path.basename(f) for f in listed]
-        manifest = read_manifest(directory, storage_options)
         hint = (
             "Rewrite it with `write_chunks`, or pass `allow_incomplete=True` to open the "
             "files present."

@@ -12,13 +12,16 @@ the digests describe the bytes actually mapped:
    there (same inode, size, mtime and ctime); otherwise the digest of that very version
    (:func:`~arrowmix._storage.digests.version_digest`, which refuses to answer for a file
    replaced while being hashed);
-4. if a directory's manifest (its inode, size, mtime, ctime) or its set of chunk files
-   differs at the end of the open from the start, the files mapped may be a mix of versions:
-   the open is torn. A corpus edited in place without a rewrite (manifest unchanged) opens
-   under the digests of the bytes mapped.
+4. if a directory's manifest (its inode, size, mtime, ctime) differs at the end of the open
+   from the start, a rewrite started or ended meanwhile: the files mapped may be a mix of
+   versions, and the open is torn. When the manifest stayed and every file mapped is the
+   version it lists, the open is one version (no listing needed); otherwise (no manifest, or
+   a file edited in place since) the chunk files present at the end must be those mapped. A
+   corpus edited in place without a rewrite opens under the digests of the bytes mapped.
 
-A torn open, or an error raised while the directory is visibly changing (its manifest or
-listing differs from the start of the attempt, or a live writer's temporary file is in it),
+A torn open, or an error raised while the directory is visibly changing (its manifest is
+another than at the start of the attempt, a live writer's temporary chunk or manifest is in
+it, or its chunk files come and go over a short pause),
 is retried after a short pause, a bounded number of times (about 1.2 s in all). If the
 directory never settles, the error says that a rewrite is in progress. An error in a
 directory that does not change is raised at once, as before.
@@ -35,8 +38,7 @@ import glob as globlib
 import os
 import re
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -46,6 +48,7 @@ from arrowmix._storage.digests import (
     MANIFEST_NAME,
     ChunkEntry,
     content_digest,
+    read_local_manifest,
     read_manifest,
     version_digest,
 )
@@ -56,8 +59,13 @@ from arrowmix.exceptions import ChunkFileError, IncompleteCorpusError
 __all__ = ["open_local_chunks"]
 
 Spec = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
-CheckComplete = Callable[[Spec, Sequence[str], Sequence[pa.Table]], None]
+#: ``(spec, files, tables, manifests)``: the manifests read for the directories in ``spec``.
+CheckComplete = Callable[
+    [Spec, Sequence[str], Sequence[pa.Table], Mapping[str, "dict[str, ChunkEntry] | None"]], None
+]
 
+#: Pause between two listings of a directory after an error: a rewrite moves its files.
+_SETTLE = 0.02
 _NOT_DATA = re.compile(r"^(cache-|indices-|tmp-)")
 #: Pauses between attempts while a directory is being rewritten (about 1.2 s in all).
 _PAUSES = (0.005, 0.01, 0.02, 0.04, 0.08, 0.15, 0.3, 0.6)
@@ -79,7 +87,7 @@ def _watched(spec: Spec) -> list[str]:
     """
     specs = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
     out: list[str] = []
-    for s in (local_path(os.fspath(x)) for x in specs):
+    for s in (os.path.abspath(local_path(os.fspath(x))) for x in specs):
         if not globlib.has_magic(s) and os.path.isdir(s) and s not in out:
             out.append(s)
     return out
@@ -90,20 +98,22 @@ def _is_data(name: str) -> bool:
     return name.endswith(".arrow") and not _NOT_DATA.match(name)
 
 
-def _state(d: str) -> tuple[Any, ...]:
-    """A directory's manifest identity and chunk file names (what a rewrite changes).
+def _manifest_ident(d: str) -> tuple[int, int, int, int] | None:
+    try:
+        return _ident(os.stat(os.path.join(d, MANIFEST_NAME)))
+    except OSError:
+        return None
 
-    Cache files written beside the chunks (a ``map`` in another process) are not part of it.
+
+def _names(d: str) -> frozenset[str]:
+    """Chunk files in ``d`` and temporaries of chunks or manifests being written.
+
+    Cache files written beside the chunks (a ``map`` in another process) are not included.
     """
     try:
-        names = frozenset(n for n in os.listdir(d) if _is_data(n) or _corpus_tmp(n))
+        return frozenset(n for n in os.listdir(d) if _is_data(n) or _corpus_tmp(n))
     except OSError:
-        names = frozenset()
-    try:
-        manifest: tuple[int, ...] | None = _ident(os.stat(os.path.join(d, MANIFEST_NAME)))
-    except OSError:
-        manifest = None
-    return manifest, names
+        return frozenset()
 
 
 def _corpus_tmp(name: str) -> re.Match[str] | None:
@@ -123,10 +133,18 @@ def _writing(d: str, names: frozenset[str]) -> bool:
     return False
 
 
-def _changing(before: dict[str, tuple[Any, ...]]) -> bool:
+def _changing(before: dict[str, tuple[int, int, int, int] | None]) -> bool:
+    """Whether a watched directory is visibly being rewritten (after an error: not hot).
+
+    Its manifest is another than at the start of the attempt, a live writer's temporary
+    chunk or manifest is in it, or its chunk files come and go over a short pause.
+    """
     for d, was in before.items():
-        now = _state(d)
-        if now != was or _writing(d, now[1]):
+        names = _names(d)
+        if _manifest_ident(d) != was or _writing(d, names):
+            return True
+        time.sleep(_SETTLE)
+        if _names(d) != names or _manifest_ident(d) != was:
             return True
     return False
 
@@ -151,9 +169,9 @@ def open_local_chunks(
     """
     watched = _watched(spec)
     for pause in (*_PAUSES, None):
-        before = {d: _state(d) for d in watched}
+        before: dict[str, tuple[int, int, int, int] | None] = {}  # filled by the attempt
         try:
-            return _attempt(spec, before, verify, check_complete)
+            return _attempt(spec, watched, before, verify, check_complete)
         except (_Torn, ChunkFileError) as exc:
             if not isinstance(exc, _Torn) and not _changing(before):
                 raise
@@ -177,32 +195,45 @@ def _in_progress(exc: Exception, watched: Sequence[str]) -> ChunkFileError:
 
 def _attempt(
     spec: Spec,
-    before: dict[str, tuple[Any, ...]],
+    watched: Sequence[str],
+    before: dict[str, tuple[int, int, int, int] | None],
     verify: bool,
     check_complete: CheckComplete | None,
 ) -> tuple[list[str], list[pa.Table], list[str]]:
     manifests: dict[str, dict[str, ChunkEntry] | None] = {}
-    for d in before:
-        manifests[d] = read_manifest(d)  # before listing: the version we expect to map
+    for d in watched:
+        # Before listing: the version we expect to map, and which manifest file that was.
+        manifests[d], before[d] = read_local_manifest(d)
     files = list_chunk_files(spec)
     tables: list[pa.Table] = []
     digests: list[str] = []
+    mapped: dict[str, set[str]] = {}
+    unrecorded: set[str] = set()  # directories with a file not the version its manifest lists
     for f in files:
         d = os.path.dirname(os.path.abspath(f))
         if d not in manifests:
             manifests[d] = read_manifest(d)
         entry = (manifests[d] or {}).get(os.path.basename(f))
-        table, digest = _open_one(f, entry, verify)
+        table, digest, recorded = _open_one(f, entry, verify)
         tables.append(table)
         digests.append(digest)
+        mapped.setdefault(d, set()).add(os.path.basename(f))
+        if not recorded:
+            unrecorded.add(d)
     if check_complete is not None:
-        check_complete(spec, files, tables)
-    if any(_state(d) != was for d, was in before.items()):
-        raise _Torn  # a manifest or chunk came or went meanwhile: the files may be a mix
+        check_complete(spec, files, tables, manifests)
+    for d, was in before.items():
+        if _manifest_ident(d) != was:
+            raise _Torn  # a rewrite started or ended meanwhile: the files may be a mix
+        if was is not None and d not in unrecorded:
+            continue  # the manifest stayed, and every file mapped is the version it lists
+        if {n for n in _names(d) if _is_data(n)} != mapped.get(d, set()):
+            raise _Torn  # a chunk came or went meanwhile
     return files, tables, digests
 
 
-def _open_one(path: str, entry: ChunkEntry | None, verify: bool) -> tuple[pa.Table, str]:
+def _open_one(path: str, entry: ChunkEntry | None, verify: bool) -> tuple[pa.Table, str, bool]:
+    """The mapped table, the digest of its bytes, and whether it is the version ``entry`` lists."""
     try:
         st = os.stat(path)
     except OSError as exc:
@@ -224,10 +255,10 @@ def _open_one(path: str, entry: ChunkEntry | None, verify: bool) -> tuple[pa.Tab
                 f"when it was written: its bytes hash to {digest}, {entry.digest} recorded "
                 "(damaged on disk, or changed by another tool). Rewrite it from its source."
             )
-        return table, digest
+        return table, digest, entry.matches(st)
     if entry is not None and entry.matches(st):
-        return table, entry.digest
+        return table, entry.digest, True
     found = version_digest(path, st)
     if found is None:
         raise _Torn
-    return table, found
+    return table, found, False

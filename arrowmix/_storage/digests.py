@@ -47,6 +47,7 @@ __all__ = [
     "content_digest",
     "file_digest",
     "manifest_problems",
+    "read_local_manifest",
     "read_manifest",
     "remove_manifest",
     "stat_entry",
@@ -171,28 +172,43 @@ def read_manifest(
     Local manifests are parsed once per version (inode, size, mtime, ctime).
     """
     path = join(directory, MANIFEST_NAME)
+    if is_local(path):
+        return read_local_manifest(local_path(directory))[0]
+    fs, p = url_to_fs(path, storage_options)
     try:
-        if is_local(path):
-            st = os.stat(local_path(path))
-            key = (local_path(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-            if key in _MANIFESTS:
-                return _MANIFESTS[key]
-            with open(local_path(path), "rb") as f:
-                raw = f.read()
-                st = os.fstat(f.fileno())  # what was read: replaced meanwhile, its own key
-            key = (local_path(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        else:
-            fs, p = url_to_fs(path, storage_options)
-            if not fs.exists(p):
-                return None
-            key = None
-            raw = fs.cat_file(p)
+        if not fs.exists(p):
+            return None
+        raw = fs.cat_file(p)
     except FileNotFoundError:
         return None
+    return _parse_manifest(raw)
+
+
+def read_local_manifest(
+    directory: str,
+) -> tuple[dict[str, ChunkEntry] | None, tuple[int, int, int, int] | None]:
+    """A local directory's manifest, and the identity of the manifest file that was read.
+
+    The identity is ``(inode, size, mtime_ns, ctime_ns)``; ``(None, None)`` without a
+    manifest. A manifest that cannot be parsed gives ``(None, identity)``.
+    """
+    path = os.path.join(directory, MANIFEST_NAME)
+    try:
+        st = os.stat(path)
+        ident = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        cached = _MANIFESTS.get((path, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        if cached is not None:
+            return cached, ident
+        with open(path, "rb") as f:
+            raw = f.read()
+            st = os.fstat(f.fileno())  # what was read: replaced meanwhile, its own key
+    except FileNotFoundError:
+        return None, None
+    ident = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     entries = _parse_manifest(raw)
-    if key is not None and entries is not None:
-        _MANIFESTS[key] = entries
-    return entries
+    if entries is not None:
+        _MANIFESTS[(path, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)] = entries
+    return entries, ident
 
 
 def _parse_manifest(raw: bytes) -> dict[str, ChunkEntry] | None:
