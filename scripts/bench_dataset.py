@@ -105,6 +105,8 @@ def one_batch_copy(workdir: Path, am_dir: Path) -> Path:
         for f in sorted(am_dir.glob("chunk-*.arrow")):
             with pa.memory_map(str(f)) as src:
                 table = pa.ipc.open_file(src).read_all().combine_chunks()
+            # A foreign copy: without write_chunks' chunk marker (its manifest is not copied).
+            table = table.replace_schema_metadata(None)
             with pa.ipc.new_file(str(out / f.name), table.schema) as w:
                 w.write_table(table, max_chunksize=table.num_rows)
             del table

@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from arrowmix._cli import cache_ls, chunk, cleanup_cache, fingerprint
+from arrowmix._cli import cache_ls, chunk, cleanup_cache, fingerprint, verify
 from arrowmix._cli.common import CommandError
 from arrowmix._version import __version__
 from arrowmix.exceptions import ArrowmixError
@@ -25,6 +25,7 @@ examples:
   arrowmix cleanup-cache --dry-run           # what a cleanup would remove
   arrowmix cleanup-cache --older-than 7d     # remove entries unused for a week
   arrowmix fingerprint --explain A.arrow B.arrow
+  arrowmix verify data/chunks                # recorded digests against the bytes on disk
 
 Run `arrowmix COMMAND --help` for a command's options.
 """
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     cache_ls.add_parser(sub)
     cleanup_cache.add_parser(sub)
     fingerprint.add_parser(sub)
+    verify.add_parser(sub)
     return parser
 
 

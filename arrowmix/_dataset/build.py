@@ -204,6 +204,7 @@ def from_chunks(
     allow_incomplete: bool = False,
     cache_limit: int | str | None = None,
     chunk_cache_dir: str | None = None,
+    verify: bool = False,
 ) -> Dataset:
     """A dataset over Arrow IPC chunk files: a directory, glob, fsspec URL or list of them.
 
@@ -213,25 +214,83 @@ def from_chunks(
     chunks only) opens them from their footers and reads them through a bounded local cache
     in ``chunk_cache_dir`` (see :mod:`arrowmix._dataset.remote`).
 
+    Local files are opened as one version even while another process rewrites them (see
+    :mod:`arrowmix._storage.corpus_open`): the fingerprint always describes the bytes mapped.
+    ``verify=True`` hashes every chunk a manifest lists in full and compares it with the
+    digest recorded when it was written.
+
     Raises:
         IncompleteCorpusError: a directory written by ``write_chunks`` is unfinished (no
             manifest) or does not match its manifest; ``allow_incomplete=True`` opens the
             files present instead.
+        ChunkFileError: ``verify=True`` and a chunk does not hold what was recorded; or the
+            corpus kept changing while opened (a rewrite is in progress).
     """
+    check = (
+        None
+        if allow_incomplete
+        else lambda spec, fs, ts, known=None: _check_complete(spec, fs, ts, storage_options, known)
+    )
     try:  # (a rewrite killed in a directory is finished or undone while it is listed)
+        if cache_limit is None and _all_local(path_or_glob_or_list):
+            from arrowmix._storage.corpus_open import open_local_chunks
+
+            files, tables, digests = open_local_chunks(
+                path_or_glob_or_list, verify=verify, check_complete=check
+            )
+            return _chunks_dataset(files, tables, digests, cache_dir, storage_options)
         files = list_chunk_files(path_or_glob_or_list, storage_options)
     except ChunkFileError:
         empty = empty_corpus(path_or_glob_or_list, cache_dir, storage_options)
         if empty is None:
             raise
         return empty
+    if verify:
+        _verify_remote(files, storage_options)
     if cache_limit is not None:
         from arrowmix._dataset.remote import from_remote_chunks
 
         return from_remote_chunks(files, cache_dir, storage_options, cache_limit, chunk_cache_dir)
     tables = [open_table(f, storage_options, check="chunk") for f in files]
-    if not allow_incomplete:
-        _check_complete(path_or_glob_or_list, files, tables, storage_options)
+    if check is not None:
+        check(path_or_glob_or_list, files, tables)
+    digests = [file_digest(f, storage_options) for f in files]
+    return _chunks_dataset(files, tables, digests, cache_dir, storage_options)
+
+
+def _all_local(spec: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> bool:
+    specs = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
+    return all(is_local(os.fspath(s)) for s in specs)
+
+
+def _verify_remote(files: Sequence[str], storage_options: Mapping[str, Any] | None) -> None:
+    """Hash remote chunks listed in a manifest (their local copies) against the manifest."""
+    from arrowmix._storage.digests import content_digest
+    from arrowmix._storage.ipc import local_copy
+
+    manifests: dict[str, Any] = {}
+    for f in files:
+        d = f.rsplit("/", 1)[0]
+        if d not in manifests:
+            manifests[d] = read_manifest(d, storage_options) or {}
+        entry = manifests[d].get(f.rsplit("/", 1)[-1])
+        if entry is not None and content_digest(local_copy(f, storage_options))[0] != entry.digest:
+            from arrowmix.exceptions import ChunkFileError
+
+            raise ChunkFileError(
+                f"Chunk file {f!r} does not hold what its manifest {MANIFEST_NAME} recorded "
+                f"when it was written (digest {entry.digest}): damaged, or changed by another "
+                "tool. Rewrite it from its source."
+            )
+
+
+def _chunks_dataset(
+    files: Sequence[str],
+    tables: Sequence[pa.Table],
+    digests: Sequence[str],
+    cache_dir: str | None,
+    storage_options: Mapping[str, Any] | None,
+) -> Dataset:
     schema = tables[0].schema.remove_metadata()
     for f, t in zip(files, tables, strict=True):
         if not t.schema.remove_metadata().equals(schema):
@@ -242,7 +301,7 @@ def from_chunks(
     table = pa.concat_tables([t.replace_schema_metadata(None) for t in tables])
     table = table.replace_schema_metadata(hf_only(tables[0].schema))  # HF's features
     offsets = tuple(itertools.accumulate((t.num_rows for t in tables), initial=0))
-    fp = hash_value(("from_chunks", [file_digest(f, storage_options) for f in files]))
+    fp = hash_value(("from_chunks", list(digests)))
     state = DatasetState(
         table=table,
         fingerprint=fp,
@@ -277,13 +336,25 @@ def _check_complete(
     files: Sequence[str],
     tables: Sequence[pa.Table],
     storage_options: Mapping[str, Any] | None,
+    known: Mapping[str, Any] | None = None,
 ) -> None:
-    """Refuse a directory that is an unfinished or altered ``write_chunks`` output."""
+    """Refuse a directory that is an unfinished or altered ``write_chunks`` output.
+
+    ``known``: the manifests already read for the (absolute) directories of ``spec``, whose
+    files are then those of ``files`` (listed in the same open).
+    """
     by_path = dict(zip(files, tables, strict=True))
     for directory in _directories(spec, storage_options):
-        inside = [(f, by_path[f]) for f in list_chunk_files(directory, storage_options)]
-        names = [os.path.basename(f) for f, _ in inside]
-        manifest = read_manifest(directory, storage_options)
+        key = os.path.abspath(directory) if is_local(directory) else directory
+        if known is not None and key in known:
+            listed = [f for f in files if os.path.dirname(os.path.abspath(f)) == key]
+            manifest = known[key]
+        else:
+            listed = list_chunk_files(directory, storage_options)
+            manifest = read_manifest(directory, storage_options)
+        # A file listed now but not opened: the directory changed meanwhile (a rewrite).
+        inside = [(f, by_path[f]) for f in listed if f in by_path]
+        names = [os.path.basename(f) for f in listed]
         hint = (
             "Rewrite it with `write_chunks`, or pass `allow_incomplete=True` to open the "
             "files present."

@@ -135,6 +135,7 @@ class DatasetConstructors:
         allow_incomplete: bool = False,
         cache_limit: int | str | None = None,
         chunk_cache_dir: str | None = None,
+        verify: bool = False,
     ) -> Dataset:
         """A dataset over Arrow IPC chunk files (a directory, glob, fsspec URL or list).
 
@@ -155,6 +156,13 @@ class DatasetConstructors:
         into ``chunk_cache_dir`` (default ``$ARROWMIX_CACHE/remote-chunks``), and the least
         recently used copies that no process is reading are evicted to stay within the
         limit, which the processes sharing that directory share.
+
+        Opening while another process rewrites the corpus (``write_chunks(...,
+        overwrite=True)``) returns one complete version under that version's fingerprint,
+        or raises :class:`~arrowmix.exceptions.ChunkFileError` saying a rewrite is in
+        progress. ``verify=True`` hashes every chunk listed in a manifest in full and raises
+        :class:`~arrowmix.exceptions.ChunkFileError` naming one whose bytes no longer match
+        the digest recorded when it was written (bit rot); see ``docs/caching.md``.
         """
         from arrowmix._dataset import build
 
@@ -165,6 +173,7 @@ class DatasetConstructors:
             allow_incomplete=allow_incomplete,
             cache_limit=cache_limit,
             chunk_cache_dir=chunk_cache_dir,
+            verify=verify,
         )
 
     @classmethod

@@ -319,11 +319,13 @@ class HFCompat:
         dataset_path: str | os.PathLike[str],
         keep_in_memory: bool | None = None,
         storage_options: dict[str, Any] | None = None,
+        *,
+        verify: bool = False,
     ) -> Dataset:
         """The dataset that a ``save_to_disk`` wrote: :func:`arrowmix.load_from_disk`."""
         from arrowmix._hf.saved import load_from_disk
 
-        return load_from_disk(dataset_path, keep_in_memory, storage_options)
+        return load_from_disk(dataset_path, keep_in_memory, storage_options, verify=verify)
 
     def flatten(self, new_fingerprint: str | None = None, max_depth: int = 16) -> Dataset:
         """Struct columns replaced by their fields, named ``"parent.child"`` (HF's ``flatten``).

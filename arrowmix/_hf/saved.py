@@ -29,8 +29,10 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from arrowmix._dataset.state import state_of, view_range
+from arrowmix._dataset.verify import DIGESTS_KEY
 from arrowmix._hf.info import INFO_TEXTS, info_entry
 from arrowmix._hooks import dataset_with_info
+from arrowmix._storage.digests import file_digest
 from arrowmix._storage.fs import is_local, local_path
 from arrowmix._storage.swap import new_save_names, recover_saves
 from arrowmix.exceptions import ArrowmixError, SavedDatasetError, TargetExistsError, WriteError
@@ -184,6 +186,7 @@ def save_to_disk(
         current = tmp
         state = _state(ds, names)
         state[_CONTENT_KEY] = from_chunks([os.path.join(tmp, x) for x in names]).fingerprint
+        state[DIGESTS_KEY] = {x: file_digest(os.path.join(tmp, x)) for x in names}  # verify
         # state.json last: a save directory with a readable state.json is complete.
         for fname, content in ((INFO_NAME, _info(ds, schema)), (STATE_NAME, state)):
             current = os.path.join(tmp, fname)
@@ -318,6 +321,8 @@ def load_from_disk(
     dataset_path: str | os.PathLike[str],
     keep_in_memory: bool | None = None,
     storage_options: dict[str, Any] | None = None,
+    *,
+    verify: bool = False,
 ) -> Dataset:
     """The dataset that ``save_to_disk`` (arrowmix's or HF's) wrote at ``dataset_path``.
 
@@ -327,10 +332,17 @@ def load_from_disk(
     HF's, as HF does); after a change of their content it is that of the files. Only local
     directories (``storage_options`` None).
 
+    ``verify=True`` first hashes every data file in full and compares it with the digest
+    ``save_to_disk`` recorded in ``state.json`` (bit rot is otherwise not seen: see
+    ``docs/caching.md``).
+
     Raises:
         FileNotFoundError: ``state.json`` or ``dataset_info.json`` (or a data file) is missing.
         SavedDatasetError: ``state.json`` is damaged, has no ``_data_files`` list, or names a
             data file outside the directory.
+        ChunkFileError: ``verify=True`` and a data file does not hold what was saved (the
+            message names each one).
+        ValueError: ``verify=True`` on a directory with no recorded digests (HF wrote it).
 
     Example:
         >>> import arrowmix as am, tempfile, os
@@ -357,6 +369,8 @@ def load_from_disk(
     for f in files:
         if not os.path.isfile(f):
             raise FileNotFoundError(f"Data file {f!r} listed in {STATE_NAME} is missing.")
+    if verify:
+        _verify(directory, state)
     ds = from_chunks(files)
     content_fp = ds.fingerprint
     texts = {k: info.get(k) for k in INFO_TEXTS}
@@ -377,3 +391,17 @@ def load_from_disk(
 
         ds = in_memory_copy(ds)
     return ds
+
+
+def _verify(directory: str, state: dict[str, Any]) -> None:
+    """Raise ``ChunkFileError`` naming each data file whose bytes differ from the record."""
+    from arrowmix._dataset.verify import check_saved
+    from arrowmix.exceptions import ChunkFileError
+
+    problems = check_saved(directory, state).problems
+    if problems:
+        listed = "; ".join(f"{p!r}: {why}" for p, why in problems)
+        raise ChunkFileError(
+            f"{len(problems)} data file(s) of {directory!r} do not hold what save_to_disk "
+            f"wrote (damaged on disk, or changed by another tool): {listed}."
+        )

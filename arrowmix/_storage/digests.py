@@ -2,20 +2,24 @@
 
 A chunk's *digest* is the xxh3-64 of the whole file's bytes. ``write_chunks`` computes it
 while writing (the bytes pass through a hashing sink) and lists every chunk, with its row
-count, size, digest and (local files) inode and modification time, in the directory's
-manifest ``_manifest.json``, written atomically after the last chunk.
+count, size, digest and (local files) inode, modification and change times, in the
+directory's manifest ``_manifest.json``, written atomically after the last chunk.
 
 :func:`file_digest` answers a digest without reading data when it can:
 
-1. the file is listed in its directory's manifest with the same size, inode and mtime as
-   recorded when it was written: the recorded digest (a ``stat`` and one small JSON read);
+1. the file is listed in its directory's manifest with the same size, inode, mtime and
+   ctime as recorded when it was written: the recorded digest (a ``stat`` and one small
+   JSON read);
 2. the digest cache under the cache root (``<root>/digests/``) holds the digest of this
-   exact file version, keyed by real path, size, inode and mtime (nanoseconds);
+   exact file version, keyed by real path, size, inode, mtime and ctime (nanoseconds);
 3. otherwise the file is hashed in full (xxh3 runs at several GB/s from the page cache), and
    the result remembered in the digest cache.
 
 Files are never sampled: any change of content yields another digest, so derived results
-can never be served for data they were not computed from. Remote files are hashed from
+can never be served for data they were not computed from. The change time (ctime) is part of
+every stat key because user space cannot set it: a rewrite that restores the size, inode and
+mtime (a reproducible tarball extracted over a corpus, ``os.utime`` after an in-place write)
+still moves the ctime, so the file is hashed again. Remote files are hashed from
 their local read-through copy (whose name is tied to the object's version), so a remote
 chunk and a local copy of it have the same digest.
 """
@@ -42,11 +46,14 @@ __all__ = [
     "MANIFEST_NAME",
     "ChunkEntry",
     "HashingWriter",
+    "content_digest",
     "file_digest",
     "manifest_problems",
+    "read_local_manifest",
     "read_manifest",
     "remove_manifest",
     "stat_entry",
+    "version_digest",
     "write_manifest",
 ]
 
@@ -66,6 +73,7 @@ class ChunkEntry:
     digest: str
     inode: int | None = None
     mtime_ns: int | None = None
+    ctime_ns: int | None = None
 
     def as_json(self) -> dict[str, Any]:
         """The manifest's JSON object for this chunk (stat fields only when known)."""
@@ -78,7 +86,19 @@ class ChunkEntry:
         if self.mtime_ns is not None:
             out["inode"] = self.inode
             out["mtime_ns"] = self.mtime_ns
+        if self.ctime_ns is not None:
+            out["ctime_ns"] = self.ctime_ns
         return out
+
+    def matches(self, st: os.stat_result) -> bool:
+        """Whether ``st`` is the file version recorded (size, inode, mtime and ctime)."""
+        return (
+            self.ctime_ns is not None
+            and self.ctime_ns == st.st_ctime_ns
+            and self.mtime_ns == st.st_mtime_ns
+            and self.inode == st.st_ino
+            and self.size == st.st_size
+        )
 
 
 class HashingWriter:
@@ -142,7 +162,7 @@ def remove_manifest(out_dir: str, storage_options: Mapping[str, Any] | None = No
         fs.rm_file(p)
 
 
-_MANIFESTS: dict[tuple[str, int, int, int], dict[str, ChunkEntry]] = {}
+_MANIFESTS: dict[tuple[str, int, int, int, int], dict[str, ChunkEntry]] = {}
 
 
 def read_manifest(
@@ -151,23 +171,16 @@ def read_manifest(
     """The chunks a directory's manifest lists, by file name; None without a manifest.
 
     A manifest that cannot be parsed counts as absent (the directory then looks unfinished).
-    Local manifests are parsed once per version (inode, size, mtime).
+    Local manifests are parsed once per version (inode, size, mtime, ctime).
     """
     path = join(directory, MANIFEST_NAME)
+    if is_local(path):
+        return read_local_manifest(local_path(directory))[0]
+    fs, p = url_to_fs(path, storage_options)
     try:
-        if is_local(path):
-            st = os.stat(local_path(path))
-            key = (local_path(path), st.st_ino, st.st_size, st.st_mtime_ns)
-            if key in _MANIFESTS:
-                return _MANIFESTS[key]
-            with open(local_path(path), "rb") as f:
-                raw = f.read()
-        else:
-            fs, p = url_to_fs(path, storage_options)
-            if not fs.exists(p):
-                return None
-            key = None
-            raw = fs.cat_file(p)
+        if not fs.exists(p):
+            return None
+        raw = fs.cat_file(p)
     except FileNotFoundError:
         return None
     except IsADirectoryError as exc:
@@ -175,10 +188,39 @@ def read_manifest(
             f"The manifest {path!r} is a directory, not a file: move it away (write_chunks "
             "writes the corpus manifest there)."
         ) from exc
+    return _parse_manifest(raw)
+
+
+def read_local_manifest(
+    directory: str,
+) -> tuple[dict[str, ChunkEntry] | None, tuple[int, int, int, int] | None]:
+    """A local directory's manifest, and the identity of the manifest file that was read.
+
+    The identity is ``(inode, size, mtime_ns, ctime_ns)``; ``(None, None)`` without a
+    manifest. A manifest that cannot be parsed gives ``(None, identity)``.
+    """
+    path = os.path.join(directory, MANIFEST_NAME)
+    try:
+        st = os.stat(path)
+        ident = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        cached = _MANIFESTS.get((path, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        if cached is not None:
+            return cached, ident
+        with open(path, "rb") as f:
+            raw = f.read()
+            st = os.fstat(f.fileno())  # what was read: replaced meanwhile, its own key
+    except FileNotFoundError:
+        return None, None
+    except IsADirectoryError as exc:
+        raise ChunkFileError(
+            f"The manifest {path!r} is a directory, not a file: move it away (write_chunks "
+            "writes the corpus manifest there)."
+        ) from exc
+    ident = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     entries = _parse_manifest(raw)
-    if key is not None and entries is not None:
-        _MANIFESTS[key] = entries
-    return entries
+    if entries is not None:
+        _MANIFESTS[(path, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)] = entries
+    return entries, ident
 
 
 def _parse_manifest(raw: bytes) -> dict[str, ChunkEntry] | None:
@@ -194,6 +236,7 @@ def _parse_manifest(raw: bytes) -> dict[str, ChunkEntry] | None:
                 digest=str(c["digest"]),
                 inode=c.get("inode"),
                 mtime_ns=c.get("mtime_ns"),
+                ctime_ns=c.get("ctime_ns"),
             )
             for c in body["chunks"]
         ]
@@ -203,10 +246,16 @@ def _parse_manifest(raw: bytes) -> dict[str, ChunkEntry] | None:
 
 
 def stat_entry(path: str, rows: int, size: int, digest: str) -> ChunkEntry:
-    """A manifest entry for a just-written local file (its inode and mtime included)."""
+    """A manifest entry for a just-written local file (its inode, mtime and ctime included)."""
     st = os.stat(path)
     return ChunkEntry(
-        os.path.basename(path), rows, size, digest, inode=st.st_ino, mtime_ns=st.st_mtime_ns
+        os.path.basename(path),
+        rows,
+        size,
+        digest,
+        inode=st.st_ino,
+        mtime_ns=st.st_mtime_ns,
+        ctime_ns=st.st_ctime_ns,
     )
 
 
@@ -232,44 +281,69 @@ def file_digest(
     if manifest is None:
         manifest = read_manifest(os.path.dirname(os.path.abspath(local))) or {}
     entry = manifest.get(os.path.basename(local))
-    if (
-        entry is not None
-        and entry.mtime_ns == st.st_mtime_ns
-        and entry.inode == st.st_ino
-        and entry.size == st.st_size
-    ):
+    if entry is not None and entry.matches(st):
         return entry.digest
     return _hashed(local, st)
 
 
-_MEMO: dict[tuple[str, int, int, int], str] = {}
+_MEMO: dict[tuple[str, int, int, int, int], str] = {}
 
 
 def _hashed(local: str, st: os.stat_result | None = None) -> str:
     """Full-content digest of a local file, remembered per file version."""
+    while True:
+        digest = version_digest(local, st or os.stat(local))
+        if digest is not None:
+            return digest
+        st = None  # replaced while being hashed: ask about the file there now
+
+
+def _version(real: str, st: os.stat_result) -> tuple[str, int, int, int, int]:
+    return (real, st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def version_digest(local: str, st: os.stat_result) -> str | None:
+    """The digest of the version ``st`` of the local file ``local``, or None if it is gone.
+
+    Answered from the in-process memo or the on-disk digest cache, else by hashing the file.
+    None when the file at ``local`` is not that version any more (replaced or rewritten):
+    nothing is remembered then under ``st``, so a cache entry always describes the bytes
+    hashed.
+    """
     real = os.path.realpath(local)
-    st = st or os.stat(real)
-    version = (real, st.st_size, st.st_ino, st.st_mtime_ns)
+    version = _version(real, st)
     if version in _MEMO:
         return _MEMO[version]
     record = _record_path(version)
     digest = _read_record(record)
     if digest is None:
-        digest = _hash_file(real)
+        try:
+            digest = _hash_file(real)
+            if _version(real, os.stat(real)) != version:
+                return None
+        except FileNotFoundError:
+            return None
         _write_record(record, digest)
     _MEMO[version] = digest
     return digest
 
 
 def _hash_file(path: str) -> str:
+    return content_digest(path)[0]
+
+
+def content_digest(path: str) -> tuple[str, os.stat_result]:
+    """xxh3-64 of a local file's bytes, read now (no cache), and the ``fstat`` of what was read."""
     with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size == 0:
-            return xxhash.xxh3_64_hexdigest(b"")
+        st = os.fstat(f.fileno())
+        if st.st_size == 0:
+            return xxhash.xxh3_64_hexdigest(b""), st
         with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-            return xxhash.xxh3_64_hexdigest(m)
+            digest = xxhash.xxh3_64_hexdigest(m)
+    return digest, st
 
 
-def _record_path(version: tuple[str, int, int, int]) -> str | None:
+def _record_path(version: tuple[str, int, int, int, int]) -> str | None:
     try:
         root = cache_root()
     except OSError:

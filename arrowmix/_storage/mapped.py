@@ -7,10 +7,13 @@ process can rebuild such a table by reopening the same files, memory-mapped, ins
 receiving the data: :func:`table_ref` finds, for every column chunk, the file it lives in (from
 ``/proc/self/maps``), the record batch and column of that file with the very same buffers, and
 the slice; :meth:`TableRef.open` reopens the files and slices the same arrays out of them.
-Each file's size is recorded too, and checked on reopening: a file rewritten in between (a
-different size, or too few batches or rows for a reference) raises :class:`ChunkFileError`
-instead of returning other rows. (Modification times are not compared: the cache touches the
-files it reuses.)
+What identifies each file version is recorded too, and checked on reopening: a file
+rewritten in between raises :class:`ChunkFileError` instead of returning other rows, even
+with the same size. A cache file (it carries an arrowmix content checksum) is identified by
+that checksum, which names its bytes; its modification time is not compared, because the
+cache touches the files it reuses. Any other file (chunk files, saved data) is identified by
+its inode, size, modification and change times: a rewrite that restores the size and mtime
+still moves the change time, which user space cannot set.
 
 :func:`table_ref` returns None when some chunk does not live in a file mapping (data built in
 memory, or a platform without ``/proc/self/maps``): the caller then ships the data instead.
@@ -56,6 +59,9 @@ class TableRef:
     columns: tuple[tuple[ChunkRef, ...], ...]
     #: Size in bytes of each file when described (empty: not checked).
     sizes: tuple[int, ...] = ()
+    #: What identifies each file's version (see the module docstring; empty: not checked):
+    #: ``("checksum", value)`` or ``("stat", inode, mtime_ns, ctime_ns)``.
+    idents: tuple[tuple[Any, ...], ...] = ()
 
     def open(self) -> pa.Table:
         """Reopen the files (memory-mapped, O(1) each) and rebuild the table without copying.
@@ -66,16 +72,32 @@ class TableRef:
         """
         from arrowmix._storage.ipc import open_table
 
-        for path, size in zip(self.files, self.sizes, strict=False):
+        for i, (path, size) in enumerate(zip(self.files, self.sizes, strict=False)):
             try:
-                now = os.stat(path).st_size
+                st = os.stat(path)
             except OSError as exc:
                 raise ChunkFileError(f"{path!r} cannot be reopened: {exc}") from exc
-            if now != size:
+            if st.st_size != size:
                 raise ChunkFileError(
-                    f"{path!r} changed since the table was described: {now} bytes, {size} then."
+                    f"{path!r} changed since the table was described: {st.st_size} bytes, "
+                    f"{size} then."
                 )
-        batches = [open_table(f).to_batches() for f in self.files]
+            ident = self.idents[i] if i < len(self.idents) else None
+            if ident is not None and ident[0] == "stat" and tuple(ident[1:]) != _stat_ident(st):
+                raise ChunkFileError(
+                    f"{path!r} was rewritten since the table was described (same size, another "
+                    "inode, modification or change time): reopening it would read other rows "
+                    "under the old fingerprint. Open the dataset again."
+                )
+        tables = [open_table(f) for f in self.files]
+        for i, (path, table) in enumerate(zip(self.files, tables, strict=True)):
+            ident = self.idents[i] if i < len(self.idents) else None
+            if ident is not None and ident[0] == "checksum" and _checksum(table) != ident[1]:
+                raise ChunkFileError(
+                    f"{path!r} was rewritten since the table was described (its content "
+                    f"checksum is {_checksum(table)}, {ident[1]} then). Open the dataset again."
+                )
+        batches = [t.to_batches() for t in tables]
         arrays = []
         for field, chunks in zip(self.schema, self.columns, strict=True):
             parts = [self._array(batches, c, field) for c in chunks]
@@ -123,16 +145,41 @@ def _signature(arr: pa.Array[Any], base: int) -> tuple[Any, ...]:
     return tuple(None if b is None else (b.address - base, b.size) for b in arr.buffers())
 
 
-def _file_index(path: str) -> dict[tuple[Any, ...], tuple[int, int, int]]:
-    """Buffer signatures of every ``(batch, column)`` array of ``path``, opened afresh."""
+def _stat_ident(st: os.stat_result) -> tuple[int, int, int]:
+    return (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _checksum(table: pa.Table) -> str | None:
+    """The arrowmix content checksum a cache file carries, or None (chunk files)."""
+    from arrowmix._storage.integrity import CHECKSUM_KEY
+    from arrowmix._storage.ipc import read_meta
+
+    try:
+        value = read_meta(table.schema).get(CHECKSUM_KEY)
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _file_index(
+    path: str,
+) -> tuple[dict[tuple[Any, ...], tuple[int, int, int]], tuple[Any, ...]]:
+    """Buffer signatures of every ``(batch, column)`` array of ``path``, opened afresh.
+
+    Also what identifies the file's version (see :attr:`TableRef.idents`).
+    """
     from arrowmix._storage.ipc import read_ipc
 
+    st = os.stat(path)
     buf = pa.memory_map(path, "r").read_buffer()
+    table = read_ipc(buf)
+    checksum = _checksum(table)
+    ident = ("checksum", checksum) if checksum is not None else ("stat", *_stat_ident(st))
     out: dict[tuple[Any, ...], tuple[int, int, int]] = {}
-    for b, batch in enumerate(read_ipc(buf).to_batches()):
+    for b, batch in enumerate(table.to_batches()):
         for j, col in enumerate(batch.columns):
             out.setdefault((col.type, _signature(col, buf.address)), (b, j, col.offset))
-    return out
+    return out, ident
 
 
 def table_ref(table: pa.Table) -> TableRef | None:
@@ -146,6 +193,7 @@ def table_ref(table: pa.Table) -> TableRef | None:
     starts, spans = _mappings()
     files: list[str] = []
     sizes: list[int] = []
+    idents: list[tuple[Any, ...]] = []
     indexes: list[dict[tuple[Any, ...], tuple[int, int, int]]] = []
     columns = []
     for col in table.columns:
@@ -162,10 +210,13 @@ def table_ref(table: pa.Table) -> TableRef | None:
             base, path = spans[k][2], spans[k][3]
             if path not in files:
                 try:
-                    sizes.append(os.stat(path).st_size)
-                    indexes.append(_file_index(path))
+                    size = os.stat(path).st_size
+                    index, ident = _file_index(path)
                 except (OSError, pa.ArrowInvalid):
                     return None
+                sizes.append(size)
+                indexes.append(index)
+                idents.append(ident)
                 files.append(path)
             i = files.index(path)
             found = indexes[i].get((chunk.type, _signature(chunk, base)))
@@ -174,4 +225,4 @@ def table_ref(table: pa.Table) -> TableRef | None:
             b, j, src_offset = found
             refs.append(ChunkRef(i, b, j, chunk.offset - src_offset, len(chunk)))
         columns.append(tuple(refs))
-    return TableRef(tuple(files), table.schema, tuple(columns), tuple(sizes))
+    return TableRef(tuple(files), table.schema, tuple(columns), tuple(sizes), tuple(idents))
