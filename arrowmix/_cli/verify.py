@@ -44,7 +44,7 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check ``args.path``; print one line per bad file and a summary."""
-    from arrowmix._dataset.verify import check_path
+    from arrowmix._hf.verify import check_path
 
     start = time.perf_counter()
     try:

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
 
 from arrowmix._storage.chunks import CHUNK_PATTERN
 from arrowmix._storage.digests import MANIFEST_NAME, content_digest, read_manifest
 
-__all__ = ["DIGESTS_KEY", "Report", "check_chunks", "check_path", "check_saved"]
+__all__ = ["DIGESTS_KEY", "Report", "check_chunks", "hash_file"]
 
 #: Key of the per-file digests ``save_to_disk`` records in ``state.json``.
 DIGESTS_KEY = "_arrowmix_digests"
@@ -39,7 +38,7 @@ class Report:
     problems: list[tuple[str, str]] = field(default_factory=list)
 
 
-def _hash(path: str, report: Report) -> str | None:
+def hash_file(path: str, report: Report) -> str | None:
     try:
         digest, st = content_digest(path)
     except OSError as exc:
@@ -71,67 +70,9 @@ def check_chunks(directory: str) -> Report:
         if name not in present:
             report.problems.append((path, "listed in the manifest, missing"))
             continue
-        digest = _hash(path, report)
+        digest = hash_file(path, report)
         if digest is not None and digest != entry.digest:
             report.problems.append(
                 (path, f"content digest {digest}, {entry.digest} recorded when written")
             )
     return report
-
-
-def check_saved(directory: str, state: dict[str, Any]) -> Report:
-    """Hash every data file ``state.json`` lists; report each whose digest differs.
-
-    Raises:
-        ValueError: the state records no digests (a directory HF ``datasets`` wrote).
-    """
-    from arrowmix._fingerprint.hasher import hash_value
-    from arrowmix._hf.saved import _CONTENT_KEY
-
-    names = [str(f["filename"]) for f in state.get("_data_files", [])]
-    recorded = state.get(DIGESTS_KEY)
-    content = state.get(_CONTENT_KEY)
-    if not isinstance(recorded, dict) and not isinstance(content, str):
-        raise ValueError(
-            f"{directory!r} has no recorded digests in state.json (written by HF `datasets`, "
-            "not arrowmix): nothing to verify."
-        )
-    report = Report("saved")
-    digests = []
-    for name in names:
-        path = os.path.join(directory, name)
-        digest = _hash(path, report)
-        digests.append(digest)
-        want = recorded.get(name) if isinstance(recorded, dict) else None
-        if digest is not None and want is not None and digest != want:
-            report.problems.append((path, f"content digest {digest}, {want} recorded when saved"))
-    # An older save: one fingerprint over all files; a mismatch cannot name the file.
-    older = not isinstance(recorded, dict) and None not in digests
-    if older and hash_value(("from_chunks", digests)) != content:
-        for name in names:
-            report.problems.append(
-                (os.path.join(directory, name), "the saved content fingerprint differs")
-            )
-    return report
-
-
-def check_path(path: str) -> Report:
-    """Check ``path``: a ``save_to_disk`` directory (``state.json``) or a chunk directory.
-
-    Raises:
-        FileNotFoundError: ``path`` does not exist.
-        ValueError: nothing is recorded there to check against.
-    """
-    from arrowmix._hf.saved import STATE_NAME, _read_json
-
-    directory = os.path.abspath(path)
-    if not os.path.exists(directory):
-        raise FileNotFoundError(f"{path!r} does not exist.")
-    if not os.path.isdir(directory):
-        raise ValueError(
-            f"{path!r} is a file; verify checks a directory written by `write_chunks` or "
-            "`save_to_disk`."
-        )
-    if os.path.isfile(os.path.join(directory, STATE_NAME)):
-        return check_saved(directory, _read_json(directory, STATE_NAME))
-    return check_chunks(directory)

@@ -44,7 +44,7 @@ __all__ = ["load_from_disk", "save_to_disk"]
 
 STATE_NAME = "state.json"
 INFO_NAME = "dataset_info.json"
-_CONTENT_KEY = "_arrowmix_content"
+CONTENT_KEY = "_arrowmix_content"
 #: HF's ``config.MAX_SHARD_SIZE``: the default ``max_shard_size``.
 _MAX_SHARD_SIZE = "500MB"
 #: Rows per record batch in a saved file (HF's ``DEFAULT_MAX_BATCH_SIZE``).
@@ -185,7 +185,7 @@ def save_to_disk(
                 os.fsync(sink.fileno())
         current = tmp
         state = _state(ds, names)
-        state[_CONTENT_KEY] = from_chunks([os.path.join(tmp, x) for x in names]).fingerprint
+        state[CONTENT_KEY] = from_chunks([os.path.join(tmp, x) for x in names]).fingerprint
         state[DIGESTS_KEY] = {x: file_digest(os.path.join(tmp, x)) for x in names}  # verify
         # state.json last: a save directory with a readable state.json is complete.
         for fname, content in ((INFO_NAME, _info(ds, schema)), (STATE_NAME, state)):
@@ -268,7 +268,7 @@ def _few(names: list[str], limit: int = 5) -> str:
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def _read_json(directory: str, name: str) -> dict[str, Any]:
+def read_json(directory: str, name: str) -> dict[str, Any]:
     path = os.path.join(directory, name)
     if not os.path.isfile(path):
         raise FileNotFoundError(
@@ -363,8 +363,8 @@ def load_from_disk(
 
     directory = _local_dir(dataset_path, "load_from_disk")
     recover_saves(os.path.dirname(directory))  # saves killed earlier: finish or undo them
-    state = _read_json(directory, STATE_NAME)
-    info = _read_json(directory, INFO_NAME)
+    state = read_json(directory, STATE_NAME)
+    info = read_json(directory, INFO_NAME)
     files = _data_files(directory, state)
     for f in files:
         if not os.path.isfile(f):
@@ -382,7 +382,7 @@ def load_from_disk(
         bool(state.get("_output_all_columns", False)),
         **fmt_kwargs,
     )
-    content = state.get(_CONTENT_KEY)
+    content = state.get(CONTENT_KEY)
     saved = state.get("_fingerprint")
     if isinstance(saved, str) and (content is None or content == content_fp):
         ds = type(ds)(replace(state_of(ds), fingerprint=user_fingerprint(saved)[0]))
@@ -395,7 +395,7 @@ def load_from_disk(
 
 def _verify(directory: str, state: dict[str, Any]) -> None:
     """Raise ``ChunkFileError`` naming each data file whose bytes differ from the record."""
-    from arrowmix._dataset.verify import check_saved
+    from arrowmix._hf.verify import check_saved
     from arrowmix.exceptions import ChunkFileError
 
     problems = check_saved(directory, state).problems

@@ -1,0 +1,69 @@
+"""Check a saved dataset's recorded digests against its files (``arrowmix verify``).
+
+A ``save_to_disk`` directory (HF's layout, ``state.json``) is checked here; a chunk corpus by
+:func:`arrowmix._dataset.verify.check_chunks`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from arrowmix._dataset.verify import DIGESTS_KEY, Report, check_chunks, hash_file
+from arrowmix._fingerprint.hasher import hash_value
+from arrowmix._hf.saved import CONTENT_KEY, STATE_NAME, read_json
+
+__all__ = ["check_path", "check_saved"]
+
+
+def check_saved(directory: str, state: dict[str, Any]) -> Report:
+    """Hash every data file ``state.json`` lists; report each whose digest differs.
+
+    Raises:
+        ValueError: the state records no digests (a directory HF ``datasets`` wrote).
+    """
+    names = [str(f["filename"]) for f in state.get("_data_files", [])]
+    recorded = state.get(DIGESTS_KEY)
+    content = state.get(CONTENT_KEY)
+    if not isinstance(recorded, dict) and not isinstance(content, str):
+        raise ValueError(
+            f"{directory!r} has no recorded digests in state.json (written by HF `datasets`, "
+            "not arrowmix): nothing to verify."
+        )
+    report = Report("saved")
+    digests = []
+    for name in names:
+        path = os.path.join(directory, name)
+        digest = hash_file(path, report)
+        digests.append(digest)
+        want = recorded.get(name) if isinstance(recorded, dict) else None
+        if digest is not None and want is not None and digest != want:
+            report.problems.append((path, f"content digest {digest}, {want} recorded when saved"))
+    # An older save: one fingerprint over all files; a mismatch cannot name the file.
+    older = not isinstance(recorded, dict) and None not in digests
+    if older and hash_value(("from_chunks", digests)) != content:
+        for name in names:
+            report.problems.append(
+                (os.path.join(directory, name), "the saved content fingerprint differs")
+            )
+    return report
+
+
+def check_path(path: str) -> Report:
+    """Check ``path``: a ``save_to_disk`` directory (``state.json``) or a chunk directory.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+        ValueError: nothing is recorded there to check against.
+    """
+    directory = os.path.abspath(path)
+    if not os.path.exists(directory):
+        raise FileNotFoundError(f"{path!r} does not exist.")
+    if not os.path.isdir(directory):
+        raise ValueError(
+            f"{path!r} is a file; verify checks a directory written by `write_chunks` or "
+            "`save_to_disk`."
+        )
+    if os.path.isfile(os.path.join(directory, STATE_NAME)):
+        return check_saved(directory, read_json(directory, STATE_NAME))
+    return check_chunks(directory)
