@@ -25,6 +25,7 @@ import pyarrow as pa
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.hftable import hf_only
 from arrowmix._dataset.json_values import mixed_array, no_mixed_types
+from arrowmix._dataset.row_batches import conformed, rows_batch
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage.cast import ARROW_CAST_ERRORS
 from arrowmix._storage.chunks import is_arrowmix_chunk, list_chunk_files, write_batches
@@ -379,40 +380,28 @@ def _from_iterable(it: Iterator[Any], rows_per_batch: int) -> Iterator[pa.Record
         return
     items = itertools.chain([first], it)
     if isinstance(first, (pa.RecordBatch, pa.Table)):
-        for b in items:
-            yield from (b.to_batches() if isinstance(b, pa.Table) else [b])
+        yield from conformed(_record_batches(items))
         return
     if not isinstance(first, Mapping):
         raise TypeError(f"Rows must be dicts; item 0 is {type(first).__name__}: {first!r:.80}.")
-    schema: pa.Schema | None = None
+    yield from conformed(_row_blocks(items, rows_per_batch))
+
+
+def _record_batches(items: Iterator[Any]) -> Iterator[pa.RecordBatch]:
+    for i, b in enumerate(items):
+        if isinstance(b, pa.Table):
+            yield from b.to_batches()
+        elif isinstance(b, pa.RecordBatch):
+            yield b
+        else:
+            raise TypeError(
+                f"`data` yielded a pyarrow RecordBatch first, then a {type(b).__name__} (item "
+                f"{i}): give record batches (or Tables) only."
+            )
+
+
+def _row_blocks(items: Iterator[Any], rows_per_batch: int) -> Iterator[pa.RecordBatch]:
     start = 0
     while rows := list(itertools.islice(items, rows_per_batch)):
-        batch = _rows_to_batch(rows, schema, start)
-        schema = batch.schema
+        yield rows_batch(rows, start)
         start += len(rows)
-        yield batch
-
-
-def _rows_to_batch(rows: list[Any], schema: pa.Schema | None, start: int) -> pa.RecordBatch:
-    keys: set[str] = set()
-    for i, r in enumerate(rows):
-        if not isinstance(r, Mapping):
-            raise TypeError(
-                f"Rows must be dicts; row {start + i} is {type(r).__name__}: {r!r:.80}."
-            )
-        keys.update(r)
-    if schema is None:
-        return pa.RecordBatch.from_pylist(rows)
-    extra = keys - set(schema.names)
-    if extra:
-        raise SchemaMismatchError(
-            f"Rows {start}..{start + len(rows) - 1} have column(s) {sorted(extra)} that the "
-            f"first rows did not have; known columns: {schema.names}."
-        )
-    try:
-        return pa.RecordBatch.from_pylist(rows, schema=schema)
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise SchemaMismatchError(
-            f"Rows {start}..{start + len(rows) - 1} do not fit the schema inferred from the "
-            f"first rows ({schema}): {exc}"
-        ) from exc

@@ -34,6 +34,7 @@ def lossy_cast_error(
     why: str,
     where: str,
     first_row: int | None = None,
+    verb: str = "returned by",
 ) -> SchemaMismatchError:
     """The error for a column of ``where`` that cannot become ``target`` without loss.
 
@@ -52,7 +53,7 @@ def lossy_cast_error(
         else ""
     )
     return SchemaMismatchError(
-        f"Column {column!r} returned by {where}{culprit} is {arr.type} but {target} in the "
+        f"Column {column!r} {verb} {where}{culprit} is {arr.type} but {target} in the "
         f"first batch, and casting it would change values: {why}. Return one type for the "
         f"column in every row (e.g. float(...) for numbers that may have a fraction).{hint}"
     )
@@ -61,8 +62,9 @@ def lossy_cast_error(
 class Conformer:
     """Fix the output schema at the first block where no column is all-null; cast later ones."""
 
-    def __init__(self, fn: str) -> None:
+    def __init__(self, fn: str, verb: str = "returned by") -> None:
         self._fn = fn
+        self._verb = verb
         self.schema: pa.Schema | None = None
         self._pending: list[tuple[pa.RecordBatch, str, int | None]] = []
         self._pending_bytes = 0
@@ -113,7 +115,7 @@ class Conformer:
             cast, why = lossless_cast(col, f.type)
             if why is not None:
                 raise lossy_cast_error(
-                    f.name, col, f.type, why, f"{self._fn} for {where}", first_row
+                    f.name, col, f.type, why, f"{self._fn} for {where}", first_row, self._verb
                 )
             cols.append(cast)
         return pa.RecordBatch.from_arrays(cols, schema=self.schema)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from arrowmix._dataset.py_kinds import first_mixed, kind_error
 from arrowmix._storage.cast import ARROW_CAST_ERRORS
 from arrowmix.exceptions import SchemaMismatchError
 
@@ -209,7 +210,7 @@ def _from_list(fn: str, name: str, value: list[Any], where: tuple[str, int]) -> 
     if fast is not None:
         return fast
     try:
-        return pa.array(value)
+        arr = pa.array(value)
     except OverflowError as exc:
         if all(isinstance(v, int) or v is None for v in value):
             try:
@@ -229,6 +230,13 @@ def _from_list(fn: str, name: str, value: list[Any], where: tuple[str, int]) -> 
             f"{_row(where, i)} ({exc.object[exc.start : exc.end]!r} is not valid UTF-8): "
             "clean the text, or return bytes (s.encode('utf-8', 'surrogatepass'))."
         ) from exc
+    i = first_mixed(value, arr.type)
+    if i is not None:
+        raise SchemaMismatchError(
+            f"Column {name!r} returned by {fn} at {_row(where, i)} holds "
+            f"{kind_error(value, arr.type, i)}. Return one type for the column in every row."
+        )
+    return arr
 
 
 def as_array(

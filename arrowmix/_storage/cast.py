@@ -200,6 +200,13 @@ def first_lossy_row(arr: Any, dst: pa.DataType, limit: int = 1 << 17) -> int | N
 
     Only on the error path: it tries the rows one by one (at most ``limit``).
     """
+    if pa.types.is_struct(arr.type) and pa.types.is_struct(dst):
+        extra = [f.name for f in arr.type if dst.get_field_index(f.name) < 0]
+        if extra:  # the first row holding a value in a field that ``dst`` lacks
+            flat: Any = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+            for i in range(min(len(flat), limit)):
+                if flat[i].is_valid and any(flat.field(n)[i].is_valid for n in extra):
+                    return i
     if why_lossy(arr.type, dst):
         return next((i for i in range(min(len(arr), limit)) if arr[i].is_valid), None)
     for i in range(min(len(arr), limit)):

@@ -76,3 +76,18 @@ def test_a_struct_with_an_all_null_field_takes_the_later_type() -> None:
     ds = _map([{"a": None, "b": 1}] * 2, [{"a": "s", "b": 2}] * 2)
     assert ds.schema.field("y").type == pa.struct([("a", pa.string()), ("b", pa.int64())])
     assert ds["y"][2] == {"a": "s", "b": 2}
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        ["a", b"b"],
+        [dt.date(2020, 1, 1), dt.datetime(2020, 1, 1, 5)],
+        [dt.datetime(2020, 1, 1), dt.datetime(2020, 1, 1, 5, tzinfo=UTC)],
+    ],
+    ids=["str and bytes", "date and datetime", "naive and aware"],
+)
+def test_kinds_pyarrow_would_merge_in_one_batch_are_refused(values: list[Any]) -> None:
+    ds = am.Dataset.from_dict({"i": [0, 1]})
+    with pytest.raises(SchemaMismatchError, match=r"'y'.*row 1"):
+        ds.map(lambda b: {"y": values}, batched=True)
