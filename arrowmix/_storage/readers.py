@@ -68,7 +68,11 @@ def _text_batch(lines: list[bytes], path: str, first_line: int) -> pa.RecordBatc
 
 
 def read_json(path: str, storage_options: Mapping[str, Any] | None) -> Iterator[pa.RecordBatch]:
-    """JSON Lines: one object per line; blank lines skipped; schema from the first rows."""
+    """JSON Lines: one object per line; blank lines skipped; keys from the first block of rows.
+
+    A key first seen after the first block raises, naming its line; each block's types are
+    inferred on their own (see ``ingest.input_batches`` for how blocks are made one schema).
+    """
     schema: pa.Schema | None = None
     rows: list[Any] = []
     first = 1
@@ -112,7 +116,11 @@ def _rows_batch(rows: list[Any], schema: pa.Schema | None, path: str, first: int
                     f"{path}: rows from line {first} on have key(s) {sorted(extra)} that earlier "
                     f"rows did not; known keys: {schema.names}."
                 )
-        return pa.RecordBatch.from_pylist(rows, schema=schema)
+        # Every key of every row (pyarrow's from_pylist keeps the first row's only), each
+        # column inferred on its own: casting to earlier rows' types is the caller's, without
+        # loss (a schema given to from_pylist would truncate 2.5 to 2).
+        names = list(dict.fromkeys(k for r in rows for k in r))
+        return pa.RecordBatch.from_pydict({n: [r.get(n) for r in rows] for n in names})
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise InputFormatError(
             f"{path}: rows from line {first} on do not fit the types of earlier rows: {exc}"
