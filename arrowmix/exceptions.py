@@ -19,6 +19,7 @@ __all__ = [
     "FingerprintWarning",
     "IncompleteCorpusError",
     "InputFormatError",
+    "InvalidTypeError",
     "ObjectChangedError",
     "RemoteReadError",
     "SchemaMismatchError",
@@ -87,6 +88,16 @@ class InputFormatError(ArrowmixError, ValueError):
     """An input file being ingested is malformed; the message names the file and line.
 
     .. versionadded:: 0.1
+    """
+
+
+class InvalidTypeError(ArrowmixError, TypeError):
+    """An argument of a public call, or a value a user function returned, has the wrong type.
+
+    The message names the argument (``from_dict(mapping=...)``), the column or the row, and
+    says what is expected; for example ``from_pylist([{"a": 1}, None])`` names row 1.
+
+    .. versionadded:: 0.3
     """
 
 

@@ -20,12 +20,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.hftable import hf_only
 from arrowmix._dataset.json_values import mixed_array, no_mixed_types
-from arrowmix._dataset.row_batches import conformed, rows_batch
+from arrowmix._dataset.row_batches import column_array, conformed, rows_batch
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage.cast import ARROW_CAST_ERRORS
 from arrowmix._storage.chunks import is_arrowmix_chunk, list_chunk_files, write_batches
@@ -33,7 +34,7 @@ from arrowmix._storage.digests import MANIFEST_NAME, file_digest, manifest_probl
 from arrowmix._storage.fs import is_local, local_path, url_to_fs
 from arrowmix._storage.ipc import open_table
 from arrowmix._validate import check_int
-from arrowmix.exceptions import IncompleteCorpusError, SchemaMismatchError
+from arrowmix.exceptions import IncompleteCorpusError, InvalidTypeError, SchemaMismatchError
 
 __all__ = [
     "from_arrow",
@@ -71,6 +72,7 @@ def from_dict(
 
     ``on_mixed_types="use_json"`` (without ``schema``): see ``arrowmix._dataset.json_values``.
     """
+    _check_columns(mapping)
     lengths = {k: len(v) for k, v in mapping.items()}
     if len(set(lengths.values())) > 1:
         raise ValueError(f"All columns must have the same length; got lengths {lengths}.")
@@ -78,8 +80,39 @@ def from_dict(
         columns = {k: _json_where_mixed(v) for k, v in mapping.items()}
         return from_arrow(pa.table(columns))
     if schema is None:
-        return from_arrow(pa.table(dict(mapping)))
+        return from_arrow(pa.table({k: _inferred(k, v) for k, v in mapping.items()}))
     return from_arrow(typed_table(mapping, schema))
+
+
+def _check_columns(mapping: Any) -> None:
+    """Refuse a ``mapping`` that is not ``{"column name": values}``, naming what is wrong."""
+    if not isinstance(mapping, Mapping):
+        raise InvalidTypeError(
+            "`mapping` must be a dict of columns ({'name': [values...]}), got "
+            f"{type(mapping).__name__} {mapping!r:.80}. For a list of row dicts use from_pylist."
+        )
+    for k, v in mapping.items():
+        if not isinstance(k, str):
+            raise InvalidTypeError(
+                f"`mapping` has the key {k!r} ({type(k).__name__}); a column name must be a str."
+            )
+        if isinstance(v, (str, bytes, Mapping)) or not hasattr(v, "__len__"):
+            raise InvalidTypeError(
+                f"`mapping`'s column {k!r} is {type(v).__name__} {v!r:.80}; a column is a list "
+                "(or array) of values, one per row."
+            )
+
+
+def _inferred(name: str, values: Any) -> Any:
+    """A column's values as Arrow, a value that cannot be one type naming its row."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values
+    if isinstance(values, np.ndarray):
+        try:
+            return pa.array(values)
+        except (*ARROW_CAST_ERRORS, OverflowError) as exc:
+            raise SchemaMismatchError(f"Column {name!r} cannot be stored in Arrow: {exc}") from exc
+    return column_array(name, list(values), 0)
 
 
 def _json_where_mixed(values: Any) -> Any:
@@ -96,12 +129,23 @@ def from_pylist(
     on_mixed_types: str | None = None,
 ) -> Dataset:
     """A dataset from a list of row dicts (missing keys become nulls)."""
+    if rows is None or isinstance(rows, (str, bytes, Mapping)) or not hasattr(rows, "__iter__"):
+        raise InvalidTypeError(
+            f"`rows` must be a list of row dicts, got {type(rows).__name__} {rows!r:.80}."
+        )
     rows = list(rows)
+    for i, r in enumerate(rows):
+        if not isinstance(r, Mapping):
+            raise InvalidTypeError(
+                f"`rows` must be a list of row dicts; row {i} is {type(r).__name__} {r!r:.80}."
+            )
     if no_mixed_types(on_mixed_types) and schema is None:
         names = list(dict.fromkeys(k for r in rows for k in r))
         return from_dict({n: [r.get(n) for r in rows] for n in names}, None, on_mixed_types)
     if schema is None:
-        return from_arrow(pa.Table.from_pylist(rows))
+        if not rows:
+            return from_arrow(pa.table({}))
+        return from_arrow(pa.Table.from_batches([rows_batch(rows, 0)]))
     extra = sorted({k for r in rows for k in r} - set(schema.names))
     if extra:
         raise SchemaMismatchError(f"Row keys {extra} are not in the schema {schema.names}.")
@@ -217,6 +261,7 @@ def from_chunks(
             manifest) or does not match its manifest; ``allow_incomplete=True`` opens the
             files present instead.
     """
+    _check_paths(path_or_glob_or_list)
     files = list_chunk_files(path_or_glob_or_list, storage_options)
     if cache_limit is not None:
         from arrowmix._dataset.remote import from_remote_chunks
@@ -246,6 +291,18 @@ def from_chunks(
         holds=hold_cache_files(files),
     )
     return Dataset(state)
+
+
+def _check_paths(spec: Any) -> None:
+    items = [spec] if isinstance(spec, (str, os.PathLike)) else spec
+    if isinstance(spec, (list, tuple)) and all(isinstance(s, (str, os.PathLike)) for s in items):
+        return
+    if isinstance(spec, (str, os.PathLike)):
+        return
+    raise InvalidTypeError(
+        "`path_or_glob_or_list` must be a path, a glob, a URL or a list of them, got "
+        f"{type(spec).__name__} {spec!r:.80}."
+    )
 
 
 def _directories(
@@ -345,6 +402,7 @@ def write_chunks(
         10
     """
     rows_per_chunk = check_int("rows_per_chunk", rows_per_chunk, minimum=1, none_ok=True)
+    _check_data(data)
     return write_batches(
         _batches_of(data, min(_ROWS_PER_BATCH, rows_per_chunk or _ROWS_PER_BATCH)),
         os.fspath(out_dir),
@@ -353,6 +411,18 @@ def write_chunks(
         overwrite=overwrite,
         storage_options=storage_options,
     )
+
+
+def _check_data(data: Any) -> None:
+    """Refuse ``data`` that write_chunks cannot read, before ``out_dir`` is touched."""
+    if isinstance(data, (Dataset, pa.Table, pa.RecordBatch)):
+        return
+    if isinstance(data, (str, bytes, Mapping)) or not hasattr(data, "__iter__"):
+        raise InvalidTypeError(
+            "`data` must be a Dataset, a pyarrow Table, or an iterable of row dicts or record "
+            f"batches; got {type(data).__name__} {data!r:.80}. For a dict of columns use "
+            "Dataset.from_dict."
+        )
 
 
 def _batches_of(data: Any, rows_per_batch: int) -> Iterator[pa.RecordBatch]:

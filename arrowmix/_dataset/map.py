@@ -22,7 +22,7 @@ with the parent's (no column data copied).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -48,7 +48,7 @@ from arrowmix._fingerprint.transform import validate_fingerprint
 from arrowmix._storage.ipc import read_meta
 from arrowmix._storage.remote_table import RemoteTable
 from arrowmix._validate import check_callable, check_int
-from arrowmix.exceptions import SchemaMismatchError
+from arrowmix.exceptions import InvalidTypeError, SchemaMismatchError
 
 __all__ = ["MAP_VERSION", "filter_dataset", "map_dataset"]
 
@@ -142,7 +142,13 @@ def _filter_result(job: Job, fp: str, tables: list[pa.Table], segment_paths: lis
 def _names(ds: Dataset, value: str | Sequence[str] | None, arg: str) -> tuple[str, ...] | None:
     if value is None:
         return None
-    names = (value,) if isinstance(value, str) else tuple(value)
+    listed = isinstance(value, Iterable) and not isinstance(value, (str, bytes, Mapping))
+    names = (value,) if isinstance(value, str) else tuple(value) if listed else ()
+    if not (isinstance(value, str) or listed) or not all(isinstance(c, str) for c in names):
+        raise InvalidTypeError(
+            f"`{arg}` must be a column name or a list of column names, got "
+            f"{type(value).__name__} {value!r:.80}."
+        )
     missing = [c for c in names if c not in ds.column_names]
     if missing:
         raise KeyError(
@@ -150,6 +156,17 @@ def _names(ds: Dataset, value: str | Sequence[str] | None, arg: str) -> tuple[st
             f"{ds.column_names}."
         )
     return names
+
+
+def _kwargs(fn_kwargs: Any) -> dict[str, Any]:
+    if fn_kwargs is None:
+        return {}
+    if not isinstance(fn_kwargs, Mapping) or not all(isinstance(k, str) for k in fn_kwargs):
+        raise InvalidTypeError(
+            "`fn_kwargs` must be a dict of keyword arguments for the function (str keys), "
+            f"got {type(fn_kwargs).__name__} {fn_kwargs!r:.80}."
+        )
+    return dict(fn_kwargs)
 
 
 def _check_args(function: Any, batch_size: Any, num_proc: Any) -> None:
@@ -311,7 +328,7 @@ def _call(
         batched=bool(batched),
         batch_size=batch_size if batch_size and batch_size > 0 else None,
         input_columns=_names(ds, input_columns, "input_columns"),
-        fn_kwargs=dict(fn_kwargs or {}),
+        fn_kwargs=_kwargs(fn_kwargs),
         fmt=ds._s.fmt,
         fmt_kwargs=ds._s.fmt_kwargs if ds._s.fmt is not None else (),
         **more,

@@ -38,6 +38,7 @@ from arrowmix.exceptions import (
     CacheCorruptedError,
     CacheWarning,
     ChunkFileError,
+    InvalidTypeError,
 )
 
 __all__ = [
@@ -149,6 +150,16 @@ _NULL_PLACEMENT = {
 }
 
 
+def _check_sortable(ds: Dataset, column: str) -> None:
+    t = ds.schema.field(column).type
+    if pa.types.is_nested(t):
+        raise InvalidTypeError(
+            f"Cannot sort by column {column!r}: it holds {t} values, which have no order; "
+            "sort by a column of numbers, strings, booleans or dates (e.g. map a length "
+            "column first)."
+        )
+
+
 def sort(
     ds: Dataset,
     column: str | Sequence[str],
@@ -170,12 +181,13 @@ def sort(
         raise ValueError(f"`reverse` has {len(revs)} entries for {len(cols)} sort columns.")
     for c in cols:
         ds._check_column(c)
+        _check_sortable(ds, c)
     orders = ["descending" if r else "ascending" for r in revs]
     table = ds._range(0, len(ds), cols)
     try:
         perm = _sort_indices(table, cols, orders, placement)
-    except pa.ArrowNotImplementedError as exc:
-        raise TypeError(f"Cannot sort by column(s) {cols}: {exc}") from exc
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise InvalidTypeError(f"Cannot sort by column(s) {cols}: {exc}") from exc
     kwargs: dict[str, Any] = {"column": cols, "reverse": revs}
     if placement == "at_start":
         kwargs["null_placement"] = placement

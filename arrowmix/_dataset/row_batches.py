@@ -20,9 +20,9 @@ import pyarrow as pa
 from arrowmix._dataset.conform import Conformer
 from arrowmix._dataset.py_kinds import first_mixed, kind_error
 from arrowmix._storage.cast import ARROW_CAST_ERRORS
-from arrowmix.exceptions import SchemaMismatchError
+from arrowmix.exceptions import InvalidTypeError, SchemaMismatchError
 
-__all__ = ["conformed", "rows_batch"]
+__all__ = ["column_array", "conformed", "rows_batch"]
 
 _CONVERT_ERRORS = (*ARROW_CAST_ERRORS, OverflowError, UnicodeEncodeError)
 
@@ -41,7 +41,8 @@ def _first_failing(values: Sequence[Any]) -> int:
     return hi - 1
 
 
-def _column(name: str, values: list[Any], start: int) -> pa.Array[Any]:
+def column_array(name: str, values: list[Any], start: int) -> pa.Array[Any]:
+    """``values`` (rows ``start..``) as one Arrow array; an error names the column and row."""
     try:
         arr: pa.Array[Any] = pa.array(values)
     except _CONVERT_ERRORS as exc:
@@ -81,13 +82,13 @@ def rows_batch(rows: Sequence[Any], start: int) -> pa.RecordBatch:
     names: dict[str, None] = {}
     for i, r in enumerate(rows):
         if not isinstance(r, Mapping):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"Rows must be dicts; row {start + i} is {type(r).__name__}: {r!r:.80}."
             )
         names.update(dict.fromkeys(r))
     for key in names:
         if not isinstance(key, str):
-            raise TypeError(
+            raise InvalidTypeError(
                 f"Column names must be strings; rows from {start} have the key {key!r} "
                 f"({type(key).__name__})."
             )
@@ -100,7 +101,7 @@ def rows_batch(rows: Sequence[Any], start: int) -> pa.RecordBatch:
             for name, col in zip(batch.schema.names, batch.columns, strict=True):
                 _check_kinds(name, [r[name] for r in rows], col.type, start)
             return batch
-    cols = {n: _column(n, [r.get(n) for r in rows], start) for n in names}
+    cols = {n: column_array(n, [r.get(n) for r in rows], start) for n in names}
     return pa.RecordBatch.from_pydict(cols)
 
 
