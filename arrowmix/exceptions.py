@@ -170,6 +170,9 @@ class CacheLimitError(ArrowmixError, ValueError):
 class FingerprintWarning(UserWarning):
     """An object could not be hashed; the transform got a random fingerprint.
 
+    Also emitted when a hashed function reads what its fingerprint cannot see: the
+    environment (``os.environ``, ``os.getenv``) or the ``random`` module's global generator.
+
     Filter it like any warning, e.g. ``warnings.simplefilter("error", FingerprintWarning)``.
 
     .. versionadded:: 0.1
