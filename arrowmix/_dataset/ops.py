@@ -31,6 +31,7 @@ from arrowmix._dataset.view_options import ViewOptions
 from arrowmix._fingerprint.transform import roll
 from arrowmix._storage import fs
 from arrowmix._storage.atomic import remove_dead_tmp
+from arrowmix._storage.integrity import touch
 from arrowmix._storage.ipc import open_table, read_meta, write_file
 from arrowmix._storage.remote_table import RemoteTable
 from arrowmix._validate import check_index, check_int
@@ -297,6 +298,8 @@ def flatten_indices(
             path = beside if found is not None else path
     if found is None and fs.exists(path, so):
         found = _open_flattened(path, fp, n, so, parent=parent)
+        if found is not None and fs.is_local(path):
+            touch([fs.local_path(path)])  # reused: "last used" now, as a map cache hit
     for _ in range(_ATTEMPTS):
         if found is not None:
             break
