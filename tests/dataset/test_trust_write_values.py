@@ -141,3 +141,18 @@ def test_record_batches_of_another_schema_are_cast_without_loss_or_refused(
     halves = pa.record_batch({"x": pa.array([0.5, 1.0])})
     with pytest.raises(SchemaMismatchError, match="'x'"):
         _write(tmp_path / "b", [ints, halves])  # type: ignore[list-item]
+
+
+def test_a_refused_row_after_chunks_were_written_leaves_no_complete_corpus(
+    tmp_path: Any,
+) -> None:
+    from arrowmix.exceptions import ChunkFileError
+
+    out = tmp_path / "corpus"
+    rows = [{"x": 1}] * FIRST + [{"x": 2.5}]
+    with pytest.raises(SchemaMismatchError, match=f"row {FIRST}"):
+        am.write_chunks(iter(rows), str(out), rows_per_chunk=1000)
+    # The chunks of the first rows were not rewritten with another type, nor left as a
+    # corpus that opens: all chunks of a corpus share one schema, and this one is unfinished.
+    with pytest.raises(ChunkFileError):
+        am.Dataset.from_chunks(str(out))
