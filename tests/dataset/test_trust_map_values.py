@@ -91,3 +91,12 @@ def test_kinds_pyarrow_would_merge_in_one_batch_are_refused(values: list[Any]) -
     ds = am.Dataset.from_dict({"i": [0, 1]})
     with pytest.raises(SchemaMismatchError, match=r"'y'.*row 1"):
         ds.map(lambda b: {"y": values}, batched=True)
+
+
+def test_a_segment_of_empty_lists_takes_the_type_of_a_later_segment(tmp_path: Any) -> None:
+    out = tmp_path / "corpus"
+    am.write_chunks(iter([{"i": i} for i in range(4)]), str(out), rows_per_chunk=2)
+    ds = am.Dataset.from_chunks(str(out))  # two chunks: two cache segments
+    mapped = ds.map(lambda row: {"y": [] if row["i"] < 2 else [str(row["i"])]})
+    assert mapped.schema.field("y").type == pa.list_(pa.string())
+    assert mapped["y"] == [[], [], ["2"], ["3"]]
