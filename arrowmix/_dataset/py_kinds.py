@@ -15,18 +15,19 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["first_mixed", "kind_error"]
+__all__ = ["first_mixed", "kind_error", "kinds_may_mix"]
 
 
-def _scanned(t: pa.DataType) -> bool:
+def kinds_may_mix(t: pa.DataType) -> bool:
+    """Whether values inferred as ``t`` may hold kinds that pyarrow merged (see above)."""
     if pa.types.is_binary(t) or pa.types.is_large_binary(t):
         return True
     if pa.types.is_date(t) or pa.types.is_timestamp(t):
         return True
     if pa.types.is_struct(t):
-        return any(_scanned(f.type) for f in t)
+        return any(kinds_may_mix(f.type) for f in t)
     value_type = getattr(t, "value_type", None)
-    return value_type is not None and _scanned(value_type)
+    return value_type is not None and kinds_may_mix(value_type)
 
 
 def _kinds(v: Any, t: pa.DataType, out: set[str]) -> None:
@@ -53,7 +54,7 @@ def _kinds(v: Any, t: pa.DataType, out: set[str]) -> None:
 
 def first_mixed(values: Sequence[Any], t: pa.DataType) -> int | None:
     """The first of ``values`` whose kind differs from the first value's (see above), or None."""
-    if not _scanned(t):
+    if not kinds_may_mix(t):
         return None
     first: set[str] = set()
     for i, v in enumerate(values):

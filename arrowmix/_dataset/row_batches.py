@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from arrowmix._dataset.conform import Conformer
-from arrowmix._dataset.py_kinds import first_mixed, kind_error
+from arrowmix._dataset.py_kinds import first_mixed, kind_error, kinds_may_mix
 from arrowmix._storage.cast import ARROW_CAST_ERRORS
 from arrowmix.exceptions import InvalidTypeError, SchemaMismatchError
 
@@ -79,27 +79,31 @@ def rows_batch(rows: Sequence[Any], start: int) -> pa.RecordBatch:
         SchemaMismatchError: a column's values cannot be one Arrow type, or an integer is
             beyond 64 bits (the column and the row are named).
     """
-    names: dict[str, None] = {}
+    first = rows[0]
+    same = isinstance(first, Mapping)
     for i, r in enumerate(rows):
         if not isinstance(r, Mapping):
             raise InvalidTypeError(
                 f"Rows must be dicts; row {start + i} is {type(r).__name__}: {r!r:.80}."
             )
-        names.update(dict.fromkeys(r))
+        if same and r.keys() != first.keys():
+            same = False
+    names = list(first) if same else list(dict.fromkeys(k for r in rows for k in r))
     for key in names:
         if not isinstance(key, str):
             raise InvalidTypeError(
                 f"Column names must be strings; rows from {start} have the key {key!r} "
                 f"({type(key).__name__})."
             )
-    if list(names) == list(rows[0]) and all(len(r) == len(names) for r in rows):
+    if same:  # every row has the same keys: pyarrow's conversion, checked
         try:
             batch = pa.RecordBatch.from_pylist(list(rows))
         except _CONVERT_ERRORS:
             pass  # named below
         else:
             for name, col in zip(batch.schema.names, batch.columns, strict=True):
-                _check_kinds(name, [r[name] for r in rows], col.type, start)
+                if kinds_may_mix(col.type):
+                    _check_kinds(name, [r[name] for r in rows], col.type, start)
             return batch
     cols = {n: column_array(n, [r.get(n) for r in rows], start) for n in names}
     return pa.RecordBatch.from_pydict(cols)
