@@ -92,3 +92,11 @@ def test_a_fraction_in_a_later_json_block_is_not_truncated(tmp_path: Any) -> Non
         assert str(BLOCK + 1) in msg
     else:
         assert ds[-1] == {"x": 2.5}
+
+
+def test_later_csv_files_are_read_with_the_first_files_types(tmp_path: Any) -> None:
+    (tmp_path / "a.csv").write_text("code,n\nA12,1\n")
+    (tmp_path / "b.csv").write_text("code,n\n007,2\n")
+    files = [str(tmp_path / "a.csv"), str(tmp_path / "b.csv")]
+    ds = am.Dataset.from_csv(files, cache_dir=str(tmp_path / "c"))
+    assert ds.to_list() == [{"code": "A12", "n": 1}, {"code": "007", "n": 2}]
