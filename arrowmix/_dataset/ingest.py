@@ -26,6 +26,7 @@ from arrowmix._dataset.conform import Conformer
 from arrowmix._dataset.dataset import Dataset
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage.atomic import atomic_sink
+from arrowmix._storage.cast import has_null_type
 from arrowmix._storage.chunks import write_batches
 from arrowmix._storage.fs import is_local, local_path, url_to_fs
 from arrowmix._storage.readers import read_batches
@@ -99,12 +100,14 @@ def input_batches(
     """
     conform = Conformer(f"the {fmt} reader", verb="read by")
     names: list[str] | None = None
+    types: dict[str, pa.DataType] = {}  # CSV: later files parsed as the first file's types
     for path in files:
         row = 0
-        for batch in read_batches(path, fmt, storage_options):
+        for batch in read_batches(path, fmt, storage_options, types):
             n = batch.num_rows
             if names is None:
                 names = batch.schema.names
+                types = {f.name: f.type for f in batch.schema if not has_null_type(f.type)}
             batch = _with_source(_aligned(batch, names, path, row), source_column, path)
             where = f"{path!r}, its rows {row + 1}..{row + n} (1-based)"
             yield from conform.push(batch, where, row + 1)
