@@ -20,6 +20,7 @@ __all__ = [
     "FingerprintWarning",
     "IncompleteCorpusError",
     "InputFormatError",
+    "InvalidTypeError",
     "ObjectChangedError",
     "RemoteReadError",
     "SavedDatasetError",
@@ -94,6 +95,16 @@ class InputFormatError(ArrowmixError, ValueError):
     """
 
 
+class InvalidTypeError(ArrowmixError, TypeError):
+    """An argument of a public call, or a value a user function returned, has the wrong type.
+
+    The message names the argument (``from_dict(mapping=...)``), the column or the row, and
+    says what is expected; for example ``from_pylist([{"a": 1}, None])`` names row 1.
+
+    .. versionadded:: 0.3
+    """
+
+
 class StateError(ArrowmixError, ValueError):
     """A checkpoint state does not fit the pipeline it is loaded into.
 
@@ -162,6 +173,9 @@ class CacheLimitError(ArrowmixError, ValueError):
 
 class FingerprintWarning(UserWarning):
     """An object could not be hashed; the transform got a random fingerprint.
+
+    Also emitted when a hashed function reads what its fingerprint cannot see: the
+    environment (``os.environ``, ``os.getenv``) or the ``random`` module's global generator.
 
     Filter it like any warning, e.g. ``warnings.simplefilter("error", FingerprintWarning)``.
 

@@ -32,7 +32,12 @@ from arrowmix._cache.inuse import Hold, hold
 from arrowmix._cache.paths import cache_file_name
 from arrowmix._storage import fs, integrity
 from arrowmix._storage.atomic import TMP_RE, remove_dead_tmp, writer_alive
-from arrowmix._storage.cast import first_lossy_row, lossless_cast
+from arrowmix._storage.cast import (
+    fill_null_types,
+    first_lossy_row,
+    has_null_type,
+    lossless_cast,
+)
 from arrowmix._storage.ipc import open_table, read_meta
 from arrowmix.exceptions import (
     CacheCorruptedError,
@@ -214,12 +219,10 @@ def unify_tables(tables: Sequence[pa.Table], paths: Sequence[str]) -> list[pa.Ta
     fields = []
     for i, field in enumerate(first):
         ftype = field.type
-        if pa.types.is_null(ftype):
-            for t in plain[1:]:
-                other = t.schema.field(i).type if i < len(t.schema) else ftype
-                if not pa.types.is_null(other):
-                    ftype = other
-                    break
+        for t in plain[1:]:
+            if not has_null_type(ftype):  # null, or empty lists only: a later segment's type
+                break
+            ftype = fill_null_types(ftype, t.schema.field(i).type if i < len(t.schema) else ftype)
         fields.append(pa.field(field.name, ftype))
     target = pa.schema(fields)
     out = []

@@ -20,10 +20,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from arrowmix._dataset.corpus_edges import empty_corpus
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
+from arrowmix._dataset.row_batches import column_array, conformed, rows_batch
 from arrowmix._dataset.state import state_of
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage.cast import ARROW_CAST_ERRORS
@@ -34,7 +36,12 @@ from arrowmix._storage.ipc import open_table
 from arrowmix._storage.metadata import kept_or_none as hf_only
 from arrowmix._storage.mixed_json import mixed_array, no_mixed_types
 from arrowmix._validate import check_int
-from arrowmix.exceptions import ChunkFileError, IncompleteCorpusError, SchemaMismatchError
+from arrowmix.exceptions import (
+    ChunkFileError,
+    IncompleteCorpusError,
+    InvalidTypeError,
+    SchemaMismatchError,
+)
 
 __all__ = [
     "from_arrow",
@@ -72,6 +79,7 @@ def from_dict(
 
     ``on_mixed_types="use_json"`` (without ``schema``): see ``arrowmix._storage.mixed_json``.
     """
+    _check_columns(mapping)
     lengths = {k: len(v) for k, v in mapping.items()}
     if len(set(lengths.values())) > 1:
         raise ValueError(f"All columns must have the same length; got lengths {lengths}.")
@@ -79,8 +87,39 @@ def from_dict(
         columns = {k: _json_where_mixed(v) for k, v in mapping.items()}
         return from_arrow(pa.table(columns))
     if schema is None:
-        return from_arrow(pa.table(dict(mapping)))
+        return from_arrow(pa.table({k: _inferred(k, v) for k, v in mapping.items()}))
     return from_arrow(typed_table(mapping, schema))
+
+
+def _check_columns(mapping: Any) -> None:
+    """Refuse a ``mapping`` that is not ``{"column name": values}``, naming what is wrong."""
+    if not isinstance(mapping, Mapping):
+        raise InvalidTypeError(
+            "`mapping` must be a dict of columns ({'name': [values...]}), got "
+            f"{type(mapping).__name__} {mapping!r:.80}. For a list of row dicts use from_pylist."
+        )
+    for k, v in mapping.items():
+        if not isinstance(k, str):
+            raise InvalidTypeError(
+                f"`mapping` has the key {k!r} ({type(k).__name__}); a column name must be a str."
+            )
+        if isinstance(v, (str, bytes, Mapping)) or not hasattr(v, "__len__"):
+            raise InvalidTypeError(
+                f"`mapping`'s column {k!r} is {type(v).__name__} {v!r:.80}; a column is a list "
+                "(or array) of values, one per row."
+            )
+
+
+def _inferred(name: str, values: Any) -> Any:
+    """A column's values as Arrow, a value that cannot be one type naming its row."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return values
+    if isinstance(values, np.ndarray):
+        try:
+            return pa.array(values)
+        except (*ARROW_CAST_ERRORS, OverflowError) as exc:
+            raise SchemaMismatchError(f"Column {name!r} cannot be stored in Arrow: {exc}") from exc
+    return column_array(name, list(values), 0)
 
 
 def _json_where_mixed(values: Any) -> Any:
@@ -97,12 +136,23 @@ def from_pylist(
     on_mixed_types: str | None = None,
 ) -> Dataset:
     """A dataset from a list of row dicts (missing keys become nulls)."""
+    if rows is None or isinstance(rows, (str, bytes, Mapping)) or not hasattr(rows, "__iter__"):
+        raise InvalidTypeError(
+            f"`rows` must be a list of row dicts, got {type(rows).__name__} {rows!r:.80}."
+        )
     rows = list(rows)
+    for i, r in enumerate(rows):
+        if not isinstance(r, Mapping):
+            raise InvalidTypeError(
+                f"`rows` must be a list of row dicts; row {i} is {type(r).__name__} {r!r:.80}."
+            )
     if no_mixed_types(on_mixed_types) and schema is None:
         names = list(dict.fromkeys(k for r in rows for k in r))
         return from_dict({n: [r.get(n) for r in rows] for n in names}, None, on_mixed_types)
     if schema is None:
-        return from_arrow(pa.Table.from_pylist(rows))
+        if not rows:
+            return from_arrow(pa.table({}))
+        return from_arrow(pa.Table.from_batches([rows_batch(rows, 0)]))
     extra = sorted({k for r in rows for k in r} - set(schema.names))
     if extra:
         raise SchemaMismatchError(f"Row keys {extra} are not in the schema {schema.names}.")
@@ -226,6 +276,7 @@ def from_chunks(
         ChunkFileError: ``verify=True`` and a chunk does not hold what was recorded; or the
             corpus kept changing while opened (a rewrite is in progress).
     """
+    _check_paths(path_or_glob_or_list)
     check = (
         None
         if allow_incomplete
@@ -312,6 +363,18 @@ def _chunks_dataset(
         holds=hold_cache_files(files),
     )
     return Dataset(state)
+
+
+def _check_paths(spec: Any) -> None:
+    items = [spec] if isinstance(spec, (str, os.PathLike)) else spec
+    if isinstance(spec, (list, tuple)) and all(isinstance(s, (str, os.PathLike)) for s in items):
+        return
+    if isinstance(spec, (str, os.PathLike)):
+        return
+    raise InvalidTypeError(
+        "`path_or_glob_or_list` must be a path, a glob, a URL or a list of them, got "
+        f"{type(spec).__name__} {spec!r:.80}."
+    )
 
 
 def _directories(
@@ -438,6 +501,7 @@ def write_chunks(
         10
     """
     rows_per_chunk = check_int("rows_per_chunk", rows_per_chunk, minimum=1, none_ok=True)
+    _check_data(data)
     return write_batches(
         _batches_of(data, min(_ROWS_PER_BATCH, rows_per_chunk or _ROWS_PER_BATCH)),
         os.fspath(out_dir),
@@ -446,6 +510,18 @@ def write_chunks(
         overwrite=overwrite,
         storage_options=storage_options,
     )
+
+
+def _check_data(data: Any) -> None:
+    """Refuse ``data`` that write_chunks cannot read, before ``out_dir`` is touched."""
+    if isinstance(data, (Dataset, pa.Table, pa.RecordBatch)):
+        return
+    if isinstance(data, (str, bytes, Mapping)) or not hasattr(data, "__iter__"):
+        raise InvalidTypeError(
+            "`data` must be a Dataset, a pyarrow Table, or an iterable of row dicts or record "
+            f"batches; got {type(data).__name__} {data!r:.80}. For a dict of columns use "
+            "Dataset.from_dict."
+        )
 
 
 def _batches_of(data: Any, rows_per_batch: int) -> Iterator[pa.RecordBatch]:
@@ -479,40 +555,28 @@ def _from_iterable(it: Iterator[Any], rows_per_batch: int) -> Iterator[pa.Record
         return
     items = itertools.chain([first], it)
     if isinstance(first, (pa.RecordBatch, pa.Table)):
-        for b in items:
-            yield from (b.to_batches() if isinstance(b, pa.Table) else [b])
+        yield from conformed(_record_batches(items))
         return
     if not isinstance(first, Mapping):
         raise TypeError(f"Rows must be dicts; item 0 is {type(first).__name__}: {first!r:.80}.")
-    schema: pa.Schema | None = None
+    yield from conformed(_row_blocks(items, rows_per_batch))
+
+
+def _record_batches(items: Iterator[Any]) -> Iterator[pa.RecordBatch]:
+    for i, b in enumerate(items):
+        if isinstance(b, pa.Table):
+            yield from b.to_batches()
+        elif isinstance(b, pa.RecordBatch):
+            yield b
+        else:
+            raise TypeError(
+                f"`data` yielded a pyarrow RecordBatch first, then a {type(b).__name__} (item "
+                f"{i}): give record batches (or Tables) only."
+            )
+
+
+def _row_blocks(items: Iterator[Any], rows_per_batch: int) -> Iterator[pa.RecordBatch]:
     start = 0
     while rows := list(itertools.islice(items, rows_per_batch)):
-        batch = _rows_to_batch(rows, schema, start)
-        schema = batch.schema
+        yield rows_batch(rows, start)
         start += len(rows)
-        yield batch
-
-
-def _rows_to_batch(rows: list[Any], schema: pa.Schema | None, start: int) -> pa.RecordBatch:
-    keys: set[str] = set()
-    for i, r in enumerate(rows):
-        if not isinstance(r, Mapping):
-            raise TypeError(
-                f"Rows must be dicts; row {start + i} is {type(r).__name__}: {r!r:.80}."
-            )
-        keys.update(r)
-    if schema is None:
-        return pa.RecordBatch.from_pylist(rows)
-    extra = keys - set(schema.names)
-    if extra:
-        raise SchemaMismatchError(
-            f"Rows {start}..{start + len(rows) - 1} have column(s) {sorted(extra)} that the "
-            f"first rows did not have; known columns: {schema.names}."
-        )
-    try:
-        return pa.RecordBatch.from_pylist(rows, schema=schema)
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise SchemaMismatchError(
-            f"Rows {start}..{start + len(rows) - 1} do not fit the schema inferred from the "
-            f"first rows ({schema}): {exc}"
-        ) from exc

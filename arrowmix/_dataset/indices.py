@@ -24,7 +24,12 @@ from arrowmix._cache.paths import indices_file_name
 from arrowmix._storage import fs
 from arrowmix._storage.atomic import remove_dead_tmp
 from arrowmix._storage.ipc import open_table, read_meta, write_file
-from arrowmix.exceptions import CacheCorruptedError, CacheWarning, ChunkFileError
+from arrowmix.exceptions import (
+    CacheCorruptedError,
+    CacheWarning,
+    ChunkFileError,
+    InvalidTypeError,
+)
 
 __all__ = ["INDICES_FILE_MIN_ROWS", "IndexMap", "load_or_store", "to_positions"]
 
@@ -115,6 +120,13 @@ def to_positions(indices: Any, length: int) -> IndexMap:
 def _as_int_array(indices: Any) -> np.ndarray:
     if isinstance(indices, (pa.Array, pa.ChunkedArray)):
         indices = indices.to_numpy()
+    elif not isinstance(indices, (Iterable, np.ndarray)) or isinstance(
+        indices, (str, bytes, Mapping)
+    ):
+        raise InvalidTypeError(
+            f"`indices` must be a range, a list or an array of ints, got "
+            f"{type(indices).__name__} {indices!r:.80}."
+        )
     elif not isinstance(indices, np.ndarray):
         indices = np.fromiter(_check_ints(indices), dtype=np.int64)
     if indices.dtype.kind not in "iu" and len(indices):

@@ -23,8 +23,10 @@ from filelock import FileLock
 from arrowmix._cache.paths import cache_root, is_caching_enabled, temp_cache_dir
 from arrowmix._dataset.build import from_chunks
 from arrowmix._dataset.dataset import Dataset
+from arrowmix._dataset.mapping.conform import Conformer
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage.atomic import atomic_sink
+from arrowmix._storage.cast import has_null_type
 from arrowmix._storage.chunks import write_batches
 from arrowmix._storage.fs import is_local, local_path, url_to_fs
 from arrowmix._storage.readers import read_batches
@@ -87,32 +89,57 @@ def input_batches(
     storage_options: Mapping[str, Any] | None = None,
     source_column: str | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Record batches of all ``files`` in order, cast to the first file's schema.
+    """Record batches of all ``files`` in order, in one schema, every value kept.
 
-    ``source_column``: also a string column of that name holding each row's file.
+    The first file's columns, in order; a later file (or block) missing one gets nulls, and
+    one with another column is refused naming the file and the column. Types follow the
+    ``map`` rule (``arrowmix._dataset.mapping.conform``): a column all-null so far takes a later type,
+    later values are cast when none changes, otherwise an error names the column, both types,
+    the file and the row. ``source_column``: also a string column of that name holding each
+    row's file.
     """
-    schema: pa.Schema | None = None
+    conform = Conformer(f"the {fmt} reader", verb="read by")
+    names: list[str] | None = None
+    types: dict[str, pa.DataType] = {}  # CSV: later files parsed as the first file's types
     for path in files:
-        for batch in read_batches(path, fmt, storage_options):
-            if schema is None:
-                schema = batch.schema
-            elif not batch.schema.equals(schema):
-                try:
-                    batch = batch.select(schema.names).cast(schema)
-                except (KeyError, ValueError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-                    raise SchemaMismatchError(
-                        f"{path}: its columns {batch.schema} do not match those of "
-                        f"{files[0]} ({schema}): {exc}"
-                    ) from exc
-            if source_column is not None:
-                if source_column in batch.schema.names:
-                    raise SchemaMismatchError(
-                        f"{path} already has a column {source_column!r}; choose another "
-                        "`source_column`."
-                    )
-                source = pa.array([path] * batch.num_rows, type=pa.string())
-                batch = batch.append_column(source_column, source)
-            yield batch
+        row = 0
+        for batch in read_batches(path, fmt, storage_options, types):
+            n = batch.num_rows
+            if names is None:
+                names = batch.schema.names
+                types = {f.name: f.type for f in batch.schema if not has_null_type(f.type)}
+            batch = _with_source(_aligned(batch, names, path, row), source_column, path)
+            where = f"{path!r}, its rows {row + 1}..{row + n} (1-based)"
+            yield from conform.push(batch, where, row + 1)
+            row += n
+    yield from conform.flush()
+
+
+def _aligned(batch: pa.RecordBatch, names: list[str], path: str, row: int) -> pa.RecordBatch:
+    if batch.schema.names == names:
+        return batch
+    extra = [n for n in batch.schema.names if n not in names]
+    if extra:
+        raise SchemaMismatchError(
+            f"{path}: its rows from row {row + 1} (1-based) have the column(s) "
+            f"{', '.join(map(repr, extra))} that the first input file's rows do not "
+            f"({names}). Ingest files of one layout together, or add the column(s) to the "
+            "first file."
+        )
+    have = set(batch.schema.names)
+    cols = [batch.column(c) if c in have else pa.nulls(batch.num_rows) for c in names]
+    return pa.RecordBatch.from_arrays(cols, names=names)
+
+
+def _with_source(batch: pa.RecordBatch, source_column: str | None, path: str) -> pa.RecordBatch:
+    if source_column is None:
+        return batch
+    if source_column in batch.schema.names:
+        raise SchemaMismatchError(
+            f"{path} already has a column {source_column!r}; choose another `source_column`."
+        )
+    source = pa.array([path] * batch.num_rows, type=pa.string())
+    return batch.append_column(source_column, source)
 
 
 _TEXT_MODES = {"line": "text", "paragraph": "text-paragraph", "document": "text-document"}

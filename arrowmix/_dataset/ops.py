@@ -33,6 +33,7 @@ from arrowmix._hooks import renamed_entry
 from arrowmix._remote.table import RemoteTable
 from arrowmix._storage import fs
 from arrowmix._storage.atomic import remove_dead_tmp
+from arrowmix._storage.integrity import touch
 from arrowmix._storage.ipc import open_table, read_meta, write_file
 from arrowmix._storage.metadata import kept_metadata as hf_metadata
 from arrowmix._validate import check_index, check_int
@@ -40,6 +41,7 @@ from arrowmix.exceptions import (
     CacheCorruptedError,
     CacheWarning,
     ChunkFileError,
+    InvalidTypeError,
 )
 
 __all__ = [
@@ -151,6 +153,16 @@ _NULL_PLACEMENT = {
 }
 
 
+def _check_sortable(ds: Dataset, column: str) -> None:
+    t = ds.schema.field(column).type
+    if pa.types.is_nested(t):
+        raise InvalidTypeError(
+            f"Cannot sort by column {column!r}: it holds {t} values, which have no order; "
+            "sort by a column of numbers, strings, booleans or dates (e.g. map a length "
+            "column first)."
+        )
+
+
 def sort(
     ds: Dataset,
     column: str | Sequence[str],
@@ -172,12 +184,13 @@ def sort(
         raise ValueError(f"`reverse` has {len(revs)} entries for {len(cols)} sort columns.")
     for c in cols:
         check_column(state_of(ds), c)
+        _check_sortable(ds, c)
     orders = ["descending" if r else "ascending" for r in revs]
     table = view_range(state_of(ds), 0, len(ds), cols)
     try:
         perm = _sort_indices(table, cols, orders, placement)
-    except pa.ArrowNotImplementedError as exc:
-        raise TypeError(f"Cannot sort by column(s) {cols}: {exc}") from exc
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as exc:
+        raise InvalidTypeError(f"Cannot sort by column(s) {cols}: {exc}") from exc
     kwargs: dict[str, Any] = {"column": cols, "reverse": revs}
     if placement == "at_start":
         kwargs["null_placement"] = placement
@@ -279,6 +292,8 @@ def flatten_indices(
             path = beside if found is not None else path
     if found is None and fs.exists(path, so):
         found = _open_flattened(path, fp, n, so, parent=parent)
+        if found is not None and fs.is_local(path):
+            touch([fs.local_path(path)])  # reused: "last used" now, as a map cache hit
     for _ in range(_ATTEMPTS):
         if found is not None:
             break

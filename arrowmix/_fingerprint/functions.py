@@ -20,6 +20,12 @@ FingerprintRecord` can tell which one changed:
 - ``__dict__``: attributes set on the function (``functools.wraps``'
   ``__wrapped__``...).
 
+What a function reads when it runs is not hashed: the environment and the ``random``
+module's global generator. A user function (or helper) that names them through its globals
+(``os.environ``, ``os.getenv``, ``from os import environ``, ``random.random()``,
+``from random import choice``) is listed in ``FunctionHasher.hidden_inputs``, for one
+:class:`~arrowmix.exceptions.FingerprintWarning` (arrowmix's own functions are not).
+
 Helpers (user functions and classes reached through any part) are hashed the same way,
 recursively; a function that is already being hashed (recursion, mutual recursion, a
 class whose methods name the class) contributes a marker instead of looping. Installed
@@ -56,6 +62,8 @@ __all__ = [
     "Problem",
     "callable_label",
     "fingerprint_function",
+    "hidden_reads",
+    "warn_hidden_inputs",
     "warn_unhashable",
 ]
 
@@ -106,6 +114,34 @@ def _user_module(value: object) -> bool:
     return isinstance(value, types.ModuleType) and is_user_module(value)
 
 
+_OS_READS = frozenset({"environ", "environb", "getenv", "getenvb"})
+_RANDOM_OWN_STATE = frozenset({"Random", "SystemRandom"})  # classes with their own state
+
+
+def hidden_reads(
+    fn_globals: dict[str, Any],
+    uses: tuple[tuple[str, frozenset[tuple[str, ...]], bool], ...],
+) -> list[str]:
+    """What of the environment or the global ``random`` state a function's globals read."""
+    import os
+    import random
+
+    out: list[str] = []
+    for name, chains, _ in uses:
+        value = fn_globals.get(name, _MISSING)
+        if value is os:
+            out += [f"os.{c[0]}" for c in sorted(chains) if c[0] in _OS_READS]
+        elif value is random:
+            out += [f"random.{c[0]}()" for c in sorted(chains) if c[0] not in _RANDOM_OWN_STATE]
+        elif value is os.environ or value is getattr(os, "environb", None):
+            out.append(f"{name} (os.environ)")
+        elif value is os.getenv:
+            out.append(f"{name} (os.getenv)")
+        elif getattr(value, "__self__", None) is getattr(random, "_inst", None):
+            out.append(f"{name} (random.{getattr(value, '__name__', name)}, the global generator)")
+    return out
+
+
 class FunctionHasher:
     """One fingerprinting run: hashes functions, classes, values; collects components.
 
@@ -118,6 +154,7 @@ class FunctionHasher:
         self.strict = strict
         self.components: dict[str, str] = {}
         self.problems: list[Problem] = []
+        self.hidden_inputs: list[str] = []
         self._memo: dict[int, tuple[object, str]] = {}
         self._in_progress: set[int] = set()
 
@@ -205,7 +242,10 @@ class FunctionHasher:
     def _global_parts(self, fn: types.FunctionType, path: str) -> dict[str, str]:
         parts: dict[str, str] = {}
         fn_globals = fn.__globals__
-        for name, chains, bare in global_uses(fn.__code__):
+        uses = global_uses(fn.__code__)
+        if str(fn.__module__ or "").partition(".")[0] != "arrowmix":
+            self.hidden_inputs += [f"{path}: {r}" for r in hidden_reads(fn_globals, uses)]
+        for name, chains, bare in uses:
             part = f"globals['{name}']"
             if name not in fn_globals:
                 if not hasattr(builtins, name):
@@ -334,6 +374,18 @@ def warn_unhashable(
         f"fingerprint {fingerprint} and its result will not be reused from cache by "
         "later runs. Make the object hashable (a `__fingerprint__()` method or "
         "`register_fingerprint`), stop capturing it, or pass `new_fingerprint=`.",
+        FingerprintWarning,
+        stacklevel=stacklevel + 1,
+    )
+
+
+def warn_hidden_inputs(subject: str, reads: list[str], *, stacklevel: int) -> None:
+    """Warn that a hashed function reads what its fingerprint cannot see (env, global RNG)."""
+    warnings.warn(
+        f"{subject} reads {'; '.join(reads)}, which the fingerprint does not see: its cached "
+        "result is reused when only an environment variable or the global random state "
+        "changed. Pass such values as arguments (`fn_kwargs=`), use a seeded generator "
+        "(`random.Random(seed)`), or pass `new_fingerprint=`.",
         FingerprintWarning,
         stacklevel=stacklevel + 1,
     )

@@ -189,9 +189,13 @@ def build_record(
     kwargs: Mapping[str, Any] | None,
     defaults: Mapping[str, Any] | None,
     ignore: Collection[str] = (),
+    hasher: FunctionHasher | None = None,
 ) -> FingerprintRecord:
-    """Hash a transform application part by part (no warning: see the caller)."""
-    hasher = FunctionHasher()
+    """Hash a transform application part by part (no warning: see the caller).
+
+    ``hasher`` (a fresh one by default) keeps what the run found, e.g. its ``hidden_inputs``.
+    """
+    hasher = hasher if hasher is not None else FunctionHasher()
     defaults = defaults or {}
     kept = {
         k: v

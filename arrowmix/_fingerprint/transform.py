@@ -111,9 +111,16 @@ def transform_record(
     the record is JSON-ready (``record.to_dict()``) and diffs with ``explain``.
     """
     # Lazy: the function hasher needs dill, which is slow to import.
+    from arrowmix._fingerprint.functions import FunctionHasher, warn_hidden_inputs
     from arrowmix._fingerprint.record import build_record
 
-    record = build_record(parent_fp, transform_name, version, function, kwargs, defaults, ignore)
+    hasher = FunctionHasher()
+    record = build_record(
+        parent_fp, transform_name, version, function, kwargs, defaults, ignore, hasher
+    )
+    if hasher.hidden_inputs and not record.unhashable:
+        subject = f"{transform_name} with function {record.function!r}"
+        warn_hidden_inputs(subject, hasher.hidden_inputs, stacklevel=stacklevel)
     if record.unhashable:
         from arrowmix._fingerprint.functions import Problem, warn_unhashable
 

@@ -221,7 +221,7 @@ def cast_to_features(batch: pa.RecordBatch, target: pa.Schema, where: str) -> pa
     cols = []
     for f in target:
         arr = _encode(batch.column(f.name), feats.get(f.name), f.name)
-        cast, why = lossless_cast(arr, f.type)
+        cast, why = lossless_cast(arr, f.type, round_floats=True)  # declared
         if why is not None:
             raise SchemaMismatchError(
                 f"Column {f.name!r} returned for {where} is {arr.type} and cannot become "

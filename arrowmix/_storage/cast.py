@@ -8,22 +8,34 @@ casts that keep every value:
 - ``null`` to any type; ``bool`` to bool, integer or floating point;
 - integer to integer or floating point, floating point to integer or floating point, with
   Arrow's safe checks (an overflow, a fraction or an integer a double cannot hold raises).
-  Narrowing ``double`` to ``float`` rounds each value to float precision (a float32 column
-  stays float32, as in HF ``datasets``);
+  Narrowing ``double`` to ``float`` is allowed only for values float holds exactly (``0.5``,
+  never ``0.1``), unless ``round_floats=True`` (a returned column taking its input column's
+  float32 type back, or a declared ``features`` type, as in HF ``datasets``);
 - ``string``/``large_string`` to either, ``binary``/``large_binary`` to either;
 - lists (of any kind) to lists, structs to structs with the same fields, element-wise;
-- any other type only to itself (timestamps to timestamps, decimals to decimals, safely).
+- any other type only to itself (timestamps to timestamps, decimals to decimals, safely);
+  timestamps keep their time zone: naive and aware, or two zones, never mix.
 
-Numbers never become strings or booleans, strings never become numbers.
+Numbers never become strings or booleans, strings never become numbers, bytes never become
+str (nor str bytes). :func:`fill_null_types` and :func:`has_null_type` let a type fixed by
+all-null values (``null``, ``list<null>`` for empty lists) take a later block's type.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
-__all__ = ["ARROW_CAST_ERRORS", "first_lossy_row", "lossless_cast", "why_lossy"]
+__all__ = [
+    "ARROW_CAST_ERRORS",
+    "fill_null_types",
+    "first_lossy_row",
+    "has_null_type",
+    "lossless_cast",
+    "why_lossy",
+]
 
 _NUMERIC = (pa.types.is_integer, pa.types.is_floating)
 
@@ -74,16 +86,60 @@ def why_lossy(src: pa.DataType, dst: pa.DataType) -> str | None:
             if reason:
                 return f"field {f.name!r}: {reason}"
         return None
+    elif pa.types.is_timestamp(src) and pa.types.is_timestamp(dst):
+        src_tz, dst_tz = src.tz, dst.tz
+        if src_tz != dst_tz:
+            return f"{_zone(src_tz)} datetimes would become {_zone(dst_tz)} ones"
+        ok = True  # units: Arrow's safe cast raises when a value would be truncated
     else:
-        ok = src.id == dst.id  # same family (timestamp units, decimal precisions): safe cast
+        ok = src.id == dst.id  # same family (decimal precisions, date units): safe cast
     return None if ok else f"{src} values would become {dst}"
 
 
-def lossless_cast(arr: Any, dst: pa.DataType) -> tuple[Any, str | None]:
+def _zone(tz: str | None) -> str:
+    return "naive (no time zone)" if tz is None else f"time zone {tz!r}"
+
+
+def has_null_type(t: pa.DataType) -> bool:
+    """Whether ``t`` is ``null`` or holds it (``list<null>``: only empty lists were seen)."""
+    if pa.types.is_null(t):
+        return True
+    if _is_list(t):
+        return has_null_type(t.value_type)  # type: ignore[attr-defined]  # a list type
+    if pa.types.is_struct(t):
+        return any(has_null_type(f.type) for f in t)
+    return False
+
+
+def fill_null_types(t: pa.DataType, other: pa.DataType) -> pa.DataType:
+    """``t`` with its ``null`` parts taken from ``other`` where ``other`` has the same shape."""
+    if pa.types.is_null(t):
+        return other
+    if pa.types.is_list(t) and pa.types.is_list(other):
+        return pa.list_(fill_null_types(t.value_type, other.value_type))
+    if pa.types.is_large_list(t) and pa.types.is_large_list(other):
+        return pa.large_list(fill_null_types(t.value_type, other.value_type))
+    if pa.types.is_struct(t) and pa.types.is_struct(other):
+        names = [f.name for f in other]
+        return pa.struct(
+            [
+                f.with_type(fill_null_types(f.type, other.field(f.name).type))
+                if f.name in names
+                else f
+                for f in t
+            ]
+        )
+    return t
+
+
+def lossless_cast(
+    arr: Any, dst: pa.DataType, *, round_floats: bool = False
+) -> tuple[Any, str | None]:
     """``(arr cast to dst, None)`` if no value changes, else ``(None, why)``.
 
     ``arr`` is an Array or ChunkedArray; ``why`` names the kinds of types that differ (see the
-    module docstring) or the value that does not survive the cast (overflow, fraction).
+    module docstring) or the value that does not survive the cast (overflow, fraction, a
+    double that float cannot hold unless ``round_floats``).
     """
     if arr.type == dst:
         return arr, None
@@ -91,9 +147,52 @@ def lossless_cast(arr: Any, dst: pa.DataType) -> tuple[Any, str | None]:
     if reason:
         return None, reason
     try:
-        return arr.cast(dst, safe=True), None
+        cast = arr.cast(dst, safe=True)
     except ARROW_CAST_ERRORS as exc:
         return None, str(exc)
+    if not round_floats and _narrows_floats(arr.type, dst) and _floats_changed(arr, cast):
+        return None, f"{arr.type} values would be rounded to {dst}"
+    return cast, None
+
+
+def _float_bits(t: pa.DataType) -> int:
+    return int(t.bit_width) if pa.types.is_floating(t) else 0
+
+
+def _narrows_floats(src: pa.DataType, dst: pa.DataType) -> bool:
+    """Whether a cast from ``src`` to ``dst`` turns some value into a narrower float."""
+    if pa.types.is_floating(dst):
+        return _float_bits(src) > _float_bits(dst)
+    if _is_list(src) and _is_list(dst):
+        return _narrows_floats(src.value_type, dst.value_type)  # type: ignore[attr-defined]
+    if pa.types.is_struct(src) and pa.types.is_struct(dst):
+        return any(_narrows_floats(f.type, dst.field(f.name).type) for f in src)
+    return False
+
+
+def _float_leaves(arr: Any) -> list[Any]:
+    """The floating-point leaf arrays of ``arr`` (lists and structs flattened), in order."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    t = arr.type
+    if pa.types.is_floating(t):
+        return [arr]
+    if _is_list(t):
+        return _float_leaves(arr.flatten())
+    if pa.types.is_struct(t):
+        return [leaf for i in range(t.num_fields) for leaf in _float_leaves(arr.field(i))]
+    return []
+
+
+def _floats_changed(arr: Any, cast: Any) -> bool:
+    """Whether casting ``arr`` to ``cast``'s narrower float type rounded any value."""
+    back = cast.cast(arr.type)
+    for a, b in zip(_float_leaves(arr), _float_leaves(back), strict=True):
+        x = a.to_numpy(zero_copy_only=False)
+        y = b.to_numpy(zero_copy_only=False)
+        if not np.array_equal(x, y, equal_nan=True):
+            return True
+    return False
 
 
 def first_lossy_row(arr: Any, dst: pa.DataType, limit: int = 1 << 17) -> int | None:
@@ -101,11 +200,16 @@ def first_lossy_row(arr: Any, dst: pa.DataType, limit: int = 1 << 17) -> int | N
 
     Only on the error path: it tries the rows one by one (at most ``limit``).
     """
+    if pa.types.is_struct(arr.type) and pa.types.is_struct(dst):
+        extra = [f.name for f in arr.type if dst.get_field_index(f.name) < 0]
+        if extra:  # the first row holding a value in a field that ``dst`` lacks
+            flat: Any = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+            for i in range(min(len(flat), limit)):
+                if flat[i].is_valid and any(flat.field(n)[i].is_valid for n in extra):
+                    return i
     if why_lossy(arr.type, dst):
         return next((i for i in range(min(len(arr), limit)) if arr[i].is_valid), None)
     for i in range(min(len(arr), limit)):
-        try:
-            arr.take([i]).cast(dst, safe=True)
-        except ARROW_CAST_ERRORS:
+        if lossless_cast(arr.take([i]), dst)[1] is not None:
             return i
     return None

@@ -68,7 +68,11 @@ def _text_batch(lines: list[bytes], path: str, first_line: int) -> pa.RecordBatc
 
 
 def read_json(path: str, storage_options: Mapping[str, Any] | None) -> Iterator[pa.RecordBatch]:
-    """JSON Lines: one object per line; blank lines skipped; schema from the first rows."""
+    """JSON Lines: one object per line; blank lines skipped; keys from the first block of rows.
+
+    A key first seen after the first block raises, naming its line; each block's types are
+    inferred on their own (see ``ingest.input_batches`` for how blocks are made one schema).
+    """
     schema: pa.Schema | None = None
     rows: list[Any] = []
     first = 1
@@ -112,23 +116,34 @@ def _rows_batch(rows: list[Any], schema: pa.Schema | None, path: str, first: int
                     f"{path}: rows from line {first} on have key(s) {sorted(extra)} that earlier "
                     f"rows did not; known keys: {schema.names}."
                 )
-        return pa.RecordBatch.from_pylist(rows, schema=schema)
+        # Every key of every row (pyarrow's from_pylist keeps the first row's only), each
+        # column inferred on its own: casting to earlier rows' types is the caller's, without
+        # loss (a schema given to from_pylist would truncate 2.5 to 2).
+        names = list(dict.fromkeys(k for r in rows for k in r))
+        return pa.RecordBatch.from_pydict({n: [r.get(n) for r in rows] for n in names})
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise InputFormatError(
             f"{path}: rows from line {first} on do not fit the types of earlier rows: {exc}"
         ) from exc
 
 
-def read_csv(path: str, storage_options: Mapping[str, Any] | None) -> Iterator[pa.RecordBatch]:
+def read_csv(
+    path: str,
+    storage_options: Mapping[str, Any] | None,
+    column_types: Mapping[str, pa.DataType] | None = None,
+) -> Iterator[pa.RecordBatch]:
     """CSV with a header row; values are kept as strings unless every value of a column parses.
 
-    Types are inferred per file from the first block by pyarrow; ragged rows name their line.
+    Types are inferred from the first block by pyarrow, except for ``column_types`` (a later
+    file of a corpus is read with the first file's types: ``007`` stays a string where the
+    first file has text, instead of becoming 7); ragged rows name their line.
     """
     import pyarrow.csv as pacsv
 
+    convert = pacsv.ConvertOptions(column_types=dict(column_types or {}))
     with _open(path, storage_options) as f:
         try:
-            reader = pacsv.open_csv(f)
+            reader = pacsv.open_csv(f, convert_options=convert)
             yield from reader
         except pa.ArrowInvalid as exc:
             raise InputFormatError(_locate_csv_error(path, storage_options, exc)) from exc
@@ -225,9 +240,17 @@ FORMATS: dict[str, Callable[[str, Mapping[str, Any] | None], Iterator[pa.RecordB
 
 
 def read_batches(
-    path: str, fmt: str, storage_options: Mapping[str, Any] | None = None
+    path: str,
+    fmt: str,
+    storage_options: Mapping[str, Any] | None = None,
+    column_types: Mapping[str, pa.DataType] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """Record batches of one input file in format ``fmt`` (text, json, csv, parquet)."""
+    """Record batches of one input file in format ``fmt`` (text, json, csv, parquet).
+
+    ``column_types``: the types to parse CSV columns as (other formats carry their types).
+    """
     if fmt not in FORMATS:
         raise ValueError(f"Unknown input format {fmt!r}; expected one of {sorted(FORMATS)}.")
+    if fmt == "csv" and column_types:
+        return read_csv(path, storage_options, column_types)
     return FORMATS[fmt](path, storage_options)

@@ -12,6 +12,11 @@ from arrowmix._cache import paths
 from arrowmix._dataset import indices
 
 NO_COMPUTE = "ARROWMIX_TEST_NO_COMPUTE"
+# The functions below read the environment only to fail if they are called at all (a
+# recompute); the FingerprintWarning about reading os.environ is right and expected here.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:.*reads .*os.environ:arrowmix.exceptions.FingerprintWarning"
+)
 
 
 def lengths(row):

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from arrowmix._dataset.py_kinds import first_mixed, kind_error
 from arrowmix._storage.cast import ARROW_CAST_ERRORS
 from arrowmix.exceptions import SchemaMismatchError
 
@@ -53,13 +54,20 @@ def table_of(value: Any) -> pa.Table:
     return pa.Table.from_pandas(value, preserve_index=False)
 
 
-def _has_int_leaf(t: pa.DataType) -> bool:
-    if pa.types.is_integer(t):
+def _hint_keeps_values(t: pa.DataType) -> bool:
+    """Whether pyarrow converts Python values to ``t`` only when none changes.
+
+    Only double and bool leaves: given ``int``, pyarrow truncates ``10.5``; ``float`` rounds
+    ``0.1``; ``string`` takes bytes and ``binary`` str; a timestamp or date takes numbers and
+    drops a time or a time zone. Those are inferred and cast losslessly by the caller.
+    """
+    if pa.types.is_float64(t) or pa.types.is_boolean(t):
         return True
     if pa.types.is_struct(t):
-        return any(_has_int_leaf(f.type) for f in t)
-    value_type = getattr(t, "value_type", None)
-    return value_type is not None and _has_int_leaf(value_type)
+        return all(_hint_keeps_values(f.type) for f in t)
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _hint_keeps_values(t.value_type)
+    return False
 
 
 def _np_values(values: list[Any]) -> Any:
@@ -202,7 +210,7 @@ def _from_list(fn: str, name: str, value: list[Any], where: tuple[str, int]) -> 
     if fast is not None:
         return fast
     try:
-        return pa.array(value)
+        arr = pa.array(value)
     except OverflowError as exc:
         if all(isinstance(v, int) or v is None for v in value):
             try:
@@ -222,6 +230,13 @@ def _from_list(fn: str, name: str, value: list[Any], where: tuple[str, int]) -> 
             f"{_row(where, i)} ({exc.object[exc.start : exc.end]!r} is not valid UTF-8): "
             "clean the text, or return bytes (s.encode('utf-8', 'surrogatepass'))."
         ) from exc
+    i = first_mixed(value, arr.type)
+    if i is not None:
+        raise SchemaMismatchError(
+            f"Column {name!r} returned by {fn} at {_row(where, i)} holds "
+            f"{kind_error(value, arr.type, i)}. Return one type for the column in every row."
+        )
+    return arr
 
 
 def as_array(
@@ -236,21 +251,18 @@ def as_array(
     """One returned column as an Arrow array.
 
     ``hint`` is the column's type in the segment's schema: converting Python values to a
-    known type is several times faster than inferring it. It is not used for types with
-    integer leaves, where pyarrow would truncate floats (``10.5 -> 10``) instead of raising:
-    those are inferred and the caller casts them losslessly. ``where`` is ``(label, first
-    row)`` for messages; ``per_row`` says ``value`` holds one returned value per row.
+    known type is faster than inferring it. It is used only where pyarrow's conversion cannot
+    change a value (double and bool leaves): it would truncate floats for an integer type
+    (``10.5 -> 10``), round them for float32, turn bytes into str and back, or drop a time
+    zone. Other types are inferred and the caller casts them losslessly. ``where`` is
+    ``(label, first row)`` for messages; ``per_row`` says ``value`` holds one returned value
+    per row.
     """
     if per_row and isinstance(value, list):
         stacked = _np_values(value)
         if stacked is not None:
             value = stacked
-    if (
-        hint is not None
-        and isinstance(value, list)
-        and not pa.types.is_null(hint)
-        and not _has_int_leaf(hint)
-    ):
+    if hint is not None and isinstance(value, list) and _hint_keeps_values(hint):
         try:
             typed: pa.Array[Any] = pa.array(value, type=hint)
             return typed

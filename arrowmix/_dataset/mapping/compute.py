@@ -30,7 +30,7 @@ from arrowmix._dataset.mapping.conform import Conformer
 from arrowmix._dataset.mapping.output import Output, RowNames, call_batched, call_rows
 from arrowmix._dataset.state import column_names, state_of
 from arrowmix._hooks import cast_to_features, check_labels, label_features
-from arrowmix.exceptions import SchemaMismatchError
+from arrowmix.exceptions import InvalidTypeError, SchemaMismatchError
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
@@ -233,16 +233,26 @@ class MapSegment:
 def _mask(call: Call, lo: int, n: int, result: Any) -> np.ndarray:
     where = f"the batch of rows {lo}..{lo + n - 1}"
     if isinstance(result, (pa.Array, pa.ChunkedArray)):
+        if not pa.types.is_boolean(result.type):
+            raise InvalidTypeError(
+                f"Batched filter function {call.name} returned {result.type} values for "
+                f"{where}; it must return booleans, one per row."
+            )
         arrow: Any = result
         mask = np.asarray(arrow.fill_null(False).to_numpy(zero_copy_only=False), dtype=bool)
     elif isinstance(result, (list, tuple, np.ndarray)) or hasattr(result, "__array__"):
-        try:
-            mask = np.array([bool(x) for x in result], dtype=bool)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(
-                f"Batched filter function {call.name} returned non-boolean values for {where}:"
-                f" {exc}"
-            ) from exc
+        values = result if isinstance(result, (list, tuple)) else np.asarray(result)
+        if isinstance(values, np.ndarray) and values.dtype == bool:
+            mask = values.reshape(-1) if values.ndim else values
+        else:
+            bad = next((x for x in values if not isinstance(x, (bool, np.bool_))), None)
+            if bad is not None or (isinstance(values, np.ndarray) and values.ndim != 1):
+                raise InvalidTypeError(
+                    f"Batched filter function {call.name} returned {type(bad).__name__} "
+                    f"values ({bad!r:.40}) for {where}; it must return booleans, one per row "
+                    "(write `x > 0`, not `x`, for a test on numbers)."
+                )
+            mask = np.array(values, dtype=bool)
     else:
         raise TypeError(
             f"Batched filter function {call.name} returned a {type(result).__name__} for "

@@ -1,7 +1,8 @@
 """One schema per map segment: fixed by the first block, later blocks cast without loss.
 
-The first block in which no column is all-null fixes the segment's schema (an all-null column
-takes its type from a later block, up to 64 MiB of buffered output). Later blocks are cast to
+The first block in which no column is all-null fixes the segment's schema (an all-null column,
+or one of empty lists or of structs with an all-null field, takes its type from a later block,
+up to 64 MiB of buffered output). Later blocks are cast to
 it by :func:`arrowmix._storage.cast.lossless_cast`: ``10.0 -> 10`` is fine, ``10.5 -> 10``,
 ``5 -> true`` or ``10 -> "10"`` raise :class:`~arrowmix.exceptions.SchemaMismatchError`
 naming the column, both types and the first row whose value would change.
@@ -13,7 +14,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from arrowmix._storage.cast import first_lossy_row, lossless_cast
+from arrowmix._storage.cast import (
+    fill_null_types,
+    first_lossy_row,
+    has_null_type,
+    lossless_cast,
+)
 from arrowmix.exceptions import SchemaMismatchError
 
 __all__ = ["Conformer", "lossy_cast_error"]
@@ -28,6 +34,7 @@ def lossy_cast_error(
     why: str,
     where: str,
     first_row: int | None = None,
+    verb: str = "returned by",
 ) -> SchemaMismatchError:
     """The error for a column of ``where`` that cannot become ``target`` without loss.
 
@@ -40,12 +47,13 @@ def lossy_cast_error(
         row = f"row {first_row + i}" if first_row is not None else f"output row {i} there"
         culprit = f" ({row} is {arr[i].as_py()!r})"
     hint = (
-        " The column was all-null in the first 64 MiB of output, so its type was fixed as null."
-        if pa.types.is_null(target)
+        " The column was all-null (or empty lists) in the first 64 MiB of output, so its type "
+        "was fixed as null there."
+        if has_null_type(target)
         else ""
     )
     return SchemaMismatchError(
-        f"Column {column!r} returned by {where}{culprit} is {arr.type} but {target} in the "
+        f"Column {column!r} {verb} {where}{culprit} is {arr.type} but {target} in the "
         f"first batch, and casting it would change values: {why}. Return one type for the "
         f"column in every row (e.g. float(...) for numbers that may have a fraction).{hint}"
     )
@@ -54,8 +62,9 @@ def lossy_cast_error(
 class Conformer:
     """Fix the output schema at the first block where no column is all-null; cast later ones."""
 
-    def __init__(self, fn: str) -> None:
+    def __init__(self, fn: str, verb: str = "returned by") -> None:
         self._fn = fn
+        self._verb = verb
         self.schema: pa.Schema | None = None
         self._pending: list[tuple[pa.RecordBatch, str, int | None]] = []
         self._pending_bytes = 0
@@ -73,9 +82,7 @@ class Conformer:
         self._pending.append((batch, where, first_row))
         self._pending_bytes += batch.nbytes
         merged = self._merged()
-        if self._pending_bytes < _NULL_BUFFER_BYTES and any(
-            pa.types.is_null(f.type) for f in merged
-        ):
+        if self._pending_bytes < _NULL_BUFFER_BYTES and any(has_null_type(f.type) for f in merged):
             return []
         return self.flush()
 
@@ -91,14 +98,11 @@ class Conformer:
         first = self._pending[0][0].schema
         fields = []
         for i, f in enumerate(first):
-            t = next(
-                (
-                    b.schema.field(i).type
-                    for b, _, _ in self._pending
-                    if not pa.types.is_null(b.schema.field(i).type)
-                ),
-                f.type,
-            )
+            t = f.type
+            for b, _, _ in self._pending[1:]:
+                if not has_null_type(t):
+                    break
+                t = fill_null_types(t, b.schema.field(i).type)
             fields.append(pa.field(f.name, t))
         return pa.schema(fields)
 
@@ -111,7 +115,7 @@ class Conformer:
             cast, why = lossless_cast(col, f.type)
             if why is not None:
                 raise lossy_cast_error(
-                    f.name, col, f.type, why, f"{self._fn} for {where}", first_row
+                    f.name, col, f.type, why, f"{self._fn} for {where}", first_row, self._verb
                 )
             cols.append(cast)
         return pa.RecordBatch.from_arrays(cols, schema=self.schema)

@@ -14,7 +14,7 @@ The top of the map engine (``arrowmix._dataset.mapping``), whose layers call onl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,7 @@ from arrowmix._dataset.state import column_names, num_rows, state_of
 from arrowmix._hooks import features_schema
 from arrowmix._storage.mixed_json import no_mixed_types
 from arrowmix._validate import check_callable, check_int
+from arrowmix.exceptions import InvalidTypeError
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
@@ -92,10 +93,27 @@ def _checked(opts: MapOptions) -> MapOptions:
 _DEFAULT_OPTIONS = MapOptions()
 
 
+def _kwargs(fn_kwargs: Any) -> dict[str, Any]:
+    if fn_kwargs is None:
+        return {}
+    if not isinstance(fn_kwargs, Mapping) or not all(isinstance(k, str) for k in fn_kwargs):
+        raise InvalidTypeError(
+            "`fn_kwargs` must be a dict of keyword arguments for the function (str keys), "
+            f"got {type(fn_kwargs).__name__} {fn_kwargs!r:.80}."
+        )
+    return dict(fn_kwargs)
+
+
 def _names(ds: Dataset, value: str | Sequence[str] | None, arg: str) -> tuple[str, ...] | None:
     if value is None:
         return None
-    names = (value,) if isinstance(value, str) else tuple(value)
+    listed = isinstance(value, Iterable) and not isinstance(value, (str, bytes, Mapping))
+    names = (value,) if isinstance(value, str) else tuple(value) if listed else ()
+    if not (isinstance(value, str) or listed) or not all(isinstance(c, str) for c in names):
+        raise InvalidTypeError(
+            f"`{arg}` must be a column name or a list of column names, got "
+            f"{type(value).__name__} {value!r:.80}."
+        )
     available = column_names(state_of(ds))
     missing = [c for c in names if c not in available]
     if missing:
@@ -128,7 +146,7 @@ def _call(
         batched=bool(batched),
         batch_size=batch_size if batch_size and batch_size > 0 else None,
         input_columns=_names(ds, input_columns, "input_columns"),
-        fn_kwargs=dict(fn_kwargs or {}),
+        fn_kwargs=_kwargs(fn_kwargs),
         fmt=s.fmt,
         fmt_kwargs=s.fmt_kwargs if s.fmt is not None else (),
         **more,

@@ -90,7 +90,7 @@ def _convert(
         and name in original.names
         and not isinstance(value, (pa.Array, pa.ChunkedArray))
     ):
-        cast, why = lossless_cast(arr, original.field(name).type)
+        cast, why = lossless_cast(arr, original.field(name).type, round_floats=True)
         if why is None:
             kept: pa.Array[Any] = cast
             return kept
