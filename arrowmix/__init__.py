@@ -12,10 +12,10 @@ from arrowmix._dataset.build import write_chunks
 from arrowmix._dataset.column import Column
 from arrowmix._dataset.concat import concatenate_datasets
 from arrowmix._dataset.dataset import Dataset
-from arrowmix._dataset.saved import load_from_disk
 from arrowmix._fingerprint.pickler import register_fingerprint
 from arrowmix._fingerprint.record import FingerprintRecord
 from arrowmix._fingerprint.record import explain as explain_fingerprint
+from arrowmix._hf.saved import load_from_disk
 from arrowmix._version import __version__
 
 __all__ = [

@@ -24,8 +24,8 @@ from typing import Any
 from bench_common import base_parser, make_text_table, rows_from_args, workdir_from_args
 
 import arrowmix as am
-from arrowmix._dataset import workers
 from arrowmix._dataset.dataset import Dataset
+from arrowmix._dataset.mapping import local as workers
 
 
 @contextlib.contextmanager

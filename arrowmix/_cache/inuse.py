@@ -28,8 +28,9 @@ import weakref
 from collections.abc import Iterator
 from types import TracebackType
 
-from arrowmix._cache.lock import same_file, try_lock
+from arrowmix._cache.lock import try_lock
 from arrowmix._storage.atomic import writer_alive
+from arrowmix._storage.local import same_file
 
 __all__ = ["Hold", "exclusive", "hold", "in_use", "lock_held", "pid_alive", "writer_lock"]
 

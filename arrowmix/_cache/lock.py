@@ -24,7 +24,9 @@ import os
 import sys
 from collections.abc import Iterator
 
-__all__ = ["fingerprint_lock", "lock_path", "remove_idle_lock", "same_file", "try_lock"]
+from arrowmix._storage.local import same_file
+
+__all__ = ["fingerprint_lock", "lock_path", "remove_idle_lock", "try_lock"]
 
 logger = logging.getLogger("arrowmix")
 
@@ -37,16 +39,6 @@ _TRIES = 5
 def lock_path(directory: str, fingerprint: str) -> str:
     """``<directory>/cache-<fingerprint>.lock``."""
     return os.path.join(directory, f"cache-{fingerprint}.lock")
-
-
-def same_file(fd: int, path: str) -> bool:
-    """Whether descriptor ``fd`` still refers to the file at ``path`` (not unlinked)."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return False
-    held = os.fstat(fd)
-    return (held.st_dev, held.st_ino) == (st.st_dev, st.st_ino)
 
 
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only

@@ -16,6 +16,8 @@ import re
 import shutil
 import tempfile
 
+from arrowmix._storage.local import cache_root
+
 __all__ = [
     "CACHE_FILE_RE",
     "INDICES_FILE_RE",
@@ -35,15 +37,6 @@ INDICES_FILE_RE = re.compile(r"^indices-([0-9a-f]{16})\.arrow$")
 
 _caching_enabled = True
 _temp_dir: str | None = None
-
-
-def cache_root() -> str:
-    """``$ARROWMIX_CACHE`` or ``~/.cache/arrowmix`` (created on demand)."""
-    root = os.environ.get("ARROWMIX_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "arrowmix"
-    )
-    os.makedirs(root, exist_ok=True)
-    return root
 
 
 def dataset_cache_dir(first_file: str | None) -> str:

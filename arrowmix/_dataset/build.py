@@ -23,14 +23,15 @@ from typing import Any
 import pyarrow as pa
 
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
-from arrowmix._dataset.hftable import hf_only
-from arrowmix._dataset.json_values import mixed_array, no_mixed_types
+from arrowmix._dataset.state import state_of
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage.cast import ARROW_CAST_ERRORS
 from arrowmix._storage.chunks import is_arrowmix_chunk, list_chunk_files, write_batches
 from arrowmix._storage.digests import MANIFEST_NAME, file_digest, manifest_problems, read_manifest
 from arrowmix._storage.fs import is_local, local_path, url_to_fs
 from arrowmix._storage.ipc import open_table
+from arrowmix._storage.metadata import kept_or_none as hf_only
+from arrowmix._storage.mixed_json import mixed_array, no_mixed_types
 from arrowmix._validate import check_int
 from arrowmix.exceptions import IncompleteCorpusError, SchemaMismatchError
 
@@ -68,7 +69,7 @@ def from_dict(
 ) -> Dataset:
     """A dataset from ``{"column": [values...]}``; see :func:`typed_table` for ``schema``.
 
-    ``on_mixed_types="use_json"`` (without ``schema``): see ``arrowmix._dataset.json_values``.
+    ``on_mixed_types="use_json"`` (without ``schema``): see ``arrowmix._storage.mixed_json``.
     """
     lengths = {k: len(v) for k, v in mapping.items()}
     if len(set(lengths.values())) > 1:
@@ -173,7 +174,7 @@ def from_file(
     """
     ds = from_chunks([os.fspath(path)], storage_options=storage_options)
     if schema is not None and not ds.schema.equals(schema):
-        s = ds._s
+        s = state_of(ds)
         assert isinstance(s.table, pa.Table)  # local or copied chunks: one Arrow table
         table = typed_table(dict(zip(ds.column_names, s.table.columns, strict=True)), schema)
         fp = hash_value(("from_file", s.fingerprint, schema.to_string()))
@@ -188,7 +189,7 @@ def from_file(
             )
         ds = ds.select(ix_table.column(0))
     if in_memory:
-        from arrowmix._dataset.hftable import in_memory_copy
+        from arrowmix._dataset.in_memory import in_memory_copy
 
         ds = in_memory_copy(ds)
     return ds

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from arrowmix._dataset.state import state_of, view_range
 from arrowmix._storage.cast import ARROW_CAST_ERRORS
 from arrowmix.exceptions import SchemaMismatchError
 
@@ -29,12 +30,12 @@ def cast_batch(batch: pa.Table, schema: pa.Schema) -> pa.Table:
     """``batch`` with ``schema``'s column types, cast safely (nothing truncated or wrapped).
 
     Columns holding HF class labels are left as they are: ``map(features=...)`` encodes and
-    checks them (:func:`~arrowmix._dataset.hf_features.cast_to_features`).
+    checks them (:func:`~arrowmix._hooks.cast_to_features`).
 
     Raises:
         SchemaMismatchError: a value does not survive the cast; the message names the column.
     """
-    from arrowmix._dataset.hf_features import label_features
+    from arrowmix._hooks import label_features
 
     labelled = label_features(schema, schema.names)
     arrays = []
@@ -65,13 +66,13 @@ def cast(ds: Dataset, schema: pa.Schema, map_kwargs: dict[str, Any]) -> Dataset:
             f"The columns in features ({schema.names}) must be identical to the columns in "
             f"the dataset: {ds.column_names}."
         )
-    from arrowmix._dataset.hf_features import hf_metadata
+    from arrowmix._storage.metadata import kept_metadata as hf_metadata
 
-    same_features = hf_metadata(ds._s.table.schema) == hf_metadata(schema)
+    same_features = hf_metadata(state_of(ds).table.schema) == hf_metadata(schema)
     if ds.schema.equals(schema) and (same_features or not hf_metadata(schema)):
         return ds
-    cast_batch(ds._range(0, 0), schema)  # an impossible type change raises before any work
-    s = ds._s
+    s = state_of(ds)
+    cast_batch(view_range(s, 0, 0), schema)  # an impossible type change raises before any work
     out = ds.with_format("arrow").map(
         cast_batch,
         batched=True,
@@ -94,7 +95,7 @@ def flatten(ds: Dataset, max_depth: int, new_fingerprint: str | None) -> Dataset
     from arrowmix._validate import check_int
 
     max_depth = check_int("max_depth", max_depth, minimum=1)
-    table = ds._s.table
+    table = state_of(ds).table
     if not isinstance(table, pa.Table):
         raise TypeError(
             "`flatten` needs the dataset's Arrow table; this dataset reads remote chunks "
@@ -106,5 +107,5 @@ def flatten(ds: Dataset, max_depth: int, new_fingerprint: str | None) -> Dataset
         table = table.flatten()
     out = _with_table(ds, table.replace_schema_metadata(None), "flatten", {"max_depth": max_depth})
     if new_fingerprint is not None:
-        out = type(ds)(replace(out._s, fingerprint=user_fingerprint(new_fingerprint)[0]))
+        out = type(ds)(replace(state_of(out), fingerprint=user_fingerprint(new_fingerprint)[0]))
     return out

@@ -19,8 +19,9 @@ import pyarrow as pa
 
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.indices import IndexMap, load_or_store
+from arrowmix._dataset.state import state_of, view_range
 from arrowmix._fingerprint.hasher import hash_value
-from arrowmix._storage.remote_table import RemoteTable
+from arrowmix._remote.table import RemoteTable
 from arrowmix.exceptions import SchemaMismatchError
 
 __all__ = ["concatenate_datasets"]
@@ -49,7 +50,7 @@ def concatenate_datasets(datasets: Sequence[Dataset], axis: int = 0) -> Dataset:
         raise ValueError("`concatenate_datasets` needs at least one dataset.")
     if axis not in (0, 1):
         raise ValueError(f"`axis` must be 0 (rows) or 1 (columns), got {axis!r}.")
-    if any(isinstance(d._s.table, RemoteTable) for d in dsets):
+    if any(isinstance(state_of(d).table, RemoteTable) for d in dsets):
         raise ValueError(
             "`concatenate_datasets` cannot join datasets read through a bounded remote cache "
             "(`from_chunks(..., cache_limit=...)`); open all their chunks with one "
@@ -84,16 +85,16 @@ def _as_dataset(item: Any, i: int) -> Dataset:
 
 def _hf_metadata(dsets: Sequence[Dataset], out: pa.Schema) -> dict[bytes, bytes] | None:
     """HF's features and info texts of the result, merged from the inputs' (as HF does)."""
-    from arrowmix._dataset.hfinfo import merged_metadata
+    from arrowmix._hooks import merged_metadata
 
-    return merged_metadata([d._s.table.schema for d in dsets], out)
+    return merged_metadata([state_of(d).table.schema for d in dsets], out)
 
 
 def _format_fields(dsets: Sequence[Dataset]) -> dict[str, Any]:
     """The format fields of the result: the inputs' common format, else none."""
     formats = [d.format for d in dsets]
     if all(f == formats[0] for f in formats):
-        s = dsets[0]._s
+        s = state_of(dsets[0])
         return {
             "fmt": s.fmt,
             "fmt_columns": s.fmt_columns,
@@ -140,33 +141,35 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 def _concat_rows(dsets: Sequence[Dataset]) -> Dataset:
     schema = _aligned_schema(dsets)
-    table = pa.concat_tables([_conform(d._s.table, schema) for d in dsets])  # type: ignore[arg-type]  # RemoteTable refused above
+    table = pa.concat_tables([_conform(state_of(d).table, schema) for d in dsets])  # type: ignore[arg-type]  # RemoteTable refused above
     table = table.replace_schema_metadata(_hf_metadata(dsets, table.schema))
     mapping = None
-    if any(d._s.indices is not None for d in dsets):
+    if any(state_of(d).indices is not None for d in dsets):
         parts, offset = [], 0
         for d in dsets:
-            ix = d._s.indices or IndexMap.from_range(0, d._s.table.num_rows)
+            ix = state_of(d).indices or IndexMap.from_range(0, state_of(d).table.num_rows)
             parts.append(ix.to_numpy() + offset)
-            offset += d._s.table.num_rows
+            offset += state_of(d).table.num_rows
         mapping = IndexMap.from_array(np.concatenate(parts))
     offsets: tuple[int, ...] | None = None
-    if mapping is None and all(d._s.file_offsets for d in dsets):
+    if mapping is None and all(state_of(d).file_offsets for d in dsets):
         acc, base = [0], 0
         for d in dsets:
-            acc.extend(base + o for o in d._s.file_offsets[1:])  # type: ignore[index]
-            base += d._s.table.num_rows
+            acc.extend(base + o for o in state_of(d).file_offsets[1:])  # type: ignore[index]
+            base += state_of(d).table.num_rows
         offsets = tuple(acc)
     fp = hash_value(("concatenate", [d.fingerprint for d in dsets]))
-    s = dsets[0]._s
+    s = state_of(dsets[0])
     state = DatasetState(
         table=table,
         fingerprint=fp,
-        files=tuple(f for d in dsets for f in d._s.files),
+        files=tuple(f for d in dsets for f in state_of(d).files),
         file_offsets=offsets,
         cache_dir=s.cache_dir,
         storage_options=s.storage_options,
-        holds=tuple(h for d in dsets for h in d._s.holds if h.path != d._s.indices_file),
+        holds=tuple(
+            h for d in dsets for h in state_of(d).holds if h.path != state_of(d).indices_file
+        ),
         **_format_fields(dsets),
     )
     out = Dataset(state)
@@ -190,22 +193,27 @@ def _concat_columns(dsets: Sequence[Dataset]) -> Dataset:
     dupes = sorted({c for c in names if names.count(c) > 1})
     if dupes:
         raise ValueError(f"Cannot concatenate on axis 1: duplicated column name(s) {dupes}.")
-    views = [
-        d if d._s.indices is None or d._s.indices.is_range else d.flatten_indices() for d in dsets
-    ]
-    tables = [v._range(0, n).replace_schema_metadata(None) for v in views]
+    views = [d if _contiguous(state_of(d).indices) else d.flatten_indices() for d in dsets]
+    tables = [view_range(state_of(v), 0, n).replace_schema_metadata(None) for v in views]
     schema = pa.schema([f for t in tables for f in t.schema])
     table = pa.Table.from_arrays([c for t in tables for c in t.columns], schema=schema)
     table = table.replace_schema_metadata(_hf_metadata(dsets, table.schema))
     fp = hash_value(("concatenate", 1, [d.fingerprint for d in dsets]))
-    s = dsets[0]._s
+    s = state_of(dsets[0])
     state = DatasetState(
         table=table,
         fingerprint=fp,
-        files=tuple(dict.fromkeys(f for v in views for f in v._s.files)),
+        files=tuple(dict.fromkeys(f for v in views for f in state_of(v).files)),
         cache_dir=s.cache_dir,
         storage_options=s.storage_options,
-        holds=tuple(h for v in views for h in v._s.holds if h.path != v._s.indices_file),
+        holds=tuple(
+            h for v in views for h in state_of(v).holds if h.path != state_of(v).indices_file
+        ),
         **_format_fields(dsets),
     )
     return Dataset(state)
+
+
+def _contiguous(ix: IndexMap | None) -> bool:
+    """Whether a view through ``ix`` is a zero-copy slice of its table."""
+    return ix is None or ix.is_range

@@ -46,7 +46,7 @@ class DatasetConstructors:
         given (``docs/migrating-from-datasets.md``).
         """
         from arrowmix._dataset import build
-        from arrowmix._dataset.hfinfo import dataset_with_info
+        from arrowmix._hooks import dataset_with_info
 
         del split  # HF's split name: arrowmix datasets have none
         built = build.from_dict(mapping, _schema_of(schema, features, info), on_mixed_types)
@@ -65,7 +65,7 @@ class DatasetConstructors:
     ) -> Dataset:
         """A dataset from a list of row dicts (missing keys become nulls); see from_dict."""
         from arrowmix._dataset import build
-        from arrowmix._dataset.hfinfo import dataset_with_info
+        from arrowmix._hooks import dataset_with_info
 
         del split  # as in from_dict
         built = build.from_pylist(rows, _schema_of(schema, features, info), on_mixed_types)
@@ -264,7 +264,7 @@ class DatasetConstructors:
 
 def _finish(ds: Dataset, features: Any, keep_in_memory: bool) -> Dataset:
     """An ingested dataset cast to HF-style ``features`` and copied into memory, if asked."""
-    from arrowmix._dataset.hftable import in_memory_copy
+    from arrowmix._dataset.in_memory import in_memory_copy
 
     if features is not None:
         ds = ds.cast(features)
@@ -299,6 +299,6 @@ def _schema_of(schema: Any, features: Any, info: Any = None) -> pa.Schema | None
             "`features` must be a pyarrow.Schema or an HF datasets `Features` object; got a "
             f"{type(features).__name__}."
         )
-    from arrowmix._dataset.hf_features import hf_metadata
+    from arrowmix._storage.metadata import kept_metadata as hf_metadata
 
     return found.remove_metadata().with_metadata(hf_metadata(found))  # HF's features kept

@@ -6,91 +6,24 @@ The class is a thin delegator: constructors live in ``build``, indices-producing
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
 
-from arrowmix._cache.inuse import Hold, hold
-from arrowmix._cache.paths import CACHE_FILE_RE, INDICES_FILE_RE, dataset_cache_dir
-from arrowmix._dataset import formats
+from arrowmix._dataset import access, state
+from arrowmix._dataset.base import DatasetBase
 from arrowmix._dataset.constructors import DatasetConstructors
-from arrowmix._dataset.hfcompat import HFCompat
-from arrowmix._dataset.indices import IndexMap, to_positions
-from arrowmix._dataset.reader import TableReader
-from arrowmix._storage import fs
-from arrowmix._storage.remote_table import RemoteTable
-from arrowmix._validate import check_int
-from arrowmix.exceptions import ColumnNotFoundError
+from arrowmix._dataset.state import DatasetState, hold_cache_files
+from arrowmix._hf.compat import HFCompat
 
 if TYPE_CHECKING:
     from arrowmix._dataset.column import Column
 
-__all__ = ["Dataset", "DatasetState"]
-
-_ITER_BLOCK = 1024
+__all__ = ["Dataset", "DatasetState", "hold_cache_files"]
 
 
-@dataclass(frozen=True)
-class DatasetState:
-    """Everything a Dataset is made of; transforms build new states, never mutate one."""
-
-    table: pa.Table | RemoteTable
-    fingerprint: str
-    files: tuple[str, ...] = ()
-    file_offsets: tuple[int, ...] | None = None
-    indices: IndexMap | None = None
-    indices_file: str | None = None
-    fmt: str | None = None
-    fmt_columns: tuple[str, ...] | None = None
-    #: HF's ``output_all_columns``: columns outside ``fmt_columns`` come as Python objects.
-    fmt_all: bool = False
-    #: HF's ``format_kwargs`` (``dtype``/``device`` for numeric tensors and arrays).
-    fmt_kwargs: tuple[tuple[str, Any], ...] = ()
-    cache_dir: str | None = None
-    #: fsspec options for the dataset's URLs (remote chunks, a remote ``cache_dir``).
-    storage_options: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
-    #: Reader registrations on the cache/indices files in use, so cleanup never removes them.
-    holds: tuple[Hold, ...] = field(default=(), compare=False, repr=False)
-
-    @cached_property
-    def format(self) -> formats.Format:
-        """The output format (built on first use)."""
-        from arrowmix._dataset.json_values import has_json
-
-        json = any(has_json(t) for t in self.table.schema.types)
-        return formats.Format(self.fmt, self.fmt_columns, self.fmt_all, self.fmt_kwargs, json)
-
-    @cached_property
-    def reader(self) -> TableReader | RemoteTable:
-        """Batch-aware gatherer over ``table`` (built on first use).
-
-        A :class:`~arrowmix._storage.remote_table.RemoteTable` (remote chunks read through a
-        bounded cache) is its own reader.
-        """
-        if isinstance(self.table, RemoteTable):
-            return self.table
-        return TableReader(self.table)
-
-
-def hold_cache_files(paths: Sequence[str]) -> tuple[Hold, ...]:
-    """Register this process as a reader of the local cache and indices files among ``paths``.
-
-    Chunk files are never removed by a cleanup, so they need no registration.
-    """
-    out = []
-    for p in paths:
-        name = os.path.basename(p)
-        if "://" not in p and (CACHE_FILE_RE.match(name) or INDICES_FILE_RE.match(name)):
-            out.append(hold(p))
-    return tuple(out)
-
-
-class Dataset(DatasetConstructors, HFCompat):
+class Dataset(DatasetConstructors, HFCompat, DatasetBase):
     """A map-style dataset over Arrow data: random access, memory-mapped, cached transforms.
 
     Build one with :meth:`from_dict`, :meth:`from_pylist`, :meth:`from_arrow`,
@@ -126,7 +59,7 @@ class Dataset(DatasetConstructors, HFCompat):
         if isinstance(arrow_table, DatasetState):
             self._s = arrow_table
             return
-        from arrowmix._dataset.hftable import state_from_table
+        from arrowmix._hooks import state_from_table
 
         self._s = state_from_table(arrow_table, info, indices_table, fingerprint)
 
@@ -139,7 +72,6 @@ class Dataset(DatasetConstructors, HFCompat):
 
         return to_ray(self, rows_per_block=rows_per_block)
 
-    # ---- properties ---------------------------------------------------------------------
     @property
     def fingerprint(self) -> str:
         """16 hex characters identifying the content and lineage of this dataset."""
@@ -148,15 +80,12 @@ class Dataset(DatasetConstructors, HFCompat):
     @property
     def num_rows(self) -> int:
         """Number of rows in the view."""
-        return len(self._s.indices) if self._s.indices is not None else self._s.table.num_rows
-
-    def __len__(self) -> int:
-        return self.num_rows
+        return state.num_rows(self._s)
 
     @property
     def column_names(self) -> list[str]:
         """Column names, in order."""
-        return list(self._s.table.column_names)
+        return state.column_names(self._s)
 
     @property
     def schema(self) -> pa.Schema:
@@ -170,13 +99,7 @@ class Dataset(DatasetConstructors, HFCompat):
         ``{"type": None | "numpy" | "arrow" | "torch", "format_kwargs": {...}, "columns":
         [formatted columns], "output_all_columns": bool}``; ``type`` ``None`` is Python objects.
         """
-        s = self._s
-        return {
-            "type": s.fmt,
-            "format_kwargs": dict(s.fmt_kwargs),
-            "columns": list(s.fmt_columns) if s.fmt_columns is not None else self.column_names,
-            "output_all_columns": s.fmt_all,
-        }
+        return state.format_dict(self._s)
 
     @property
     def features(self) -> Any:
@@ -195,7 +118,7 @@ class Dataset(DatasetConstructors, HFCompat):
                 "`ds.features` converts the schema to HF datasets' `Features` and needs "
                 "`datasets` installed; `ds.schema` is the same information as a pyarrow.Schema."
             ) from exc
-        from arrowmix._dataset.hf_features import hf_metadata
+        from arrowmix._storage.metadata import kept_metadata as hf_metadata
 
         # HF's own description of the columns (class names...) where the data carries it
         return hf.Features.from_arrow_schema(
@@ -215,105 +138,12 @@ class Dataset(DatasetConstructors, HFCompat):
     @property
     def cache_files(self) -> list[str]:
         """Every file the dataset uses: chunks, cache files (map/filter results) and indices."""
-        extra = [self._s.indices_file] if self._s.indices_file else []
-        paths = [*self._s.files, *extra, *(h.path for h in self._s.holds)]
-        return list(dict.fromkeys(paths))
+        return state.cache_files(self._s)
 
     @property
     def cache_dir(self) -> str:
         """Where results derived from this dataset are written (a local directory or a URL)."""
-        if self._s.cache_dir is not None:
-            fs.makedirs(self._s.cache_dir)
-            return self._s.cache_dir
-        return dataset_cache_dir(self._s.files[0] if self._s.files else None)
-
-    def __fingerprint__(self) -> tuple[str, str | None, tuple[str, ...] | None]:
-        """How a function capturing this dataset is hashed: its fingerprint and format."""
-        return (self._s.fingerprint, self._s.fmt, self._s.fmt_columns)
-
-    def __enter__(self) -> Dataset:
-        """``with ds:`` as in HF ``datasets``; nothing to release (files stay mapped)."""
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickle by reference to the memory-mapped files (a few KB), not with the rows.
-
-        The unpickled dataset reopens the same files, memory-mapped, and registers as their
-        reader; a dataset built in memory is pickled with its data. See
-        ``arrowmix._dataset.pickling`` and "Pickling and worker processes" in
-        ``docs/datasets.md``.
-        """
-        from arrowmix._dataset.pickling import reduce_dataset
-
-        return reduce_dataset(self)
-
-    def __copy__(self) -> Dataset:
-        return type(self)(self._s)  # the state is immutable: share it, reopen nothing
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> Dataset:
-        return type(self)(self._s)
-
-    def __repr__(self) -> str:
-        return (
-            f"Dataset(num_rows={self.num_rows}, columns={self.column_names}, "
-            f"fingerprint={self.fingerprint!r}"
-            + (f", format={self._s.fmt!r}" if self._s.fmt else "")
-            + ")"
-        )
-
-    # ---- reading ------------------------------------------------------------------------
-    def _gather(self, positions: np.ndarray, columns: Sequence[str] | None = None) -> pa.Table:
-        """Rows at view ``positions`` as an Arrow table (validated by the caller)."""
-        base = self._s.indices.lookup(positions) if self._s.indices is not None else positions
-        table = self._s.reader.take(base)
-        return table.select(list(columns)) if columns is not None else table
-
-    def _range(self, start: int, stop: int, columns: Sequence[str] | None = None) -> pa.Table:
-        """View rows ``[start, stop)`` as an Arrow table; zero-copy without an array mapping."""
-        ix = self._s.indices
-        if ix is None or ix.is_range:
-            off = ix.start if ix is not None else 0
-            table = self._s.reader.slice(off + start, off + stop)
-        else:
-            table = self._s.reader.take(ix.array[start:stop])  # type: ignore[index]
-        return table.select(list(columns)) if columns is not None else table
-
-    def _format(self) -> formats.Format:
-        return self._s.format
-
-    def _check_column(self, name: str) -> None:
-        if name not in self._s.table.column_names:
-            raise ColumnNotFoundError(
-                f"Unknown column {name!r}; available columns: {self._s.table.column_names}."
-            )
-
-    def __getitem__(self, key: Any) -> Any:
-        if isinstance(key, (bool, np.bool_)):
-            raise TypeError(
-                f"A dataset index must be an int, str, slice or collection of ints, not {key!r}."
-            )
-        fmt = self._format()
-        if isinstance(key, str):
-            self._check_column(key)
-            return fmt.column(self._range(0, self.num_rows, [key]).column(key), key)
-        cols = fmt.read_columns()
-        if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
-            i = int(key)
-            if i < 0:
-                i += self.num_rows
-            if i < 0 or i >= self.num_rows:
-                to_positions([int(key)], self.num_rows)  # raises IndexError naming it
-            return fmt.rows(self._range(i, i + 1, cols))[0]
-        if isinstance(key, slice):
-            start, stop, step = key.indices(self.num_rows)
-            if step == 1:
-                return fmt.batch(self._range(start, stop, cols))
-            key = range(start, stop, step)
-        pos = to_positions(key, self.num_rows)
-        return fmt.batch(self._gather(pos.to_numpy(), cols))
+        return state.cache_dir(self._s)
 
     def column(self, name: str) -> Column:
         """A lazy, list-like view of column ``name``: nothing is read until it is indexed.
@@ -344,20 +174,10 @@ class Dataset(DatasetConstructors, HFCompat):
             >>> [b["x"] for b in am.Dataset.from_dict({"x": [1, 2, 3]}).iter(batch_size=2)]
             [[1, 2], [3]]
         """
-        batch_size = check_int("batch_size", batch_size, minimum=1)
-        n, fmt = self.num_rows, self._format()
-        cols = fmt.read_columns()
-        for start in range(0, n, batch_size):
-            stop = min(start + batch_size, n)
-            if drop_last_batch and stop - start < batch_size:
-                return
-            yield fmt.batch(self._range(start, stop, cols))
+        return access.iter_batches(self._s, batch_size, drop_last_batch)
 
     def __iter__(self) -> Iterator[Any]:
-        n, fmt = self.num_rows, self._format()
-        cols = fmt.read_columns()
-        for start in range(0, n, _ITER_BLOCK):
-            yield from fmt.rows(self._range(start, min(start + _ITER_BLOCK, n), cols))
+        return access.iter_rows(self._s)
 
     def to_list(self) -> list[dict[str, Any]]:
         """The view as a list of row dicts of Python objects (HF's ``to_list``)."""
@@ -399,13 +219,14 @@ class Dataset(DatasetConstructors, HFCompat):
         **format_kwargs: Any,
     ) -> None:
         """HF's in-place :meth:`with_format`: this object switches to the new view."""
-        self._s = self.with_format(type, columns, output_all_columns, **format_kwargs)._s
+        self._s = state.state_of(
+            self.with_format(type, columns, output_all_columns, **format_kwargs)
+        )
 
     def reset_format(self) -> None:
         """HF's in-place ``with_format(None)``."""
         self.set_format(None)
 
-    # ---- transforms (delegated to ops) --------------------------------------------------
     def select(self, indices: Any, **hf_options: Any) -> Dataset:
         """Rows at ``indices`` (range, list, array), as an indices mapping: no data copied.
 
@@ -608,7 +429,8 @@ class Dataset(DatasetConstructors, HFCompat):
         (``num_proc`` then caps the tasks in flight; the files and the fingerprint are the
         same). HF's ``suffix_template``, ``writer_batch_size`` and ``keep_in_memory`` are
         accepted (``docs/migrating-from-datasets.md``). See ``docs/caching.md`` and
-        ``docs/ray.md``.
+        ``docs/ray.md``. (This method is long only for HF's arguments and their
+        documentation: it hands them to the map engine in one call.)
 
         Args:
             function: ``function(row) -> dict | None``, or with ``batched=True``
@@ -647,35 +469,10 @@ class Dataset(DatasetConstructors, HFCompat):
             >>> ds.map(lambda b: {"t": b["text"] * 2}, batched=True, remove_columns="text")["t"]
             ['a', 'bb', 'a', 'bb']
         """
-        from arrowmix._dataset.map import map_dataset
-        from arrowmix._dataset.map_options import map_options
+        arguments = dict(locals())  # first: the parameters only
+        from arrowmix._dataset.mapping.options import map_dataset, method_arguments
 
-        return map_dataset(
-            self,
-            function,
-            batched=batched,
-            batch_size=batch_size,
-            with_indices=with_indices,
-            with_rank=with_rank,
-            input_columns=input_columns,
-            fn_kwargs=fn_kwargs,
-            remove_columns=remove_columns,
-            drop_last_batch=drop_last_batch,
-            try_original_type=try_original_type,
-            suffix_template=hf_options.pop("suffix_template", None),
-            features=features,
-            on_mixed_types=on_mixed_types,
-            opts=map_options(
-                "map",
-                num_proc=num_proc,
-                load_from_cache_file=load_from_cache_file,
-                cache_file_name=cache_file_name,
-                new_fingerprint=new_fingerprint,
-                desc=desc,
-                executor=executor,
-                **hf_options,
-            ),
-        )
+        return map_dataset(self, **method_arguments("map", arguments))
 
     def filter(
         self,
@@ -726,29 +523,10 @@ class Dataset(DatasetConstructors, HFCompat):
             >>> ds.filter(lambda row: row["n"] % 2 == 0)["n"]
             [2, 4]
         """
-        from arrowmix._dataset.map import filter_dataset
-        from arrowmix._dataset.map_options import map_options
+        arguments = dict(locals())  # first: the parameters only
+        from arrowmix._dataset.mapping.options import filter_dataset, method_arguments
 
-        return filter_dataset(
-            self,
-            function,
-            batched=batched,
-            batch_size=batch_size,
-            with_indices=with_indices,
-            with_rank=with_rank,
-            input_columns=input_columns,
-            fn_kwargs=fn_kwargs,
-            opts=map_options(
-                "filter",
-                num_proc=num_proc,
-                load_from_cache_file=load_from_cache_file,
-                cache_file_name=cache_file_name,
-                new_fingerprint=new_fingerprint,
-                desc=desc,
-                executor=executor,
-                **hf_options,
-            ),
-        )
+        return filter_dataset(self, **method_arguments("filter", arguments))
 
     def to_stream(
         self,
@@ -813,12 +591,4 @@ class Dataset(DatasetConstructors, HFCompat):
         ``datasets``: other datasets' results live there too. Neither does a remote
         ``cache_dir`` (nothing is removed from object stores).
         """
-        from arrowmix._cache.cleanup import remove_unused
-
-        if not fs.is_local(self.cache_dir):
-            return 0
-        cache_dir = os.path.abspath(self.cache_dir)
-        mine = {os.path.abspath(f) for f in self.cache_files if "://" not in f}
-        if not any(os.path.dirname(f) == cache_dir for f in mine):
-            return 0
-        return remove_unused(cache_dir, keep=mine)
+        return state.remove_unused_cache_files(self._s)

@@ -54,7 +54,7 @@ class Format:
     output_all_columns: bool = False
     kwargs: tuple[tuple[str, Any], ...] = ()
     #: The table holds ``arrow.json`` (``on_mixed_types="use_json"``): the Python format
-    #: decodes it (``arrowmix._dataset.json_values``).
+    #: decodes it (``arrowmix._storage.mixed_json``).
     json: bool = False
 
     def read_columns(self) -> list[str] | None:
@@ -67,7 +67,7 @@ class Format:
         """A batch of ``table`` (read with :meth:`read_columns`) in this format."""
         out = self._batch(table)
         if self.json and self.type is None:
-            from arrowmix._dataset.json_values import decode_pydict
+            from arrowmix._storage.mixed_json import decode_pydict
 
             return decode_pydict(table, out)
         return out
@@ -88,7 +88,7 @@ class Format:
     def rows(self, table: pa.Table) -> list[Any]:
         """Each row of ``table`` (read with :meth:`read_columns`) in this format."""
         if self.json and self.type is None:
-            from arrowmix._dataset.json_values import decode_pydict
+            from arrowmix._storage.mixed_json import decode_pydict
 
             cols = decode_pydict(table, table.to_pydict())
             return [{k: v[i] for k, v in cols.items()} for i in range(table.num_rows)]
@@ -103,7 +103,7 @@ class Format:
             return col.to_pylist()
         out = format_column(col, self.type, dict(self.kwargs))
         if self.json and self.type is None:
-            from arrowmix._dataset.json_values import decode, has_json
+            from arrowmix._storage.mixed_json import decode, has_json
 
             if has_json(col.type):
                 return [decode(v, col.type) for v in out]

@@ -161,17 +161,10 @@ def load_or_store(
     if path is None and len(mapping) < INDICES_FILE_MIN_ROWS:
         return mapping, None
     name = indices_file_name(fingerprint)
-    if (
-        path is None
-        and shipped is not None
-        and shipped != cache_dir
-        and os.path.exists(os.path.join(shipped, name))
-    ):
-        beside = os.path.join(shipped, name)
-        with contextlib.suppress(ChunkFileError):  # damaged or foreign: not used
-            shipped_array = open_indices(beside, fingerprint, len(mapping))
-            if np.array_equal(shipped_array, mapping.array):
-                return IndexMap(array=shipped_array), beside
+    if path is None and shipped is not None and shipped != cache_dir:
+        found = _shipped(mapping.array, os.path.join(shipped, name), fingerprint)
+        if found is not None:
+            return found, os.path.join(shipped, name)
     if path is None:
         path = fs.join(cache_dir, name)
     if reuse and fs.exists(path, storage_options):
@@ -190,21 +183,43 @@ def load_or_store(
                 CacheWarning,
                 stacklevel=4,
             )
+    meta = {"fingerprint": fingerprint, "parent": parent, "transform": transform}
+    return _store(mapping.array, path, meta, storage_options), path
+
+
+def _shipped(positions: np.ndarray, beside: str, fingerprint: str) -> IndexMap | None:
+    """The mapping from the read-only file ``beside``, if it holds exactly ``positions``."""
+    if not os.path.exists(beside):
+        return None
+    with contextlib.suppress(ChunkFileError):  # damaged or foreign: not used
+        shipped_array = open_indices(beside, fingerprint, len(positions))
+        if np.array_equal(shipped_array, positions):
+            return IndexMap(array=shipped_array)
+    return None
+
+
+def _store(
+    positions: np.ndarray,
+    path: str,
+    meta: dict[str, Any],
+    storage_options: Mapping[str, Any] | None,
+) -> IndexMap:
+    """Write ``positions`` to ``path`` (atomically) and return it memory-mapped from there."""
     if fs.is_local(path):  # temporary files of killed writers of this very file
         directory, base = fs.split(fs.local_path(path))
         remove_dead_tmp(directory, base.__eq__)
-    batch = pa.record_batch({"indices": pa.array(mapping.array, type=pa.int64())})
+    batch = pa.record_batch({"indices": pa.array(positions, type=pa.int64())})
     meta = {
         "kind": "indices",
-        "fingerprint": fingerprint,
-        "parent": parent,
-        "transform": transform,
-        "rows": len(mapping),
+        "fingerprint": meta["fingerprint"],
+        "parent": meta["parent"],
+        "transform": meta["transform"],
+        "rows": len(positions),
         "created": time.time(),
     }
     write_file(path, [batch], batch.schema, meta=meta, storage_options=storage_options)
-    array = open_indices(path, fingerprint, len(mapping), storage_options)
-    return IndexMap(array=array), path
+    array = open_indices(path, meta["fingerprint"], len(positions), storage_options)
+    return IndexMap(array=array)
 
 
 def open_indices(

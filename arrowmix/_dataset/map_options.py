@@ -1,4 +1,4 @@
-"""The options of ``map``/``filter`` that never enter the fingerprint, and HF's rules for them.
+"""HF's rules for the fingerprint and cache-file arguments of map, filter and the views.
 
 ``new_fingerprint`` (any string HF ``datasets`` accepts), ``cache_file_name`` (with an
 extension), ``suffix_template`` (checked, then unused: segments keep their names) and HF's
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from arrowmix._fingerprint.transform import validate_fingerprint
@@ -17,10 +16,8 @@ from arrowmix._storage.fs import is_local
 from arrowmix.exceptions import FingerprintError
 
 __all__ = [
-    "MapOptions",
     "check_cache_file_name",
     "check_suffix_template",
-    "map_options",
     "user_fingerprint",
 ]
 
@@ -67,52 +64,6 @@ def check_cache_file_name(name: Any) -> str | None:
             f"{path}.arrow; segments are named <stem>-<i>-of-<n><ext>)."
         )
     return os.path.abspath(path) if is_local(path) else path
-
-
-@dataclass(frozen=True)
-class MapOptions:
-    """How a map/filter runs and where it is stored; nothing here enters the fingerprint."""
-
-    num_proc: int | None = None
-    load_from_cache_file: bool | None = None
-    cache_file_name: str | None = None
-    new_fingerprint: str | None = None
-    desc: str | None = None
-    executor: Any = None
-    #: HF's ``keep_in_memory``: this call neither reads nor leaves a reusable cache entry.
-    keep_in_memory: bool = False
-
-
-#: HF ``datasets`` arguments accepted for compatibility that change nothing here.
-_NO_OP_HF_ARGS = {"writer_batch_size"}
-_UNSUPPORTED_HF_ARGS = {
-    "disable_nullable": "Arrow columns here are always nullable",
-}
-
-
-def map_options(kind: str, **kwargs: Any) -> MapOptions:
-    """The :class:`MapOptions` of a ``map``/``filter`` call, HF-only arguments checked.
-
-    Raises:
-        TypeError: an unknown argument, or an HF argument not supported (the message says
-            what to do instead).
-        ValueError: ``keep_in_memory`` with ``cache_file_name`` (HF refuses both too).
-    """
-    known = set(MapOptions.__dataclass_fields__)
-    extra = {k: kwargs.pop(k) for k in list(kwargs) if k not in known}
-    for name in sorted(extra):
-        if name in _NO_OP_HF_ARGS:
-            continue
-        if name in _UNSUPPORTED_HF_ARGS:
-            raise TypeError(
-                f"{kind}() does not support HF datasets' `{name}=` argument: "
-                f"{_UNSUPPORTED_HF_ARGS[name]}."
-            )
-        raise TypeError(f"{kind}() got an unexpected keyword argument {name!r}")
-    if kwargs.get("keep_in_memory") and kwargs.get("cache_file_name"):
-        raise ValueError("Please use either `keep_in_memory` or `cache_file_name` but not both.")
-    kwargs["keep_in_memory"] = bool(kwargs.get("keep_in_memory"))
-    return MapOptions(**kwargs)
 
 
 def check_suffix_template(template: str | None) -> None:

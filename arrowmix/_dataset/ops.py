@@ -22,17 +22,19 @@ from arrowmix._cache.inuse import Hold
 from arrowmix._cache.paths import cache_file_name as _cache_file_name
 from arrowmix._cache.paths import shipped_cache_dir
 from arrowmix._dataset import formats
+from arrowmix._dataset.access import check_column
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
-from arrowmix._dataset.hf_features import hf_metadata
-from arrowmix._dataset.hfinfo import renamed_entry
 from arrowmix._dataset.indices import IndexMap, load_or_store, to_positions
 from arrowmix._dataset.map_options import user_fingerprint
+from arrowmix._dataset.state import num_rows, state_of, view_range
 from arrowmix._dataset.view_options import ViewOptions
 from arrowmix._fingerprint.transform import roll
+from arrowmix._hooks import renamed_entry
+from arrowmix._remote.table import RemoteTable
 from arrowmix._storage import fs
 from arrowmix._storage.atomic import remove_dead_tmp
 from arrowmix._storage.ipc import open_table, read_meta, write_file
-from arrowmix._storage.remote_table import RemoteTable
+from arrowmix._storage.metadata import kept_metadata as hf_metadata
 from arrowmix._validate import check_index, check_int
 from arrowmix.exceptions import (
     CacheCorruptedError,
@@ -77,7 +79,7 @@ def with_selection(
         fingerprint, key = user_fingerprint(opts.new_fingerprint)
     else:
         fingerprint = key = roll(ds.fingerprint, transform, kwargs)
-    s = ds._s
+    s = state_of(ds)
     mapping = sel if s.indices is None else s.indices.compose(sel)
     path = None
 
@@ -169,9 +171,9 @@ def sort(
     if len(revs) != len(cols):
         raise ValueError(f"`reverse` has {len(revs)} entries for {len(cols)} sort columns.")
     for c in cols:
-        ds._check_column(c)
+        check_column(state_of(ds), c)
     orders = ["descending" if r else "ascending" for r in revs]
-    table = ds._range(0, len(ds), cols)
+    table = view_range(state_of(ds), 0, len(ds), cols)
     try:
         perm = _sort_indices(table, cols, orders, placement)
     except pa.ArrowNotImplementedError as exc:
@@ -254,27 +256,19 @@ def flatten_indices(
     user_path = check_cache_file_name(cache_file_name)
     if keep_in_memory and user_path is not None:
         raise ValueError("Please use either `keep_in_memory` or `cache_file_name` but not both.")
-    s = ds._s
+    s = state_of(ds)
     if s.indices is None:
         return ds
-    parent = None
+    # With a name of the user's, the file also records what was flattened.
+    parent = ds.fingerprint if new_fingerprint is not None else None
     if new_fingerprint is not None:
         fp, key = user_fingerprint(new_fingerprint)
-        parent = ds.fingerprint  # the name alone does not say what was flattened
     else:
         fp = key = roll(ds.fingerprint, "flatten_indices")
     if keep_in_memory:
-        from arrowmix._dataset.hftable import hf_only
-
-        table = ds._range(0, len(ds)).combine_chunks()
-        table = table.replace_schema_metadata(hf_only(table.schema))  # HF's features kept
-        fields = ("fmt", "fmt_columns", "fmt_all", "fmt_kwargs", "cache_dir", "storage_options")
-        return Dataset(
-            DatasetState(table=table, fingerprint=fp, **{f: getattr(s, f) for f in fields})
-        )
+        return _flatten_in_memory(s, fp)
     path = user_path or fs.join(ds.cache_dir, _cache_file_name(key))
-    n = len(ds)
-    so = s.storage_options
+    n, so = len(ds), s.storage_options
     found = None
     shipped = shipped_cache_dir(s.files)
     if shipped is not None and shipped != ds.cache_dir and user_path is None:
@@ -312,15 +306,27 @@ def flatten_indices(
     )
 
 
+def _flatten_in_memory(s: DatasetState, fp: str) -> Dataset:
+    """The view gathered into one table in memory (``keep_in_memory=True``), format kept."""
+    from arrowmix._storage.metadata import kept_or_none as hf_only
+
+    table = view_range(s, 0, num_rows(s)).combine_chunks()
+    table = table.replace_schema_metadata(hf_only(table.schema))  # HF's features kept
+    fields = ("fmt", "fmt_columns", "fmt_all", "fmt_kwargs", "cache_dir", "storage_options")
+    return Dataset(DatasetState(table=table, fingerprint=fp, **{f: getattr(s, f) for f in fields}))
+
+
 def _write_flattened(ds: Dataset, path: str, fp: str) -> None:
-    s, n = ds._s, len(ds)
+    s, n = state_of(ds), len(ds)
     if fs.is_local(path):  # temporary files of killed writers of this very file
         directory, name = fs.split(fs.local_path(path))
         remove_dead_tmp(directory, name.__eq__)
     blocks = (
         b
         for start in range(0, n, _FLATTEN_BLOCK)
-        for b in ds._range(start, min(start + _FLATTEN_BLOCK, n)).combine_chunks().to_batches()
+        for b in view_range(state_of(ds), start, min(start + _FLATTEN_BLOCK, n))
+        .combine_chunks()
+        .to_batches()
     )
     meta = {
         "kind": "flatten",
@@ -345,7 +351,7 @@ def _with_table(
     kwargs: dict[str, Any],
     renamed: dict[str, str] | None = None,
 ) -> Dataset:
-    s = ds._s
+    s = state_of(ds)
     cols = formats.transmit_columns(s.fmt_columns, ds.column_names, table.column_names, renamed)
     if renamed:  # HF's features follow their columns (pyarrow's rename drops them)
         meta = renamed_entry(s.table.schema, renamed)  # the info texts too
@@ -374,7 +380,7 @@ def set_format(
     if columns is not None:
         cols = tuple(_names(columns))
         for c in cols:
-            ds._check_column(c)
+            check_column(state_of(ds), c)
     kw = tuple(sorted(format_kwargs.items()))
     args = {
         "type": fmt,
@@ -384,7 +390,7 @@ def set_format(
     }
     fp = roll(ds.fingerprint, "with_format", args)
     state = replace(
-        ds._s,
+        state_of(ds),
         fingerprint=fp,
         fmt=fmt,
         fmt_columns=cols,
@@ -397,25 +403,27 @@ def set_format(
 def select_columns(ds: Dataset, column_names: str | Sequence[str]) -> Dataset:
     cols = _names(column_names)
     for c in cols:
-        ds._check_column(c)
-    return _with_table(ds, ds._s.table.select(cols), "select_columns", {"columns": cols})
+        check_column(state_of(ds), c)
+    return _with_table(ds, state_of(ds).table.select(cols), "select_columns", {"columns": cols})
 
 
 def remove_columns(ds: Dataset, column_names: str | Sequence[str]) -> Dataset:
     cols = _names(column_names)
     for c in cols:
-        ds._check_column(c)
-    return _with_table(ds, ds._s.table.drop_columns(cols), "remove_columns", {"columns": cols})
+        check_column(state_of(ds), c)
+    return _with_table(
+        ds, state_of(ds).table.drop_columns(cols), "remove_columns", {"columns": cols}
+    )
 
 
 def rename_column(ds: Dataset, old: str, new: str) -> Dataset:
-    ds._check_column(old)
+    check_column(state_of(ds), old)
     if new in ds.column_names and new != old:
         raise ValueError(f"Cannot rename {old!r} to {new!r}: a column {new!r} already exists.")
     names = [new if c == old else c for c in ds.column_names]
     return _with_table(
         ds,
-        ds._s.table.rename_columns(names),
+        state_of(ds).table.rename_columns(names),
         "rename_column",
         {"old": old, "new": new},
         {old: new},
@@ -426,7 +434,7 @@ def rename_columns(ds: Dataset, column_mapping: dict[str, str]) -> Dataset:
     """Rename several columns at once (``{old: new}``), as HF ``datasets`` does."""
     mapping = dict(column_mapping)
     for old in mapping:
-        ds._check_column(old)
+        check_column(state_of(ds), old)
     names = [mapping.get(c, c) for c in ds.column_names]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -438,5 +446,9 @@ def rename_columns(ds: Dataset, column_mapping: dict[str, str]) -> Dataset:
         if not isinstance(new, str) or not new:
             raise ValueError(f"New name for column {old!r} must be a non-empty string: {new!r}.")
     return _with_table(
-        ds, ds._s.table.rename_columns(names), "rename_columns", {"mapping": mapping}, mapping
+        ds,
+        state_of(ds).table.rename_columns(names),
+        "rename_columns",
+        {"mapping": mapping},
+        mapping,
     )

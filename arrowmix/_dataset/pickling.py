@@ -37,8 +37,9 @@ import pyarrow as pa
 from arrowmix._cache.inuse import Hold, hold
 from arrowmix._cache.paths import INDICES_FILE_RE
 from arrowmix._dataset.indices import IndexMap, open_indices
+from arrowmix._dataset.state import state_of
+from arrowmix._remote.table import RemoteTable
 from arrowmix._storage.mapped import TableRef, table_ref
-from arrowmix._storage.remote_table import RemoteTable
 from arrowmix.exceptions import ChunkFileError
 
 if TYPE_CHECKING:
@@ -89,7 +90,7 @@ def _indices_fp(path: str | None, ix: IndexMap | None) -> str | None:
 
 def describe(ds: Dataset) -> DatasetRef:
     """``ds`` as references (see the module docstring); data only where it has no file."""
-    s = ds._s
+    s = state_of(ds)
     ref = table_ref(s.table) if isinstance(s.table, pa.Table) else None
     ix_fp = _indices_fp(s.indices_file, s.indices)
     return DatasetRef(

@@ -1,11 +1,11 @@
 """Open remote chunks without downloading them: ``from_chunks(url, cache_limit=...)``.
 
 Each chunk is described from a few range requests (its schema and record batch row counts:
-:func:`~arrowmix._storage.remote_meta.probe`, issued for several chunks at once), its size and
+:func:`~arrowmix._remote.meta.probe`, issued for several chunks at once), its size and
 version from one listing per directory, and its content digest from the directory's manifest
 (written last by ``write_chunks``: a directory without one, or whose files do not match it,
 is refused, since hashing the files would download them all). The dataset's table is a
-:class:`~arrowmix._storage.remote_table.RemoteTable` that downloads a chunk into the bounded
+:class:`~arrowmix._remote.table.RemoteTable` that downloads a chunk into the bounded
 cache directory when a read first needs it. The fingerprint is the one the same files get
 when read from a local directory (it hashes the same digests), so results cached from a
 local copy of the corpus are reused, and the other way round.
@@ -22,11 +22,11 @@ import pyarrow as pa
 
 from arrowmix._dataset.dataset import Dataset, DatasetState
 from arrowmix._fingerprint.hasher import hash_value
+from arrowmix._remote.cache import check_fits, parse_size
+from arrowmix._remote.meta import RemoteChunk, probe
+from arrowmix._remote.table import RemoteTable
 from arrowmix._storage.digests import read_manifest
 from arrowmix._storage.fs import is_local, url_to_fs
-from arrowmix._storage.remote_cache import check_fits, parse_size
-from arrowmix._storage.remote_meta import RemoteChunk, probe
-from arrowmix._storage.remote_table import RemoteTable
 from arrowmix.exceptions import ChunkFileError, IncompleteCorpusError, SchemaMismatchError
 
 __all__ = ["from_remote_chunks"]

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from arrowmix._dataset.indices import IndexMap
+from arrowmix._dataset.state import state_of, view_range
 from arrowmix._dataset.view_options import ViewOptions, view_options
 
 if TYPE_CHECKING:
@@ -190,7 +191,9 @@ def train_test_split(
         seed = check_seed(seed)
         rng = np.random.default_rng(seed)
         if stratify_by_column is not None:
-            labels = np.asarray(ds._range(0, n, [stratify_by_column]).column(0).to_numpy())
+            labels = np.asarray(
+                view_range(state_of(ds), 0, n, [stratify_by_column]).column(0).to_numpy()
+            )
             train_ix, test_ix = stratified_indices(labels, n_train, n_test, rng, stratify_by_column)
         else:
             perm = rng.permutation(n)

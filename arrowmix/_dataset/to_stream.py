@@ -15,8 +15,9 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._dataset.indices import IndexMap
-from arrowmix._storage.remote_cache import parse_size
-from arrowmix._storage.remote_table import ReadAhead, RemoteTable
+from arrowmix._dataset.state import state_of
+from arrowmix._remote.cache import parse_size
+from arrowmix._remote.table import ReadAhead, RemoteTable
 from arrowmix._stream.sources import ArrowSource, Upcoming, from_row_source
 from arrowmix._stream.tokens import TokenColumn
 
@@ -43,7 +44,7 @@ class DatasetRows:
         if self._columns is not None:
             schema = pa.schema([schema.field(c) for c in self._columns])
         self._schema = schema
-        table = ds._s.table
+        table = state_of(ds).table
         if isinstance(table, RemoteTable):
             self._ahead = _read_ahead(table, read_ahead)
             self.read_ahead = self._read_ahead
@@ -52,7 +53,7 @@ class DatasetRows:
 
     def _read_ahead(self, upcoming: Upcoming) -> None:
         """Map the stream's upcoming view positions to table rows for the read-ahead."""
-        ix = self._ds._s.indices
+        ix = state_of(self._ds).indices
         self._ahead.read_ahead(upcoming if ix is None else _Mapped(upcoming, ix))
 
     @property
@@ -68,7 +69,7 @@ class DatasetRows:
         return self._ds.fingerprint
 
     def chunk_offsets(self) -> np.ndarray:
-        s = self._ds._s
+        s = state_of(self._ds)
         n = self.num_rows
         base = np.asarray(s.file_offsets or (0, s.table.num_rows), dtype=np.int64)
         if s.indices is None:
@@ -92,7 +93,7 @@ class DatasetRows:
         """
         if name not in self._schema.names:
             raise KeyError(f"no column {name!r}; the rows have columns {self._schema.names}.")
-        s = self._ds._s
+        s = state_of(self._ds)
         if isinstance(s.table, RemoteTable):
             raise TypeError(
                 f"the token stages (`collate`, `pack`, `bucket` on the token column {name!r}) "
@@ -142,6 +143,6 @@ def to_stream(
     fully copied chunks nothing is downloaded, and row dealing reads every row each epoch.
     """
     if shard is None:
-        bounded = isinstance(ds._s.table, RemoteTable)
+        bounded = isinstance(state_of(ds).table, RemoteTable)
         shard = "chunks" if bounded and kwargs.get("shuffle", "global") != "global" else "rows"
     return from_row_source(DatasetRows(ds, read_ahead), shard=shard, **kwargs)

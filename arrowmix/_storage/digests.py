@@ -34,6 +34,7 @@ import xxhash
 
 from arrowmix._storage.atomic import atomic_sink
 from arrowmix._storage.fs import is_local, join, local_path, url_to_fs
+from arrowmix._storage.local import cache_root
 
 __all__ = [
     "MANIFEST_FORMAT",
@@ -263,8 +264,6 @@ def _hash_file(path: str) -> str:
 
 
 def _record_path(version: tuple[str, int, int, int]) -> str | None:
-    from arrowmix._cache.paths import cache_root
-
     try:
         root = cache_root()
     except OSError:

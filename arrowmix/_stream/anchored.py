@@ -170,8 +170,8 @@ class WindowReplayStage(Stream[U]):
         self._pos += 1
         return item
 
-    def _pull_positions(self, n: int) -> np.ndarray:
-        """Like ``_pull`` for stages whose windows are arrays of row positions."""
+    def pull_positions(self, n: int) -> np.ndarray:
+        """Like ``pull`` for stages whose windows are arrays of row positions."""
         parts: list[np.ndarray] = []
         got = 0
         while got < n:
@@ -187,7 +187,7 @@ class WindowReplayStage(Stream[U]):
             parts.append(part)
         return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
-    def _pull(self, n: int) -> list[U]:
+    def pull(self, n: int) -> list[U]:
         out: list[U] = []
         while len(out) < n:
             if self._buf is None or self._pos >= len(self._buf):

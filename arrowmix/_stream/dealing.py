@@ -1,7 +1,7 @@
 """Which units of an epoch's global order an instance reads, across cluster resizes.
 
 Normally instance ``r`` of ``n`` reads the units ``r, r + n, ...`` of the epoch's global
-order (rows in the order of :mod:`arrowmix._stream.order`). After an elastic restore the
+order (rows in the order of :mod:`arrowmix._stream.sources.order`). After an elastic restore the
 order that remains of an epoch is the *remainder*: the units that no old instance had
 read. A :class:`Generation` records one resize: the old instance count ``n`` and, per old
 instance, its frontier ``(epoch, index)`` (rows of its share it had read, in its own
@@ -20,13 +20,17 @@ min(s))`` units, so memory follows the spread of the old instances, not the epoc
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from arrowmix._stream.topology import check_sharding
 from arrowmix.exceptions import StateError
 
-__all__ = ["Dealing", "Generation"]
+if TYPE_CHECKING:
+    from arrowmix._stream.rng import SeedHolder
+
+__all__ = ["DealtSource", "Dealing", "Generation", "ShareReader"]
 
 
 class Generation:
@@ -132,3 +136,57 @@ class Dealing:
             in_head = u < nh
             u = np.where(in_head, head[np.minimum(u, max(nh - 1, 0))] if nh else 0, u - nh + tail)
         return u
+
+
+class ShareReader:
+    """Mixin of the stages that read one share of an input dealt among instances.
+
+    Sources and ``budget_bucket`` share one ``reshard`` (DataLoader workers and
+    distributed ranks, elastic resume): validate, apply, restart. A subclass implements
+    ``apply_share`` (store the share, rebuild what depends on it).
+    """
+
+    def apply_share(self, num_instances: int, instance_rank: int) -> None:
+        """Store the new share and rebuild what depends on it (subclass hook)."""
+        raise NotImplementedError
+
+    restart: Callable[[], None]  # provided by Stage
+
+    def reshard(self, num_instances: int, instance_rank: int) -> None:
+        """Read another share (DataLoader workers, elastic resume); restarts the stream."""
+        check_sharding(num_instances, instance_rank)
+        self.apply_share(num_instances, instance_rank)
+        self.restart()
+
+
+class DealtSource(ShareReader):
+    """Mixin of the sources whose order elastic resume re-deals (rows, chunks).
+
+    ``deal`` records the past resizes and the drain limit, then calls ``apply_deal``
+    (rebuild the order) and restarts.
+    """
+
+    _seed: SeedHolder
+    _generations: list[Generation]
+    _limit: tuple[int, int] | None
+
+    def apply_deal(self) -> None:
+        """Rebuild the order after ``_generations`` or ``_limit`` changed (subclass hook)."""
+        raise NotImplementedError
+
+    def deal(
+        self,
+        generations: list[Generation],
+        limit: tuple[int, int] | None,
+        seed: int | None = None,
+    ) -> None:
+        """Deal the remainder of resized epochs; stop at ``limit`` (drains). Restarts.
+
+        ``seed``: the order's seed of the old instances (``None`` keeps this one's).
+        """
+        if seed is not None:
+            self._seed.value = int(seed)
+        self._generations = list(generations)
+        self._limit = limit
+        self.apply_deal()
+        self.restart()

@@ -76,7 +76,7 @@ def merge_states(states: Sequence[State]) -> State:
     Example:
         >>> import pyarrow as pa
         >>> from arrowmix._stream.row_source import TableRowSource
-        >>> from arrowmix._stream.sources import from_row_source
+        >>> from arrowmix._stream.sources.rows import from_row_source
         >>> rows = TableRowSource(pa.table({"x": list(range(10))}))
         >>> def build(n, r):
         ...     s = from_row_source(rows, seed=1, infinite=False, num_instances=n,
@@ -116,6 +116,31 @@ def _plain_task(st: State, n: int, k: int, num_sources: int) -> dict[str, Any]:
         "sources": src,
         "override": None,
     }
+
+
+def _old_tasks(
+    merged: list[State], num_sources: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``(drains, mains)``: the old instances' pending drain tasks and their main tasks."""
+    n = len(merged)
+    drains: list[dict[str, Any]] = []
+    mains: list[dict[str, Any]] = []
+    for k, st in enumerate(merged):
+        if ELASTIC_KEY in st:
+            tasks = [_check_task(x) for x in st[ELASTIC_KEY]["tasks"]]
+            tasks[0] = {**tasks[0], "state": st["state"], "pipeline": st["pipeline"]}
+        else:
+            tasks = [_plain_task(st, n, k, num_sources)]
+        *pending, main = tasks
+        if main["sharding"] != [n, k]:
+            raise StateError(
+                f"merge_states: states[{k}] belongs to instance {main['sharding'][1]} "
+                f"of {main['sharding'][0]}, expected {k} of {n}; pass the states of "
+                "every instance in instance order."
+            )
+        drains.extend(pending)
+        mains.append(main)
+    return drains, mains
 
 
 def _check_task(task: Any) -> dict[str, Any]:
@@ -255,24 +280,8 @@ class ElasticRun:
             )
         run.epoch = epochs.pop()
         run.nodes_of = {st.get("pipeline"): st.get("nodes") for st in merged}
-        n, ns = len(merged), len(run.sources)
-        drains: list[dict[str, Any]] = []
-        mains: list[dict[str, Any]] = []
-        for k, st in enumerate(merged):
-            if ELASTIC_KEY in st:
-                tasks = [_check_task(x) for x in st[ELASTIC_KEY]["tasks"]]
-                tasks[0] = {**tasks[0], "state": st["state"], "pipeline": st["pipeline"]}
-            else:
-                tasks = [_plain_task(st, n, k, ns)]
-            *pending, main = tasks
-            if main["sharding"] != [n, k]:
-                raise StateError(
-                    f"merge_states: states[{k}] belongs to instance {main['sharding'][1]} "
-                    f"of {main['sharding'][0]}, expected {k} of {n}; pass the states of "
-                    "every instance in instance order."
-                )
-            drains.extend(pending)
-            mains.append(main)
+        ns = len(run.sources)
+        drains, mains = _old_tasks(merged, ns)
         if run.shared:
             run.tasks = [run._plan_shared(mains)]
             run._configure(run.tasks[0])

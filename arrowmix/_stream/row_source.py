@@ -7,15 +7,16 @@ layer never imports the Dataset layer. :class:`TableRowSource` wraps a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import pyarrow as pa
 
 from arrowmix._fingerprint.hasher import hash_value
-from arrowmix._stream.tokens import TokenColumn
+from arrowmix._stream.tokens.column import TokenColumn
 
-__all__ = ["RowSource", "TableRowSource"]
+__all__ = ["OPTIONAL_MEMBERS", "RowSource", "RowSourceHooks", "TableRowSource", "optional_member"]
 
 
 @runtime_checkable
@@ -44,6 +45,47 @@ class RowSource(Protocol):
     def take(self, positions: np.ndarray) -> pa.Table:
         """The rows at ``positions`` (int64), in that order."""
         ...
+
+
+class RowSourceHooks(Protocol):
+    """The optional members of a :class:`RowSource`: the stream layer uses each one it finds.
+
+    A row source implements the five members of :class:`RowSource`, plus any of these:
+
+    - ``token_column(name) -> TokenColumn``: zero-copy token ids of a ``list<int*>`` column
+      (``collate``, ``pack``, token bucketing); without it the column is taken whole once.
+    - ``take_column(positions, name) -> pyarrow.ChunkedArray``: one column at ``positions``
+      (bucketing keys); without it, ``take(positions)[name]``.
+    - ``read_ahead(upcoming)``: told before every block where the stream stands (an
+      :class:`~arrowmix._stream.sources.Upcoming`), to fetch what comes next (remote chunks).
+    - ``stats() -> dict``: counters merged into the source's ``stats()``.
+    - ``close()``: stop background work (called by the source's ``close()``).
+    """
+
+    def token_column(self, name: str) -> TokenColumn: ...
+
+    def take_column(self, positions: np.ndarray, name: str) -> pa.ChunkedArray[Any]: ...
+
+    def read_ahead(self, upcoming: Any) -> None: ...
+
+    def stats(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+#: The names of :class:`RowSourceHooks`.
+OPTIONAL_MEMBERS = frozenset({"token_column", "take_column", "read_ahead", "stats", "close"})
+
+
+def optional_member(rows: RowSource, name: str) -> Callable[..., Any] | None:
+    """``rows``'s optional member ``name`` (one of :data:`OPTIONAL_MEMBERS`), or None.
+
+    The one place the stream layer looks an optional member up.
+    """
+    if name not in OPTIONAL_MEMBERS:
+        raise AttributeError(f"{name!r} is not an optional member of a RowSource.")
+    member: Callable[..., Any] | None = getattr(rows, name, None)
+    return member
 
 
 class TableRowSource:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from arrowmix._cache.segments import Segment
+from arrowmix._dataset.state import state_of, view_range
 from arrowmix._storage.mapped import TableRef, table_ref
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ class _Source:
 
 
 def _source(ray: Any, ds: Dataset) -> _Source:
-    s = ds._s
+    s = state_of(ds)
     table: Any = table_ref(s.table) if isinstance(s.table, pa.Table) else None
     if table is None:
         logger.info(
@@ -124,13 +125,10 @@ def _source(ray: Any, ds: Dataset) -> _Source:
 
 def _segment_task(payload: tuple[Any, ...], seg: Segment) -> int:
     """Run in a Ray worker: rebuild the job around the reopened input, compute one segment."""
-    from arrowmix._dataset.map_job import Job
-    from arrowmix._dataset.workers import WORKER_ENV
+    from arrowmix._dataset.mapping.segments import Job
+    from arrowmix._dataset.mapping.worker import prepare_worker
 
-    os.environ["TOKENIZERS_PARALLELISM"] = "false"
-    for key, value in WORKER_ENV.items():
-        os.environ.setdefault(key, value)
-    os.environ["ARROWMIX_PROGRESS"] = "0"
+    prepare_worker()
     fn, kind, call, fingerprint, zero_copy_ok, record, source = payload
     ds = source.open(_ray())
     fn(Job(kind, ds, call, fingerprint, zero_copy_ok, record), seg, lambda n: None)
@@ -146,6 +144,9 @@ def _remote(ray: Any) -> Any:
 
 class RayExecutor:
     """Run map/filter segments as Ray tasks (``executor="ray"`` is ``RayExecutor()``).
+
+    One of the two implementations of the map engine's ``Executor`` protocol
+    (``arrowmix._dataset.mapping.execute``); the local process pool is the other.
 
     Uses the Ray cluster this process is connected to (``ray.init()`` first; Ray starts a
     local one otherwise). ``num_proc`` of the map caps the tasks in flight (default: every
@@ -237,15 +238,15 @@ def to_ray(ds: Dataset, *, rows_per_block: int | None = None) -> Any:
     ray = _ray()
     n = len(ds)
     if rows_per_block is None:
-        nbytes = ds._s.table.nbytes
-        per_row = nbytes / max(ds._s.table.num_rows, 1)
+        nbytes = state_of(ds).table.nbytes
+        per_row = nbytes / max(state_of(ds).table.num_rows, 1)
         rows_per_block = max(1, int(_BLOCK_BYTES // max(per_row, 1.0)))
     if rows_per_block <= 0:
         raise ValueError(f"`rows_per_block` must be a positive int, got {rows_per_block!r}.")
     tables = [
-        ds._range(lo, min(n, lo + rows_per_block)).replace_schema_metadata(None)
+        view_range(state_of(ds), lo, min(n, lo + rows_per_block)).replace_schema_metadata(None)
         for lo in range(0, n, rows_per_block)
-    ] or [ds._range(0, 0).replace_schema_metadata(None)]
+    ] or [view_range(state_of(ds), 0, 0).replace_schema_metadata(None)]
     return ray.data.from_arrow(tables)
 
 

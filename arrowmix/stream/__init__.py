@@ -8,19 +8,19 @@ row-source protocol :class:`RowSource` with :class:`TableRowSource` and
 """
 
 from arrowmix._stream.anchored import WindowReplayStage
-from arrowmix._stream.balanced import plan_batches
 from arrowmix._stream.base import ElasticMode, PassThrough, Stream
-from arrowmix._stream.batch import pad_batch
-from arrowmix._stream.chunks import from_chunks
-from arrowmix._stream.collate import Collator
 from arrowmix._stream.elastic import merge_states
-from arrowmix._stream.iterable import from_iterable
-from arrowmix._stream.mix import mix
-from arrowmix._stream.mix import zip_streams as zip
+from arrowmix._stream.mixing.mix import mix
+from arrowmix._stream.mixing.mix import zip_streams as zip
+from arrowmix._stream.mixing.schedule import estimate_mix_rows
 from arrowmix._stream.rng import SeedHolder, derive_rng
 from arrowmix._stream.row_source import RowSource, TableRowSource
-from arrowmix._stream.schedule import estimate_mix_rows
-from arrowmix._stream.sources import from_row_source
+from arrowmix._stream.sources.chunks import from_chunks
+from arrowmix._stream.sources.iterable import from_iterable
+from arrowmix._stream.sources.rows import from_row_source
+from arrowmix._stream.stages.balanced import plan_batches
+from arrowmix._stream.stages.batch import pad_batch
+from arrowmix._stream.tokens.collate import Collator
 from arrowmix._stream.topology import ElasticRole
 
 __all__ = [

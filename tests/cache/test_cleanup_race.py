@@ -15,7 +15,7 @@ import pytest
 import arrowmix as am
 from arrowmix._cache.cleanup import remove_file
 from arrowmix._cache.inuse import hold, in_use
-from arrowmix._dataset import map as map_module
+from arrowmix._dataset.mapping import plan as map_module
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

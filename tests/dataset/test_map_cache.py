@@ -324,7 +324,7 @@ def test_progress_bar_switch(chunked, capfd, monkeypatch, env, shown):
 
 
 def test_spawn_workers_where_fork_is_unavailable(monkeypatch, small_segments):
-    from arrowmix._dataset import workers
+    from arrowmix._dataset.mapping import local as workers
 
     monkeypatch.setattr(workers.mp, "get_all_start_methods", lambda: ["spawn"])
     ds = am.Dataset.from_dict({"n": list(range(40))})

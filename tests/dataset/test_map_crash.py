@@ -27,7 +27,7 @@ SCRIPT = textwrap.dedent(
     import json, os, sys, time
     import arrowmix as am
     from arrowmix._cache import segments
-    from arrowmix._dataset import runner
+    from arrowmix._dataset.mapping import compute as runner
     segments.SEGMENT_ROWS = segments.MIN_SEGMENT_ROWS = 10
     runner._OUT_ROWS = 1  # write every batch at once: a killed writer leaves a .partial
     data, log, marker, stall_at, delay = sys.argv[1:6]

@@ -175,7 +175,7 @@ def test_full_disk_leaves_no_partial_file(ds, monkeypatch):
 
 
 def test_keyboard_interrupt_mid_segment_leaves_nothing(ds, monkeypatch):
-    from arrowmix._dataset import runner
+    from arrowmix._dataset.mapping import compute as runner
 
     monkeypatch.setattr(runner, "_OUT_ROWS", 1)  # the segment file is open when we interrupt
     seen = []

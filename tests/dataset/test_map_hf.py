@@ -283,7 +283,8 @@ def test_cache_hit_is_logged_and_shown(caplog, capsys, monkeypatch):
 
 
 def test_progress_advances_with_worker_processes(small_segments, monkeypatch):
-    from arrowmix._dataset import progress, workers
+    from arrowmix._dataset import progress
+    from arrowmix._dataset.mapping import local as workers
 
     seen = []
     monkeypatch.setattr(progress.Progress, "rows", lambda self, n: seen.append(n))

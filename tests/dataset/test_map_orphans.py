@@ -17,7 +17,7 @@ _PARENT = """
 import os, sys, time
 import pyarrow as pa
 import arrowmix as am
-from arrowmix._dataset import workers
+from arrowmix._dataset.mapping import local as workers
 
 if sys.argv[2] == "watchdog":  # as on platforms without prctl
     workers._set_pdeathsig = lambda: False

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import arrowmix as am
-from arrowmix._dataset.residency import release_mapped_pages
+from arrowmix._dataset.mapping.residency import release_mapped_pages
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="madvise via /proc")
 
@@ -39,7 +39,7 @@ def test_release_ignores_unmapped_and_remote_paths(tmp_path):
 
 
 def test_map_over_chunks_gives_same_result_with_frequent_releases(tmp_path, monkeypatch):
-    from arrowmix._dataset import residency
+    from arrowmix._dataset.mapping import residency
 
     monkeypatch.setattr(residency, "RELEASE_BYTES", 1)
     am.write_chunks(

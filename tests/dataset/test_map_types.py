@@ -95,7 +95,7 @@ def test_a_column_pyarrow_splits_is_stored_as_large_string(ds):
 
 
 def test_numbers_convert_like_pyarrow():
-    from arrowmix._dataset.outputs import as_array
+    from arrowmix._dataset.mapping.arrays import as_array
 
     for values in ([1, 2, 3], [1.5, 2, None], [True, False], [1, 2**63], [2**53 + 1, 0.5]):
         try:

@@ -198,7 +198,7 @@ def test_spawned_pool_worker_reads_rows(big):
 def test_map_engine_spawn_job_is_small(big, monkeypatch):
     import dill
 
-    from arrowmix._dataset import workers
+    from arrowmix._dataset.mapping import local as workers
 
     sizes = []
     dumps = dill.dumps

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 import arrowmix as am
-from arrowmix._dataset import saved
+from arrowmix._hf import saved
 
 
 def _ds(n=10):

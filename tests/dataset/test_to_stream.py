@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import arrowmix as am
-from arrowmix._stream.bucket import LengthBucketIterator
-from arrowmix._stream.mix import WeightedMixIterator
-from arrowmix._stream.sources import ArrowSource
+from arrowmix._stream.mixing.mix import WeightedMixIterator
+from arrowmix._stream.sources.rows import ArrowSource
+from arrowmix._stream.stages.bucket import LengthBucketIterator
 from arrowmix.stream import Stream, mix
 from arrowmix.testing import CheckpointRoundTripTests
 

@@ -10,7 +10,7 @@ import pytest
 
 import arrowmix as am
 import arrowmix.stream
-from arrowmix._storage import remote_meta
+from arrowmix._remote import meta as remote_meta
 from arrowmix._storage.fs import url_to_fs
 from arrowmix.exceptions import CacheLimitError, ObjectChangedError, RemoteReadError
 
@@ -62,7 +62,7 @@ def count_ranges(monkeypatch):
         return real(fs, path, url, ranges)
 
     monkeypatch.setattr(remote_meta, "fetch_ranges", counting)
-    from arrowmix._storage import remote_cache
+    from arrowmix._remote import cache as remote_cache
 
     monkeypatch.setattr(remote_cache, "fetch_ranges", counting)
     return seen
@@ -334,7 +334,7 @@ def test_a_chunk_pinned_by_another_reader_is_never_evicted(
 ):
     import fcntl
 
-    from arrowmix._storage import remote_cache
+    from arrowmix._remote import cache as remote_cache
 
     so = s3_storage_options
     write_corpus(s3_url, so, 2, pad="q" * 100)
@@ -362,7 +362,7 @@ def test_a_chunk_pinned_by_another_reader_is_never_evicted(
 
 def test_cleanup_cache_never_takes_a_download_in_progress_for_a_dead_writers_file():
     from arrowmix._cache.listing import TMP_FILE_RE
-    from arrowmix._storage import remote_cache
+    from arrowmix._remote import cache as remote_cache
 
     # A chunk key of digits followed by a file name starting with a hex run: the shape a
     # dead writer's temporary file has ("tmp-<pid>-<hex>-...").

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import arrowmix as am
-from arrowmix._storage.remote_meta import _batch_length, _footer_blocks
+from arrowmix._remote.meta import _batch_length, _footer_blocks
 
 
 @pytest.fixture

@@ -23,7 +23,7 @@ def build() -> Any:
     import pyarrow as pa
 
     from arrowmix._stream.row_source import TableRowSource
-    from arrowmix._stream.sources import ArrowSource
+    from arrowmix._stream.sources.rows import ArrowSource
 
     lengths = np.random.default_rng(0).zipf(1.5, ROWS).clip(1, 50).astype(np.int64)
     rows = TableRowSource(pa.table({"id": np.arange(ROWS), "n": lengths}), chunk_rows=32)

@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._stream.row_source import TableRowSource
-from arrowmix._stream.sources import ArrowSource
+from arrowmix._stream.sources.rows import ArrowSource
 
 
 def table(n: int = 100, seed: int = 0) -> pa.Table:

@@ -114,7 +114,7 @@ def test_index_stream_matches_row_stream(infinite: bool) -> None:
 def test_shuffle_in_position_mode_still_yields_rows() -> None:
     s = arrow(30, seed=1).shuffle(8, seed=2)
     expected = [r["id"] for r in arrow(30, seed=1).shuffle(8, seed=2)]
-    s._use_positions()
+    assert s.as_positions() is not None  # a consumer takes the positions view
     assert [r["id"] for r in s] == expected
 
 
@@ -122,7 +122,7 @@ def test_non_numeric_key_is_named() -> None:
     import pyarrow as pa
 
     from arrowmix._stream.row_source import TableRowSource
-    from arrowmix._stream.sources import from_row_source
+    from arrowmix._stream.sources.rows import from_row_source
 
     src = from_row_source(TableRowSource(pa.table({"lang": ["en", "de"]})), infinite=False)
     with pytest.raises(ValueError, match=r"`key` 'lang' must give a number.*'(en|de)'"):

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arrowmix._stream.sources import ArrowSource
+from arrowmix._stream.sources.rows import ArrowSource
 from arrowmix.exceptions import DroppedDataWarning
 from arrowmix.stream import Stream, mix
 from arrowmix.testing import CheckpointRoundTripTests
@@ -163,7 +163,7 @@ def test_elastic_resize_keeps_later_epochs_chunk_sharded() -> None:
 def test_spans_partition_the_epoch_into_equal_contiguous_shares(
     sizes: list[int], n: int, shuffle: bool, window: int, epoch: int
 ) -> None:
-    from arrowmix._stream.spans import ChunkSpans
+    from arrowmix._stream.sources.spans import ChunkSpans
 
     offsets = np.cumsum([0, *sizes])
     total = int(offsets[-1])

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from arrowmix._stream.dealing import Dealing, Generation
 from arrowmix._stream.row_source import TableRowSource
-from arrowmix._stream.sources import ArrowSource
+from arrowmix._stream.sources.rows import ArrowSource
 from arrowmix.exceptions import StateError
 from arrowmix.stream import Stream, from_chunks, from_iterable, merge_states, mix, zip
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arrowmix._stream.row_source import TableRowSource
-from arrowmix._stream.sources import from_row_source
+from arrowmix._stream.sources.rows import from_row_source
 from arrowmix.exceptions import SchemaMismatchError
 from arrowmix.stream import Stream, estimate_mix_rows, from_iterable, mix, zip
 

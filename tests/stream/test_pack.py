@@ -8,9 +8,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from arrowmix._stream.pack import BinPackIterator, ConcatPackIterator
 from arrowmix._stream.row_source import TableRowSource
-from arrowmix._stream.sources import ArrowSource
+from arrowmix._stream.sources.rows import ArrowSource
+from arrowmix._stream.tokens.pack import BinPackIterator, ConcatPackIterator
 from arrowmix.stream import Stream, from_iterable
 from arrowmix.testing import CheckpointRoundTripTests
 

@@ -5,18 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from arrowmix._stream.anchored import AnchoredStage
-from arrowmix._stream.batch import BatchIterator
-from arrowmix._stream.bucket import LengthBucketIterator
-from arrowmix._stream.chunks import ChunkSource
-from arrowmix._stream.flat_map import FlatMapIterator
-from arrowmix._stream.iterable import IterableSource
-from arrowmix._stream.limit import LimitIterator
-from arrowmix._stream.map import FilterIterator, MapIterator, ParallelMapIterator
-from arrowmix._stream.mix import WeightedMixIterator, ZipIterator
-from arrowmix._stream.prefetch import PrefetchIterator
-from arrowmix._stream.shuffle import BufferShuffleIterator
-from arrowmix._stream.sources import ArrowSource
-from arrowmix._stream.window import WindowIterator
+from arrowmix._stream.mixing.mix import WeightedMixIterator, ZipIterator
+from arrowmix._stream.sources.chunks import ChunkSource
+from arrowmix._stream.sources.iterable import IterableSource
+from arrowmix._stream.sources.rows import ArrowSource
+from arrowmix._stream.stages.batch import BatchIterator
+from arrowmix._stream.stages.bucket import LengthBucketIterator
+from arrowmix._stream.stages.flat_map import FlatMapIterator
+from arrowmix._stream.stages.limit import LimitIterator
+from arrowmix._stream.stages.map import FilterIterator, MapIterator, ParallelMapIterator
+from arrowmix._stream.stages.prefetch import PrefetchIterator
+from arrowmix._stream.stages.shuffle import BufferShuffleIterator
+from arrowmix._stream.stages.window import WindowIterator
 from arrowmix.stream import Stream, from_chunks, from_iterable, mix, zip
 from arrowmix.testing import CheckpointRoundTripTests
 

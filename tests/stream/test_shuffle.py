@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from arrowmix._stream.row_source import TableRowSource
-from arrowmix._stream.sources import from_row_source
+from arrowmix._stream.sources.rows import from_row_source
 from arrowmix.stream import Stream, from_iterable, mix
 
 from .helpers import arrow, table

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from arrowmix._stream.permutation import FeistelPermutation
 from arrowmix._stream.row_source import RowSource, TableRowSource
-from arrowmix._stream.sources import from_row_source
+from arrowmix._stream.sources.permutation import FeistelPermutation
+from arrowmix._stream.sources.rows import from_row_source
 from arrowmix.exceptions import StateError
 from arrowmix.stream import from_chunks, from_iterable
 
@@ -221,7 +221,7 @@ def test_from_iterable_materialises_one_shot_iterators() -> None:
 def test_table_to_rows_restores_gc_state() -> None:
     import gc
 
-    from arrowmix._stream.sources import table_to_rows
+    from arrowmix._stream.sources.rows import table_to_rows
 
     t = pa.table({"a": [1, 2], "b": ["x", None], "c": [[1], []]})
     assert gc.isenabled()

@@ -9,10 +9,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from arrowmix._stream.collate import CollateIterator, Collator
-from arrowmix._stream.mixed_rows import MixedRows
+from arrowmix._stream.mixing.mixed_rows import MixedRows
 from arrowmix._stream.row_source import TableRowSource
-from arrowmix._stream.tokens import ConcatTokenColumn, TokenColumn
+from arrowmix._stream.tokens.collate import CollateIterator, Collator
+from arrowmix._stream.tokens.column import ConcatTokenColumn, TokenColumn
 from arrowmix.stream import Stream, from_iterable, mix
 from arrowmix.testing import CheckpointRoundTripTests
 
@@ -145,9 +145,10 @@ def test_bucket_columnar_after_mix_matches_row_mix() -> None:
     positions = mix(inputs(), [0.7, 0.3])
     rs = positions.row_source()
     assert isinstance(rs, MixedRows)
-    positions._use_positions()
+    view = positions.as_positions()
+    assert view is not None
     positions._ensure_started()
-    pos = np.concatenate([positions._pull_positions(n) for n in (5, 40, 1, 100)])
+    pos = np.concatenate([view.pull(n) for n in (5, 40, 1, 100)])
     assert rs.take(pos)["input_ids"].to_pylist() == rows
     out = list(mix(inputs(), [0.7, 0.3]).bucket("input_ids", 4, 16, columnar=True).collate())
     assert int(sum(b["attention_mask"].sum() for b in out)) == sum(map(len, rows))
@@ -160,9 +161,10 @@ def test_mix_positions_follow_the_stopping_rule(stopping: str) -> None:
 
     rows = [r["input_ids"] for r in mix(inputs(), stopping=stopping)]
     m = mix(inputs(), stopping=stopping)
-    m._use_positions()
+    view = m.as_positions()
+    assert view is not None
     m._ensure_started()
-    got = m.row_source().take(m._pull_positions(1000))["input_ids"].to_pylist()
+    got = view.rows.take(view.pull(1000))["input_ids"].to_pylist()
     assert got == rows
 
 

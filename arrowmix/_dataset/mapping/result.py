@@ -1,0 +1,136 @@
+"""The Dataset a map or filter returns, built from the tables of its segments.
+
+A map result is opened memory-mapped: the stored columns come from the segment files, and
+input columns the function keeps unchanged are referenced zero-copy from the parent when the
+parent is a plain or contiguous view (otherwise they are copied into the segments, as HF
+``datasets`` does). A filter stores the kept positions and returns an indices mapping composed
+with the parent's (no column data copied).
+
+This is the bottom of the map engine: it reads the parent through ``arrowmix._dataset.state``
+and wraps the new state in a ``Dataset``; it calls nothing above it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from arrowmix._cache.paths import shipped_cache_dir
+from arrowmix._cache.segments import Segment, unify_tables
+from arrowmix._dataset import formats
+from arrowmix._dataset.indices import IndexMap, load_or_store
+from arrowmix._dataset.mapping.arrays import int64_numpy
+from arrowmix._dataset.state import (
+    DatasetState,
+    cache_dir,
+    column_names,
+    derive,
+    hold_cache_files,
+    state_of,
+    view_range,
+)
+from arrowmix._storage.ipc import read_meta
+from arrowmix._storage.metadata import kept_metadata as hf_metadata
+from arrowmix.exceptions import SchemaMismatchError
+
+if TYPE_CHECKING:
+    from arrowmix._dataset.dataset import Dataset
+
+__all__ = ["filter_result", "map_result"]
+
+
+def _columns(
+    tables: list[pa.Table], segments: list[Segment], name: str
+) -> tuple[list[str], list[str]] | None:
+    """``(columns, zero_copy)`` shared by every segment; None when the function changed nothing.
+
+    Raises:
+        SchemaMismatchError: segments with different columns.
+    """
+    metas = [read_meta(t.schema) for t in tables]
+    if all(m.get("unchanged") for m in metas):
+        return None
+    columns, zero_copy = metas[0]["columns"], metas[0].get("zero_copy") or []
+    for m, seg in zip(metas[1:], segments[1:], strict=True):
+        if m["columns"] != columns or (m.get("zero_copy") or []) != zero_copy:
+            raise SchemaMismatchError(
+                f"Cache segment {seg.path!r} has columns {m['columns']} but the first segment "
+                f"has {columns}: {name} returned different columns for different rows."
+            )
+    return columns, zero_copy
+
+
+def map_result(
+    ds: Dataset, name: str, fp: str, tables: list[pa.Table], segments: list[Segment]
+) -> Dataset:
+    """The result of a map of ``ds`` (by the function called ``name``) with fingerprint ``fp``."""
+    found = _columns(tables, segments, name)
+    if found is None:
+        return ds  # the function returned None and removed nothing: HF keeps the dataset
+    columns, zero_copy = found
+    s = state_of(ds)
+    paths = [seg.path for seg in segments]
+    stored = pa.concat_tables(unify_tables(tables, paths))
+    # Row boundaries of the segments: the "chunks" a stream over the result shuffles.
+    offsets = tuple(int(x) for x in np.cumsum([0, *(t.num_rows for t in tables)]))
+    if zero_copy:  # drop_last_batch can only shorten the end
+        parent = view_range(s, 0, offsets[-1], zero_copy)
+        owner = [parent if c in zero_copy else stored for c in columns]
+        fields = [t.schema.field(c) for t, c in zip(owner, columns, strict=True)]
+        arrays = [t.column(c) for t, c in zip(owner, columns, strict=True)]
+        table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+        files = (*s.files, *paths)
+        holds = (*s.holds, *hold_cache_files(paths))  # the parent's files stay in use
+    else:
+        table = stored.select(columns)
+        files = tuple(paths)
+        holds = hold_cache_files(paths)
+    hf = hf_metadata(tables[0].schema)  # the HF features of the output, written with it
+    if hf:
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **hf})
+    state = DatasetState(
+        table=table,
+        fingerprint=fp,
+        files=files,
+        file_offsets=offsets,
+        fmt=s.fmt,
+        fmt_columns=formats.transmit_columns(s.fmt_columns, column_names(s), columns),
+        fmt_all=s.fmt_all,
+        fmt_kwargs=s.fmt_kwargs,
+        cache_dir=s.cache_dir,
+        storage_options=s.storage_options,
+        holds=tuple(holds),
+    )
+    return type(ds)(state)
+
+
+def filter_result(
+    ds: Dataset, transform: str, key: str, fp: str, tables: list[pa.Table], paths: list[str]
+) -> Dataset:
+    """``ds`` viewed through the kept positions, composed into its indices mapping.
+
+    ``key`` names the indices file and ``transform`` is recorded in it. The result holds its
+    segments (the kept positions) as well as its indices file, so a cleanup never removes
+    the cache of a filter whose result is in use.
+    """
+    s = state_of(ds)
+    parts = [int64_numpy(t.column("indices")) for t in tables]  # not pandas' to_numpy
+    sel = IndexMap.from_array(np.concatenate(parts) if parts else np.empty(0, dtype=np.int64))
+    mapping = sel if s.indices is None else s.indices.compose(sel)
+    path = None
+    result: IndexMap | None = None
+    if not (mapping.is_range and mapping.start == 0 and mapping.stop == s.table.num_rows):
+        result, path = load_or_store(
+            mapping,
+            key,
+            cache_dir(s),
+            s.fingerprint,
+            transform,
+            s.storage_options,
+            shipped=shipped_cache_dir(s.files),
+        )
+    holds: tuple[Any, ...] = tuple(h for h in s.holds if h.path != s.indices_file)
+    holds += hold_cache_files([*paths, *([path] if path else [])])
+    return type(ds)(derive(s, fingerprint=fp, indices=result, indices_file=path, holds=holds))

@@ -1,0 +1,254 @@
+"""Computing, writing and checking one segment of a map/filter result.
+
+A :class:`Job` is what a worker needs: the input dataset, the call, the fingerprint, and the
+*kind* of the transform, a small strategy object (:data:`MAP` or :data:`FILTER`) that knows
+how to compute a segment, which stored files it may reuse, how many input rows it covers and
+which Dataset its tables make. Nothing else in the engine switches on the kind.
+
+:func:`compute_segment` is the function every executor runs once per missing segment: the
+map's batches (``compute.MapSegment``) or the filter's kept positions go to one Arrow IPC
+file, committed atomically. :func:`check` decides whether a stored file can be reused.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from arrowmix._cache.segments import Segment, check_segment
+from arrowmix._dataset.mapping.call import Call
+from arrowmix._dataset.mapping.result import filter_result, map_result
+from arrowmix._dataset.state import column_names, state_of
+from arrowmix._fingerprint.record import RECORD_METADATA_KEY
+from arrowmix._storage.ipc import read_meta, write_file
+
+if TYPE_CHECKING:
+    from arrowmix._dataset.dataset import Dataset
+
+__all__ = ["FILTER", "KINDS", "MAP", "MAP_VERSION", "Job", "check", "compute_segment"]
+
+#: Bump when the stored layout or semantics of map/filter results change.
+MAP_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a worker needs to compute and commit one segment."""
+
+    kind: Kind
+    ds: Dataset
+    call: Call
+    fingerprint: str
+    zero_copy_ok: bool
+    #: The fingerprint's explain record (JSON-serialisable), stored in every segment.
+    record: Any = None
+
+    @property
+    def storage_options(self) -> Any:
+        """The fsspec options for segments at URLs (the input dataset's)."""
+        return state_of(self.ds).storage_options
+
+    @property
+    def transform(self) -> str:
+        """``arrowmix.<kind>@<version>``, as recorded in the files."""
+        return f"arrowmix.{self.kind.name}@{MAP_VERSION}"
+
+    def meta(self, seg: Segment) -> dict[str, Any]:
+        """The metadata written into ``seg``'s file."""
+        return {
+            "kind": self.kind.name,
+            "fingerprint": self.fingerprint,
+            "parent": state_of(self.ds).fingerprint,
+            "transform": self.transform,
+            "function": self.call.name,
+            "segment": seg.index,
+            "num_segments": seg.count,
+            "input_rows": [seg.start, seg.stop],
+            "created": time.time(),
+            "record": self.record,
+        }
+
+    def schema(self, schema: pa.Schema) -> pa.Schema:
+        """The file schema: the record also goes under its own key, for other readers."""
+        if self.record is None:
+            return schema
+        text = json.dumps(self.record, sort_keys=True, separators=(",", ":"))
+        return schema.with_metadata({**(schema.metadata or {}), RECORD_METADATA_KEY: text})
+
+    def expect(self, seg: Segment) -> dict[str, Any]:
+        """The metadata a reusable file of ``seg`` must carry."""
+        return {
+            "kind": self.kind.name,
+            "fingerprint": self.fingerprint,
+            "segment": seg.index,
+            "num_segments": seg.count,
+            "input_rows": [seg.start, seg.stop],
+        }
+
+
+class Kind:
+    """What differs between a map and a filter (the strategy of a :class:`Job`)."""
+
+    name = ""
+
+    def input_rows(self, rows: int, call: Call) -> int:
+        """Input rows the segments cover (a map may drop a last short batch)."""
+        return rows
+
+    def compute(self, job: Job, seg: Segment, on_rows: Callable[[int], None]) -> None:
+        """Compute ``seg`` and commit its file."""
+        raise NotImplementedError
+
+    def check(self, job: Job, seg: Segment, found: pa.Table, meta: dict[str, Any]) -> str | None:
+        """Why the valid file ``found`` of ``seg`` cannot be reused, or None."""
+        raise NotImplementedError
+
+    def result(self, job: Job, fp: str, tables: list[pa.Table], segments: list[Segment]) -> Any:
+        """The Dataset the segments' ``tables`` make, with fingerprint ``fp``."""
+        raise NotImplementedError
+
+    def __reduce__(self) -> str:
+        return self.name.upper()  # the module constant: pickles by reference
+
+
+class _Map(Kind):
+    name = "map"
+
+    def input_rows(self, rows: int, call: Call) -> int:
+        if call.batched and call.drop_last_batch and call.batch_size:
+            rows -= rows % call.batch_size  # segments start at multiples of batch_size
+        return rows
+
+    def compute(self, job: Job, seg: Segment, on_rows: Callable[[int], None]) -> None:
+        # Imported here: a cache hit never computes, so it does not load the map engine.
+        from arrowmix._dataset.mapping.compute import MapSegment
+
+        meta = job.meta(seg)
+        call = job.call
+        if call.with_rank:
+            from arrowmix._dataset.mapping.worker import worker_rank
+
+            call = replace(call, rank=worker_rank())
+        run = MapSegment(
+            job.ds, call, seg.start, seg.stop, zero_copy_ok=job.zero_copy_ok, on_rows=on_rows
+        )
+        it = run.batches()
+        first = next(it)  # a segment has at least one input row, so one batch
+        meta.update(
+            rows=seg.num_input_rows if run.rows_known else None,
+            columns=run.columns,
+            zero_copy=run.zero_copy,
+        )
+        meta["unchanged"] = run.unchanged  # fixed by the first block, like the columns
+        write_file(
+            seg.path,
+            itertools.chain([first], it),
+            job.schema(first.schema.with_metadata(_hf_metadata(job, run.columns, first.schema))),
+            meta=meta,
+            storage_options=job.storage_options,
+        )
+
+    def check(self, job: Job, seg: Segment, found: pa.Table, meta: dict[str, Any]) -> str | None:
+        zero_copy = meta.get("zero_copy") or []
+        if zero_copy and not job.zero_copy_ok:
+            return (
+                "it references parent columns, which this parent cannot lend (an indexed "
+                "view, or remote chunks read through a bounded cache)"
+            )
+        names = column_names(state_of(job.ds))
+        if any(c not in names for c in zero_copy):
+            return f"it references parent columns {zero_copy} missing from {names}"
+        if (zero_copy or not job.call.batched) and found.num_rows != seg.num_input_rows:
+            return f"{found.num_rows} rows for {seg.num_input_rows} input rows"
+        return None
+
+    def result(self, job: Job, fp: str, tables: list[pa.Table], segments: list[Segment]) -> Any:
+        return map_result(job.ds, job.call.name, fp, tables, segments)
+
+
+class _Filter(Kind):
+    name = "filter"
+
+    def compute(self, job: Job, seg: Segment, on_rows: Callable[[int], None]) -> None:
+        from arrowmix._dataset.mapping.arrays import numeric_array
+        from arrowmix._dataset.mapping.compute import filter_positions
+
+        meta = job.meta(seg)
+        pos = filter_positions(job.ds, job.call, seg.start, seg.stop, on_rows)
+        kept = numeric_array(pos.astype(np.int64, copy=False))  # no pandas import
+        assert kept is not None, "int64 positions are numeric"
+        batch = pa.RecordBatch.from_arrays([kept], names=["indices"])
+        meta.update(rows=len(pos), columns=["indices"], zero_copy=[])
+        write_file(
+            seg.path,
+            [batch],
+            job.schema(batch.schema),
+            meta=meta,
+            storage_options=job.storage_options,
+        )
+
+    def check(self, job: Job, seg: Segment, found: pa.Table, meta: dict[str, Any]) -> str | None:
+        if found.num_rows and found.column_names == ["indices"]:
+            lo, hi = pc.min_max(found.column("indices")).values()
+            if lo.as_py() < seg.start or hi.as_py() >= seg.stop:
+                return f"kept positions outside the segment's rows {seg.start}..{seg.stop - 1}"
+        elif found.column_names != ["indices"]:
+            return f"columns {found.column_names}, expected ['indices']"
+        return None
+
+    def result(self, job: Job, fp: str, tables: list[pa.Table], segments: list[Segment]) -> Any:
+        paths = [seg.path for seg in segments]
+        return filter_result(job.ds, job.transform, job.fingerprint, fp, tables, paths)
+
+
+MAP: Kind = _Map()
+FILTER: Kind = _Filter()
+#: The kinds by name.
+KINDS = {k.name: k for k in (MAP, FILTER)}
+
+
+def compute_segment(job: Job, seg: Segment, on_rows: Callable[[int], None]) -> None:
+    """Compute segment ``seg`` of ``job`` and commit its file (what executors run)."""
+    job.kind.compute(job, seg, on_rows)
+
+
+def _hf_metadata(job: Job, columns: list[str] | None, stored: pa.Schema) -> dict[bytes, bytes]:
+    """The HF features of the output (``columns``; kept ones not stored have the parent's)."""
+    from arrowmix._hooks import output_metadata
+    from arrowmix._storage.metadata import kept_metadata as hf_metadata
+
+    if job.call.features is not None:
+        return hf_metadata(job.call.features)
+    parent = state_of(job.ds).table.schema
+    fields = [
+        stored.field(c) if c in stored.names else parent.field(c)
+        for c in columns or []
+        if c in stored.names or c in parent.names
+    ]
+    return output_metadata(parent, pa.schema(fields))
+
+
+def check(
+    job: Job, seg: Segment, holds: list[Any] | None = None, *, reuse: bool = True
+) -> pa.Table | str:
+    """``check_segment`` plus what only map/filter know about their files.
+
+    A map whose function returned None is never reused (``reuse``): the function runs again,
+    for its side effects, as HF ``datasets`` runs it on every call (its result is the input).
+    """
+    found = check_segment(seg, job.expect(seg), job.storage_options, holds)
+    if isinstance(found, str):
+        return found
+    meta = read_meta(found.schema)
+    if reuse and meta.get("unchanged"):
+        return "missing"
+    problem = job.kind.check(job, seg, found, meta)
+    return found if problem is None else problem

@@ -1,0 +1,197 @@
+"""What a Dataset is made of, and the functions that read and derive it.
+
+:class:`DatasetState` is immutable: a transform builds a new state (``dataclasses.replace``
+or :func:`derive`) and wraps it in a new ``Dataset``; nothing mutates one in place. This
+module owns the state. Other modules reach a dataset's state through :func:`state_of` and
+read it through the functions here (rows, columns, ranges, gathers, cache files), never by
+reaching into the ``Dataset`` object itself. It imports nothing from the ``Dataset`` class,
+so the map engine and the ops can use it without calling back into ``dataset.py``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from arrowmix._cache.inuse import Hold, hold
+from arrowmix._cache.paths import CACHE_FILE_RE, INDICES_FILE_RE, dataset_cache_dir
+from arrowmix._dataset import formats
+from arrowmix._dataset.indices import IndexMap
+from arrowmix._dataset.reader import TableReader
+from arrowmix._remote.table import RemoteTable
+from arrowmix._storage import fs
+
+if TYPE_CHECKING:
+    from arrowmix._dataset.dataset import Dataset
+
+__all__ = [
+    "DatasetState",
+    "cache_dir",
+    "cache_files",
+    "column_names",
+    "derive",
+    "format_dict",
+    "gather",
+    "hold_cache_files",
+    "num_rows",
+    "remove_unused_cache_files",
+    "set_state",
+    "state_of",
+    "view_range",
+]
+
+
+@dataclass(frozen=True)
+class DatasetState:
+    """Everything a Dataset is made of; transforms build new states, never mutate one."""
+
+    table: pa.Table | RemoteTable
+    fingerprint: str
+    files: tuple[str, ...] = ()
+    file_offsets: tuple[int, ...] | None = None
+    indices: IndexMap | None = None
+    indices_file: str | None = None
+    fmt: str | None = None
+    fmt_columns: tuple[str, ...] | None = None
+    #: HF's ``output_all_columns``: columns outside ``fmt_columns`` come as Python objects.
+    fmt_all: bool = False
+    #: HF's ``format_kwargs`` (``dtype``/``device`` for numeric tensors and arrays).
+    fmt_kwargs: tuple[tuple[str, Any], ...] = ()
+    cache_dir: str | None = None
+    #: fsspec options for the dataset's URLs (remote chunks, a remote ``cache_dir``).
+    storage_options: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    #: Reader registrations on the cache/indices files in use, so cleanup never removes them.
+    holds: tuple[Hold, ...] = field(default=(), compare=False, repr=False)
+
+    @cached_property
+    def format(self) -> formats.Format:
+        """The output format (built on first use)."""
+        from arrowmix._storage.mixed_json import has_json
+
+        json = any(has_json(t) for t in self.table.schema.types)
+        return formats.Format(self.fmt, self.fmt_columns, self.fmt_all, self.fmt_kwargs, json)
+
+    @cached_property
+    def reader(self) -> TableReader | RemoteTable:
+        """Batch-aware gatherer over ``table`` (built on first use).
+
+        A :class:`~arrowmix._remote.table.RemoteTable` (remote chunks read through a
+        bounded cache) is its own reader.
+        """
+        if isinstance(self.table, RemoteTable):
+            return self.table
+        return TableReader(self.table)
+
+
+def state_of(ds: Dataset) -> DatasetState:
+    """The state of ``ds``: the one place outside ``Dataset`` that reaches into it."""
+    return ds._s
+
+
+def set_state(ds: Dataset, state: DatasetState) -> None:
+    """Give ``ds`` the state ``state``.
+
+    Only for HF's in-place setters (``ds._fingerprint = ...``, ``formatted_as``); every
+    transform builds a new Dataset instead.
+    """
+    ds._s = state
+
+
+def derive(s: DatasetState, **changes: Any) -> DatasetState:
+    """A new state: ``s`` with ``changes`` (the state is immutable; ``s`` is unchanged)."""
+    return replace(s, **changes)
+
+
+def num_rows(s: DatasetState) -> int:
+    """Rows in the view (the indices mapping's length, or the table's)."""
+    return len(s.indices) if s.indices is not None else s.table.num_rows
+
+
+def column_names(s: DatasetState) -> list[str]:
+    """Column names, in order."""
+    return list(s.table.column_names)
+
+
+def gather(
+    s: DatasetState, positions: np.ndarray, columns: Sequence[str] | None = None
+) -> pa.Table:
+    """Rows at view ``positions`` as an Arrow table (validated by the caller)."""
+    base = s.indices.lookup(positions) if s.indices is not None else positions
+    table = s.reader.take(base)
+    return table.select(list(columns)) if columns is not None else table
+
+
+def view_range(
+    s: DatasetState, start: int, stop: int, columns: Sequence[str] | None = None
+) -> pa.Table:
+    """View rows ``[start, stop)`` as an Arrow table; zero-copy without an array mapping."""
+    ix = s.indices
+    if ix is None or ix.is_range:
+        off = ix.start if ix is not None else 0
+        table = s.reader.slice(off + start, off + stop)
+    else:
+        table = s.reader.take(ix.array[start:stop])  # type: ignore[index]
+    return table.select(list(columns)) if columns is not None else table
+
+
+def cache_dir(s: DatasetState) -> str:
+    """Where results derived from the state are written (a local directory or a URL)."""
+    if s.cache_dir is not None:
+        fs.makedirs(s.cache_dir)
+        return s.cache_dir
+    return dataset_cache_dir(s.files[0] if s.files else None)
+
+
+def cache_files(s: DatasetState) -> list[str]:
+    """Every file the state uses: chunks, cache files (map/filter results) and indices."""
+    extra = [s.indices_file] if s.indices_file else []
+    paths = [*s.files, *extra, *(h.path for h in s.holds)]
+    return list(dict.fromkeys(paths))
+
+
+def hold_cache_files(paths: Sequence[str]) -> tuple[Hold, ...]:
+    """Register this process as a reader of the local cache and indices files among ``paths``.
+
+    Chunk files are never removed by a cleanup, so they need no registration.
+    """
+    out = []
+    for p in paths:
+        name = os.path.basename(p)
+        if "://" not in p and (CACHE_FILE_RE.match(name) or INDICES_FILE_RE.match(name)):
+            out.append(hold(p))
+    return tuple(out)
+
+
+def remove_unused_cache_files(s: DatasetState) -> int:
+    """Remove the cache files of the state's directory that it does not use; how many.
+
+    Files in use by any open dataset, or being written, stay. A state none of whose files
+    lives in its cache directory (in-memory or remote data) removes nothing, nor does a
+    remote ``cache_dir``.
+    """
+    from arrowmix._cache.cleanup import remove_unused
+
+    directory = cache_dir(s)
+    if not fs.is_local(directory):
+        return 0
+    directory = os.path.abspath(directory)
+    mine = {os.path.abspath(f) for f in cache_files(s) if "://" not in f}
+    if not any(os.path.dirname(f) == directory for f in mine):
+        return 0
+    return remove_unused(directory, keep=mine)
+
+
+def format_dict(s: DatasetState) -> dict[str, Any]:
+    """The output format as HF ``datasets`` describes it (``Dataset.format``)."""
+    return {
+        "type": s.fmt,
+        "format_kwargs": dict(s.fmt_kwargs),
+        "columns": list(s.fmt_columns) if s.fmt_columns is not None else column_names(s),
+        "output_all_columns": s.fmt_all,
+    }

@@ -1,0 +1,341 @@
+"""HF ``datasets``' names that code written against HF uses, beside arrowmix's own.
+
+Private attributes HF's users and tests read (``_fingerprint``, ``_data``, ``_indices``,
+``_format_type``...), its table view ``data``, ``formatted_as``, one-off formatted indexing
+(``_getitem``), ``to_dict(batched=True)`` and ``unique``: a mixin of
+:class:`~arrowmix.Dataset`, kept apart from the class body. Each says what it is in arrowmix's
+terms; none changes a dataset's rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from arrowmix._hf.state import set_state, state_of
+from arrowmix._validate import check_int
+
+if TYPE_CHECKING:
+    from arrowmix._dataset.dataset import Dataset
+
+__all__ = ["HFCompat"]
+
+#: HF's default ``batch_size`` of ``to_dict(batched=True)`` (``DEFAULT_MAX_BATCH_SIZE``).
+_TO_DICT_BATCH = 1000
+_GETITEM_ARGS = {"format_type", "format_columns", "output_all_columns", "format_kwargs"}
+
+
+def _dataset(obj: HFCompat) -> Dataset:
+    """``obj`` as the :class:`~arrowmix.Dataset` it is (the mixin's only host)."""
+    return cast("Dataset", obj)
+
+
+class HFCompat:
+    """Mixin of :class:`~arrowmix.Dataset`: HF ``datasets``' names beside arrowmix's own."""
+
+    @property
+    def _fingerprint(self) -> str:
+        """HF ``datasets``' name of :attr:`fingerprint`, for code written against HF.
+
+        Assigning it (as HF's own transforms do) gives this object that fingerprint, like a
+        ``new_fingerprint=`` argument: any string HF accepts, the caller's promise that it
+        names these rows.
+        """
+        return state_of(_dataset(self)).fingerprint
+
+    @_fingerprint.setter
+    def _fingerprint(self, value: str) -> None:
+        from dataclasses import replace
+
+        from arrowmix._dataset.map_options import user_fingerprint
+
+        ds = _dataset(self)
+        set_state(ds, replace(state_of(ds), fingerprint=user_fingerprint(value)[0]))
+
+    @property
+    def data(self) -> Any:
+        """The Arrow table under the view, wrapped like HF's ``datasets.table.Table``.
+
+        ``ds.data.table`` is the ``pyarrow.Table`` (the whole table under a shuffled or
+        filtered mapping, the selected rows of a contiguous selection, as in HF); the
+        other attributes are the table's. For code written against HF; arrowmix's own
+        way to the rows as a table is :meth:`to_table`.
+        """
+        from arrowmix._hf.table import data_view
+
+        return data_view(_dataset(self))
+
+    @property
+    def info(self) -> Any:
+        """HF's ``DatasetInfo``: the texts given with ``from_dict(info=...)`` and ``features``.
+
+        For code written against HF (needs ``datasets`` installed). The description,
+        citation, homepage and license come from the ``info`` of ``from_dict``/``Dataset``,
+        or from an HF ``.arrow`` file's metadata; views keep them, ``concatenate_datasets``
+        merges them as HF does, a ``map`` result has none.
+        """
+        from arrowmix._hf.info import dataset_info
+
+        return dataset_info(_dataset(self))
+
+    @property
+    def _data(self) -> Any:
+        """HF ``datasets``' private name of :attr:`data`, for code written against HF."""
+        return _dataset(self).data
+
+    @property
+    def _indices(self) -> Any:
+        """HF's indices table (one ``uint64`` column ``"indices"``) or None.
+
+        For code written against HF; None also for a contiguous selection, which HF keeps
+        as a slice of :attr:`data`.
+        """
+        from arrowmix._hf.table import indices_view
+
+        return indices_view(_dataset(self))
+
+    def _getitem(self, key: Any, **format_args: Any) -> Any:
+        """HF ``datasets``' indexing with a one-off format, for code written against HF.
+
+        ``format_args``: HF's ``format_type``, ``format_columns``, ``output_all_columns``,
+        ``format_kwargs`` (default: this view's); ``ds._getitem(key)`` is ``ds[key]``.
+        """
+        if not format_args:
+            return _dataset(self)[key]
+        unknown = sorted(set(format_args) - _GETITEM_ARGS)
+        if unknown:
+            raise TypeError(f"_getitem() got unexpected keyword argument(s) {unknown}.")
+        s = state_of(_dataset(self))
+        view = _dataset(self).with_format(
+            format_args.get("format_type", s.fmt),
+            format_args.get("format_columns", s.fmt_columns),
+            format_args.get("output_all_columns", s.fmt_all),
+            **(format_args.get("format_kwargs") or dict(s.fmt_kwargs)),
+        )
+        return view[key]
+
+    def unique(self, column: str) -> list[Any]:
+        """The distinct values of ``column`` in the view, in order of first appearance (HF's).
+
+        Example:
+            >>> import arrowmix as am
+            >>> am.Dataset.from_dict({"x": [3, 1, 3, 2, 1]}).unique("x")
+            [3, 1, 2]
+        """
+        import pyarrow.compute as pc
+
+        _dataset(self)._check_column(column)
+        return list(
+            pc.unique(
+                _dataset(self)._range(0, _dataset(self).num_rows, [column]).column(column)
+            ).to_pylist()
+        )
+
+    def to_dict(self, batch_size: int | None = None, batched: bool = False) -> Any:
+        """The view as ``{column: [values...]}`` of Python objects (HF's ``to_dict``).
+
+        With ``batched=True``, an iterator of such dicts of ``batch_size`` rows each
+        (default 1,000, as in HF) instead, so that a large dataset never sits in memory as
+        Python objects.
+
+        Example:
+            >>> import arrowmix as am
+            >>> list(am.Dataset.from_dict({"x": [1, 2, 3]}).to_dict(batch_size=2, batched=True))
+            [{'x': [1, 2]}, {'x': [3]}]
+        """
+        from arrowmix._storage.mixed_json import decode_pydict  # on_mixed_types' JSON
+
+        ds = _dataset(self)
+        if not batched:
+            table = ds.to_table()
+            return decode_pydict(table, table.to_pydict())
+        size = check_int("batch_size", batch_size or _TO_DICT_BATCH, minimum=1)
+        parts = (ds._range(i, min(i + size, ds.num_rows)) for i in range(0, ds.num_rows, size))
+        return (decode_pydict(t, t.to_pydict()) for t in parts)
+
+    @property
+    def _format_type(self) -> str | None:
+        """HF's name of the format type (``ds.format["type"]``), for code written against HF."""
+        return state_of(_dataset(self)).fmt
+
+    @property
+    def _format_kwargs(self) -> dict[str, Any]:
+        """HF's name of ``ds.format["format_kwargs"]``, for code written against HF."""
+        return dict(state_of(_dataset(self)).fmt_kwargs)
+
+    @property
+    def _output_all_columns(self) -> bool:
+        """HF's name of ``ds.format["output_all_columns"]``, for code written against HF."""
+        return state_of(_dataset(self)).fmt_all
+
+    @property
+    def _format_columns(self) -> list[str] | None:
+        """The formatted columns, None for all (HF's attribute, for code written against HF).
+
+        Assigning it is :meth:`set_format` with the same type and these columns (the
+        fingerprint rolls forward, as for any format change).
+        """
+        cols = state_of(_dataset(self)).fmt_columns
+        return list(cols) if cols is not None else None
+
+    @_format_columns.setter
+    def _format_columns(self, columns: Sequence[str] | None) -> None:
+        s = state_of(_dataset(self))
+        _dataset(self).set_format(s.fmt, columns, s.fmt_all, **dict(s.fmt_kwargs))
+
+    @contextlib.contextmanager
+    def formatted_as(
+        self,
+        type: str | None = None,
+        columns: str | Sequence[str] | None = None,
+        output_all_columns: bool = False,
+        **format_kwargs: Any,
+    ) -> Iterator[None]:
+        """HF's ``with ds.formatted_as(...):``: :meth:`set_format` inside the block only.
+
+        On leaving the block (also by an exception) the dataset has its previous format and
+        fingerprint back. ``ds.with_format(...)`` gives the same view as a new object.
+
+        Example:
+            >>> import arrowmix as am
+            >>> ds = am.Dataset.from_dict({"x": [1, 2]})
+            >>> with ds.formatted_as("numpy"):
+            ...     type(ds["x"]).__name__
+            'ndarray'
+            >>> ds["x"]
+            [1, 2]
+        """
+        before = state_of(_dataset(self))
+        try:
+            _dataset(self).set_format(type, columns, output_all_columns, **format_kwargs)
+            yield
+        finally:
+            set_state(_dataset(self), before)
+
+    def cast(
+        self,
+        features: Any,
+        batch_size: int | None = 1000,
+        keep_in_memory: bool = False,
+        load_from_cache_file: bool | None = None,
+        cache_file_name: str | None = None,
+        writer_batch_size: int | None = 1000,
+        num_proc: int | None = None,
+    ) -> Dataset:
+        """The dataset with new column types: a ``pyarrow.Schema`` or HF ``Features``.
+
+        ``features`` names exactly the dataset's columns (in the order wanted). The result is
+        computed like a batched :meth:`map` (cached on disk, ``num_proc``,
+        ``cache_file_name``... as there). Values never change: a cast that would overflow or
+        truncate (``300`` to ``int8``, ``1.5`` to an int) raises ``SchemaMismatchError``
+        naming the column.
+
+        Example:
+            >>> import arrowmix as am, pyarrow as pa
+            >>> ds = am.Dataset.from_dict({"x": [1, 2]})
+            >>> ds.cast(pa.schema([("x", pa.float32())])).schema.field("x").type
+            DataType(float)
+        """
+        from arrowmix._dataset.cast import cast
+        from arrowmix._dataset.constructors import _schema_of
+
+        schema = _schema_of(None, features)
+        if schema is None:
+            raise TypeError("`cast` needs `features`: a pyarrow.Schema or HF `Features`.")
+        map_kwargs = {
+            "batch_size": batch_size,
+            "keep_in_memory": keep_in_memory,
+            "load_from_cache_file": load_from_cache_file,
+            "cache_file_name": cache_file_name,
+            "writer_batch_size": writer_batch_size,
+            "num_proc": num_proc,
+        }
+        return cast(_dataset(self), schema, map_kwargs)
+
+    def save_to_disk(
+        self,
+        dataset_path: str | os.PathLike[str],
+        max_shard_size: int | str | None = None,
+        num_shards: int | None = None,
+        num_proc: int | None = None,
+        storage_options: dict[str, Any] | None = None,
+    ) -> None:
+        """Write the view as HF ``datasets``' dataset directory (HF's ``save_to_disk``).
+
+        The directory holds ``data-0000i-of-0000N.arrow`` (the view's rows, indices applied,
+        in Arrow IPC stream files), ``state.json`` (fingerprint and format) and
+        ``dataset_info.json`` (features and texts); :func:`arrowmix.load_from_disk` and HF's
+        ``load_from_disk`` open it. ``max_shard_size`` (bytes or ``"500MB"``, the default)
+        or ``num_shards`` sets the number of files. The save is atomic: it is written
+        beside ``dataset_path`` and renamed into place last (replacing a directory there).
+        ``num_proc`` is a least number of files, as in HF (one process writes them); only
+        local paths (``storage_options`` None).
+
+        Raises:
+            PermissionError: the dataset reads files in ``dataset_path`` (as in HF).
+            TypeError: a format keyword is not JSON serializable (as in HF).
+
+        Example:
+            >>> import arrowmix as am, tempfile, os
+            >>> d = os.path.join(tempfile.mkdtemp(), "saved")
+            >>> am.Dataset.from_dict({"x": [1, 2, 3]}).select([2, 0]).save_to_disk(d)
+            >>> sorted(os.listdir(d))
+            ['data-00000-of-00001.arrow', 'dataset_info.json', 'state.json']
+            >>> am.load_from_disk(d)["x"]
+            [3, 1]
+        """
+        from arrowmix._hf.saved import save_to_disk
+
+        if storage_options:
+            raise NotImplementedError(
+                "save_to_disk writes local directories; `storage_options` is not supported. "
+                "Use `write_chunks` for remote storage."
+            )
+        save_to_disk(_dataset(self), dataset_path, max_shard_size, num_shards, num_proc)
+
+    def _estimate_nbytes(self) -> int:
+        """The Arrow bytes of the view's rows (HF's private estimate, used for shard sizes).
+
+        Exact for a contiguous view (a zero-copy slice); for a shuffled or filtered view, the
+        table's bytes per row times the rows (nothing is gathered).
+        """
+        import pyarrow as pa
+
+        ds = _dataset(self)
+        n, ix, table = ds.num_rows, state_of(ds).indices, state_of(ds).table
+        if not n:
+            return 0
+        if ix is None or ix.is_range:
+            return int(ds._range(0, n).nbytes)
+        if isinstance(table, pa.Table):
+            return int(table.nbytes * n // max(table.num_rows, 1))
+        sample = min(n, 1000)  # remote chunks: the bytes of the first rows, scaled
+        return int(ds._range(0, sample).nbytes * n // sample)
+
+    @staticmethod
+    def load_from_disk(
+        dataset_path: str | os.PathLike[str],
+        keep_in_memory: bool | None = None,
+        storage_options: dict[str, Any] | None = None,
+    ) -> Dataset:
+        """The dataset that a ``save_to_disk`` wrote: :func:`arrowmix.load_from_disk`."""
+        from arrowmix._hf.saved import load_from_disk
+
+        return load_from_disk(dataset_path, keep_in_memory, storage_options)
+
+    def flatten(self, new_fingerprint: str | None = None, max_depth: int = 16) -> Dataset:
+        """Struct columns replaced by their fields, named ``"parent.child"`` (HF's ``flatten``).
+
+        Nested structs are flattened too, up to ``max_depth`` levels. No data is copied.
+
+        Example:
+            >>> import arrowmix as am
+            >>> ds = am.Dataset.from_dict({"a": [{"b": 1, "c": {"d": "x"}}]})
+            >>> ds.flatten()[0]
+            {'a.b': 1, 'a.c.d': 'x'}
+        """
+        from arrowmix._dataset.cast import flatten
+
+        return flatten(_dataset(self), max_depth, new_fingerprint)

@@ -1,0 +1,141 @@
+"""HF ``datasets``' ``DatasetInfo`` texts, kept where HF keeps them: in the table's metadata.
+
+HF stores ``{"info": {"description": ..., "citation": ..., "features": {...}}}`` as JSON under
+the schema metadata key ``huggingface``. ``from_dict(info=...)`` puts the four texts of an
+HF ``DatasetInfo`` (description, citation, homepage, license) there; views keep them (they keep
+the table); ``concatenate_datasets`` merges them as HF's ``DatasetInfo.from_merge`` does
+(distinct texts joined by a blank line); ``ds.info`` reads them back with ``ds.features``.
+A rename keeps them; a ``map`` result does not carry them. Nothing here changes rows or
+fingerprints.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from arrowmix._hf.state import state_of
+from arrowmix._hf.table import HF_META_KEY
+
+if TYPE_CHECKING:
+    from arrowmix._dataset.dataset import Dataset
+
+__all__ = [
+    "INFO_TEXTS",
+    "dataset_info",
+    "dataset_with_info",
+    "info_entry",
+    "merged_metadata",
+    "renamed_entry",
+    "with_info",
+]
+
+#: The ``DatasetInfo`` fields kept: free texts that describe the data, not its layout.
+INFO_TEXTS = ("description", "citation", "homepage", "license")
+
+
+def info_entry(schema: pa.Schema) -> dict[str, Any]:
+    """The ``info`` dict of ``schema``'s HF metadata, ``{}`` when absent or unreadable."""
+    raw = (schema.metadata or {}).get(HF_META_KEY)
+    if raw is None:
+        return {}
+    try:
+        info = json.loads(raw)["info"]
+    except (ValueError, KeyError, TypeError):
+        return {}
+    return info if isinstance(info, dict) else {}
+
+
+def _metadata(schema: pa.Schema, info: dict[str, Any]) -> dict[bytes, bytes] | None:
+    """``schema``'s metadata with its HF entry's ``info`` replaced by ``info``."""
+    meta = dict(schema.metadata or {})
+    try:
+        entry = json.loads(meta[HF_META_KEY]) if HF_META_KEY in meta else {}
+    except ValueError:
+        entry = {}
+    entry = entry if isinstance(entry, dict) else {}
+    entry["info"] = info
+    meta[HF_META_KEY] = json.dumps(entry).encode()
+    return meta
+
+
+def with_info(table: pa.Table, info: Any) -> pa.Table:
+    """``table`` with the texts of ``info`` (an HF ``DatasetInfo``) in its HF metadata."""
+    texts = {k: getattr(info, k, None) for k in INFO_TEXTS}
+    texts = {k: v for k, v in texts.items() if isinstance(v, str) and v}
+    if not texts:
+        return table
+    merged = {**info_entry(table.schema), **texts}
+    return table.replace_schema_metadata(_metadata(table.schema, merged))
+
+
+def renamed_entry(schema: pa.Schema, renamed: dict[str, str]) -> dict[bytes, bytes]:
+    """``schema``'s HF metadata after a rename (``{old: new}``): features renamed, texts kept."""
+    from arrowmix._hf.features import renamed_metadata
+
+    meta = renamed_metadata(schema, renamed)
+    texts = {k: v for k, v in info_entry(schema).items() if k in INFO_TEXTS}
+    if not texts:
+        return meta
+    base = pa.schema([]).with_metadata(meta)
+    return _metadata(base, {**info_entry(base), **texts}) or {}
+
+
+def dataset_with_info(ds: Dataset, info: Any) -> Dataset:
+    """``ds`` with the texts of ``info`` kept (same rows, same fingerprint)."""
+    from dataclasses import replace
+
+    s = state_of(ds)
+    if info is None or not isinstance(s.table, pa.Table):
+        return ds
+    return type(ds)(replace(s, table=with_info(s.table, info)))
+
+
+def merged_metadata(schemas: Sequence[pa.Schema], out: pa.Schema) -> dict[bytes, bytes] | None:
+    """The HF metadata of a concatenation of tables of ``schemas`` into ``out``.
+
+    Texts: the inputs' own when they all agree, else each field's distinct non-empty values
+    joined by a blank line (HF's ``DatasetInfo.from_merge``). Features: each output column's
+    entry from the first input that describes it with the same Arrow type.
+    """
+    infos = [info_entry(s) for s in schemas]
+    if not any(infos):
+        return None
+    merged: dict[str, Any] = {}
+    for key in INFO_TEXTS:
+        values = list(dict.fromkeys(str(i[key]) for i in infos if i.get(key)))
+        if values:
+            merged[key] = "\n\n".join(values).strip()
+    features: dict[str, Any] = {}
+    for schema, info in zip(schemas, infos, strict=True):
+        feats = info.get("features")
+        if not isinstance(feats, dict):
+            continue
+        for name, feature in feats.items():
+            known = name in out.names and name in schema.names and name not in features
+            if known and schema.field(name).type.equals(out.field(name).type):
+                features[name] = feature
+    if features:
+        merged["features"] = features
+    return _metadata(out.remove_metadata(), merged) if merged else None
+
+
+def dataset_info(ds: Dataset) -> Any:
+    """HF's ``DatasetInfo`` of ``ds``: its kept texts and ``ds.features``.
+
+    Raises:
+        ImportError: HF ``datasets`` is not installed.
+    """
+    try:
+        import datasets  # type: ignore[import-untyped, import-not-found, unused-ignore]
+    except ImportError as exc:
+        raise ImportError(
+            "`ds.info` is HF datasets' `DatasetInfo` and needs `datasets` installed."
+        ) from exc
+    table = state_of(ds).table
+    entry = info_entry(table.schema) if isinstance(table, pa.Table) else {}
+    texts = {k: entry[k] for k in INFO_TEXTS if isinstance(entry.get(k), str)}
+    return datasets.DatasetInfo(**texts, features=ds.features)

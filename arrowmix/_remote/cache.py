@@ -1,0 +1,413 @@
+"""A bounded local cache of remote chunk files, shared by the processes of one node.
+
+Layout of the cache directory (one byte budget per directory, whatever the processes):
+
+- ``<key>.arrow``: a complete local copy of one version of a remote chunk (``key`` hashes the
+  URL and the object's version tag: see :attr:`RemoteChunk.key`), memory-mapped by readers.
+- ``dl-<key>-<pid>-<random>.partial``: a download in progress, created at its full size
+  (sparse) when its space is reserved and renamed to ``<key>.arrow`` only once complete and
+  checked, so a download killed mid-way is never taken for a chunk.
+- ``<key>.pin``: readers hold a shared ``flock`` on it while they read the copy; eviction
+  takes it exclusively without waiting, so a chunk in use by any process is never evicted,
+  and removes it with the copy.
+- ``<key>.dl``: held exclusively while the chunk is downloaded (one download per chunk),
+  and removed by the downloader when done. A lock taken on a lock file that its holder
+  removed meanwhile is taken again on the current file, so removing them is safe.
+- ``budget.lock``: held while space is counted, reserved or freed.
+
+Space is the sum of the sizes of the copies and of the reserved downloads. Before a download,
+the least recently used copies (by modification time, touched on every open) that nobody
+pins are removed until the new chunk fits; when the pinned copies alone leave no room, the
+download waits for readers to finish and then raises
+:class:`~arrowmix.exceptions.CacheLimitError`. A partial download whose downloader died is
+removed when its ``.dl`` lock is free.
+
+Each downloaded copy is checked before it is renamed into place: the object's version tag is
+asked afresh and the copy's content digest must equal the one its corpus manifest records;
+otherwise :class:`~arrowmix.exceptions.ObjectChangedError` names the object, so two versions
+of a corpus are never mixed. The copy is then checked like a local chunk file (its checksum,
+or its arrays), and a damaged one raises :class:`~arrowmix.exceptions.ChunkFileError` naming
+the object. Locks need ``fcntl`` (Linux, macOS).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+import xxhash
+
+from arrowmix._remote.meta import RemoteChunk, fetch_ranges, same_version, version_tag
+from arrowmix._remote.stats import CacheStats, count, counting, parse_size
+from arrowmix._storage import integrity
+from arrowmix._storage.fs import url_to_fs
+from arrowmix._storage.local import root_dir, same_file
+from arrowmix.exceptions import CacheLimitError, ChunkFileError, ObjectChangedError
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock, so no shared bounded cache (import stays possible)
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = [
+    "CacheStats",
+    "ChunkCache",
+    "Pinned",
+    "chunk_cache",
+    "counting",
+    "default_chunk_cache_dir",
+    "parse_size",
+]
+
+_PART = 8 * 2**20  # bytes per ranged GET of a download
+_PARTS_IN_FLIGHT = 8
+_POLL = 0.05
+#: Prefix of a download in progress; not ``tmp-``, which cleanup-cache reads as a dead writer's.
+_PARTIAL = "dl-"
+#: How long a read waits for other readers to release space before CacheLimitError.
+WAIT_FOR_SPACE = 30.0
+
+
+def _lock_fd(path: str, mode: int) -> int | None:
+    """A descriptor of the file at ``path`` (created if missing) holding ``flock(mode)``.
+
+    ``.pin`` and ``.dl`` files are unlinked by whoever holds them exclusively once they are
+    no longer needed, so a lock taken on a file unlinked meanwhile is dropped and taken
+    again on the current one. None when ``LOCK_NB`` is in ``mode`` and the lock is busy.
+    """
+    while True:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, mode)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        except BaseException:
+            os.close(fd)
+            raise
+        if same_file(fd, path):
+            return fd
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _flock(path: str, mode: int) -> Iterator[bool]:
+    """Hold ``flock(mode)`` on ``path`` (created if missing); yield False if NB and busy."""
+    fd = _lock_fd(path, mode)
+    if fd is None:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        os.close(fd)
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+class Pinned:
+    """A local copy held open (memory-mapped) and pinned against eviction until released."""
+
+    def __init__(self, cache: ChunkCache, chunk: RemoteChunk, fd: int, table: pa.Table) -> None:
+        self.chunk = chunk
+        self.table = table
+        self._cache = cache
+        self._fd = fd
+        self.users = 0
+
+    def close(self) -> None:
+        """Unmap and unpin (the table must not be used afterwards)."""
+        self.table = None  # type: ignore[assignment]  # drop the mapping before unpinning
+        with contextlib.suppress(OSError):  # the last use is the eviction order (LRU)
+            os.utime(os.path.join(self._cache.directory, self.chunk.key + ".arrow"))
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
+
+
+class ChunkCache:
+    """One cache directory with a byte budget (see the module docstring).
+
+    Use :func:`chunk_cache` to get the instance of a directory: its open copies and counters
+    are shared by every dataset of the process.
+    """
+
+    def __init__(self, directory: str, limit: int, keep_open: int = 8) -> None:
+        self.directory = os.path.abspath(directory)
+        if fcntl is None:
+            raise OSError("`cache_limit` needs fcntl file locks (Linux, macOS).")
+        self.limit = limit
+        self.keep_open = keep_open
+        self.stats = CacheStats()
+        os.makedirs(self.directory, exist_ok=True)
+        self._lock = threading.RLock()
+        self._open: dict[str, Pinned] = {}  # key -> open copy (in use or idle, MRU last)
+
+    def _path(self, name: str) -> str:
+        return os.path.join(self.directory, name)
+
+    # ---- reading -------------------------------------------------------------------
+    def acquire(
+        self, chunk: RemoteChunk, storage_options: Mapping[str, Any] | None, wait: bool = True
+    ) -> Pinned | None:
+        """The pinned, memory-mapped copy of ``chunk``, downloaded first if needed.
+
+        ``wait=False`` (read-ahead) returns None instead of waiting for space.
+        """
+        with self._lock:
+            pinned = self._open.pop(chunk.key, None)
+            if pinned is not None:
+                self._open[chunk.key] = pinned  # most recently used
+                pinned.users += 1
+                return pinned
+        fd = _lock_fd(self._path(chunk.key + ".pin"), fcntl.LOCK_SH)
+        assert fd is not None  # a blocking lock
+        try:
+            data = self._path(chunk.key + ".arrow")
+            if not os.path.exists(data):
+                started = time.perf_counter()
+                if not self._download(chunk, storage_options, wait):
+                    os.close(fd)
+                    return None
+                if wait:
+                    waited = time.perf_counter() - started
+                    with self._lock:
+                        self.stats.wait_seconds += waited
+                        count("wait_seconds", waited)
+            os.utime(data)
+            table = pa.ipc.open_file(pa.memory_map(data, "r").read_buffer()).read_all()
+        except BaseException:
+            os.close(fd)
+            raise
+        with self._lock:
+            existing = self._open.get(chunk.key)
+            if existing is not None:  # another thread opened it meanwhile
+                os.close(fd)
+                existing.users += 1
+                return existing
+            pinned = Pinned(self, chunk, fd, table)
+            pinned.users = 1
+            self._open[chunk.key] = pinned
+            self._trim(self.keep_open)
+        return pinned
+
+    def release(self, pinned: Pinned) -> None:
+        """Done reading ``pinned`` for now; it stays open while among the recent ones."""
+        with self._lock:
+            pinned.users -= 1
+            self._trim(self.keep_open)
+
+    def _trim(self, keep: int) -> int:
+        """Close idle copies beyond the ``keep`` most recent ones; return how many."""
+        idle = [k for k, p in self._open.items() if p.users <= 0]
+        closed = 0
+        for key in idle[: max(0, len(self._open) - keep)] if keep else idle:
+            self._open.pop(key).close()
+            closed += 1
+        return closed
+
+    # ---- downloading ---------------------------------------------------------------
+    def _download(
+        self, chunk: RemoteChunk, storage_options: Mapping[str, Any] | None, wait: bool
+    ) -> bool:
+        final = self._path(chunk.key + ".arrow")
+        lock = self._path(chunk.key + ".dl")
+        with _flock(lock, fcntl.LOCK_EX):
+            try:
+                if os.path.exists(final):
+                    return True  # another process or thread downloaded it meanwhile
+                for name in os.listdir(self.directory):  # a killed download of this chunk
+                    if name.startswith(f"{_PARTIAL}{chunk.key}-"):
+                        _unlink(self._path(name))
+                partial = self._path(
+                    f"{_PARTIAL}{chunk.key}-{os.getpid()}-{secrets.token_hex(4)}.partial"
+                )
+                if not self._reserve(chunk, partial, wait):
+                    return False
+                try:
+                    self._fetch(chunk, storage_options, partial)
+                    os.replace(partial, final)
+                finally:
+                    _unlink(partial)
+            finally:
+                _unlink(lock)  # held exclusively: waiters retry on a new file (_lock_fd)
+        return True
+
+    def _fetch(
+        self, chunk: RemoteChunk, storage_options: Mapping[str, Any] | None, partial: str
+    ) -> None:
+        fs, path = url_to_fs(chunk.url, storage_options)
+        parts = [(a, min(a + _PART, chunk.size)) for a in range(0, chunk.size, _PART)]
+        fd = os.open(partial, os.O_WRONLY)
+        try:
+            for i in range(0, len(parts), _PARTS_IN_FLIGHT):
+                group = parts[i : i + _PARTS_IN_FLIGHT]
+                for (a, _), data in zip(group, fetch_ranges(fs, path, chunk.url, group),
+                                        strict=True):  # fmt: skip
+                    os.pwrite(fd, data, a)
+                    with self._lock:
+                        self.stats.bytes_downloaded += len(data)
+                        count("bytes_downloaded", len(data))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        fs.invalidate_cache(path)
+        try:
+            now = version_tag(fs.info(path))
+        except FileNotFoundError as exc:
+            raise ChunkFileError(f"Remote chunk {chunk.url!r} is gone: {exc}") from exc
+        if same_version(now, chunk.tag) and _xxh3(partial) != chunk.digest:
+            raise ChunkFileError(
+                f"Remote chunk {chunk.url!r} is damaged: its bytes do not match the digest its "
+                "corpus manifest records (or it was rewritten without a new version tag)."
+            )
+        if not same_version(now, chunk.tag) or _xxh3(partial) != chunk.digest:
+            raise ObjectChangedError(
+                f"Remote chunk {chunk.url!r} changed since the dataset was opened "
+                f"(then {dict(chunk.tag)}, now {dict(now)}); reopen the dataset to read the "
+                "new version. Nothing of the new version was used."
+            )
+        # Checked once, when made: a damaged object (bad checksum, invalid arrays) is refused
+        # as a damaged local chunk is (see arrowmix._storage.integrity).
+        why = integrity.problem(pa.memory_map(partial, "r").read_buffer(), structural=True)
+        if why is not None:
+            raise ChunkFileError(
+                f"Remote chunk {chunk.url!r} is damaged and cannot be used: {why}."
+            )
+        with self._lock:
+            self.stats.chunks_downloaded += 1
+            count("chunks_downloaded", 1)
+
+    def _reserve(self, chunk: RemoteChunk, partial: str, wait: bool) -> bool:
+        """Make room for ``chunk`` and create its (sparse) partial file; False if no room."""
+        if chunk.size > self.limit:
+            raise CacheLimitError(_too_small(self.limit, chunk))
+        deadline = time.monotonic() + WAIT_FOR_SPACE
+        while True:
+            with _flock(self._path("budget.lock"), fcntl.LOCK_EX):
+                used, pinned = self._make_room(chunk.size)
+                if used + chunk.size <= self.limit:
+                    with open(partial, "wb") as f:
+                        f.truncate(chunk.size)
+                    return True
+            with self._lock:  # unpin our own least recently used idle copy, and try again
+                idle = sum(1 for p in self._open.values() if p.users <= 0)
+                closed = self._trim(len(self._open) - 1) if idle else 0
+            if closed:
+                continue
+            if not wait:
+                return False
+            if time.monotonic() > deadline:
+                raise CacheLimitError(
+                    f"The chunk cache {self.directory!r} (limit {self.limit} bytes) cannot "
+                    f"make room for {chunk.url!r} ({chunk.size} bytes): {used} bytes are "
+                    f"held by {pinned} chunk(s) that readers are using. Raise `cache_limit`, "
+                    "read with fewer processes, or shorten the read-ahead."
+                )
+            time.sleep(_POLL)
+
+    def _make_room(self, need: int) -> tuple[int, int]:
+        """Evict unpinned copies, least recently used first; ``(bytes used, pinned)``."""
+        copies: list[tuple[float, int, str]] = []
+        used = 0
+        for name in os.listdir(self.directory):
+            path = self._path(name)
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                continue
+            if name.endswith(".arrow"):
+                copies.append((st.st_mtime, st.st_size, name))
+                used += st.st_size
+            elif name.endswith(".partial") and not self._stale_partial(name):
+                used += st.st_size
+        pinned = 0
+        for _, size, name in sorted(copies):
+            if used + need <= self.limit:
+                break
+            key = name[: -len(".arrow")]
+            with _flock(self._path(key + ".pin"), fcntl.LOCK_EX | fcntl.LOCK_NB) as free:
+                if not free:
+                    pinned += 1
+                    continue
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self._path(name))
+                    used -= size
+                    with self._lock:
+                        self.stats.evicted += 1
+                _unlink(self._path(key + ".pin"))  # held exclusively (see _lock_fd)
+        return used, pinned
+
+    def _stale_partial(self, name: str) -> bool:
+        """Remove ``name`` if its download is dead (its ``.dl`` lock is free); True if so."""
+        key = name[len(_PARTIAL) :].rsplit("-", 2)[0]
+        with _flock(self._path(key + ".dl"), fcntl.LOCK_EX | fcntl.LOCK_NB) as free:
+            if free:
+                _unlink(self._path(name))
+                _unlink(self._path(key + ".dl"))
+            return free
+
+    def usage(self) -> int:
+        """Bytes of the copies and reserved downloads in the directory now."""
+        total = 0
+        for name in os.listdir(self.directory):
+            if name.endswith((".arrow", ".partial")):
+                with contextlib.suppress(FileNotFoundError):
+                    total += os.stat(self._path(name)).st_size
+        return total
+
+
+def _xxh3(path: str) -> str:
+    """The content digest of a local file (as ``arrowmix._storage.digests`` defines it)."""
+    h = xxhash.xxh3_64()
+    with open(path, "rb") as f:
+        while block := f.read(8 * 2**20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _too_small(limit: int, chunk: RemoteChunk) -> str:
+    return (
+        f"`cache_limit` ({limit} bytes) is smaller than the chunk {chunk.url!r} "
+        f"({chunk.size} bytes): every chunk must fit in the cache. Raise `cache_limit` or "
+        "rewrite the corpus with smaller chunks (`write_chunks(..., bytes_per_chunk=...)`)."
+    )
+
+
+def default_chunk_cache_dir() -> str:
+    """``$ARROWMIX_CACHE/remote-chunks`` (default ``~/.cache/arrowmix/remote-chunks``)."""
+    return os.path.join(root_dir(), "remote-chunks")
+
+
+_CACHES: dict[str, ChunkCache] = {}
+_CACHES_LOCK = threading.Lock()
+
+
+def chunk_cache(directory: str | None, limit: int) -> ChunkCache:
+    """The process's :class:`ChunkCache` of ``directory`` (its limit set to ``limit``).
+
+    ``None`` is this process's :func:`default_chunk_cache_dir`.
+    """
+    key = os.path.abspath(directory or default_chunk_cache_dir())
+    with _CACHES_LOCK:
+        cache = _CACHES.get(key)
+        if cache is None:
+            cache = _CACHES[key] = ChunkCache(key, limit)
+        cache.limit = limit
+        return cache
+
+
+def check_fits(limit: int, chunks: list[RemoteChunk]) -> None:
+    """Raise CacheLimitError when the largest of ``chunks`` exceeds ``limit``."""
+    if chunks:
+        largest = max(chunks, key=lambda c: c.size)
+        if largest.size > limit:
+            raise CacheLimitError(_too_small(limit, largest))

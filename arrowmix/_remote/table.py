@@ -1,0 +1,312 @@
+"""A table over remote chunks that are downloaded only when read, into a bounded cache.
+
+:class:`RemoteTable` stands where a Dataset otherwise holds a memory-mapped ``pyarrow.Table``
+when ``from_chunks`` gets a ``cache_limit``. It knows every chunk's schema, row count and
+version from :func:`~arrowmix._remote.meta.probe` (a few range requests per chunk at
+open) and reads rows with the reader protocol of the Dataset layer (``num_rows``,
+``slice``, ``take``): the rows of each chunk touched are taken from its pinned,
+memory-mapped local copy (:class:`~arrowmix._remote.cache.ChunkCache`), one chunk at
+a time, and *copied* out, so a chunk may be evicted as soon as no read is using it.
+Column selection and renaming are zero-cost projections. The table pickles as its
+description (URLs, versions, cache directory and limit), so worker processes share the
+directory's cache and budget.
+
+:class:`ReadAhead` downloads, on background threads, the chunks a stream will read next, in
+the order it will read them (see the ``read_ahead`` hook of
+:class:`~arrowmix._stream.sources.ArrowSource`), up to ``chunks`` chunks or ``max_bytes``
+bytes ahead of the reader; each downloaded chunk stays pinned until the reader gets to it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Protocol
+
+import numpy as np
+import pyarrow as pa
+
+from arrowmix._remote.cache import CacheStats, ChunkCache, Pinned, chunk_cache, counting
+from arrowmix._remote.meta import RemoteChunk
+
+__all__ = ["ReadAhead", "RemoteTable"]
+
+DOWNLOAD_THREADS = 4
+
+
+class RemoteTable:
+    """Rows of remote chunk files, read through a bounded local cache (see module docstring).
+
+    Args:
+        chunks: the chunk files, in order.
+        schema: their common schema (without metadata).
+        directory: the local cache directory (None: each process's default one).
+        limit: its byte budget.
+        storage_options: fsspec options for the chunk URLs.
+        names: ``(stored column, exposed name)`` pairs; default every column as stored.
+    """
+
+    def __init__(
+        self,
+        chunks: Sequence[RemoteChunk],
+        schema: pa.Schema,
+        directory: str | None,
+        limit: int,
+        storage_options: Mapping[str, Any] | None = None,
+        names: Sequence[tuple[str, str]] | None = None,
+    ) -> None:
+        self.chunks = tuple(chunks)
+        self.stored_schema = schema
+        self.directory = directory
+        self.limit = limit
+        self.storage_options = dict(storage_options) if storage_options else None
+        self.names = tuple(names) if names is not None else tuple((n, n) for n in schema.names)
+        self.schema = pa.schema([schema.field(src).with_name(out) for src, out in self.names])
+        self.offsets = np.cumsum([0, *(c.num_rows for c in self.chunks)], dtype=np.int64)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        args = (self.chunks, self.stored_schema, self.directory, self.limit,
+                self.storage_options, self.names)  # fmt: skip
+        return (type(self), args)
+
+    @property
+    def cache(self) -> ChunkCache:
+        """The process's cache of :attr:`directory`."""
+        return chunk_cache(self.directory, self.limit)
+
+    @property
+    def num_rows(self) -> int:
+        """Rows of every chunk."""
+        return int(self.offsets[-1])
+
+    @property
+    def num_columns(self) -> int:
+        """Columns exposed."""
+        return len(self.names)
+
+    @property
+    def column_names(self) -> list[str]:
+        """Exposed column names."""
+        return [out for _, out in self.names]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the chunk files (what reading everything downloads)."""
+        return sum(c.size for c in self.chunks)
+
+    # ---- projections (what Dataset column operations call) -----------------------
+    def _with(self, names: Sequence[tuple[str, str]]) -> RemoteTable:
+        return RemoteTable(self.chunks, self.stored_schema, self.directory, self.limit,
+                           self.storage_options, names)  # fmt: skip
+
+    def select(self, columns: Sequence[str]) -> RemoteTable:
+        """Only ``columns``, in that order."""
+        by_name = {out: src for src, out in self.names}
+        return self._with([(by_name[c], c) for c in columns])
+
+    def drop_columns(self, columns: Sequence[str]) -> RemoteTable:
+        """Without ``columns``."""
+        drop = set(columns)
+        return self._with([(s, o) for s, o in self.names if o not in drop])
+
+    def rename_columns(self, names: Sequence[str]) -> RemoteTable:
+        """Exposed columns renamed to ``names`` (one per column)."""
+        return self._with([(s, new) for (s, _), new in zip(self.names, names, strict=True)])
+
+    def replace_schema_metadata(self, metadata: Any = None) -> RemoteTable:
+        """``self``: a remote table exposes no file metadata."""
+        return self
+
+    # ---- reading -----------------------------------------------------------------
+    def slice(self, start: int, stop: int) -> pa.Table:
+        """Rows ``[start, stop)`` (copied out of the cache)."""
+        return self.take(np.arange(start, max(start, stop), dtype=np.int64))
+
+    def take(self, positions: np.ndarray) -> pa.Table:
+        """Rows at ``positions`` in that order, gathered chunk by chunk (copied out).
+
+        Raises:
+            IndexError: a position is out of range.
+        """
+        idx = np.asarray(positions, dtype=np.int64)
+        if len(idx) == 0:
+            return self.schema.empty_table()
+        lo, hi = int(idx.min()), int(idx.max())
+        if lo < 0 or hi >= self.num_rows:
+            bad = lo if lo < 0 else hi
+            raise IndexError(f"Row {bad} is out of range for a table of {self.num_rows} rows.")
+        owner = np.searchsorted(self.offsets, idx, side="right") - 1
+        order = np.argsort(owner, kind="stable")
+        sorted_owner = owner[order]
+        cuts = [0, *(np.flatnonzero(np.diff(sorted_owner)) + 1).tolist(), len(idx)]
+        # Chunks in order of their first row in ``positions`` (the reading order): the
+        # cache's recency then says which chunks a reader has moved on from, so making room
+        # closes those first, not one it has only begun (a block spans two windows).
+        groups = sorted(itertools.pairwise(cuts), key=lambda g: int(order[g[0]]))
+        src = [s for s, _ in self.names]
+        parts = []
+        cache = self.cache
+        for a, b in groups:
+            c = int(sorted_owner[a])
+            local = idx[order[a:b]] - self.offsets[c]
+            pinned = cache.acquire(self.chunks[c], self.storage_options)
+            assert pinned is not None  # waiting acquires always return a copy
+            try:
+                part = pinned.table.select(src).take(pa.array(local))
+            finally:
+                cache.release(pinned)
+            parts.append(part.combine_chunks().replace_schema_metadata(None))
+        gathered = pa.concat_tables(parts).rename_columns(self.column_names)
+        placed = np.concatenate([order[a:b] for a, b in groups])  # gathered row -> position
+        inverse = np.empty(len(idx), dtype=np.int64)
+        inverse[placed] = np.arange(len(idx), dtype=np.int64)
+        out = gathered if bool((np.diff(placed) == 1).all()) else gathered.take(inverse)
+        return out.cast(self.schema)
+
+    def chunks_touched(self, positions: np.ndarray) -> list[int]:
+        """Indices of the chunks holding ``positions``, in order of first touch."""
+        owner = np.searchsorted(self.offsets, np.asarray(positions), side="right") - 1
+        _, first = np.unique(owner, return_index=True)
+        return [int(owner[i]) for i in np.sort(first)]
+
+
+class Upcoming(Protocol):
+    """What :meth:`ReadAhead.read_ahead` is told (see ``arrowmix._stream.sources``)."""
+
+    @property
+    def cursor(self) -> tuple[int, int]: ...
+
+    def positions(self, cursor: tuple[int, int], n: int) -> tuple[np.ndarray, tuple[int, int]]: ...
+
+
+class ReadAhead:
+    """Downloads, in reading order, the chunks a stream will read next (module docstring).
+
+    Args:
+        table: the remote table the stream reads.
+        chunks: how many chunks to keep downloaded ahead of the reader.
+        max_bytes: and at most this many bytes (None: no byte bound).
+        threads: parallel downloads.
+    """
+
+    def __init__(
+        self,
+        table: RemoteTable,
+        chunks: int = 4,
+        max_bytes: int | None = None,
+        threads: int = DOWNLOAD_THREADS,
+    ) -> None:
+        self.table = table
+        self.chunks = chunks
+        self.max_bytes = max_bytes
+        self._pool: ThreadPoolExecutor | None = None
+        self._threads = threads
+        # Planned chunks ahead of the reader: chunk -> (cursor of its first row, download).
+        self._ahead: dict[int, tuple[tuple[int, int], Future[Pinned | None] | None]] = {}
+        self._plan: tuple[int, int] | None = None  # cursor up to which the order was read
+        self._last: tuple[int, int] | None = None
+        self._step = max(1, table.num_rows // max(1, len(table.chunks)))
+        self.own = CacheStats()  # what this reader's reads and read-ahead downloaded
+
+    def stats(self) -> dict[str, Any]:
+        """This reader's downloads and waiting, and the cache directory's counters.
+
+        ``bytes_downloaded``, ``chunks_downloaded``, ``wait_seconds``: this reader's (its
+        reads and its read-ahead; a chunk another reader of the node had downloaded costs
+        nothing). ``evicted`` and ``cache``: every reader of the directory in this process.
+        """
+        cache = self.table.cache
+        own = self.own.as_dict()
+        del own["evicted"]
+        return {
+            "cache_dir": cache.directory,
+            **own,
+            "evicted": cache.stats.evicted,
+            "cache": cache.stats.as_dict(),
+        }
+
+    def counting(self) -> Any:
+        """A context in which this thread's reads are counted as this reader's."""
+        return counting(self.own)
+
+    def read_ahead(self, upcoming: Upcoming) -> None:
+        """Called by the stream before each block: plan and start the next downloads."""
+        now = upcoming.cursor
+        moved_back = self._last is not None and now < self._last
+        if moved_back or (self._plan is not None and now > self._plan):
+            self._drop_plan()  # a restore moved the reader: plan again from where it is
+        self._last = now
+        for c, (first, _) in list(self._ahead.items()):
+            if first < now:  # the reader has started on it: its own reads pin it now
+                self._release(c)
+        if self._plan is None:
+            self._plan = now
+        cap = min(self.max_bytes or 2**62, self.table.limit // 2)
+        full = False
+        while not full:
+            pos, after = upcoming.positions(self._plan, self._step)
+            if len(pos) == 0:
+                break
+            owner = np.searchsorted(self.table.offsets, pos, side="right") - 1
+            for c in self.table.chunks_touched(pos):
+                if c in self._ahead:
+                    continue
+                size = self.table.chunks[c].size
+                if len(self._ahead) >= self.chunks or self._bytes_ahead() + size > cap:
+                    full = True  # the plan resumes at this chunk's first row next time
+                    after = (self._plan[0], self._plan[1] + int(np.argmax(owner == c)))
+                    break
+                first = (self._plan[0], self._plan[1] + int(np.argmax(owner == c)))
+                self._ahead[c] = (first, None)
+            self._plan = after
+        for c, (first, fut) in list(self._ahead.items()):
+            if fut is None or _no_room(fut):
+                self._ahead[c] = (first, self._executor().submit(self._fetch, c))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A pickled stream (worker processes) starts with no plan and no threads.
+        return (type(self), (self.table, self.chunks, self.max_bytes, self._threads))
+
+    def _bytes_ahead(self) -> int:
+        return sum(self.table.chunks[c].size for c in self._ahead)
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="arrowmix-fetch")
+        return self._pool
+
+    def _fetch(self, c: int) -> Pinned | None:
+        with counting(self.own):
+            return self.table.cache.acquire(
+                self.table.chunks[c], self.table.storage_options, wait=False
+            )
+
+    def _release(self, c: int) -> None:
+        _, fut = self._ahead.pop(c)
+        if fut is None:
+            return
+        fut.add_done_callback(self._release_result)
+
+    def _release_result(self, fut: Future[Pinned | None]) -> None:
+        if fut.cancelled() or fut.exception() is not None:
+            return  # nothing was pinned (a failed download is retried by the reader itself)
+        if (pinned := fut.result()) is not None:
+            self.table.cache.release(pinned)
+
+    def _drop_plan(self) -> None:
+        for c in list(self._ahead):
+            self._release(c)
+        self._plan = None
+
+    def close(self) -> None:
+        """Stop downloading ahead and unpin what was downloaded."""
+        self._drop_plan()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+
+def _no_room(fut: Future[Pinned | None]) -> bool:
+    """Whether a finished read-ahead found no room in the cache (to be tried again)."""
+    return fut.done() and not fut.cancelled() and fut.exception() is None and fut.result() is None

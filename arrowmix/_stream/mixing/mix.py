@@ -1,0 +1,521 @@
+"""Weighted mixing of streams, and zip.
+
+``mix`` interleaves its inputs by weight: deterministically (the input furthest behind
+its target share, see :mod:`arrowmix._stream.mixing.schedule`) or, with a seed, by a random
+draw that is a pure function of ``(seed, step)``. Stopping rules: ``"shortest"`` stops
+when the input chosen next is exhausted; ``"longest_drop"`` drops exhausted inputs and
+renormalises; ``"longest_cycle"`` restarts an input that ends and stops right after
+the item that completes the last input's first pass (Hugging Face's
+``"all_exhausted"``): once an input is in its second pass, the inputs still in their
+first pass are looked one item ahead, so that the mix stops as soon as all have ended.
+
+Checkpointing: the state is the inputs' states, the per-input counts, the deficits of
+the deterministic rule, the exhausted/active flags, which inputs were looked ahead
+(``peeked``: their state is the one before that item, which is read again on
+restore) and the seed. No other replay.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+
+from arrowmix._stream.base import ElasticMode, State, Stream
+from arrowmix._stream.mixing.mixed_rows import MixedRows
+from arrowmix._stream.mixing.schedule import (
+    Swrr,
+    check_stopping,
+    check_weights,
+    integer_weights,
+    random_plan,
+)
+from arrowmix._stream.positions import Positions
+from arrowmix._stream.rng import derive_rng
+from arrowmix._stream.topology import ElasticRole
+from arrowmix._validate import check_int
+from arrowmix.exceptions import SchemaMismatchError, StateError
+
+__all__ = ["WeightedMixIterator", "ZipIterator", "check_schemas", "mix", "zip_streams"]
+
+T = TypeVar("T")
+_BLOCK = 1024
+_MIN_BULK = 16
+_NOTHING: Any = object()
+
+
+def check_schemas(streams: Sequence[Stream[Any]]) -> None:
+    """Raise SchemaMismatchError when known input schemas differ (naming columns)."""
+    known = [(i, s.schema) for i, s in enumerate(streams) if s.schema is not None]
+    if len(known) < 2:
+        return
+    i0, ref = known[0]
+    for i, sch in known[1:]:
+        if sch.equals(ref):
+            continue
+        a = {f.name: str(f.type) for f in ref}
+        b = {f.name: str(f.type) for f in sch}
+        diff = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+        raise SchemaMismatchError(
+            f"streams {i0} and {i} have different schemas; differing columns: {diff} "
+            f"(stream {i0}: {[f'{k}: {a.get(k)}' for k in diff]}, stream {i}: "
+            f"{[f'{k}: {b.get(k)}' for k in diff]})."
+        )
+
+
+class WeightedMixIterator(Stream[T]):
+    """Items of several streams interleaved by weight.
+
+    State:
+        ``sources`` (list of input states), ``counts`` (items taken from each input),
+        ``deficits`` (deterministic rule), ``exhausted`` (inputs exhausted at least
+        once), ``active`` (inputs still drawn from), ``seed``. Replay cost: none.
+    """
+
+    SOURCES_KEY = "sources"
+    COUNTS_KEY = "counts"
+    DEFICITS_KEY = "deficits"
+    EXHAUSTED_KEY = "exhausted"
+    ACTIVE_KEY = "active"
+    PEEKED_KEY = "peeked"
+    SEED_KEY = "seed"
+    STATE_KEYS = (
+        SOURCES_KEY,
+        COUNTS_KEY,
+        DEFICITS_KEY,
+        EXHAUSTED_KEY,
+        ACTIVE_KEY,
+        PEEKED_KEY,
+        SEED_KEY,
+    )
+    TRANSIENT = ("_held", "_mixed_rows")
+    ELASTIC_ROLE = ElasticRole.TRANSPARENT
+
+    def __init__(
+        self,
+        streams: Sequence[Stream[T]],
+        weights: Sequence[float] | None = None,
+        *,
+        stopping: str = "longest_drop",
+        seed: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.streams = list(streams)
+        for i, s in enumerate(self.streams):
+            if not isinstance(s, Stream):
+                raise TypeError(f"`streams[{i}]` must be a Stream, got {type(s).__name__}.")
+        self.weights = check_weights(weights, len(self.streams))
+        self.stopping = check_stopping(stopping)
+        self.seed: int | None = check_int("seed", seed, minimum=0, none_ok=True)
+        check_schemas(self.streams)
+        self._ints = integer_weights(self.weights)
+        # Elastic drains (arrowmix._stream.elastic): inputs that end are dropped.
+        self._drain = False
+
+    def children(self) -> list[Stream[Any]]:
+        return list(self.streams)
+
+    def set_elastic_mode(self, mode: ElasticMode) -> None:
+        """While draining an old instance, an input that ends is dropped."""
+        self._drain = mode.draining
+
+    def describe(self) -> dict[str, Any]:
+        return {"weights": self.weights, "stopping": self.stopping, "seed": self.seed}
+
+    @property
+    def schema(self) -> Any:
+        return next((s.schema for s in self.streams if s.schema is not None), None)
+
+    def reset(self, state: State | None = None) -> None:
+        super().reset(state)
+        k = len(self.streams)
+        self._swrr = Swrr(self._ints)
+        self._counts = [0] * k
+        self._exhausted = [False] * k
+        self._active = [True] * k
+        # Looked-ahead inputs (longest_cycle): the state before the item, and the item
+        # (missing after a restore: read again when needed).
+        self._pre: list[State | None] = [None] * k
+        self._held: list[Any] = [_NOTHING] * k
+        self._u: tuple[int, np.ndarray] | None = None
+        if state is None:
+            for s in self.streams:
+                s.reset(None)
+            return
+        if state[self.SEED_KEY] != self.seed:
+            raise StateError(
+                f"WeightedMixIterator: checkpoint seed {state[self.SEED_KEY]!r} != {self.seed!r}."
+            )
+        lists = [
+            state[key]
+            for key in (
+                self.SOURCES_KEY,
+                self.COUNTS_KEY,
+                self.DEFICITS_KEY,
+                self.EXHAUSTED_KEY,
+                self.ACTIVE_KEY,
+                self.PEEKED_KEY,
+            )
+        ]
+        if any(not isinstance(v, list) or len(v) != k for v in lists):
+            raise StateError(
+                f"WeightedMixIterator: the state is for another number of streams than {k}."
+            )
+        for s, st in zip(self.streams, state[self.SOURCES_KEY], strict=True):
+            s.reset(st)
+        self._counts = [int(c) for c in state[self.COUNTS_KEY]]
+        self._swrr.cur = [int(c) for c in state[self.DEFICITS_KEY]]
+        self._exhausted = [bool(x) for x in state[self.EXHAUSTED_KEY]]
+        self._active = [bool(x) for x in state[self.ACTIVE_KEY]]
+        for i, (s, peeked) in enumerate(zip(self.streams, state[self.PEEKED_KEY], strict=True)):
+            if peeked:
+                self._pre[i] = s.get_state()
+
+    def get_state(self) -> State:
+        return {
+            self.SOURCES_KEY: [
+                s.get_state() if pre is None else copy.deepcopy(pre)
+                for s, pre in zip(self.streams, self._pre, strict=True)
+            ],
+            self.COUNTS_KEY: list(self._counts),
+            self.DEFICITS_KEY: list(self._swrr.cur),
+            self.EXHAUSTED_KEY: list(self._exhausted),
+            self.ACTIVE_KEY: list(self._active),
+            self.PEEKED_KEY: [pre is not None for pre in self._pre],
+            self.SEED_KEY: self.seed,
+        }
+
+    def _read(self, i: int) -> T:
+        """The next item of input ``i`` (the looked-ahead one first)."""
+        if self._pre[i] is None:
+            fetched: T = self._fetch(i)
+            return fetched
+        item = self._held[i]
+        if item is _NOTHING:  # restored: read it again
+            item = self._fetch(i)
+        self._pre[i], self._held[i] = None, _NOTHING
+        item_t: T = item
+        return item_t
+
+    def _first_pass_over(self) -> bool:
+        """Look ahead the inputs still in their first pass; True when all have ended."""
+        for j, done in enumerate(self._exhausted):
+            if done or not self._active[j]:
+                continue
+            if self._pre[j] is not None:
+                if self._held[j] is _NOTHING:
+                    self._held[j] = self._fetch(j)  # restored: read it again
+                continue
+            pre = self.streams[j].get_state()
+            try:
+                self._held[j] = self._fetch(j)
+            except StopIteration:
+                self._exhausted[j] = True
+                continue
+            self._pre[j] = pre
+        return all(e or not a for e, a in zip(self._exhausted, self._active, strict=True))
+
+    def _choose(self) -> int:
+        if self.seed is None:
+            return self._swrr.choose(self._active)
+        # Same arithmetic as schedule.random_plan, with the block's draws cached.
+        step = sum(self._counts)
+        block = step // _BLOCK
+        if self._u is None or self._u[0] != block:
+            self._u = (block, derive_rng(self.seed, block).random(_BLOCK))
+        u = self._u[1][step % _BLOCK]
+        w = np.where(np.asarray(self._active), np.asarray(self.weights), 0.0)
+        cum = np.cumsum(w)
+        last = int(np.flatnonzero(w)[-1])
+        return min(int(np.searchsorted(cum, u * cum[-1], side="right")), last)
+
+    def _plan(self, n: int) -> list[int]:
+        if self.seed is None:
+            return self._swrr.plan(self._active, n)
+        step = sum(self._counts)
+        plan = random_plan(self.seed, step, n, self.weights, self._active)
+        out: list[int] = plan.tolist()
+        return out
+
+    def pull(self, n: int) -> list[T]:
+        """Bulk path: plan ``n`` choices, pull each input's share at once.
+
+        If an input runs short inside the block, everything is rewound to the
+        block start and the exact per-item path handles the exhaustion.
+        """
+        cycling = self.stopping == "longest_cycle" and any(self._exhausted)
+        if n < _MIN_BULK or not any(self._active) or cycling or any(self._pre):
+            return super().pull(n)
+        states = [s.get_state() for s in self.streams]
+        deficits = list(self._swrr.cur)
+        choices = self._plan(n)
+        need = np.bincount(choices, minlength=len(self.streams)).tolist()
+        pulled = [s.pull(c) if c else [] for s, c in zip(self.streams, need, strict=True)]
+        if any(len(p) < c for p, c in zip(pulled, need, strict=True)):
+            for s, st in zip(self.streams, states, strict=True):
+                s.reset(st)
+            self._swrr.cur = deficits
+            return super().pull(n)
+        nexts = [iter(p).__next__ for p in pulled]
+        self._counts = [c + k for c, k in zip(self._counts, need, strict=True)]
+        return [nexts[c]() for c in choices]
+
+    # ------------------------------------------------------------- row positions
+    def _fetch(self, i: int) -> Any:
+        """The next item of input ``i``: a row, or a row position in :class:`MixedRows`."""
+        views = self.__dict__.get("_views")
+        if views is None:
+            return self.streams[i].next()
+        p = views[i].pull(1)
+        if not len(p):
+            raise StopIteration
+        rows = self.row_source()
+        assert rows is not None
+        return int(p[0] + rows.bases[i])
+
+    def row_source(self) -> MixedRows | None:
+        """Rows of every input one after the other, when every input is an index stream."""
+        if "_mixed_rows" not in self.__dict__:
+            rows = [s.row_source() for s in self.streams]
+            known = [r for r in rows if r is not None]
+            self._mixed_rows = MixedRows(known) if len(known) == len(rows) else None
+        mixed: MixedRows | None = self._mixed_rows
+        return mixed
+
+    def as_positions(self) -> Positions | None:
+        """Positions in :class:`MixedRows` numbering, when every input is an index stream.
+
+        Taking the view makes the mix read its inputs through their own views.
+        """
+        rows = self.row_source()
+        if rows is None:
+            return None
+        if self.__dict__.get("_views") is None:
+            views = [s.as_positions() for s in self.streams]
+            if any(v is None for v in views):
+                return None
+            self._views: list[Positions] | None = views  # type: ignore[assignment]
+        return Positions(rows, self.pull_positions)
+
+    def pull_positions(self, n: int) -> np.ndarray:
+        """Up to ``n`` positions in :class:`MixedRows` numbering, chosen as ``next`` would.
+
+        Bulk path: plan the choices, pull each input's share at once. When an input runs
+        dry inside the block, everything is rewound, the choices before that step are
+        pulled in bulk, and that one step goes through the exact per-item rule (``next``,
+        which applies the stopping rule); then bulk resumes. While inputs are looked
+        ahead (``longest_cycle``), every step is exact.
+        """
+        rows = self.row_source()
+        if rows is None or self.__dict__.get("_views") is None:
+            raise TypeError("mix streams row positions only when every input does.")
+        bases = rows.bases
+        parts: list[np.ndarray] = []
+        left = n
+        while left > 0 and any(self._active):
+            cycling = self.stopping == "longest_cycle" and any(self._exhausted)
+            if not (cycling or any(pre is not None for pre in self._pre)):
+                states = [s.get_state() for s in self.streams]
+                deficits = list(self._swrr.cur)
+                choices, pulled = self._bulk(left)
+                short = [i for i, p in enumerate(pulled) if len(p) < int((choices == i).sum())]
+                if not short:
+                    parts.append(self._assemble(choices, pulled, bases))
+                    break
+                # the first step whose input has run dry
+                t = min(int(np.flatnonzero(choices == i)[len(pulled[i])]) for i in short)
+                for s, st in zip(self.streams, states, strict=True):
+                    s.reset(st)
+                self._swrr.cur = deficits
+                if t:
+                    choices, pulled = self._bulk(t)
+                    parts.append(self._assemble(choices, pulled, bases))
+                    left -= t
+            try:
+                parts.append(np.array([self.next()], dtype=np.int64))
+            except StopIteration:
+                break
+            left -= 1
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+    def _bulk(self, n: int) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The next ``n`` choices and each input's share of positions (maybe short)."""
+        choices = np.asarray(self._plan(n), dtype=np.int64)
+        need = np.bincount(choices, minlength=len(self.streams)).tolist()
+        views = self.__dict__["_views"]
+        pulled = [
+            v.pull(c) if c else np.empty(0, dtype=np.int64)
+            for v, c in zip(views, need, strict=True)
+        ]
+        return choices, pulled
+
+    def _assemble(
+        self, choices: np.ndarray, pulled: list[np.ndarray], bases: np.ndarray
+    ) -> np.ndarray:
+        out = np.empty(len(choices), dtype=np.int64)
+        for i, p in enumerate(pulled):
+            if len(p):
+                out[choices == i] = p + bases[i]
+                self._counts[i] += len(p)
+        return out
+
+    def _drop(self, i: int) -> None:
+        self._active[i] = False
+        self._swrr.restart()
+
+    def next(self) -> T:
+        while any(self._active):
+            i = self._choose()
+            if (
+                self._exhausted[i]
+                and self.stopping == "longest_cycle"
+                and not self._drain
+                and self._first_pass_over()
+            ):
+                self._undo_choice(i)
+                raise StopIteration
+            try:
+                item = self._fetch(i) if self._pre[i] is None else self._read(i)
+            except StopIteration:
+                if self._drain:
+                    self._drop(i)
+                    continue
+                self._exhausted[i] = True
+                if self.stopping == "shortest" or (
+                    self.stopping == "longest_cycle" and all(self._exhausted)
+                ):
+                    self._undo_choice(i)
+                    raise
+                if self.stopping == "longest_drop":
+                    self._drop(i)
+                    continue
+                if self._first_pass_over():
+                    self._undo_choice(i)
+                    raise
+                self.streams[i].reset(None)  # longest_cycle: start the input again
+                try:
+                    item = self._fetch(i)
+                except StopIteration:
+                    self._drop(i)  # an empty input cannot be cycled
+                    continue
+            self._counts[i] += 1
+            return item
+        raise StopIteration
+
+    def _undo_choice(self, i: int) -> None:
+        # Stopping leaves the deficits as they were, so next() stops again identically.
+        if self.seed is None:
+            total = sum(a for a, on in zip(self._ints, self._active, strict=True) if on)
+            self._swrr.cur[i] += total
+            for j, on in enumerate(self._active):
+                if on:
+                    self._swrr.cur[j] -= self._ints[j]
+
+    def stats(self) -> dict[str, Any]:
+        """Items taken from each input, realised and target ratios, exhausted flags."""
+        total = sum(self._counts) if self._started else 0
+        counts = list(self._counts) if self._started else [0] * len(self.streams)
+        return {
+            "counts": counts,
+            "ratios": [c / total if total else 0.0 for c in counts],
+            "weights": list(self.weights),
+            "exhausted": list(self._exhausted) if self._started else [False] * len(counts),
+        }
+
+
+class ZipIterator(Stream[tuple[Any, ...]]):
+    """Tuples of one item of each stream; ends with the shortest.
+
+    State:
+        ``sources`` (list of input states), ``done``. Replay cost: none.
+    """
+
+    SOURCES_KEY = "sources"
+    DONE_KEY = "done"
+    STATE_KEYS = (SOURCES_KEY, DONE_KEY)
+    ELASTIC_ROLE = ElasticRole.REFUSING
+    ELASTIC_REFUSAL = "it pairs items of several inputs, which resharding would mismatch"
+
+    def __init__(self, streams: Sequence[Stream[Any]]) -> None:
+        super().__init__()
+        self.streams = list(streams)
+        if not self.streams:
+            raise ValueError("zip needs at least one stream.")
+        for i, s in enumerate(self.streams):
+            if not isinstance(s, Stream):
+                raise TypeError(f"`streams[{i}]` must be a Stream, got {type(s).__name__}.")
+
+    def children(self) -> list[Stream[Any]]:
+        return list(self.streams)
+
+    def reset(self, state: State | None = None) -> None:
+        super().reset(state)
+        self._done = False
+        if state is None:
+            for s in self.streams:
+                s.reset(None)
+            return
+        states = state[self.SOURCES_KEY]
+        if not isinstance(states, list) or len(states) != len(self.streams):
+            raise StateError(f"ZipIterator: the state is not for {len(self.streams)} streams.")
+        for s, st in zip(self.streams, states, strict=True):
+            s.reset(st)
+        self._done = bool(state[self.DONE_KEY])
+
+    def get_state(self) -> State:
+        return {
+            self.SOURCES_KEY: [s.get_state() for s in self.streams],
+            self.DONE_KEY: self._done,
+        }
+
+    def next(self) -> tuple[Any, ...]:
+        if self._done:
+            raise StopIteration
+        out = []
+        for s in self.streams:
+            try:
+                out.append(s.next())
+            except StopIteration:
+                self._done = True
+                raise
+        return tuple(out)
+
+
+def mix(
+    streams: Sequence[Stream[T]],
+    weights: Sequence[float] | None = None,
+    *,
+    stopping: str = "longest_drop",
+    seed: int | None = None,
+) -> WeightedMixIterator[T]:
+    """Interleave ``streams`` by ``weights`` (normalised; equal when omitted).
+
+    Args:
+        streams: the inputs; their schemas must match when known.
+        weights: one positive, finite weight per stream.
+        stopping: ``"shortest"``, ``"longest_drop"`` or ``"longest_cycle"``.
+        seed: ``None`` for the deterministic most-behind rule, else a random draw by
+            weight that depends only on ``(seed, step)``.
+
+    Example:
+        >>> from arrowmix.stream import from_iterable, mix
+        >>> m = mix([from_iterable("aaaaaa"), from_iterable("bb")], [0.75, 0.25])
+        >>> "".join(m)
+        'aabaaaba'
+        >>> m.stats()["counts"]
+        [6, 2]
+    """
+    return WeightedMixIterator(streams, weights, stopping=stopping, seed=seed)
+
+
+def zip_streams(streams: Sequence[Stream[Any]]) -> ZipIterator:
+    """Tuples with one item of each stream, until the shortest ends.
+
+    Example:
+        >>> from arrowmix.stream import from_iterable, zip
+        >>> list(zip([from_iterable([1, 2, 3]), from_iterable("ab")]))
+        [(1, 'a'), (2, 'b')]
+    """
+    return ZipIterator(streams)

@@ -1,0 +1,99 @@
+"""The row source of a ``mix`` of index streams: its inputs' rows, one after the other.
+
+``mix`` over streams that move row positions (sources read from a Dataset or a row
+source, through shuffles) moves positions too: position ``bases[k] + p`` stands for row
+``p`` of input ``k``. Consumers (columnar bucketing, collation, packing) read the rows
+they need through this source: one ``take`` per input touched, and zero-copy token
+views for ``list<int*>`` columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from arrowmix._fingerprint.hasher import hash_value
+from arrowmix._stream.row_source import RowSource
+from arrowmix._stream.tokens.column import ConcatTokenColumn, TokenColumn, token_column
+
+__all__ = ["MixedRows"]
+
+
+class MixedRows:
+    """A :class:`RowSource` concatenating the rows of several row sources.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> from arrowmix._stream.row_source import TableRowSource
+        >>> a, b = TableRowSource(pa.table({"x": [0, 1]})), TableRowSource(pa.table({"x": [7]}))
+        >>> rows = MixedRows([a, b])
+        >>> rows.take(np.array([2, 0])).column("x").to_pylist()
+        [7, 0]
+    """
+
+    def __init__(self, sources: Sequence[RowSource]) -> None:
+        self.sources = list(sources)
+        if not self.sources:
+            raise ValueError("MixedRows needs at least one row source.")
+        self.bases = np.cumsum([0, *(s.num_rows for s in self.sources)], dtype=np.int64)
+        self._tokens: dict[str, TokenColumn] = {}
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.bases[-1])
+
+    @property
+    def schema(self) -> pa.Schema:
+        return self.sources[0].schema
+
+    @property
+    def fingerprint(self) -> str:
+        return hash_value([s.fingerprint for s in self.sources])
+
+    def chunk_offsets(self) -> np.ndarray:
+        parts = [
+            s.chunk_offsets()[1:] + base
+            for s, base in zip(self.sources, self.bases[:-1], strict=True)
+        ]
+        return np.concatenate([np.zeros(1, dtype=np.int64), *parts]).astype(np.int64)
+
+    def _split(self, positions: np.ndarray) -> tuple[np.ndarray, list[int]]:
+        pos = np.asarray(positions, dtype=np.int64)
+        if pos.size and (int(pos.min()) < 0 or int(pos.max()) >= self.num_rows):
+            bad = int(pos.min()) if int(pos.min()) < 0 else int(pos.max())
+            raise IndexError(f"row {bad} is out of range for mixed rows of {self.num_rows}.")
+        which = np.searchsorted(self.bases, pos, side="right") - 1
+        return which, np.unique(which).tolist()
+
+    def take(self, positions: np.ndarray) -> pa.Table:
+        """The rows at ``positions`` in that order (one ``take`` per input touched)."""
+        pos = np.asarray(positions, dtype=np.int64)
+        which, inputs = self._split(pos)
+        if len(inputs) == 1:
+            k = inputs[0]
+            return self.sources[k].take(pos - self.bases[k])
+        if not inputs:
+            return self.schema.empty_table()
+        order = np.argsort(which, kind="stable")
+        parts = [
+            self.sources[k].take(pos[order[which[order] == k]] - self.bases[k]) for k in inputs
+        ]
+        table = pa.concat_tables([p.cast(self.schema) for p in parts])
+        inverse = np.empty(len(pos), dtype=np.int64)
+        inverse[order] = np.arange(len(pos), dtype=np.int64)
+        return table.take(inverse)
+
+    def take_column(self, positions: np.ndarray, name: str) -> pa.ChunkedArray[Any]:
+        """One column at ``positions``."""
+        return self.take(positions).column(name)
+
+    def token_column(self, name: str) -> TokenColumn:
+        """The inputs' token columns ``name``, seen as one (no copy)."""
+        col = self._tokens.get(name)
+        if col is None:
+            col = ConcatTokenColumn([token_column(s, name) for s in self.sources])
+            self._tokens[name] = col
+        return col

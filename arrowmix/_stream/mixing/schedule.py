@@ -1,0 +1,224 @@
+"""Pure choice rules of weighted mixing, and the exact output-size estimate.
+
+Deterministic rule (smooth weighted round robin): weights become integers ``a_i``
+(normalised, then ``Fraction.limit_denominator(10_000)``); every step each active
+input's deficit grows by ``a_i``, the input with the largest deficit (ties: higher
+weight, then lower index) is chosen and its deficit drops by the active total. The
+chosen input is the one furthest below its target share; over every ``sum(a_i)``
+steps each input is chosen exactly ``a_i`` times, so the ratio is exact in every
+window of ``1 / min(weight)`` rows when the weights are multiples of the smallest.
+When an input is dropped the deficits of the others restart from zero.
+
+Random rule: the choice at step ``t`` is a pure function of ``(seed, t)`` and the
+active inputs: a uniform draw from ``default_rng([seed, t // 1024])``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from fractions import Fraction
+
+import numpy as np
+
+from arrowmix._stream.rng import derive_rng
+
+__all__ = [
+    "STOPPING",
+    "Swrr",
+    "check_weights",
+    "estimate_mix_rows",
+    "random_plan",
+]
+
+STOPPING = ("shortest", "longest_drop", "longest_cycle")
+_BLOCK = 1024
+_MAX_PERIOD = 100_000
+_MAX_CACHED = 64
+
+
+def check_stopping(stopping: str) -> str:
+    """Validate a stopping rule name."""
+    if stopping not in STOPPING:
+        raise ValueError(f"`stopping` must be one of {list(STOPPING)}, got {stopping!r}.")
+    return stopping
+
+
+def check_weights(weights: Sequence[float] | None, n: int) -> list[float]:
+    """Normalised weights; ValueError naming a bad one."""
+    if n < 1:
+        raise ValueError("mixing needs at least one stream.")
+    if weights is None:
+        return [1.0 / n] * n
+    weights = list(weights)
+    if len(weights) != n:
+        raise ValueError(f"got {len(weights)} weights for {n} streams; they must match.")
+    for i, w in enumerate(weights):
+        if isinstance(w, bool) or not isinstance(w, (int, float, np.integer, np.floating)):
+            raise ValueError(f"`weights[{i}]` must be a number, got {w!r}.")
+        if not (math.isfinite(w) and w > 0):
+            raise ValueError(f"`weights[{i}]` must be positive and finite, got {w!r}.")
+    total = float(sum(weights))
+    return [float(w) / total for w in weights]
+
+
+def integer_weights(weights: Sequence[float]) -> list[int]:
+    """Integers proportional to ``weights`` (denominators limited to 10 000)."""
+    fr = [Fraction(w).limit_denominator(10_000) for w in weights]
+    lcm = math.lcm(*(f.denominator for f in fr))
+    return [max(1, int(f * lcm)) for f in fr]
+
+
+class Swrr:
+    """Smooth weighted round robin over integer weights (deficits are ints).
+
+    Example:
+        >>> s = Swrr([3, 1])
+        >>> [s.choose([True, True]) for _ in range(8)]
+        [0, 0, 1, 0, 0, 0, 1, 0]
+    """
+
+    def __init__(self, weights: Sequence[int]) -> None:
+        self.a = list(weights)
+        self.cur = [0] * len(self.a)
+        self._periods: dict[tuple[tuple[int, ...], tuple[bool, ...]], list[int]] = {}
+        # Tie order: higher weight first, then lower index.
+        self._rank = sorted(range(len(self.a)), key=lambda i: (-self.a[i], i))
+
+    def plan(self, active: Sequence[bool], n: int) -> list[int]:
+        """The next ``n`` choices; whole periods come from a cache.
+
+        From a given deficit vector, one period (``sum`` of the active weights) of
+        choices brings the deficits back to where they were, so it can be replayed.
+        """
+        out: list[int] = []
+        period = sum(a for a, on in zip(self.a, active, strict=True) if on)
+        while period <= _MAX_PERIOD and n - len(out) >= period:
+            key = (tuple(self.cur), tuple(active))
+            seq = self._periods.get(key)
+            if seq is None:
+                seq = [self.choose(active) for _ in range(period)]
+                if tuple(self.cur) == key[0] and len(self._periods) < _MAX_CACHED:
+                    self._periods[key] = seq
+                out.extend(seq)
+            else:  # the deficits do not change over whole periods
+                out.extend(seq * ((n - len(out)) // period))
+        out.extend(self.choose(active) for _ in range(n - len(out)))
+        return out
+
+    def restart(self) -> None:
+        """Restart deficits (after the active set changed)."""
+        self.cur = [0] * len(self.a)
+
+    def choose(self, active: Sequence[bool]) -> int:
+        """Choose the next input among the active ones."""
+        a, cur = self.a, self.cur
+        total = 0
+        best, best_v = -1, 0
+        for i in self._rank:
+            if active[i]:
+                cur[i] += a[i]
+                total += a[i]
+                if best < 0 or cur[i] > best_v:
+                    best, best_v = i, cur[i]
+        cur[best] -= total
+        return best
+
+
+def random_plan(
+    seed: int, step: int, n: int, weights: Sequence[float], active: Sequence[bool]
+) -> np.ndarray:
+    """Inputs drawn at steps ``[step, step + n)`` (pure function of the arguments).
+
+    Example:
+        >>> plan = random_plan(0, 0, 1000, [0.9, 0.1], [True, True])
+        >>> 850 < int((plan == 0).sum()) < 950
+        True
+    """
+    steps = np.arange(step, step + n, dtype=np.int64)
+    u = np.empty(n)
+    blocks = steps // _BLOCK
+    for b in np.unique(blocks).tolist():
+        sel = blocks == b
+        u[sel] = derive_rng(seed, b).random(_BLOCK)[steps[sel] % _BLOCK]
+    w = np.where(np.asarray(active), np.asarray(weights, dtype=np.float64), 0.0)
+    cum = np.cumsum(w)
+    last = int(np.flatnonzero(w)[-1])
+    out: np.ndarray = np.minimum(np.searchsorted(cum, u * cum[-1], side="right"), last)
+    return out
+
+
+def _first_exhaustion(a: list[int], active: list[bool], remaining: list[int]) -> list[int]:
+    """Steps (from a fresh start) when each input is chosen once too often."""
+    sched = Swrr(a)
+    period = sum(x for x, on in zip(a, active, strict=True) if on)
+    pos: list[list[int]] = [[] for _ in a]
+    for t in range(period):
+        pos[sched.choose(active)].append(t)
+    out = []
+    for i, on in enumerate(active):
+        if not on:
+            out.append(-1)
+            continue
+        q, r = divmod(remaining[i], a[i])
+        out.append(q * period + pos[i][r])
+    return out
+
+
+def _chosen_before(a: list[int], active: list[bool], steps: int) -> list[int]:
+    sched = Swrr(a)
+    period = sum(x for x, on in zip(a, active, strict=True) if on)
+    q, r = divmod(steps, period)
+    counts = [q * x if on else 0 for x, on in zip(a, active, strict=True)]
+    for _ in range(r):
+        counts[sched.choose(active)] += 1
+    return counts
+
+
+def estimate_mix_rows(counts: Sequence[int], weights: Sequence[float] | None, stopping: str) -> int:
+    """Rows a deterministic ``mix`` of inputs with these row counts yields.
+
+    Args:
+        counts: Rows of each input stream.
+        weights: The weights given to ``mix`` (None: equal).
+        stopping: The ``stopping`` rule given to ``mix``.
+
+    Example:
+        >>> from arrowmix.stream import estimate_mix_rows
+        >>> estimate_mix_rows([300, 100], [0.5, 0.5], "shortest")
+        201
+        >>> estimate_mix_rows([300, 100], [0.5, 0.5], "longest_drop")
+        400
+    """
+    check_stopping(stopping)
+    a = integer_weights(check_weights(weights, len(counts)))
+    remaining = [int(c) for c in counts]
+    if any(c < 0 for c in remaining):
+        raise ValueError(f"`counts` must be >= 0, got {list(counts)!r}.")
+    active = [True] * len(a)
+    if stopping == "longest_cycle" and all(c > 0 for c in remaining):
+        # Stop right after the item that completes the last input's first pass.
+        last_items = _first_exhaustion(a, active, [c - 1 for c in remaining])
+        return max(last_items) + 1
+    if stopping == "longest_cycle":
+        return _simulate_cycle(remaining, weights)
+    rows = 0
+    while any(active):
+        t = _first_exhaustion(a, active, remaining)
+        j = min((i for i in range(len(a)) if active[i]), key=lambda i: t[i])
+        rows += t[j]
+        if stopping == "shortest":
+            return rows
+        used = _chosen_before(a, active, t[j])
+        remaining = [r - u for r, u in zip(remaining, used, strict=True)]
+        active[j] = False
+    return rows
+
+
+def _simulate_cycle(counts: list[int], weights: Sequence[float] | None) -> int:
+    # Rare case (an empty input under "longest_cycle"): run the real iterator.
+    from arrowmix._stream.mixing.mix import WeightedMixIterator
+    from arrowmix._stream.sources.iterable import IterableSource
+
+    streams = [IterableSource(range(c)) for c in counts]
+    return sum(1 for _ in WeightedMixIterator(streams, weights, stopping="longest_cycle"))

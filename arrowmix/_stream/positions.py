@@ -1,0 +1,63 @@
+"""The positions protocol: a stream seen as row positions instead of rows.
+
+An *index stream* (read from a Dataset or a row source, through shuffle, mix or
+``batch(columnar=True)``) can hand its consumer row positions into its
+:class:`~arrowmix._stream.row_source.RowSource` instead of rows: the consumer then
+gathers the rows, or only the columns it needs, once. A stage offers this with
+``Stream.as_positions()`` (a :class:`Positions` view of single positions) or
+``Stream.as_position_batches(column)`` (a :class:`PositionBatches` view, one batch of
+positions per call); both return ``None`` when the stage cannot.
+
+A consumer asks once, when it is built, and from then on reads that input through the
+view only (taking the view is how the consumer claims the input; the producer may then
+keep positions in its buffers instead of rows). Nobody calls another stage's private
+methods or flips its mode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from arrowmix._stream.row_source import RowSource
+
+__all__ = ["PositionBatches", "Positions", "no_positions"]
+
+
+@dataclass(frozen=True)
+class Positions:
+    """A stream as row positions.
+
+    Attributes:
+        rows: the row source the positions index.
+        pull: ``pull(n)``: up to ``n`` next positions (an int64 array), fewer only at
+            the end; they advance the stream exactly as ``n`` rows would.
+    """
+
+    rows: RowSource
+    pull: Callable[[int], np.ndarray]
+
+
+@dataclass(frozen=True)
+class PositionBatches:
+    """A batching stream as batches of row positions.
+
+    Attributes:
+        rows: the row source the positions index.
+        next: ``next()``: the next batch, an int64 array of positions (or a
+            :class:`~arrowmix._stream.tokens.column.TokenSpans` when the view was asked for
+            the token column the batches were planned by); raises StopIteration at
+            the end.
+    """
+
+    rows: RowSource
+    next: Callable[[], Any]
+
+
+def no_positions(owner: object) -> TypeError:
+    """The error of a consumer that needs row positions from ``owner``, which has none."""
+    return TypeError(f"{type(owner).__name__} does not stream row positions.")

@@ -1,0 +1,211 @@
+"""The stage base: what every node of a pipeline implements (torchdata ``BaseNode``'s size).
+
+A :class:`Stage` yields items (``next``, ``pull``), reports and restores its own state
+(``get_state``, ``reset``), describes its configuration (``describe``), names its
+inputs (``children``) and declares what elastic resume does with it (``ELASTIC_ROLE``).
+It may offer its items as row positions (``as_positions``, ``as_position_batches``: see
+:mod:`arrowmix._stream.positions`). What belongs to a whole pipeline (the checkpoint
+format, the epoch, elastic resume) lives in :mod:`arrowmix._stream.root`; the fluent
+builders in :mod:`arrowmix._stream.base`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+import pyarrow as pa
+
+from arrowmix._stream.topology import ElasticRole
+from arrowmix.exceptions import StateError
+
+if TYPE_CHECKING:
+    from arrowmix._stream.base import Stream
+    from arrowmix._stream.positions import PositionBatches, Positions
+    from arrowmix._stream.row_source import RowSource
+
+__all__ = ["PLAIN", "ElasticMode", "Stage", "State", "check_keys", "config_tree"]
+
+T = TypeVar("T")
+State = dict[str, Any]
+
+
+def check_keys(owner: object, state: State, keys: Iterable[str]) -> None:
+    """Raise StateError naming ``owner``'s class when ``state`` lacks or adds keys."""
+    if not isinstance(state, dict):
+        raise StateError(
+            f"{type(owner).__name__}: a state must be a dict, got {type(state).__name__}."
+        )
+    expected = set(keys)
+    missing = sorted(expected - state.keys())
+    extra = sorted(state.keys() - expected)
+    if missing or extra:
+        raise StateError(
+            f"{type(owner).__name__} cannot load this state: missing keys {missing}, "
+            f"unexpected keys {extra}. Was it taken from a different pipeline?"
+        )
+
+
+@dataclass(frozen=True)
+class ElasticMode:
+    """What elastic resume tells every node before it runs a task.
+
+    Attributes:
+        draining: the sources stop where an old instance had read (an input that
+            ends is dropped, whatever the stopping rule).
+        synchronous: no background read-ahead (frontiers are being computed).
+    """
+
+    draining: bool = False
+    synchronous: bool = False
+
+
+#: The mode of a pipeline outside elastic resume.
+PLAIN = ElasticMode()
+
+
+class Stage(Generic[T]):
+    """One node of a pipeline: the per-node contract every arrowmix stage implements.
+
+    Subclasses implement ``next()``, ``get_state()`` and ``reset(state)`` (calling
+    ``super().__init__()`` and ``super().reset(state)``), list their state keys in
+    ``STATE_KEYS`` and describe their configuration in ``describe()``. Users subclass
+    :class:`~arrowmix.stream.Stream` (this plus the pipeline root and the fluent builders).
+    """
+
+    STATE_KEYS: ClassVar[tuple[str, ...] | None] = ()
+    #: Attributes rebuilt by ``reset`` (buffers, threads); never pickled.
+    TRANSIENT: ClassVar[tuple[str, ...]] = ()
+    #: What elastic resume does with this stage (see ``ElasticRole``); ``None``:
+    #: undeclared, so elastic resume refuses the pipeline with a clear error.
+    ELASTIC_ROLE: ClassVar[ElasticRole | None] = None
+
+    def __init__(self) -> None:
+        self._started = False
+        self._reset_called = False
+        self._pending: State | None = None
+
+    def restart(self) -> None:
+        """Start again lazily: the next item or state request calls ``reset(None)``.
+
+        For stages whose configuration changed (``reshard``, ``deal``).
+        """
+        self._started = False
+        self._pending = None
+
+    # ----------------------------------------------------------------- subclass API
+    def next(self) -> T:
+        """Return the next item or raise StopIteration (subclass hook)."""
+        raise StopIteration
+
+    def get_state(self) -> State:
+        """Return this node's state as a fresh JSON-able dict (subclass hook)."""
+        return {}
+
+    def reset(self, state: State | None = None) -> None:
+        """Start from the beginning (``None``) or from ``state`` (subclass hook).
+
+        Overrides must call ``super().reset(state)`` first; it validates the keys.
+        """
+        if state is not None and self.STATE_KEYS is not None:
+            check_keys(self, state, self.STATE_KEYS)
+        self._started = True
+        self._reset_called = True
+        self._pending = None
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-able configuration of this node (not of its sources)."""
+        return {}
+
+    def children(self) -> list[Stream[Any]]:
+        """The streams this node reads from."""
+        return []
+
+    def replay_open_window(self) -> None:
+        """Re-read the partially emitted window of a freshly restored node, yielding nothing.
+
+        Afterwards the node's inputs stand where they stood when the checkpoint was
+        taken (after every item it had read). Buffering stages override it; for the
+        others there is nothing to replay.
+        """
+
+    def begin_epoch(self, epoch: int) -> None:
+        """Hook of ``set_epoch``, called on every node before the restart.
+
+        Row and chunk sources then start at ``epoch`` (its order); window stages mix it
+        into their random draws (``WindowReplayStage.window_rng``). The default ignores it.
+        """
+
+    def set_elastic_mode(self, mode: ElasticMode) -> None:
+        """Called on every node by elastic resume before it runs a task (a hook).
+
+        Stages that behave differently while draining an old instance's buffered
+        items (``mix``) or that read ahead in the background (``prefetch``) override
+        it; the default ignores it.
+        """
+
+    @property
+    def schema(self) -> pa.Schema | None:
+        """The Arrow schema of the rows, when known."""
+        return None
+
+    def row_source(self) -> RowSource | None:
+        """The row source whose positions this stream can yield (index streams)."""
+        return None
+
+    def as_positions(self) -> Positions | None:
+        """This stream as row positions (the positions protocol), or ``None``.
+
+        Index streams (``row_source()`` is not ``None``) return a
+        :class:`~arrowmix._stream.positions.Positions` view; a consumer asks for it
+        once, when it is built, and then reads this stream through the view only.
+        """
+        return None
+
+    def as_position_batches(self, column: str | None = None) -> PositionBatches | None:
+        """This batching stream as batches of row positions, or ``None``.
+
+        ``collate`` asks for it (``column``: the token column it pads); see
+        :class:`~arrowmix._stream.positions.PositionBatches`.
+        """
+        return None
+
+    def pull(self, n: int) -> list[T]:
+        """Up to ``n`` next items, fewer only at the end (how a stage reads its input).
+
+        Stages call it on their source (``self.source.pull(n)``), never on a pipeline's
+        root: iterate the root instead. The default calls ``next()``; stages may
+        override it to read a block at once.
+        """
+        out: list[T] = []
+        nxt = self.next
+        try:
+            for _ in range(n):
+                out.append(nxt())
+        except StopIteration:
+            pass
+        return out
+
+    def __repr__(self) -> str:
+        return f"<Stream {self.explain()}>"
+
+    def explain(self) -> str:
+        """One-line description of the pipeline (for error messages)."""
+        args = ", ".join(f"{k}={v!r}" for k, v in self.describe().items())
+        inner = ", ".join(c.explain() for c in self.children())
+        return f"{type(self).__name__}({args})" + (f" <- [{inner}]" if inner else "")
+
+    def close(self) -> None:
+        """Release background workers of this stream and of its sources."""
+        for c in self.children():
+            c.close()
+
+
+def config_tree(node: Stage[Any]) -> list[Any]:
+    """``[class, describe(), [children's trees]]``: what a pipeline fingerprint hashes."""
+    return [
+        type(node).__qualname__,
+        node.describe(),
+        [config_tree(c) for c in node.children()],
+    ]

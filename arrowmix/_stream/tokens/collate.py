@@ -1,0 +1,304 @@
+"""Collation of token-id batches into padded arrays or tensors, in one copy.
+
+:class:`Collator` turns a batch of documents into ``input_ids`` ``[B, L]``,
+``attention_mask`` ``[B, L]`` and, optionally, causal-LM ``labels``: right or left
+padding, ``L`` the longest document (capped by ``max_length``, rounded up to
+``pad_to_multiple_of``), numpy arrays or torch tensors (torch imported only then).
+
+:class:`CollateIterator` (``Stream.collate``) applies it to the batches of a stream. Behind
+``bucket(columnar=True)``, ``budget_bucket`` or ``batch(columnar=True)`` over an index
+stream, those stages hand over row positions instead of rows, and the token ids are copied
+once: from the memory-mapped values buffer straight into ``input_ids``
+(:mod:`arrowmix._stream.tokens.column`). Any other stream may yield lists of token-id lists, lists
+of row dicts, ``pyarrow`` tables or record batches.
+
+Checkpointing: collation keeps no state: the stage returns its source's state unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from arrowmix._stream.base import PassThrough, Stream
+from arrowmix._stream.tokens.column import (
+    TokenColumn,
+    TokenSpans,
+    column_values,
+    is_token_type,
+    token_column,
+)
+from arrowmix._validate import check_int
+
+__all__ = ["IGNORE_INDEX", "LABELS", "TENSORS", "CollateIterator", "Collator"]
+
+#: Label of positions that do not count in the loss (PyTorch's cross-entropy default).
+IGNORE_INDEX = -100
+OUTPUTS = ("input_ids", "attention_mask", "labels")
+LABELS = (None, "copy", "shift")
+TENSORS = ("np", "pt")
+SIDES = ("right", "left")
+
+
+def _opt_positive(name: str, v: object) -> int | None:
+    n: int | None = check_int(name, v, minimum=1, none_ok=True)
+    return n
+
+
+class Collator:
+    """Pad batches of token-id documents into ``input_ids`` / ``attention_mask`` / ``labels``.
+
+    Args:
+        column: the token column (``list<int*>``) of the rows.
+        pad_id: token id written at padding positions.
+        padding_side: ``"right"`` or ``"left"``.
+        pad_to_multiple_of: round the width up to a multiple of this (tensor cores).
+        max_length: documents longer than this keep their first ``max_length`` tokens.
+        labels: ``None``; ``"copy"`` (the ids, ``-100`` at padding: models that shift
+            internally, as Hugging Face causal LMs do); ``"shift"`` (``labels[:, t]`` is the
+            token at ``t + 1``, ``-100`` where ``t`` or ``t + 1`` is padding or past the end).
+        return_tensors: ``"np"`` (numpy) or ``"pt"`` (torch, zero-copy from numpy).
+        dtype: integer dtype of ``input_ids``, ``attention_mask`` and ``labels``.
+        keep: other columns of the rows passed through, one numpy array each in the
+            batch's row order (a source name, a document id); never tensors.
+
+    Example:
+        >>> c = Collator("ids", pad_id=0, labels="shift")
+        >>> out = c([[5, 6, 7], [8]])
+        >>> out["input_ids"].tolist(), out["attention_mask"].tolist()
+        ([[5, 6, 7], [8, 0, 0]], [[1, 1, 1], [1, 0, 0]])
+        >>> out["labels"].tolist()
+        [[6, 7, -100], [-100, -100, -100]]
+    """
+
+    def __init__(
+        self,
+        column: str = "input_ids",
+        *,
+        pad_id: int = 0,
+        padding_side: str = "right",
+        pad_to_multiple_of: int | None = None,
+        max_length: int | None = None,
+        labels: str | None = None,
+        return_tensors: str = "np",
+        dtype: Any = np.int64,
+        keep: Sequence[str] = (),
+    ) -> None:
+        if not isinstance(column, str):
+            raise TypeError(f"`column` must be a column name, got {column!r}.")
+        if padding_side not in SIDES:
+            raise ValueError(f"`padding_side` must be one of {list(SIDES)}, got {padding_side!r}.")
+        if labels not in LABELS:
+            raise ValueError(f"`labels` must be one of {list(LABELS)}, got {labels!r}.")
+        if return_tensors not in TENSORS:
+            raise ValueError(
+                f"`return_tensors` must be one of {list(TENSORS)}, got {return_tensors!r}."
+            )
+        check_int("pad_id", pad_id)
+        self.dtype = np.dtype(dtype)
+        if self.dtype.kind not in "iu":
+            raise TypeError(f"`dtype` must be an integer dtype, got {self.dtype}.")
+        self.column, self.pad_id = column, int(pad_id)
+        self.padding_side = padding_side
+        self.pad_to_multiple_of = _opt_positive("pad_to_multiple_of", pad_to_multiple_of)
+        self.max_length = _opt_positive("max_length", max_length)
+        self.labels, self.return_tensors = labels, return_tensors
+        if isinstance(keep, str) or not all(isinstance(k, str) for k in keep):
+            raise TypeError(f"`keep` must be a list of column names, got {keep!r}.")
+        clash = sorted(set(keep) & {column, *OUTPUTS})
+        if clash:
+            raise ValueError(f"`keep` names {clash}: the token column or an output of collate.")
+        self.keep = tuple(keep)
+
+    def describe(self) -> dict[str, Any]:
+        """The configuration (enters the pipeline fingerprint)."""
+        out: dict[str, Any] = {
+            "column": self.column,
+            "pad_id": self.pad_id,
+            "padding_side": self.padding_side,
+            "pad_to_multiple_of": self.pad_to_multiple_of,
+            "max_length": self.max_length,
+            "labels": self.labels,
+            "return_tensors": self.return_tensors,
+            "dtype": str(self.dtype),
+        }
+        if self.keep:  # only then: fingerprints without it stay as they were
+            out["keep"] = list(self.keep)
+        return out
+
+    def width(self, longest: int) -> int:
+        """The padded width for a batch whose longest document has ``longest`` tokens."""
+        w = longest if self.max_length is None else min(longest, self.max_length)
+        m = self.pad_to_multiple_of
+        return w if m is None else -(-w // m) * m
+
+    # ------------------------------------------------------------------ entry points
+    def from_positions(self, tokens: TokenColumn, positions: np.ndarray) -> dict[str, Any]:
+        """Collate the documents at ``positions`` of ``tokens`` (one gather, no row objects)."""
+        return self.from_spans(TokenSpans(positions, tokens, *tokens.spans(positions)))
+
+    def from_spans(self, batch: TokenSpans) -> dict[str, Any]:
+        """Collate documents already looked up in their token column."""
+        tokens, owner, starts, lengths = batch.column, batch.owner, batch.starts, batch.lengths
+        longest = int(lengths.max()) if len(lengths) else 0
+        ids, mask = tokens.pad_spans(
+            owner,
+            starts,
+            lengths,
+            self.width(longest),
+            pad_id=self.pad_id,
+            left=self.padding_side == "left",
+            dtype=self.dtype,
+        )
+        return self._finish(ids, mask)
+
+    def __call__(self, batch: Any) -> dict[str, Any]:
+        """Collate one batch: token-id lists, row dicts, or an Arrow table / record batch."""
+        if isinstance(batch, (pa.Table, pa.RecordBatch)):
+            if self.column not in batch.schema.names:
+                raise KeyError(
+                    f"no column {self.column!r} to collate; the batch has {batch.schema.names}."
+                )
+            col = TokenColumn(batch.column(self.column), self.column)
+            out = self.from_positions(col, np.arange(batch.num_rows, dtype=np.int64))
+            for name in self.keep:
+                if name not in batch.schema.names:
+                    names = batch.schema.names
+                    raise KeyError(f"no column {name!r} to keep; the batch has {names}.")
+                out[name] = batch.column(name).to_numpy(zero_copy_only=False)
+            return out
+        if not isinstance(batch, Sequence) or isinstance(batch, (str, bytes)):
+            raise TypeError(
+                "collate expects a batch: a list of token-id lists or of row dicts, or an "
+                f"Arrow table; got {type(batch).__name__}."
+            )
+        docs = [self._doc(x, i) for i, x in enumerate(batch)]
+        lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
+        width = self.width(int(lengths.max()) if len(docs) else 0)
+        ids = np.full((len(docs), width), self.pad_id, dtype=self.dtype)
+        keep = np.minimum(lengths, width)
+        left = self.padding_side == "left"
+        for i, (doc, n) in enumerate(zip(docs, keep.tolist(), strict=True)):
+            if n:
+                if left:
+                    ids[i, width - n :] = doc[:n]
+                else:
+                    ids[i, :n] = doc[:n]
+        cols = np.arange(width)
+        mask = (cols >= (width - keep)[:, None]) if left else (cols < keep[:, None])
+        out = self._finish(ids, mask)
+        for name in self.keep:
+            out[name] = np.array([self._kept(x, i, name) for i, x in enumerate(batch)])
+        return out
+
+    def _kept(self, item: Any, i: int, name: str) -> Any:
+        if not isinstance(item, Mapping):
+            raise TypeError(
+                f"`keep` needs rows with columns; row {i} of the batch is a {type(item).__name__}."
+            )
+        if name not in item:
+            raise KeyError(f"row {i} of the batch has no column {name!r} to keep.")
+        return item[name]
+
+    def with_kept(self, out: dict[str, Any], rows: Any, positions: np.ndarray) -> dict[str, Any]:
+        """Add the ``keep`` columns of the rows at ``positions`` of ``rows`` to ``out``."""
+        for name in self.keep:
+            out[name] = column_values(rows, positions, name)
+        return out
+
+    def _doc(self, item: Any, i: int) -> Any:
+        if isinstance(item, Mapping):
+            if self.column not in item:
+                raise KeyError(
+                    f"row {i} of the batch has no column {self.column!r} to collate "
+                    f"(it has {sorted(item)})."
+                )
+            item = item[self.column]
+        if isinstance(item, np.ndarray):
+            if item.ndim != 1 or item.dtype.kind not in "iu":
+                raise TypeError(
+                    f"row {i}: {self.column!r} must be a 1-D integer array, got "
+                    f"{item.dtype} of shape {item.shape}."
+                )
+            return item
+        if not isinstance(item, Sequence) or isinstance(item, (str, bytes)):
+            raise TypeError(
+                f"row {i}: {self.column!r} must be a list of token ids, got {type(item).__name__}."
+            )
+        return item
+
+    def _finish(self, ids: np.ndarray, mask: np.ndarray) -> dict[str, Any]:
+        out: dict[str, Any] = {"input_ids": ids, "attention_mask": mask.astype(self.dtype)}
+        if self.labels == "copy":
+            out["labels"] = np.where(mask, ids, IGNORE_INDEX).astype(self.dtype)
+        elif self.labels == "shift":
+            labels = np.full(ids.shape, IGNORE_INDEX, dtype=self.dtype)
+            if ids.shape[1] > 1:
+                nxt = mask[:, 1:] & mask[:, :-1]  # both the input and its target are tokens
+                labels[:, :-1][nxt] = ids[:, 1:][nxt]
+            out["labels"] = labels
+        if self.return_tensors == "pt":
+            import torch
+
+            return {k: torch.from_numpy(v) for k, v in out.items()}
+        return out
+
+
+class CollateIterator(PassThrough[dict[str, Any]]):
+    """The batches of ``source`` collated by a :class:`Collator`.
+
+    State:
+        The source's state, unchanged. Replay cost: none.
+    """
+
+    TRANSIENT = ("_tokens",)
+
+    def __init__(self, source: Stream[Any], collator: Collator) -> None:
+        super().__init__(source)
+        if not isinstance(collator, Collator):
+            raise TypeError(f"`collator` must be a Collator, got {type(collator).__name__}.")
+        self.collator = collator
+        self._batches = source.as_position_batches(collator.column)
+        self._rows = None if self._batches is None else self._batches.rows
+        if self._rows is not None:
+            field = (
+                self._rows.schema.field(collator.column)
+                if (collator.column in self._rows.schema.names)
+                else None
+            )
+            if field is None:
+                raise KeyError(
+                    f"no column {collator.column!r} to collate; the rows have "
+                    f"{self._rows.schema.names}."
+                )
+            if not is_token_type(field.type):
+                raise TypeError(
+                    f"column {collator.column!r} must hold token ids as list<int*>, "
+                    f"got {field.type}."
+                )
+            missing = [k for k in collator.keep if k not in self._rows.schema.names]
+            if missing:
+                raise KeyError(
+                    f"no column {missing[0]!r} to keep; the rows have {self._rows.schema.names}."
+                )
+
+    def describe(self) -> dict[str, Any]:
+        return self.collator.describe()
+
+    def next(self) -> dict[str, Any]:
+        if self._batches is None:
+            return self.collator(self.source.next())
+        batch = self._batches.next()
+        if isinstance(batch, TokenSpans):
+            out = self.collator.from_spans(batch)
+            positions = batch.positions
+        else:
+            tokens = self.__dict__.get("_tokens")
+            if tokens is None:
+                tokens = self._tokens = token_column(self._rows, self.collator.column)
+            out = self.collator.from_positions(tokens, batch)
+            positions = batch
+        return self.collator.with_kept(out, self._rows, positions)

@@ -1,0 +1,89 @@
+"""The import rules between arrowmix's rooms (docs/architecture.md), checked on the source.
+
+Every ``import arrowmix...`` statement of a module is read from its syntax tree, lazy ones
+inside functions too; imports under ``if TYPE_CHECKING:`` are types only and are left out.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import arrowmix
+
+ROOT = Path(arrowmix.__file__).parent
+
+
+def _type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(path: Path) -> list[str]:
+    """The arrowmix modules ``path`` imports at run time."""
+    found: list[str] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.If) and _type_checking(node):
+            return
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append(node.module)
+        elif isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    return [m for m in found if m == "arrowmix" or m.startswith("arrowmix.")]
+
+
+def _room_imports(room: str) -> dict[str, list[str]]:
+    base = ROOT / room
+    files = sorted(base.rglob("*.py")) if base.is_dir() else [ROOT / f"{room}.py"]
+    return {str(f.relative_to(ROOT)): _imports(f) for f in files}
+
+
+def _outside(imports: dict[str, list[str]], allowed: tuple[str, ...]) -> list[str]:
+    return [
+        f"{module} imports {name}"
+        for module, names in imports.items()
+        for name in names
+        if not any(name == a or name.startswith(a + ".") for a in allowed)
+    ]
+
+
+def test_storage_is_the_ground_floor() -> None:
+    allowed = (
+        "arrowmix._storage",
+        "arrowmix.exceptions",
+        "arrowmix._validate",
+        "arrowmix._version",
+    )
+    assert _outside(_room_imports("_storage"), allowed) == []
+
+
+def test_the_remote_chunk_cache_imports_only_storage() -> None:
+    allowed = ("arrowmix._remote", "arrowmix._storage", "arrowmix.exceptions")
+    assert _outside(_room_imports("_remote"), allowed) == []
+
+
+def test_the_cache_layer_imports_only_storage_below_it() -> None:
+    allowed = ("arrowmix._cache", "arrowmix._storage", "arrowmix.exceptions")
+    assert _outside(_room_imports("_cache"), allowed) == []
+
+
+def test_the_core_hooks_import_nothing_above_storage() -> None:
+    allowed = ("arrowmix._storage", "arrowmix.exceptions")
+    assert _outside(_room_imports("_hooks"), allowed) == []
+
+
+def test_only_dataset_and_the_facade_import_the_hf_layer() -> None:
+    importers = sorted(
+        str(path.relative_to(ROOT))
+        for path in ROOT.rglob("*.py")
+        if path.relative_to(ROOT).parts[0] != "_hf"
+        and any(m == "arrowmix._hf" or m.startswith("arrowmix._hf.") for m in _imports(path))
+    )
+    assert importers == ["__init__.py", "_dataset/dataset.py"]
