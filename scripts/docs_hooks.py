@@ -4,6 +4,8 @@ mkdocs.yml).
 - ``<!-- cli-help -->`` in a page is replaced by the ``--help`` text of ``arrowmix`` and of every
   subcommand, taken from the real parser at build time, so the reference cannot drift from the
   command.
+- ``<!-- include: PATH -->`` is replaced by the file ``docs/PATH`` as a code block (the
+  tutorial's script, which the tests run as it is).
 - ``<!-- api-summary -->`` in an API page is replaced by a table of the names the page renders
   (its ``::: name`` blocks, in order), each linked to its entry, with its docstring's first line.
 - ``SphinxRoles`` renders the reST roles of the docstrings (``:class:`Dataset```,
@@ -29,6 +31,7 @@ SUMMARY = "<!-- api-summary -->"
 FACADES = ("arrowmix", "arrowmix.stream", "arrowmix.testing", "arrowmix.exceptions")
 _ROLE = re.compile(r":(?:py:)?(class|meth|func|attr|mod|exc|data|obj|const):`([^`]+)`")
 _DIRECTIVE = re.compile(r"^::: (\S+)", re.M)
+_INCLUDE = re.compile(r"^<!-- include: (\S+) -->$", re.M)
 
 
 def _commands(
@@ -65,6 +68,16 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     """Fill the CLI reference and API summary markers."""
     if MARKER in markdown:
         markdown = markdown.replace(MARKER, cli_reference())
+    if "<!-- include: " in markdown:
+        docs = config["docs_dir"]
+
+        def include(m: re.Match[str]) -> str:
+            path = m.group(1)
+            with open(os.path.join(docs, path), encoding="utf-8") as f:
+                lang = "python" if path.endswith(".py") else "text"
+                return f'```{lang} title="{os.path.basename(path)}"\n{f.read()}```'
+
+        markdown = _INCLUDE.sub(include, markdown)
     if SUMMARY in markdown:
         markdown = markdown.replace(SUMMARY, api_summary(_DIRECTIVE.findall(markdown)))
     return markdown

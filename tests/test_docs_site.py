@@ -336,3 +336,25 @@ def test_api_pages_render_roles_and_a_summary_once(site: Path) -> None:
         "arrowmix.Dataset",
         "arrowmix.write_chunks",
     ]
+
+
+def test_first_hour_pages(site: Path) -> None:
+    """The tutorial shows the script the tests run; concepts, FAQ and changelog are there."""
+    tutorial = (site / "tutorial.html").read_text(encoding="utf-8")
+    script = (ROOT / "docs" / "examples" / "train_and_resume.py").read_text(encoding="utf-8")
+    assert "include:" not in tutorial and "StatefulDataLoader" in tutorial
+    assert "os.kill(os.getpid(), signal.SIGKILL)" in re.sub(r"<[^>]+>", "", tutorial)
+    assert (site / "examples" / "train_and_resume.py").read_text(encoding="utf-8") == script
+    concepts = (site / "concepts.html").read_text(encoding="utf-8")
+    for svg in ("img/concepts-cache.svg", "img/concepts-stream.svg"):
+        assert f'src="{svg}"' in concepts and (site / svg).is_file()
+    faq = (site / "faq.html").read_text(encoding="utf-8")
+    for anchor in (
+        "why-did-it-recompute",
+        "where-is-my-disk-going",
+        "how-do-i-resume-on-another-world-size",
+    ):
+        assert f'id="{anchor}"' in faq
+    assert "Checkpoint format" in (site / "changelog.html").read_text(encoding="utf-8")
+    install = (site / "install.html").read_text(encoding="utf-8")
+    assert all(x in install for x in ("download.pytorch.org/whl/cpu", "[ray]", "[s3]"))
