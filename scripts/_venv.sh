@@ -23,10 +23,11 @@ fi
 # What this checkout's requirements are: pyproject.toml's hash and where the checkout is (an
 # editable install points here). An install step whose stamp in the venv matches is skipped, so
 # a rerun spends no time in pip; ARROWMIX_REINSTALL=1 runs every step again.
-read -r VENV_DIR CHECKOUT_KEY < <("$PY" - <<'EOF'
+{ read -r VENV_DIR; read -r CHECKOUT_KEY; } < <("$PY" - <<'EOF'
 import hashlib, os, sys
 digest = hashlib.sha256(open("pyproject.toml", "rb").read()).hexdigest()[:16]
-print(sys.prefix, f"{digest}:{os.getcwd()}")
+print(sys.prefix)
+print(f"{digest}:{os.getcwd()}")
 EOF
 )
 STAMPS="$VENV_DIR/.arrowmix-installed"
