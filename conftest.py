@@ -52,3 +52,16 @@ def _isolated_cache(
     import arrowmix
 
     arrowmix.enable_caching()
+
+
+#: Test files of the slow tier besides the tests marked ``slow`` themselves: deselected by
+#: ``scripts/test`` unless ``ARROWMIX_TEST_SLOW=1`` (what CI sets); plain ``pytest`` runs them.
+SLOW_FILES = ("tests/integrations/test_ray.py",)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests of ``SLOW_FILES`` ``slow`` before ``-m`` selects."""
+    for item in items:
+        if item.nodeid.split("::", 1)[0] in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)

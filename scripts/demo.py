@@ -17,8 +17,8 @@ own standard library, as code (function bodies) and as prose (docstrings). The j
 It prints a report (rows per source, cache hits, realised mix ratio, padding efficiency, rows/s)
 and writes a PNG plot of the mix ratio and padding efficiency over steps.
 
-Run it with ``scripts/demo`` (creates .venv, installs arrowmix and the demo's tokenizer) or
-``python scripts/demo.py [--workdir DIR]``.
+Run it with ``scripts/demo`` (creates .venv, installs arrowmix, the demo's tokenizer and CPU
+torch; ``--no-torch`` skips torch) or ``python scripts/demo.py [--workdir DIR] [--no-torch]``.
 """
 
 from __future__ import annotations
@@ -161,7 +161,12 @@ def preprocess_in_new_process(workdir: Path, num_proc: int) -> dict[str, Any]:
 
 # ---- 4. the training stream ------------------------------------------------------------------
 def tensors() -> str:
-    """``"pt"`` when torch is installed (``pip install 'arrowmix[torch]'``), else ``"np"``."""
+    """``"pt"`` when torch is installed (``scripts/demo`` installs it), else ``"np"``.
+
+    ``--no-torch`` gives ``"np"`` whether or not torch is installed.
+    """
+    if ARGS.no_torch:
+        return "np"
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -398,7 +403,8 @@ def main() -> None:
             f"over the last {k}"
         )
     else:
-        print("   torch is not installed: the batches are numpy arrays, no model is trained")
+        why = "--no-torch" if ARGS.no_torch else "torch is not installed"
+        print(f"   {why}: the batches are numpy arrays, no model is trained")
     print(
         f"   checkpoint at step {ARGS.steps // 2}: {result['state_bytes']} bytes of JSON; "
         f"restored into a fresh pipeline, the next {result['resumed']} batches match"
@@ -419,6 +425,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--stdlib-files", type=int, default=150, help="stdlib modules to read")
     parser.add_argument("--num-proc", type=int, default=2, help="processes for tokenization")
     parser.add_argument("--steps", type=int, default=400, help="batches to stream")
+    parser.add_argument(
+        "--no-torch",
+        action="store_true",
+        help="numpy batches and no training, even when torch is installed (scripts/demo then "
+        "does not install it)",
+    )
     return parser.parse_args(argv)
 
 

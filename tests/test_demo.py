@@ -106,3 +106,72 @@ def test_training_stream_yields_padded_tensors(
     if torch_installed:
         model = demo.TinyLM(1000)
         assert np.isfinite(model.step(batch))
+
+
+def _fake_venv(tmp_path: Path) -> tuple[Path, Path]:
+    """A checkout copy with scripts/_venv.sh and a venv whose ``python -m pip`` only logs."""
+    checkout, venv = tmp_path / "checkout", tmp_path / "venv"
+    (checkout / "scripts").mkdir(parents=True)
+    (checkout / "scripts" / "_venv.sh").write_text((ROOT / "scripts" / "_venv.sh").read_text())
+    (checkout / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    (venv / "bin").mkdir(parents=True)
+    log = tmp_path / "pip.log"
+    python = venv / "bin" / "python"
+    python.write_text(
+        "#!/usr/bin/env bash\n"
+        f'if [ "$1 $2" = "-m pip" ]; then echo "${{@:3}}" >> {log}; exit 0; fi\n'
+        f'exec {sys.executable} "$@"\n'
+    )
+    python.chmod(0o755)
+    return checkout, log
+
+
+def test_a_rerun_skips_pip_until_pyproject_changes(tmp_path: Path) -> None:
+    import os
+    import shutil
+    import subprocess
+
+    if shutil.which("bash") is None:
+        pytest.skip("bash is not installed")
+    checkout, log = _fake_venv(tmp_path)
+    script = 'source scripts/_venv.sh; pip_install demo -e . --group demo; echo "PY=$PY"\n'
+    (checkout / "run.sh").write_text(script)
+
+    def run(**env: str) -> list[str]:
+        before = log.read_text().splitlines() if log.exists() else []
+        res = subprocess.run(
+            ["bash", "run.sh"],
+            cwd=checkout,
+            env={**os.environ, "VIRTUAL_ENV": str(tmp_path / "venv"), **env},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert f"PY={tmp_path / 'venv' / 'bin' / 'python'}" in res.stdout
+        return log.read_text().splitlines()[len(before) :] if log.exists() else []
+
+    first = run()
+    assert first[0].startswith("install -q --disable-pip-version-check --upgrade pip")
+    assert first[1].endswith("-e . --group demo")
+    assert run() == []  # nothing changed: no pip at all
+    assert run(ARROWMIX_REINSTALL="1")[1].endswith("-e . --group demo")
+    (checkout / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "2"\n')
+    assert run()[1].endswith("-e . --group demo")  # new requirements: installed again
+    assert run() == []
+
+
+def test_demo_script_installs_torch_unless_told_not_to() -> None:
+    text = (ROOT / "scripts" / "demo").read_text()
+    assert "pip_install demo-torch --group torch" in text
+    assert '[ "$arg" = --no-torch ] && TORCH=0' in text
+    assert demo.parse_args(["--no-torch"]).no_torch and not demo.parse_args([]).no_torch
+
+
+def test_no_torch_gives_numpy_batches_even_with_torch_installed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("torch")
+    monkeypatch.setattr(demo, "ARGS", demo.parse_args(["--no-torch"]))
+    assert demo.tensors() == "np"
+    with demo.training_stream(_tiny_data()) as s:
+        assert isinstance(next(s)["input_ids"], np.ndarray)

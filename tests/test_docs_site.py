@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import http.server
 import importlib
+import importlib.util
 import os
 import re
 import shutil
@@ -19,9 +20,12 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from filelock import FileLock
+
+import arrowmix
 
 ROOT = Path(__file__).resolve().parents[1]
 FACADES = ["arrowmix", "arrowmix.stream", "arrowmix.testing", "arrowmix.exceptions"]
@@ -160,8 +164,8 @@ def served(site: Path) -> Iterator[str]:
 def browser() -> Iterator[object]:
     if not (CHROMIUM.exists() and CHROMEDRIVER.exists()):
         pytest.skip(
-            f"{CHROMIUM} or {CHROMEDRIVER} is missing and could not be installed "
-            "(scripts/test runs `apt-get install chromium chromium-driver` as root)"
+            f"{CHROMIUM} or {CHROMEDRIVER} is missing: `ARROWMIX_INSTALL_BROWSER=1 "
+            "ARROWMIX_TEST_SLOW=1 scripts/test` installs them (apt-get, as root) and runs this"
         )
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
     from selenium.webdriver.chrome.service import Service
@@ -190,8 +194,10 @@ def _wait(predicate: object, timeout: float = 30.0) -> object:
 
 
 @pytest.mark.integration
+@pytest.mark.slow  # the CI tier: ARROWMIX_TEST_SLOW=1 scripts/test
 def test_site_in_a_browser(site: Path, served: str, browser: object) -> None:
-    """Every page loads without console errors; search finds the main names; code is coloured."""
+    """Every page loads without console errors and links the repository; search finds the
+    main names when the site is opened from the file system; code is coloured."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
 
@@ -205,6 +211,9 @@ def test_site_in_a_browser(site: Path, served: str, browser: object) -> None:
         )
         assert ready, f"{rel} did not finish loading"
         assert driver.find_elements(By.CSS_SELECTOR, "nav.md-nav"), f"{rel}: no navigation"  # type: ignore[attr-defined]
+        assert driver.find_elements(By.CSS_SELECTOR, "a.md-social__link[href*='github.com']"), (  # type: ignore[attr-defined]
+            f"{rel}: no link to the repository"
+        )
         errors += [
             f"{rel}: {e['message']}"
             for e in driver.get_log("browser")  # type: ignore[attr-defined]
@@ -212,7 +221,8 @@ def test_site_in_a_browser(site: Path, served: str, browser: object) -> None:
         ]
     assert not errors, "console errors:\n" + "\n".join(errors)
 
-    driver.get(f"{served}/index.html")  # type: ignore[attr-defined]
+    # Opened from the file system, as the README says (build/docs/index.html): search works.
+    driver.get(site.joinpath("index.html").as_uri())  # type: ignore[attr-defined]
     for query, expected in (
         ("map", "caching.html"),
         ("mix", "mixing.html"),
@@ -235,7 +245,10 @@ def test_site_in_a_browser(site: Path, served: str, browser: object) -> None:
 
         found = _wait(lambda: [h for h in hrefs() if expected in h])  # noqa: B023
         assert found, f"search for {query!r} found no {expected}: {hrefs()[:10]}"
+        assert all(h.startswith("file://") for h in found)
         box.send_keys(Keys.ESCAPE)
+    errors = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]  # type: ignore[attr-defined]
+    assert not errors, f"console errors from the file system: {errors}"
 
     driver.get(f"{served}/quickstart.html")  # type: ignore[attr-defined]
     colours = driver.execute_script(  # type: ignore[attr-defined]
@@ -247,3 +260,101 @@ def test_site_in_a_browser(site: Path, served: str, browser: object) -> None:
     )
     keyword, name, spans = colours
     assert spans > 20 and keyword != name, f"code blocks are not highlighted: {colours}"
+
+
+def test_site_works_from_the_file_system(site: Path) -> None:
+    """Opened as build/docs/index.html: search index inlined, a local Worker shim, no CDN."""
+    index = (site / "search" / "search_index.js").read_text(encoding="utf-8")
+    assert index.startswith("var __index = {") and '"location":"caching.html' in index
+    assert (site / "javascripts" / "iframe-worker-shim.js").is_file()
+    for page in html_pages(site):
+        text = page.read_text(encoding="utf-8")
+        rel = page.relative_to(site).as_posix()
+        scripts = re.findall(r'<script[^>]* src="([^"]+)"', text)
+        assert not [s for s in scripts if re.match(r"(https?:)?//", s)], f"{rel}: {scripts}"
+        assert any(s.endswith("javascripts/iframe-worker-shim.js") for s in scripts), rel
+        assert re.search(r'class="md-social__link"', text), f"{rel}: no repository link"
+
+
+def _hooks() -> object:
+    spec = importlib.util.spec_from_file_location("docs_hooks", ROOT / "scripts" / "docs_hooks.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_roles_resolve_to_documented_names() -> None:
+    pytest.importorskip("griffe", reason="the docs group is not installed (scripts/docs does)")
+    hooks: Any = _hooks()
+    assert hooks.resolve_role("~arrowmix._dataset.column.Column", None) == "arrowmix.Column"
+    assert hooks.resolve_role("FingerprintRecord", None) == "arrowmix.FingerprintRecord"
+    assert hooks.resolve_role("RowSource", "x.TableRowSource") == "arrowmix.stream.RowSource"
+    dataset = f"{arrowmix.Dataset.__module__}.Dataset"
+    assert hooks.resolve_role("shuffle", f"{dataset}.select") == "arrowmix.Dataset.shuffle"
+    assert hooks.resolve_role("arrowmix._stream.elastic", None) is None  # private: code only
+    text = hooks.render_roles("Like :meth:`shuffle`; see :mod:`arrowmix._x`.", f"{dataset}.sort")
+    assert text == (
+        'Like <autoref identifier="arrowmix.Dataset.shuffle" optional><code>shuffle()</code>'
+        "</autoref>; see `arrowmix._x`."
+    )
+
+
+def _blocks(page: str) -> list[str]:
+    return re.findall(r"^::: (\S+)", (ROOT / "docs" / "api" / page).read_text(), re.M)
+
+
+def test_api_pages_put_what_users_call_first() -> None:
+    for module_name in FACADES:
+        module = importlib.import_module(module_name)
+        blocks = _blocks(f"{module_name.rsplit('.', 1)[-1]}.md")
+        names = [b.rsplit(".", 1)[-1] for b in blocks]
+        assert sorted(names) == sorted(n for n in module.__all__ if n != "__version__"), module
+    stream = _blocks("stream.md")
+    assert stream[:2] == ["arrowmix.stream.Stream", "arrowmix.stream.mix"]
+    text = (ROOT / "docs" / "api" / "stream.md").read_text()
+    kit = text.split("## Writing your own stages and sources", 1)[1]
+    for name in ("RowSource", "PassThrough", "WindowReplayStage", "ElasticRole", "SeedHolder"):
+        assert f"::: arrowmix.stream.{name}\n" in kit and name not in text.split("## Writing")[0]
+    assert _blocks("arrowmix.md")[:2] == ["arrowmix.Dataset", "arrowmix.write_chunks"]
+
+
+def test_api_pages_render_roles_and_a_summary_once(site: Path) -> None:
+    for module_name in FACADES:
+        page = site / "api" / f"{module_name.rsplit('.', 1)[-1]}.html"
+        text = page.read_text(encoding="utf-8")
+        raw = re.findall(r":(?:class|meth|func|attr|mod|exc|data):(?:<code>|`)", text)
+        assert not raw, f"{page.name}: raw reST roles {raw[:5]}"
+        module_doc = (importlib.import_module(module_name).__doc__ or "").strip().split("\n")[0]
+        assert text.count(module_doc) <= 1, f"{page.name} repeats the module summary"
+        tables = 1 if len(importlib.import_module(module_name).__all__) > 1 else 0
+        assert text.count("<th>what it is</th>") == tables, page.name
+    dataset = (site / "api" / "arrowmix.html").read_text(encoding="utf-8")
+    assert re.search(r'href="#arrowmix\.Dataset\.shuffle"[^>]*><code>shuffle\(\)</code>', dataset)
+    summary = dataset.split("<th>what it is</th>", 1)[1].split("</table>", 1)[0]
+    assert re.findall(r'href="#(arrowmix\.[A-Za-z_]+)"', summary)[:2] == [
+        "arrowmix.Dataset",
+        "arrowmix.write_chunks",
+    ]
+
+
+def test_first_hour_pages(site: Path) -> None:
+    """The tutorial shows the script the tests run; concepts, FAQ and changelog are there."""
+    tutorial = (site / "tutorial.html").read_text(encoding="utf-8")
+    script = (ROOT / "docs" / "examples" / "train_and_resume.py").read_text(encoding="utf-8")
+    assert "include:" not in tutorial and "StatefulDataLoader" in tutorial
+    assert "os.kill(os.getpid(), signal.SIGKILL)" in re.sub(r"<[^>]+>", "", tutorial)
+    assert (site / "examples" / "train_and_resume.py").read_text(encoding="utf-8") == script
+    concepts = (site / "concepts.html").read_text(encoding="utf-8")
+    for svg in ("img/concepts-cache.svg", "img/concepts-stream.svg"):
+        assert f'src="{svg}"' in concepts and (site / svg).is_file()
+    faq = (site / "faq.html").read_text(encoding="utf-8")
+    for anchor in (
+        "why-did-it-recompute",
+        "where-is-my-disk-going",
+        "how-do-i-resume-on-another-world-size",
+    ):
+        assert f'id="{anchor}"' in faq
+    assert "Checkpoint format" in (site / "changelog.html").read_text(encoding="utf-8")
+    install = (site / "install.html").read_text(encoding="utf-8")
+    assert all(x in install for x in ("download.pytorch.org/whl/cpu", "[ray]", "[s3]"))

@@ -108,6 +108,7 @@ def plan_cleanup(
             why = (
                 f"least recently used; cache holds {format_bytes(remaining)},"
                 f" max {format_bytes(max_size)}"
+                + (f" = {max_size} bytes" if max_size >= 1024 else "")  # 30MB: 28.6 MiB
             )
             plan += [(p, why) for p in e.paths]
             remaining -= e.size

@@ -8,9 +8,9 @@ import os
 import time
 from typing import Any
 
-from arrowmix._cache.listing import TMP_KIND, CacheEntry, format_bytes, scan, scan_tree
+from arrowmix._cache.listing import TMP_KIND, CacheEntry, scan, scan_tree
 from arrowmix._cli.common import resolve_cache_dir
-from arrowmix._cli.humanize import ago, table
+from arrowmix._cli.humanize import ago, binary_bytes, both_units, table
 
 __all__ = ["add_parser", "run"]
 
@@ -20,8 +20,13 @@ columns:
   KIND         what made it: map, filter, indices, flatten, shard ("?" if unrecorded,
                "tmp" for a file being written)
   FILES        number of files; "3/8" = 3 of 8 segments present (an interrupted map)
+  SIZE         KiB/MiB/GiB = powers of 1024; the total also in KB/MB/GB (powers of 1000)
   LAST USED    newest modification time (map touches its cache file on every hit)
   STATUS       in use / locked / writing: cleanup-cache leaves such entries alone
+
+Without CACHE_DIR: the default cache and every directory below it (as with -r), then the
+corpora in the current directory that hold results (map/filter results of a corpus on local
+disk are stored beside its chunk files, not in the default cache).
 
 examples:
   arrowmix cache ls                      # the default cache ($ARROWMIX_CACHE or ~/.cache/arrowmix)
@@ -51,7 +56,7 @@ def add_parser(subparsers: Any) -> None:
         "cache_dir",
         nargs="?",
         metavar="CACHE_DIR",
-        help="directory to list (default: $ARROWMIX_CACHE or ~/.cache/arrowmix)",
+        help="directory to list (default: $ARROWMIX_CACHE or ~/.cache/arrowmix, with -r)",
     )
     ls.add_argument(
         "-r",
@@ -65,39 +70,87 @@ def add_parser(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """List the entries of ``args.cache_dir``."""
+    default = args.cache_dir is None
     directory = resolve_cache_dir(args.cache_dir)
+    recursive = args.recursive or default
     now = time.time()
-    found = scan_tree(directory) if args.recursive else scan(directory)
+    found = scan_tree(directory) if recursive else scan(directory)
     entries = sorted(found, key=lambda e: (-e.last_used, e.directory, e.key))
     if args.json:
         print(json.dumps(to_json(directory, entries), indent=2))
         return 0
+    if default:
+        where = "$ARROWMIX_CACHE" if os.environ.get("ARROWMIX_CACHE") else "the default"
+        print(f"cache root {directory} ({where}; set ARROWMIX_CACHE to move it)")
     header = ["FINGERPRINT", "KIND", "PARENT", "ROWS", "FILES", "SIZE", "LAST USED", "STATUS"]
-    rows = [["DIR", *header] if args.recursive else header]
+    rows = [["DIR", *header] if recursive else header]
     rows += [
         [
-            *([os.path.relpath(e.directory, directory)] if args.recursive else []),
+            *([os.path.relpath(e.directory, directory)] if recursive else []),
             e.fingerprint or "-",
             e.kind,
             e.parent or "-",
             "-" if e.rows is None else str(e.rows),
             e.segments,
-            format_bytes(e.size),
+            binary_bytes(e.size),
             ago(e.last_used, now),
             status(e),
         ]
         for e in entries
     ]
     if entries:
-        shift = 1 if args.recursive else 0
+        shift = 1 if recursive else 0
         print("\n".join(table(rows, right=[3 + shift, 4 + shift, 5 + shift])))
+    print(summary(entries, directory))
+    if default:
+        corpora = corpora_with_results(os.getcwd(), exclude=directory)
+        if corpora:
+            print("results beside the corpora in the current directory (`arrowmix cache ls DIR`):")
+            for path, found_here in corpora:
+                print(f"  {summary(found_here, os.path.relpath(path))}")
+        else:
+            print(
+                "map/filter results of a corpus on local disk are stored beside its chunk "
+                "files: `arrowmix cache ls DIR` lists them"
+            )
+    return 0
+
+
+def summary(entries: list[CacheEntry], directory: str) -> str:
+    """``"3 entries, 4 files, 1.5 MiB = 1.6 MB in DIR"``."""
     files = sum(len(e.files) for e in entries)
     total = sum(e.size for e in entries)
-    print(
+    return (
         f"{len(entries)} {'entry' if len(entries) == 1 else 'entries'}, {files} "
-        f"{'file' if files == 1 else 'files'}, {format_bytes(total)} in {directory}"
+        f"{'file' if files == 1 else 'files'}, {both_units(total)} in {directory}"
     )
-    return 0
+
+
+def corpora_with_results(top: str, exclude: str) -> list[tuple[str, list[CacheEntry]]]:
+    """The directories directly below ``top`` (and ``top``) that hold cache entries.
+
+    ``exclude`` (the cache root, listed already) and hidden directories are left out; an
+    unreadable directory is skipped.
+    """
+    candidates = [top]
+    try:
+        with os.scandir(top) as it:
+            candidates += sorted(
+                d.path for d in it if d.is_dir(follow_symlinks=False) and d.name[0] != "."
+            )
+    except OSError:
+        return []
+    out = []
+    for path in candidates:
+        if os.path.realpath(path) == os.path.realpath(exclude):
+            continue
+        try:
+            entries = [e for e in scan(path, probe=False) if e.kind != TMP_KIND]
+        except OSError:
+            continue
+        if entries:
+            out.append((path, entries))
+    return out
 
 
 def status(e: CacheEntry) -> str:

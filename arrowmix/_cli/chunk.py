@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 
 from arrowmix._cli.common import CommandError
-from arrowmix._cli.humanize import parse_size
+from arrowmix._cli.humanize import both_units, positive_int, positive_size
 from arrowmix._dataset.ingest import expand_inputs, input_batches
 from arrowmix._dataset.progress import progress_enabled
 from arrowmix._storage.chunks import write_batches
@@ -63,12 +63,14 @@ def add_parser(subparsers: Any) -> None:
         help="input format (default: from the file suffix, e.g. .txt.gz -> text)",
     )
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--rows-per-chunk", type=int, metavar="N", help="rows per chunk file")
+    size.add_argument(
+        "--rows-per-chunk", type=positive_int, metavar="N", help="rows per chunk file (N >= 1)"
+    )
     size.add_argument(
         "--chunk-size",
-        type=parse_size,
+        type=positive_size,
         metavar="SIZE",
-        help="bytes per chunk file, e.g. 64MB (default 256MiB)",
+        help="bytes per chunk file: 64MB = 64*1000^2, 64MiB = 64*1024^2 (default 256MiB)",
     )
     p.add_argument("--overwrite", action="store_true", help="replace chunk files already in DIR")
     p.set_defaults(func=run)
@@ -117,8 +119,6 @@ def _counted(batches: Iterator[pa.RecordBatch], total_files: int) -> Iterator[pa
 
 def run(args: argparse.Namespace) -> int:
     """Convert the inputs; print the chunk files written and the row count."""
-    if args.rows_per_chunk is not None and args.rows_per_chunk <= 0:
-        raise CommandError(f"--rows-per-chunk must be positive, got {args.rows_per_chunk}")
     files = expand_inputs(args.inputs)
     fmt = _format_of(files, args.format)
     batches = _counted(input_batches(files, fmt), len(files))
@@ -149,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
     for p in paths:
         print(p)
     print(
-        f"{rows} rows from {len(files)} {fmt} file(s) -> {len(paths)} chunk file(s), {total} bytes"
+        f"{rows} rows from {len(files)} {fmt} file(s) -> {len(paths)} chunk file(s), "
+        f"{both_units(total)} ({total} bytes)"
     )
     return 0

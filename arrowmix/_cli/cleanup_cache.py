@@ -10,9 +10,9 @@ import time
 from typing import Any
 
 from arrowmix._cache.cleanup import plan_cleanup, remove_idle_locks, remove_planned
-from arrowmix._cache.listing import TMP_KIND, format_bytes, scan, scan_tree
+from arrowmix._cache.listing import TMP_KIND, scan, scan_tree
 from arrowmix._cli.common import resolve_cache_dir
-from arrowmix._cli.humanize import parse_duration, parse_size
+from arrowmix._cli.humanize import binary_bytes, both_units, parse_duration, parse_size
 from arrowmix._storage.swap import recover_saves, recover_staging
 
 __all__ = ["add_parser", "run"]
@@ -42,7 +42,9 @@ examples:
 
 units:
   DURATION  45s, 30m, 12h, 7d, 2w, 1d12h
-  SIZE      500MB, 20GB (powers of 1000); 1.5GiB, 20G (powers of 1024); 123 (bytes)
+  SIZE      500MB, 20GB (powers of 1000); 1.5GiB, 20G (powers of 1024); 123 (bytes);
+            printed as MiB/GiB (powers of 1024), totals with MB/GB beside them
+  --older-than 0s and --max-size 0 select every entry not in use
 
 exit status: 0 done (files in use are skipped), 1 error (e.g. CACHE_DIR missing, a file could
 not be removed), 2 usage error.
@@ -94,7 +96,8 @@ def add_parser(subparsers: Any) -> None:
         "--max-size",
         type=parse_size,
         metavar="SIZE",
-        help="remove least recently used entries until the cache holds at most SIZE",
+        help="remove least recently used entries until the cache holds at most SIZE "
+        "(20GB = 20*1000^3 bytes, 20GiB = 20*1024^3)",
     )
     p.add_argument(
         "--keep",
@@ -123,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
 
     def report(path: str, size: int, why: str | None) -> None:
         if why is None:
-            print(f"{verb}  {path}  {format_bytes(size)}  ({reasons[path]})", flush=True)
+            print(f"{verb}  {path}  {binary_bytes(size)}  ({reasons[path]})", flush=True)
         else:
             print(f"skipped  {path}  ({why})", flush=True)
 
@@ -138,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     n = len(result.removed)
     summary = "Would free" if args.dry_run else "Freed"
     print(
-        f"{summary} {format_bytes(result.freed)} ({result.freed} bytes) by removing "
+        f"{summary} {both_units(result.freed)} ({result.freed} bytes) by removing "
         f"{n} {'file' if n == 1 else 'files'}."
     )
     if args.max_size is not None:
@@ -146,8 +149,8 @@ def run(args: argparse.Namespace) -> int:
         left = data - sum(size for path, size in result.removed if not _is_tmp(path))
         if left > args.max_size:
             print(
-                f"Note: {format_bytes(left)} remain, above --max-size "
-                f"{format_bytes(args.max_size)}: the rest is in use, locked or kept."
+                f"Note: {both_units(left)} remain, above --max-size "
+                f"{both_units(args.max_size)}: the rest is in use, locked or kept."
             )
     failed = [path for path, why in result.skipped if why.startswith("cannot remove")]
     if failed:

@@ -1,7 +1,9 @@
 """Parse and print the sizes, durations and tables of the command line.
 
 Sizes: ``KB``/``MB``/``GB``/``TB`` are powers of 1000, ``KiB``/``MiB``/``GiB``/``TiB`` and the
-bare ``K``/``M``/``G``/``T`` (as in ``du -h``) powers of 1024; a plain number is bytes.
+bare ``K``/``M``/``G``/``T`` (as in ``du -h``) powers of 1024; a plain number is bytes. Sizes
+are printed with their binary unit (``MiB``), and totals with the decimal one beside it
+(``1.5 GiB = 1.6 GB``), so neither reading is ever guessed.
 Durations: one or more ``<number><unit>`` with units ``s``, ``m``, ``h``, ``d``, ``w``
 (``7d``, ``1d12h``, ``1.5h``).
 """
@@ -13,7 +15,18 @@ import re
 import time
 from collections.abc import Sequence
 
-__all__ = ["ago", "iso_time", "parse_duration", "parse_size", "table"]
+__all__ = [
+    "ago",
+    "binary_bytes",
+    "both_units",
+    "iso_time",
+    "parse_duration",
+    "parse_size",
+    "positive_int",
+    "positive_size",
+    "si_bytes",
+    "table",
+]
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-z]*)\s*$", re.IGNORECASE)
 _SIZE_UNITS = {
@@ -51,6 +64,79 @@ def parse_size(text: str) -> int:
             "1.5GiB (KB/MB/GB/TB = 1000^n bytes, KiB/MiB/GiB/TiB or K/M/G/T = 1024^n)"
         )
     return int(float(m.group(1)) * _SIZE_UNITS[unit])
+
+
+def positive_size(text: str) -> int:
+    """:func:`parse_size` of at least one byte (an argparse ``type``).
+
+    Example:
+        >>> positive_size("64MB")
+        64000000
+    """
+    size = parse_size(text)
+    if size < 1:
+        raise argparse.ArgumentTypeError(f"invalid size {text!r}: must be at least 1 byte")
+    return size
+
+
+def positive_int(text: str) -> int:
+    """A whole number of at least 1 (an argparse ``type``).
+
+    Example:
+        >>> positive_int("100000")
+        100000
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid value {text!r}: expected a whole number, e.g. 100000"
+        ) from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"invalid value {text!r}: must be at least 1")
+    return value
+
+
+def binary_bytes(n: float) -> str:
+    """Binary-unit size: ``"512 B"``, ``"1.5 KiB"``, ``"20.0 GiB"``.
+
+    Example:
+        >>> binary_bytes(512), binary_bytes(1536), binary_bytes(20 * 2**30)
+        ('512 B', '1.5 KiB', '20.0 GiB')
+    """
+    if n < 1024:
+        return f"{int(n)} B"
+    for unit in ("KiB", "MiB", "GiB", "TiB"):
+        n /= 1024
+        if n < 1024 or unit == "TiB":
+            break
+    return f"{n:.1f} {unit}"
+
+
+def si_bytes(n: float) -> str:
+    """Decimal-unit size: ``"512 B"``, ``"1.5 KB"``, ``"20.0 GB"`` (powers of 1000).
+
+    Example:
+        >>> si_bytes(512), si_bytes(1536), si_bytes(20 * 10**9)
+        ('512 B', '1.5 KB', '20.0 GB')
+    """
+    if n < 1000:
+        return f"{int(n)} B"
+    for unit in ("KB", "MB", "GB", "TB"):
+        n /= 1000
+        if n < 1000 or unit == "TB":
+            break
+    return f"{n:.1f} {unit}"
+
+
+def both_units(n: float) -> str:
+    """A size in binary and decimal units, for totals: ``"1.5 GiB = 1.6 GB"``.
+
+    Example:
+        >>> both_units(1536 * 2**20), both_units(100)
+        ('1.5 GiB = 1.6 GB', '100 B')
+    """
+    return binary_bytes(n) if n < 1000 else f"{binary_bytes(n)} = {si_bytes(n)}"
 
 
 def parse_duration(text: str) -> float:

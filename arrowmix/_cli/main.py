@@ -2,7 +2,8 @@
 
 ``main(argv)`` returns the exit status instead of exiting, so tests call it in-process:
 0 success, 1 an error reported as ``arrowmix: error: <message>`` on stderr, 2 a usage error
-(argparse), 130 interrupted.
+(one line on stderr naming the argument, e.g. ``arrowmix chunk: error: argument --chunk-size:
+invalid size '0': must be at least 1 byte``), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -10,13 +11,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from arrowmix._cli import cache_ls, chunk, cleanup_cache, fingerprint, verify
 from arrowmix._cli.common import CommandError
 from arrowmix._version import __version__
 from arrowmix.exceptions import ArrowmixError
 
-__all__ = ["build_parser", "main"]
+__all__ = ["Parser", "build_parser", "main"]
 
 EPILOG = """\
 examples:
@@ -31,9 +33,20 @@ Run `arrowmix COMMAND --help` for a command's options.
 """
 
 
+class Parser(argparse.ArgumentParser):
+    """An argparse parser whose usage errors are one line: the command, the argument, why.
+
+    Subcommand parsers are of this class too (argparse makes them of their parent's class).
+    """
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``<prog>: error: <message> (see <prog> --help)`` and exit with status 2."""
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``arrowmix`` parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="arrowmix",
         description="Convert corpora to Arrow chunks; inspect and clean arrowmix caches.",
         epilog=EPILOG,

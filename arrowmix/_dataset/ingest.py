@@ -94,9 +94,9 @@ def input_batches(
     The first file's columns, in order; a later file (or block) missing one gets nulls, and
     one with another column is refused naming the file and the column. Types follow the
     ``map`` rule (``arrowmix._dataset.mapping.conform``): a column all-null so far takes a
-    later type, later values are cast when none changes, otherwise an error names the column, both types,
-    the file and the row. ``source_column``: also a string column of that name holding each
-    row's file.
+    later type, later values are cast when none changes, otherwise an error names the
+    column, both types, the file and the row. ``source_column``: also a string column of that
+    name holding each row's file.
     """
     conform = Conformer(f"the {fmt} reader", verb="read by")
     names: list[str] | None = None

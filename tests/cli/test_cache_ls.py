@@ -35,7 +35,9 @@ def test_one_line_per_entry_aligned_newest_first_with_a_total(tmp_path, make_cac
         at = out[0].index(column)
         assert [line[at:].split()[0] for line in out[1 : 1 + len(cells)]] == cells
     total = sum(os.path.getsize(p) for p in seg + ix + flat)
-    assert out[4] == f"3 entries, 5 files, {total / 1024:.1f} KiB in {tmp_path}"
+    assert out[4] == (
+        f"3 entries, 5 files, {total / 1024:.1f} KiB = {total / 1000:.1f} KB in {tmp_path}"
+    )
     assert len(out) == 5
 
 
@@ -78,8 +80,37 @@ def test_empty_directory(tmp_path, capsys):
 def test_default_directory_is_the_cache_root(tmp_path, monkeypatch, capsys):
     root = tmp_path / "root"
     monkeypatch.setenv("ARROWMIX_CACHE", str(root))
+    monkeypatch.chdir(tmp_path)
     assert main(["cache", "ls"]) == 0
-    assert capsys.readouterr().out.endswith(f"in {root}\n")
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"cache root {root} ($ARROWMIX_CACHE; set ARROWMIX_CACHE to move it)"
+    assert out[1] == f"0 entries, 0 files, 0 B in {root}"
+    assert "stored beside its chunk files" in out[2]
+
+
+def test_default_listing_shows_the_cache_root_tree_and_corpora_here(tmp_path, monkeypatch, capsys):
+    """After the quickstart: what the cache root holds, and the corpora of the current dir."""
+    import arrowmix as am
+
+    root, work = tmp_path / "root", tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setenv("ARROWMIX_CACHE", str(root))
+    monkeypatch.chdir(work)
+    am.write_chunks(({"x": i} for i in range(50)), "web_chunks", rows_per_chunk=20)
+    web = am.Dataset.from_chunks("web_chunks").map(lambda r: {"y": r["x"] + 1})
+    mem = am.Dataset.from_dict({"x": [1, 2, 3]}).map(lambda r: {"y": r["x"] * 2})
+    (work / "notes").mkdir()  # a directory without results is not listed
+    assert main(["cache", "ls"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"cache root {root} ")
+    assert out[1].split()[:2] == ["DIR", "FINGERPRINT"]
+    assert out[2].split()[:3] == [".", mem.fingerprint, "map"]  # in-memory data: the cache root
+    assert out[3] == f"1 entry, 1 file, {out[3].split(', ')[2].split(' in ')[0]} in {root}"
+    assert out[4].startswith("results beside the corpora in the current directory")
+    assert out[5].strip().startswith("1 entry, 1 file, ")
+    assert out[5].endswith(" in web_chunks") and len(out) == 6
+    assert main(["cache", "ls", "web_chunks"]) == 0
+    assert web.fingerprint in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

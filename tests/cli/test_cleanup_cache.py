@@ -58,9 +58,8 @@ def test_no_filter_removes_every_cache_file_and_stale_temp(tmp_path, populated, 
     assert main(["cleanup-cache", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert sorted(lines(out, "removed")) == sorted(doomed)
-    assert (
-        out.splitlines()[-1] == f"Freed {freed / 1024:.1f} KiB ({freed} bytes) by removing 6 files."
-    )
+    sizes = f"{freed / 1024:.1f} KiB = {freed / 1000:.1f} KB ({freed} bytes)"
+    assert out.splitlines()[-1] == f"Freed {sizes} by removing 6 files."
     assert lines(out, "removed lock") == [str(tmp_path / f"cache-{FP[5]}.lock")]  # idle
     assert sorted(os.listdir(tmp_path)) == sorted(
         [

@@ -34,10 +34,14 @@ def test_version(capsys):
     assert capsys.readouterr().out == f"arrowmix {arrowmix.__version__}\n"
 
 
-@pytest.mark.parametrize("args", [[], ["frobnicate"]])
-def test_usage_errors(capsys, args):
+@pytest.mark.parametrize(
+    ("args", "named"), [([], "required: COMMAND"), (["frobnicate"], "'frobnicate'")]
+)
+def test_usage_errors(capsys, args, named):
     assert main(args) == 2
-    assert capsys.readouterr().err.startswith("usage: arrowmix")
+    err = capsys.readouterr().err
+    assert err.startswith("arrowmix: error: ") and named in err
+    assert err.count("\n") == 1 and "(see `arrowmix --help`)" in err
 
 
 def test_main_reads_sys_argv(monkeypatch, tmp_path, capsys):
