@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._dataset.indices import IndexMap
-from arrowmix._dataset.state import state_of
+from arrowmix._dataset.state import gather, state_of
 from arrowmix._remote.cache import parse_size
 from arrowmix._remote.table import ReadAhead, RemoteTable
 from arrowmix._stream.sources import ArrowSource, Upcoming, from_row_source
@@ -39,7 +39,7 @@ class DatasetRows:
 
     def __init__(self, ds: Dataset, read_ahead: int | str | None = None) -> None:
         self._ds = ds
-        self._columns = ds._format().read_columns()
+        self._columns = state_of(ds).format.read_columns()
         schema = ds.schema
         if self._columns is not None:
             schema = pa.schema([schema.field(c) for c in self._columns])
@@ -82,9 +82,9 @@ class DatasetRows:
     def take(self, positions: np.ndarray) -> pa.Table:
         ahead = self.__dict__.get("_ahead")
         if ahead is None:
-            return self._ds._gather(np.asarray(positions, dtype=np.int64), self._columns)
+            return gather(state_of(self._ds), np.asarray(positions, dtype=np.int64), self._columns)
         with ahead.counting():  # downloads of this read count as this stream's
-            return self._ds._gather(np.asarray(positions, dtype=np.int64), self._columns)
+            return gather(state_of(self._ds), np.asarray(positions, dtype=np.int64), self._columns)
 
     def token_column(self, name: str) -> TokenColumn:
         """Zero-copy views of the ``list<int*>`` column ``name`` of the memory-mapped chunks.
