@@ -11,14 +11,20 @@ It installs ``sys.setprofile`` around two traced paths, each reported alone and 
   ``ds.map(fn, batched=True)`` and one ``ds.map(fn, num_proc=2)``;
 - **tokens**: token rows to tensors, over a chunked dataset of ``list<int32>`` token ids:
   ``ds.to_stream(...).budget_bucket(...).collate(return_tensors="pt")`` and
-  ``ds.to_stream(...).shuffle(...).batch(columnar=True).collate()`` (numpy arrays), each
-  iterated, checkpointed and restored once.
+  ``ds.to_stream(...).shuffle(...).batch(columnar=True).collate()`` (numpy arrays), the
+  first also checkpointed and restored once.
 
 Every Python call whose caller and callee frames both belong to ``arrowmix`` modules, and to
 different ones, records the pair ``(caller module, callee module)``. A pair of modules that
-call each other both ways is a cycle in the call graph, which the map engine's layering is
-meant to avoid. Only the parent process is traced (the workers of ``num_proc=2`` run in other
-processes).
+call each other both ways is a cycle in the call graph, which the layering is meant to avoid.
+Only the parent process is traced (the workers of ``num_proc=2`` run in other processes).
+
+Each summary gives two counts. *All calls* counts every call. *Across objects* leaves out
+the calls an object makes to its own methods (the caller and the callee are methods with
+the same ``self``): a stage's ``__init__`` calling its base class's ``super().__init__``,
+and a base class's template method calling the hook its subclass overrides, cross modules
+only because a class and its base live in different files. The calls are all still traced
+and listed with ``--pairs``; the second count only names which cycles are between objects.
 """
 
 from __future__ import annotations
@@ -40,8 +46,22 @@ def _module(frame: FrameType | None) -> str | None:
     return None
 
 
-def _collect(run: Any) -> tuple[set[tuple[str, str]], set[str]]:
-    pairs: set[tuple[str, str]] = set()
+def _receiver(frame: FrameType | None) -> object:
+    """The ``self`` of the method running in ``frame``, or a sentinel for a function."""
+    code = None if frame is None else frame.f_code
+    if frame is None or code is None or not code.co_argcount or code.co_varnames[0] != "self":
+        return _NONE
+    return frame.f_locals.get("self", _NONE)
+
+
+_NONE = object()
+Pairs = set[tuple[str, str]]
+
+
+def _collect(run: Any) -> tuple[Pairs, Pairs, set[str]]:
+    """``(every module pair, the pairs seen in a call between two objects, modules)``."""
+    pairs: Pairs = set()
+    crossing: Pairs = set()
     modules: set[str] = set()
 
     def profile(frame: FrameType, event: str, _arg: object) -> None:
@@ -54,13 +74,17 @@ def _collect(run: Any) -> tuple[set[tuple[str, str]], set[str]]:
         caller = _module(frame.f_back)
         if caller is not None and caller != callee:
             pairs.add((caller, callee))
+            if (caller, callee) not in crossing:
+                own = _receiver(frame)
+                if own is _NONE or own is not _receiver(frame.f_back):
+                    crossing.add((caller, callee))
 
     sys.setprofile(profile)
     try:
         run()
     finally:
         sys.setprofile(None)
-    return pairs, modules
+    return pairs, crossing, modules
 
 
 def add_one(batch: dict[str, list[int]]) -> dict[str, list[int]]:
@@ -73,7 +97,7 @@ def double(row: dict[str, int]) -> dict[str, int]:
     return {"z": row["x"] * 2}
 
 
-def _trace_map(tmp: Path) -> tuple[set[tuple[str, str]], set[str]]:
+def _trace_map(tmp: Path) -> tuple[Pairs, Pairs, set[str]]:
     """The map path: one batched map and one ``num_proc=2`` map, both cache misses."""
     import arrowmix as am
 
@@ -89,7 +113,7 @@ def _trace_map(tmp: Path) -> tuple[set[tuple[str, str]], set[str]]:
     return _collect(run)
 
 
-def _trace_tokens(tmp: Path) -> tuple[set[tuple[str, str]], set[str]]:
+def _trace_tokens(tmp: Path) -> tuple[Pairs, Pairs, set[str]]:
     """The token path: ``list<int32>`` rows to torch tensors and numpy arrays."""
     import numpy as np
     import pyarrow as pa
@@ -126,18 +150,24 @@ def _trace_tokens(tmp: Path) -> tuple[set[tuple[str, str]], set[str]]:
     return _collect(run)
 
 
-def _report(title: str, pairs: set[tuple[str, str]], modules: set[str], every: bool) -> int:
-    both = sorted({tuple(sorted(p)) for p in pairs if (p[1], p[0]) in pairs})
+def _both_ways(pairs: Pairs) -> list[tuple[str, str]]:
+    return sorted({(min(a, b), max(a, b)) for a, b in pairs if (b, a) in pairs})
+
+
+def _report(title: str, traced: tuple[Pairs, Pairs, set[str]], every: bool) -> None:
+    pairs, crossing, modules = traced
+    both, across = _both_ways(pairs), _both_ways(crossing)
     print(f"[{title}]")
     print(f"modules on the traced path: {len(modules)}")
     print(f"module pairs (caller != callee): {len(pairs)}")
-    print(f"pairs calling each other both ways: {len(both)}")
+    print(f"pairs calling each other both ways, all calls: {len(both)}")
     for a, b in both:
-        print(f"  {a} <-> {b}")
+        mark = "" if (a, b) in across else "   (only an object calling its own methods)"
+        print(f"  {a} <-> {b}{mark}")
+    print(f"pairs calling each other both ways, across objects: {len(across)}")
     if every:
         for caller, callee in sorted(pairs):
             print(f"  {caller} -> {callee}")
-    return len(both)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,11 +180,12 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"arrowmix: {am.__file__}")
     with tempfile.TemporaryDirectory() as tmp:
-        map_pairs, map_modules = _trace_map(Path(tmp))
-        token_pairs, token_modules = _trace_tokens(Path(tmp))
-    _report("map", map_pairs, map_modules, args.pairs)
-    _report("tokens", token_pairs, token_modules, args.pairs)
-    _report("both paths", map_pairs | token_pairs, map_modules | token_modules, False)
+        on_map = _trace_map(Path(tmp))
+        on_tokens = _trace_tokens(Path(tmp))
+    _report("map", on_map, args.pairs)
+    _report("tokens", on_tokens, args.pairs)
+    union = tuple(a | b for a, b in zip(on_map, on_tokens, strict=True))
+    _report("both paths", union, False)  # type: ignore[arg-type]
     return 0
 
 
