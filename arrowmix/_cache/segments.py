@@ -168,7 +168,7 @@ def touch(paths: Iterable[str]) -> None:
     Objects in a remote cache directory are left alone (no "touch" on object stores). A file
     checked by this process stays checked (see :mod:`arrowmix._storage.integrity`).
     """
-    integrity.touch(p for p in paths if fs.is_local(p))
+    integrity.touch([p for p in paths if fs.is_local(p)])
 
 
 def remove_stale_tmp(

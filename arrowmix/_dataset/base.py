@@ -2,19 +2,16 @@
 
 ``Dataset`` (``dataset.py``) is the public class, with the documented methods; this base
 holds what Python calls implicitly (``len``, ``ds[key]``, ``iter``, ``copy``, ``pickle``,
-``with``, ``repr``) and the private readers other parts of the Dataset layer share. Each is
-one call to the functions that own the state (``state``, ``access``, ``pickling``).
+``with``, ``repr``). Each is one call to the functions that own the state (``state``,
+``access``, ``pickling``); other modules read rows through those functions too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
-import pyarrow as pa
-
-from arrowmix._dataset import access, formats, state
+from arrowmix._dataset import access, state
 from arrowmix._dataset.state import DatasetState
 
 __all__ = ["DatasetBase"]
@@ -69,17 +66,3 @@ class DatasetBase:
             f"Dataset(num_rows={state.num_rows(s)}, columns={state.column_names(s)}, "
             f"fingerprint={s.fingerprint!r}" + (f", format={s.fmt!r}" if s.fmt else "") + ")"
         )
-
-    def _gather(self, positions: np.ndarray, columns: Sequence[str] | None = None) -> pa.Table:
-        """Rows at view ``positions`` as an Arrow table (validated by the caller)."""
-        return state.gather(self._s, positions, columns)
-
-    def _range(self, start: int, stop: int, columns: Sequence[str] | None = None) -> pa.Table:
-        """View rows ``[start, stop)`` as an Arrow table; zero-copy without an array mapping."""
-        return state.view_range(self._s, start, stop, columns)
-
-    def _format(self) -> formats.Format:
-        return self._s.format
-
-    def _check_column(self, name: str) -> None:
-        access.check_column(self._s, name)

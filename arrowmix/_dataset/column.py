@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
+from arrowmix._dataset import state
+from arrowmix._dataset.access import check_column
 from arrowmix._dataset.indices import to_positions
 
 if TYPE_CHECKING:
@@ -45,7 +47,7 @@ class Column(Sequence[Any]):
     __hash__ = None  # type: ignore[assignment]  # compares by value, like a list
 
     def __init__(self, dataset: Dataset, name: str) -> None:
-        dataset._check_column(name)
+        check_column(state.state_of(dataset), name)
         self._ds = dataset
         self._name = name
 
@@ -62,26 +64,28 @@ class Column(Sequence[Any]):
     @overload
     def __getitem__(self, key: slice) -> Any: ...
     def __getitem__(self, key: Any) -> Any:
-        ds, fmt, cols = self._ds, self._ds._format(), [self._name]
-        n = ds.num_rows
+        s, cols = state.state_of(self._ds), [self._name]
+        fmt, n = s.format, state.num_rows(s)
         if isinstance(key, (int, np.integer)) and not isinstance(key, bool):
             i = int(key)
             if i < 0:
                 i += n
             if i < 0 or i >= n:
                 to_positions([int(key)], n)  # raises IndexError naming it and the length
-            return fmt.column(ds._range(i, i + 1, cols).column(self._name), self._name)[0]
+            return fmt.column(state.view_range(s, i, i + 1, cols).column(self._name), self._name)[0]
         if isinstance(key, slice):
             start, stop, step = key.indices(n)
             if step == 1:
-                return fmt.column(ds._range(start, stop, cols).column(self._name), self._name)
+                return fmt.column(
+                    state.view_range(s, start, stop, cols).column(self._name), self._name
+                )
             key = range(start, stop, step)
         if isinstance(key, str):
             raise TypeError(
                 f"Column {self._name!r} is indexed by row positions, not by name {key!r}."
             )
         pos = to_positions(key, n).to_numpy()
-        return fmt.column(ds._gather(pos, cols).column(self._name), self._name)
+        return fmt.column(state.gather(s, pos, cols).column(self._name), self._name)
 
     def __iter__(self) -> Iterator[Any]:
         n = self._ds.num_rows

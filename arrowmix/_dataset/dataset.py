@@ -186,7 +186,7 @@ class Dataset(DatasetConstructors, HFCompat, DatasetBase):
 
     def to_table(self) -> pa.Table:
         """The view materialised as one ``pyarrow.Table`` (zero-copy without an array mapping)."""
-        return self._range(0, self.num_rows).replace_schema_metadata(None)
+        return state.view_range(self._s, 0, self.num_rows).replace_schema_metadata(None)
 
     def with_format(
         self,

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from arrowmix._dataset.state import state_of
+from arrowmix._dataset.state import num_rows, state_of, view_range
 from arrowmix._storage.metadata import kept_or_none
 
 if TYPE_CHECKING:
@@ -24,13 +24,13 @@ def in_memory_copy(ds: Dataset) -> Dataset:
     """
     from arrowmix._dataset.dataset import Dataset, DatasetState
 
-    table = ds._range(0, ds.num_rows)
+    s = state_of(ds)
+    table = view_range(s, 0, num_rows(s))
     table = table.replace_schema_metadata(kept_or_none(table.schema))  # HF's features, kept
     sink = pa.BufferOutputStream()  # one copy, in Arrow's memory pool
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
     copied = pa.ipc.open_stream(sink.getvalue()).read_all()
-    s = state_of(ds)
     return Dataset(
         DatasetState(
             table=copied,

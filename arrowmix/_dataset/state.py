@@ -36,6 +36,7 @@ __all__ = [
     "cache_files",
     "column_names",
     "derive",
+    "estimate_nbytes",
     "format_dict",
     "gather",
     "hold_cache_files",
@@ -138,6 +139,23 @@ def view_range(
     else:
         table = s.reader.take(ix.array[start:stop])  # type: ignore[index]
     return table.select(list(columns)) if columns is not None else table
+
+
+def estimate_nbytes(s: DatasetState) -> int:
+    """The Arrow bytes of the view's rows (HF's ``_estimate_nbytes``, used for shard sizes).
+
+    Exact for a contiguous view (a zero-copy slice); for a shuffled or filtered view, the
+    table's bytes per row times the rows (nothing is gathered).
+    """
+    n, ix, table = num_rows(s), s.indices, s.table
+    if not n:
+        return 0
+    if ix is None or ix.is_range:
+        return int(view_range(s, 0, n).nbytes)
+    if isinstance(table, pa.Table):
+        return int(table.nbytes * n // max(table.num_rows, 1))
+    sample = min(n, 1000)  # remote chunks: the bytes of the first rows, scaled
+    return int(view_range(s, 0, sample).nbytes * n // sample)
 
 
 def cache_dir(s: DatasetState) -> str:

@@ -1,136 +1,22 @@
-"""The bridge from a Dataset to the stream layer: a random-access row source over a view.
+"""The bridge from a Dataset to the stream layer: ``Dataset.to_stream``.
 
-The stream layer never imports the Dataset layer; it reads rows through the ``RowSource``
-protocol (``num_rows``, ``schema``, ``fingerprint``, ``chunk_offsets()``, ``take``). Positions
-are positions in the *view* (the indices mapping is applied here), and ``chunk_offsets`` follow
-the storage so that ``shuffle="chunks"`` reads whole files: file boundaries for a plain or
-range view, fixed blocks for a view through an index array (its rows are scattered anyway).
+The Dataset's rows reach the stream layer as a ``RowSource``, :class:`DatasetRows`
+(:mod:`arrowmix._dataset.rows`); this module picks the sharding and builds the source.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pyarrow as pa
-
-from arrowmix._dataset.indices import IndexMap
+from arrowmix._dataset.rows import DatasetRows
 from arrowmix._dataset.state import state_of
-from arrowmix._remote.cache import parse_size
-from arrowmix._remote.table import ReadAhead, RemoteTable
-from arrowmix._stream.sources import ArrowSource, Upcoming, from_row_source
-from arrowmix._stream.tokens import TokenColumn
+from arrowmix._remote.table import RemoteTable
+from arrowmix._stream.sources import ArrowSource, from_row_source
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
 
 __all__ = ["DatasetRows", "to_stream"]
-
-_SCATTERED_BLOCK = 65536
-
-
-class DatasetRows:
-    """A :class:`~arrowmix._stream.row_source.RowSource` over a Dataset view.
-
-    Over remote chunks read through a bounded cache (``from_chunks(..., cache_limit=...)``)
-    it also has ``read_ahead``, ``stats`` and ``close``: the stream tells it where it stands
-    before every block, and it downloads the chunks that come next (:class:`ReadAhead`).
-    """
-
-    def __init__(self, ds: Dataset, read_ahead: int | str | None = None) -> None:
-        self._ds = ds
-        self._columns = ds._format().read_columns()
-        schema = ds.schema
-        if self._columns is not None:
-            schema = pa.schema([schema.field(c) for c in self._columns])
-        self._schema = schema
-        table = state_of(ds).table
-        if isinstance(table, RemoteTable):
-            self._ahead = _read_ahead(table, read_ahead)
-            self.read_ahead = self._read_ahead
-            self.stats = self._ahead.stats
-            self.close = self._ahead.close
-
-    def _read_ahead(self, upcoming: Upcoming) -> None:
-        """Map the stream's upcoming view positions to table rows for the read-ahead."""
-        ix = state_of(self._ds).indices
-        self._ahead.read_ahead(upcoming if ix is None else _Mapped(upcoming, ix))
-
-    @property
-    def num_rows(self) -> int:
-        return self._ds.num_rows
-
-    @property
-    def schema(self) -> pa.Schema:
-        return self._schema
-
-    @property
-    def fingerprint(self) -> str:
-        return self._ds.fingerprint
-
-    def chunk_offsets(self) -> np.ndarray:
-        s = state_of(self._ds)
-        n = self.num_rows
-        base = np.asarray(s.file_offsets or (0, s.table.num_rows), dtype=np.int64)
-        if s.indices is None:
-            return base
-        if s.indices.is_range:
-            inner = base[(base > s.indices.start) & (base < s.indices.stop)] - s.indices.start
-            return np.unique(np.concatenate([[0], inner, [n]])).astype(np.int64)
-        return np.unique(np.r_[np.arange(0, n, _SCATTERED_BLOCK), n]).astype(np.int64)
-
-    def take(self, positions: np.ndarray) -> pa.Table:
-        ahead = self.__dict__.get("_ahead")
-        if ahead is None:
-            return self._ds._gather(np.asarray(positions, dtype=np.int64), self._columns)
-        with ahead.counting():  # downloads of this read count as this stream's
-            return self._ds._gather(np.asarray(positions, dtype=np.int64), self._columns)
-
-    def token_column(self, name: str) -> TokenColumn:
-        """Zero-copy views of the ``list<int*>`` column ``name`` of the memory-mapped chunks.
-
-        Positions are view positions: the view's indices mapping is applied on lookup.
-        """
-        if name not in self._schema.names:
-            raise KeyError(f"no column {name!r}; the rows have columns {self._schema.names}.")
-        s = state_of(self._ds)
-        if isinstance(s.table, RemoteTable):
-            raise TypeError(
-                f"the token stages (`collate`, `pack`, `bucket` on the token column {name!r}) "
-                "read token ids from memory-mapped chunks, but this dataset streams its chunks "
-                "through a bounded cache (`cache_limit=`); open it without `cache_limit` or "
-                "collate rows with `.map(...)`."
-            )
-        mapper = s.indices.lookup if s.indices is not None else None
-        return TokenColumn(s.table.column(name), name, mapper=mapper, view_rows=self.num_rows)
-
-
-class _Mapped:
-    """Upcoming view positions seen through the view's indices mapping."""
-
-    def __init__(self, upcoming: Upcoming, ix: IndexMap) -> None:
-        self._up = upcoming
-        self._ix = ix
-        self.cursor = upcoming.cursor
-
-    def positions(self, cursor: tuple[int, int], n: int) -> tuple[np.ndarray, tuple[int, int]]:
-        pos, after = self._up.positions(cursor, n)
-        return self._ix.lookup(pos), after
-
-
-def _read_ahead(table: RemoteTable, read_ahead: int | str | None) -> ReadAhead:
-    if read_ahead is None:
-        return ReadAhead(table)
-    if isinstance(read_ahead, str):
-        return ReadAhead(
-            table, chunks=len(table.chunks), max_bytes=parse_size(read_ahead, "read_ahead")
-        )
-    if isinstance(read_ahead, bool) or not isinstance(read_ahead, int) or read_ahead < 0:
-        raise ValueError(
-            f"`read_ahead` must be a number of chunks (int >= 0) or a size such as '2GB', "
-            f"got {read_ahead!r}."
-        )
-    return ReadAhead(table, chunks=read_ahead)
 
 
 def to_stream(

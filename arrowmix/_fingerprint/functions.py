@@ -51,10 +51,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from arrowmix._fingerprint.bytecode import code_digest_of, global_uses, imports_of
+from arrowmix._fingerprint.canonical import random_fingerprint
 from arrowmix._fingerprint.hasher import hash_bytes, hash_value
 from arrowmix._fingerprint.modules import file_is_installed, is_user_module
 from arrowmix._fingerprint.pickler import UnhashableError, dumps, reference, short_repr
-from arrowmix._fingerprint.transform import random_fingerprint
 from arrowmix.exceptions import FingerprintWarning
 
 __all__ = [

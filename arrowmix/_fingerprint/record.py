@@ -27,9 +27,9 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from arrowmix._fingerprint.canonical import random_fingerprint, same_value
 from arrowmix._fingerprint.functions import FunctionHasher, callable_label
 from arrowmix._fingerprint.hasher import Hasher
-from arrowmix._fingerprint.transform import random_fingerprint, same_value
 from arrowmix.exceptions import FingerprintError
 
 __all__ = [

@@ -9,10 +9,10 @@ for ``explain``. Both drop kwargs equal to their defaults and sort the rest.
 from __future__ import annotations
 
 import re
-import secrets
 from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
+from arrowmix._fingerprint.canonical import random_fingerprint, same_value
 from arrowmix._fingerprint.hasher import Hasher
 from arrowmix.exceptions import FingerprintError
 
@@ -68,21 +68,6 @@ def roll(
     h.update(("arrowmix.roll", parent, f"{transform}@{version}"))
     h.update(dict(sorted(canonical.items())))
     return h.hexdigest()
-
-
-def same_value(a: Any, b: Any) -> bool:
-    """True if ``a`` is ``b``, or of the same type and equal (a kwarg at default)."""
-    if a is b:
-        return True
-    try:
-        return type(a) is type(b) and bool(a == b)
-    except (TypeError, ValueError):
-        return False
-
-
-def random_fingerprint() -> str:
-    """A fresh random fingerprint (never a false cache hit)."""
-    return secrets.token_hex(8)
 
 
 def validate_fingerprint(fp: str) -> str:

@@ -126,12 +126,12 @@ class HFCompat:
         """
         import pyarrow.compute as pc
 
-        _dataset(self)._check_column(column)
-        return list(
-            pc.unique(
-                _dataset(self)._range(0, _dataset(self).num_rows, [column]).column(column)
-            ).to_pylist()
-        )
+        from arrowmix._dataset.access import check_column
+        from arrowmix._dataset.state import num_rows, view_range
+
+        s = state_of(_dataset(self))
+        check_column(s, column)
+        return list(pc.unique(view_range(s, 0, num_rows(s), [column]).column(column)).to_pylist())
 
     def to_dict(self, batch_size: int | None = None, batched: bool = False) -> Any:
         """The view as ``{column: [values...]}`` of Python objects (HF's ``to_dict``).
@@ -152,7 +152,10 @@ class HFCompat:
             table = ds.to_table()
             return decode_pydict(table, table.to_pydict())
         size = check_int("batch_size", batch_size or _TO_DICT_BATCH, minimum=1)
-        parts = (ds._range(i, min(i + size, ds.num_rows)) for i in range(0, ds.num_rows, size))
+        from arrowmix._dataset.state import view_range
+
+        s, n = state_of(ds), ds.num_rows
+        parts = (view_range(s, i, min(i + size, n)) for i in range(0, n, size))
         return (decode_pydict(t, t.to_pydict()) for t in parts)
 
     @property
@@ -301,18 +304,9 @@ class HFCompat:
         Exact for a contiguous view (a zero-copy slice); for a shuffled or filtered view, the
         table's bytes per row times the rows (nothing is gathered).
         """
-        import pyarrow as pa
+        from arrowmix._dataset.state import estimate_nbytes
 
-        ds = _dataset(self)
-        n, ix, table = ds.num_rows, state_of(ds).indices, state_of(ds).table
-        if not n:
-            return 0
-        if ix is None or ix.is_range:
-            return int(ds._range(0, n).nbytes)
-        if isinstance(table, pa.Table):
-            return int(table.nbytes * n // max(table.num_rows, 1))
-        sample = min(n, 1000)  # remote chunks: the bytes of the first rows, scaled
-        return int(ds._range(0, sample).nbytes * n // sample)
+        return estimate_nbytes(state_of(_dataset(self)))
 
     @staticmethod
     def load_from_disk(

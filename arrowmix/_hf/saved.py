@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from arrowmix._dataset.state import state_of, view_range
+from arrowmix._dataset.state import estimate_nbytes, state_of, view_range
 from arrowmix._dataset.verify import DIGESTS_KEY
 from arrowmix._hf.info import INFO_TEXTS, info_entry
 from arrowmix._hooks import dataset_with_info
@@ -81,7 +81,7 @@ def _num_shards(
         return n
     limit = parse_size(max_shard_size or _MAX_SHARD_SIZE, "max_shard_size")
     least = check_int("num_proc", num_proc, minimum=1) if num_proc is not None else 1
-    nbytes: int = ds._estimate_nbytes()
+    nbytes = estimate_nbytes(state_of(ds))
     return max(1, min(ds.num_rows, max(nbytes // limit + 1, least)))
 
 
@@ -109,7 +109,7 @@ def _info(ds: Dataset, schema: pa.Schema) -> dict[str, Any]:
 
 
 def _state(ds: Dataset, files: list[str]) -> dict[str, Any]:
-    f = ds.format
+    f, cols = ds.format, state_of(ds).fmt_columns
     for key, value in f["format_kwargs"].items():
         try:
             json.dumps(value)
@@ -121,7 +121,7 @@ def _state(ds: Dataset, files: list[str]) -> dict[str, Any]:
     return {
         "_data_files": [{"filename": name} for name in files],
         "_fingerprint": ds.fingerprint,
-        "_format_columns": ds._format_columns,
+        "_format_columns": None if cols is None else list(cols),
         "_format_kwargs": f["format_kwargs"],
         "_format_type": f["type"],
         "_output_all_columns": f["output_all_columns"],

@@ -39,6 +39,9 @@ from typing import Any
 import pyarrow as pa
 import xxhash
 
+from arrowmix._storage.file_meta import read_meta
+from arrowmix._storage.local import root_dir
+
 __all__ = ["CHECKSUM_KEY", "done", "placeholder", "problem", "seal", "touch", "verified"]
 
 #: Key of the checksum in the ``arrowmix`` schema metadata.
@@ -119,8 +122,6 @@ def seal(path: str, value: str) -> None:
 
 
 def _checksum_of(schema: pa.Schema) -> str | None:
-    from arrowmix._storage.ipc import read_meta
-
     try:
         value = read_meta(schema).get(CHECKSUM_KEY)
     except ValueError:
@@ -183,9 +184,7 @@ def _identity(path: str) -> tuple[int, ...]:
 
 
 def _memo_path(path: str) -> str:
-    from arrowmix._storage.ipc import remote_copy_dir
-
-    root = os.path.dirname(remote_copy_dir())
+    root = root_dir()  # the parent of the remote copies' directory
     key = xxhash.xxh3_64_hexdigest(os.path.realpath(path).encode())
     return os.path.join(root, "verified", key)
 

@@ -20,8 +20,9 @@ import xxhash
 
 from arrowmix._storage import integrity
 from arrowmix._storage.atomic import atomic_sink
+from arrowmix._storage.file_meta import META_KEY, read_meta, with_meta
 from arrowmix._storage.fs import is_local, local_path, url_to_fs
-from arrowmix._version import __version__
+from arrowmix._storage.local import root_dir
 from arrowmix.exceptions import CacheCorruptedError, ChunkFileError
 
 __all__ = [
@@ -36,26 +37,10 @@ __all__ = [
     "write_file_hashed",
 ]
 
-META_KEY = b"arrowmix"
 #: Info keys that identify one version of a remote object (S3, GCS, Azure, memory, HTTP...).
 _VERSION_KEYS = (
     "size", "ETag", "etag", "VersionId", "generation", "mtime", "LastModified", "created",
 )  # fmt: skip
-
-
-def with_meta(schema: pa.Schema, meta: Mapping[str, Any] | None) -> pa.Schema:
-    """``schema`` with our JSON metadata (plus the arrowmix version) attached."""
-    if meta is None:
-        return schema
-    existing = dict(schema.metadata or {})
-    existing[META_KEY] = json.dumps({**meta, "version": __version__}, sort_keys=True).encode()
-    return schema.with_metadata(existing)
-
-
-def read_meta(schema: pa.Schema) -> dict[str, Any]:
-    """Our JSON metadata from a schema, ``{}`` when absent."""
-    raw = (schema.metadata or {}).get(META_KEY)
-    return dict(json.loads(raw)) if raw else {}
 
 
 def write_file(
@@ -214,10 +199,7 @@ def _check(path: str, local: str, buf: pa.Buffer, check: str) -> None:
 
 def remote_copy_dir() -> str:
     """Where remote files are copied so that they can be memory-mapped."""
-    root = os.environ.get("ARROWMIX_CACHE") or os.path.join(
-        os.path.expanduser("~"), ".cache", "arrowmix"
-    )
-    return os.path.join(root, "remote")
+    return os.path.join(root_dir(), "remote")
 
 
 def _read_through(url: str, storage_options: Mapping[str, Any] | None) -> str:

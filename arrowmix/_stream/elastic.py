@@ -165,12 +165,12 @@ class ElasticRun:
         self.epoch = 0  # the epoch chosen by set_epoch on the old instances
         self.nodes_of: dict[Any, Any] = {}  # pipeline hash -> its checkpoint's "nodes"
 
-    def _set_mode(self, mode: ElasticMode) -> None:
+    def set_mode(self, mode: ElasticMode) -> None:
         for node in self.nodes:
             node.set_elastic_mode(mode)
 
     # -------------------------------------------------------------- configuration
-    def _configure(self, task: dict[str, Any]) -> None:
+    def configure(self, task: dict[str, Any]) -> None:
         """Shard the sources as ``task`` says and restore its state (lazily)."""
         n, r = task["sharding"]
         self.root.close()  # background workers must not read while sources change
@@ -192,7 +192,7 @@ class ElasticRun:
                 f"({task['pipeline']!r}): {describe_mismatch(nodes, self.root)}."
             )
         draining = any(s["limit"] is not None for s in task["sources"])
-        self._set_mode(ElasticMode(draining=draining))
+        self.set_mode(ElasticMode(draining=draining))
         override = task["override"]
         if self.shared:
             plan = None
@@ -203,28 +203,28 @@ class ElasticRun:
                 plan = (start["window"], override["generations"], begin)
             self.dealers[0].deal_remaining(plan)
         if self.epoch != self.root.chosen_epoch:
-            self.root._apply_epoch(self.epoch)
-        self.root._do_reset(task["state"])
+            self.root.apply_epoch(self.epoch)
+        self.root.reset_pipeline(task["state"])
 
-    def _replay(self, task: dict[str, Any]) -> None:
+    def replay(self, task: dict[str, Any]) -> None:
         """Restore ``task`` and replay its partially emitted windows (synchronously)."""
-        self._configure(task)
+        self.configure(task)
         draining = any(s["limit"] is not None for s in task["sources"])
         # Frontiers must not depend on a background thread's progress.
-        self._set_mode(ElasticMode(draining=draining, synchronous=True))
+        self.set_mode(ElasticMode(draining=draining, synchronous=True))
         try:
             replay_open_windows(self.root)
         finally:
-            self._set_mode(ElasticMode(draining=draining))
+            self.set_mode(ElasticMode(draining=draining))
 
-    def _frontier(self, task: dict[str, Any]) -> list[list[int]]:
+    def frontier(self, task: dict[str, Any]) -> list[list[int]]:
         """Where the sources of ``task`` stand once its windows are replayed."""
         if task["state"] is None:
             return [[0, 0] for _ in self.sources]
-        self._replay(task)
+        self.replay(task)
         return [list(s.frontier()) for s in self.sources]
 
-    def _plan_shared(self, mains: list[dict[str, Any]]) -> dict[str, Any]:
+    def plan_shared(self, mains: list[dict[str, Any]]) -> dict[str, Any]:
         """The main task of a budget_bucket pipeline: re-deal the current window.
 
         Every instance read the same rows, so no drain is needed: the window the old
@@ -238,7 +238,7 @@ class ElasticRun:
         for k, main in enumerate(mains):
             if main["state"] is None:
                 raise StateError(f"merge_states: instance {k} had not started.")
-            self._replay(main)
+            self.replay(main)
             ds = dealer.get_state()
             here = {**ds, "emitted": 0}
             if start is not None and here != start:
@@ -283,18 +283,18 @@ class ElasticRun:
         ns = len(run.sources)
         drains, mains = _old_tasks(merged, ns)
         if run.shared:
-            run.tasks = [run._plan_shared(mains)]
-            run._configure(run.tasks[0])
+            run.tasks = [run.plan_shared(mains)]
+            run.configure(run.tasks[0])
             return run
         chain = [s["generations"] for s in mains[0]["sources"]]
         if any([s["generations"] for s in m["sources"]] != chain for m in mains):
             raise StateError("merge_states: the instances come from different elastic restores.")
-        frontiers: list[list[list[int]]] = [run._frontier(m) for m in mains]
+        frontiers: list[list[list[int]]] = [run.frontier(m) for m in mains]
         seeds: list[int] | None = None
         for k, main in enumerate(mains):
             if main["state"] is None:
                 continue
-            run._configure(main)
+            run.configure(main)
             mine = [s.order_seed for s in run.sources]
             if seeds is not None and mine != seeds:
                 raise StateError(
@@ -326,7 +326,7 @@ class ElasticRun:
             "override": None,
         }
         run.tasks = [*drains[j::t], main_task]
-        run._configure(run.tasks[0])
+        run.configure(run.tasks[0])
         return run
 
     @classmethod
@@ -337,7 +337,7 @@ class ElasticRun:
         run = cls(root, tasks)
         run.epoch = int(state.get("epoch", 0))
         run.home = tuple(tasks[-1]["sharding"])
-        run._configure(tasks[0])
+        run.configure(tasks[0])
         return run
 
     # ------------------------------------------------------------------ running
@@ -349,7 +349,7 @@ class ElasticRun:
                 if len(self.tasks) == 1:
                     raise
                 self.tasks.pop(0)
-                self._configure(self.tasks[0])
+                self.configure(self.tasks[0])
 
     def state_dict(self) -> State:
         state = self.root.get_state()
@@ -374,4 +374,4 @@ class ElasticRun:
             src.deal([], None, None)
         if self.shared:
             self.dealers[0].deal_remaining(None)
-        self._set_mode(PLAIN)
+        self.set_mode(PLAIN)

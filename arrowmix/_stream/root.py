@@ -50,12 +50,13 @@ class PipelineRoot(Stage[T]):
                 "`super().__init__()` in its __init__?"
             ) from None
         if not started:
-            self._do_reset(self._pending)
+            self.reset_pipeline(self._pending)
             elastic = self.__dict__.pop("_pending_elastic", None)
             if elastic is not None:
                 self.load_state_dict(elastic)
 
-    def _do_reset(self, state: State | None) -> None:
+    def reset_pipeline(self, state: State | None) -> None:
+        """``reset(state)`` of this node, checking that it reached ``Stage.reset``."""
         self._reset_called = False
         self.reset(state)
         if not self._reset_called:
@@ -96,8 +97,8 @@ class PipelineRoot(Stage[T]):
         run = self.__dict__.pop("_elastic", None)
         if run is not None:
             run.leave()
-        self._apply_epoch(epoch)
-        self._do_reset(None)
+        self.apply_epoch(epoch)
+        self.reset_pipeline(None)
 
     @property
     def chosen_epoch(self) -> int:
@@ -105,7 +106,8 @@ class PipelineRoot(Stage[T]):
         epoch: int = self.__dict__.get("_epoch_set", 0)
         return epoch
 
-    def _apply_epoch(self, epoch: int) -> None:
+    def apply_epoch(self, epoch: int) -> None:
+        """Record ``epoch`` as the chosen one and begin it in every node (no reset)."""
         from arrowmix._stream.topology import walk
 
         self._epoch_set = epoch
@@ -151,7 +153,7 @@ class PipelineRoot(Stage[T]):
             self._elastic = run
             return
         if state is None:
-            self._do_reset(None)
+            self.reset_pipeline(None)
             return
         keys = [_FORMAT_KEY, _PIPELINE_KEY, _STATE_KEY]
         keys += [k for k in (_EPOCH_KEY, _NODES_KEY) if k in state]  # optional
@@ -175,8 +177,8 @@ class PipelineRoot(Stage[T]):
         if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
             raise StateError(f"checkpoint `epoch` must be an int >= 0, got {epoch!r}.")
         if epoch != self.chosen_epoch:
-            self._apply_epoch(epoch)
-        self._do_reset(state[_STATE_KEY])
+            self.apply_epoch(epoch)
+        self.reset_pipeline(state[_STATE_KEY])
 
     def pipeline_fingerprint(self) -> str:
         """16-hex hash of the configuration of this node and everything it reads."""

@@ -6,7 +6,7 @@ import pytest
 
 import arrowmix as am
 from arrowmix._dataset import column as column_mod
-from arrowmix._dataset.dataset import Dataset
+from arrowmix._dataset import state as state_mod
 
 
 @pytest.fixture
@@ -47,13 +47,15 @@ def test_errors_name_the_column_or_index(ds: am.Dataset) -> None:
 
 def test_reads_lazily_block_by_block(ds: am.Dataset, monkeypatch: pytest.MonkeyPatch) -> None:
     spans: list[int] = []
-    original = Dataset._range
+    original = state_mod.view_range
 
-    def recording(self: Dataset, start: int, stop: int, columns: object = None) -> object:
+    def recording(
+        s: state_mod.DatasetState, start: int, stop: int, columns: object = None
+    ) -> object:
         spans.append(stop - start)
-        return original(self, start, stop, columns)  # type: ignore[arg-type]
+        return original(s, start, stop, columns)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Dataset, "_range", recording)
+    monkeypatch.setattr(state_mod, "view_range", recording)
     monkeypatch.setattr(column_mod, "BLOCK_ROWS", 16)
     col = ds.column("x")
     assert spans == []  # making the view reads nothing

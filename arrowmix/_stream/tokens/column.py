@@ -94,6 +94,10 @@ class TokenColumn:
         self._rows = np.asarray(rows, dtype=np.int64)
         self.num_rows = int(self._rows[-1]) if view_rows is None else int(view_rows)
 
+    def buffers(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """``(values, offsets)``: the zero-copy views, one of each per record batch."""
+        return self._values, self._offsets
+
     # --------------------------------------------------------------------- spans
     def _locate(self, positions: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
         """``(chunk of each row or None when single-chunk, row within its chunk)``."""
@@ -244,9 +248,10 @@ class ConcatTokenColumn(TokenColumn):
         self._mapper = None
         self._columns = columns
         self._bases = np.cumsum([0, *(c.num_rows for c in columns)], dtype=np.int64)
-        self._chunk_bases = np.cumsum([0, *(len(c._values) for c in columns)], dtype=np.int64)
-        self._values = [v for c in columns for v in c._values]
-        self._offsets = [o for c in columns for o in c._offsets]
+        parts = [c.buffers() for c in columns]
+        self._chunk_bases = np.cumsum([0, *(len(v) for v, _ in parts)], dtype=np.int64)
+        self._values = [v for values, _ in parts for v in values]
+        self._offsets = [o for _, offsets in parts for o in offsets]
         self._rows = np.zeros(1, dtype=np.int64)  # unused: spans() is overridden
         self.num_rows = int(self._bases[-1])
 
