@@ -2,6 +2,7 @@
 
 import json
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -152,7 +153,7 @@ def test_save_and_load_round_trip(tmp_path):
     assert len([f for f in os.listdir(tmp_path / "d" / "train") if f.endswith(".arrow")]) == 2
     back = am.load_from_disk(tmp_path / "d")
     assert isinstance(back, am.DatasetDict) and list(back.keys()) == ["train", "test"]
-    for k in dd.keys():
+    for k in dd:
         assert back[k].fingerprint == dd[k].fingerprint and back[k].format == dd[k].format
         assert back[k].with_format(None)[:] == dd[k].with_format(None)[:]
     assert am.DatasetDict.load_from_disk(tmp_path / "d").num_rows == {"train": 10, "test": 3}
@@ -271,3 +272,85 @@ def test_split_survives_save_and_load(tmp_path):
     ds.save_to_disk(tmp_path / "d")
     assert json.loads((tmp_path / "d" / "state.json").read_text())["_split"] == "dev"
     assert am.load_from_disk(tmp_path / "d").split == "dev"
+    assert pickle.loads(pickle.dumps(ds)).split == "dev"
+    dd = pickle.loads(pickle.dumps(am.DatasetDict({"dev": ds})))
+    assert isinstance(dd, am.DatasetDict) and dd["dev"]["x"] == [1]
+
+
+# -- against HF datasets ------------------------------------------------------------------------
+
+
+@pytest.mark.filterwarnings("ignore:Specifying null_placement:FutureWarning")  # HF's sort
+def test_same_as_hf_for_the_same_calls(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    data = {"train": {"x": list(range(12))}, "test": {"x": list(range(100, 105))}}
+    ours = am.DatasetDict({k: am.Dataset.from_dict(v) for k, v in data.items()})
+    hf = datasets.DatasetDict({k: datasets.Dataset.from_dict(v) for k, v in data.items()})
+
+    def steps(dd):
+        out = dd.map(lambda r, s: {"y": r["x"] * 3, "s": s}, with_split=True)
+        out = out.filter(lambda r: r["x"] % 2 == 0).shuffle(seeds={"train": 3, "test": 4})
+        return out.sort("y", reverse=True).shuffle(seed=7).rename_column("y", "z")
+
+    a, b = steps(ours), steps(hf)
+    assert list(a.keys()) == list(b.keys())
+    assert a.num_rows == b.num_rows and a.column_names == b.column_names
+    assert a.shape == b.shape and a.num_columns == b.num_columns
+    for k in b:
+        assert a[k][:] == b[k][:]
+        assert a[k].features == b[k].features
+    assert a.unique("s") == b.unique("s")
+    split_a = ours["train"].train_test_split(test_size=0.25, seed=1)
+    split_b = hf["train"].train_test_split(test_size=0.25, seed=1)
+    assert {k: v["x"] for k, v in split_a.items()} == {k: v["x"] for k, v in split_b.items()}
+    with pytest.raises(ValueError, match="at least one split"):
+        datasets.concatenate_datasets([hf, hf])  # HF refuses a dict too
+
+
+def test_hf_loads_our_dict_save_and_we_load_hf_s(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    feats = datasets.Features(
+        {"label": datasets.ClassLabel(names=["neg", "pos"]), "t": datasets.Value("string")}
+    )
+    rows = {"label": [0, 1, 1], "t": ["a", "b", "c"]}
+    hf = datasets.DatasetDict(
+        {
+            "train": datasets.Dataset.from_dict(rows, features=feats),
+            "validation": datasets.Dataset.from_dict(rows, features=feats).select([2]),
+        }
+    )
+    hf.save_to_disk(str(tmp_path / "hf"))
+    ours = am.load_from_disk(tmp_path / "hf")
+    assert isinstance(ours, am.DatasetDict) and list(ours.keys()) == ["train", "validation"]
+    assert ours["validation"][:] == {"label": [1], "t": ["c"]}
+    assert ours["train"].features == feats
+    assert ours["train"].fingerprint == hf["train"]._fingerprint  # HF's saved fingerprint
+    ours.map(lambda r: {"n": len(r["t"])}).save_to_disk(tmp_path / "ours")
+    back = datasets.load_from_disk(str(tmp_path / "ours"))
+    assert isinstance(back, datasets.DatasetDict) and list(back) == ["train", "validation"]
+    assert back["train"]["n"] == [1, 1, 1] and back["validation"]["t"] == ["c"]
+    assert back["train"].features["label"] == feats["label"]
+    with pytest.raises(PermissionError, match="reads files"):
+        ours.save_to_disk(tmp_path / "hf")  # it reads HF's files there
+    fresh = am.DatasetDict({"train": am.Dataset.from_dict({"t": ["z"]})})
+    (tmp_path / "hf" / "README.md").write_text("mine")
+    with pytest.raises(TargetExistsError, match="README"):
+        fresh.save_to_disk(tmp_path / "hf")
+    (tmp_path / "hf" / "README.md").unlink()
+    fresh.save_to_disk(tmp_path / "hf")  # HF's dict save is a previous save: replaced whole
+    assert datasets.load_from_disk(str(tmp_path / "hf"))["train"]["t"] == ["z"]
+
+
+def test_split_from_files_as_hf(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    (tmp_path / "a.csv").write_text("x\n1\n2\n")
+    (tmp_path / "b.csv").write_text("x\n3\n")
+    files = {"train": str(tmp_path / "a.csv"), "test": str(tmp_path / "b.csv")}
+    cache = str(tmp_path / "hf-cache")
+    hf_one = datasets.Dataset.from_csv(files["train"], cache_dir=cache)
+    assert am.Dataset.from_csv(files["train"]).split == str(hf_one.split) == "train"
+    hf_dict = datasets.Dataset.from_csv(files, cache_dir=cache)
+    ours = am.Dataset.from_csv(files)
+    assert isinstance(hf_dict, datasets.DatasetDict) and isinstance(ours, am.DatasetDict)
+    assert {k: v["x"] for k, v in ours.items()} == {k: v["x"] for k, v in hf_dict.items()}
+    assert ours["test"].split == str(hf_dict["test"].split) == "test"
