@@ -85,6 +85,8 @@ class DatasetDict(dict[str, "Dataset"]):
         return {k: call(ds) for k, ds in self.items()}
 
     def __getitem__(self, k: Any) -> Dataset:
+        if isinstance(k, str) and k not in self and len(self) > 0:
+            raise KeyError(f"Unknown split {k!r}; available splits: {list(self.keys())}.")
         if isinstance(k, str) or len(self) == 0:
             return super().__getitem__(k)
         found = [s for s in _SUGGESTED if s in self]

@@ -121,6 +121,10 @@ def test_indexing_by_row_asks_for_a_split_and_concatenate_refuses_dicts():
     dd = _dd()
     with pytest.raises(KeyError, match=r"my_dataset_dictionary\['train'\]\[0\]"):
         dd[0]
+    with pytest.raises(
+        KeyError, match=r"Unknown split 'dev'; available splits: \['train', 'test'\]"
+    ):
+        dd["dev"]
     with pytest.raises(ValueError, match=r"at least one split: \['train', 'test'\]"):
         am.concatenate_datasets([dd, dd])
     per_split = am.DatasetDict({k: am.concatenate_datasets([dd[k], dd[k]]) for k in dd})
