@@ -15,12 +15,14 @@ from arrowmix._dataset.dataset import Dataset
 from arrowmix._fingerprint.pickler import register_fingerprint
 from arrowmix._fingerprint.record import FingerprintRecord
 from arrowmix._fingerprint.record import explain as explain_fingerprint
+from arrowmix._hf.dataset_dict import DatasetDict
 from arrowmix._hf.saved import load_from_disk
 from arrowmix._version import __version__
 
 __all__ = [
     "Column",
     "Dataset",
+    "DatasetDict",
     "FingerprintRecord",
     "__version__",
     "concatenate_datasets",

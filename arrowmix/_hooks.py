@@ -32,6 +32,7 @@ __all__ = [
     "adapter",
     "cast_to_features",
     "check_labels",
+    "dataset_dict",
     "dataset_with_info",
     "features_schema",
     "label_features",
@@ -120,6 +121,14 @@ class Adapter:
         """``ds`` with the descriptive texts of ``info`` kept (same rows and fingerprint)."""
         return ds
 
+    def dataset_dict(self, splits: dict[str, Dataset], *, pair: bool = False) -> Any:
+        """The splits ``{name: dataset}`` as one object (``from_csv({...})``, a split pair).
+
+        ``pair``: the result of ``train_test_split`` (``{"train": ..., "test": ...}``), which
+        also unpacks as ``train, test``. Without a layer: the dict, or the pair as a tuple.
+        """
+        return tuple(splits.values()) if pair else dict(splits)
+
     def state_from_table(
         self, arrow_table: Any, info: Any, indices_table: Any, fingerprint: str | None
     ) -> DatasetState:
@@ -182,6 +191,11 @@ def renamed_entry(schema: pa.Schema, renamed: dict[str, str]) -> dict[bytes, byt
 def merged_metadata(schemas: Sequence[pa.Schema], out: pa.Schema) -> dict[bytes, bytes] | None:
     """:meth:`Adapter.merged_metadata` of the registered adapter."""
     return adapter().merged_metadata(schemas, out)
+
+
+def dataset_dict(splits: dict[str, Dataset], *, pair: bool = False) -> Any:
+    """:meth:`Adapter.dataset_dict` of the registered adapter."""
+    return adapter().dataset_dict(splits, pair=pair)
 
 
 def dataset_with_info(ds: Dataset, info: Any) -> Dataset:

@@ -71,9 +71,21 @@ def _as_dataset(item: Any, i: int) -> Dataset:
 
     Raises:
         TypeError: neither; the message names the item.
+        ValueError: a ``DatasetDict`` (as in HF: pick a split, or concatenate per split).
     """
     if isinstance(item, Dataset):
         return item
+    if isinstance(item, dict) and all(isinstance(v, Dataset) for v in item.values()):
+        if not item:  # HF's ValueErrors for a DatasetDict
+            raise ValueError(
+                "Expected a list of Dataset objects, but element at position "
+                f"{i} is an empty dataset dictionary."
+            )
+        raise ValueError(
+            f"Dataset at position {i} has at least one split: {list(item.keys())}\n"
+            "Please pick one to concatenate with the other datasets, for example: "
+            f"dataset['{next(iter(item.keys()))}']"
+        )
     data = getattr(item, "data", None)
     if isinstance(getattr(data, "table", None), pa.Table):
         return Dataset(data, indices_table=getattr(item, "_indices", None))

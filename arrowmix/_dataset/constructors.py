@@ -179,7 +179,7 @@ class DatasetConstructors:
     @classmethod
     def from_text(
         cls,
-        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | Mapping[str, Any],
         storage_options: Mapping[str, Any] | None = None,
         *,
         sample_by: str = "line",
@@ -187,7 +187,8 @@ class DatasetConstructors:
         cache_dir: str | os.PathLike[str] | None = None,
         keep_in_memory: bool = False,
         features: Any = None,
-    ) -> Dataset:
+        split: str | None = None,
+    ) -> Any:
         """Ingest text files into cached chunks of rows ``{"text": ...}``.
 
         ``sample_by`` (HF's text builder's modes): ``"line"`` (default) one row per line;
@@ -203,62 +204,82 @@ class DatasetConstructors:
         them (same rows, same fingerprint). HF's ``features`` (or a ``pyarrow.Schema``)
         gives the columns' types: the chunks are cast as :meth:`cast` does (cached, and
         never changing a value).
-        """
-        from arrowmix._dataset.ingest import ingest, text_format
 
-        ds = ingest(paths, text_format(sample_by), storage_options, source_column, cache_dir)
-        return _finish(ds, features, keep_in_memory)
+        ``split`` names the result's split (``ds.split``; ``"train"`` when not given, as in
+        HF). ``paths`` as a dict ``{split: files}`` gives a ``DatasetDict`` of those splits
+        (or only ``split``'s Dataset when ``split`` is given).
+        """
+        from arrowmix._dataset.ingest import text_format
+
+        fmt = text_format(sample_by)
+        return _read_splits(
+            paths, fmt, split, storage_options, source_column, cache_dir, features, keep_in_memory
+        )
 
     @classmethod
     def from_json(
         cls,
-        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | Mapping[str, Any],
         storage_options: Mapping[str, Any] | None = None,
         *,
         source_column: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         keep_in_memory: bool = False,
         features: Any = None,
-    ) -> Dataset:
+        split: str | None = None,
+    ) -> Any:
         """Ingest JSON Lines files (one object per line) into cached chunks; see from_text."""
-        from arrowmix._dataset.ingest import ingest
-
-        ds = ingest(paths, "json", storage_options, source_column, cache_dir)
-        return _finish(ds, features, keep_in_memory)
+        return _read_splits(
+            paths,
+            "json",
+            split,
+            storage_options,
+            source_column,
+            cache_dir,
+            features,
+            keep_in_memory,
+        )
 
     @classmethod
     def from_csv(
         cls,
-        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | Mapping[str, Any],
         storage_options: Mapping[str, Any] | None = None,
         *,
         source_column: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         keep_in_memory: bool = False,
         features: Any = None,
-    ) -> Dataset:
+        split: str | None = None,
+    ) -> Any:
         """Ingest CSV files (with a header row) into cached chunks; see from_text."""
-        from arrowmix._dataset.ingest import ingest
-
-        ds = ingest(paths, "csv", storage_options, source_column, cache_dir)
-        return _finish(ds, features, keep_in_memory)
+        return _read_splits(
+            paths, "csv", split, storage_options, source_column, cache_dir, features, keep_in_memory
+        )
 
     @classmethod
     def from_parquet(
         cls,
-        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | Mapping[str, Any],
         storage_options: Mapping[str, Any] | None = None,
         *,
         source_column: str | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         keep_in_memory: bool = False,
         features: Any = None,
-    ) -> Dataset:
+        split: str | None = None,
+    ) -> Any:
         """Ingest Parquet files into cached Arrow chunks (memory-mappable); see from_text."""
-        from arrowmix._dataset.ingest import ingest
-
-        ds = ingest(paths, "parquet", storage_options, source_column, cache_dir)
-        return _finish(ds, features, keep_in_memory)
+        return _read_splits(
+            paths,
+            "parquet",
+            split,
+            storage_options,
+            source_column,
+            cache_dir,
+            features,
+            keep_in_memory,
+        )
 
     @classmethod
     def from_ray(cls, ray_dataset: Any, *, cache_dir: str | None = None) -> Dataset:
@@ -269,6 +290,58 @@ class DatasetConstructors:
         from arrowmix.integrations.ray import from_ray
 
         return from_ray(ray_dataset, cache_dir=cache_dir)
+
+
+def _read_splits(
+    paths: Any,
+    fmt: Any,
+    split: str | None,
+    storage_options: Mapping[str, Any] | None,
+    source_column: str | None,
+    cache_dir: str | os.PathLike[str] | None,
+    features: Any,
+    keep_in_memory: bool,
+) -> Any:
+    """The files as one Dataset, or a ``{split: files}`` dict as a ``DatasetDict``.
+
+    One Dataset's ``split`` is ``split`` or ``"train"`` (as in HF); with a dict and ``split``
+    given, only that split's Dataset.
+    """
+    from arrowmix._dataset.ingest import ingest
+    from arrowmix._dataset.state import derive, state_of
+    from arrowmix._hooks import dataset_dict
+
+    def one(files: Any, name: str) -> Dataset:
+        ds = ingest(files, fmt, storage_options, source_column, cache_dir)
+        ds = _finish(ds, features, keep_in_memory)
+        return type(ds)(derive(state_of(ds), split=name))
+
+    if split is not None:
+        check_split_name(split)
+    if not isinstance(paths, Mapping):
+        return one(paths, split or "train")
+    for name in paths:
+        check_split_name(name)
+    if split is not None:
+        if split not in paths:
+            raise ValueError(f"Unknown split {split!r}; the files are given for {list(paths)}.")
+        return one(paths[split], split)
+    return dataset_dict({name: one(files, name) for name, files in paths.items()})
+
+
+def check_split_name(name: Any) -> None:
+    r"""Refuse a split name HF refuses (it must match ``\w+(\.\w+)*``).
+
+    Raises:
+        ValueError: ``name`` is not such a string.
+    """
+    import re
+
+    if not isinstance(name, str) or not re.fullmatch(r"\w+(\.\w+)*", name):
+        raise ValueError(
+            f"Split name should match '^\\w+(\\.\\w+)*$' but got {name!r}: letters, digits "
+            "and underscores, optionally separated by dots."
+        )
 
 
 def _finish(ds: Dataset, features: Any, keep_in_memory: bool) -> Dataset:

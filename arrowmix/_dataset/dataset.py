@@ -308,7 +308,7 @@ class Dataset(DatasetConstructors, HFCompat, DatasetBase):
         stratify_by_column: str | None = None,
         **hf_options: Any,
     ) -> Any:
-        """Split into ``(train, test)``; also indexable as ``split["train"]``/``["test"]``.
+        """Split into a ``DatasetDict`` ``{"train", "test"}`` that also unpacks as a pair.
 
         Sizes as in HF ``datasets``: a float is a fraction (test rounds up, train down), an int
         a row count, ``None`` the rest (both ``None``: ``test_size=0.25``). The rows drawn for
@@ -325,8 +325,9 @@ class Dataset(DatasetConstructors, HFCompat, DatasetBase):
                 ``load_from_cache_file``, ``writer_batch_size`` for both (see :meth:`shuffle`).
         """
         from arrowmix._dataset.split import split_options, train_test_split
+        from arrowmix._hooks import dataset_dict
 
-        return train_test_split(
+        train, test = train_test_split(
             self,
             test_size,
             train_size,
@@ -335,6 +336,7 @@ class Dataset(DatasetConstructors, HFCompat, DatasetBase):
             stratify_by_column,
             split_options(hf_options),
         )
+        return dataset_dict({"train": train, "test": test}, pair=True)
 
     def flatten_indices(
         self,

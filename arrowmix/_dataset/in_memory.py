@@ -41,5 +41,6 @@ def in_memory_copy(ds: Dataset) -> Dataset:
             fmt_kwargs=s.fmt_kwargs,
             cache_dir=ds.cache_dir,
             storage_options=s.storage_options,
+            split=s.split,
         )
     )

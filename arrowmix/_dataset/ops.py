@@ -317,6 +317,7 @@ def flatten_indices(
             cache_dir=s.cache_dir,
             storage_options=so,
             holds=holds,
+            split=s.split,
         )
     )
 
@@ -327,7 +328,15 @@ def _flatten_in_memory(s: DatasetState, fp: str) -> Dataset:
 
     table = view_range(s, 0, num_rows(s)).combine_chunks()
     table = table.replace_schema_metadata(hf_only(table.schema))  # HF's features kept
-    fields = ("fmt", "fmt_columns", "fmt_all", "fmt_kwargs", "cache_dir", "storage_options")
+    fields = (
+        "fmt",
+        "fmt_columns",
+        "fmt_all",
+        "fmt_kwargs",
+        "cache_dir",
+        "storage_options",
+        "split",
+    )
     return Dataset(DatasetState(table=table, fingerprint=fp, **{f: getattr(s, f) for f in fields}))
 
 

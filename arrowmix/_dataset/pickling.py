@@ -72,6 +72,7 @@ class DatasetRef:
     held: tuple[str, ...]
     fmt_all: bool = False
     fmt_kwargs: tuple[tuple[str, Any], ...] = ()
+    split: str | None = None
 
 
 def _indices_fp(path: str | None, ix: IndexMap | None) -> str | None:
@@ -109,6 +110,7 @@ def describe(ds: Dataset) -> DatasetRef:
         held=tuple(dict.fromkeys(h.path for h in s.holds)),
         fmt_all=s.fmt_all,
         fmt_kwargs=s.fmt_kwargs,
+        split=s.split,
     )
 
 
@@ -182,6 +184,7 @@ def rebuild(cls: type[Dataset], ref: DatasetRef) -> Dataset:
         fmt_columns=ref.fmt_columns,
         fmt_all=ref.fmt_all,
         fmt_kwargs=ref.fmt_kwargs,
+        split=ref.split,
         cache_dir=ref.cache_dir,
         holds=holds,
     )

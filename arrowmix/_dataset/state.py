@@ -69,6 +69,8 @@ class DatasetState:
     storage_options: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
     #: Reader registrations on the cache/indices files in use, so cleanup never removes them.
     holds: tuple[Hold, ...] = field(default=(), compare=False, repr=False)
+    #: HF's ``split`` name (``ds.split``): kept by views and maps, never in the fingerprint.
+    split: str | None = field(default=None, compare=False)
 
     @cached_property
     def format(self) -> formats.Format:

@@ -62,6 +62,12 @@ class HFAdapter(Adapter):
         """:func:`arrowmix._hf.info.dataset_with_info`."""
         return info.dataset_with_info(ds, info_)
 
+    def dataset_dict(self, splits: dict[str, Dataset], *, pair: bool = False) -> Any:
+        """:class:`arrowmix._hf.dataset_dict.DatasetDict` (``SplitPair`` for a pair)."""
+        from arrowmix._hf.dataset_dict import DatasetDict, SplitPair
+
+        return SplitPair(splits) if pair else DatasetDict(splits)
+
     def state_from_table(
         self, arrow_table: Any, info_: Any, indices_table: Any, fingerprint: str | None
     ) -> DatasetState:

@@ -55,6 +55,18 @@ class HFCompat:
         set_state(ds, replace(state_of(ds), fingerprint=user_fingerprint(value)[0]))
 
     @property
+    def split(self) -> str | None:
+        """HF's split name, or ``None`` (``from_dict`` and the like).
+
+        It is ``split=`` of ``from_csv``/``from_json``/``from_parquet``/``from_text``
+        (``"train"`` by default, as in HF), a split's name in a ``DatasetDict`` read from
+        files, or the saved name after ``load_from_disk``.
+
+        Views and maps keep it; it is never part of the fingerprint.
+        """
+        return state_of(_dataset(self)).split
+
+    @property
     def data(self) -> Any:
         """The Arrow table under the view, wrapped like HF's ``datasets.table.Table``.
 
@@ -316,10 +328,22 @@ class HFCompat:
         *,
         verify: bool = False,
     ) -> Dataset:
-        """The dataset that a ``save_to_disk`` wrote: :func:`arrowmix.load_from_disk`."""
-        from arrowmix._hf.saved import load_from_disk
+        """The dataset that a ``save_to_disk`` wrote: :func:`arrowmix.load_from_disk`.
 
-        return load_from_disk(dataset_path, keep_in_memory, storage_options, verify=verify)
+        Raises:
+            FileNotFoundError: the directory holds a ``DatasetDict`` (as in HF; use
+                :func:`arrowmix.load_from_disk` or ``DatasetDict.load_from_disk``).
+        """
+        from arrowmix._hf.saved import DICT_NAME, is_dict_dir, load_from_disk
+
+        if is_dict_dir(os.path.abspath(os.fspath(dataset_path))):
+            raise FileNotFoundError(
+                f"No state.json in {os.fspath(dataset_path)!r}: expected to load a `Dataset`, "
+                f"but the directory holds a `DatasetDict` ({DICT_NAME}). Use "
+                "`arrowmix.load_from_disk` or `DatasetDict.load_from_disk` instead."
+            )
+        ds: Dataset = load_from_disk(dataset_path, keep_in_memory, storage_options, verify=verify)
+        return ds
 
     def flatten(self, new_fingerprint: str | None = None, max_depth: int = 16) -> Dataset:
         """Struct columns replaced by their fields, named ``"parent.child"`` (HF's ``flatten``).

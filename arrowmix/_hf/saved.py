@@ -44,6 +44,8 @@ __all__ = ["load_from_disk", "save_to_disk"]
 
 STATE_NAME = "state.json"
 INFO_NAME = "dataset_info.json"
+#: HF's ``config.DATASETDICT_JSON_FILENAME``: ``{"splits": [...]}`` of a DatasetDict save.
+DICT_NAME = "dataset_dict.json"
 CONTENT_KEY = "_arrowmix_content"
 #: HF's ``config.MAX_SHARD_SIZE``: the default ``max_shard_size``.
 _MAX_SHARD_SIZE = "500MB"
@@ -125,7 +127,7 @@ def _state(ds: Dataset, files: list[str]) -> dict[str, Any]:
         "_format_kwargs": f["format_kwargs"],
         "_format_type": f["type"],
         "_output_all_columns": f["output_all_columns"],
-        "_split": None,
+        "_split": ds.split,
     }
 
 
@@ -323,8 +325,11 @@ def load_from_disk(
     storage_options: dict[str, Any] | None = None,
     *,
     verify: bool = False,
-) -> Dataset:
+) -> Any:
     """The dataset that ``save_to_disk`` (arrowmix's or HF's) wrote at ``dataset_path``.
+
+    A directory a ``DatasetDict.save_to_disk`` wrote (``dataset_dict.json`` and one folder
+    per split) gives a ``DatasetDict``, as HF's ``load_from_disk`` does.
 
     The rows are memory-mapped (``keep_in_memory=True`` copies them into memory), with the
     saved format, features, description texts and fingerprint. The fingerprint is the saved
@@ -363,6 +368,10 @@ def load_from_disk(
 
     directory = _local_dir(dataset_path, "load_from_disk")
     recover_saves(os.path.dirname(directory))  # saves killed earlier: finish or undo them
+    if is_dict_dir(directory):
+        from arrowmix._hf.saved_dict import load_dict
+
+        return load_dict(directory, keep_in_memory, verify=verify)
     state = read_json(directory, STATE_NAME)
     info = read_json(directory, INFO_NAME)
     files = _data_files(directory, state)
@@ -386,11 +395,21 @@ def load_from_disk(
     saved = state.get("_fingerprint")
     if isinstance(saved, str) and (content is None or content == content_fp):
         ds = type(ds)(replace(state_of(ds), fingerprint=user_fingerprint(saved)[0]))
+    split = state.get("_split")
+    if isinstance(split, str):
+        ds = type(ds)(replace(state_of(ds), split=split))
     if keep_in_memory:
         from arrowmix._dataset.in_memory import in_memory_copy
 
         ds = in_memory_copy(ds)
     return ds
+
+
+def is_dict_dir(directory: str) -> bool:
+    """Whether ``directory`` is a ``DatasetDict`` save (``dataset_dict.json``, no state)."""
+    return os.path.isfile(os.path.join(directory, DICT_NAME)) and not os.path.isfile(
+        os.path.join(directory, STATE_NAME)
+    )
 
 
 def _verify(directory: str, state: dict[str, Any]) -> None:

@@ -53,6 +53,7 @@ STAGING_PREFIX = ".arrowmix-writing-"
 STAGING_RE = re.compile(rf"^{re.escape(STAGING_PREFIX)}(?P<pid>\d+)-(?P<tok>[0-9a-f]+)$")
 COMMIT_NAME = "_commit.json"
 _STATE_NAME = "state.json"
+_DICT_NAME = "dataset_dict.json"
 _MANIFEST_NAME = "_manifest.json"
 
 
@@ -99,7 +100,20 @@ def new_save_names(target: str) -> tuple[str, str]:
 
 
 def save_complete(directory: str) -> bool:
-    """Whether ``directory`` holds a whole save: ``state.json`` parses and its files exist."""
+    """Whether ``directory`` holds a whole save: ``state.json`` parses and its files exist.
+
+    A DatasetDict's save is whole when ``dataset_dict.json`` (written last) parses and each
+    split it lists is a whole save.
+    """
+    if os.path.isfile(os.path.join(directory, _DICT_NAME)):
+        try:
+            with open(os.path.join(directory, _DICT_NAME), encoding="utf-8") as fh:
+                splits = json.load(fh)["splits"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return False
+        return isinstance(splits, list) and all(
+            isinstance(k, str) and save_complete(os.path.join(directory, k)) for k in splits
+        )
     try:
         with open(os.path.join(directory, _STATE_NAME), encoding="utf-8") as fh:
             state = json.load(fh)

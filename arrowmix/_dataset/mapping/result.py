@@ -102,6 +102,7 @@ def map_result(
         cache_dir=s.cache_dir,
         storage_options=s.storage_options,
         holds=tuple(holds),
+        split=s.split,
     )
     return type(ds)(state)
 

@@ -1,0 +1,205 @@
+"""A ``DatasetDict``'s ``save_to_disk`` directory, HF's layout: both ways.
+
+``dataset_dict.json`` (``{"splits": [...]}``) and one folder per split, each a
+``Dataset.save_to_disk`` directory (:mod:`arrowmix._hf.saved`). The whole directory is
+written beside the target (``.<name>.saving-<pid>-<token>``, ``dataset_dict.json`` last) and
+renamed into place, as a Dataset's save is, so a killed save leaves the previous one (the next
+save or load of the place finishes or undoes it: :func:`arrowmix._storage.swap.recover_saves`).
+It replaces only a previous DatasetDict save or an empty directory, and never deletes a file
+it did not write.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from typing import TYPE_CHECKING, Any
+
+from arrowmix._hf.saved import (
+    DICT_NAME,
+    INFO_NAME,
+    STATE_NAME,
+    _check_replaceable,
+    _few,
+    _fsync,
+    _local_dir,
+    load_from_disk,
+    save_to_disk,
+)
+from arrowmix._storage.fs import is_local
+from arrowmix._storage.swap import new_save_names, recover_saves
+from arrowmix.exceptions import ArrowmixError, SavedDatasetError, TargetExistsError, WriteError
+
+if TYPE_CHECKING:
+    from arrowmix._hf.dataset_dict import DatasetDict
+
+__all__ = ["load_dict", "save_dict"]
+
+
+def _check_dict_replaceable(target: str) -> None:
+    """Refuse a target that is not absent, an empty directory or a previous DatasetDict save."""
+    if not os.path.lexists(target):
+        return
+    if os.path.islink(target) or not os.path.isdir(target):
+        raise TargetExistsError(
+            f"Cannot save to {target!r}: it is a file, not a directory; save_to_disk writes a "
+            "directory and never replaces a file it did not write."
+        )
+    names = sorted(os.listdir(target))
+    if not names:
+        return
+    if DICT_NAME not in names:
+        raise TargetExistsError(
+            f"Cannot save a DatasetDict to {target!r}: the directory is not empty and is not "
+            f"a DatasetDict directory written by save_to_disk (it holds {_few(names)}). "
+            "Choose an empty or new directory."
+        )
+    foreign = []
+    for name in names:
+        path = os.path.join(target, name)
+        if name == DICT_NAME:
+            continue
+        if not os.path.isdir(path) or os.path.islink(path):
+            foreign.append(name)
+            continue
+        try:
+            _check_replaceable(path)
+        except TargetExistsError:
+            foreign.append(name + os.sep)
+    if foreign:
+        raise TargetExistsError(
+            f"Cannot save to {target!r}: besides a previous DatasetDict save it holds "
+            f"file(s) that save_to_disk did not write ({_few(foreign)}); replacing the "
+            "directory would delete them. Move them away or save to another directory."
+        )
+
+
+def _check_not_reading(dd: DatasetDict, target: str) -> None:
+    for split, ds in dd.items():
+        mine = [os.path.abspath(f) for f in ds.cache_files if is_local(f)]
+        if any(f == target or f.startswith(target + os.sep) for f in mine):
+            raise PermissionError(
+                f"Cannot save to {target!r}: split {split!r} reads files in that directory. "
+                "Save it to another directory."
+            )
+
+
+def save_dict(
+    dd: DatasetDict,
+    dataset_dict_path: str | os.PathLike[str],
+    max_shard_size: int | str | None,
+    num_shards: dict[str, int | None],
+    num_proc: int | None,
+) -> None:
+    """Write ``dd`` as HF's DatasetDict directory at ``dataset_dict_path``, swapped in whole.
+
+    Raises:
+        TargetExistsError: the path is a file or a directory that is not a previous
+            DatasetDict save (or holds other files besides one).
+        PermissionError: a split reads files in the directory.
+        WriteError: a file could not be written; the previous save is left as it was.
+        ValueError: a split name that is not a plain name (HF's rule).
+    """
+    from arrowmix._dataset.constructors import check_split_name
+
+    for split, _ in dd.items():  # not iter(dd): a SplitPair iterates its Datasets
+        check_split_name(split)
+    target = _local_dir(dataset_dict_path, "save_to_disk")
+    parent = os.path.dirname(target)
+    recover_saves(parent)  # saves killed earlier beside it: finish or undo them first
+    _check_dict_replaceable(target)
+    _check_not_reading(dd, target)
+    os.makedirs(parent, exist_ok=True)
+    tmp, old = new_save_names(target)
+    os.makedirs(tmp)
+    try:
+        for split, ds in dd.items():
+            save_to_disk(ds, os.path.join(tmp, split), max_shard_size, num_shards[split], num_proc)
+        # dataset_dict.json last: with it, the directory is a whole save.
+        where = os.path.join(tmp, DICT_NAME)
+        try:
+            with open(where, "w", encoding="utf-8") as fh:
+                json.dump({"splits": list(dd.keys())}, fh)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            raise WriteError(exc.errno, f"save_to_disk could not write {where!r}: {exc}") from exc
+        _fsync(tmp)
+        _swap_in(tmp, target, old)
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(exc, OSError) and not isinstance(exc, ArrowmixError):
+            why = exc.strerror or str(exc)
+            raise WriteError(exc.errno, f"save_to_disk could not write {target!r}: {why}") from exc
+        raise
+    _fsync(parent)
+    if os.path.lexists(old):
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _swap_in(tmp: str, target: str, old: str) -> None:
+    moved = False
+    if os.path.lexists(target):
+        os.rename(target, old)
+        moved = True
+    try:
+        os.rename(tmp, target)
+    except BaseException:
+        if moved:
+            os.rename(old, target)
+        raise
+
+
+def _splits(directory: str) -> list[str]:
+    from arrowmix._dataset.constructors import check_split_name
+    from arrowmix._hf.saved import read_json
+
+    where = os.path.join(directory, DICT_NAME)
+    splits = read_json(directory, DICT_NAME).get("splits")
+    if not isinstance(splits, list):
+        raise SavedDatasetError(f"{where!r} has no `splits` list; it is damaged.")
+    for split in splits:
+        try:
+            check_split_name(split)
+        except ValueError as exc:
+            raise SavedDatasetError(
+                f"{where!r} lists the split {split!r}, which is not a folder name inside the "
+                "directory; refusing to read outside it."
+            ) from exc
+    return [str(s) for s in splits]
+
+
+def load_dict(
+    dataset_dict_path: str | os.PathLike[str],
+    keep_in_memory: bool | None = None,
+    *,
+    verify: bool = False,
+) -> DatasetDict:
+    """The DatasetDict saved at ``dataset_dict_path`` (arrowmix's or HF's save).
+
+    Raises:
+        FileNotFoundError: no ``dataset_dict.json`` there (the message says when the
+            directory holds a Dataset instead), or a split's files are missing.
+        SavedDatasetError: ``dataset_dict.json`` is damaged or names a split outside it.
+    """
+    from arrowmix._hf.dataset_dict import DatasetDict
+
+    directory = _local_dir(dataset_dict_path, "load_from_disk")
+    recover_saves(os.path.dirname(directory))
+    if not os.path.isfile(os.path.join(directory, DICT_NAME)):
+        is_ds = all(os.path.isfile(os.path.join(directory, n)) for n in (STATE_NAME, INFO_NAME))
+        raise FileNotFoundError(
+            f"No such file: {os.path.join(directory, DICT_NAME)!r}. Expected to load a "
+            + (
+                "`DatasetDict`, but the directory holds a `Dataset`: use "
+                "`arrowmix.load_from_disk` or `Dataset.load_from_disk`."
+                if is_ds
+                else "`DatasetDict`, but the directory is not one."
+            )
+        )
+    out: dict[str, Any] = {}
+    for split in _splits(directory):
+        ds = load_from_disk(os.path.join(directory, split), keep_in_memory, verify=verify)
+        out[split] = ds
+    return DatasetDict(out)
