@@ -155,7 +155,6 @@ def _raises_naming_or_keeps(make: Any, expected: list[list[int]], largest: int =
     assert sorted(got) == sorted(want), f"token ids changed: {got} instead of {want}"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21 item 5")
 @pytest.mark.parametrize(("dtype", "largest"), [(np.int16, 40_000), (np.uint16, 70_000)])
 def test_collate_narrow_dtype_over_dataset_never_wraps(dtype: Any, largest: int) -> None:
     ids = [[1, 2, largest], [5, largest - 1], [7]]
@@ -169,7 +168,6 @@ def test_collate_narrow_dtype_over_dataset_never_wraps(dtype: Any, largest: int)
     )
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21 item 5")
 def test_collate_narrow_dtype_behind_budget_bucket_never_wraps() -> None:
     ds = _dataset(WIDE)
     _raises_naming_or_keeps(
@@ -182,7 +180,6 @@ def test_collate_narrow_dtype_behind_budget_bucket_never_wraps() -> None:
     )
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21 item 5")
 @pytest.mark.parametrize("strategy", ["concat", "best_fit"])
 def test_pack_narrow_dtype_never_wraps(strategy: str) -> None:
     ds = _dataset(WIDE)
@@ -195,7 +192,6 @@ def test_pack_narrow_dtype_never_wraps(strategy: str) -> None:
     )
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21 item 5")
 def test_collate_narrow_dtype_over_row_dicts_names_column_and_id() -> None:
     rows = [{"input_ids": d} for d in WIDE]
     _raises_naming_or_keeps(lambda: from_iterable([rows]).collate(dtype=np.int16), WIDE)
@@ -215,7 +211,6 @@ def test_collate_narrow_dtype_keeps_ids_that_fit() -> None:
 
 
 # ------------------------------------------- item 7: rounding never undoes truncation
-@pytest.mark.xfail(strict=True, reason="issue 21 item 7")
 @pytest.mark.parametrize("side", ["right", "left"])
 @pytest.mark.parametrize("path", ["dataset", "lists"])
 def test_collate_max_length_survives_pad_to_multiple_of(side: str, path: str) -> None:

@@ -29,6 +29,7 @@ __all__ = [
     "ConcatTokenColumn",
     "TokenColumn",
     "TokenSpans",
+    "check_id_range",
     "column_values",
     "is_token_type",
     "key_values",
@@ -202,6 +203,24 @@ class TokenColumn:
         """
         return self.pad_spans(*self.spans(positions), width, pad_id=pad_id, left=left, dtype=dtype)
 
+    def check_fits(self, dtype: Any) -> None:
+        """Raise unless every token id of the column fits ``dtype`` (no silent wrap).
+
+        Free when ``dtype`` holds every value of the column's type (``int32`` ids into
+        ``int64``); otherwise the column's smallest and largest ids are computed once
+        (one pass over the values buffers) and kept.
+        """
+        target = np.dtype(dtype)
+        if np.can_cast(self.dtype, target, casting="safe"):
+            return
+        span = self.__dict__.get("_id_range")
+        if span is None:
+            vals = [v for v in self._values if len(v)]
+            lo = min((int(v.min()) for v in vals), default=0)
+            hi = max((int(v.max()) for v in vals), default=0)
+            span = self._id_range = (lo, hi)
+        check_id_range(self.name, span[0], span[1], target)
+
     def pad_spans(
         self,
         owner: np.ndarray | None,
@@ -265,6 +284,19 @@ class ConcatTokenColumn(TokenColumn):
         if len(self._values) == 1:
             return None, starts, lengths
         return owner, starts, lengths
+
+
+def check_id_range(name: str, lo: int, hi: int, dtype: np.dtype[Any]) -> None:
+    """Raise ValueError naming ``name`` and the id when ``[lo, hi]`` does not fit ``dtype``."""
+    info = np.iinfo(dtype)
+    if lo >= info.min and hi <= info.max:
+        return
+    bad, which = (hi, "largest") if hi > info.max else (lo, "smallest")
+    raise ValueError(
+        f"column {name!r} holds token id {bad} (its {which}), which {dtype} cannot hold "
+        f"(range [{info.min}, {info.max}]): the ids would wrap. Use a wider `dtype` "
+        "(int32 or int64)."
+    )
 
 
 def _check_rows(pos: np.ndarray, num_rows: int, name: str) -> None:

@@ -338,6 +338,7 @@ class ConcatPackIterator(_PackStage, WindowReplayStage[dict[str, Any]]):
         if not len(block):
             return None
         spans = self._docs.spans(block)
+        spans[0].check_fits(self.dtype)
         lengths = spans[3] + (self.separator is not None)
         avail = int(lengths.sum())
         if self.tail == "drop":
@@ -396,6 +397,7 @@ class BinPackIterator(_PackStage, WindowReplayStage[dict[str, Any]]):
         if not len(block):
             return None
         spans = self._docs.spans(block)
+        spans[0].check_fits(self.dtype)
         lengths = spans[3]
         s = self.seq_len
         if int(lengths.max()) > s and self.long_docs == "error":
