@@ -377,7 +377,6 @@ WRONG_TYPES = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21: argument types")
 @pytest.mark.parametrize("call", sorted(WRONG_TYPES))
 def test_wrong_argument_type_is_a_type_error_at_the_call(call: str) -> None:
     with pytest.raises(TypeError):
@@ -403,7 +402,6 @@ def test_right_type_bad_value_stays_a_value_error(call: str) -> None:
         RIGHT_TYPES_BAD_VALUES[call]()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21: shard index")
 @pytest.mark.parametrize("index", [3, -1, 7])
 def test_out_of_range_shard_index_is_a_value_error(index: int) -> None:
     with pytest.raises(ValueError, match="index"):

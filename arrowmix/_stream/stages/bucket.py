@@ -21,6 +21,7 @@ re-sorts one read-ahead window (at most ``read_ahead`` items).
 
 from __future__ import annotations
 
+import numbers
 import operator
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
@@ -198,12 +199,11 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
         super().__init__(source)
         self._key = _getter(key)
         self._boundary = None if boundary_key is None else _getter(boundary_key)
-        if not callable(batch_size) and (
-            isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
-        ):
-            raise ValueError(
-                f"`batch_size` must be a positive int or a callable, got {batch_size!r}."
-            )
+        size: Any = batch_size
+        if not callable(size):
+            if isinstance(size, bool) or not isinstance(size, numbers.Integral):
+                raise TypeError(f"`batch_size` must be a positive int or a callable, got {size!r}.")
+            check_int("batch_size", size, minimum=1)
         check_int("read_ahead", read_ahead, minimum=1)
         self.key, self.boundary_key = key, boundary_key
         self.batch_size: int | Callable[[Any], int] = batch_size
