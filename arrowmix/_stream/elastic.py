@@ -143,6 +143,15 @@ def _old_tasks(
     return drains, mains
 
 
+def _unseeded(state: Any) -> Any:
+    """``state`` without its ``seed`` entries (at any depth)."""
+    if isinstance(state, dict):
+        return {k: _unseeded(v) for k, v in state.items() if k != "seed"}
+    if isinstance(state, list):
+        return [_unseeded(v) for v in state]
+    return state
+
+
 def _check_task(task: Any) -> dict[str, Any]:
     if not isinstance(task, dict) or set(task) != set(_TASK_KEYS):
         raise StateError(f"elastic checkpoint: bad task {task!r:.120}.")
@@ -241,7 +250,9 @@ class ElasticRun:
             self._replay(main)
             ds = dealer.get_state()
             here = {**ds, "emitted": 0}
-            if start is not None and here != start:
+            # Seeds may differ where nothing is drawn from them (no shuffle, seed=None
+            # on each rank): the step is what must agree.
+            if start is not None and _unseeded(here) != _unseeded(start):
                 raise StateError(
                     f"budget_bucket: instance {k} was checkpointed in another read-ahead "
                     "window than instance 0; checkpoint every rank at the same step."

@@ -288,7 +288,6 @@ def _same_row(row: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21 item 9")
 def test_budget_bucket_on_token_lists_after_map_is_clear() -> None:
     """After ``map`` the rows are dicts: a token-list key is its length, or a clear error."""
     s = _ds().to_stream(shuffle=None, infinite=False).map(_same_row)
@@ -312,7 +311,6 @@ def _budget(longest: Any) -> int:
     return 64 // int(n)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21 item 9")
 def test_bucket_columnar_collate_hands_the_budget_an_int() -> None:
     s = _ds().to_stream(shuffle=None, infinite=False)
     batches = list(s.bucket("n_tokens", _budget, 20, seed=0, columnar=True).collate())
@@ -321,7 +319,6 @@ def test_bucket_columnar_collate_hands_the_budget_an_int() -> None:
     assert sum(rows for rows, _ in widths) == 60
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21 item 9")
 def test_budget_bucket_elastic_without_any_seed_resumes() -> None:
     """Unseeded sources: the ranks' unused drawn seeds must not block an elastic resume."""
     ds = _ds()

@@ -290,7 +290,7 @@ class BudgetBucketIterator(AnchoredStage[list[Any]], ShareReader):
             items = self.source.pull(self.read_ahead)
             if not items:
                 return None
-            lengths = np.fromiter(map(self._key, items), dtype=np.int64, count=len(items))
+            lengths = _int_keys([self._key(x) for x in items], self.key)
             spans = None
         batches = plan_batches(lengths, self.budget, max_batch_size=self.max_batch_size)
         if self.shuffle_batches:
@@ -324,3 +324,23 @@ class BudgetBucketIterator(AnchoredStage[list[Any]], ShareReader):
             out.append(flat[at : at + len(part)])
             at += len(part)
         return out
+
+
+def _int_keys(values: list[Any], key: Any) -> np.ndarray:
+    """Item lengths as int64, or a ValueError naming ``key`` and the offending value."""
+    bad = next(
+        (v for v in values if isinstance(v, bool) or not isinstance(v, (int, np.integer))), None
+    )
+    if bad is None:
+        return np.fromiter(values, dtype=np.int64, count=len(values))
+    hint = ""
+    if isinstance(key, str) and isinstance(bad, (list, tuple, np.ndarray)):
+        hint = (
+            f" Rows reach budget_bucket as dicts here (after `map`, say), where {key!r} "
+            f"is a list: pass key=lambda row: len(row[{key!r}]), or bucket the index "
+            "stream before the `map`."
+        )
+    raise ValueError(
+        f"`key` {key!r} must give an int per item (its length in tokens), got "
+        f"{type(bad).__name__} {bad!r:.60}.{hint}"
+    )

@@ -267,7 +267,8 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
                     return pc.list_value_length(window.column(name)).to_numpy()
                 return window.column(name).to_numpy(zero_copy_only=False)
 
-            keys = _numeric_keys(column(self.key), self.key)
+            raw = column(self.key)
+            keys = _numeric_keys(raw, self.key)
             order = descending(keys)
             bounds = None
             if isinstance(self.boundary_key, str):
@@ -275,7 +276,9 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
                 bounds = [values[i] for i in order.tolist()]
             pos = pos[order]
             if self._emit_positions:
-                return _SortedPositions(self._rows, pos, keys[order], self.key), bounds  # type: ignore[return-value]
+                # the key's own values (ints stay ints for a budget function)
+                raw_sorted = np.asarray(raw)[order]
+                return _SortedPositions(self._rows, pos, raw_sorted, self.key), bounds  # type: ignore[return-value]
             # the only gather of the window's rows (token keys come from the offsets)
             table = self._rows.take(pos) if window is None else window.take(order)
             if self.columnar:
