@@ -63,6 +63,15 @@ def _structure(state: Any) -> Any:
     return type(state).__name__
 
 
+def _held_streams(node: Stream[Any]) -> list[tuple[str, Stream[Any]]]:
+    """``(attribute, stream)`` for every stream ``node`` holds, in lists and tuples too."""
+    out: list[tuple[str, Stream[Any]]] = []
+    for name, value in vars(node).items():
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        out.extend((name, v) for v in items if isinstance(v, Stream) and v is not node)
+    return out
+
+
 def _nodes(it: Stream[Any]) -> list[Stream[Any]]:
     out = [it]
     for c in it.children():
@@ -135,6 +144,23 @@ class CheckpointRoundTripTests:
         assert any(isinstance(n, self.iterator_cls) for n in _nodes(it)), (
             f"no {self.iterator_cls.__name__} in the pipeline {it.explain()}"
         )
+
+    def test_children_declared(self) -> None:
+        """Every stream a stage holds is among its ``children()``.
+
+        The epoch (``set_epoch``), the pipeline fingerprint (which refuses a checkpoint
+        of a differently configured pipeline), ``close`` and elastic resume reach the
+        stages below a node only through ``children()``.
+        """
+        for node in _nodes(self.make_iterator()):
+            declared = node.children()
+            for name, held in _held_streams(node):
+                assert any(held is c for c in declared), (
+                    f"{type(node).__name__}.{name} holds {type(held).__name__}, which its "
+                    "children() does not return: set_epoch and the pipeline fingerprint "
+                    "would not reach it. Return every stream the stage reads (or drop the "
+                    "children() override: the default finds them)."
+                )
 
     def test_resume_same_instance(self) -> None:
         """Resume at every step on the same instance."""

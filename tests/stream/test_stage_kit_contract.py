@@ -169,7 +169,6 @@ def _build_or_refused(make: Any) -> Stream[Any] | None:
     return s
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21 item 8")
 def test_user_stage_on_stream_passes_set_epoch_to_its_source() -> None:
     s = _build_or_refused(lambda: _numbered(16))
     if s is None:
@@ -181,7 +180,6 @@ def test_user_stage_on_stream_passes_set_epoch_to_its_source() -> None:
         assert [x for _, x in s] == list(inner), f"set_epoch({epoch}) did not reach the shuffle"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21 item 8")
 def test_user_stage_on_stream_fingerprints_the_stages_below() -> None:
     s = _build_or_refused(lambda: _numbered(16))
     if s is None:
@@ -214,7 +212,6 @@ def _harness_failures(case: type[CheckpointRoundTripTests]) -> list[str]:
     return failed
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21 item 8")
 def test_harness_catches_a_stage_that_hides_its_source() -> None:
     class TestHidden(CheckpointRoundTripTests):
         iterator_cls = Hidden
@@ -267,7 +264,6 @@ class SeededReverse(WindowReplayStage[Any]):
         return items[::-1] if flip else items
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21: STATE_KEYS of a window stage")
 def test_window_stage_with_only_its_own_state_keys_loads_its_checkpoint() -> None:
     s = SeededReverse(from_iterable(range(20)), seed=3)
     first = [next(s) for _ in range(6)]
