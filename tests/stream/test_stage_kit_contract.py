@@ -76,8 +76,8 @@ def _dealt(n: int, r: int, tail: str, remainder: str = "pad") -> Stream[Any]:
 @pytest.mark.parametrize(
     "tail",
     [
-        pytest.param("map_workers", marks=pytest.mark.xfail(strict=True, reason="issue 21 item 4")),
-        pytest.param("shuffle", marks=pytest.mark.xfail(strict=True, reason="issue 21 item 4")),
+        "map_workers",
+        "shuffle",
         "prefetch",
         "plain",
     ],
@@ -439,3 +439,44 @@ def test_longest_cycle_stops_once_every_input_completed_a_pass(seed: int | None)
         every = {(i, j) for i, n in enumerate(lens) for j in range(n)}
         assert set(got) == every
         assert set(got[:-1]) != every, f"{lens}: the stream goes on after every input ended"
+
+
+# ------------------------------------ the harness: a buffering stage after the dealer
+def _even_budget(n: int, r: int) -> Stream[Any]:
+    """Windows of 6 batches of 2 rows: every deal is even on 1, 2 or 3 instances."""
+    src = from_row_source(ROWS, seed=0, infinite=False)
+    s = src.budget_bucket(
+        "input_ids", 10_000, 12, num_instances=n, instance_rank=r, max_batch_size=2, seed=1
+    )
+    return s.map(row_ids)
+
+
+class TestDealerHarness(CheckpointRoundTripTests):
+    """The shipped harness checks elastic resume with buffering stages after the dealer."""
+
+    iterator_cls = Stream
+    elastic_grid = ((2, 2), (3, 3))
+
+    def make_iterator(self, **kwargs: Any) -> Stream[Any]:
+        return _even_budget(2, 0)
+
+    def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
+        return _even_budget(num_instances, instance_rank)
+
+    def units(self, item: Any) -> list[Any]:
+        return list(item)
+
+
+def test_harness_checks_buffering_stages_after_a_dealer() -> None:
+    """The check exists (it is not skipped) for a pipeline with a dealer."""
+    t = TestDealerHarness()
+    t.test_elastic_resume_behind_buffering_stages()  # raises unless it passes
+    with pytest.raises(unittest.SkipTest, match="no dealer"):
+        NoDealer().test_elastic_resume_behind_buffering_stages()
+
+
+class NoDealer(TestDealerHarness):
+    def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
+        return from_row_source(
+            ROWS, seed=0, infinite=False, num_instances=num_instances, instance_rank=instance_rank
+        )
