@@ -56,7 +56,6 @@ def _pack_all(stream: Stream[dict[str, Any]]) -> tuple[list[int], list[warnings.
     return tokens, [w for w in caught if issubclass(w.category, DroppedDataWarning)]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21 item 1")
 @pytest.mark.parametrize("batch_size", [1, 4])
 def test_pack_defaults_drop_only_the_epochs_last_partial_batch(batch_size: int) -> None:
     """With the default ``read_ahead`` over many windows, only the epoch's tail is lost.
@@ -85,7 +84,6 @@ def test_pack_defaults_drop_only_the_epochs_last_partial_batch(batch_size: int) 
         )
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21 item 1")
 def test_pack_tail_drop_carries_window_tails_over_a_shuffled_index_stream() -> None:
     """Small windows over a shuffled dataset stream: all tokens once, but the last batch."""
     docs = _docs(300)
@@ -98,7 +96,6 @@ def test_pack_tail_drop_carries_window_tails_over_a_shuffled_index_stream() -> N
     assert lost < 16, f"{lost} tokens lost; at most the epoch's last partial row may be"
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21 item 1")
 @pytest.mark.parametrize(("old", "new"), [(1, 2), (2, 3), (3, 2)])
 def test_pack_tail_drop_elastic_resume_loses_at_most_the_last_batches(old: int, new: int) -> None:
     """Elastic resume of concat packing with ``tail="drop"``: no token twice, no window tail lost.
