@@ -27,7 +27,6 @@ def _as_lists(batches: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{k: np.asarray(v).tolist() for k, v in b.items()} for b in batches]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21 item 6")
 @pytest.mark.parametrize("stage", ["collate", "pack"])
 def test_prefetch_processes_delivers_every_torch_batch(stage: str) -> None:
     ds = _dataset()
@@ -96,7 +95,6 @@ def _tensor_or_fail_at_5(i: int) -> Any:
     return {"x": torch.full((64, 64), i)}
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21 item 6")
 def test_prefetch_processes_error_after_torch_batches_is_the_documented_runtime_error() -> None:
     from arrowmix.stream import from_iterable
 
