@@ -52,7 +52,6 @@ def _pipeline() -> Stream[list[int]]:
     return from_chunks(list(range(8)), _chunk, seed=0, infinite=False).batch(2)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21 item 3")
 def test_plain_dataloader_with_workers_never_checkpoints_silently_empty() -> None:
     """A plain DataLoader keeps the progress in its workers: state_dict() says so, or resumes."""
     ds = _pipeline().to_torch()
