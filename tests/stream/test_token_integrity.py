@@ -239,7 +239,6 @@ print(json.dumps({"pandas": "pandas" in sys.modules, "source": b["source"].tolis
 """
 
 
-@pytest.mark.xfail(strict=True, reason="issue 21 item 2")
 def test_collate_keep_reads_only_the_kept_columns(tmp_path: Path) -> None:
     """Keeping a source column neither gathers whole rows nor imports pandas."""
     n = 60

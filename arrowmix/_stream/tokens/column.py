@@ -395,5 +395,28 @@ def column_values(rows: Any, positions: np.ndarray, name: str) -> np.ndarray:
 
     take_column = optional_member(rows, "take_column")
     values = take_column(positions, name) if take_column is not None else rows.take(positions)[name]
-    out: np.ndarray = values.to_numpy(zero_copy_only=False)
-    return out
+    return arrow_to_numpy(values)
+
+
+_FLOATS = {"halffloat": np.float16, "float": np.float32, "double": np.float64}
+
+
+def arrow_to_numpy(values: pa.ChunkedArray[Any] | pa.Array[Any]) -> np.ndarray:
+    """A column as numpy: numbers without nulls from their buffer, others as objects.
+
+    Avoids pyarrow's ``to_numpy``, which imports pandas on first use.
+    """
+    arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    t = arr.type
+    if arr.null_count == 0 and (pa.types.is_integer(t) or pa.types.is_floating(t)):
+        dtype = np.dtype(_FLOATS.get(str(t), str(t)))
+        data: Any = arr.buffers()[1]  # a pyarrow Buffer: it has the buffer protocol
+        if data is None:
+            return np.empty(0, dtype=dtype)
+        flat = np.frombuffer(data, dtype=dtype, count=arr.offset + len(arr))
+        out: np.ndarray = flat[arr.offset :]
+        return out
+    if arr.null_count == 0 and (pa.types.is_string(t) or pa.types.is_large_string(t)):
+        return np.array(arr.to_pylist(), dtype=object)
+    converted: np.ndarray = arr.to_numpy(zero_copy_only=False)
+    return converted
