@@ -14,7 +14,7 @@ import numbers
 from collections.abc import Collection
 from typing import Any
 
-__all__ = ["check_callable", "check_choice", "check_index", "check_int"]
+__all__ = ["OutOfRangeError", "check_callable", "check_choice", "check_index", "check_int"]
 
 
 def _shown(value: Any) -> str:
@@ -52,16 +52,24 @@ def check_int(name: str, value: Any, *, minimum: int | None = None, none_ok: boo
     return value
 
 
+class OutOfRangeError(IndexError, ValueError):
+    """An index outside its range: an ``IndexError`` that is also a ``ValueError``.
+
+    A shard index out of range is a bad value (as ``to_stream``'s ``instance_rank``,
+    and as Hugging Face raises it) and an index error at once.
+    """
+
+
 def check_index(name: str, value: Any, length: int) -> int:
     """``value`` as an index in ``[0, length)``.
 
     Raises:
         TypeError: not an integer.
-        IndexError: outside ``[0, length)``.
+        OutOfRangeError: outside ``[0, length)`` (an ``IndexError`` and a ``ValueError``).
     """
     value = check_int(name, value)
     if not 0 <= value < length:
-        raise IndexError(f"`{name}` must be in [0, {length}), got {value}.")
+        raise OutOfRangeError(f"`{name}` must be in [0, {length}), got {value}.")
     return int(value)
 
 

@@ -23,13 +23,14 @@ import copy
 import json
 import pickle
 import unittest
+import warnings
 from collections import Counter
 from typing import Any, ClassVar
 
 import numpy as np
 
-from arrowmix.exceptions import ElasticResumeError
-from arrowmix.stream import Stream, merge_states
+from arrowmix.exceptions import DroppedDataWarning, ElasticResumeError
+from arrowmix.stream import ElasticRole, Stream, merge_states
 
 __all__ = ["CheckpointRoundTripTests"]
 
@@ -61,6 +62,15 @@ def _structure(state: Any) -> Any:
     if isinstance(state, list):
         return [_structure(v) for v in state]
     return type(state).__name__
+
+
+def _held_streams(node: Stream[Any]) -> list[tuple[str, Stream[Any]]]:
+    """``(attribute, stream)`` for every stream ``node`` holds, in lists and tuples too."""
+    out: list[tuple[str, Stream[Any]]] = []
+    for name, value in vars(node).items():
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        out.extend((name, v) for v in items if isinstance(v, Stream) and v is not node)
+    return out
 
 
 def _nodes(it: Stream[Any]) -> list[Stream[Any]]:
@@ -135,6 +145,23 @@ class CheckpointRoundTripTests:
         assert any(isinstance(n, self.iterator_cls) for n in _nodes(it)), (
             f"no {self.iterator_cls.__name__} in the pipeline {it.explain()}"
         )
+
+    def test_children_declared(self) -> None:
+        """Every stream a stage holds is among its ``children()``.
+
+        The epoch (``set_epoch``), the pipeline fingerprint (which refuses a checkpoint
+        of a differently configured pipeline), ``close`` and elastic resume reach the
+        stages below a node only through ``children()``.
+        """
+        for node in _nodes(self.make_iterator()):
+            declared = node.children()
+            for name, held in _held_streams(node):
+                assert any(held is c for c in declared), (
+                    f"{type(node).__name__}.{name} holds {type(held).__name__}, which its "
+                    "children() does not return: set_epoch and the pipeline fingerprint "
+                    "would not reach it. Return every stream the stage reads (or drop the "
+                    "children() override: the default finds them)."
+                )
 
     def test_resume_same_instance(self) -> None:
         """Resume at every step on the same instance."""
@@ -286,17 +313,87 @@ class CheckpointRoundTripTests:
         the N instances, each exactly once. Skipped when the pipeline refuses elastic
         resume (the reason is the skip message).
         """
+        self._check_elastic(self.make_sharded, "")
+
+    def test_elastic_resume_behind_buffering_stages(self) -> None:
+        """Elastic resume with a buffering stage after each dealer (``budget_bucket``).
+
+        A dealer hands its batches to whatever follows it; a ``shuffle`` or a
+        ``map(fn, num_workers=2)`` appended to the pipeline holds batches the dealer
+        already dealt. For each ``(N, M)`` of ``elastic_grid`` and each step count of
+        ``elastic_steps``, the units the N old instances yielded plus those the M new
+        ones yield after an elastic resume must be exactly what the pipeline without the
+        appended stage delivers when its checkpoints are taken where the dealer stood:
+        the appended stage loses and repeats nothing (whatever the dealer's own
+        remainder rule drops or repeats). Skipped when the pipeline has no dealer.
+        """
+        probe = self.make_sharded(1, 0)
+        if not any(n.ELASTIC_ROLE is ElasticRole.DEALER for n in _nodes(probe)):
+            raise unittest.SkipTest("the pipeline has no dealer stage (budget_bucket)")
+        probe.close()
+        behind: dict[str, Any] = {
+            "shuffle(3)": lambda s: s.shuffle(3, seed=0),
+            "map(num_workers=2)": lambda s: s.map(_same, num_workers=2),
+        }
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DroppedDataWarning)  # the dealer's own rule
+            for name, wrap in behind.items():
+                for n, m in self.elastic_grid:
+                    for steps in self.elastic_steps:
+                        self._check_behind(wrap, name, n, m, steps)
+
+    def _resume_on(self, make: Any, merged: Any, m: int) -> list[Any]:
+        rest: list[Any] = []
+        for r in range(m):
+            new = make(m, r)
+            try:
+                new.load_state_dict(merged)
+            except ElasticResumeError as exc:
+                raise unittest.SkipTest(f"elastic resume is refused: {exc}") from exc
+            rest.extend(_drain(new))
+            new.close()
+        return rest
+
+    def _check_behind(self, wrap: Any, name: str, n: int, m: int, steps: int) -> None:
+        inner = [self.make_sharded(n, r) for r in range(n)]
+        outer = [wrap(s) for s in inner]
+        seen = [_canon(x) for s in outer for x in _take(s, steps)]
+        merged = json.loads(json.dumps(merge_states([s.state_dict() for s in outer])))
+        # where the dealer's side stood: what the plain pipeline had yielded to the stage
+        inner_states = json.loads(json.dumps([s.state_dict() for s in inner]))
+        for s in outer:
+            s.close()
+        rest = self._resume_on(lambda k, r: wrap(self.make_sharded(k, r)), merged, m)
+        dealt: list[Any] = []
+        for r, state in enumerate(inner_states):
+            full = _drain(self.make_sharded(n, r))
+            tail = self.make_sharded(n, r)
+            tail.load_state_dict(state)
+            dealt.extend(full[: len(full) - len(_drain(tail))])
+        plain = self._resume_on(self.make_sharded, merge_states(inner_states), m)
+        want = self._unit_counts(dealt + plain)
+        got = self._unit_counts(seen + rest)
+        lost = sorted((want - got).elements())[:5]
+        twice = sorted((got - want).elements())[:5]
+        assert got == want, (
+            f"elastic resume {n} -> {m} instances behind {name} after {steps} items each: "
+            f"{sum((want - got).values())} units lost (e.g. {lost}), "
+            f"{sum((got - want).values())} extra or duplicated (e.g. {twice})"
+        )
+
+    def _check_elastic(self, make: Any, behind: str) -> None:
+        where = f" behind {behind}" if behind else ""
         for n, m in self.elastic_grid:
-            want = self._unit_counts([x for r in range(n) for x in _drain(self.make_sharded(n, r))])
+            want = self._unit_counts([x for r in range(n) for x in _drain(make(n, r))])
             for steps in self.elastic_steps:
-                old = [self.make_sharded(n, r) for r in range(n)]
+                old = [make(n, r) for r in range(n)]
                 seen = [_canon(x) for s in old for x in _take(s, steps)]
                 merged = json.loads(json.dumps(merge_states([s.state_dict() for s in old])))
                 for s in old:
                     s.close()
                 rest: list[Any] = []
                 for r in range(m):
-                    new = self.make_sharded(m, r)
+                    new = make(m, r)
                     try:
                         new.load_state_dict(merged)
                     except ElasticResumeError as exc:
@@ -307,10 +404,14 @@ class CheckpointRoundTripTests:
                 lost = sorted((want - got).elements())[:5]
                 twice = sorted((got - want).elements())[:5]
                 assert got == want, (
-                    f"elastic resume {n} -> {m} instances after {steps} items each: "
+                    f"elastic resume {n} -> {m} instances{where} after {steps} items each: "
                     f"{sum((want - got).values())} units lost (e.g. {lost}), "
                     f"{sum((got - want).values())} extra or duplicated (e.g. {twice})"
                 )
+
+
+def _same(item: Any) -> Any:
+    return item
 
 
 def _take(it: Stream[Any], n: int) -> list[Any]:

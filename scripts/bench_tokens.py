@@ -17,7 +17,7 @@ Pipelines, one epoch each, one process, no DataLoader workers:
   into batches of at most 16,384 padded tokens (``B * L <= 16384``), batch order shuffled;
   output ``input_ids`` and ``attention_mask``, int64 ``[B, L]``.
 - **B**: global shuffle, each window of 8,192 documents concatenated and cut into
-  ``[8, 2048]`` batches (the window's tail dropped; grain carries it over);
+  ``[8, 2048]`` batches (peers drop each window's tail; grain and arrowmix carry it over);
   output ``input_ids``, ``segment_ids``, ``position_ids``, int64 ``[8, 2048]``.
 - **C**: three corpora (50k/30k/20k documents for 100k) mixed 50/30/20, then A.
 

@@ -29,6 +29,17 @@ _TAKE = pc.get_function("take")
 _UNCHECKED = pc.TakeOptions(boundscheck=False)
 
 
+def int64_array(values: np.ndarray) -> pa.Array[Any]:
+    """An Arrow int64 array over ``values`` without a copy.
+
+    ``pa.array(numpy_array)`` imports pandas on first use (pyarrow probes for pandas
+    objects); reading rows must not pay that import.
+    """
+    idx = np.ascontiguousarray(values, dtype=np.int64)
+    data: Any = idx  # numpy arrays expose the buffer protocol
+    return pa.Array.from_buffers(pa.int64(), len(idx), [None, pa.py_buffer(data)])
+
+
 class TableReader:
     """Random access by row position to a (possibly multi-file, memory-mapped) table."""
 
@@ -71,13 +82,13 @@ class TableReader:
         if hi - lo + 1 == n and bool((steps == 1).all()):  # repeats are not contiguous
             return self.slice(lo, hi + 1)
         if len(self._batches) == 1:
-            batch = self._take_batch(0, pa.array(idx))
+            batch = self._take_batch(0, int64_array(idx))
             return pa.Table.from_batches([batch], schema=self.table.schema)
         owner = np.searchsorted(self._offsets, idx, side="right") - 1
         order = None if is_sorted else np.argsort(owner, kind="stable")
         if order is not None:
             idx, owner = idx[order], owner[order]
-        local = pa.array(idx - self._offsets[owner])  # one conversion; zero-copy slices below
+        local = int64_array(idx - self._offsets[owner])  # zero-copy slices below
         cuts = np.flatnonzero(owner[1:] != owner[:-1]) + 1
         bounds = [0, *cuts.tolist(), n]
         parts = [

@@ -11,12 +11,13 @@ The rows read the view's state through :mod:`arrowmix._dataset.state`, never thr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
 from arrowmix._dataset.indices import IndexMap
+from arrowmix._dataset.reader import TableReader
 from arrowmix._dataset.state import gather, num_rows, state_of
 from arrowmix._remote.cache import parse_size
 from arrowmix._remote.table import ReadAhead, RemoteTable
@@ -87,6 +88,22 @@ class DatasetRows:
             return gather(state_of(self._ds), np.asarray(positions, dtype=np.int64), self._columns)
         with ahead.counting():  # downloads of this read count as this stream's
             return gather(state_of(self._ds), np.asarray(positions, dtype=np.int64), self._columns)
+
+    def take_column(self, positions: np.ndarray, name: str) -> pa.ChunkedArray[Any]:
+        """The column ``name`` at view ``positions``, gathered alone (not whole rows)."""
+        if name not in self._schema.names:
+            raise KeyError(f"no column {name!r}; the rows have columns {self._schema.names}.")
+        s = state_of(self._ds)
+        if isinstance(s.table, RemoteTable):
+            return self.take(positions).column(name)
+        readers = self.__dict__.setdefault("_column_readers", {})
+        reader = readers.get(name)
+        if reader is None:
+            reader = readers[name] = TableReader(s.table.select([name]))
+        pos = np.asarray(positions, dtype=np.int64)
+        base = s.indices.lookup(pos) if s.indices is not None else pos
+        column: pa.ChunkedArray[Any] = reader.take(np.asarray(base, dtype=np.int64)).column(0)
+        return column
 
     def token_column(self, name: str) -> TokenColumn:
         """Zero-copy views of the ``list<int*>`` column ``name`` of the memory-mapped chunks.

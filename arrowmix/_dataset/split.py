@@ -84,6 +84,11 @@ def _check_size(name: str, size: float | int | None, n: int) -> None:
         return
     if isinstance(size, int) and not isinstance(size, bool) and 0 < size < n:
         return
+    if isinstance(size, bool) or not isinstance(size, (int, float)):
+        raise TypeError(
+            f"`{name}` must be a float in (0, 1) or an int row count, got "
+            f"{type(size).__name__} {size!r:.80}."
+        )
     raise ValueError(
         f"`{name}`={size!r} must be a float in (0, 1) or an int in [1, {n - 1}] for a dataset "
         f"of {n} rows."

@@ -67,6 +67,14 @@ class WindowReplayStage(Stream[U]):
     TRANSIENT = ("_buf",)
     ELASTIC_ROLE = ElasticRole.BUFFERING
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass lists only its own keys in ``STATE_KEYS``; the base keys are added."""
+        super().__init_subclass__(**kwargs)
+        keys = cls.__dict__.get("STATE_KEYS")
+        if keys is not None:
+            own = tuple(k for k in keys if k not in WindowReplayStage.BASE_KEYS)
+            cls.STATE_KEYS = (*WindowReplayStage.BASE_KEYS, *own)
+
     def __init__(self, source: Stream[Any]) -> None:
         super().__init__()
         if not isinstance(source, Stream):

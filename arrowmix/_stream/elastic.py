@@ -52,7 +52,7 @@ from typing import Any
 from arrowmix._stream.base import FORMAT_VERSION, PLAIN, ElasticMode, State, Stream
 from arrowmix._stream.dealing import Generation
 from arrowmix._stream.identity import describe_mismatch
-from arrowmix._stream.topology import elastic_sources, replay_open_windows, walk
+from arrowmix._stream.topology import ElasticRole, elastic_sources, replay_open_windows, walk
 from arrowmix.exceptions import StateError
 
 __all__ = ["ElasticRun", "merge_states"]
@@ -143,6 +143,20 @@ def _old_tasks(
     return drains, mains
 
 
+def _role_of(node: Any) -> ElasticRole | None:
+    role = getattr(type(node), "ELASTIC_ROLE", None)
+    return None if role is None else ElasticRole(role)
+
+
+def _unseeded(state: Any) -> Any:
+    """``state`` without its ``seed`` entries (at any depth)."""
+    if isinstance(state, dict):
+        return {k: _unseeded(v) for k, v in state.items() if k != "seed"}
+    if isinstance(state, list):
+        return [_unseeded(v) for v in state]
+    return state
+
+
 def _check_task(task: Any) -> dict[str, Any]:
     if not isinstance(task, dict) or set(task) != set(_TASK_KEYS):
         raise StateError(f"elastic checkpoint: bad task {task!r:.120}.")
@@ -192,16 +206,20 @@ class ElasticRun:
                 f"({task['pipeline']!r}): {describe_mismatch(nodes, self.root)}."
             )
         draining = any(s["limit"] is not None for s in task["sources"])
-        self.set_mode(ElasticMode(draining=draining))
         override = task["override"]
         if self.shared:
-            plan = None
+            plan, limit = None, None
             if override is not None:
                 start = override["start"]
-                # A main task starts the dealer inside the window being re-dealt.
-                begin = start if task["state"] is None else None
-                plan = (start["window"], override["generations"], begin)
+                if start is not None:
+                    # A main task starts the dealer inside the window being re-dealt.
+                    begin = start if task["state"] is None else None
+                    plan = (start["window"], override["generations"], begin)
+                limit = override.get("limit")
             self.dealers[0].deal_remaining(plan)
+            self.dealers[0].stop_at(limit)
+            draining = draining or limit is not None
+        self.set_mode(ElasticMode(draining=draining))
         if self.epoch != self.root.chosen_epoch:
             self.root.apply_epoch(self.epoch)
         self.root.reset_pipeline(task["state"])
@@ -209,7 +227,9 @@ class ElasticRun:
     def replay(self, task: dict[str, Any]) -> None:
         """Restore ``task`` and replay its partially emitted windows (synchronously)."""
         self.configure(task)
-        draining = any(s["limit"] is not None for s in task["sources"])
+        draining = any(s["limit"] is not None for s in task["sources"]) or bool(
+            self.shared and task["override"] and task["override"].get("limit")
+        )
         # Frontiers must not depend on a background thread's progress.
         self.set_mode(ElasticMode(draining=draining, synchronous=True))
         try:
@@ -224,24 +244,37 @@ class ElasticRun:
         self.replay(task)
         return [list(s.frontier()) for s in self.sources]
 
-    def plan_shared(self, mains: list[dict[str, Any]]) -> dict[str, Any]:
-        """The main task of a budget_bucket pipeline: re-deal the current window.
+    def plan_shared(
+        self, mains: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """``(drains, main)`` of a budget_bucket pipeline: re-deal the current window.
 
-        Every instance read the same rows, so no drain is needed: the window the old
-        instances stood in is planned again and the batches none of them yielded are
-        dealt to the new instances (same remainder rule, equal counts).
+        Every instance read the same rows: the window the old instances stood in is
+        planned again and the batches none of them had dealt are dealt to the new
+        instances (same remainder rule, equal counts). Batches an old instance had
+        dealt but that a stage after the dealer still held (a shuffle buffer, a
+        parallel map's chunk) come out of that instance's drain: its checkpoint
+        restored, its dealer stopped where it stood (``stop_at``).
         """
         dealer = self.dealers[0]
         start: State | None = None
         emitted: list[int] = []
         carried: list[Any] = []
+        drains: list[dict[str, Any]] = []
+        buffering = self._buffering_after_dealer()
         for k, main in enumerate(mains):
             if main["state"] is None:
                 raise StateError(f"merge_states: instance {k} had not started.")
             self.replay(main)
             ds = dealer.get_state()
+            if buffering:
+                own = main["override"] or {"start": None, "generations": []}
+                limit = [int(ds["window"]), int(ds["emitted"])]
+                drains.append({**main, "override": {**own, "limit": limit}})
             here = {**ds, "emitted": 0}
-            if start is not None and here != start:
+            # Seeds may differ where nothing is drawn from them (no shuffle, seed=None
+            # on each rank): the step is what must agree.
+            if start is not None and _unseeded(here) != _unseeded(start):
                 raise StateError(
                     f"budget_bucket: instance {k} was checkpointed in another read-ahead "
                     "window than instance 0; checkpoint every rank at the same step."
@@ -261,13 +294,19 @@ class ElasticRun:
             {"generations": [], "limit": None, "seed": None} for _ in self.sources
         ]
         override = {"start": start, "generations": [*carried, [len(mains), emitted]]}
-        return {
+        main_task = {
             "pipeline": "",
             "state": None,
             "sharding": [t, j],
             "sources": sources,
             "override": override,
         }
+        return drains, main_task
+
+    def _buffering_after_dealer(self) -> bool:
+        """Whether a stage between the root and the dealer may hold dealt batches."""
+        below = {id(n) for n in walk(self.dealers[0])}
+        return any(_role_of(n) is ElasticRole.BUFFERING for n in self.nodes if id(n) not in below)
 
     @classmethod
     def from_merged(cls, root: Stream[Any], merged: list[State]) -> ElasticRun:
@@ -283,7 +322,9 @@ class ElasticRun:
         ns = len(run.sources)
         drains, mains = _old_tasks(merged, ns)
         if run.shared:
-            run.tasks = [run.plan_shared(mains)]
+            new_drains, main_task = run.plan_shared(mains)
+            t, j = run.home
+            run.tasks = [*[*drains, *new_drains][j::t], main_task]
             run.configure(run.tasks[0])
             return run
         chain = [s["generations"] for s in mains[0]["sources"]]

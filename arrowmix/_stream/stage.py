@@ -25,7 +25,15 @@ if TYPE_CHECKING:
     from arrowmix._stream.positions import PositionBatches, Positions
     from arrowmix._stream.row_source import RowSource
 
-__all__ = ["PLAIN", "ElasticMode", "Stage", "State", "check_keys", "config_tree"]
+__all__ = [
+    "PLAIN",
+    "ElasticMode",
+    "Stage",
+    "State",
+    "attribute_streams",
+    "check_keys",
+    "config_tree",
+]
 
 T = TypeVar("T")
 State = dict[str, Any]
@@ -119,8 +127,14 @@ class Stage(Generic[T]):
         return {}
 
     def children(self) -> list[Stream[Any]]:
-        """The streams this node reads from."""
-        return []
+        """The streams this node reads from.
+
+        The default finds them: every stream held in an attribute (``self.source``) or
+        in a list or tuple attribute (``self.streams``), in attribute order. The epoch
+        (``set_epoch``), the pipeline fingerprint, ``close`` and elastic resume reach the
+        stages below through it, so an override must name every stream the node reads.
+        """
+        return attribute_streams(self)
 
     def replay_open_window(self) -> None:
         """Re-read the partially emitted window of a freshly restored node, yielding nothing.
@@ -200,6 +214,16 @@ class Stage(Generic[T]):
         """Release background workers of this stream and of its sources."""
         for c in self.children():
             c.close()
+
+
+def attribute_streams(node: object) -> list[Any]:
+    """The stages held by ``node``'s attributes (directly, or in a list or tuple)."""
+    out: list[Any] = []
+    for value in vars(node).values():
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(item, Stage) and item is not node and all(item is not o for o in out):
+                out.append(item)
+    return out
 
 
 def config_tree(node: Stage[Any]) -> list[Any]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from arrowmix._validate import check_int
 from arrowmix.exceptions import ElasticResumeError, ShardingError
 
 if TYPE_CHECKING:
@@ -79,15 +80,11 @@ def walk(root: Stream[Any]) -> list[Stream[Any]]:
 
 def check_sharding(num_instances: object, instance_rank: object) -> None:
     """Raise ShardingError unless ``0 <= instance_rank < num_instances`` (both ints)."""
-    if isinstance(num_instances, bool) or not isinstance(num_instances, int):
-        raise ShardingError(f"`num_instances` must be an int, got {num_instances!r}.")
-    if num_instances < 1:
+    n = check_int("num_instances", num_instances)  # a wrong type is a TypeError
+    r = check_int("instance_rank", instance_rank)
+    if n < 1:
         raise ShardingError(f"`num_instances` must be >= 1, got {num_instances!r}.")
-    if (
-        isinstance(instance_rank, bool)
-        or not isinstance(instance_rank, int)
-        or not 0 <= instance_rank < num_instances
-    ):
+    if not 0 <= r < n:
         raise ShardingError(
             f"`instance_rank` must be an int in [0, {num_instances}), got {instance_rank!r}."
         )

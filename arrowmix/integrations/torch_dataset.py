@@ -71,9 +71,26 @@ class TorchStream(_IterableDataset):  # type: ignore[misc]  # torch's class is u
         return self.stream
 
     def state_dict(self) -> dict[str, Any]:
-        """``{"stream": <the stream's state_dict>}`` (``None`` before the first ``iter``)."""
-        started = self._split is not None
-        return {"stream": self.stream.state_dict() if started else None}
+        """``{"stream": <the stream's state_dict>}`` of the stream iterated in this process.
+
+        Raises:
+            StateError: the dataset was not iterated in this process. A plain
+                ``DataLoader`` with ``num_workers > 0`` iterates copies of it in its
+                worker processes, whose progress this object cannot see: checkpoint
+                with torchdata's ``StatefulDataLoader`` instead (its ``state_dict``
+                collects every worker's), or use ``num_workers=0``.
+        """
+        if self._split is None:
+            raise StateError(
+                "this to_torch() dataset has not been iterated in this process, so it has "
+                "no position to save. A plain torch DataLoader with num_workers > 0 "
+                "iterates copies of it in its worker processes: checkpoint with "
+                "torchdata's StatefulDataLoader(s.to_torch(), ...) and its "
+                "loader.state_dict() (resume with "
+                "arrowmix.integrations.torch.load_dataloader_state), or use num_workers=0. "
+                "Nothing read yet? Save nothing: a fresh dataset starts at the beginning."
+            )
+        return {"stream": self.stream.state_dict()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume from ``state_dict()`` (or a ``merge_states`` bundle) at the next ``iter``."""

@@ -16,12 +16,20 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from arrowmix.exceptions import StateError
 from arrowmix.stream import from_iterable, from_row_source, mix
 from arrowmix.stream import zip as szip
 from tests.stream.helpers import arrow, double, ident, is_even, n_tokens, rows
 from tests.stream.token_helpers import token_rows
 
 PINS = json.loads((Path(__file__).parent / "pins_d1e9def.json").read_text())
+#: Pipelines whose output or state changed on purpose since d1e9def, and why.
+CHANGED = {
+    "pack_concat": "concat packing no longer drops each read-ahead window's tail: a "
+    "window's unfinished row continues in the next, and the state records where the "
+    "first token not yielded lies",
+}
+KEPT = sorted(set(PINS) - set(CHANGED))
 
 
 def twice(x: int) -> list[int]:
@@ -109,7 +117,7 @@ def digest(items: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-@pytest.mark.parametrize("name", sorted(PINS))
+@pytest.mark.parametrize("name", KEPT)
 def test_state_and_fingerprint_match_d1e9def(name: str) -> None:
     pin = PINS[name]
     s = pipelines()[name]()
@@ -120,7 +128,7 @@ def test_state_and_fingerprint_match_d1e9def(name: str) -> None:
     assert (digest(first), digest(rest), 3 + len(rest)) == (pin["first"], pin["rest"], pin["n"])
 
 
-@pytest.mark.parametrize("name", sorted(PINS))
+@pytest.mark.parametrize("name", KEPT)
 def test_d1e9def_checkpoint_resumes_the_same(name: str) -> None:
     pin = PINS[name]
     s = pipelines()[name]()
@@ -128,3 +136,11 @@ def test_d1e9def_checkpoint_resumes_the_same(name: str) -> None:
     rest = list(s)
     s.close()
     assert (digest(rest), 3 + len(rest)) == (pin["rest"], pin["n"])
+
+
+@pytest.mark.parametrize("name", sorted(CHANGED))
+def test_d1e9def_checkpoint_of_a_changed_stage_is_refused(name: str) -> None:
+    """A checkpoint whose meaning changed is refused, never resumed into other data."""
+    s = pipelines()[name]()
+    with pytest.raises(StateError, match="cannot load this state"):
+        s.load_state_dict(json.loads(PINS[name]["state"]))

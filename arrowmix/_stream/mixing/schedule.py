@@ -16,7 +16,7 @@ active inputs: a uniform draw from ``default_rng([seed, t // 1024])``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -50,12 +50,14 @@ def check_weights(weights: Sequence[float] | None, n: int) -> list[float]:
         raise ValueError("mixing needs at least one stream.")
     if weights is None:
         return [1.0 / n] * n
+    if isinstance(weights, (str, bytes)) or not isinstance(weights, Iterable):
+        raise TypeError(f"`weights` must be a list of numbers, got {weights!r:.80}.")
     weights = list(weights)
     if len(weights) != n:
         raise ValueError(f"got {len(weights)} weights for {n} streams; they must match.")
     for i, w in enumerate(weights):
         if isinstance(w, bool) or not isinstance(w, (int, float, np.integer, np.floating)):
-            raise ValueError(f"`weights[{i}]` must be a number, got {w!r}.")
+            raise TypeError(f"`weights[{i}]` must be a number, got {w!r}.")
         if not (math.isfinite(w) and w > 0):
             raise ValueError(f"`weights[{i}]` must be positive and finite, got {w!r}.")
     total = float(sum(weights))

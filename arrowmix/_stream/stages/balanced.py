@@ -191,6 +191,9 @@ class BudgetBucketIterator(AnchoredStage[list[Any]], ShareReader):
         self._override: tuple[int, list[Any]] | None = None
         self._emit_positions: str | bool = False
         self._begin: State | None = None  # where reset(None) starts (elastic main task)
+        # Elastic drain: (window, batches) where this instance stops: what it had dealt
+        # when its checkpoint was taken (the stages after it then flush their buffers).
+        self._limit: tuple[int, int] | None = None
         self._input: Positions | None = None
         if self._rows is not None:
             self._input = source.as_positions()
@@ -232,6 +235,20 @@ class BudgetBucketIterator(AnchoredStage[list[Any]], ShareReader):
         window, generations, begin = plan
         self._override = (int(window), generations)
         self._begin = begin
+
+    def stop_at(self, limit: tuple[int, int] | None) -> None:
+        """Stop after the ``limit[1]``-th batch of window ``limit[0]`` (elastic drain).
+
+        An old instance's drain stops its dealer where the instance's checkpoint had it
+        (its *frontier*), so what comes out of the stages after the dealer is exactly
+        what they had buffered and not yielded. ``None``: no limit.
+        """
+        self._limit = None if limit is None else (int(limit[0]), int(limit[1]))
+
+    def frontier(self) -> tuple[int, int]:
+        """``(window, batches dealt in it)``: where this stage stands (after a replay)."""
+        state = self.get_state()
+        return int(state[self.WINDOW_KEY]), int(state[self.EMITTED_KEY])
 
     def reset(self, state: State | None = None) -> None:
         if state is None and self.__dict__.get("_begin") is not None:
@@ -277,6 +294,9 @@ class BudgetBucketIterator(AnchoredStage[list[Any]], ShareReader):
         self._seed.load(self, state[self.SEED_KEY])
 
     def compute(self, window: int) -> list[Any] | None:
+        limit = self.__dict__.get("_limit")
+        if limit is not None and (window > limit[0] or (window == limit[0] and not limit[1])):
+            return None
         if self._rows is not None:  # index stream: read the length column only
             assert self._input is not None
             items: Any = self._input.pull(self.read_ahead)
@@ -290,7 +310,7 @@ class BudgetBucketIterator(AnchoredStage[list[Any]], ShareReader):
             items = self.source.pull(self.read_ahead)
             if not items:
                 return None
-            lengths = np.fromiter(map(self._key, items), dtype=np.int64, count=len(items))
+            lengths = _int_keys([self._key(x) for x in items], self.key)
             spans = None
         batches = plan_batches(lengths, self.budget, max_batch_size=self.max_batch_size)
         if self.shuffle_batches:
@@ -308,6 +328,8 @@ class BudgetBucketIterator(AnchoredStage[list[Any]], ShareReader):
         if self.remainder == "drop" and len(left) % self.num_instances:
             self._warn_dropped(window, [len(batches[i]) for i in left])
         mine = [left[i] for i in dealt]
+        if limit is not None and window == limit[0]:
+            mine = mine[: limit[1]]
         if self._rows is None:
             return [[items[j] for j in batches[i].tolist()] for i in mine]
         if not mine:
@@ -324,3 +346,23 @@ class BudgetBucketIterator(AnchoredStage[list[Any]], ShareReader):
             out.append(flat[at : at + len(part)])
             at += len(part)
         return out
+
+
+def _int_keys(values: list[Any], key: Any) -> np.ndarray:
+    """Item lengths as int64, or a ValueError naming ``key`` and the offending value."""
+    bad = next(
+        (v for v in values if isinstance(v, bool) or not isinstance(v, (int, np.integer))), None
+    )
+    if bad is None:
+        return np.fromiter(values, dtype=np.int64, count=len(values))
+    hint = ""
+    if isinstance(key, str) and isinstance(bad, (list, tuple, np.ndarray)):
+        hint = (
+            f" Rows reach budget_bucket as dicts here (after `map`, say), where {key!r} "
+            f"is a list: pass key=lambda row: len(row[{key!r}]), or bucket the index "
+            "stream before the `map`."
+        )
+    raise ValueError(
+        f"`key` {key!r} must give an int per item (its length in tokens), got "
+        f"{type(bad).__name__} {bad!r:.60}.{hint}"
+    )

@@ -21,6 +21,7 @@ re-sorts one read-ahead window (at most ``read_ahead`` items).
 
 from __future__ import annotations
 
+import numbers
 import operator
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
@@ -198,12 +199,11 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
         super().__init__(source)
         self._key = _getter(key)
         self._boundary = None if boundary_key is None else _getter(boundary_key)
-        if not callable(batch_size) and (
-            isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
-        ):
-            raise ValueError(
-                f"`batch_size` must be a positive int or a callable, got {batch_size!r}."
-            )
+        size: Any = batch_size
+        if not callable(size):
+            if isinstance(size, bool) or not isinstance(size, numbers.Integral):
+                raise TypeError(f"`batch_size` must be a positive int or a callable, got {size!r}.")
+            check_int("batch_size", size, minimum=1)
         check_int("read_ahead", read_ahead, minimum=1)
         self.key, self.boundary_key = key, boundary_key
         self.batch_size: int | Callable[[Any], int] = batch_size
@@ -267,7 +267,8 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
                     return pc.list_value_length(window.column(name)).to_numpy()
                 return window.column(name).to_numpy(zero_copy_only=False)
 
-            keys = _numeric_keys(column(self.key), self.key)
+            raw = column(self.key)
+            keys = _numeric_keys(raw, self.key)
             order = descending(keys)
             bounds = None
             if isinstance(self.boundary_key, str):
@@ -275,7 +276,9 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
                 bounds = [values[i] for i in order.tolist()]
             pos = pos[order]
             if self._emit_positions:
-                return _SortedPositions(self._rows, pos, keys[order], self.key), bounds  # type: ignore[return-value]
+                # the key's own values (ints stay ints for a budget function)
+                raw_sorted = np.asarray(raw)[order]
+                return _SortedPositions(self._rows, pos, raw_sorted, self.key), bounds  # type: ignore[return-value]
             # the only gather of the window's rows (token keys come from the offsets)
             table = self._rows.take(pos) if window is None else window.take(order)
             if self.columnar:

@@ -42,7 +42,7 @@ _CLOSE_WAIT = 0.3  # close() waits this long for a thread, not for a blocked pul
 _DEPTH = 4
 
 
-def _work(source: Stream[Any], q: Any, stop: Any, chunk: int) -> None:
+def _work(source: Stream[Any], q: Any, stop: Any, chunk: int, linger: bool = False) -> None:
     """Worker loop (thread or process): push (kind, payload, state) messages.
 
     A failure inside a chunk is located by reading that chunk again item by item: the
@@ -73,12 +73,25 @@ def _work(source: Stream[Any], q: Any, stop: Any, chunk: int) -> None:
                 continue
             state = source.get_state()
             if not items:
-                put(("end", None, state))
+                if put(("end", None, state)) and linger:
+                    _linger(stop)
                 return
             if not put(("items", items, state)):
                 return
     except BaseException as exc:  # noqa: BLE001 - every failure must reach the consumer
-        put(("error", _portable(exc), None))
+        if put(("error", _portable(exc), None)) and linger:
+            _linger(stop)
+
+
+def _linger(stop: Any) -> None:
+    """Wait until the consumer stops the worker.
+
+    A worker process (``linger``) must outlive the messages it sent: torch tensors travel as
+    shared-memory handles that the consumer opens from the sender while unpickling,
+    so a sender that exits at once loses the last batches of a finite stream.
+    """
+    while not stop.wait(_POLL):
+        pass
 
 
 def _one_by_one(source: Stream[Any], put: Any, chunk: int) -> bool:
@@ -202,7 +215,7 @@ class PrefetchIterator(Stream[T]):
             self._stop: Any = ctx.Event()
             self._worker = ctx.Process(
                 target=_work,
-                args=(self.source, self._queue, self._stop, self.chunk_size),
+                args=(self.source, self._queue, self._stop, self.chunk_size, True),
                 daemon=True,
             )
         else:
@@ -233,6 +246,10 @@ class PrefetchIterator(Stream[T]):
                         return msg
                     except queue.Empty:
                         return ("error", RuntimeError("the worker died"), None)
+                    except Exception as exc:  # noqa: BLE001 - reported as the stage's error
+                        return ("error", exc, None)
+            except Exception as exc:  # noqa: BLE001 - a message that cannot be read back
+                return ("error", exc, None)
 
     def next(self) -> T:
         if self._pos < len(self._chunk):

@@ -27,6 +27,7 @@ from arrowmix._stream.base import PassThrough, Stream
 from arrowmix._stream.tokens.column import (
     TokenColumn,
     TokenSpans,
+    check_id_range,
     column_values,
     is_token_type,
     token_column,
@@ -143,7 +144,10 @@ class Collator:
     def from_spans(self, batch: TokenSpans) -> dict[str, Any]:
         """Collate documents already looked up in their token column."""
         tokens, owner, starts, lengths = batch.column, batch.owner, batch.starts, batch.lengths
+        tokens.check_fits(self.dtype)
         longest = int(lengths.max()) if len(lengths) else 0
+        if self.max_length is not None:  # truncate first: rounding the width never undoes it
+            lengths = np.minimum(lengths, self.max_length)
         ids, mask = tokens.pad_spans(
             owner,
             starts,
@@ -178,8 +182,10 @@ class Collator:
         docs = [self._doc(x, i) for i, x in enumerate(batch)]
         lengths = np.fromiter(map(len, docs), dtype=np.int64, count=len(docs))
         width = self.width(int(lengths.max()) if len(docs) else 0)
-        ids = np.full((len(docs), width), self.pad_id, dtype=self.dtype)
         keep = np.minimum(lengths, width)
+        if self.max_length is not None:
+            keep = np.minimum(keep, self.max_length)
+        ids = np.full((len(docs), width), self.pad_id, dtype=np.int64)  # checked, then cast
         left = self.padding_side == "left"
         for i, (doc, n) in enumerate(zip(docs, keep.tolist(), strict=True)):
             if n:
@@ -189,6 +195,11 @@ class Collator:
                     ids[i, :n] = doc[:n]
         cols = np.arange(width)
         mask = (cols >= (width - keep)[:, None]) if left else (cols < keep[:, None])
+        if self.dtype != ids.dtype and ids.size:
+            real = ids[mask]
+            if real.size:
+                check_id_range(self.column, int(real.min()), int(real.max()), self.dtype)
+            ids = ids.astype(self.dtype)
         out = self._finish(ids, mask)
         for name in self.keep:
             out[name] = np.array([self._kept(x, i, name) for i, x in enumerate(batch)])

@@ -29,6 +29,7 @@ __all__ = [
     "ConcatTokenColumn",
     "TokenColumn",
     "TokenSpans",
+    "check_id_range",
     "column_values",
     "is_token_type",
     "key_values",
@@ -206,6 +207,24 @@ class TokenColumn:
         """
         return self.pad_spans(*self.spans(positions), width, pad_id=pad_id, left=left, dtype=dtype)
 
+    def check_fits(self, dtype: Any) -> None:
+        """Raise unless every token id of the column fits ``dtype`` (no silent wrap).
+
+        Free when ``dtype`` holds every value of the column's type (``int32`` ids into
+        ``int64``); otherwise the column's smallest and largest ids are computed once
+        (one pass over the values buffers) and kept.
+        """
+        target = np.dtype(dtype)
+        if np.can_cast(self.dtype, target, casting="safe"):
+            return
+        span = self.__dict__.get("_id_range")
+        if span is None:
+            vals = [v for v in self._values if len(v)]
+            lo = min((int(v.min()) for v in vals), default=0)
+            hi = max((int(v.max()) for v in vals), default=0)
+            span = self._id_range = (lo, hi)
+        check_id_range(self.name, span[0], span[1], target)
+
     def pad_spans(
         self,
         owner: np.ndarray | None,
@@ -270,6 +289,19 @@ class ConcatTokenColumn(TokenColumn):
         if len(self._values) == 1:
             return None, starts, lengths
         return owner, starts, lengths
+
+
+def check_id_range(name: str, lo: int, hi: int, dtype: np.dtype[Any]) -> None:
+    """Raise ValueError naming ``name`` and the id when ``[lo, hi]`` does not fit ``dtype``."""
+    info = np.iinfo(dtype)
+    if lo >= info.min and hi <= info.max:
+        return
+    bad, which = (hi, "largest") if hi > info.max else (lo, "smallest")
+    raise ValueError(
+        f"column {name!r} holds token id {bad} (its {which}), which {dtype} cannot hold "
+        f"(range [{info.min}, {info.max}]): the ids would wrap. Use a wider `dtype` "
+        "(int32 or int64)."
+    )
 
 
 def _check_rows(pos: np.ndarray, num_rows: int, name: str) -> None:
@@ -368,5 +400,28 @@ def column_values(rows: Any, positions: np.ndarray, name: str) -> np.ndarray:
 
     take_column = optional_member(rows, "take_column")
     values = take_column(positions, name) if take_column is not None else rows.take(positions)[name]
-    out: np.ndarray = values.to_numpy(zero_copy_only=False)
-    return out
+    return arrow_to_numpy(values)
+
+
+_FLOATS = {"halffloat": np.float16, "float": np.float32, "double": np.float64}
+
+
+def arrow_to_numpy(values: pa.ChunkedArray[Any] | pa.Array[Any]) -> np.ndarray:
+    """A column as numpy: numbers without nulls from their buffer, others as objects.
+
+    Avoids pyarrow's ``to_numpy``, which imports pandas on first use.
+    """
+    arr = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    t = arr.type
+    if arr.null_count == 0 and (pa.types.is_integer(t) or pa.types.is_floating(t)):
+        dtype = np.dtype(_FLOATS.get(str(t), str(t)))
+        data: Any = arr.buffers()[1]  # a pyarrow Buffer: it has the buffer protocol
+        if data is None:
+            return np.empty(0, dtype=dtype)
+        flat = np.frombuffer(data, dtype=dtype, count=arr.offset + len(arr))
+        out: np.ndarray = flat[arr.offset :]
+        return out
+    if arr.null_count == 0 and (pa.types.is_string(t) or pa.types.is_large_string(t)):
+        return np.array(arr.to_pylist(), dtype=object)
+    converted: np.ndarray = arr.to_numpy(zero_copy_only=False)
+    return converted

@@ -10,15 +10,13 @@ Both stages read documents (a ``list<int*>`` column of an index stream, or token
 - ``position_ids``: 0, 1, ... inside each piece (they restart at every piece, so a
   document continued from the previous row restarts at 0); 0 on padding.
 
-Both pack each read-ahead window of ``read_ahead`` documents on its own: nothing carries
-over to the next window (what makes exact and elastic resume hold by construction).
-
-``strategy="concat"`` (Hugging Face's ``group_texts``, which also packs each batch of
-documents on its own): the window's documents, each followed by ``separator`` when
-given, are concatenated and cut into rows of ``seq_len``; a document spans as many rows
-as it needs. ``tail`` settles the tokens of a window that do not fill a last batch:
-``"drop"`` drops them (at most ``batch_size * seq_len - 1`` tokens per window),
-``"pad"`` yields them as a last batch of as many rows as they fill, its last row padded.
+``strategy="concat"`` (Hugging Face's ``group_texts``): the documents, each followed by
+``separator`` when given, are one token stream cut into rows of ``seq_len``; a document
+spans as many rows as it needs, and a read-ahead window's unfinished row continues in the
+next window, so no token is lost between windows. ``tail`` settles the end of a finite
+stream, the only place where a partial batch occurs: ``"drop"`` drops it (fewer than
+``batch_size * seq_len`` tokens, with a ``DroppedDataWarning`` giving the count),
+``"pad"`` yields it as a last batch of as many rows as it fills, its last row padded.
 
 ``strategy="first_fit"`` / ``"best_fit"``: whole documents are packed into rows of
 ``seq_len``: the window's documents are taken longest first and each goes into the
@@ -32,13 +30,18 @@ rows.
 
 Token ids are copied once, from the memory-mapped values buffer into ``input_ids``.
 
-Checkpointing: window replay (:class:`~arrowmix.stream.WindowReplayStage`): the state is
-the source's state at the window start, the window number and the batches of the window
-yielded; restoring re-reads one window of ``read_ahead`` documents.
+Checkpointing: bin packing is a window-replay stage
+(:class:`~arrowmix.stream.WindowReplayStage`): the state is the source's state at the
+window start, the window number and the batches of the window yielded; restoring re-reads
+one window of ``read_ahead`` documents. Concat packing records where the first token not
+yielded lies (the source's state before the read holding it, the documents of that read
+before it, its offset, the documents read since); restoring re-reads those documents.
 """
 
 from __future__ import annotations
 
+import copy
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,10 +49,17 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._stream.anchored import WindowReplayStage
-from arrowmix._stream.base import Stream
+from arrowmix._stream.base import State, Stream
 from arrowmix._stream.positions import Positions, no_positions
-from arrowmix._stream.tokens.column import TokenColumn, is_token_type, token_column
+from arrowmix._stream.tokens.column import (
+    TokenColumn,
+    check_id_range,
+    is_token_type,
+    token_column,
+)
+from arrowmix._stream.topology import ElasticRole
 from arrowmix._validate import check_int
+from arrowmix.exceptions import DroppedDataWarning, StateError
 
 __all__ = ["LONG_DOCS", "STRATEGIES", "TAILS", "BinPackIterator", "ConcatPackIterator"]
 
@@ -109,6 +119,10 @@ class _Docs:
         docs = [self._doc(x) for x in block]
         col = TokenColumn(pa.array(docs, type=pa.list_(pa.int64())), self.column)
         return (col, *col.spans(np.arange(len(docs), dtype=np.int64)))
+
+    def doc(self, item: Any) -> Any:
+        """The token ids of ``item`` (a list, an array, or a row with the column)."""
+        return self._doc(item)
 
     def _doc(self, item: Any) -> Any:
         if isinstance(item, dict):
@@ -294,16 +308,111 @@ class _PackStage:
         }
 
 
-class ConcatPackIterator(_PackStage, WindowReplayStage[dict[str, Any]]):
+class _Pending:
+    """The documents read but not yet packed to the end, and where each read began.
+
+    ``reads`` holds ``[source state before the read, documents read]`` for every read
+    whose documents are still here, oldest first; ``start`` is the first token (in the
+    concatenation of these documents, separators included) not packed yet.
+    """
+
+    def __init__(self, docs: _Docs, separator: bool) -> None:
+        self.docs, self.separator = docs, separator
+        self.reads: list[tuple[Any, int]] = []
+        self.items: list[Any] = []  # token-id lists (streams that are not index streams)
+        self.owner: np.ndarray | None = None
+        self.starts = np.empty(0, dtype=np.int64)
+        self.lengths = np.empty(0, dtype=np.int64)
+        self.col: TokenColumn | None = None
+        self.cum = np.zeros(1, dtype=np.int64)  # token offsets of the documents
+        self.start = 0
+
+    @property
+    def tokens(self) -> int:
+        """Tokens not packed yet."""
+        return int(self.cum[-1]) - self.start
+
+    def add(self, anchor: Any, block: Any) -> None:
+        self.reads.append((anchor, len(block)))
+        if self.docs.rows is not None:
+            col, owner, starts, lengths = self.docs.spans(block)
+            self.col = col
+            if owner is not None:
+                self.owner = owner if self.owner is None else np.concatenate([self.owner, owner])
+            self.starts = np.concatenate([self.starts, starts])
+            self.lengths = np.concatenate([self.lengths, lengths])
+        else:
+            self.items.extend(block)
+            self.col = None
+            self.lengths = np.concatenate(
+                [self.lengths, np.fromiter((len(self.docs.doc(x)) for x in block), np.int64)]
+            )
+        sized = self.lengths + self.separator
+        self.cum = np.concatenate([[0], np.cumsum(sized)]).astype(np.int64)
+
+    def spans(self) -> tuple[TokenColumn, np.ndarray | None, np.ndarray, np.ndarray]:
+        if self.docs.rows is None and self.col is None:
+            self.col, self.owner, self.starts, self.lengths = self.docs.spans(self.items)
+        assert self.col is not None
+        return self.col, self.owner, self.starts, self.lengths
+
+    def drop_packed(self) -> None:
+        """Forget the reads whose documents are packed to the end (keeps state small)."""
+        first = int(np.searchsorted(self.cum, self.start, side="right")) - 1
+        n = 0
+        while self.reads and n + self.reads[0][1] <= first:
+            n += self.reads.pop(0)[1]
+        if not n:
+            return
+        if self.docs.rows is not None:
+            self.owner = None if self.owner is None else self.owner[n:]
+            self.starts = self.starts[n:]
+        else:
+            del self.items[:n]
+            self.col = None
+        self.lengths = self.lengths[n:]
+        self.start -= int(self.cum[n])
+        self.cum = self.cum[n:] - self.cum[n]
+
+    def locate(self, token: int) -> tuple[Any, int, int, int] | None:
+        """``(source state, documents to skip, tokens to skip, documents to read)``.
+
+        Where token ``token`` lies: the state before the read holding its document, the
+        documents of that read before it, its offset in the document, and how many
+        documents were read from that state on. None when ``token`` is past them all.
+        """
+        if token >= int(self.cum[-1]):
+            return None
+        j = int(np.searchsorted(self.cum, token, side="right")) - 1
+        first = 0
+        for anchor, n in self.reads:
+            if j < first + n:
+                total = sum(m for _, m in self.reads)
+                return anchor, j - first, token - int(self.cum[j]), total - first
+            first += n
+        raise AssertionError("a pending document outside every read")  # pragma: no cover
+
+
+class ConcatPackIterator(_PackStage, Stream[dict[str, Any]]):
     """Documents concatenated (with an optional separator) and cut into rows of ``seq_len``.
 
-    Each read-ahead window of documents is packed on its own (nothing carries over to
-    the next window); ``tail`` settles the tokens that do not fill a last batch.
+    The documents are one token stream: a batch is the next ``batch_size * seq_len``
+    tokens of it, whatever read-ahead window they were read in, so no token is left
+    behind at the end of a window. ``tail`` settles the end of a finite stream, the
+    only place a partial batch can occur: ``"drop"`` drops it (with a
+    ``DroppedDataWarning`` giving the count), ``"pad"`` yields it padded.
 
     State:
-        ``source`` (at the window start), ``window``, ``emitted``. Replay cost: one
-        window of ``read_ahead`` documents.
+        ``source``: the source's state before the read that holds the first token not
+        yielded; ``skip``: the documents of that read before it; ``offset``: its place
+        in its document; ``read``: the documents read from that state on. Replay
+        cost: those ``read`` documents (about one read-ahead window).
     """
+
+    SOURCE_KEY, SKIP_KEY, OFFSET_KEY, READ_KEY = "source", "skip", "offset", "read"
+    STATE_KEYS = (SOURCE_KEY, SKIP_KEY, OFFSET_KEY, READ_KEY)
+    TRANSIENT = ("_pend", "_buf", "_pos", "_restore")
+    ELASTIC_ROLE = ElasticRole.BUFFERING
 
     def __init__(
         self,
@@ -319,34 +428,134 @@ class ConcatPackIterator(_PackStage, WindowReplayStage[dict[str, Any]]):
         return_tensors: str = "np",
         dtype: Any = np.int64,
     ) -> None:
-        WindowReplayStage.__init__(self, source)
+        Stream.__init__(self)
+        if not isinstance(source, Stream):
+            raise TypeError(f"`source` must be a Stream, got {type(source).__name__}.")
+        self.source: Stream[Any] = source
         self._configure(column, seq_len, batch_size, read_ahead, pad_id, return_tensors, dtype)
         if separator is not None and (
             isinstance(separator, bool) or not isinstance(separator, (int, np.integer))
         ):
             raise TypeError(f"`separator` must be a token id or None, got {separator!r}.")
         self.separator = None if separator is None else int(separator)
+        if self.separator is not None:
+            check_id_range("separator", self.separator, self.separator, self.dtype)
         self.tail = _choice("tail", tail, TAILS)
         self.full_batches = False
         self._docs = _Docs(source, column)
 
+    def children(self) -> list[Stream[Any]]:
+        return [self.source]
+
     def describe(self) -> dict[str, Any]:
         return {**self._common(), "separator": self.separator, "tail": self.tail}
 
-    def compute(self, window: int) -> Any:
-        block = self._docs.pull(self.read_ahead)
-        if not len(block):
-            return None
-        spans = self._docs.spans(block)
-        lengths = spans[3] + (self.separator is not None)
-        avail = int(lengths.sum())
-        if self.tail == "drop":
-            avail -= avail % (self.batch_size * self.seq_len)
+    # ------------------------------------------------------------------ state
+    def reset(self, state: State | None = None) -> None:
+        super().reset(state)
+        self._pend = _Pending(self._docs, self.separator is not None)
+        self._buf: _Packed | None = None
+        self._pos = 0
+        self._restore: State | None = None
+        if state is None:
+            self.source.reset(None)
+            return
+        for key in (self.SKIP_KEY, self.OFFSET_KEY, self.READ_KEY):
+            v = state[key]
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise StateError(f"{type(self).__name__}: bad `{key}` {v!r} in state.")
+        if state[self.SKIP_KEY] > state[self.READ_KEY]:
+            raise StateError(f"{type(self).__name__}: `skip` is beyond `read` in {state!r:.80}.")
+        self.source.reset(state[self.SOURCE_KEY])
+        self._restore = copy.deepcopy(state)
+
+    def get_state(self) -> State:
+        if self._restore is not None:
+            return copy.deepcopy(self._restore)
+        pend = self._pend
+        batch = self.batch_size * self.seq_len
+        where = pend.locate(pend.start + self._pos * batch)
+        if where is None:
+            return {
+                self.SOURCE_KEY: self.source.get_state(),
+                self.SKIP_KEY: 0,
+                self.OFFSET_KEY: 0,
+                self.READ_KEY: 0,
+            }
+        anchor, skip, offset, read = where
+        return {
+            self.SOURCE_KEY: copy.deepcopy(anchor),
+            self.SKIP_KEY: skip,
+            self.OFFSET_KEY: offset,
+            self.READ_KEY: read,
+        }
+
+    def replay_open_window(self) -> None:
+        """Re-read the documents a restored state had read (no output)."""
+        state = self._restore
+        if state is None:
+            return
+        self._restore = None
+        anchor = self.source.get_state()
+        block = self._docs.pull(state[self.READ_KEY]) if state[self.READ_KEY] else []
+        if len(block):
+            self._pend.add(anchor, block)
+        skip = min(state[self.SKIP_KEY], len(self._pend.cum) - 1)
+        self._pend.start = min(
+            int(self._pend.cum[skip]) + state[self.OFFSET_KEY], int(self._pend.cum[-1])
+        )
+
+    # ------------------------------------------------------------------ packing
+    def next(self) -> dict[str, Any]:
+        if self._buf is None or self._pos >= len(self._buf):
+            self._fill()
+        assert self._buf is not None
+        item: dict[str, Any] = self._buf[self._pos]
+        self._pos += 1
+        return item
+
+    def _fill(self) -> None:
+        self.replay_open_window()
+        pend = self._pend
+        batch = self.batch_size * self.seq_len
+        if self._buf is not None:
+            pend.start = min(pend.start + self._pos * batch, int(pend.cum[-1]))
+            self._buf, self._pos = None, 0
+        pend.drop_packed()
+        while pend.tokens < batch:
+            anchor = self.source.get_state()
+            block = self._docs.pull(self.read_ahead)
+            if not len(block):
+                break
+            pend.add(anchor, block)
+        avail = pend.tokens - pend.tokens % batch
+        if not avail:
+            left = pend.tokens
+            if not left:
+                raise StopIteration
+            if self.tail == "drop":
+                pend.start = int(pend.cum[-1])
+                warnings.warn(
+                    f"pack(tail='drop') dropped the last {left} tokens of the stream: they "
+                    f"do not fill a batch of {self.batch_size} x {self.seq_len}. "
+                    "Use tail='pad' to yield them padded.",
+                    DroppedDataWarning,
+                    stacklevel=3,
+                )
+                raise StopIteration
+            avail = left
+        self._buf = self._pack(avail)
+
+    def _pack(self, avail: int) -> _Packed:
+        """The batches of the next ``avail`` tokens (whole batches, or the padded tail)."""
+        pend = self._pend
+        spans = pend.spans()
+        spans[0].check_fits(self.dtype)
         s = self.seq_len
-        start = np.cumsum(lengths) - lengths  # window coordinates
-        end = start + lengths
-        docs = np.flatnonzero((end > start) & (start < avail))
-        b, e = start[docs], np.minimum(end[docs], avail)
+        start = pend.cum[:-1] - pend.start  # document starts, from the first token to pack
+        end = pend.cum[1:] - pend.start
+        docs = np.flatnonzero((end > start) & (end > 0) & (start < avail))
+        b, e = np.maximum(start[docs], 0), np.minimum(end[docs], avail)
         r0, r1 = b // s, (e - 1) // s
         count = r1 - r0 + 1
         doc = np.repeat(docs, count)
@@ -355,7 +564,7 @@ class ConcatPackIterator(_PackStage, WindowReplayStage[dict[str, Any]]):
         pb = np.maximum(np.repeat(b, count), row * s)
         pe = np.minimum(np.repeat(e, count), (row + 1) * s)
         pieces = (doc, pb - start[doc], pe - pb, row, pb - row * s)
-        return _Packed(self, spans, pieces, int(-(-avail // s)), (docs, b, e, avail))
+        return _Packed(self, spans, pieces, int(-(-avail // s)), (docs, start[docs], e, avail))
 
 
 class BinPackIterator(_PackStage, WindowReplayStage[dict[str, Any]]):
@@ -396,6 +605,7 @@ class BinPackIterator(_PackStage, WindowReplayStage[dict[str, Any]]):
         if not len(block):
             return None
         spans = self._docs.spans(block)
+        spans[0].check_fits(self.dtype)
         lengths = spans[3]
         s = self.seq_len
         if int(lengths.max()) > s and self.long_docs == "error":
