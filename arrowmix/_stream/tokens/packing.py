@@ -1,0 +1,279 @@
+"""What both packing strategies share: argument checks, the documents of a read, packed rows.
+
+:mod:`arrowmix._stream.tokens.pack` builds its two stages (concat-then-split and bin packing)
+on these: ``Docs`` (a read of documents as token spans), ``Packed`` (rows being filled and
+their segment and position ids) and ``PackStage`` (the arguments and output both stages take).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from arrowmix._stream.base import Stream
+from arrowmix._stream.positions import Positions, no_positions
+from arrowmix._stream.tokens.column import (
+    TokenColumn,
+    is_token_type,
+    token_column,
+)
+from arrowmix._validate import check_int
+
+__all__ = [
+    "LONG_DOCS",
+    "STRATEGIES",
+    "TAILS",
+    "Docs",
+    "PackStage",
+    "Packed",
+    "choice",
+    "positive",
+    "row_positions",
+]
+
+STRATEGIES = ("concat", "first_fit", "best_fit")
+TAILS = ("drop", "pad")
+LONG_DOCS = ("split", "truncate", "error")
+
+
+def positive(name: str, v: object) -> int:
+    n: int = check_int(name, v, minimum=1)
+    return n
+
+
+def choice(name: str, v: object, allowed: Sequence[Any]) -> Any:
+    if v not in allowed:
+        raise ValueError(f"`{name}` must be one of {list(allowed)}, got {v!r}.")
+    return v
+
+
+class Docs:
+    """Documents of a source: row positions of an index stream, or token-id lists."""
+
+    def __init__(self, source: Stream[Any], column: str) -> None:
+        self.source, self.column = source, column
+        self.rows = source.row_source()
+        self._input: Positions | None = None
+        if self.rows is not None:
+            names = self.rows.schema.names
+            if column not in names:
+                raise KeyError(f"no column {column!r} to pack; the rows have {names}.")
+            ftype = self.rows.schema.field(column).type
+            if not is_token_type(ftype):
+                raise TypeError(
+                    f"column {column!r} must hold token ids as list<int*>, got {ftype}."
+                )
+            self._input = source.as_positions()
+            if self._input is None:
+                raise no_positions(source)
+
+    def __getstate__(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d.pop("_tokens", None)  # numpy views of the mapped chunks: rebuilt on use
+        return d
+
+    def pull(self, n: int) -> Any:
+        if self._input is not None:
+            return self._input.pull(n)
+        return self.source.pull(n)
+
+    def spans(self, block: Any) -> tuple[TokenColumn, np.ndarray | None, np.ndarray, np.ndarray]:
+        """``(column, owner, starts, lengths)`` of the block's documents."""
+        if self.rows is not None:
+            col = self.__dict__.get("_tokens")
+            if col is None:
+                col = self._tokens = token_column(self.rows, self.column)
+            return (col, *col.spans(block))
+        docs = [self._doc(x) for x in block]
+        col = TokenColumn(pa.array(docs, type=pa.list_(pa.int64())), self.column)
+        return (col, *col.spans(np.arange(len(docs), dtype=np.int64)))
+
+    def doc(self, item: Any) -> Any:
+        """The token ids of ``item`` (a list, an array, or a row with the column)."""
+        return self._doc(item)
+
+    def _doc(self, item: Any) -> Any:
+        if isinstance(item, dict):
+            if self.column not in item:
+                raise KeyError(f"an item has no column {self.column!r} to pack: {sorted(item)}.")
+            item = item[self.column]
+        if isinstance(item, np.ndarray):
+            return item.tolist()
+        if not isinstance(item, Sequence) or isinstance(item, (str, bytes)):
+            raise TypeError(f"a document must be a list of token ids, got {type(item).__name__}.")
+        return item
+
+
+class Packed:
+    """The batches of one window, built when read: pieces of documents laid into rows.
+
+    A piece is ``doc`` (index into the window's spans), ``off`` (its first token in the
+    document, counting the separator), ``length`` (tokens, separator included), ``row``
+    and ``dest`` (its first column in the row).
+    """
+
+    def __init__(
+        self,
+        stage: Any,
+        spans: Any,
+        pieces: tuple[np.ndarray, ...],
+        nrows: int,
+        stream: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None,
+    ):
+        self.stage = stage
+        self.col, self.owner, self.starts, self.lengths = spans
+        self.doc, self.off, self.length, self.row, self.dest = pieces
+        self.nrows = nrows
+        b = stage.batch_size
+        self.count = int(-(-nrows // b))
+        self._cuts = np.searchsorted(self.row, np.arange(0, self.count * b + 1, b))
+        # concat: the non-empty documents, their (start, end) in the window's token
+        # stream and the tokens kept; a full batch is one contiguous range of it
+        self.stream = stream
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, i: int | slice) -> Any:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(self.count))]
+        return self._batch(i)
+
+    def _batch(self, i: int) -> dict[str, Any]:
+        st = self.stage
+        b, s = st.batch_size, st.seq_len
+        if self.stream is not None and (i + 1) * b * s <= self.stream[3]:
+            out = self._full_range(i * b * s, (i + 1) * b * s)
+            if st.return_tensors == "pt":
+                import torch
+
+                return {k: torch.from_numpy(v) for k, v in out.items()}
+            return out
+        rows = b if st.full_batches else min(b, self.nrows - i * b)
+        lo, hi = int(self._cuts[i]), int(self._cuts[i + 1])
+        doc, off, plen = self.doc[lo:hi], self.off[lo:hi], self.length[lo:hi]
+        row = self.row[lo:hi] - i * b
+        dlen = self.lengths[doc]
+        tok = np.clip(np.minimum(plen, dlen - off), 0, None)  # tokens read from values
+        sep_after = None if st.separator is None else (off + plen == dlen + 1)
+        owner = None if self.owner is None else self.owner[doc]
+        flat = self.col.gather_spans(
+            owner,
+            self.starts[doc] + off,
+            tok,
+            sep_after=sep_after,
+            sep=0 if st.separator is None else st.separator,
+        )
+        # pieces fill each row from its first column: a row's tokens are a prefix
+        fill = np.bincount(row, weights=plen, minlength=rows).astype(np.int64)
+        ids = np.full((rows, s), st.pad_id, dtype=st.dtype)
+        seg = np.zeros((rows, s), dtype=st.dtype)
+        pos = np.zeros((rows, s), dtype=st.dtype)
+        total = int(plen.sum())
+        # segment number of each piece inside its row: 1, 2, ...
+        seg_of_piece = np.arange(len(row)) - np.searchsorted(row, row, side="left") + 1
+        seg_flat = np.repeat(seg_of_piece, plen)
+        pos_flat = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(plen) - plen, plen)
+        if bool((fill[:-1] == s).all()):  # full rows (concat): the tokens are a prefix
+            ids.reshape(-1)[:total] = flat
+            seg.reshape(-1)[:total] = seg_flat
+            pos.reshape(-1)[:total] = pos_flat
+        else:
+            mask = np.arange(s) < fill[:, None]
+            ids[mask], seg[mask], pos[mask] = flat, seg_flat, pos_flat
+        out = {"input_ids": ids, "segment_ids": seg, "position_ids": pos}
+        if st.return_tensors == "pt":
+            import torch
+
+            return {k: torch.from_numpy(v) for k, v in out.items()}
+        return out
+
+    def _full_range(self, lo: int, hi: int) -> dict[str, np.ndarray]:
+        """The batch of stream tokens ``[lo, hi)``: full rows, no padding.
+
+        Vectorised per batch (no per-piece arrays): a document's piece of a row starts
+        at ``max(document start, row start)``, so ``position_ids`` is the smaller of the
+        offsets from those two, and ``segment_ids`` counts the documents since the
+        row's first one.
+        """
+        st = self.stage
+        b, s = st.batch_size, st.seq_len
+        docs, dstart, dend, _ = self.stream  # type: ignore[misc]
+        first = int(np.searchsorted(dend, lo, side="right"))
+        last = int(np.searchsorted(dstart, hi, side="left"))
+        doc = docs[first:last]
+        a = np.maximum(dstart[first:last], lo)
+        take = np.minimum(dend[first:last], hi) - a  # stream tokens of each document
+        off = a - dstart[first:last]  # first of them in the document
+        dlen = self.lengths[doc]
+        tok = np.clip(np.minimum(take, dlen - off), 0, None)  # read from the values
+        sep_after = None if st.separator is None else (off + take == dlen + 1)
+        owner = None if self.owner is None else self.owner[doc]
+        ids = np.empty((b, s), dtype=st.dtype)
+        self.col.gather_spans(
+            owner,
+            self.starts[doc] + off,
+            tok,
+            out=ids.reshape(-1),
+            sep_after=sep_after,
+            sep=0 if st.separator is None else st.separator,
+        )
+        which = np.repeat(np.arange(len(doc), dtype=np.int64), take).reshape(b, s)
+        seg = np.empty((b, s), dtype=st.dtype)
+        np.subtract(which, which[:, :1] - 1, out=seg)
+        in_doc = np.arange(lo, hi, dtype=np.int64) - np.repeat(a, take)
+        pos = np.empty((b, s), dtype=st.dtype)
+        np.minimum(in_doc.reshape(b, s), row_positions(s), out=pos)
+        return {"input_ids": ids, "segment_ids": seg, "position_ids": pos}
+
+
+_ROW_POSITIONS: dict[int, np.ndarray] = {}
+
+
+def row_positions(seq_len: int) -> np.ndarray:
+    """``arange(seq_len)`` (kept: every packed batch needs it)."""
+    out = _ROW_POSITIONS.get(seq_len)
+    if out is None:
+        out = _ROW_POSITIONS[seq_len] = np.arange(seq_len, dtype=np.int64)
+        out.flags.writeable = False
+    return out
+
+
+class PackStage:
+    """Options shared by the packing stages."""
+
+    def _configure(
+        self,
+        column: str,
+        seq_len: int,
+        batch_size: int,
+        read_ahead: int,
+        pad_id: int,
+        return_tensors: str,
+        dtype: Any,
+    ) -> None:
+        if not isinstance(column, str):
+            raise TypeError(f"`column` must be a column name, got {column!r}.")
+        self.column = column
+        self.seq_len = positive("seq_len", seq_len)
+        self.batch_size = positive("batch_size", batch_size)
+        self.read_ahead = positive("read_ahead", read_ahead)
+        self.pad_id = int(check_int("pad_id", pad_id))
+        self.return_tensors = choice("return_tensors", return_tensors, ("np", "pt"))
+        self.dtype = np.dtype(dtype)
+        if self.dtype.kind not in "iu":
+            raise TypeError(f"`dtype` must be an integer dtype, got {self.dtype}.")
+
+    def _common(self) -> dict[str, Any]:
+        return {
+            "column": self.column,
+            "seq_len": self.seq_len,
+            "batch_size": self.batch_size,
+            "read_ahead": self.read_ahead,
+            "pad_id": self.pad_id,
+            "return_tensors": self.return_tensors,
+            "dtype": str(self.dtype),
+        }
