@@ -24,6 +24,7 @@ from arrowmix._dataset.dataset import Dataset, DatasetState
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._remote.cache import check_fits, parse_size
 from arrowmix._remote.meta import RemoteChunk, probe
+from arrowmix._remote.retry import remote_fs
 from arrowmix._remote.table import RemoteTable
 from arrowmix._storage.digests import read_manifest
 from arrowmix._storage.fs import is_local, url_to_fs
@@ -46,6 +47,10 @@ def _infos(files: Sequence[str], storage_options: Mapping[str, Any] | None) -> l
                 entries = fs.ls(parent, detail=True)
             except FileNotFoundError:
                 entries = []
+            except PermissionError as exc:
+                raise PermissionError(
+                    exc.errno, f"Listing the chunks of {url!r} was refused: {exc}"
+                ) from exc
             listed[parent] = {fs._strip_protocol(e["name"]): e for e in entries}
         info = listed[parent].get(fs._strip_protocol(path))
         if info is None:
@@ -53,6 +58,8 @@ def _infos(files: Sequence[str], storage_options: Mapping[str, Any] | None) -> l
                 info = fs.info(path)
             except FileNotFoundError as exc:
                 raise ChunkFileError(f"Remote chunk {url!r} not found.") from exc
+            except PermissionError as exc:
+                raise PermissionError(exc.errno, f"Reading {url!r} was refused: {exc}") from exc
         out.append(info)
     return out
 
@@ -60,7 +67,7 @@ def _infos(files: Sequence[str], storage_options: Mapping[str, Any] | None) -> l
 def _describe(
     url: str, info: Mapping[str, Any], digest: str, storage_options: Mapping[str, Any] | None
 ) -> tuple[pa.Schema, RemoteChunk]:
-    fs, path = url_to_fs(url, storage_options)
+    fs, path = remote_fs(url, storage_options)
     return probe(fs, path, url, info, digest)
 
 
@@ -73,7 +80,12 @@ def _digests(
     for url, info in zip(files, infos, strict=True):
         directory, name = url.rstrip("/").rsplit("/", 1)
         if directory not in manifests:
-            manifests[directory] = read_manifest(directory, storage_options)
+            try:
+                manifests[directory] = read_manifest(directory, storage_options)
+            except PermissionError as exc:
+                raise PermissionError(
+                    exc.errno, f"Reading the manifest of {directory!r} was refused: {exc}"
+                ) from exc
         manifest = manifests[directory]
         entry = None if manifest is None else manifest.get(name)
         if entry is None or entry.size != int(info["size"]):

@@ -14,7 +14,8 @@ directory's cache and budget.
 :class:`ReadAhead` downloads, on background threads, the chunks a stream will read next, in
 the order it will read them (see the ``read_ahead`` hook of
 :class:`~arrowmix._stream.sources.ArrowSource`), up to ``chunks`` chunks or ``max_bytes``
-bytes ahead of the reader; each downloaded chunk stays pinned until the reader gets to it.
+bytes ahead of the reader; each downloaded chunk stays pinned until the reader gets to it,
+unless a demand read of the node needs the space first (read-ahead pins yield to it).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._remote.cache import CacheStats, ChunkCache, Pinned, chunk_cache, counting
+from arrowmix._remote.cache import CacheStats, ChunkCache, Hold, chunk_cache, counting
 from arrowmix._remote.meta import RemoteChunk
 
 __all__ = ["ReadAhead", "RemoteTable"]
@@ -203,7 +204,7 @@ class ReadAhead:
         self._pool: ThreadPoolExecutor | None = None
         self._threads = threads
         # Planned chunks ahead of the reader: chunk -> (cursor of its first row, download).
-        self._ahead: dict[int, tuple[tuple[int, int], Future[Pinned | None] | None]] = {}
+        self._ahead: dict[int, tuple[tuple[int, int], Future[Hold | None] | None]] = {}
         self._plan: tuple[int, int] | None = None  # cursor up to which the order was read
         self._last: tuple[int, int] | None = None
         self._step = max(1, table.num_rows // max(1, len(table.chunks)))
@@ -276,11 +277,9 @@ class ReadAhead:
             self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="arrowmix-fetch")
         return self._pool
 
-    def _fetch(self, c: int) -> Pinned | None:
+    def _fetch(self, c: int) -> Hold | None:
         with counting(self.own):
-            return self.table.cache.acquire(
-                self.table.chunks[c], self.table.storage_options, wait=False
-            )
+            return self.table.cache.hold(self.table.chunks[c], self.table.storage_options)
 
     def _release(self, c: int) -> None:
         _, fut = self._ahead.pop(c)
@@ -288,11 +287,11 @@ class ReadAhead:
             return
         fut.add_done_callback(self._release_result)
 
-    def _release_result(self, fut: Future[Pinned | None]) -> None:
+    def _release_result(self, fut: Future[Hold | None]) -> None:
         if fut.cancelled() or fut.exception() is not None:
             return  # nothing was pinned (a failed download is retried by the reader itself)
-        if (pinned := fut.result()) is not None:
-            self.table.cache.release(pinned)
+        if (held := fut.result()) is not None:
+            self.table.cache.unhold(held)
 
     def _drop_plan(self) -> None:
         for c in list(self._ahead):
@@ -307,6 +306,6 @@ class ReadAhead:
             self._pool = None
 
 
-def _no_room(fut: Future[Pinned | None]) -> bool:
+def _no_room(fut: Future[Hold | None]) -> bool:
     """Whether a finished read-ahead found no room in the cache (to be tried again)."""
     return fut.done() and not fut.cancelled() and fut.exception() is None and fut.result() is None
