@@ -275,15 +275,16 @@ class ChunkCache:
     def _trim(self, keep: int) -> int:
         """Close idle copies beyond the ``keep`` most recent ones; return how many.
 
-        Idle copies also stay within an eighth of the limit (their pins hold space that the
-        other processes of the node may need).
+        Idle copies beyond the most recent one also stay within an eighth of the limit
+        (their pins hold space that the other processes of the node may need).
         """
         idle = [k for k, p in self._open.items() if p.users <= 0]
         excess = max(0, len(self._open) - keep) if keep else len(idle)
         idle_bytes = sum(self._open[k].chunk.size for k in idle)
         closed = 0
         for key in idle:
-            if closed >= excess and idle_bytes <= self.limit // _IDLE_SHARE:
+            last = closed == len(idle) - 1  # the most recent idle copy may stay open
+            if closed >= excess and (idle_bytes <= self.limit // _IDLE_SHARE or last):
                 break
             idle_bytes -= self._open[key].chunk.size
             self._open.pop(key).close()
@@ -472,7 +473,7 @@ def _in_child() -> None:
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_before_fork, after_in_child=_in_child)
+    os.register_at_fork(before=lambda: _before_fork(), after_in_child=lambda: _in_child())
 
 
 def check_fits(limit: int, chunks: list[RemoteChunk]) -> None:

@@ -82,7 +82,12 @@ def throttled(exc: BaseException) -> bool:
 
 
 def transient(exc: BaseException) -> bool:
-    """Whether a failed request is worth another attempt (not missing, not forbidden)."""
+    """Whether a failed request is worth another attempt (not missing, not forbidden).
+
+    A checksum mismatch of the answer (botocore's ``FlexibleChecksumError``) is one.
+    """
+    if "checksum" in type(exc).__name__.lower():
+        return True
     return isinstance(exc, OSError) and not isinstance(
         exc, (FileNotFoundError, PermissionError, IsADirectoryError)
     )
