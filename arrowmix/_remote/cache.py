@@ -14,6 +14,13 @@ Layout of the cache directory (one byte budget per directory, whatever the proce
   and removed by the downloader when done. A lock taken on a lock file that its holder
   removed meanwhile is taken again on the current file, so removing them is safe.
 - ``budget.lock``: held while space is counted, reserved or freed.
+- ``budget.squeeze``: touched by a demand read waiting for space; for a second after, every
+  process releases its read-ahead (:meth:`ChunkCache.hold`) and idle pins at its next read
+  and takes no new read-ahead pins.
+
+A process keeps the copy it read last open (pinned), and older idle ones up to an eighth of
+the limit; before it forks, it closes its idle copies, and a forked child drops every pin it
+inherited (its parent's to release).
 
 Space is the sum of the sizes of the copies and of the reserved downloads. Before a download,
 the least recently used copies (by modification time, touched on every open) that nobody
@@ -22,10 +29,11 @@ download waits for readers to finish and then raises
 :class:`~arrowmix.exceptions.CacheLimitError`. A partial download whose downloader died is
 removed when its ``.dl`` lock is free.
 
-Each downloaded copy is checked before it is renamed into place: the object's version tag is
-asked afresh and the copy's content digest must equal the one its corpus manifest records;
-otherwise :class:`~arrowmix.exceptions.ObjectChangedError` names the object, so two versions
-of a corpus are never mixed. The copy is then checked like a local chunk file (its checksum,
+Each downloaded copy is checked before it is renamed into place
+(:mod:`arrowmix._remote.download`): the object's version tag is asked afresh and the copy's
+content digest must equal the one its corpus manifest records; a new version raises
+:class:`~arrowmix.exceptions.ObjectChangedError` naming the object, so two versions of a
+corpus are never mixed. The copy is then checked like a local chunk file (its checksum,
 or its arrays), and a damaged one raises :class:`~arrowmix.exceptions.ChunkFileError` naming
 the object. Locks need ``fcntl`` (Linux, macOS).
 """
