@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from arrowmix._remote.cache import CacheStats, ChunkCache, Hold, chunk_cache, counting
 from arrowmix._remote.meta import RemoteChunk
+from arrowmix.exceptions import ChunkFileError, SchemaMismatchError
 
 __all__ = ["ReadAhead", "RemoteTable"]
 
@@ -65,6 +66,7 @@ class RemoteTable:
         self.names = tuple(names) if names is not None else tuple((n, n) for n in schema.names)
         self.schema = pa.schema([schema.field(src).with_name(out) for src, out in self.names])
         self.offsets = np.cumsum([0, *(c.num_rows for c in self.chunks)], dtype=np.int64)
+        self._checked: set[int] = set()  # chunks whose copy was seen to match the description
 
     def __reduce__(self) -> tuple[Any, ...]:
         args = (self.chunks, self.stored_schema, self.directory, self.limit,
@@ -154,6 +156,8 @@ class RemoteTable:
             pinned = cache.acquire(self.chunks[c], self.storage_options)
             assert pinned is not None  # waiting acquires always return a copy
             try:
+                if c not in self._checked:
+                    self._check(c, pinned.table)
                 part = pinned.table.select(src).take(pa.array(local))
             finally:
                 cache.release(pinned)
@@ -164,6 +168,29 @@ class RemoteTable:
         inverse[placed] = np.arange(len(idx), dtype=np.int64)
         out = gathered if bool((np.diff(placed) == 1).all()) else gathered.take(inverse)
         return out.cast(self.schema)
+
+    def _check(self, c: int, table: pa.Table) -> None:
+        """Refuse a copy whose schema or rows differ from what opening described.
+
+        Opening reads one chunk per directory (the manifest gives the others' rows), so the
+        schema of the others is checked here, on first use.
+
+        Raises:
+            SchemaMismatchError: the chunk's schema is not the corpus's.
+            ChunkFileError: its row count is not the manifest's.
+        """
+        chunk = self.chunks[c]
+        if not table.schema.remove_metadata().equals(self.stored_schema):
+            raise SchemaMismatchError(
+                f"Chunk file {chunk.url!r} has a different schema from {self.chunks[0].url!r}:"
+                f"\n{table.schema.remove_metadata()}\nexpected\n{self.stored_schema}"
+            )
+        if table.num_rows != chunk.num_rows:
+            raise ChunkFileError(
+                f"Remote chunk {chunk.url!r} has {table.num_rows} rows where its corpus "
+                f"manifest records {chunk.num_rows}."
+            )
+        self._checked.add(c)
 
     def chunks_touched(self, positions: np.ndarray) -> list[int]:
         """Indices of the chunks holding ``positions``, in order of first touch."""

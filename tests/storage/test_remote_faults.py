@@ -18,6 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
 
+import numpy as np
 import pytest
 
 import arrowmix as am
@@ -370,3 +371,42 @@ def test_read_ahead_pins_yield_to_a_demand_read(
     assert time.monotonic() - started < 2.5
     for s in streams:
         s.close()
+
+
+def test_opening_reads_one_chunk_per_directory_and_checks_the_others_on_first_read(
+    s3_url, s3_storage_options, proxy, tmp_path, s3_other_client
+):
+    so = s3_storage_options
+    ds = open_corpus(s3_url, so, proxy, tmp_path, n_chunks=6)
+    gets = [p for m, p, _ in proxy.log if m == "GET" and "chunk-" in p]
+    assert gets and all("chunk-00000.arrow" in p for p in gets)  # 5 chunks never asked
+    assert len(ds) == 6 * ROWS and ds[5 * ROWS + 7]["id"] == 5 * ROWS + 7
+    # A chunk of another schema, under the name, size and digest the manifest records for
+    # chunk 3, is refused when first read, naming it.
+    other = f"{s3_url}-other"
+    am.write_chunks(
+        ({"id": str(i), "text": f"{i} " + "p" * 1000} for i in range(ROWS)), other,
+        rows_per_chunk=ROWS, storage_options=so,
+    )  # fmt: skip
+    from arrowmix._dataset.state import state_of
+    from arrowmix._remote.meta import RemoteChunk
+    from arrowmix._remote.table import RemoteTable
+
+    table = state_of(ds).table
+    assert isinstance(table, RemoteTable)
+    fake = RemoteTable(
+        [*table.chunks[:3], RemoteChunk(
+            f"{other}/chunk-00000.arrow", *_described(s3_other_client, other, so),
+        )], table.stored_schema, str(tmp_path / "other"), table.limit, table.storage_options,
+    )  # fmt: skip
+    with pytest.raises(am.exceptions.SchemaMismatchError, match=r"other/chunk-00000\.arrow"):
+        fake.take(np.array([3 * ROWS]))
+
+
+def _described(fs, directory, so):
+    from arrowmix._remote.meta import version_tag
+    from arrowmix._storage.digests import read_manifest
+
+    info = fs.info(f"{directory}/chunk-00000.arrow")
+    entry = read_manifest(directory, so)
+    return int(info["size"]), version_tag(info), (ROWS,), entry["chunk-00000.arrow"].digest
