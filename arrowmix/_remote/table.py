@@ -20,16 +20,19 @@ unless a demand read of the node needs the space first (read-ahead pins yield to
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._remote.cache import CacheStats, ChunkCache, Hold, chunk_cache, counting
+from arrowmix._remote.cache import CacheStats, ChunkCache, Hold, Pinned, chunk_cache, counting
 from arrowmix._remote.meta import RemoteChunk
+from arrowmix._remote.stats import current
 from arrowmix.exceptions import ChunkFileError, SchemaMismatchError
 
 __all__ = ["ReadAhead", "RemoteTable"]
@@ -150,11 +153,9 @@ class RemoteTable:
         src = [s for s, _ in self.names]
         parts = []
         cache = self.cache
-        for a, b in groups:
-            c = int(sorted_owner[a])
+        owners = [int(sorted_owner[a]) for a, _ in groups]
+        for (a, b), (c, pinned) in zip(groups, self._pinned_in_order(owners), strict=True):
             local = idx[order[a:b]] - self.offsets[c]
-            pinned = cache.acquire(self.chunks[c], self.storage_options)
-            assert pinned is not None  # waiting acquires always return a copy
             try:
                 if c not in self._checked:
                     self._check(c, pinned.table)
@@ -168,6 +169,53 @@ class RemoteTable:
         inverse[placed] = np.arange(len(idx), dtype=np.int64)
         out = gathered if bool((np.diff(placed) == 1).all()) else gathered.take(inverse)
         return out.cast(self.schema)
+
+    def _pinned_in_order(self, owners: Sequence[int]) -> Iterator[tuple[int, Pinned]]:
+        """Each chunk of ``owners`` pinned, in order; the caller releases each one.
+
+        The next chunks are acquired in parallel (downloads when missing) while the first is
+        read, up to half the cache limit in flight, so a read spanning several missing
+        chunks waits for the slowest download, not for the sum of them.
+        """
+        cache = self.cache
+        if len(owners) == 1:
+            pinned = cache.acquire(self.chunks[owners[0]], self.storage_options)
+            assert pinned is not None  # waiting acquires always return a copy
+            yield owners[0], pinned
+            return
+        pool = _pool()
+        reader = current()  # the stream these reads count for, if any
+        futures: list[Future[Pinned | None]] = []
+        flying, budget = 0, self.limit // 2
+
+        def submit() -> None:
+            nonlocal flying
+            while len(futures) < len(owners):
+                size = self.chunks[owners[len(futures)]].size
+                busy = len(futures) - done[0]
+                if busy and flying + size > budget:
+                    return
+                flying += size
+                futures.append(pool.submit(
+                    _acquire_for, reader, cache, self.chunks[owners[len(futures)]],
+                    self.storage_options,
+                ))  # fmt: skip
+
+        done = [0]
+        try:
+            submit()
+            for k, c in enumerate(owners):
+                pinned = futures[k].result()
+                assert pinned is not None  # waiting acquires always return a copy
+                done[0] = k + 1
+                flying -= self.chunks[c].size
+                submit()
+                yield c, pinned
+        finally:
+            for fut in futures[done[0] :]:  # an error: release what was acquired meanwhile
+                with contextlib.suppress(BaseException):
+                    if (p := fut.result()) is not None:
+                        cache.release(p)
 
     def _check(self, c: int, table: pa.Table) -> None:
         """Refuse a copy whose schema or rows differ from what opening described.
@@ -331,6 +379,30 @@ class ReadAhead:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+
+def _acquire_for(
+    reader: CacheStats | None,
+    cache: ChunkCache,
+    chunk: RemoteChunk,
+    storage_options: Mapping[str, Any] | None,
+) -> Pinned | None:
+    with counting(reader) if reader is not None else contextlib.nullcontext():
+        return cache.acquire(chunk, storage_options)
+
+
+_POOL: dict[int, ThreadPoolExecutor] = {}
+
+
+def _pool() -> ThreadPoolExecutor:
+    """This process's threads for the parallel acquisitions of a read."""
+    pool = _POOL.get(os.getpid())
+    if pool is None:
+        _POOL.clear()  # a forked child does not inherit the parent's threads
+        pool = _POOL[os.getpid()] = ThreadPoolExecutor(
+            DOWNLOAD_THREADS, thread_name_prefix="arrowmix-read"
+        )
+    return pool
 
 
 def _no_room(fut: Future[Hold | None]) -> bool:

@@ -54,6 +54,8 @@ class FaultProxy:
         self.upstream = (parts.hostname or "127.0.0.1", parts.port or 80)
         self.rule: Callable[[str, str], str | None] = lambda method, path: None
         self.log: list[tuple[str, str, str | None]] = []
+        self.in_flight = self.most_in_flight = 0
+        self._count = threading.Lock()
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -88,6 +90,18 @@ class FaultProxy:
             body = _SLOWDOWN if action == "throttle" else _DENIED
             self._reply(h, 503 if action == "throttle" else 403, [], body)
             return
+        with self._count:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            if action == "slow":
+                time.sleep(0.3)
+            self._forward(h, action)
+        finally:
+            with self._count:
+                self.in_flight -= 1
+
+    def _forward(self, h: BaseHTTPRequestHandler, action: str | None) -> None:
         conn = http.client.HTTPConnection(*self.upstream, timeout=30)
         try:
             conn.request(h.command, h.path, headers=dict(h.headers))
@@ -410,3 +424,14 @@ def _described(fs, directory, so):
     info = fs.info(f"{directory}/chunk-00000.arrow")
     entry = read_manifest(directory, so)
     return int(info["size"]), version_tag(info), (ROWS,), entry["chunk-00000.arrow"].digest
+
+
+def test_a_read_spanning_missing_chunks_downloads_them_in_parallel(
+    s3_url, s3_storage_options, proxy, tmp_path
+):
+    ds = open_corpus(s3_url, s3_storage_options, proxy, tmp_path, n_chunks=4)
+    proxy.most_in_flight = 0
+    proxy.rule = lambda m, p: "slow" if m == "GET" and "chunk-" in p else None
+    rows = [3 * ROWS + 1, 1 * ROWS + 2, 2 * ROWS + 3, 5]
+    assert ds[rows]["id"] == rows  # in the order asked
+    assert proxy.most_in_flight >= 3  # not one chunk after the other
