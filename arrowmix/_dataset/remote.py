@@ -1,10 +1,11 @@
 """Open remote chunks without downloading them: ``from_chunks(url, cache_limit=...)``.
 
-Each chunk is described from a few range requests (its schema and record batch row counts:
-:func:`~arrowmix._remote.meta.probe`, issued for several chunks at once), its size and
-version from one listing per directory, and its content digest from the directory's manifest
-(written last by ``write_chunks``: a directory without one, or whose files do not match it,
-is refused, since hashing the files would download them all). The dataset's table is a
+Each chunk is described by its directory's manifest (written last by ``write_chunks``: its
+rows and content digest; a directory without one, or whose files do not match it, is refused,
+since hashing the files would download them all) and one listing per directory (its size and
+version). Only the first chunk of each directory is read, by a few range requests
+(:func:`~arrowmix._remote.meta.probe`: the schema); the other chunks' schemas and rows are
+checked when their copies are first read. The dataset's table is a
 :class:`~arrowmix._remote.table.RemoteTable` that downloads a chunk into the bounded
 cache directory when a read first needs it. The fingerprint is the one the same files get
 when read from a local directory (it hashes the same digests), so results cached from a
@@ -23,9 +24,10 @@ import pyarrow as pa
 from arrowmix._dataset.dataset import Dataset, DatasetState
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._remote.cache import check_fits, parse_size
-from arrowmix._remote.meta import RemoteChunk, probe
+from arrowmix._remote.meta import RemoteChunk, probe, version_tag
+from arrowmix._remote.retry import remote_fs
 from arrowmix._remote.table import RemoteTable
-from arrowmix._storage.digests import read_manifest
+from arrowmix._storage.digests import ChunkEntry, read_manifest
 from arrowmix._storage.fs import is_local, url_to_fs
 from arrowmix.exceptions import ChunkFileError, IncompleteCorpusError, SchemaMismatchError
 
@@ -46,6 +48,10 @@ def _infos(files: Sequence[str], storage_options: Mapping[str, Any] | None) -> l
                 entries = fs.ls(parent, detail=True)
             except FileNotFoundError:
                 entries = []
+            except PermissionError as exc:
+                raise PermissionError(
+                    exc.errno, f"Listing the chunks of {url!r} was refused: {exc}"
+                ) from exc
             listed[parent] = {fs._strip_protocol(e["name"]): e for e in entries}
         info = listed[parent].get(fs._strip_protocol(path))
         if info is None:
@@ -53,6 +59,8 @@ def _infos(files: Sequence[str], storage_options: Mapping[str, Any] | None) -> l
                 info = fs.info(path)
             except FileNotFoundError as exc:
                 raise ChunkFileError(f"Remote chunk {url!r} not found.") from exc
+            except PermissionError as exc:
+                raise PermissionError(exc.errno, f"Reading {url!r} was refused: {exc}") from exc
         out.append(info)
     return out
 
@@ -60,20 +68,25 @@ def _infos(files: Sequence[str], storage_options: Mapping[str, Any] | None) -> l
 def _describe(
     url: str, info: Mapping[str, Any], digest: str, storage_options: Mapping[str, Any] | None
 ) -> tuple[pa.Schema, RemoteChunk]:
-    fs, path = url_to_fs(url, storage_options)
+    fs, path = remote_fs(url, storage_options)
     return probe(fs, path, url, info, digest)
 
 
-def _digests(
+def _entries(
     files: Sequence[str], infos: Sequence[Any], storage_options: Mapping[str, Any] | None
-) -> list[str]:
-    """Each file's digest from its directory's manifest (which must list it, same size)."""
+) -> list[ChunkEntry]:
+    """Each file's manifest entry (rows, digest): its directory's manifest must list it."""
     manifests: dict[str, Any] = {}
     out = []
     for url, info in zip(files, infos, strict=True):
         directory, name = url.rstrip("/").rsplit("/", 1)
         if directory not in manifests:
-            manifests[directory] = read_manifest(directory, storage_options)
+            try:
+                manifests[directory] = read_manifest(directory, storage_options)
+            except PermissionError as exc:
+                raise PermissionError(
+                    exc.errno, f"Reading the manifest of {directory!r} was refused: {exc}"
+                ) from exc
         manifest = manifests[directory]
         entry = None if manifest is None else manifest.get(name)
         if entry is None or entry.size != int(info["size"]):
@@ -88,7 +101,7 @@ def _digests(
                 "manifest `write_chunks` writes last (hashing the files would download them "
                 "all). Rewrite the corpus with `write_chunks`, or open it without `cache_limit`."
             )
-        out.append(entry.digest)
+        out.append(entry)
     return out
 
 
@@ -115,19 +128,34 @@ def from_remote_chunks(
             "local file (local files are memory-mapped in place): drop `cache_limit`."
         )
     infos = _infos(files, storage_options)
-    digests = _digests(files, infos, storage_options)
-    with ThreadPoolExecutor(min(_PROBE_THREADS, len(files))) as pool:
-        described = list(
-            pool.map(lambda f, i, d: _describe(f, i, d, storage_options), files, infos, digests)
-        )
-    schema = described[0][0].remove_metadata()
-    for f, (s, _) in zip(files, described, strict=True):
+    entries = _entries(files, infos, storage_options)
+    # One probe per directory (its schema): the manifest has every chunk's rows, and the
+    # other chunks' schemas are checked when their copies are first read.
+    first: dict[str, int] = {}
+    for i, f in enumerate(files):
+        first.setdefault(f.rstrip("/").rsplit("/", 1)[0], i)
+    probed = sorted(first.values())
+    with ThreadPoolExecutor(min(_PROBE_THREADS, len(probed))) as pool:
+        described = dict(zip(probed, pool.map(
+            lambda i: _describe(files[i], infos[i], entries[i].digest, storage_options), probed
+        ), strict=True))  # fmt: skip
+    schema = described[probed[0]][0].remove_metadata()
+    for i, (s, c) in described.items():
         if not s.remove_metadata().equals(schema):
             raise SchemaMismatchError(
-                f"Chunk file {f!r} has a different schema from {files[0]!r}:\n"
+                f"Chunk file {files[i]!r} has a different schema from {files[0]!r}:\n"
                 f"{s.remove_metadata()}\nexpected\n{schema}"
             )
-    chunks = [c for _, c in described]
+        if c.num_rows != entries[i].rows:
+            raise IncompleteCorpusError(
+                f"Chunk file {files[i]!r} has {c.num_rows} rows where its manifest records "
+                f"{entries[i].rows}: the corpus was altered after `write_chunks`."
+            )
+    chunks = [
+        described[i][1] if i in described else
+        RemoteChunk(f, int(info["size"]), version_tag(info), (e.rows,), e.digest)
+        for i, (f, info, e) in enumerate(zip(files, infos, entries, strict=True))
+    ]  # fmt: skip
     check_fits(limit, chunks)
     # No directory given: each process (each node of a cluster) uses its own default one.
     table = RemoteTable(chunks, schema, chunk_cache_dir, limit, storage_options)

@@ -14,6 +14,13 @@ Layout of the cache directory (one byte budget per directory, whatever the proce
   and removed by the downloader when done. A lock taken on a lock file that its holder
   removed meanwhile is taken again on the current file, so removing them is safe.
 - ``budget.lock``: held while space is counted, reserved or freed.
+- ``budget.squeeze``: touched by a demand read waiting for space; for a second after, every
+  process releases its read-ahead (:meth:`ChunkCache.hold`) and idle pins at its next read
+  and takes no new read-ahead pins.
+
+A process keeps the copy it read last open (pinned), and older idle ones up to an eighth of
+the limit; before it forks, it closes its idle copies, and a forked child drops every pin it
+inherited (its parent's to release).
 
 Space is the sum of the sizes of the copies and of the reserved downloads. Before a download,
 the least recently used copies (by modification time, touched on every open) that nobody
@@ -22,10 +29,11 @@ download waits for readers to finish and then raises
 :class:`~arrowmix.exceptions.CacheLimitError`. A partial download whose downloader died is
 removed when its ``.dl`` lock is free.
 
-Each downloaded copy is checked before it is renamed into place: the object's version tag is
-asked afresh and the copy's content digest must equal the one its corpus manifest records;
-otherwise :class:`~arrowmix.exceptions.ObjectChangedError` names the object, so two versions
-of a corpus are never mixed. The copy is then checked like a local chunk file (its checksum,
+Each downloaded copy is checked before it is renamed into place
+(:mod:`arrowmix._remote.download`): the object's version tag is asked afresh and the copy's
+content digest must equal the one its corpus manifest records; a new version raises
+:class:`~arrowmix.exceptions.ObjectChangedError` naming the object, so two versions of a
+corpus are never mixed. The copy is then checked like a local chunk file (its checksum,
 or its arrays), and a damaged one raises :class:`~arrowmix.exceptions.ChunkFileError` naming
 the object. Locks need ``fcntl`` (Linux, macOS).
 """
@@ -41,14 +49,13 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
-import xxhash
 
-from arrowmix._remote.meta import RemoteChunk, fetch_ranges, same_version, version_tag
+from arrowmix._remote.download import download
+from arrowmix._remote.meta import RemoteChunk
 from arrowmix._remote.stats import CacheStats, count, counting, parse_size
 from arrowmix._storage import integrity
-from arrowmix._storage.fs import url_to_fs
 from arrowmix._storage.local import root_dir, same_file
-from arrowmix.exceptions import CacheLimitError, ChunkFileError, ObjectChangedError
+from arrowmix.exceptions import CacheLimitError, ChunkFileError
 
 try:
     import fcntl
@@ -65,11 +72,13 @@ __all__ = [
     "parse_size",
 ]
 
-_PART = 8 * 2**20  # bytes per ranged GET of a download
-_PARTS_IN_FLIGHT = 8
 _POLL = 0.05
 #: Prefix of a download in progress; not ``tmp-``, which cleanup-cache reads as a dead writer's.
 _PARTIAL = "dl-"
+#: Idle copies kept open pin at most this share of the limit (1/8) per process.
+_IDLE_SHARE = 8
+#: How long a waiting demand read's request to release idle pins lasts (seconds).
+_SQUEEZE = 1.0
 #: How long a read waits for other readers to release space before CacheLimitError.
 WAIT_FOR_SPACE = 30.0
 
@@ -133,6 +142,13 @@ class Pinned:
             os.close(self._fd)
 
 
+class Hold:
+    """A read-ahead's pin of a copy (see :meth:`ChunkCache.hold`)."""
+
+    def __init__(self, pinned: Pinned) -> None:
+        self.pinned = pinned
+
+
 class ChunkCache:
     """One cache directory with a byte budget (see the module docstring).
 
@@ -150,6 +166,7 @@ class ChunkCache:
         os.makedirs(self.directory, exist_ok=True)
         self._lock = threading.RLock()
         self._open: dict[str, Pinned] = {}  # key -> open copy (in use or idle, MRU last)
+        self._holds: set[Hold] = set()  # read-ahead pins, released when demand needs room
 
     def _path(self, name: str) -> str:
         return os.path.join(self.directory, name)
@@ -162,6 +179,10 @@ class ChunkCache:
 
         ``wait=False`` (read-ahead) returns None instead of waiting for space.
         """
+        if self._squeezed():  # a demand read somewhere waits for space
+            if not wait:
+                return None
+            self._yield_idle()
         with self._lock:
             pinned = self._open.pop(chunk.key, None)
             if pinned is not None:
@@ -176,6 +197,7 @@ class ChunkCache:
                 started = time.perf_counter()
                 if not self._download(chunk, storage_options, wait):
                     os.close(fd)
+                    self._drop_pin(chunk)
                     return None
                 if wait:
                     waited = time.perf_counter() - started
@@ -186,6 +208,7 @@ class ChunkCache:
             table = pa.ipc.open_file(pa.memory_map(data, "r").read_buffer()).read_all()
         except BaseException:
             os.close(fd)
+            self._drop_pin(chunk)
             raise
         with self._lock:
             existing = self._open.get(chunk.key)
@@ -199,6 +222,58 @@ class ChunkCache:
             self._trim(self.keep_open)
         return pinned
 
+    def _drop_pin(self, chunk: RemoteChunk) -> None:
+        """Remove the ``.pin`` of a chunk that has no copy (a failed or refused download)."""
+        pin = self._path(chunk.key + ".pin")
+        with _flock(pin, fcntl.LOCK_EX | fcntl.LOCK_NB) as free:
+            if free and not os.path.exists(self._path(chunk.key + ".arrow")):
+                _unlink(pin)  # held exclusively (see _lock_fd)
+
+    def hold(self, chunk: RemoteChunk, storage_options: Mapping[str, Any] | None) -> Hold | None:
+        """A speculative (read-ahead) pin of ``chunk``: None when there is no room now.
+
+        Demand reads take precedence: a read waiting for space releases the holds of its
+        process at once, and those of other processes at their next read (see
+        :meth:`_squeeze`).
+        """
+        pinned = self.acquire(chunk, storage_options, wait=False)
+        if pinned is None:
+            return None
+        held = Hold(pinned)
+        with self._lock:
+            self._holds.add(held)
+        return held
+
+    def unhold(self, held: Hold) -> None:
+        """Release a :meth:`hold` (nothing if a demand read already took it back)."""
+        with self._lock:
+            if held in self._holds:
+                self._holds.discard(held)
+                self.release(held.pinned)
+
+    def _yield_idle(self) -> int:
+        """Release every hold and close every idle copy; return how many copies closed."""
+        with self._lock:
+            for held in self._holds:
+                held.pinned.users -= 1
+            self._holds.clear()
+            return self._trim(0)
+
+    def _squeeze(self) -> None:
+        """Tell the other processes of the directory that a demand read waits for space."""
+        path = self._path("budget.squeeze")
+        with contextlib.suppress(OSError):
+            with open(path, "a"):
+                pass
+            os.utime(path)
+
+    def _squeezed(self) -> bool:
+        """Whether a demand read (of any process) waited for space within the last second."""
+        try:
+            return os.stat(self._path("budget.squeeze")).st_mtime > time.time() - _SQUEEZE
+        except OSError:
+            return False
+
     def release(self, pinned: Pinned) -> None:
         """Done reading ``pinned`` for now; it stays open while among the recent ones."""
         with self._lock:
@@ -206,10 +281,20 @@ class ChunkCache:
             self._trim(self.keep_open)
 
     def _trim(self, keep: int) -> int:
-        """Close idle copies beyond the ``keep`` most recent ones; return how many."""
+        """Close idle copies beyond the ``keep`` most recent ones; return how many.
+
+        Idle copies beyond the most recent one also stay within an eighth of the limit
+        (their pins hold space that the other processes of the node may need).
+        """
         idle = [k for k, p in self._open.items() if p.users <= 0]
+        excess = max(0, len(self._open) - keep) if keep else len(idle)
+        idle_bytes = sum(self._open[k].chunk.size for k in idle)
         closed = 0
-        for key in idle[: max(0, len(self._open) - keep)] if keep else idle:
+        for key in idle:
+            last = closed == len(idle) - 1  # the most recent idle copy may stay open
+            if closed >= excess and (idle_bytes <= self.limit // _IDLE_SHARE or last):
+                break
+            idle_bytes -= self._open[key].chunk.size
             self._open.pop(key).close()
             closed += 1
         return closed
@@ -244,37 +329,12 @@ class ChunkCache:
     def _fetch(
         self, chunk: RemoteChunk, storage_options: Mapping[str, Any] | None, partial: str
     ) -> None:
-        fs, path = url_to_fs(chunk.url, storage_options)
-        parts = [(a, min(a + _PART, chunk.size)) for a in range(0, chunk.size, _PART)]
-        fd = os.open(partial, os.O_WRONLY)
-        try:
-            for i in range(0, len(parts), _PARTS_IN_FLIGHT):
-                group = parts[i : i + _PARTS_IN_FLIGHT]
-                for (a, _), data in zip(group, fetch_ranges(fs, path, chunk.url, group),
-                                        strict=True):  # fmt: skip
-                    os.pwrite(fd, data, a)
-                    with self._lock:
-                        self.stats.bytes_downloaded += len(data)
-                        count("bytes_downloaded", len(data))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        fs.invalidate_cache(path)
-        try:
-            now = version_tag(fs.info(path))
-        except FileNotFoundError as exc:
-            raise ChunkFileError(f"Remote chunk {chunk.url!r} is gone: {exc}") from exc
-        if same_version(now, chunk.tag) and _xxh3(partial) != chunk.digest:
-            raise ChunkFileError(
-                f"Remote chunk {chunk.url!r} is damaged: its bytes do not match the digest its "
-                "corpus manifest records (or it was rewritten without a new version tag)."
-            )
-        if not same_version(now, chunk.tag) or _xxh3(partial) != chunk.digest:
-            raise ObjectChangedError(
-                f"Remote chunk {chunk.url!r} changed since the dataset was opened "
-                f"(then {dict(chunk.tag)}, now {dict(now)}); reopen the dataset to read the "
-                "new version. Nothing of the new version was used."
-            )
+        def counted(n: int) -> None:
+            with self._lock:
+                self.stats.bytes_downloaded += n
+                count("bytes_downloaded", n)
+
+        download(chunk, storage_options, partial, self.directory, counted)
         # Checked once, when made: a damaged object (bad checksum, invalid arrays) is refused
         # as a damaged local chunk is (see arrowmix._storage.integrity).
         why = integrity.problem(pa.memory_map(partial, "r").read_buffer(), structural=True)
@@ -305,6 +365,9 @@ class ChunkCache:
                 continue
             if not wait:
                 return False
+            if self._yield_idle():
+                continue
+            self._squeeze()
             if time.monotonic() > deadline:
                 raise CacheLimitError(
                     f"The chunk cache {self.directory!r} (limit {self.limit} bytes) cannot "
@@ -365,15 +428,6 @@ class ChunkCache:
         return total
 
 
-def _xxh3(path: str) -> str:
-    """The content digest of a local file (as ``arrowmix._storage.digests`` defines it)."""
-    h = xxhash.xxh3_64()
-    with open(path, "rb") as f:
-        while block := f.read(8 * 2**20):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _too_small(limit: int, chunk: RemoteChunk) -> str:
     return (
         f"`cache_limit` ({limit} bytes) is smaller than the chunk {chunk.url!r} "
@@ -403,6 +457,31 @@ def chunk_cache(directory: str | None, limit: int) -> ChunkCache:
             cache = _CACHES[key] = ChunkCache(key, limit)
         cache.limit = limit
         return cache
+
+
+def _before_fork() -> None:
+    """Close idle copies, so that neither the parent nor the child keeps their pins."""
+    for cache in list(_CACHES.values()):
+        if cache._lock.acquire(timeout=1.0):
+            try:
+                cache._trim(0)
+            finally:
+                cache._lock.release()
+
+
+def _in_child() -> None:
+    """A forked child drops the pins it inherited: they are its parent's to release."""
+    for cache in list(_CACHES.values()):
+        cache._lock = threading.RLock()
+        for pinned in cache._open.values():
+            with contextlib.suppress(OSError):
+                os.close(pinned._fd)
+        cache._open.clear()
+        cache._holds.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=lambda: _before_fork(), after_in_child=lambda: _in_child())
 
 
 def check_fits(limit: int, chunks: list[RemoteChunk]) -> None:

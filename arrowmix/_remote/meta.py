@@ -12,9 +12,9 @@ The record batch row counts live in the batches' metadata messages, not in the f
 tiny flatbuffer reader below extracts them (Footer.recordBatches, Message.header and
 RecordBatch.length of the Arrow ``File.fbs``/``Message.fbs`` schemas).
 
-Every request is retried with exponential backoff on transient errors (a dropped connection,
-throttling: fsspec backends raise ``OSError`` subclasses for both), then raises
-:class:`~arrowmix.exceptions.RemoteReadError` naming the object.
+Every request is retried by the one retry layer (:mod:`arrowmix._remote.retry`) on transient
+errors and short answers, then raises :class:`~arrowmix.exceptions.RemoteReadError` naming
+the object; a short answer is called a replacement only when the object's version changed.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Any
 import pyarrow as pa
 import xxhash
 
+from arrowmix._remote.retry import RETRY, delay, transient
 from arrowmix.exceptions import ChunkFileError, ObjectChangedError, RemoteReadError
 
 __all__ = ["RETRY", "RemoteChunk", "fetch_ranges", "probe", "version_tag"]
@@ -40,17 +41,6 @@ _RECORD_BATCH = 3  # MessageHeader.RecordBatch
 _TAG_KEYS = (
     "VersionId", "ETag", "etag", "generation", "md5Hash", "mtime", "LastModified", "created",
 )  # fmt: skip
-
-
-@dataclass
-class _Retry:
-    """Retry policy of every remote request (module-level so that tests can shorten it)."""
-
-    attempts: int = 5
-    backoff: float = 0.2  # seconds before the 2nd attempt; doubled each time
-
-
-RETRY = _Retry()
 
 
 def _norm(value: Any) -> str:
@@ -100,51 +90,79 @@ class RemoteChunk:
 
     @property
     def key(self) -> str:
-        """The local cache name of this version of the object: ``<hash>-<file name>``."""
+        """The local cache name of this version of the object: ``<hash>-<file stem>``."""
         ident = json.dumps([self.url, list(self.tag)]).encode()
-        return f"{xxhash.xxh3_64_hexdigest(ident)}-{self.url.rstrip('/').rsplit('/', 1)[-1]}"
+        name = self.url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".arrow")
+        return f"{xxhash.xxh3_64_hexdigest(ident)}-{name}"
 
 
-def _transient(exc: OSError) -> bool:
-    return not isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError))
+def _check_version(fs: Any, path: str, url: str, tag: Sequence[tuple[str, str]]) -> None:
+    """Raise ObjectChangedError if the object's version is no longer ``tag``."""
+    fs.invalidate_cache(path)
+    try:
+        now = version_tag(fs.info(path))
+    except FileNotFoundError as exc:
+        raise ChunkFileError(f"Remote chunk {url!r} is gone: {exc}") from exc
+    except OSError:
+        return  # asking failed: the short answer is retried as any transient error
+    if not same_version(now, tag):
+        raise ObjectChangedError(
+            f"Remote chunk {url!r} changed since the dataset was opened (then {dict(tag)}, "
+            f"now {dict(now)}); reopen the dataset to read the new version."
+        )
 
 
-def fetch_ranges(fs: Any, path: str, url: str, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+def fetch_ranges(
+    fs: Any,
+    path: str,
+    url: str,
+    ranges: Sequence[tuple[int, int]],
+    tag: Sequence[tuple[str, str]] | None = None,
+) -> list[bytes]:
     """The bytes ``[start, stop)`` of each range of object ``path`` (retried, then an error).
+
+    Failed and short answers are asked again, up to ``RETRY.attempts`` requests per range
+    (with backoff, longer when throttled). A short answer is a replacement only when the
+    object's version is no longer ``tag`` (asked afresh); otherwise it is retried.
 
     Raises:
         ChunkFileError: the object is gone.
-        RemoteReadError: the requests kept failing (the message names ``url``).
+        ObjectChangedError: an answer was short and the object's version is not ``tag``.
+        RemoteReadError: the requests kept failing, or were refused (the message names ``url``).
     """
-    if not ranges:
-        return []
-    delay = RETRY.backoff
+    got: dict[int, bytes] = {}
     last: BaseException | None = None
     for attempt in range(RETRY.attempts):
+        pending = [i for i in range(len(ranges)) if i not in got]
+        if not pending:
+            break
         if attempt:
-            time.sleep(delay)
-            delay *= 2
+            time.sleep(delay(attempt, last))
         try:
-            got = fs.cat_ranges(
-                [path] * len(ranges), [a for a, _ in ranges], [b for _, b in ranges],
-                on_error="return",
+            answers = fs.cat_ranges(
+                [path] * len(pending), [ranges[i][0] for i in pending],
+                [ranges[i][1] for i in pending], on_error="return",
             )  # fmt: skip
         except OSError as exc:
-            got = [exc]
-        errors = [g for g in got if isinstance(g, BaseException)]
-        if not errors:
-            for (a, b), data in zip(ranges, got, strict=True):
-                if len(data) != b - a:
-                    raise ObjectChangedError(
-                        f"{url!r}: asked for bytes [{a}, {b}), got {len(data)}: the object "
-                        "is shorter than when the dataset was opened (it was replaced)."
-                    )
-            return list(got)
-        last = errors[0]
+            answers = [exc] * len(pending)
+        short = False
+        for i, data in zip(pending, answers, strict=True):
+            a, b = ranges[i]
+            if isinstance(data, BaseException):
+                last = data
+            elif len(data) != b - a:
+                short = True
+                last = OSError(f"asked for bytes [{a}, {b}), got {len(data)}")
+            else:
+                got[i] = data
+        if short and tag is not None:
+            _check_version(fs, path, url, tag)
         if isinstance(last, FileNotFoundError):
             raise ChunkFileError(f"Remote chunk {url!r} is gone: {last}") from last
-        if not isinstance(last, OSError) or not _transient(last):
+        if last is not None and not transient(last):
             raise RemoteReadError(f"Reading {url!r} failed: {last!r}") from last
+    if len(got) == len(ranges):
+        return [got[i] for i in range(len(ranges))]
     raise RemoteReadError(
         f"Reading {url!r} failed {RETRY.attempts} times (last error: {last!r}); giving up."
     ) from last
@@ -159,19 +177,20 @@ def probe(
         ChunkFileError: the object is not an Arrow IPC file (named in the message).
     """
     size = int(info["size"])
+    tag = version_tag(info)
     if size < len(_MAGIC) * 2 + 4:
         raise ChunkFileError(f"{url!r} ({size} bytes) is too small to be an Arrow IPC file.")
     if size <= 2 * _WINDOW:
-        (head,) = fetch_ranges(fs, path, url, [(0, size)])
+        (head,) = fetch_ranges(fs, path, url, [(0, size)], tag)
         tail, known = head, {0: head}
     else:
-        head, tail = fetch_ranges(fs, path, url, [(0, _WINDOW), (size - _WINDOW, size)])
+        head, tail = fetch_ranges(fs, path, url, [(0, _WINDOW), (size - _WINDOW, size)], tag)
         known = {0: head, size - _WINDOW: tail}
 
     def read(offset: int, n: int) -> bytes:
         data = read_known(known, offset, n)
         if data is None:
-            (data,) = fetch_ranges(fs, path, url, [(offset, offset + n)])
+            (data,) = fetch_ranges(fs, path, url, [(offset, offset + n)], tag)
             known[offset] = data
         return data
 
@@ -187,12 +206,12 @@ def probe(
         meta_len = struct.unpack("<i", read(12, 4))[0]
         schema = pa.ipc.read_schema(pa.py_buffer(read(8, 8 + meta_len)))
         missing = [(o, o + n) for o, n, _ in blocks if read_known(known, o, n) is None]
-        for (o, _), data in zip(missing, fetch_ranges(fs, path, url, missing), strict=True):
+        for (o, _), data in zip(missing, fetch_ranges(fs, path, url, missing, tag), strict=True):
             known[o] = data
         rows = tuple(_batch_length(read(o, n)) for o, n, _ in blocks)
     except (struct.error, IndexError, pa.ArrowInvalid) as exc:
         raise ChunkFileError(f"{url!r}: cannot read its Arrow IPC footer: {exc}") from exc
-    return schema, RemoteChunk(url, size, version_tag(info), rows, digest)
+    return schema, RemoteChunk(url, size, tag, rows, digest)
 
 
 def read_known(known: Mapping[int, bytes], offset: int, n: int) -> bytes | None:

@@ -90,6 +90,11 @@ def counting(stats: CacheStats) -> Iterator[None]:
         _READER.stats = before
 
 
+def current() -> CacheStats | None:
+    """The stats this thread counts its reads in (see :func:`counting`), if any."""
+    return getattr(_READER, "stats", None)
+
+
 def count(field: str, amount: float) -> None:
     """Add ``amount`` to ``field`` of the current reader's stats (caller holds the lock)."""
     mine = getattr(_READER, "stats", None)

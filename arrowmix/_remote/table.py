@@ -14,21 +14,26 @@ directory's cache and budget.
 :class:`ReadAhead` downloads, on background threads, the chunks a stream will read next, in
 the order it will read them (see the ``read_ahead`` hook of
 :class:`~arrowmix._stream.sources.ArrowSource`), up to ``chunks`` chunks or ``max_bytes``
-bytes ahead of the reader; each downloaded chunk stays pinned until the reader gets to it.
+bytes ahead of the reader; each downloaded chunk stays pinned until the reader gets to it,
+unless a demand read of the node needs the space first (read-ahead pins yield to it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._remote.cache import CacheStats, ChunkCache, Pinned, chunk_cache, counting
+from arrowmix._remote.cache import CacheStats, ChunkCache, Hold, Pinned, chunk_cache, counting
 from arrowmix._remote.meta import RemoteChunk
+from arrowmix._remote.stats import current
+from arrowmix.exceptions import ChunkFileError, SchemaMismatchError
 
 __all__ = ["ReadAhead", "RemoteTable"]
 
@@ -64,6 +69,7 @@ class RemoteTable:
         self.names = tuple(names) if names is not None else tuple((n, n) for n in schema.names)
         self.schema = pa.schema([schema.field(src).with_name(out) for src, out in self.names])
         self.offsets = np.cumsum([0, *(c.num_rows for c in self.chunks)], dtype=np.int64)
+        self._checked: set[int] = set()  # chunks whose copy was seen to match the description
 
     def __reduce__(self) -> tuple[Any, ...]:
         args = (self.chunks, self.stored_schema, self.directory, self.limit,
@@ -147,12 +153,12 @@ class RemoteTable:
         src = [s for s, _ in self.names]
         parts = []
         cache = self.cache
-        for a, b in groups:
-            c = int(sorted_owner[a])
+        owners = [int(sorted_owner[a]) for a, _ in groups]
+        for (a, b), (c, pinned) in zip(groups, self._pinned_in_order(owners), strict=True):
             local = idx[order[a:b]] - self.offsets[c]
-            pinned = cache.acquire(self.chunks[c], self.storage_options)
-            assert pinned is not None  # waiting acquires always return a copy
             try:
+                if c not in self._checked:
+                    self._check(c, pinned.table)
                 part = pinned.table.select(src).take(pa.array(local))
             finally:
                 cache.release(pinned)
@@ -163,6 +169,76 @@ class RemoteTable:
         inverse[placed] = np.arange(len(idx), dtype=np.int64)
         out = gathered if bool((np.diff(placed) == 1).all()) else gathered.take(inverse)
         return out.cast(self.schema)
+
+    def _pinned_in_order(self, owners: Sequence[int]) -> Iterator[tuple[int, Pinned]]:
+        """Each chunk of ``owners`` pinned, in order; the caller releases each one.
+
+        The next chunks are acquired in parallel (downloads when missing) while the first is
+        read, up to half the cache limit in flight, so a read spanning several missing
+        chunks waits for the slowest download, not for the sum of them.
+        """
+        cache = self.cache
+        if len(owners) == 1:
+            pinned = cache.acquire(self.chunks[owners[0]], self.storage_options)
+            assert pinned is not None  # waiting acquires always return a copy
+            yield owners[0], pinned
+            return
+        pool = _pool()
+        reader = current()  # the stream these reads count for, if any
+        futures: list[Future[Pinned | None]] = []
+        flying, budget = 0, self.limit // 2
+
+        def submit() -> None:
+            nonlocal flying
+            while len(futures) < len(owners):
+                size = self.chunks[owners[len(futures)]].size
+                busy = len(futures) - done[0]
+                if busy and flying + size > budget:
+                    return
+                flying += size
+                futures.append(pool.submit(
+                    _acquire_for, reader, cache, self.chunks[owners[len(futures)]],
+                    self.storage_options,
+                ))  # fmt: skip
+
+        done = [0]
+        try:
+            submit()
+            for k, c in enumerate(owners):
+                pinned = futures[k].result()
+                assert pinned is not None  # waiting acquires always return a copy
+                done[0] = k + 1
+                flying -= self.chunks[c].size
+                submit()
+                yield c, pinned
+        finally:
+            for fut in futures[done[0] :]:  # an error: release what was acquired meanwhile
+                with contextlib.suppress(BaseException):
+                    if (p := fut.result()) is not None:
+                        cache.release(p)
+
+    def _check(self, c: int, table: pa.Table) -> None:
+        """Refuse a copy whose schema or rows differ from what opening described.
+
+        Opening reads one chunk per directory (the manifest gives the others' rows), so the
+        schema of the others is checked here, on first use.
+
+        Raises:
+            SchemaMismatchError: the chunk's schema is not the corpus's.
+            ChunkFileError: its row count is not the manifest's.
+        """
+        chunk = self.chunks[c]
+        if not table.schema.remove_metadata().equals(self.stored_schema):
+            raise SchemaMismatchError(
+                f"Chunk file {chunk.url!r} has a different schema from {self.chunks[0].url!r}:"
+                f"\n{table.schema.remove_metadata()}\nexpected\n{self.stored_schema}"
+            )
+        if table.num_rows != chunk.num_rows:
+            raise ChunkFileError(
+                f"Remote chunk {chunk.url!r} has {table.num_rows} rows where its corpus "
+                f"manifest records {chunk.num_rows}."
+            )
+        self._checked.add(c)
 
     def chunks_touched(self, positions: np.ndarray) -> list[int]:
         """Indices of the chunks holding ``positions``, in order of first touch."""
@@ -203,7 +279,7 @@ class ReadAhead:
         self._pool: ThreadPoolExecutor | None = None
         self._threads = threads
         # Planned chunks ahead of the reader: chunk -> (cursor of its first row, download).
-        self._ahead: dict[int, tuple[tuple[int, int], Future[Pinned | None] | None]] = {}
+        self._ahead: dict[int, tuple[tuple[int, int], Future[Hold | None] | None]] = {}
         self._plan: tuple[int, int] | None = None  # cursor up to which the order was read
         self._last: tuple[int, int] | None = None
         self._step = max(1, table.num_rows // max(1, len(table.chunks)))
@@ -276,11 +352,9 @@ class ReadAhead:
             self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="arrowmix-fetch")
         return self._pool
 
-    def _fetch(self, c: int) -> Pinned | None:
+    def _fetch(self, c: int) -> Hold | None:
         with counting(self.own):
-            return self.table.cache.acquire(
-                self.table.chunks[c], self.table.storage_options, wait=False
-            )
+            return self.table.cache.hold(self.table.chunks[c], self.table.storage_options)
 
     def _release(self, c: int) -> None:
         _, fut = self._ahead.pop(c)
@@ -288,11 +362,11 @@ class ReadAhead:
             return
         fut.add_done_callback(self._release_result)
 
-    def _release_result(self, fut: Future[Pinned | None]) -> None:
+    def _release_result(self, fut: Future[Hold | None]) -> None:
         if fut.cancelled() or fut.exception() is not None:
             return  # nothing was pinned (a failed download is retried by the reader itself)
-        if (pinned := fut.result()) is not None:
-            self.table.cache.release(pinned)
+        if (held := fut.result()) is not None:
+            self.table.cache.unhold(held)
 
     def _drop_plan(self) -> None:
         for c in list(self._ahead):
@@ -307,6 +381,30 @@ class ReadAhead:
             self._pool = None
 
 
-def _no_room(fut: Future[Pinned | None]) -> bool:
+def _acquire_for(
+    reader: CacheStats | None,
+    cache: ChunkCache,
+    chunk: RemoteChunk,
+    storage_options: Mapping[str, Any] | None,
+) -> Pinned | None:
+    with counting(reader) if reader is not None else contextlib.nullcontext():
+        return cache.acquire(chunk, storage_options)
+
+
+_POOL: dict[int, ThreadPoolExecutor] = {}
+
+
+def _pool() -> ThreadPoolExecutor:
+    """This process's threads for the parallel acquisitions of a read."""
+    pool = _POOL.get(os.getpid())
+    if pool is None:
+        _POOL.clear()  # a forked child does not inherit the parent's threads
+        pool = _POOL[os.getpid()] = ThreadPoolExecutor(
+            DOWNLOAD_THREADS, thread_name_prefix="arrowmix-read"
+        )
+    return pool
+
+
+def _no_room(fut: Future[Hold | None]) -> bool:
     """Whether a finished read-ahead found no room in the cache (to be tried again)."""
     return fut.done() and not fut.cancelled() and fut.exception() is None and fut.result() is None

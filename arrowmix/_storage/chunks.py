@@ -347,7 +347,10 @@ def list_chunk_files(
     out: list[str] = []
     for s in specs:
         s = os.fspath(s)
-        found = _resolve_one(s, storage_options)
+        try:
+            found = _resolve_one(s, storage_options)
+        except PermissionError as exc:
+            raise PermissionError(exc.errno, f"Listing {s!r} was refused: {exc}") from exc
         if not found:
             raise ChunkFileError(
                 f"No Arrow chunk files (*.arrow) found at {s!r}; write some with "

@@ -11,7 +11,7 @@ import pytest
 import arrowmix as am
 import arrowmix.stream
 from arrowmix._remote import meta as remote_meta
-from arrowmix._storage.fs import url_to_fs
+from arrowmix._remote.retry import remote_fs
 from arrowmix.exceptions import CacheLimitError, ObjectChangedError, RemoteReadError
 
 pytestmark = pytest.mark.integration
@@ -57,14 +57,11 @@ def count_ranges(monkeypatch):
     seen: list[tuple[str, int, int]] = []
     real = remote_meta.fetch_ranges
 
-    def counting(fs, path, url, ranges):
+    def counting(fs, path, url, ranges, tag=None):
         seen.extend((url, a, b) for a, b in ranges)
-        return real(fs, path, url, ranges)
+        return real(fs, path, url, ranges, tag)
 
     monkeypatch.setattr(remote_meta, "fetch_ranges", counting)
-    from arrowmix._remote import cache as remote_cache
-
-    monkeypatch.setattr(remote_cache, "fetch_ranges", counting)
     return seen
 
 
@@ -135,7 +132,7 @@ def test_transient_errors_are_retried_then_name_the_object(
         s3_url, storage_options=so, cache_limit="10MB", chunk_cache_dir=str(tmp_path)
     )
     monkeypatch.setattr(remote_meta.RETRY, "backoff", 0.001)
-    fs, _ = url_to_fs(s3_url, so)  # the instance fsspec hands every caller with these options
+    fs, _ = remote_fs(s3_url, so)  # the instance fsspec hands every remote read
     real = fs.cat_ranges
     failures = {"left": 2}
 

@@ -1,0 +1,101 @@
+"""The one retry layer of remote chunk reads.
+
+fsspec backends retry on their own (s3fs up to 5 times, and botocore under it up to 5 times),
+so a layer retrying on top of them multiplies the attempts: a throttled object would cost
+about 125 requests. The filesystems the remote cache reads through are therefore opened with
+the backends' retries set to one attempt (:func:`remote_fs`: for ``s3://``, s3fs
+``retries=1`` and botocore ``total_max_attempts=1``), and
+every request is retried here: :data:`RETRY` ``.attempts`` in all, with exponential backoff
+and jitter, and a longer wait when the store says it is throttling (``SlowDown``, HTTP 503).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import random
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from arrowmix._storage.fs import url_to_fs
+
+__all__ = ["RETRY", "delay", "remote_fs", "throttled", "transient"]
+
+
+@dataclass
+class _Retry:
+    """Retry policy of every remote request (module-level so that tests can shorten it)."""
+
+    attempts: int = 5
+    backoff: float = 0.2  # seconds before the 2nd attempt; doubled each time
+    throttled: float = 1.0  # at least this long before retrying a throttled request
+    longest: float = 20.0  # no wait longer than this
+
+
+RETRY = _Retry()
+
+
+def remote_fs(url: str, storage_options: Mapping[str, Any] | None) -> tuple[Any, str]:
+    """``(filesystem, path)`` of ``url`` whose backend makes one attempt per request.
+
+    For ``s3://`` the filesystem is this process's own instance (not fsspec's shared one,
+    whose retries stay as the user configured them): s3fs ``retries=1`` and botocore
+    ``total_max_attempts=1`` unless ``storage_options["config_kwargs"]`` sets ``retries``.
+    """
+    protocol = url.split("://", 1)[0]
+    if protocol not in ("s3", "s3a"):
+        return url_to_fs(url, storage_options)
+    options = dict(storage_options or {})
+    config = dict(options.get("config_kwargs") or {})
+    config.setdefault("retries", {"total_max_attempts": 1, "mode": "standard"})
+    options["config_kwargs"] = config
+    options["skip_instance_cache"] = True
+    key = (os.getpid(), protocol, json.dumps(options, sort_keys=True, default=repr))
+    with _FS_LOCK:
+        fs = _FS.get(key)
+        if fs is None:
+            fs, path = url_to_fs(url, options)
+            fs.retries = 1  # s3fs's own retry loop (a class attribute, not an option)
+            _FS[key] = fs
+            return fs, path
+    path = fs._strip_protocol(url)
+    fs.invalidate_cache(path)
+    return fs, path
+
+
+_FS: dict[tuple[int, str, str], Any] = {}
+_FS_LOCK = threading.Lock()
+
+
+def throttled(exc: BaseException) -> bool:
+    """Whether ``exc`` is the store asking to slow down (S3 ``SlowDown``, HTTP 503)."""
+    text = str(exc)
+    return (
+        getattr(exc, "errno", None) == errno.EBUSY  # s3fs's translation of SlowDown and 503
+        or "SlowDown" in text
+        or "503" in text
+        or "reduce your request rate" in text
+    )
+
+
+def transient(exc: BaseException) -> bool:
+    """Whether a failed request is worth another attempt (not missing, not forbidden).
+
+    A checksum mismatch of the answer (botocore's ``FlexibleChecksumError``) is one.
+    """
+    if "checksum" in type(exc).__name__.lower():
+        return True
+    return isinstance(exc, OSError) and not isinstance(
+        exc, (FileNotFoundError, PermissionError, IsADirectoryError)
+    )
+
+
+def delay(attempt: int, last: BaseException | None) -> float:
+    """Seconds to wait before attempt ``attempt`` (1 for the 2nd) after the error ``last``."""
+    wait = RETRY.backoff * 2 ** (attempt - 1)
+    if last is not None and throttled(last):
+        wait = max(wait, RETRY.throttled * 2 ** (attempt - 1))
+    return float(min(RETRY.longest, wait * random.uniform(0.75, 1.25)))
