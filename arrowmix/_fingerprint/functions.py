@@ -184,12 +184,13 @@ class FunctionHasher:
     def callable_digest(self, fn: Any, path: str) -> str:
         """Digest of a callable: function, method, partial, callable object, builtin.
 
-        A ``torch.compile``d function or module is the function or module it wraps: compiling
-        changes how it runs, not what it returns, so its maps are reused.
+        A ``torch.compile``d function or module hashes as the function or module it wraps
+        (as in HF ``datasets``): compiling changes how it runs, not what it returns, so its
+        maps are reused.
         """
         wrapped = _torch_compiled(fn)
         if wrapped is not None:
-            return hash_value(("torch.compile", self.callable_digest(wrapped, path)))
+            return self.callable_digest(wrapped, path)
         if isinstance(fn, types.FunctionType):
             return self.function_digest(fn, path)
         if isinstance(fn, types.MethodType):
