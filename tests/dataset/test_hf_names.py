@@ -261,3 +261,18 @@ def test_exports_run_in_a_fresh_interpreter(tmp_path):
     text = (tmp_path / "o.jsonl").read_text()
     assert int(out.stdout) == len(text.encode())
     assert text.splitlines()[2499] == '{"x":2499}'
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_map_on_a_pandas_view_returns_what_hf_returns(batched):
+    """HF: a data frame input is not merged into the output; what the function returns is all."""
+    ours, hf = _both(
+        lambda C: (
+            C.from_dict(D)
+            .with_format("pandas")
+            .map(lambda b: {"c": b["a"] * 2}, batched=batched)
+            .with_format(None)
+        )
+    )
+    assert ours[:] == hf[:]
+    assert ours.column_names == ["c"]
