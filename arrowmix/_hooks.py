@@ -34,6 +34,7 @@ __all__ = [
     "check_labels",
     "dataset_dict",
     "dataset_with_info",
+    "export_metadata",
     "features_schema",
     "label_features",
     "merged_metadata",
@@ -111,6 +112,10 @@ class Adapter:
         """``schema``'s kept entry after renaming columns ``{old: new}``."""
         return {}
 
+    def export_metadata(self, schema: pa.Schema) -> dict[bytes, bytes] | None:
+        """The schema metadata an exported file (Parquet) of ``schema`` carries."""
+        return kept_metadata(schema) or None
+
     def merged_metadata(
         self, schemas: Sequence[pa.Schema], out: pa.Schema
     ) -> dict[bytes, bytes] | None:
@@ -186,6 +191,11 @@ def cast_to_features(batch: pa.RecordBatch, target: pa.Schema, where: str) -> pa
 def renamed_entry(schema: pa.Schema, renamed: dict[str, str]) -> dict[bytes, bytes]:
     """:meth:`Adapter.renamed_entry` of the registered adapter."""
     return adapter().renamed_entry(schema, renamed)
+
+
+def export_metadata(schema: pa.Schema) -> dict[bytes, bytes] | None:
+    """:meth:`Adapter.export_metadata` of the registered adapter."""
+    return adapter().export_metadata(schema)
 
 
 def merged_metadata(schemas: Sequence[pa.Schema], out: pa.Schema) -> dict[bytes, bytes] | None:

@@ -34,7 +34,7 @@ from arrowmix._storage.digests import MANIFEST_NAME, file_digest, manifest_probl
 from arrowmix._storage.fs import is_local, local_path, url_to_fs
 from arrowmix._storage.ipc import open_table
 from arrowmix._storage.metadata import kept_or_none as hf_only
-from arrowmix._storage.mixed_json import mixed_array, no_mixed_types
+from arrowmix._storage.mixed_json import encode_as, has_json, mixed_array, no_mixed_types
 from arrowmix._validate import check_int
 from arrowmix.exceptions import (
     ChunkFileError,
@@ -184,6 +184,8 @@ def _typed_column(field: pa.Field[Any], values: Any) -> pa.Array[Any] | pa.Chunk
     # Infer, then cast safely: ``pa.array(floats, type=int32)`` would truncate 2.5 to 2.
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         inferred = values
+    elif has_json(field.type):  # HF's Json(): any values, stored as JSON texts
+        return encode_as(list(values), field.type)
     else:
         try:
             inferred = pa.array(values)

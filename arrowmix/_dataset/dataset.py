@@ -14,6 +14,7 @@ import pyarrow as pa
 from arrowmix._dataset import access, state
 from arrowmix._dataset.base import DatasetBase
 from arrowmix._dataset.constructors import DatasetConstructors
+from arrowmix._dataset.extras import DatasetExtras
 from arrowmix._dataset.state import DatasetState, hold_cache_files
 from arrowmix._hf.compat import HFCompat
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 __all__ = ["Dataset", "DatasetState", "hold_cache_files"]
 
 
-class Dataset(DatasetConstructors, HFCompat, DatasetBase):
+class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
     """A map-style dataset over Arrow data: random access, memory-mapped, cached transforms.
 
     Build one with :meth:`from_dict`, :meth:`from_pylist`, :meth:`from_arrow`,

@@ -31,17 +31,22 @@ __all__ = [
     "transmit_columns",
 ]
 
-FORMATS = (None, "python", "numpy", "arrow", "torch")
+FORMATS = (None, "python", "numpy", "arrow", "torch", "pandas", "polars")
+#: Formats whose batches and rows are data frames (one-row frames for rows, series for columns).
+FRAMES = ("pandas", "polars")
 
 
 def check_format(fmt: str | None) -> str | None:
     """Validate a format name; ``"python"`` is normalised to ``None``."""
     if fmt not in FORMATS:
         raise ValueError(
-            f"Unknown format {fmt!r}; expected one of None, 'python', 'numpy', 'arrow', 'torch'."
+            f"Unknown format {fmt!r}; expected one of None, 'python', 'numpy', 'arrow', "
+            "'torch', 'pandas', 'polars'."
         )
     if fmt == "torch":
         _torch()
+    if fmt == "polars":
+        _polars()
     return None if fmt == "python" else fmt
 
 
@@ -76,8 +81,8 @@ class Format:
         kw = dict(self.kwargs) if self.kwargs else None
         if self.columns is None or not self.output_all_columns:
             return format_batch(table, self.type, kw)
-        if self.type == "arrow":
-            return table
+        if self.type == "arrow" or self.type in FRAMES:
+            return format_batch(table, self.type, kw)
         inside = [c for c in table.column_names if c in self.columns]
         formatted = format_batch(table.select(inside), self.type, kw)
         return {
@@ -92,7 +97,7 @@ class Format:
 
             cols = decode_pydict(table, table.to_pydict())
             return [{k: v[i] for k, v in cols.items()} for i in range(table.num_rows)]
-        if self.columns is None or not self.output_all_columns or self.type == "arrow":
+        if self.columns is None or not self.output_all_columns or self.type in ("arrow", *FRAMES):
             return format_rows(table, self.type, dict(self.kwargs) if self.kwargs else None)
         cols = self.batch(table)
         return [{k: v[i] for k, v in cols.items()} for i in range(table.num_rows)]
@@ -101,6 +106,8 @@ class Format:
         """Column ``name``: formatted if it is a formatted column, else Python objects."""
         if self.columns is not None and name not in self.columns:
             return col.to_pylist()
+        if self.type in FRAMES:  # a series named by its column, as HF gives it
+            return frame(pa.table({name: col}), self.type)[name]
         out = format_column(col, self.type, dict(self.kwargs))
         if self.json and self.type is None:
             from arrowmix._storage.mixed_json import decode, has_json
@@ -138,6 +145,21 @@ def _torch() -> Any:
     return torch
 
 
+def _polars() -> Any:
+    try:
+        import polars  # type: ignore[import-not-found]  # optional, not installed in CI
+    except ImportError as exc:
+        raise ImportError("The 'polars' format needs polars: pip install polars.") from exc
+    return polars
+
+
+def frame(table: pa.Table, fmt: str) -> Any:
+    """``table`` as a pandas or polars data frame (HF's ``"pandas"``/``"polars"`` formats)."""
+    if fmt == "polars":
+        return _polars().from_arrow(table)
+    return table.to_pandas()
+
+
 def format_column(
     col: pa.ChunkedArray[Any], fmt: str | None, kwargs: Mapping[str, Any] | None = None
 ) -> Any:
@@ -146,6 +168,8 @@ def format_column(
         return col.to_pylist()
     if fmt == "arrow":
         return col
+    if fmt in FRAMES:
+        return frame(pa.table({"column": col}), fmt)["column"]
     arr = _column_to_numpy(col)
     if fmt == "torch":
         return _to_torch(arr, kwargs or {})
@@ -158,6 +182,8 @@ def format_batch(table: pa.Table, fmt: str | None, kwargs: Mapping[str, Any] | N
         return table.to_pydict()
     if fmt == "arrow":
         return table
+    if fmt in FRAMES:
+        return frame(table, fmt)
     return {name: format_column(table.column(name), fmt, kwargs) for name in table.column_names}
 
 
@@ -172,6 +198,8 @@ def format_rows(
         return table.to_pylist()
     if fmt == "arrow":
         return [table.slice(i, 1) for i in range(table.num_rows)]
+    if fmt in FRAMES:
+        return [frame(table.slice(i, 1), fmt) for i in range(table.num_rows)]
     cols = format_batch(table, fmt, kwargs)
     return [{k: v[i] for k, v in cols.items()} for i in range(table.num_rows)]
 

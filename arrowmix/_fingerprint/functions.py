@@ -182,7 +182,15 @@ class FunctionHasher:
     # -- callables --
 
     def callable_digest(self, fn: Any, path: str) -> str:
-        """Digest of a callable: function, method, partial, callable object, builtin."""
+        """Digest of a callable: function, method, partial, callable object, builtin.
+
+        A ``torch.compile``d function or module hashes as the function or module it wraps
+        (as in HF ``datasets``): compiling changes how it runs, not what it returns, so its
+        maps are reused.
+        """
+        wrapped = _torch_compiled(fn)
+        if wrapped is not None:
+            return self.callable_digest(wrapped, path)
         if isinstance(fn, types.FunctionType):
             return self.function_digest(fn, path)
         if isinstance(fn, types.MethodType):
@@ -336,6 +344,19 @@ class FunctionHasher:
                 value = (value.fget, value.fset, value.fdel)
             parts[name] = self.value_digest(value, sub)
         return parts
+
+
+def _torch_compiled(fn: Any) -> Any:
+    """What ``torch.compile`` wrapped in ``fn`` (a function or an ``OptimizedModule``), or None."""
+    if isinstance(fn, types.FunctionType):
+        orig = getattr(fn, "_torchdynamo_orig_callable", None)
+        if orig is not None and "_dynamo" in fn.__code__.co_filename:
+            return orig
+        return None
+    cls = type(fn)
+    if cls.__name__ == "OptimizedModule" and cls.__module__.startswith("torch._dynamo"):
+        return getattr(fn, "_orig_mod", None)
+    return None
 
 
 def fingerprint_function(fn: Any) -> str:

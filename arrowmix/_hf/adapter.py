@@ -52,6 +52,10 @@ class HFAdapter(Adapter):
         """:func:`arrowmix._hf.info.renamed_entry`."""
         return info.renamed_entry(schema, renamed)
 
+    def export_metadata(self, schema: pa.Schema) -> dict[bytes, bytes] | None:
+        """:func:`arrowmix._hf.features.export_metadata`."""
+        return features.export_metadata(schema)
+
     def merged_metadata(
         self, schemas: Sequence[pa.Schema], out: pa.Schema
     ) -> dict[bytes, bytes] | None:

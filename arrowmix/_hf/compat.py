@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
+from arrowmix._hf.columns import HFColumns
 from arrowmix._hf.state import set_state, state_of
 from arrowmix._validate import check_int
 
@@ -32,7 +33,7 @@ def _dataset(obj: HFCompat) -> Dataset:
     return cast("Dataset", obj)
 
 
-class HFCompat:
+class HFCompat(HFColumns):
     """Mixin of :class:`~arrowmix.Dataset`: HF ``datasets``' names beside arrowmix's own."""
 
     @property

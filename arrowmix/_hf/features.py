@@ -31,6 +31,8 @@ from arrowmix.exceptions import SchemaMismatchError
 
 __all__ = [
     "HF_KEY",
+    "all_features",
+    "export_metadata",
     "cast_to_features",
     "check_labels",
     "label_features",
@@ -62,6 +64,28 @@ def _features(schema: pa.Schema) -> dict[str, Any]:
 
 def _blob(features: dict[str, Any]) -> dict[bytes, bytes]:
     return {HF_KEY: json.dumps({"info": {"features": features}}).encode()}
+
+
+def all_features(schema: pa.Schema) -> dict[str, Any]:
+    """The HF feature dicts of ``schema``'s columns, as HF writes them.
+
+    All of them with HF installed, else the entries its metadata has (HF infers the others
+    when it reads the file).
+    """
+    try:
+        import datasets  # type: ignore[import-untyped]  # HF: no type information
+    except ImportError:
+        return _features(schema)
+    try:
+        return _features(datasets.Features.from_arrow_schema(schema).arrow_schema)
+    except (TypeError, ValueError, NotImplementedError):  # a type HF cannot describe
+        return _features(schema)
+
+
+def export_metadata(schema: pa.Schema) -> dict[bytes, bytes] | None:
+    """The metadata of an exported file: every column's HF features, as HF's exporters write."""
+    feats = all_features(schema)
+    return _blob(feats) if feats else None
 
 
 def renamed_metadata(schema: pa.Schema, renamed: dict[str, str]) -> dict[bytes, bytes]:
@@ -107,7 +131,7 @@ def output_metadata(parent: pa.Schema, out: pa.Schema) -> dict[bytes, bytes]:
     same = [n for n in out.names if n in parent.names and parent.field(n).type == out.field(n).type]
     kept = {name: feats[name] for name in same if name in feats}
     try:
-        import datasets  # type: ignore[import-untyped]  # HF: no type information
+        import datasets
     except ImportError:
         return _blob(kept)
     try:

@@ -105,8 +105,8 @@ def test_numpy_format_stacks_lists():
 
 
 def test_unknown_format(ds):
-    with pytest.raises(ValueError, match="'pandas'"):
-        ds.with_format("pandas")
+    with pytest.raises(ValueError, match="'jax'"):
+        ds.with_format("jax")
 
 
 def test_torch_format_is_optional(ds):

@@ -1,0 +1,183 @@
+"""HF ``datasets``' row, pandas and export names on :class:`~arrowmix.Dataset`, kept apart.
+
+``from_generator``, ``from_pandas``, ``add_item``, ``repeat``, ``to_pandas``, ``to_polars``
+and the exporters ``to_csv``/``to_json``/``to_parquet``, with HF's signatures: a mixin whose
+methods delegate to ``generator``, ``additions`` and ``export``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+from arrowmix._validate import check_int
+
+if TYPE_CHECKING:
+    from arrowmix._dataset.dataset import Dataset
+
+__all__ = ["DatasetExtras"]
+
+
+def _ds(obj: DatasetExtras) -> Dataset:
+    return cast("Dataset", obj)
+
+
+class DatasetExtras:
+    """Mixin of :class:`~arrowmix.Dataset`: generators, pandas, rows added, exporters."""
+
+    @classmethod
+    def from_generator(
+        cls,
+        generator: Callable[..., Any],
+        features: Any = None,
+        cache_dir: str | None = None,
+        keep_in_memory: bool = False,
+        gen_kwargs: Mapping[str, Any] | None = None,
+        num_proc: int | None = None,
+        split: Any = None,
+        fingerprint: str | None = None,
+    ) -> Dataset:
+        """The rows ``generator(**gen_kwargs)`` yields (dicts), cached by the generator.
+
+        As HF ``datasets``: the rows are written to chunk files under the cache root, named
+        by the fingerprint of the generator (its code and captured values, by value), its
+        ``gen_kwargs`` and ``features``; a rerun, in a new process too, opens those files
+        and does not call the generator (``fingerprint=`` names the rows yourself). Rows are
+        streamed to the files in blocks (bounded memory); a generator that raises leaves
+        nothing that a rerun takes for finished. ``features`` (HF ``Features`` or a
+        ``pyarrow.Schema``) types the columns; ``num_proc`` is accepted and the generator
+        runs in this process; ``split`` is ignored.
+
+        Example:
+            >>> import arrowmix as am
+            >>> def squares(n):
+            ...     for i in range(n):
+            ...         yield {"i": i, "sq": i * i}
+            >>> am.Dataset.from_generator(squares, gen_kwargs={"n": 4})["sq"]
+            [0, 1, 4, 9]
+        """
+        from arrowmix._dataset.constructors import _finish, _schema_of
+        from arrowmix._dataset.generator import from_generator
+
+        del split
+        if num_proc is not None:
+            check_int("num_proc", num_proc, minimum=1)
+        ds = from_generator(
+            generator, _schema_of(None, features), gen_kwargs, cache_dir, fingerprint
+        )
+        return _finish(ds, None, keep_in_memory)
+
+    @classmethod
+    def from_pandas(
+        cls,
+        df: Any,
+        features: Any = None,
+        info: Any = None,
+        split: Any = None,
+        preserve_index: bool | None = None,
+    ) -> Dataset:
+        """A dataset over a ``pandas.DataFrame`` (in memory), as HF ``datasets`` builds it.
+
+        The index becomes a column ``__index_level_0__`` unless it is a plain range
+        (``preserve_index=None``, pyarrow's rule, as in HF); ``features``/``info`` type the
+        columns as in :meth:`from_dict`.
+        """
+        from arrowmix._dataset.additions import from_pandas
+        from arrowmix._dataset.constructors import _schema_of
+        from arrowmix._hooks import dataset_with_info
+
+        del split
+        return dataset_with_info(
+            from_pandas(df, _schema_of(None, features, info), preserve_index), info
+        )
+
+    def add_item(self, item: Mapping[str, Any], new_fingerprint: str | None = None) -> Dataset:
+        """This view with the row ``item`` (a dict of every column) added at the end (HF's)."""
+        from arrowmix._dataset.additions import add_item
+
+        return add_item(_ds(self), item, new_fingerprint)
+
+    def repeat(self, num_times: int) -> Dataset:
+        """The rows ``num_times`` times over, in order (HF's ``repeat``); a view, no copy."""
+        from arrowmix._dataset.additions import repeat
+
+        return repeat(_ds(self), num_times)
+
+    def to_pandas(self, batch_size: int | None = None, batched: bool = False) -> Any:
+        """The view as a ``pandas.DataFrame``; ``batched=True``: an iterator of frames."""
+        from arrowmix._dataset.export import DEFAULT_BATCH
+
+        ds = _ds(self)
+        if not batched:
+            return ds.with_format("pandas")[:]
+        size = check_int("batch_size", batch_size or DEFAULT_BATCH, minimum=1)
+        return _frames(ds.with_format("pandas"), size)
+
+    def to_polars(self, batch_size: int | None = None, batched: bool = False) -> Any:
+        """The view as a ``polars.DataFrame`` (needs polars); ``batched=True``: frames."""
+        ds = _ds(self)
+        if not batched:
+            return ds.with_format("polars")[:]
+        size = check_int("batch_size", batch_size or 1000, minimum=1)
+        return _frames(ds.with_format("polars"), size)
+
+    def to_csv(
+        self,
+        path_or_buf: Any,
+        batch_size: int | None = None,
+        num_proc: int | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        **to_csv_kwargs: Any,
+    ) -> int:
+        """Write the view as CSV (atomically to a path); the number of bytes written.
+
+        HF's arguments: ``batch_size`` rows per ``pandas.DataFrame.to_csv`` call (1000),
+        ``num_proc`` processes, ``index=False`` unless given. See ``docs/datasets.md``.
+        """
+        from arrowmix._dataset.export import to_csv
+
+        return to_csv(
+            _ds(self), path_or_buf, batch_size, num_proc, storage_options, **to_csv_kwargs
+        )
+
+    def to_json(
+        self,
+        path_or_buf: Any,
+        batch_size: int | None = None,
+        num_proc: int | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        **to_json_kwargs: Any,
+    ) -> int:
+        """Write the view as JSON Lines (atomically to a path); the bytes written.
+
+        HF's arguments: ``orient="records"``, ``lines=True`` unless given, ``batch_size``,
+        ``num_proc``, ``compression`` inferred from ``.gz``/``.bz2``.
+        """
+        from arrowmix._dataset.export import to_json
+
+        return to_json(
+            _ds(self), path_or_buf, batch_size, num_proc, storage_options, **to_json_kwargs
+        )
+
+    def to_parquet(
+        self,
+        path_or_buf: Any,
+        batch_size: int | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        **parquet_writer_kwargs: Any,
+    ) -> int:
+        """Write the view as Parquet (atomically to a path); the Arrow bytes written, as HF.
+
+        ``batch_size`` rows per row group (HF's default: about 100MB); HF's
+        ``use_content_defined_chunking`` and ``write_page_index`` apply.
+        """
+        from arrowmix._dataset.export import to_parquet
+
+        return to_parquet(
+            _ds(self), path_or_buf, batch_size, storage_options, **parquet_writer_kwargs
+        )
+
+
+def _frames(ds: Dataset, size: int) -> Iterator[Any]:
+    for off in range(0, len(ds), size):
+        yield ds[off : off + size]

@@ -1,0 +1,106 @@
+"""``Dataset.from_generator``: rows from a generator function, written once into cached chunks.
+
+The result is cached by the generator's fingerprint, as HF ``datasets`` does: the directory
+``<cache root>/generated/<fp>/`` is named by a hash of the generator function (by value, with
+its ``gen_kwargs``) and the declared schema, so a rerun, in this process or a new one, opens
+the chunks and never calls the generator. Rows are streamed in blocks into chunk files (memory
+stays bounded by a block and a chunk). A directory counts as finished only once its
+``_COMPLETE.json`` marker exists, written atomically last: a generator that raises midway
+leaves no marker, and the next call writes the chunks again.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import os
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from filelock import FileLock
+
+from arrowmix._cache.paths import cache_root, is_caching_enabled, temp_cache_dir
+from arrowmix._fingerprint.functions import fingerprint_function
+from arrowmix._fingerprint.hasher import hash_value
+from arrowmix._storage.atomic import atomic_sink
+from arrowmix._storage.chunks import write_batches
+from arrowmix._storage.fs import is_local, local_path
+
+if TYPE_CHECKING:
+    from arrowmix._dataset.dataset import Dataset
+
+__all__ = ["from_generator"]
+
+_VERSION = 1
+_MARKER = "_COMPLETE.json"
+_ROWS_PER_BLOCK = 1000
+
+
+def _root(cache_dir: str | os.PathLike[str] | None) -> str:
+    if cache_dir is None:
+        return cache_root() if is_caching_enabled() else temp_cache_dir()
+    root = os.fspath(cache_dir)
+    if not is_local(root):
+        raise ValueError(f"`cache_dir` must be a local directory, got {root!r}.")
+    return local_path(root)
+
+
+def generator_fingerprint(
+    generator: Callable[..., Any], gen_kwargs: Mapping[str, Any], schema: pa.Schema | None
+) -> str:
+    """The cache key of a generator's rows: its code and captured values, kwargs, schema."""
+    fn = functools.partial(generator, **gen_kwargs) if gen_kwargs else generator
+    declared = None if schema is None else schema.to_string(show_schema_metadata=True)
+    return hash_value(("generator", _VERSION, fingerprint_function(fn), declared))
+
+
+def _blocks(rows: Iterator[Any], schema: pa.Schema | None) -> Iterator[pa.RecordBatch]:
+    from arrowmix._dataset.build import typed_table
+    from arrowmix._dataset.row_batches import conformed, rows_batch
+
+    def blocks() -> Iterator[pa.RecordBatch]:
+        start = 0
+        while block := list(itertools.islice(rows, _ROWS_PER_BLOCK)):
+            if schema is None:
+                yield rows_batch(block, start)
+            else:
+                cols = {n: [r.get(n) for r in block] for n in schema.names}
+                yield from typed_table(cols, schema).to_batches()
+            start += len(block)
+
+    return blocks() if schema is not None else conformed(blocks())
+
+
+def from_generator(
+    generator: Callable[..., Any],
+    schema: pa.Schema | None,
+    gen_kwargs: Mapping[str, Any] | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    fingerprint: str | None = None,
+) -> Dataset:
+    """The rows ``generator(**gen_kwargs)`` yields, as a dataset over cached chunks."""
+    from arrowmix._dataset.build import from_chunks
+
+    if not callable(generator):
+        raise TypeError(f"`generator` must be a callable; got {type(generator).__name__}.")
+    kwargs = dict(gen_kwargs or {})
+    fp = fingerprint or generator_fingerprint(generator, kwargs, schema)
+    root = os.path.join(_root(cache_dir), "generated")
+    out = os.path.join(root, fp)
+    marker = os.path.join(out, _MARKER)
+    os.makedirs(out, exist_ok=True)
+    with FileLock(os.path.join(root, f"{fp}.lock")):
+        if not os.path.exists(marker):
+            batches = _blocks(iter(generator(**kwargs)), schema)
+            first = next(batches, None)
+            if first is None:
+                if schema is None:
+                    raise ValueError("The generator yielded no rows and no `features` were given.")
+                first = pa.RecordBatch.from_pylist([], schema=schema)
+            chunks = write_batches(itertools.chain([first], batches), out, overwrite=True)
+            info = {"fingerprint": fp, "chunks": [os.path.basename(p) for p in chunks]}
+            with atomic_sink(marker) as sink:
+                sink.write(json.dumps(info, indent=1).encode())
+    return from_chunks(out)
