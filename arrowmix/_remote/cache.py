@@ -280,6 +280,14 @@ class ChunkCache:
             pinned.users -= 1
             self._trim(self.keep_open)
 
+    def close_idle(self, timeout: float = 1.0) -> None:
+        """Close every idle copy (before a fork: neither process then keeps their pins)."""
+        if self._lock.acquire(timeout=timeout):
+            try:
+                self._trim(0)
+            finally:
+                self._lock.release()
+
     def _trim(self, keep: int) -> int:
         """Close idle copies beyond the ``keep`` most recent ones; return how many.
 
@@ -462,11 +470,7 @@ def chunk_cache(directory: str | None, limit: int) -> ChunkCache:
 def _before_fork() -> None:
     """Close idle copies, so that neither the parent nor the child keeps their pins."""
     for cache in list(_CACHES.values()):
-        if cache._lock.acquire(timeout=1.0):
-            try:
-                cache._trim(0)
-            finally:
-                cache._lock.release()
+        cache.close_idle()
 
 
 def _in_child() -> None:
