@@ -1,0 +1,43 @@
+"""Values that must match HF ``datasets`` exactly (compared against it where installed)."""
+
+from __future__ import annotations
+
+import pytest
+
+import arrowmix as am
+
+
+@pytest.mark.parametrize(
+    ("labels", "test_size", "seed"),
+    [
+        ([0, 1] * 5, 0.5, 0),
+        ([0, 1] * 5, 0.5, 7),
+        ([0] * 60 + [1] * 30 + [2] * 10, 0.2, 0),
+        ([0] * 60 + [1] * 30 + [2] * 10, 0.33, 123),
+        ([2, 0, 1, 1, 0, 2, 2, 1, 0, 1, 1, 2, 0, 0, 1], 6, 5),
+        ([i % 7 for i in range(101)], 0.3, 42),
+    ],
+)
+def test_stratified_split_picks_hf_rows(labels: list[int], test_size: float, seed: int) -> None:
+    datasets = pytest.importorskip("datasets")
+    data = {"x": list(range(len(labels))), "label": labels}
+    features = datasets.Features(
+        {
+            "x": datasets.Value("int64"),
+            "label": datasets.ClassLabel(num_classes=max(labels) + 1),
+        }
+    )
+    hf = datasets.Dataset.from_dict(data, features=features).train_test_split(
+        test_size=test_size, stratify_by_column="label", seed=seed
+    )
+    ours = am.Dataset.from_dict(data).train_test_split(
+        test_size=test_size, stratify_by_column="label", seed=seed
+    )
+    assert ours["test"]["x"] == hf["test"]["x"]
+    assert ours["train"]["x"] == hf["train"]["x"]
+
+
+def test_stratified_split_rows_are_fixed_by_seed() -> None:
+    ds = am.Dataset.from_dict({"x": list(range(10)), "label": [0, 1] * 5})
+    split = ds.train_test_split(test_size=0.5, stratify_by_column="label", seed=0)
+    assert split["test"]["x"] == [1, 2, 6, 0, 7]  # HF datasets 5.2.0 picks these rows
