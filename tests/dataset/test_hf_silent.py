@@ -41,3 +41,33 @@ def test_stratified_split_rows_are_fixed_by_seed() -> None:
     ds = am.Dataset.from_dict({"x": list(range(10)), "label": [0, 1] * 5})
     split = ds.train_test_split(test_size=0.5, stratify_by_column="label", seed=0)
     assert split["test"]["x"] == [1, 2, 6, 0, 7]  # HF datasets 5.2.0 picks these rows
+
+
+def _keep_rank_zero(row: dict, rank: int | None) -> bool:
+    return rank == 0
+
+
+def _add_rank(row: dict, rank: int | None) -> dict:
+    return {"rank": -1 if rank is None else rank}
+
+
+def test_filter_with_rank_passes_hf_shard_ranks(tmp_path) -> None:
+    ds = am.Dataset.from_dict({"x": list(range(30))})
+    kept = ds.filter(_keep_rank_zero, with_rank=True, num_proc=2)
+    assert kept["x"] == list(range(15))  # HF keeps the first of two contiguous shards
+    ranks = am.Dataset.from_dict({"x": list(range(31))}).map(_add_rank, with_rank=True, num_proc=2)
+    assert ranks["rank"] == [0] * 16 + [1] * 15  # HF's shards: the first gets the extra row
+    assert ds.map(_add_rank, with_rank=True)["rank"] == [-1] * 30  # one process: None
+    three = ds.map(_add_rank, with_rank=True, num_proc=3)
+    assert three["rank"] == [0] * 10 + [1] * 10 + [2] * 10
+    assert three.fingerprint != ds.map(_add_rank, with_rank=True, num_proc=2).fingerprint
+    tiny = am.Dataset.from_dict({"x": [1, 2]}).map(_add_rank, with_rank=True, num_proc=4)
+    assert tiny["rank"] == [0, 1]  # at most one shard per row, as in HF
+
+
+def test_filter_with_rank_matches_hf() -> None:
+    datasets = pytest.importorskip("datasets")
+    data = {"x": list(range(30))}
+    hf = datasets.Dataset.from_dict(data).filter(_keep_rank_zero, with_rank=True, num_proc=2)
+    ours = am.Dataset.from_dict(data).filter(_keep_rank_zero, with_rank=True, num_proc=2)
+    assert ours["x"] == hf["x"]

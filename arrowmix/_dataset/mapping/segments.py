@@ -50,6 +50,18 @@ class Job:
     zero_copy_ok: bool
     #: The fingerprint's explain record (JSON-serialisable), stored in every segment.
     record: Any = None
+    #: ``with_rank`` with ``num_proc > 1``: a segment is one of HF's shards, its index the rank.
+    rank_by_segment: bool = False
+
+    def ranked(self, seg: Segment) -> Call:
+        """The call for ``seg``: with its rank when ``with_rank`` (HF: the shard's index)."""
+        if not self.call.with_rank:
+            return self.call
+        if self.rank_by_segment:
+            return replace(self.call, rank=seg.index)
+        from arrowmix._dataset.mapping.worker import worker_rank
+
+        return replace(self.call, rank=worker_rank())
 
     @property
     def storage_options(self) -> Any:
@@ -132,11 +144,7 @@ class _Map(Kind):
         from arrowmix._dataset.mapping.compute import MapSegment
 
         meta = job.meta(seg)
-        call = job.call
-        if call.with_rank:
-            from arrowmix._dataset.mapping.worker import worker_rank
-
-            call = replace(call, rank=worker_rank())
+        call = job.ranked(seg)
         run = MapSegment(
             job.ds, call, seg.start, seg.stop, zero_copy_ok=job.zero_copy_ok, on_rows=on_rows
         )
@@ -182,7 +190,7 @@ class _Filter(Kind):
         from arrowmix._dataset.mapping.compute import filter_positions
 
         meta = job.meta(seg)
-        pos = filter_positions(job.ds, job.call, seg.start, seg.stop, on_rows)
+        pos = filter_positions(job.ds, job.ranked(seg), seg.start, seg.stop, on_rows)
         kept = numeric_array(pos.astype(np.int64, copy=False))  # no pandas import
         assert kept is not None, "int64 positions are numeric"
         batch = pa.RecordBatch.from_arrays([kept], names=["indices"])
