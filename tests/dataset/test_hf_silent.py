@@ -71,3 +71,19 @@ def test_filter_with_rank_matches_hf() -> None:
     hf = datasets.Dataset.from_dict(data).filter(_keep_rank_zero, with_rank=True, num_proc=2)
     ours = am.Dataset.from_dict(data).filter(_keep_rank_zero, with_rank=True, num_proc=2)
     assert ours["x"] == hf["x"]
+
+
+def _same(row: dict) -> dict:
+    return row
+
+
+@pytest.mark.parametrize("function", [None, _same])
+def test_map_to_named_file_returns_the_dataset_backed_by_it(tmp_path, function) -> None:
+    ds = am.Dataset.from_dict({"x": [1, 2, 3], "y": ["a", "b", "c"]})
+    path = str(tmp_path / "out.arrow")
+    out = ds.map(function, cache_file_name=path)
+    assert out.cache_files == [path]  # HF: the dataset backed by the file it names
+    assert out.fingerprint != ds.fingerprint
+    assert out.to_dict() == ds.to_dict() and out.features == ds.features
+    assert am.Dataset.from_file(path).to_dict() == ds.to_dict()  # every column is in the file
+    assert ds.map(function) is ds  # without a named file, the input itself, as before

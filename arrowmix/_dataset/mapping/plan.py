@@ -186,6 +186,7 @@ def plan(kind: Kind, ds: Dataset, call: Call, opts: MapOptions) -> Plan:
             zero_copy_ok=zero_copy_ok,
             record=record,
             rank_by_segment=shards is not None,
+            named_file=user_path is not None,
         ),
         fingerprint=fp,
         segments=segments,

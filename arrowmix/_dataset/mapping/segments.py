@@ -52,6 +52,9 @@ class Job:
     record: Any = None
     #: ``with_rank`` with ``num_proc > 1``: a segment is one of HF's shards, its index the rank.
     rank_by_segment: bool = False
+    #: The user named the file (``cache_file_name``): the result is read from it even when
+    #: the function changed nothing, as HF returns the dataset backed by that file.
+    named_file: bool = False
 
     def ranked(self, seg: Segment) -> Call:
         """The call for ``seg``: with its rank when ``with_rank`` (HF: the shard's index)."""
@@ -179,7 +182,9 @@ class _Map(Kind):
         return None
 
     def result(self, job: Job, fp: str, tables: list[pa.Table], segments: list[Segment]) -> Any:
-        return map_result(job.ds, job.call.name, fp, tables, segments)
+        return map_result(
+            job.ds, job.call.name, fp, tables, segments, keep_unchanged=job.named_file
+        )
 
 
 class _Filter(Kind):
