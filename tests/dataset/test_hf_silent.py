@@ -87,3 +87,45 @@ def test_map_to_named_file_returns_the_dataset_backed_by_it(tmp_path, function) 
     assert out.to_dict() == ds.to_dict() and out.features == ds.features
     assert am.Dataset.from_file(path).to_dict() == ds.to_dict()  # every column is in the file
     assert ds.map(function) is ds  # without a named file, the input itself, as before
+
+
+def _tokenized(batch: dict) -> dict:
+    n = len(batch["text"])
+    return {
+        "input_ids": [[101, 7, 102]] * n,
+        "attention_mask": [[1, 1, 1]] * n,
+        "token_type_ids": [[0, 0, 0]] * n,
+        "special_tokens_mask": [[1, 0, 1]] * n,
+        "other_ids": [[5]] * n,
+    }
+
+
+def _overflowing(batch: dict) -> dict:
+    return {"attention_mask": [[1000]] * len(batch["text"])}
+
+
+def _row_masks(row: dict) -> dict:
+    return {"attention_mask": 1, "token_type_ids": [[0, 1]]}
+
+
+@pytest.mark.parametrize(
+    ("function", "batched"), [(_tokenized, True), (_overflowing, True), (_row_masks, False)]
+)
+def test_tokenizer_outputs_get_hf_optimized_types(function, batched) -> None:
+    datasets = pytest.importorskip("datasets")
+    data = {"text": ["a b", "c d e", "f"]}
+    ours = am.Dataset.from_dict(data).map(function, batched=batched)
+    hf = datasets.Dataset.from_dict(data).map(function, batched=batched)
+    assert ours.features == hf.features
+    assert ours.to_dict() == hf.to_dict()
+
+
+def test_tokenizer_output_types() -> None:
+    out = am.Dataset.from_dict({"text": ["a", "b"]}).map(_tokenized, batched=True)
+    assert out.features["input_ids"].feature.dtype == "int32"
+    assert out.features["attention_mask"].feature.dtype == "int8"
+    assert out.features["token_type_ids"].feature.dtype == "int8"
+    assert out.features["other_ids"].feature.dtype == "int64"
+    wide = out.map(_overflowing, batched=True)  # values that do not fit stay int64, as in HF
+    assert wide.features["attention_mask"].feature.dtype == "int64"
+    assert wide["attention_mask"] == [[1000], [1000]]
