@@ -44,8 +44,9 @@ __all__ = ["filter_result", "map_result"]
 def _columns(
     tables: list[pa.Table], segments: list[Segment], name: str, keep_unchanged: bool = False
 ) -> tuple[list[str], list[str]] | None:
-    """``(columns, zero_copy)`` shared by every segment; None when the function changed nothing
-    (unless ``keep_unchanged``: then the files hold the result).
+    """``(columns, zero_copy)`` shared by every segment; None when nothing changed.
+
+    With ``keep_unchanged`` (a file the user named), the files hold the result even then.
 
     Raises:
         SchemaMismatchError: segments with different columns.
