@@ -148,10 +148,11 @@ def _rank_shards(ds: Dataset, kind: Kind, call: Call, opts: MapOptions) -> int |
 def plan(kind: Kind, ds: Dataset, call: Call, opts: MapOptions) -> Plan:
     """The plan of ``kind`` of ``call`` on ``ds`` (``opts.cache_file_name`` already checked)."""
     record = None
+    shards = _rank_shards(ds, kind, call, opts)
     if opts.new_fingerprint is not None:
         fp, key = user_fingerprint(opts.new_fingerprint)
     else:
-        fp, record = _transform_fingerprint(ds, kind, call, _rank_shards(ds, kind, call, opts))
+        fp, record = _transform_fingerprint(ds, kind, call, shards)
         key = fp
     caching = is_caching_enabled() and not opts.keep_in_memory
     load = caching if opts.load_from_cache_file is None else bool(opts.load_from_cache_file)
@@ -166,7 +167,6 @@ def plan(kind: Kind, ds: Dataset, call: Call, opts: MapOptions) -> Plan:
             key = validate_fingerprint(f"{next(_UNCACHED) % 16**8:08x}{key[:8]}")
     rows = kind.input_rows(num_rows(s), call)
     align = _align(ds, call)
-    shards = _rank_shards(ds, kind, call, opts)
     segments = plan_segments(rows, key, directory, user_path, align=align, shards=shards)
     # Kept columns are referenced in the parent, not stored, when the parent is a plain or
     # contiguous view of local data; remote chunks read through a bounded cache cannot be
