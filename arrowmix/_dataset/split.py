@@ -214,6 +214,8 @@ def train_test_split(
         kw["train_size"] = train_size
     if stratify_by_column is not None:
         kw["stratify_by_column"] = stratify_by_column
+        # HF's draw order: an indices file stored by the earlier draw is never reused.
+        kw["stratified_draw"] = "hf"
     train_opts, test_opts = options or (None, None)
     train = with_selection(ds, train_sel, "train_test_split", {**kw, "split": "train"}, train_opts)
     test = with_selection(ds, test_sel, "train_test_split", {**kw, "split": "test"}, test_opts)
