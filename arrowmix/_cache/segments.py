@@ -92,8 +92,12 @@ def plan_segments(
     user_path: str | None = None,
     *,
     align: int = 1,
+    shards: int | None = None,
 ) -> list[Segment]:
     """Cut ``num_rows`` input rows into segments and name their files.
+
+    ``shards`` fixes the count: HF ``datasets``' contiguous shards (``Dataset.shard``), for a
+    ``with_rank`` map whose rank is the shard's index (``align`` is then ignored).
 
     ``user_path`` (the ``cache_file_name`` argument) replaces the default name; several
     segments then become ``<stem>-<i>-of-<n><ext>``. With ``align > 1`` every segment but
@@ -108,7 +112,8 @@ def plan_segments(
     per = min(SEGMENT_ROWS, max(MIN_SEGMENT_ROWS, math.ceil(num_rows / TARGET_SEGMENTS)))
     if align > 1:
         per = math.ceil(per / align) * align
-    n = max(1, math.ceil(num_rows / per))
+    n = max(1, math.ceil(num_rows / per)) if shards is None else shards
+    div, mod = divmod(num_rows, n)
     out = []
     for i in range(n):
         if user_path is not None:
@@ -117,7 +122,10 @@ def plan_segments(
         else:
             name = cache_file_name(fingerprint) if n == 1 else cache_file_name(fingerprint, i, n)
             path = fs.join(cache_dir, name)
-        if align > 1:
+        if shards is not None:  # HF's contiguous shards: the first `mod` get one more row
+            start = div * i + min(i, mod)
+            stop = start + div + (1 if i < mod else 0)
+        elif align > 1:
             start, stop = i * per, min((i + 1) * per, num_rows)
         else:
             start, stop = i * num_rows // n, (i + 1) * num_rows // n

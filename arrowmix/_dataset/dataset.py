@@ -441,8 +441,8 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
             batched: Call ``function`` on batches of ``batch_size`` rows.
             batch_size: Rows per batch (None or <= 0: the whole dataset in one batch).
             with_indices: Also pass the row position(s) after the row/batch.
-            with_rank: Then pass the worker's rank (its index among the ``num_proc``
-                processes; None in the calling process).
+            with_rank: Then pass the rank: with ``num_proc > 1`` the index of the row's
+                shard among HF's ``num_proc`` contiguous shards; None without ``num_proc``.
             input_columns: Pass these columns positionally instead of the dict.
             fn_kwargs: Extra keyword arguments for ``function``.
             remove_columns: Input columns left out of the output.
@@ -509,7 +509,7 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
             batched: Call ``function`` on batches of ``batch_size`` rows.
             batch_size: Rows per batch.
             with_indices: Also pass the row position(s) after the row/batch.
-            with_rank: Then pass the worker's rank (None in the calling process).
+            with_rank: Then pass the rank, as in :meth:`map` (None without ``num_proc``).
             input_columns: Pass these columns positionally instead of the dict.
             fn_kwargs: Extra keyword arguments for ``function``.
             num_proc: Processes computing the segments.

@@ -2,8 +2,9 @@
 
 The permutation is HF's: ``np.random.default_rng(seed).permutation(n)``, the test rows first,
 so the same seed splits the same rows in both libraries. A stratified split keeps each label's
-share in both splits: per label, its rows are drawn (seeded) into test and train in the
-proportion of the split sizes, the counts rounded so that the totals are exact.
+share in both splits and draws exactly as HF does (scikit-learn's ``StratifiedShuffleSplit``
+order): per-label train counts, then test counts of the rest, one permutation per label, then
+each split permuted, all from the one seeded generator.
 """
 
 from __future__ import annotations
@@ -160,15 +161,21 @@ def stratified_indices(
             f"Cannot stratify by {column!r}: {len(classes)} labels need at least "
             f"{len(classes)} rows in each split, got {n_train} train and {n_test} test rows."
         )
-    test_counts = _rounded_shares(counts, n_test, rng)
-    train_counts = _rounded_shares(counts - test_counts, n_train, rng)
+    # HF's draw order (its ``stratified_shuffle_split_generate_indices``): train shares, then
+    # test shares of what is left, then one permutation per label, then each split permuted.
+    train_counts = _rounded_shares(counts, n_train, rng)
+    test_counts = _rounded_shares(counts - train_counts, n_test, rng)
     by_class = np.split(np.argsort(inverse, kind="stable"), np.cumsum(counts)[:-1])
-    train, test = [], []
-    for rows, k_test, k_train in zip(by_class, test_counts, train_counts, strict=True):
-        perm = rng.permutation(rows)
-        test.append(perm[:k_test])
-        train.append(perm[k_test : k_test + k_train])
-    return rng.permutation(np.concatenate(train)), rng.permutation(np.concatenate(test))
+    train: list[int] = []
+    test: list[int] = []
+    for rows, k_train, k_test in zip(by_class, train_counts, test_counts, strict=True):
+        perm = rows.take(rng.permutation(len(rows)))
+        train.extend(perm[:k_train].tolist())
+        test.extend(perm[k_train : k_train + k_test].tolist())
+    return (
+        np.asarray(rng.permutation(np.asarray(train, dtype=np.int64)), dtype=np.int64),
+        np.asarray(rng.permutation(np.asarray(test, dtype=np.int64)), dtype=np.int64),
+    )
 
 
 def train_test_split(
@@ -212,6 +219,8 @@ def train_test_split(
         kw["train_size"] = train_size
     if stratify_by_column is not None:
         kw["stratify_by_column"] = stratify_by_column
+        # HF's draw order: an indices file stored by the earlier draw is never reused.
+        kw["stratified_draw"] = "hf"
     train_opts, test_opts = options or (None, None)
     train = with_selection(ds, train_sel, "train_test_split", {**kw, "split": "train"}, train_opts)
     test = with_selection(ds, test_sel, "train_test_split", {**kw, "split": "test"}, test_opts)

@@ -122,12 +122,39 @@ def module_version(name: str) -> str:
         from arrowmix._version import __version__
 
         return f"arrowmix-{__version__}"
+    named = _same_named_distribution(root)
+    if named is not None:
+        return named
     for dist in sorted(_packages_distributions().get(root, [])):
         try:
             return f"{dist}-{importlib.metadata.version(dist)}"
         except importlib.metadata.PackageNotFoundError:
             continue
     return "unknown"
+
+
+def _same_named_distribution(root: str) -> str | None:
+    """``"<dist>-<version>"`` when the distribution named ``root`` provides module ``root``.
+
+    The common case (``tokenizers``, ``numpy``), found in milliseconds: scanning every
+    installed distribution (``packages_distributions``) takes seconds on a large environment.
+    Only a distribution that provides nothing else under another top-level name is taken, so
+    the tag is the one the scan gives.
+    """
+    try:
+        dist = importlib.metadata.distribution(root)
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return None
+    tops = {
+        (f.parts[0] if len(f.parts) > 1 else f.name.partition(".")[0])
+        for f in dist.files or ()
+        if not f.parts[0].endswith((".dist-info", ".egg-info", ".data")) and f.parts[0] != ".."
+    }
+    tops.discard("__pycache__")
+    if tops != {root}:
+        return None
+    name = dist.metadata["Name"]
+    return f"{name}-{dist.version}" if name else None
 
 
 @functools.lru_cache(maxsize=1024)

@@ -35,6 +35,7 @@ import pyarrow as pa
 from arrowmix._dataset.formats import FRAMES
 from arrowmix._dataset.mapping.arrays import as_array, check_key, is_table_like, table_of
 from arrowmix._dataset.mapping.call import Call, Invoker, LazyBatch, call_input, row_args
+from arrowmix._dataset.mapping.optimized import optimized
 from arrowmix._storage.cast import lossless_cast
 from arrowmix._storage.mixed_json import encode_as, has_json, mixed_array
 from arrowmix.exceptions import SchemaMismatchError
@@ -97,6 +98,13 @@ def _convert(
         if why is None:
             kept: pa.Array[Any] = cast
             return kept
+    if (
+        hint is None
+        and not (call.try_original_type and name in original.names)
+        and call.features is None
+        and not isinstance(value, (pa.Array, pa.ChunkedArray))
+    ):
+        return optimized(name, arr)  # HF's int32/int8 for tokenizer outputs
     return arr
 
 

@@ -65,12 +65,15 @@ class Plan:
     executor: Executor | None
 
 
-def _transform_fingerprint(ds: Dataset, kind: Kind, call: Call) -> tuple[str, dict[str, Any]]:
+def _transform_fingerprint(
+    ds: Dataset, kind: Kind, call: Call, rank_shards: int | None = None
+) -> tuple[str, dict[str, Any]]:
     """``(fingerprint, explain record)`` of ``kind`` (map/filter) of ``call`` on ``ds``.
 
     The function is hashed by value (``arrowmix._fingerprint``), with the arguments that can
     change the output (dropped when equal to their default). ``num_proc``, ``desc``,
-    ``load_from_cache_file``, ``cache_file_name`` and ``suffix_template`` never enter.
+    ``load_from_cache_file``, ``cache_file_name`` and ``suffix_template`` never enter, except
+    that a ``with_rank`` function sees ``num_proc`` ranks (``rank_shards``), as in HF.
     Something unhashable gives a random fingerprint and one ``FingerprintWarning`` pointing
     at the user's call.
     """
@@ -90,6 +93,7 @@ def _transform_fingerprint(ds: Dataset, kind: Kind, call: Call) -> tuple[str, di
         "try_original_type": call.try_original_type,
         "features": _features_key(call.features),
         "on_mixed_types": call.on_mixed_types,
+        "rank_shards": rank_shards,
     }
     defaults = dict.fromkeys(kwargs) | {
         "batched": False,
@@ -129,13 +133,26 @@ def _align(ds: Dataset, call: Call) -> int:
     return call.batch_size or max(num_rows(state_of(ds)), 1)
 
 
+def _rank_shards(ds: Dataset, kind: Kind, call: Call, opts: MapOptions) -> int | None:
+    """HF's shard count for a ``with_rank`` call in ``num_proc > 1`` processes, else None.
+
+    HF ``datasets`` cuts the rows into ``num_proc`` contiguous shards (at most one per row)
+    and passes each shard's index as ``rank``; the segments follow the same cut.
+    """
+    if not call.with_rank or opts.num_proc is None or opts.num_proc <= 1:
+        return None
+    rows = kind.input_rows(num_rows(state_of(ds)), call)
+    return max(1, min(opts.num_proc, rows))
+
+
 def plan(kind: Kind, ds: Dataset, call: Call, opts: MapOptions) -> Plan:
     """The plan of ``kind`` of ``call`` on ``ds`` (``opts.cache_file_name`` already checked)."""
     record = None
+    shards = _rank_shards(ds, kind, call, opts)
     if opts.new_fingerprint is not None:
         fp, key = user_fingerprint(opts.new_fingerprint)
     else:
-        fp, record = _transform_fingerprint(ds, kind, call)
+        fp, record = _transform_fingerprint(ds, kind, call, shards)
         key = fp
     caching = is_caching_enabled() and not opts.keep_in_memory
     load = caching if opts.load_from_cache_file is None else bool(opts.load_from_cache_file)
@@ -150,7 +167,7 @@ def plan(kind: Kind, ds: Dataset, call: Call, opts: MapOptions) -> Plan:
             key = validate_fingerprint(f"{next(_UNCACHED) % 16**8:08x}{key[:8]}")
     rows = kind.input_rows(num_rows(s), call)
     align = _align(ds, call)
-    segments = plan_segments(rows, key, directory, user_path, align=align)
+    segments = plan_segments(rows, key, directory, user_path, align=align, shards=shards)
     # Kept columns are referenced in the parent, not stored, when the parent is a plain or
     # contiguous view of local data; remote chunks read through a bounded cache cannot be
     # referenced (the result would pin the whole corpus), so their kept columns are stored.
@@ -161,7 +178,16 @@ def plan(kind: Kind, ds: Dataset, call: Call, opts: MapOptions) -> Plan:
     zero_copy_ok = zero_copy_ok and user_path is None and call.features is None
     shipped = shipped_cache_dir(s.files) if load and user_path is None else None
     return Plan(
-        job=Job(kind, ds, call, key, zero_copy_ok=zero_copy_ok, record=record),
+        job=Job(
+            kind,
+            ds,
+            call,
+            key,
+            zero_copy_ok=zero_copy_ok,
+            record=record,
+            rank_by_segment=shards is not None,
+            named_file=user_path is not None,
+        ),
         fingerprint=fp,
         segments=segments,
         rows=rows,

@@ -42,15 +42,17 @@ __all__ = ["filter_result", "map_result"]
 
 
 def _columns(
-    tables: list[pa.Table], segments: list[Segment], name: str
+    tables: list[pa.Table], segments: list[Segment], name: str, keep_unchanged: bool = False
 ) -> tuple[list[str], list[str]] | None:
-    """``(columns, zero_copy)`` shared by every segment; None when the function changed nothing.
+    """``(columns, zero_copy)`` shared by every segment; None when nothing changed.
+
+    With ``keep_unchanged`` (a file the user named), the files hold the result even then.
 
     Raises:
         SchemaMismatchError: segments with different columns.
     """
     metas = [read_meta(t.schema) for t in tables]
-    if all(m.get("unchanged") for m in metas):
+    if not keep_unchanged and all(m.get("unchanged") for m in metas):
         return None
     columns, zero_copy = metas[0]["columns"], metas[0].get("zero_copy") or []
     for m, seg in zip(metas[1:], segments[1:], strict=True):
@@ -63,10 +65,20 @@ def _columns(
 
 
 def map_result(
-    ds: Dataset, name: str, fp: str, tables: list[pa.Table], segments: list[Segment]
+    ds: Dataset,
+    name: str,
+    fp: str,
+    tables: list[pa.Table],
+    segments: list[Segment],
+    *,
+    keep_unchanged: bool = False,
 ) -> Dataset:
-    """The result of a map of ``ds`` (by the function called ``name``) with fingerprint ``fp``."""
-    found = _columns(tables, segments, name)
+    """The result of a map of ``ds`` (by the function called ``name``) with fingerprint ``fp``.
+
+    A function that changed nothing gives ``ds`` itself, unless ``keep_unchanged`` (the user
+    named the file): then, as in HF, the dataset backed by that file.
+    """
+    found = _columns(tables, segments, name, keep_unchanged)
     if found is None:
         return ds  # the function returned None and removed nothing: HF keeps the dataset
     columns, zero_copy = found

@@ -50,6 +50,21 @@ class Job:
     zero_copy_ok: bool
     #: The fingerprint's explain record (JSON-serialisable), stored in every segment.
     record: Any = None
+    #: ``with_rank`` with ``num_proc > 1``: a segment is one of HF's shards, its index the rank.
+    rank_by_segment: bool = False
+    #: The user named the file (``cache_file_name``): the result is read from it even when
+    #: the function changed nothing, as HF returns the dataset backed by that file.
+    named_file: bool = False
+
+    def ranked(self, seg: Segment) -> Call:
+        """The call for ``seg``: with its rank when ``with_rank`` (HF: the shard's index)."""
+        if not self.call.with_rank:
+            return self.call
+        if self.rank_by_segment:
+            return replace(self.call, rank=seg.index)
+        from arrowmix._dataset.mapping.worker import worker_rank
+
+        return replace(self.call, rank=worker_rank())
 
     @property
     def storage_options(self) -> Any:
@@ -132,11 +147,7 @@ class _Map(Kind):
         from arrowmix._dataset.mapping.compute import MapSegment
 
         meta = job.meta(seg)
-        call = job.call
-        if call.with_rank:
-            from arrowmix._dataset.mapping.worker import worker_rank
-
-            call = replace(call, rank=worker_rank())
+        call = job.ranked(seg)
         run = MapSegment(
             job.ds, call, seg.start, seg.stop, zero_copy_ok=job.zero_copy_ok, on_rows=on_rows
         )
@@ -171,7 +182,9 @@ class _Map(Kind):
         return None
 
     def result(self, job: Job, fp: str, tables: list[pa.Table], segments: list[Segment]) -> Any:
-        return map_result(job.ds, job.call.name, fp, tables, segments)
+        return map_result(
+            job.ds, job.call.name, fp, tables, segments, keep_unchanged=job.named_file
+        )
 
 
 class _Filter(Kind):
@@ -182,7 +195,7 @@ class _Filter(Kind):
         from arrowmix._dataset.mapping.compute import filter_positions
 
         meta = job.meta(seg)
-        pos = filter_positions(job.ds, job.call, seg.start, seg.stop, on_rows)
+        pos = filter_positions(job.ds, job.ranked(seg), seg.start, seg.stop, on_rows)
         kept = numeric_array(pos.astype(np.int64, copy=False))  # no pandas import
         assert kept is not None, "int64 positions are numeric"
         batch = pa.RecordBatch.from_arrays([kept], names=["indices"])
