@@ -52,7 +52,13 @@ from typing import Any
 from arrowmix._stream.base import FORMAT_VERSION, PLAIN, ElasticMode, State, Stream
 from arrowmix._stream.dealing import Generation
 from arrowmix._stream.identity import describe_mismatch
-from arrowmix._stream.topology import ElasticRole, elastic_sources, replay_open_windows, walk
+from arrowmix._stream.topology import (
+    ElasticRole,
+    elastic_sources,
+    open_for_changes,
+    replay_open_windows,
+    walk,
+)
 from arrowmix.exceptions import StateError
 
 __all__ = ["ElasticRun", "merge_states"]
@@ -178,6 +184,7 @@ class ElasticRun:
         self.nodes = walk(root)
         self.epoch = 0  # the epoch chosen by set_epoch on the old instances
         self.nodes_of: dict[Any, Any] = {}  # pipeline hash -> its checkpoint's "nodes"
+        self.allow_changes = False  # load_state_dict(..., allow_changes=True)
 
     def set_mode(self, mode: ElasticMode) -> None:
         for node in self.nodes:
@@ -199,7 +206,11 @@ class ElasticRun:
             gens = [Generation(g) for g in spec["generations"]]
             limit = None if spec["limit"] is None else tuple(spec["limit"])
             src.deal(gens, limit, None if spec["seed"] is None else int(spec["seed"]))
-        if task["state"] is not None and task["pipeline"] != self.root.pipeline_fingerprint():
+        mine = self.root.pipeline_fingerprint()
+        changed = task["state"] is not None and task["pipeline"] != mine
+        if changed and self.allow_changes:
+            open_for_changes(self.root)
+        elif changed:
             nodes = self.nodes_of.get(task["pipeline"])
             raise StateError(
                 f"checkpoint of instance {r} of {n} was taken from a different pipeline "
@@ -309,9 +320,12 @@ class ElasticRun:
         return any(_role_of(n) is ElasticRole.BUFFERING for n in self.nodes if id(n) not in below)
 
     @classmethod
-    def from_merged(cls, root: Stream[Any], merged: list[State]) -> ElasticRun:
+    def from_merged(
+        cls, root: Stream[Any], merged: list[State], allow_changes: bool = False
+    ) -> ElasticRun:
         """Plan this instance's tasks from the checkpoints of all old instances."""
         run = cls(root, [])
+        run.allow_changes = allow_changes
         epochs = {int(st.get("epoch", 0)) for st in merged}
         if len(epochs) > 1:
             raise StateError(
@@ -371,11 +385,14 @@ class ElasticRun:
         return run
 
     @classmethod
-    def from_instance(cls, root: Stream[Any], state: State) -> ElasticRun:
+    def from_instance(
+        cls, root: Stream[Any], state: State, allow_changes: bool = False
+    ) -> ElasticRun:
         """Resume an elastic run from the checkpoint of the same instance."""
         tasks = [_check_task(x) for x in state[ELASTIC_KEY]["tasks"]]
         tasks[0] = {**tasks[0], "state": state["state"], "pipeline": state["pipeline"]}
         run = cls(root, tasks)
+        run.allow_changes = allow_changes
         run.epoch = int(state.get("epoch", 0))
         run.home = tuple(tasks[-1]["sharding"])
         run.configure(tasks[0])

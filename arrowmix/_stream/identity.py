@@ -132,6 +132,13 @@ def describe_mismatch(saved: Any, root: Stream[Any]) -> str:
                         "worker); load each instance's own state, and pass merge_states "
                         "the states of every instance in instance order"
                     )
+                elif key in ("weights", "names") and name == "WeightedMixIterator":
+                    what += (
+                        ": load_state_dict(state, allow_changes=True) resumes a named mix "
+                        "(mix({name: stream})) into another mixture"
+                        if "names" in fields
+                        else ": only a named mix (mix({name: stream})) resumes into another mixture"
+                    )
                 elif isinstance(fields[key], str) and "@" in fields[key]:
                     what += ": the function's code, constants or globals changed"
                 return what

@@ -132,8 +132,14 @@ class PipelineRoot(Stage[T]):
             out[_EPOCH_KEY] = self.chosen_epoch
         return out
 
-    def load_state_dict(self, state: State | None) -> None:
+    def load_state_dict(self, state: State | None, *, allow_changes: bool = False) -> None:
         """Restore a checkpoint of ``state_dict()``; ``None`` restarts.
+
+        ``allow_changes=True`` resumes a checkpoint of a pipeline whose named mixes
+        (``mix({name: stream, ...})``) have other weights or sources: each kept source
+        continues where it stopped, a new one starts at its beginning, a removed one is
+        reported. The rest of the pipeline must be the same (it is not fingerprinted
+        then; each stage still checks its own state).
 
         Also accepts ``arrowmix.stream.merge_states`` of the checkpoints of every
         instance of a run with another number of instances (elastic resume, see
@@ -147,9 +153,9 @@ class PipelineRoot(Stage[T]):
             from arrowmix._stream.elastic import ElasticRun
 
             if "merged" in state:
-                run = ElasticRun.from_merged(self._as_stream(), state["merged"])
+                run = ElasticRun.from_merged(self._as_stream(), state["merged"], allow_changes)
             else:
-                run = ElasticRun.from_instance(self._as_stream(), state)
+                run = ElasticRun.from_instance(self._as_stream(), state, allow_changes)
             self._elastic = run
             return
         if state is None:
@@ -166,7 +172,7 @@ class PipelineRoot(Stage[T]):
         from arrowmix._stream.identity import describe_mismatch, warn_unhashed
 
         mine = self.pipeline_fingerprint()
-        if state[_PIPELINE_KEY] != mine:
+        if state[_PIPELINE_KEY] != mine and not allow_changes:
             raise StateError(
                 f"checkpoint was taken from a different pipeline (fingerprint "
                 f"{state[_PIPELINE_KEY]!r}, this one is {mine!r}): "
@@ -178,6 +184,10 @@ class PipelineRoot(Stage[T]):
             raise StateError(f"checkpoint `epoch` must be an int >= 0, got {epoch!r}.")
         if epoch != self.chosen_epoch:
             self.apply_epoch(epoch)
+        if allow_changes:
+            from arrowmix._stream.topology import open_for_changes
+
+            open_for_changes(self._as_stream())
         self.reset_pipeline(state[_STATE_KEY])
 
     def pipeline_fingerprint(self) -> str:

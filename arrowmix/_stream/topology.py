@@ -78,6 +78,17 @@ def walk(root: Stream[Any]) -> list[Stream[Any]]:
     return out
 
 
+def open_for_changes(root: Stream[Any]) -> None:
+    """Let the next restore of every node that can resume a changed configuration do so.
+
+    Nodes opt in with an ``allow_changes(allowed)`` method (named mixes).
+    """
+    for node in walk(root):
+        hook = getattr(node, "allow_changes", None)
+        if callable(hook):
+            hook(True)
+
+
 def check_sharding(num_instances: object, instance_rank: object) -> None:
     """Raise ShardingError unless ``0 <= instance_rank < num_instances`` (both ints)."""
     n = check_int("num_instances", num_instances)  # a wrong type is a TypeError

@@ -18,13 +18,15 @@ restore) and the seed. No other replay.
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
-from typing import Any, TypeVar
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
 from arrowmix._stream.base import ElasticMode, State, Stream
 from arrowmix._stream.mixing.mixed_rows import MixedRows
+from arrowmix._stream.mixing.named import WEIGHTS_KEY, from_named, split_named, to_named
 from arrowmix._stream.mixing.schedule import (
     Swrr,
     check_stopping,
@@ -44,6 +46,8 @@ T = TypeVar("T")
 _BLOCK = 1024
 _MIN_BULK = 16
 _NOTHING: Any = object()
+_clock = time.perf_counter
+_SAMPLE = 32  # the per-item path times one read in _SAMPLE
 
 
 def check_schemas(streams: Sequence[Stream[Any]]) -> None:
@@ -81,32 +85,28 @@ class WeightedMixIterator(Stream[T]):
     ACTIVE_KEY = "active"
     PEEKED_KEY = "peeked"
     SEED_KEY = "seed"
-    STATE_KEYS = (
-        SOURCES_KEY,
-        COUNTS_KEY,
-        DEFICITS_KEY,
-        EXHAUSTED_KEY,
-        ACTIVE_KEY,
-        PEEKED_KEY,
-        SEED_KEY,
-    )
-    TRANSIENT = ("_held", "_mixed_rows")
+    _PER_INPUT_KEYS = (SOURCES_KEY, COUNTS_KEY, DEFICITS_KEY, EXHAUSTED_KEY, ACTIVE_KEY, PEEKED_KEY)
+    STATE_KEYS: ClassVar[tuple[str, ...] | None] = (*_PER_INPUT_KEYS, SEED_KEY)
+    TRANSIENT = ("_held", "_mixed_rows", "_allow_changes")
     ELASTIC_ROLE = ElasticRole.TRANSPARENT
 
     def __init__(
         self,
-        streams: Sequence[Stream[T]],
-        weights: Sequence[float] | None = None,
+        streams: Sequence[Stream[T]] | Mapping[str, Stream[T]],
+        weights: Sequence[float] | Mapping[str, float] | None = None,
         *,
         stopping: str = "longest_drop",
         seed: int | None = None,
     ) -> None:
         super().__init__()
-        self.streams = list(streams)
+        self.names, inputs, plain = split_named(streams, weights)
+        self.streams: list[Stream[T]] = inputs
+        if self.names is not None:  # the named state also records the weights
+            self.STATE_KEYS = (*self._PER_INPUT_KEYS, self.SEED_KEY, WEIGHTS_KEY)  # type: ignore[misc]
         for i, s in enumerate(self.streams):
             if not isinstance(s, Stream):
                 raise TypeError(f"`streams[{i}]` must be a Stream, got {type(s).__name__}.")
-        self.weights = check_weights(weights, len(self.streams))
+        self.weights = check_weights(plain, len(self.streams))
         self.stopping = check_stopping(stopping)
         self.seed: int | None = check_int("seed", seed, minimum=0, none_ok=True)
         check_schemas(self.streams)
@@ -122,7 +122,15 @@ class WeightedMixIterator(Stream[T]):
         self._drain = mode.draining
 
     def describe(self) -> dict[str, Any]:
-        return {"weights": self.weights, "stopping": self.stopping, "seed": self.seed}
+        out: dict[str, Any] = {"weights": self.weights, "stopping": self.stopping}
+        out["seed"] = self.seed
+        if self.names is not None:
+            out["names"] = list(self.names)
+        return out
+
+    def allow_changes(self, allowed: bool) -> None:
+        """Let the next restore resume a checkpoint of another mixture (named form)."""
+        self._allow_changes = allowed
 
     @property
     def schema(self) -> Any:
@@ -140,25 +148,30 @@ class WeightedMixIterator(Stream[T]):
         self._pre: list[State | None] = [None] * k
         self._held: list[Any] = [_NOTHING] * k
         self._u: tuple[int, np.ndarray] | None = None
+        self._wait = 0.0
+        self._tick = _SAMPLE
+        self._window = [0] * k
+        self.removed: list[str] = []
         if state is None:
             for s in self.streams:
                 s.reset(None)
             return
+        changed = False
+        if self.names is not None:
+            allowed = bool(self.__dict__.pop("_allow_changes", False))
+            state, change = from_named(self.names, self.weights, state, allowed)
+            self.removed, changed = change.removed, bool(change)
+        self._restore(state)
+        if changed:  # another active set or weights: the deficits start again
+            self._swrr.restart()
+
+    def _restore(self, state: State) -> None:
+        k = len(self.streams)
         if state[self.SEED_KEY] != self.seed:
             raise StateError(
                 f"WeightedMixIterator: checkpoint seed {state[self.SEED_KEY]!r} != {self.seed!r}."
             )
-        lists = [
-            state[key]
-            for key in (
-                self.SOURCES_KEY,
-                self.COUNTS_KEY,
-                self.DEFICITS_KEY,
-                self.EXHAUSTED_KEY,
-                self.ACTIVE_KEY,
-                self.PEEKED_KEY,
-            )
-        ]
+        lists = [state[key] for key in self._PER_INPUT_KEYS]
         if any(not isinstance(v, list) or len(v) != k for v in lists):
             raise StateError(
                 f"WeightedMixIterator: the state is for another number of streams than {k}."
@@ -166,6 +179,7 @@ class WeightedMixIterator(Stream[T]):
         for s, st in zip(self.streams, state[self.SOURCES_KEY], strict=True):
             s.reset(st)
         self._counts = [int(c) for c in state[self.COUNTS_KEY]]
+        self._window = list(self._counts)
         self._swrr.cur = [int(c) for c in state[self.DEFICITS_KEY]]
         self._exhausted = [bool(x) for x in state[self.EXHAUSTED_KEY]]
         self._active = [bool(x) for x in state[self.ACTIVE_KEY]]
@@ -174,6 +188,12 @@ class WeightedMixIterator(Stream[T]):
                 self._pre[i] = s.get_state()
 
     def get_state(self) -> State:
+        state = self._list_state()
+        if self.names is None:
+            return state
+        return to_named(self.names, self.weights, state)
+
+    def _list_state(self) -> State:
         return {
             self.SOURCES_KEY: [
                 s.get_state() if pre is None else copy.deepcopy(pre)
@@ -252,7 +272,9 @@ class WeightedMixIterator(Stream[T]):
         deficits = list(self._swrr.cur)
         choices = self._plan(n)
         need = np.bincount(choices, minlength=len(self.streams)).tolist()
+        t0 = _clock()
         pulled = [s.pull(c) if c else [] for s, c in zip(self.streams, need, strict=True)]
+        self._wait += _clock() - t0
         if any(len(p) < c for p, c in zip(pulled, need, strict=True)):
             for s, st in zip(self.streams, states, strict=True):
                 s.reset(st)
@@ -266,9 +288,20 @@ class WeightedMixIterator(Stream[T]):
     def _fetch(self, i: int) -> Any:
         """The next item of input ``i``: a row, or a row position in :class:`MixedRows`."""
         views = self.__dict__.get("_views")
-        if views is None:
-            return self.streams[i].next()
-        p = views[i].pull(1)
+        self._tick -= 1
+        if self._tick:  # one item read in _SAMPLE is timed (wait_seconds scales it up)
+            if views is None:
+                return self.streams[i].next()
+            p = views[i].pull(1)
+        else:
+            self._tick = _SAMPLE
+            t0 = _clock()
+            if views is None:
+                item = self.streams[i].next()
+                self._wait += (_clock() - t0) * _SAMPLE
+                return item
+            p = views[i].pull(1)
+            self._wait += (_clock() - t0) * _SAMPLE
         if not len(p):
             raise StopIteration
         rows = self.row_source()
@@ -345,10 +378,12 @@ class WeightedMixIterator(Stream[T]):
         choices = np.asarray(self._plan(n), dtype=np.int64)
         need = np.bincount(choices, minlength=len(self.streams)).tolist()
         views = self.__dict__["_views"]
+        t0 = _clock()
         pulled = [
             v.pull(c) if c else np.empty(0, dtype=np.int64)
             for v, c in zip(views, need, strict=True)
         ]
+        self._wait += _clock() - t0
         return choices, pulled
 
     def _assemble(
@@ -414,15 +449,39 @@ class WeightedMixIterator(Stream[T]):
                     self._swrr.cur[j] -= self._ints[j]
 
     def stats(self) -> dict[str, Any]:
-        """Items taken from each input, realised and target ratios, exhausted flags."""
-        total = sum(self._counts) if self._started else 0
-        counts = list(self._counts) if self._started else [0] * len(self.streams)
-        return {
+        """Counters of the mix (cheap: no per-item bookkeeping beyond the counts).
+
+        ``counts`` and ``ratios``: items taken from each input since the start (a
+        restored checkpoint's counts included); ``window_counts`` and
+        ``window_ratios``: the same since the previous ``stats()`` call (the window a
+        logger sees); ``weights``; ``exhausted``; ``wait_seconds``: time spent
+        waiting on the inputs since this process started the mix (item-by-item reads
+        are sampled, one in 32); ``removed``: named
+        sources of a loaded checkpoint that this mixture no longer has. A named mix
+        keys the per-input values by source name.
+        """
+        k = len(self.streams)
+        counts = list(self._counts) if self._started else [0] * k
+        window = [c - w for c, w in zip(counts, self.__dict__.get("_window", counts), strict=True)]
+        self._window = list(counts)
+        out: dict[str, Any] = {
             "counts": counts,
-            "ratios": [c / total if total else 0.0 for c in counts],
+            "ratios": _ratios(counts),
+            "window_counts": window,
+            "window_ratios": _ratios(window),
             "weights": list(self.weights),
-            "exhausted": list(self._exhausted) if self._started else [False] * len(counts),
+            "exhausted": list(self._exhausted) if self._started else [False] * k,
         }
+        if self.names is not None:
+            out = {key: dict(zip(self.names, v, strict=True)) for key, v in out.items()}
+        out["wait_seconds"] = self.__dict__.get("_wait", 0.0)
+        out["removed"] = list(self.__dict__.get("removed", []))
+        return out
+
+
+def _ratios(counts: list[int]) -> list[float]:
+    total = sum(counts)
+    return [c / total if total else 0.0 for c in counts]
 
 
 class ZipIterator(Stream[tuple[Any, ...]]):
@@ -484,8 +543,8 @@ class ZipIterator(Stream[tuple[Any, ...]]):
 
 
 def mix(
-    streams: Sequence[Stream[T]],
-    weights: Sequence[float] | None = None,
+    streams: Sequence[Stream[T]] | Mapping[str, Stream[T]],
+    weights: Sequence[float] | Mapping[str, float] | None = None,
     *,
     stopping: str = "longest_drop",
     seed: int | None = None,
@@ -493,8 +552,11 @@ def mix(
     """Interleave ``streams`` by ``weights`` (normalised; equal when omitted).
 
     Args:
-        streams: the inputs; their schemas must match when known.
-        weights: one positive, finite weight per stream.
+        streams: the inputs, as a list or as ``{name: stream}`` (then the
+            checkpoint keys each source's position by name, and
+            ``load_state_dict(state, allow_changes=True)`` resumes it into a mixture
+            with other weights or sources); their schemas must match when known.
+        weights: one positive, finite weight per stream (by name for named streams).
         stopping: ``"shortest"``, ``"longest_drop"`` or ``"longest_cycle"``.
         seed: ``None`` for the deterministic most-behind rule, else a random draw by
             weight that depends only on ``(seed, step)``.
