@@ -152,18 +152,11 @@ def save_to_disk(
         TypeError: a format keyword is not JSON serializable (as in HF).
         ValueError: both or invalid ``max_shard_size``/``num_shards``.
     """
-    from arrowmix._dataset.build import from_chunks
-
     target = _local_dir(dataset_path, "save_to_disk")
     parent = os.path.dirname(target)
     recover_saves(parent)  # saves killed earlier beside it: finish or undo them first
     _check_replaceable(target)
-    mine = [os.path.abspath(f) for f in ds.cache_files if is_local(f)]
-    if any(f == target or f.startswith(target + os.sep) for f in mine):
-        raise PermissionError(
-            f"Cannot save to {target!r}: the dataset reads files in that directory. Save it "
-            "to another directory."
-        )
+    _check_not_read_from(ds, target)
     n = _num_shards(ds, max_shard_size, num_shards, num_proc)
     schema = _schema(ds)
     names = [f"data-{i:05d}-of-{n:05d}.arrow" for i in range(n)]
@@ -174,40 +167,17 @@ def save_to_disk(
     try:
         rows = ds.num_rows
         for i, name in enumerate(names):
-            start, stop = rows * i // n, rows * (i + 1) // n
             current = os.path.join(tmp, name)
-            with pa.OSFile(current, "wb") as sink:
-                with pa.ipc.new_stream(sink, schema) as writer:
-                    for a in range(start, stop, _BATCH_ROWS):
-                        part = view_range(state_of(ds), a, min(a + _BATCH_ROWS, stop))
-                        writer.write_table(part.replace_schema_metadata(schema.metadata))
-                    if start == stop:
-                        writer.write_table(schema.empty_table())
-                sink.flush()
-                os.fsync(sink.fileno())
+            _write_shard(ds, current, schema, rows * i // n, rows * (i + 1) // n)
         current = tmp
-        state = _state(ds, names)
-        state[CONTENT_KEY] = from_chunks([os.path.join(tmp, x) for x in names]).fingerprint
-        state[DIGESTS_KEY] = {x: file_digest(os.path.join(tmp, x)) for x in names}  # verify
+        state = _saved_state(ds, tmp, names)
         # state.json last: a save directory with a readable state.json is complete.
         for fname, content in ((INFO_NAME, _info(ds, schema)), (STATE_NAME, state)):
             current = os.path.join(tmp, fname)
-            with open(current, "w", encoding="utf-8") as fh:
-                json.dump(content, fh, indent=2, sort_keys=fname == STATE_NAME)
-                fh.flush()
-                os.fsync(fh.fileno())
+            _write_json(current, content, sort_keys=fname == STATE_NAME)
         current = target
         _fsync(tmp)
-        moved = False
-        if os.path.lexists(target):
-            os.rename(target, old)
-            moved = True
-        try:
-            os.rename(tmp, target)
-        except BaseException:
-            if moved:
-                os.rename(old, target)
-            raise
+        _swap_in(tmp, target, old)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         if isinstance(exc, OSError) and not isinstance(exc, ArrowmixError):
@@ -217,6 +187,60 @@ def save_to_disk(
     _fsync(parent)
     if os.path.lexists(old):
         shutil.rmtree(old, ignore_errors=True)
+
+
+def _check_not_read_from(ds: Dataset, target: str) -> None:
+    """Refuse to save over a directory holding files ``ds`` reads."""
+    mine = [os.path.abspath(f) for f in ds.cache_files if is_local(f)]
+    if any(f == target or f.startswith(target + os.sep) for f in mine):
+        raise PermissionError(
+            f"Cannot save to {target!r}: the dataset reads files in that directory. Save it "
+            "to another directory."
+        )
+
+
+def _write_shard(ds: Dataset, path: str, schema: pa.Schema, start: int, stop: int) -> None:
+    """Write rows ``[start, stop)`` of ``ds`` as one synced Arrow IPC stream file at ``path``."""
+    with pa.OSFile(path, "wb") as sink:
+        with pa.ipc.new_stream(sink, schema) as writer:
+            for a in range(start, stop, _BATCH_ROWS):
+                part = view_range(state_of(ds), a, min(a + _BATCH_ROWS, stop))
+                writer.write_table(part.replace_schema_metadata(schema.metadata))
+            if start == stop:
+                writer.write_table(schema.empty_table())
+        sink.flush()
+        os.fsync(sink.fileno())
+
+
+def _saved_state(ds: Dataset, tmp: str, names: list[str]) -> dict[str, Any]:
+    """``state.json``'s content, with the content fingerprint and digests of the files."""
+    from arrowmix._dataset.build import from_chunks
+
+    state = _state(ds, names)
+    state[CONTENT_KEY] = from_chunks([os.path.join(tmp, x) for x in names]).fingerprint
+    state[DIGESTS_KEY] = {x: file_digest(os.path.join(tmp, x)) for x in names}  # verify
+    return state
+
+
+def _write_json(path: str, content: dict[str, Any], sort_keys: bool) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump(content, fh, indent=2, sort_keys=sort_keys)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _swap_in(tmp: str, target: str, old: str) -> None:
+    """Rename ``tmp`` to ``target``, moving a previous ``target`` to ``old`` first."""
+    moved = False
+    if os.path.lexists(target):
+        os.rename(target, old)
+        moved = True
+    try:
+        os.rename(tmp, target)
+    except BaseException:
+        if moved:
+            os.rename(old, target)
+        raise
 
 
 def _fsync(directory: str) -> None:
@@ -358,20 +382,28 @@ def load_from_disk(
         >>> back.format["type"], back.fingerprint == ds.fingerprint
         ('numpy', True)
     """
-    if storage_options:
-        raise NotImplementedError(
-            "load_from_disk reads local directories; `storage_options` is not supported. "
-            "Use `Dataset.from_chunks` for remote storage."
-        )
-    from arrowmix._dataset.build import from_chunks
-    from arrowmix._dataset.map_options import user_fingerprint
-
+    _refuse_storage_options(storage_options)
     directory = _local_dir(dataset_path, "load_from_disk")
     recover_saves(os.path.dirname(directory))  # saves killed earlier: finish or undo them
     if is_dict_dir(directory):
         from arrowmix._hf.saved_dict import load_dict
 
         return load_dict(directory, keep_in_memory, verify=verify)
+    return _load_dataset(directory, keep_in_memory, verify)
+
+
+def _refuse_storage_options(storage_options: dict[str, Any] | None) -> None:
+    if storage_options:
+        raise NotImplementedError(
+            "load_from_disk reads local directories; `storage_options` is not supported. "
+            "Use `Dataset.from_chunks` for remote storage."
+        )
+
+
+def _load_dataset(directory: str, keep_in_memory: bool | None, verify: bool) -> Dataset:
+    """The ``Dataset`` of the save (not a ``DatasetDict``) at the local ``directory``."""
+    from arrowmix._dataset.build import from_chunks
+
     state = read_json(directory, STATE_NAME)
     info = read_json(directory, INFO_NAME)
     files = _data_files(directory, state)
@@ -380,7 +412,18 @@ def load_from_disk(
             raise FileNotFoundError(f"Data file {f!r} listed in {STATE_NAME} is missing.")
     if verify:
         _verify(directory, state)
-    ds = from_chunks(files)
+    ds = _with_saved_state(from_chunks(files), state, info)
+    if keep_in_memory:
+        from arrowmix._dataset.in_memory import in_memory_copy
+
+        ds = in_memory_copy(ds)
+    return ds
+
+
+def _with_saved_state(ds: Dataset, state: dict[str, Any], info: dict[str, Any]) -> Dataset:
+    """``ds`` (the saved files) with the saved texts, format, fingerprint and split."""
+    from arrowmix._dataset.map_options import user_fingerprint
+
     content_fp = ds.fingerprint
     texts = {k: info.get(k) for k in INFO_TEXTS}
     ds = dataset_with_info(ds, SimpleNamespace(**texts))
@@ -398,10 +441,6 @@ def load_from_disk(
     split = state.get("_split")
     if isinstance(split, str):
         ds = type(ds)(replace(state_of(ds), split=split))
-    if keep_in_memory:
-        from arrowmix._dataset.in_memory import in_memory_copy
-
-        ds = in_memory_copy(ds)
     return ds
 
 
