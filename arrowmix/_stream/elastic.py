@@ -169,6 +169,30 @@ def _check_task(task: Any) -> dict[str, Any]:
     return task
 
 
+def _common_epoch(merged: list[State]) -> int:
+    """The ``set_epoch`` epoch all instances were in (refused if they differ)."""
+    epochs = {int(st.get("epoch", 0)) for st in merged}
+    if len(epochs) > 1:
+        raise StateError(
+            f"merge_states: the instances were in different set_epoch epochs {sorted(epochs)}."
+        )
+    return epochs.pop()
+
+
+def _next_generation(
+    chain: list[Any], frontiers: list[list[list[int]]], seeds: list[int], ns: int
+) -> list[dict[str, Any]]:
+    """The new main task's sources: each old instance's frontier appended as a generation."""
+    return [
+        {
+            "generations": [*chain[i], [f[i] for f in frontiers]],
+            "limit": None,
+            "seed": seeds[i],
+        }
+        for i in range(ns)
+    ]
+
+
 class ElasticRun:
     """The task list of one instance after an elastic load (held by the root stream)."""
 
@@ -326,12 +350,7 @@ class ElasticRun:
         """Plan this instance's tasks from the checkpoints of all old instances."""
         run = cls(root, [])
         run.allow_changes = allow_changes
-        epochs = {int(st.get("epoch", 0)) for st in merged}
-        if len(epochs) > 1:
-            raise StateError(
-                f"merge_states: the instances were in different set_epoch epochs {sorted(epochs)}."
-            )
-        run.epoch = epochs.pop()
+        run.epoch = _common_epoch(merged)
         run.nodes_of = {st.get("pipeline"): st.get("nodes") for st in merged}
         ns = len(run.sources)
         drains, mains = _old_tasks(merged, ns)
@@ -345,12 +364,36 @@ class ElasticRun:
         if any([s["generations"] for s in m["sources"]] != chain for m in mains):
             raise StateError("merge_states: the instances come from different elastic restores.")
         frontiers: list[list[list[int]]] = [run.frontier(m) for m in mains]
+        main_drains, seeds = run._drain_mains(mains, frontiers)
+        drains.extend(main_drains)
+        if seeds is None:
+            seeds = [spec["seed"] for spec in mains[0]["sources"]]
+        t, j = run.home
+        main_task = {
+            "pipeline": "",
+            "state": None,
+            "sharding": [t, j],
+            "sources": _next_generation(chain, frontiers, seeds, ns),
+            "override": None,
+        }
+        run.tasks = [*drains[j::t], main_task]
+        run.configure(run.tasks[0])
+        return run
+
+    def _drain_mains(
+        self, mains: list[dict[str, Any]], frontiers: list[list[list[int]]]
+    ) -> tuple[list[dict[str, Any]], list[int] | None]:
+        """Drain tasks finishing each started old main task up to the common frontier.
+
+        Also the sources' order seeds the started mains share (None if none started).
+        """
+        drains: list[dict[str, Any]] = []
         seeds: list[int] | None = None
         for k, main in enumerate(mains):
             if main["state"] is None:
                 continue
-            run.configure(main)
-            mine = [s.order_seed for s in run.sources]
+            self.configure(main)
+            mine = [s.order_seed for s in self.sources]
             if seeds is not None and mine != seeds:
                 raise StateError(
                     f"merge_states: instance {k} reads the rows in another order than "
@@ -362,27 +405,7 @@ class ElasticRun:
                 for spec, f, seed in zip(main["sources"], frontiers[k], mine, strict=True)
             ]
             drains.append({**main, "sources": sources})
-        if seeds is None:
-            seeds = [spec["seed"] for spec in mains[0]["sources"]]
-        new_sources = [
-            {
-                "generations": [*chain[i], [f[i] for f in frontiers]],
-                "limit": None,
-                "seed": seeds[i],
-            }
-            for i in range(ns)
-        ]
-        t, j = run.home
-        main_task = {
-            "pipeline": "",
-            "state": None,
-            "sharding": [t, j],
-            "sources": new_sources,
-            "override": None,
-        }
-        run.tasks = [*drains[j::t], main_task]
-        run.configure(run.tasks[0])
-        return run
+        return drains, seeds
 
     @classmethod
     def from_instance(
