@@ -105,6 +105,56 @@ def _entries(
     return out
 
 
+def _refuse_local(files: Sequence[str]) -> None:
+    local = [f for f in files if is_local(f)]
+    if local:
+        raise ValueError(
+            f"`cache_limit` bounds the local copies of remote chunks, but {local[0]!r} is a "
+            "local file (local files are memory-mapped in place): drop `cache_limit`."
+        )
+
+
+def _probe_directories(
+    files: Sequence[str],
+    infos: Sequence[Any],
+    entries: Sequence[ChunkEntry],
+    storage_options: Mapping[str, Any] | None,
+) -> dict[int, tuple[pa.Schema, RemoteChunk]]:
+    """Schema and chunk of the first file of each directory, by index in ``files``."""
+    # One probe per directory (its schema): the manifest has every chunk's rows, and the
+    # other chunks' schemas are checked when their copies are first read.
+    first: dict[str, int] = {}
+    for i, f in enumerate(files):
+        first.setdefault(f.rstrip("/").rsplit("/", 1)[0], i)
+    probed = sorted(first.values())
+    with ThreadPoolExecutor(min(_PROBE_THREADS, len(probed))) as pool:
+        described = dict(zip(probed, pool.map(
+            lambda i: _describe(files[i], infos[i], entries[i].digest, storage_options), probed
+        ), strict=True))  # fmt: skip
+    return described
+
+
+def _checked_schema(
+    files: Sequence[str],
+    described: dict[int, tuple[pa.Schema, RemoteChunk]],
+    entries: Sequence[ChunkEntry],
+) -> pa.Schema:
+    """The probed chunks' common schema; their rows must match their manifest entries."""
+    schema = described[min(described)][0].remove_metadata()
+    for i, (s, c) in described.items():
+        if not s.remove_metadata().equals(schema):
+            raise SchemaMismatchError(
+                f"Chunk file {files[i]!r} has a different schema from {files[0]!r}:\n"
+                f"{s.remove_metadata()}\nexpected\n{schema}"
+            )
+        if c.num_rows != entries[i].rows:
+            raise IncompleteCorpusError(
+                f"Chunk file {files[i]!r} has {c.num_rows} rows where its manifest records "
+                f"{entries[i].rows}: the corpus was altered after `write_chunks`."
+            )
+    return schema
+
+
 def from_remote_chunks(
     files: Sequence[str],
     cache_dir: str | None,
@@ -121,36 +171,11 @@ def from_remote_chunks(
         IncompleteCorpusError: a directory has no manifest, or it does not list a file.
     """
     limit = parse_size(cache_limit)
-    local = [f for f in files if is_local(f)]
-    if local:
-        raise ValueError(
-            f"`cache_limit` bounds the local copies of remote chunks, but {local[0]!r} is a "
-            "local file (local files are memory-mapped in place): drop `cache_limit`."
-        )
+    _refuse_local(files)
     infos = _infos(files, storage_options)
     entries = _entries(files, infos, storage_options)
-    # One probe per directory (its schema): the manifest has every chunk's rows, and the
-    # other chunks' schemas are checked when their copies are first read.
-    first: dict[str, int] = {}
-    for i, f in enumerate(files):
-        first.setdefault(f.rstrip("/").rsplit("/", 1)[0], i)
-    probed = sorted(first.values())
-    with ThreadPoolExecutor(min(_PROBE_THREADS, len(probed))) as pool:
-        described = dict(zip(probed, pool.map(
-            lambda i: _describe(files[i], infos[i], entries[i].digest, storage_options), probed
-        ), strict=True))  # fmt: skip
-    schema = described[probed[0]][0].remove_metadata()
-    for i, (s, c) in described.items():
-        if not s.remove_metadata().equals(schema):
-            raise SchemaMismatchError(
-                f"Chunk file {files[i]!r} has a different schema from {files[0]!r}:\n"
-                f"{s.remove_metadata()}\nexpected\n{schema}"
-            )
-        if c.num_rows != entries[i].rows:
-            raise IncompleteCorpusError(
-                f"Chunk file {files[i]!r} has {c.num_rows} rows where its manifest records "
-                f"{entries[i].rows}: the corpus was altered after `write_chunks`."
-            )
+    described = _probe_directories(files, infos, entries, storage_options)
+    schema = _checked_schema(files, described, entries)
     chunks = [
         described[i][1] if i in described else
         RemoteChunk(f, int(info["size"]), version_tag(info), (e.rows,), e.digest)
