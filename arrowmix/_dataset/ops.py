@@ -282,9 +282,33 @@ def flatten_indices(
         return _flatten_in_memory(s, fp)
     path = user_path or fs.join(ds.cache_dir, _cache_file_name(key))
     n, so = len(ds), s.storage_options
+    found, path = _reuse_flattened(ds, path, key, fp, parent, shipped_ok=user_path is None)
+    for _ in range(_ATTEMPTS):
+        if found is not None:
+            break
+        _write_flattened(ds, path, fp)
+        # None only if a cleanup removed the file before we held it (or it is unreadable)
+        found = _open_flattened(path, fp, n, so, warn=False, parent=parent)
+    if found is None:
+        raise CacheCorruptedError(f"Cache file {path!r} was just written but is not usable.")
+    return _flattened_dataset(s, path, fp, n, found)
+
+
+_Flattened = tuple[pa.Table, tuple[Hold, ...]]
+
+
+def _reuse_flattened(
+    ds: Dataset, path: str, key: str, fp: str, parent: str | None, *, shipped_ok: bool
+) -> tuple[_Flattened | None, str]:
+    """A valid flattened copy already written (and the path it is at), or None and ``path``.
+
+    ``shipped_ok``: a copy in the cache a read-only corpus ships may be read in place.
+    """
+    s = state_of(ds)
+    n, so = len(ds), s.storage_options
     found = None
     shipped = shipped_cache_dir(s.files)
-    if shipped is not None and shipped != ds.cache_dir and user_path is None:
+    if shipped is not None and shipped != ds.cache_dir and shipped_ok:
         # A read-only corpus that ships its cache: a valid flattened copy is read in place.
         beside = os.path.join(shipped, _cache_file_name(key))
         if os.path.exists(beside):
@@ -294,14 +318,11 @@ def flatten_indices(
         found = _open_flattened(path, fp, n, so, parent=parent)
         if found is not None and fs.is_local(path):
             touch([fs.local_path(path)])  # reused: "last used" now, as a map cache hit
-    for _ in range(_ATTEMPTS):
-        if found is not None:
-            break
-        _write_flattened(ds, path, fp)
-        # None only if a cleanup removed the file before we held it (or it is unreadable)
-        found = _open_flattened(path, fp, n, so, warn=False, parent=parent)
-    if found is None:
-        raise CacheCorruptedError(f"Cache file {path!r} was just written but is not usable.")
+    return found, path
+
+
+def _flattened_dataset(s: DatasetState, path: str, fp: str, n: int, found: _Flattened) -> Dataset:
+    """The dataset of the flattened ``path`` with the view's format, cache dir and split."""
     table, holds = found
     table = table.replace_schema_metadata(hf_metadata(s.table.schema))  # HF's features kept
     return Dataset(
@@ -315,7 +336,7 @@ def flatten_indices(
             fmt_all=s.fmt_all,
             fmt_kwargs=s.fmt_kwargs,
             cache_dir=s.cache_dir,
-            storage_options=so,
+            storage_options=s.storage_options,
             holds=holds,
             split=s.split,
         )
