@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -279,11 +279,7 @@ def from_chunks(
             corpus kept changing while opened (a rewrite is in progress).
     """
     _check_paths(path_or_glob_or_list)
-    check = (
-        None
-        if allow_incomplete
-        else lambda spec, fs, ts, known=None: _check_complete(spec, fs, ts, storage_options, known)
-    )
+    check = _completeness_check(allow_incomplete, storage_options)
     try:  # (a rewrite killed in a directory is finished or undone while it is listed)
         if cache_limit is None and _all_local(path_or_glob_or_list):
             from arrowmix._storage.corpus_open import open_local_chunks
@@ -309,6 +305,15 @@ def from_chunks(
         check(path_or_glob_or_list, files, tables)
     digests = [file_digest(f, storage_options) for f in files]
     return _chunks_dataset(files, tables, digests, cache_dir, storage_options)
+
+
+def _completeness_check(
+    allow_incomplete: bool, storage_options: Mapping[str, Any] | None
+) -> Callable[..., None] | None:
+    """What ``from_chunks`` calls to refuse an incomplete corpus (None: allowed)."""
+    if allow_incomplete:
+        return None
+    return lambda spec, fs, ts, known=None: _check_complete(spec, fs, ts, storage_options, known)
 
 
 def _all_local(spec: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> bool:
