@@ -118,6 +118,15 @@ _OS_READS = frozenset({"environ", "environb", "getenv", "getenvb"})
 _RANDOM_OWN_STATE = frozenset({"Random", "SystemRandom"})  # classes with their own state
 
 
+def _is_os(obj: object, names: tuple[str, ...]) -> bool:
+    """Whether ``obj`` is the ``os`` module's object named one of ``names``.
+
+    By name, so that a ``from os import environ`` binding stays recognised after
+    ``os.environ`` was replaced.
+    """
+    return getattr(obj, "__module__", None) == "os" and getattr(obj, "__name__", None) in names
+
+
 def hidden_reads(
     fn_globals: dict[str, Any],
     uses: tuple[tuple[str, frozenset[tuple[str, ...]], bool], ...],
@@ -133,9 +142,9 @@ def hidden_reads(
             out += [f"os.{c[0]}" for c in sorted(chains) if c[0] in _OS_READS]
         elif value is random:
             out += [f"random.{c[0]}()" for c in sorted(chains) if c[0] not in _RANDOM_OWN_STATE]
-        elif value is os.environ or value is getattr(os, "environb", None):
+        elif _is_os(type(value), ("_Environ",)):  # (also an os.environ replaced since)
             out.append(f"{name} (os.environ)")
-        elif value is os.getenv:
+        elif value is os.getenv or _is_os(value, ("getenv", "getenvb")):
             out.append(f"{name} (os.getenv)")
         elif getattr(value, "__self__", None) is getattr(random, "_inst", None):
             out.append(f"{name} (random.{getattr(value, '__name__', name)}, the global generator)")

@@ -92,3 +92,15 @@ def test_arrowmix_own_functions_reading_the_environment_do_not_warn() -> None:
         warnings.simplefilter("error")
         out = _ds().map(lambda row: {"y": len(cache_root()) > 0})
     assert out["y"] == [True, True, True]
+
+
+def test_an_imported_environ_is_still_seen_after_os_environ_was_replaced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # HF `datasets`' map(num_proc=...) rebinds `os.environ` to a copy; a module that did
+    # `from os import environ` before still reads the environment through the old object.
+    import copy
+
+    monkeypatch.setattr(os, "environ", copy.deepcopy(os.environ))
+    with pytest.warns(FingerprintWarning, match="os.environ"):
+        _ds().map(reads_imported_environ)
