@@ -15,6 +15,8 @@ import re
 import time
 from collections.abc import Sequence
 
+from arrowmix._cache.listing import format_bytes as binary_bytes
+
 __all__ = [
     "ago",
     "binary_bytes",
@@ -95,22 +97,6 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"invalid value {text!r}: must be at least 1")
     return value
-
-
-def binary_bytes(n: float) -> str:
-    """Binary-unit size: ``"512 B"``, ``"1.5 KiB"``, ``"20.0 GiB"``.
-
-    Example:
-        >>> binary_bytes(512), binary_bytes(1536), binary_bytes(20 * 2**30)
-        ('512 B', '1.5 KiB', '20.0 GiB')
-    """
-    if n < 1024:
-        return f"{int(n)} B"
-    for unit in ("KiB", "MiB", "GiB", "TiB"):
-        n /= 1024
-        if n < 1024 or unit == "TiB":
-            break
-    return f"{n:.1f} {unit}"
 
 
 def si_bytes(n: float) -> str:

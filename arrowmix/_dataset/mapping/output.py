@@ -36,13 +36,11 @@ from arrowmix._dataset.formats import FRAMES
 from arrowmix._dataset.mapping.arrays import as_array, check_key, is_table_like, table_of
 from arrowmix._dataset.mapping.call import Call, Invoker, LazyBatch, call_input, row_args
 from arrowmix._dataset.mapping.optimized import optimized
-from arrowmix._storage.cast import lossless_cast
+from arrowmix._storage.cast import ARROW_CAST_ERRORS, lossless_cast
 from arrowmix._storage.mixed_json import encode_as, has_json, mixed_array
 from arrowmix.exceptions import SchemaMismatchError
 
 __all__ = ["Output", "RowNames", "call_batched", "call_rows"]
-
-_ARROW_ERRORS = (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError)
 
 
 @dataclass
@@ -81,7 +79,7 @@ def _convert(
         if known is not None and has_json(known):  # JSON text where the column holds JSON
             try:
                 return encode_as(value, known)
-            except (*_ARROW_ERRORS, TypeError, ValueError):
+            except (*ARROW_CAST_ERRORS, TypeError, ValueError):
                 pass  # not of that shape: inferred, then checked by the segment's schema
         elif call.on_mixed_types == "use_json":
             mixed = mixed_array(value)
