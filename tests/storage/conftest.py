@@ -9,8 +9,11 @@ fixtures skip cleanly when ``moto[server]`` or ``s3fs`` is not installed.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -75,3 +78,31 @@ def s3_other_client(s3_storage_options: dict[str, Any]) -> Any:
     return s3fs.S3FileSystem(
         skip_instance_cache=True, use_listings_cache=False, **s3_storage_options
     )
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Callable[[str], Path]]:
+    """Mount a real tmpfs of a given size (``small_disk("256k")``) to fill a disk for real.
+
+    Skips when not root on Linux (mounting needs it); every mount is undone at teardown.
+    """
+    mounted: list[Path] = []
+
+    def mount(size: str) -> Path:
+        if not sys.platform.startswith("linux") or os.geteuid() != 0:
+            pytest.skip("needs root to mount a small tmpfs")
+        path = tmp_path / f"disk{len(mounted)}"
+        path.mkdir()
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
+            capture_output=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            pytest.skip(f"could not mount a tmpfs: {done.stderr.decode().strip()}")
+        mounted.append(path)
+        return path
+
+    yield mount
+    for path in mounted:
+        subprocess.run(["umount", str(path)], check=False)

@@ -259,29 +259,11 @@ def test_arrowmix_cache_on_a_file_is_named(tmp_path, monkeypatch):
     assert (tmp_path / "cachefile").read_text() == "not a directory"
 
 
-def _tmpfs(path: Path, size: str) -> bool:
-    if not sys.platform.startswith("linux") or os.geteuid() != 0:
-        return False
-    path.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-        capture_output=True,
-        check=False,
-    )
-    return done.returncode == 0
-
-
-def test_a_full_disk_during_an_overwrite_keeps_the_old_corpus(tmp_path):
-    disk = tmp_path / "disk"
-    if not _tmpfs(disk, "512k"):
-        pytest.skip("needs root to mount a small tmpfs")
-    try:
-        out = disk / "c"
-        _old_corpus(out)
-        with pytest.raises(OSError, match="chunk-0000") as info:
-            am.write_chunks(({"v": i, "t": "x" * 1000} for i in range(2000)), out, overwrite=True)
-        assert info.value.errno == errno.ENOSPC
-        assert _rows(out) == OLD
-        assert set(os.listdir(out)) == CORPUS | {"README.md"}
-    finally:
-        subprocess.run(["umount", str(disk)], check=False)
+def test_a_full_disk_during_an_overwrite_keeps_the_old_corpus(small_disk):
+    out = small_disk("512k") / "c"
+    _old_corpus(out)
+    with pytest.raises(OSError, match="chunk-0000") as info:
+        am.write_chunks(({"v": i, "t": "x" * 1000} for i in range(2000)), out, overwrite=True)
+    assert info.value.errno == errno.ENOSPC
+    assert _rows(out) == OLD
+    assert set(os.listdir(out)) == CORPUS | {"README.md"}
