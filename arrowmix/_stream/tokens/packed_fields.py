@@ -55,7 +55,7 @@ def check_labels(labels: object, dtype: np.dtype[Any]) -> str | None:
         raise TypeError(
             f"`labels={labels!r}` needs a signed `dtype` to hold {IGNORE_INDEX}, got {dtype}."
         )
-    return labels  # type: ignore[return-value]
+    return labels
 
 
 def check_outputs(outputs: object) -> tuple[str, ...]:

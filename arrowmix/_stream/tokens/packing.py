@@ -154,8 +154,8 @@ class Packed:
         st = self.stage
         b, s = st.batch_size, st.seq_len
         if self.stream is not None and (i + 1) * b * s <= self.stream[3]:
-            out = self._full_range(i * b * s, (i + 1) * b * s)
-            return as_tensors(out) if st.return_tensors == "pt" else out
+            full = self._full_range(i * b * s, (i + 1) * b * s)
+            return as_tensors(full) if st.return_tensors == "pt" else full
         rows = b if st.full_batches else min(b, self.nrows - i * b)
         lo, hi = int(self._cuts[i]), int(self._cuts[i + 1])
         doc, off, plen = self.doc[lo:hi], self.off[lo:hi], self.length[lo:hi]
@@ -244,9 +244,7 @@ class Packed:
         return out
 
 
-def _spread(
-    values: np.ndarray, rows: int, s: int, st: Any, mask: np.ndarray | None
-) -> np.ndarray:
+def _spread(values: np.ndarray, rows: int, s: int, st: Any, mask: np.ndarray | None) -> np.ndarray:
     """``[rows, s]`` zeros with ``values`` laid over the rows' tokens (a prefix if no mask)."""
     arr = np.zeros((rows, s), dtype=st.dtype)
     if mask is None:
