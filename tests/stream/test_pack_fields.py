@@ -109,6 +109,41 @@ def test_labels_never_cross_a_document_or_a_separator() -> None:
     assert b["labels"].tolist() == [[-100, 6, 7, 1, -100, 1, -100, 10, 11]]
 
 
+@pytest.mark.parametrize("sep", [None, 7])
+def test_empty_and_one_token_documents(sep: int | None) -> None:
+    from arrowmix.stream import from_iterable
+
+    docs = [[], [1], [2, 3], [], [4, 5, 6], [8], [], [9, 10, 11, 12, 13]]
+    for strategy in ("concat", "first_fit"):
+        kw: dict[str, Any] = {"separator": sep, "tail": "pad"} if strategy == "concat" else {}
+        if strategy != "concat" and sep is not None:
+            continue
+        plain = list(from_iterable(docs).pack("ids", 4, batch_size=2, strategy=strategy, **kw))
+        got = list(
+            from_iterable(docs).pack(
+                "ids", 4, batch_size=2, strategy=strategy, labels="shift", outputs=ALL, **kw
+            )
+        )
+        for p, g in zip(plain, got, strict=True):
+            ref = reference(p["segment_ids"], p["input_ids"])
+            assert g["labels"].tolist() == ref["shift"]
+            assert g["cu_seqlens"].tolist() == ref["cu_seqlens"]
+
+
+def test_cu_seqlens_are_the_offsets_of_a_jagged_tensor() -> None:
+    torch = pytest.importorskip("torch")
+    b = next(pipeline(2, 9, outputs=("segment_ids", "cu_seqlens"), return_tensors="pt"))
+    flat = b["input_ids"].reshape(-1)
+    jagged = torch.nested.nested_tensor_from_jagged(flat, offsets=b["cu_seqlens"].long())
+    seg = b["segment_ids"].reshape(-1)
+    for run in jagged.unbind():  # each run is one segment of one row
+        assert len(run) <= b["max_seqlen"]
+    sizes = [len(run) for run in jagged.unbind()]
+    rows = b["segment_ids"].tolist()
+    expected = [sum(1 for _ in g) for row in rows for _, g in itertools.groupby(row)]
+    assert sizes == expected and sum(sizes) == len(seg)
+
+
 def test_pack_field_argument_errors() -> None:
     s = token_source(10)
     with pytest.raises(ValueError, match="`labels` must be one of"):
