@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -268,67 +268,69 @@ def test_packed_loss_is_the_sum_of_per_document_losses(strategy: str) -> None:
 # ---------------------------------------------------------------- the round-trip harness
 
 
-def units_of(item: dict[str, Any]) -> list[int]:
-    """The document tokens of a batch (the corpus's tokens are >= 100000; 0 pads)."""
-    return [int(t) for t in np.asarray(item["input_ids"]).ravel() if t]
+class PackFieldCase:
+    """A packing pipeline with training fields, for the round-trip harness."""
+
+    picklable = True
+    docs = 40
+    shuffle = True  # a buffering stage before pack
+    pack_kwargs: ClassVar[dict[str, Any]] = {}
+
+    def make_iterator(self) -> Stream[Any]:
+        return self.make_sharded(1, 0)
+
+    def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
+        s = token_source(self.docs, num_instances=num_instances, instance_rank=instance_rank)
+        if self.shuffle:
+            s = s.shuffle(7, seed=1)
+        return s.pack("input_ids", batch_size=2, **self.pack_kwargs)
+
+    def units(self, item: dict[str, Any]) -> list[int]:
+        """The document tokens of a batch (the corpus's tokens are >= 100000; 0 pads)."""
+        return [int(t) for t in np.asarray(item["input_ids"]).ravel() if t]
 
 
-class TestConcatPackLabels(CheckpointRoundTripTests):
+class TestConcatPackLabels(PackFieldCase, CheckpointRoundTripTests):
     iterator_cls = ConcatPackIterator
-    picklable = True
-
-    def make_iterator(self) -> Stream[Any]:
-        return self.make_sharded(1, 0)
-
-    def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
-        s = token_source(40, num_instances=num_instances, instance_rank=instance_rank)
-        return s.shuffle(7, seed=1).pack(
-            "input_ids",
-            12,
-            batch_size=2,
-            separator=0,
-            tail="pad",
-            read_ahead=5,
-            labels="shift",
-            outputs=("cu_seqlens", "segment_mask"),
-        )
-
-    def units(self, item: dict[str, Any]) -> list[int]:
-        return units_of(item)
+    pack_kwargs: ClassVar[dict[str, Any]] = {
+        "seq_len": 12,
+        "separator": 0,
+        "tail": "pad",
+        "read_ahead": 5,
+        "labels": "shift",
+        "outputs": ("cu_seqlens", "segment_mask"),
+    }
 
 
-class TestConcatPackIdsOnly(TestConcatPackLabels):
-    def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
-        s = token_source(40, num_instances=num_instances, instance_rank=instance_rank)
-        return s.pack("input_ids", 12, batch_size=2, tail="pad", read_ahead=5, outputs=())
+class TestConcatPackIdsOnly(PackFieldCase, CheckpointRoundTripTests):
+    iterator_cls = ConcatPackIterator
+    shuffle = False
+    pack_kwargs: ClassVar[dict[str, Any]] = {
+        "seq_len": 12,
+        "tail": "pad",
+        "read_ahead": 5,
+        "outputs": (),
+    }
 
 
-class TestBinPackFields(CheckpointRoundTripTests):
+class TestBinPackFields(PackFieldCase, CheckpointRoundTripTests):
     iterator_cls = BinPackIterator
-    picklable = True
-
-    def make_iterator(self) -> Stream[Any]:
-        return self.make_sharded(1, 0)
-
-    def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
-        s = token_source(60, num_instances=num_instances, instance_rank=instance_rank)
-        return s.pack(
-            "input_ids",
-            24,
-            strategy="best_fit",
-            batch_size=2,
-            read_ahead=13,
-            labels="copy",
-            outputs=("position_ids", "cu_seqlens"),
-        )
-
-    def units(self, item: dict[str, Any]) -> list[int]:
-        return units_of(item)
+    docs, shuffle = 60, False
+    pack_kwargs: ClassVar[dict[str, Any]] = {
+        "seq_len": 24,
+        "strategy": "best_fit",
+        "read_ahead": 13,
+        "labels": "copy",
+        "outputs": ("position_ids", "cu_seqlens"),
+    }
 
 
-class TestBinPackIdsOnly(TestBinPackFields):
-    def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
-        s = token_source(60, num_instances=num_instances, instance_rank=instance_rank)
-        return s.pack(
-            "input_ids", 24, strategy="first_fit", batch_size=2, read_ahead=13, outputs=()
-        )
+class TestBinPackIdsOnly(PackFieldCase, CheckpointRoundTripTests):
+    iterator_cls = BinPackIterator
+    docs = 60
+    pack_kwargs: ClassVar[dict[str, Any]] = {
+        "seq_len": 24,
+        "strategy": "first_fit",
+        "read_ahead": 13,
+        "outputs": (),
+    }
