@@ -185,10 +185,10 @@ class Packed:
         if "segment_ids" in st.outputs:
             # segment number of each piece inside its row: 1, 2, ...
             seg_of_piece = np.arange(len(row)) - np.searchsorted(row, row, side="left") + 1
-            out["segment_ids"] = _spread(np.repeat(seg_of_piece, plen), rows, s, st, mask)
+            out["segment_ids"] = _spread(np.repeat(seg_of_piece, plen), (rows, s), st.dtype, mask)
         if "position_ids" in st.outputs:
             pos_flat = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(plen) - plen, plen)
-            out["position_ids"] = _spread(pos_flat, rows, s, st, mask)
+            out["position_ids"] = _spread(pos_flat, (rows, s), st.dtype, mask)
         if needs_runs(st.labels, st.outputs):
             # runs: the pieces, then each row's padding (rows are filled from column 0)
             part = np.flatnonzero(fill < s)
@@ -244,9 +244,11 @@ class Packed:
         return out
 
 
-def _spread(values: np.ndarray, rows: int, s: int, st: Any, mask: np.ndarray | None) -> np.ndarray:
-    """``[rows, s]`` zeros with ``values`` laid over the rows' tokens (a prefix if no mask)."""
-    arr = np.zeros((rows, s), dtype=st.dtype)
+def _spread(
+    values: np.ndarray, shape: tuple[int, int], dtype: Any, mask: np.ndarray | None
+) -> np.ndarray:
+    """Zeros of ``shape`` with ``values`` laid over the rows' tokens (a prefix if no mask)."""
+    arr = np.zeros(shape, dtype=dtype)
     if mask is None:
         arr.reshape(-1)[: len(values)] = values
     else:
