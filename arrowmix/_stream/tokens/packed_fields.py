@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from arrowmix._stream.tokens.collate import IGNORE_INDEX, LABELS
+
 __all__ = [
     "DEFAULT_OUTPUTS",
     "IGNORE_INDEX",
@@ -41,8 +43,6 @@ __all__ = [
     "needs_runs",
 ]
 
-IGNORE_INDEX = -100
-LABELS = (None, "shift", "copy")
 OUTPUTS = ("segment_ids", "position_ids", "cu_seqlens", "segment_mask")
 DEFAULT_OUTPUTS = ("segment_ids", "position_ids")
 
