@@ -267,6 +267,8 @@ class Stream(PipelineRoot[T]):
         pad_id: int = 0,
         return_tensors: str = "np",
         dtype: Any = np.int64,
+        labels: str | None = None,
+        outputs: Sequence[str] = ("segment_ids", "position_ids"),
     ) -> Stream[dict[str, Any]]:
         """Pack token-id documents into ``[batch_size, seq_len]`` rows.
 
@@ -276,6 +278,14 @@ class Stream(PipelineRoot[T]):
         ``"best_fit"`` (whole documents per read-ahead window; ``long_docs``
         ``"split"``, ``"truncate"`` or ``"error"`` for documents longer than
         ``seq_len``). See :mod:`arrowmix._stream.tokens.pack`.
+
+        ``labels``: ``None``, ``"shift"`` (``labels[:, t]`` is the token at ``t + 1`` of
+        the same document piece, ``-100`` at each piece's last position and on padding)
+        or ``"copy"`` (the ids with ``-100`` at each piece's first position and on
+        padding, for models that shift). ``outputs``: the arrays built beside
+        ``input_ids``, among ``"segment_ids"``, ``"position_ids"``, ``"cu_seqlens"``
+        (with ``"max_seqlen"``) and ``"segment_mask"``; ``()`` builds the ids only. See
+        :mod:`arrowmix._stream.tokens.packed_fields`.
         """
         from arrowmix._stream.tokens.pack import BinPackIterator, ConcatPackIterator
 
@@ -293,6 +303,8 @@ class Stream(PipelineRoot[T]):
                 pad_id=pad_id,
                 return_tensors=return_tensors,
                 dtype=dtype,
+                labels=labels,
+                outputs=outputs,
             )
         if separator is not None or tail != "drop":
             raise ValueError(
@@ -310,6 +322,8 @@ class Stream(PipelineRoot[T]):
             pad_id=pad_id,
             return_tensors=return_tensors,
             dtype=dtype,
+            labels=labels,
+            outputs=outputs,
         )
 
     def prefetch(self, buffer_size: int, *, processes: bool = False) -> Stream[T]:

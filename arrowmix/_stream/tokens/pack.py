@@ -29,6 +29,9 @@ a window is completed with empty rows (all padding), so every batch has ``batch_
 rows.
 
 Token ids are copied once, from the memory-mapped values buffer into ``input_ids``.
+``outputs`` chooses the arrays built beside them (``()``: ids only) and ``labels`` adds
+causal-LM labels that never cross a document; see
+:mod:`arrowmix._stream.tokens.packed_fields`.
 
 Checkpointing: bin packing is a window-replay stage
 (:class:`~arrowmix.stream.WindowReplayStage`): the state is the source's state at the
@@ -42,6 +45,7 @@ from __future__ import annotations
 
 import copy
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -52,6 +56,7 @@ from arrowmix._stream.tokens.column import (
     TokenColumn,
     check_id_range,
 )
+from arrowmix._stream.tokens.packed_fields import DEFAULT_OUTPUTS
 from arrowmix._stream.tokens.packing import (
     LONG_DOCS,
     STRATEGIES,
@@ -186,12 +191,16 @@ class ConcatPackIterator(PackStage, Stream[dict[str, Any]]):
         pad_id: int = 0,
         return_tensors: str = "np",
         dtype: Any = np.int64,
+        labels: str | None = None,
+        outputs: Sequence[str] = DEFAULT_OUTPUTS,
     ) -> None:
         Stream.__init__(self)
         if not isinstance(source, Stream):
             raise TypeError(f"`source` must be a Stream, got {type(source).__name__}.")
         self.source: Stream[Any] = source
-        self._configure(column, seq_len, batch_size, read_ahead, pad_id, return_tensors, dtype)
+        self._configure(
+            column, seq_len, batch_size, read_ahead, pad_id, return_tensors, dtype, labels, outputs
+        )
         if separator is not None and (
             isinstance(separator, bool) or not isinstance(separator, (int, np.integer))
         ):
@@ -347,9 +356,13 @@ class BinPackIterator(PackStage, WindowReplayStage[dict[str, Any]]):
         pad_id: int = 0,
         return_tensors: str = "np",
         dtype: Any = np.int64,
+        labels: str | None = None,
+        outputs: Sequence[str] = DEFAULT_OUTPUTS,
     ) -> None:
         WindowReplayStage.__init__(self, source)
-        self._configure(column, seq_len, batch_size, read_ahead, pad_id, return_tensors, dtype)
+        self._configure(
+            column, seq_len, batch_size, read_ahead, pad_id, return_tensors, dtype, labels, outputs
+        )
         self.strategy = choice("strategy", strategy, ("first_fit", "best_fit"))
         self.long_docs = choice("long_docs", long_docs, LONG_DOCS)
         self.separator = None

@@ -20,6 +20,14 @@ from arrowmix._stream.tokens.column import (
     is_token_type,
     token_column,
 )
+from arrowmix._stream.tokens.packed_fields import (
+    DEFAULT_OUTPUTS,
+    add_fields,
+    as_tensors,
+    check_labels,
+    check_outputs,
+    needs_runs,
+)
 from arrowmix._validate import check_int
 
 __all__ = [
@@ -146,12 +154,8 @@ class Packed:
         st = self.stage
         b, s = st.batch_size, st.seq_len
         if self.stream is not None and (i + 1) * b * s <= self.stream[3]:
-            out = self._full_range(i * b * s, (i + 1) * b * s)
-            if st.return_tensors == "pt":
-                import torch
-
-                return {k: torch.from_numpy(v) for k, v in out.items()}
-            return out
+            full = self._full_range(i * b * s, (i + 1) * b * s)
+            return as_tensors(full) if st.return_tensors == "pt" else full
         rows = b if st.full_batches else min(b, self.nrows - i * b)
         lo, hi = int(self._cuts[i]), int(self._cuts[i + 1])
         doc, off, plen = self.doc[lo:hi], self.off[lo:hi], self.length[lo:hi]
@@ -170,26 +174,29 @@ class Packed:
         # pieces fill each row from its first column: a row's tokens are a prefix
         fill = np.bincount(row, weights=plen, minlength=rows).astype(np.int64)
         ids = np.full((rows, s), st.pad_id, dtype=st.dtype)
-        seg = np.zeros((rows, s), dtype=st.dtype)
-        pos = np.zeros((rows, s), dtype=st.dtype)
         total = int(plen.sum())
-        # segment number of each piece inside its row: 1, 2, ...
-        seg_of_piece = np.arange(len(row)) - np.searchsorted(row, row, side="left") + 1
-        seg_flat = np.repeat(seg_of_piece, plen)
-        pos_flat = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(plen) - plen, plen)
-        if bool((fill[:-1] == s).all()):  # full rows (concat): the tokens are a prefix
+        prefix = bool((fill[:-1] == s).all())  # full rows (concat): the tokens are a prefix
+        mask = None if prefix else np.arange(s) < fill[:, None]
+        out: dict[str, Any] = {"input_ids": ids}
+        if prefix:
             ids.reshape(-1)[:total] = flat
-            seg.reshape(-1)[:total] = seg_flat
-            pos.reshape(-1)[:total] = pos_flat
         else:
-            mask = np.arange(s) < fill[:, None]
-            ids[mask], seg[mask], pos[mask] = flat, seg_flat, pos_flat
-        out = {"input_ids": ids, "segment_ids": seg, "position_ids": pos}
-        if st.return_tensors == "pt":
-            import torch
-
-            return {k: torch.from_numpy(v) for k, v in out.items()}
-        return out
+            ids[mask] = flat
+        if "segment_ids" in st.outputs:
+            # segment number of each piece inside its row: 1, 2, ...
+            seg_of_piece = np.arange(len(row)) - np.searchsorted(row, row, side="left") + 1
+            out["segment_ids"] = _spread(np.repeat(seg_of_piece, plen), (rows, s), st.dtype, mask)
+        if "position_ids" in st.outputs:
+            pos_flat = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(plen) - plen, plen)
+            out["position_ids"] = _spread(pos_flat, (rows, s), st.dtype, mask)
+        if needs_runs(st.labels, st.outputs):
+            # runs: the pieces, then each row's padding (rows are filled from column 0)
+            part = np.flatnonzero(fill < s)
+            starts = np.concatenate([row * s + self.dest[lo:hi], part * s + fill[part]])
+            real = np.arange(len(starts)) < len(row)
+            order = np.argsort(starts, kind="stable")
+            add_fields(out, starts[order], real[order], st.labels, st.outputs)
+        return as_tensors(out) if st.return_tensors == "pt" else out
 
     def _full_range(self, lo: int, hi: int) -> dict[str, np.ndarray]:
         """The batch of stream tokens ``[lo, hi)``: full rows, no padding.
@@ -221,13 +228,32 @@ class Packed:
             sep_after=sep_after,
             sep=0 if st.separator is None else st.separator,
         )
-        which = np.repeat(np.arange(len(doc), dtype=np.int64), take).reshape(b, s)
-        seg = np.empty((b, s), dtype=st.dtype)
-        np.subtract(which, which[:, :1] - 1, out=seg)
-        in_doc = np.arange(lo, hi, dtype=np.int64) - np.repeat(a, take)
-        pos = np.empty((b, s), dtype=st.dtype)
-        np.minimum(in_doc.reshape(b, s), row_positions(s), out=pos)
-        return {"input_ids": ids, "segment_ids": seg, "position_ids": pos}
+        out: dict[str, Any] = {"input_ids": ids}
+        if "segment_ids" in st.outputs:
+            which = np.repeat(np.arange(len(doc), dtype=np.int64), take).reshape(b, s)
+            seg = out["segment_ids"] = np.empty((b, s), dtype=st.dtype)
+            np.subtract(which, which[:, :1] - 1, out=seg)
+        if "position_ids" in st.outputs:
+            in_doc = np.arange(lo, hi, dtype=np.int64) - np.repeat(a, take)
+            pos = out["position_ids"] = np.empty((b, s), dtype=st.dtype)
+            np.minimum(in_doc.reshape(b, s), row_positions(s), out=pos)
+        if needs_runs(st.labels, st.outputs):
+            # runs: the documents' pieces, cut again where the rows begin
+            starts = np.union1d(a - lo, np.arange(0, b * s, s, dtype=np.int64))
+            add_fields(out, starts, None, st.labels, st.outputs)
+        return out
+
+
+def _spread(
+    values: np.ndarray, shape: tuple[int, int], dtype: Any, mask: np.ndarray | None
+) -> np.ndarray:
+    """Zeros of ``shape`` with ``values`` laid over the rows' tokens (a prefix if no mask)."""
+    arr = np.zeros(shape, dtype=dtype)
+    if mask is None:
+        arr.reshape(-1)[: len(values)] = values
+    else:
+        arr[mask] = values
+    return arr
 
 
 _ROW_POSITIONS: dict[int, np.ndarray] = {}
@@ -254,6 +280,8 @@ class PackStage:
         pad_id: int,
         return_tensors: str,
         dtype: Any,
+        labels: str | None = None,
+        outputs: Sequence[str] = DEFAULT_OUTPUTS,
     ) -> None:
         if not isinstance(column, str):
             raise TypeError(f"`column` must be a column name, got {column!r}.")
@@ -266,6 +294,8 @@ class PackStage:
         self.dtype = np.dtype(dtype)
         if self.dtype.kind not in "iu":
             raise TypeError(f"`dtype` must be an integer dtype, got {self.dtype}.")
+        self.labels = check_labels(labels, self.dtype)
+        self.outputs = check_outputs(outputs)
 
     def _common(self) -> dict[str, Any]:
         return {
@@ -276,4 +306,7 @@ class PackStage:
             "pad_id": self.pad_id,
             "return_tensors": self.return_tensors,
             "dtype": str(self.dtype),
+            # the training fields enter the fingerprint when set (older pipelines keep theirs)
+            **({} if self.labels is None else {"labels": self.labels}),
+            **({} if self.outputs == DEFAULT_OUTPUTS else {"outputs": list(self.outputs)}),
         }
