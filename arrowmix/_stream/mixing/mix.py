@@ -448,6 +448,11 @@ class WeightedMixIterator(Stream[T]):
                 if on:
                     self._swrr.cur[j] -= self._ints[j]
 
+    def count_tokens(self, per_input: np.ndarray) -> None:
+        """Add tokens yielded per input (called by the token stage after the mix)."""
+        tokens = self.__dict__.get("_tokens")
+        self._tokens = per_input if tokens is None else tokens + per_input
+
     def stats(self) -> dict[str, Any]:
         """Counters of the mix (cheap: no per-item bookkeeping beyond the counts).
 
@@ -457,8 +462,10 @@ class WeightedMixIterator(Stream[T]):
         logger sees); ``weights``; ``exhausted``; ``wait_seconds``: time spent
         waiting on the inputs since this process started the mix (item-by-item reads
         are sampled, one in 32); ``removed``: named
-        sources of a loaded checkpoint that this mixture no longer has. A named mix
-        keys the per-input values by source name.
+        sources of a loaded checkpoint that this mixture no longer has;
+        ``tokens`` and ``window_tokens`` (only when a ``collate`` or ``pack`` reads
+        the mix's row positions): the tokens it yielded from each input, in this
+        process. A named mix keys the per-input values by source name.
         """
         k = len(self.streams)
         counts = list(self._counts) if self._started else [0] * k
@@ -472,6 +479,11 @@ class WeightedMixIterator(Stream[T]):
             "weights": list(self.weights),
             "exhausted": list(self._exhausted) if self._started else [False] * k,
         }
+        tokens = self.__dict__.get("_tokens")
+        if tokens is not None:
+            seen = self.__dict__.get("_tokens_seen", np.zeros(k, dtype=np.int64))
+            out["tokens"], out["window_tokens"] = tokens.tolist(), (tokens - seen).tolist()
+            self._tokens_seen = tokens
         if self.names is not None:
             out = {key: dict(zip(self.names, v, strict=True)) for key, v in out.items()}
         out["wait_seconds"] = self.__dict__.get("_wait", 0.0)

@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 
 from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import State, Stream, fn_id
+from arrowmix._stream.counters import Tally, wait_clock
 from arrowmix._stream.positions import PositionBatches, Positions
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.sources.rows import table_to_rows
@@ -218,6 +219,7 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
             self._rows = None if self._input is None else self._input.rows
         self.columnar = bool(columnar)
         self._emit_positions = False
+        self._tally = Tally(tokens=False)
         if self.columnar and self._rows is None:
             raise ValueError(
                 "`columnar=True` needs an index stream: a column-name `key` (and "
@@ -249,7 +251,9 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
         """The next read-ahead window sorted by key, and its boundary values."""
         if self._rows is not None:  # index stream: sort positions by the key column
             assert self._input is not None
+            t0 = wait_clock()
             pos = self._input.pull(self.read_ahead)
+            self._tally.wait += wait_clock() - t0
             if not len(pos):
                 return None
             assert isinstance(self.key, str)
@@ -284,7 +288,9 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
             if self.columnar:
                 return _SortedTable(table), bounds  # type: ignore[return-value]
             return table_to_rows(table), bounds
+        t0 = wait_clock()
         items = self.source.pull(self.read_ahead)
+        self._tally.wait += wait_clock() - t0
         if not items:
             return None
         keys = _numeric_keys([self._key(x) for x in items], self.key)
@@ -293,6 +299,21 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
         if self._boundary is None:
             return items, None
         return items, [self._boundary(x) for x in items]
+
+    def stats(self) -> dict[str, Any]:
+        """Batches and rows yielded, time waiting on the source (reading the windows).
+
+        Process-local, not checkpointed (see ``docs/observability.md``).
+        """
+        return self._tally.as_dict()
+
+    def next(self) -> list[Any]:
+        item = super().next()
+        self._tally.add(len(item))
+        return item
+
+    def pull(self, n: int) -> list[list[Any]]:
+        return Stream.pull(self, n)  # through next(), which counts
 
     def as_position_batches(self, column: str | None = None) -> PositionBatches | None:
         """Each batch as an array of row positions (for collation); columnar only.
