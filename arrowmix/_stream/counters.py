@@ -26,7 +26,15 @@ import numpy as np
 if TYPE_CHECKING:
     from arrowmix._stream.base import Stream
 
-__all__ = ["SourceTokens", "Tally", "collect", "flatten", "stage_name", "wait_clock"]
+__all__ = [
+    "SourceTokens",
+    "Tally",
+    "collect",
+    "flatten",
+    "rewindow",
+    "stage_name",
+    "wait_clock",
+]
 
 #: The clock of ``wait_seconds`` (wall time).
 wait_clock = time.perf_counter
@@ -187,4 +195,40 @@ def flatten(stats: dict[str, Any], prefix: str = "") -> dict[str, Any]:
             out.update(flatten(dict(enumerate(value)), name + "/"))
         else:
             out[name] = value
+    return out
+
+
+_WINDOWED = (("counts", "window_counts", "window_ratios"), ("tokens", "window_tokens", None))
+
+
+def rewindow(
+    snapshot: dict[str, dict[str, Any]], seen: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """``snapshot`` with a mix's ``window_*`` values taken since the previous call.
+
+    For stats taken elsewhere (a worker process) whenever it sent items: their windows
+    would be the worker's; ``seen`` keeps each path's last cumulative values.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for path, stats in snapshot.items():
+        stats = dict(stats)
+        last = seen.setdefault(path, {})
+        for total, window, ratios in _WINDOWED:
+            if total not in stats or window not in stats:
+                continue
+            now = stats[total]
+            before = last.get(total)
+            if isinstance(now, dict):
+                diff: Any = {k: v - (before or {}).get(k, 0) for k, v in now.items()}
+                whole = sum(diff.values())
+                share: Any = {k: v / whole if whole else 0.0 for k, v in diff.items()}
+            else:
+                diff = [v - b for v, b in zip(now, before or [0] * len(now), strict=True)]
+                whole = sum(diff)
+                share = [v / whole if whole else 0.0 for v in diff]
+            stats[window] = diff
+            if ratios is not None:
+                stats[ratios] = share
+            last[total] = now
+        out[path] = stats
     return out
