@@ -18,6 +18,7 @@ may report its subtree itself (``stats_below()``: a prefetch in a worker process
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     "SourceTokens",
     "Tally",
+    "TokensBySource",
     "collect",
     "flatten",
     "rewindow",
@@ -80,6 +82,8 @@ class Tally:
     """
 
     __slots__ = (
+        "_lock",
+        "_pending",
         "batches",
         "dropped_rows",
         "dropped_tokens",
@@ -88,6 +92,7 @@ class Tally:
         "tokens",
         "wait",
     )
+    _FLUSH = 256
 
     def __init__(self, *, tokens: bool) -> None:
         self.batches = 0
@@ -97,6 +102,48 @@ class Tally:
         self.dropped_rows = 0
         self.dropped_tokens = 0
         self.wait = 0.0
+        self._pending: list[tuple[np.ndarray, np.ndarray, int]] = []
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        self._flush()
+        return {k: getattr(self, k) for k in self.__slots__ if not k.startswith("_")}
+
+    def __setstate__(self, d: dict[str, Any]) -> None:
+        for k, v in d.items():
+            setattr(self, k, v)
+        self._pending, self._lock = [], threading.Lock()
+
+    def add_lengths(self, kept: np.ndarray, full: np.ndarray, width: int) -> None:
+        """Count one padded batch: rows of ``kept`` tokens (of ``full``), ``width`` wide.
+
+        Only keeps the arrays; they are summed in one pass when read (or every
+        ``_FLUSH`` batches), which keeps the per-batch cost to a list append.
+        """
+        with self._lock:
+            self._pending.append((kept, full, width))
+            full_list = len(self._pending) >= self._FLUSH
+        if full_list:
+            self._flush()
+
+    def _flush(self) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, []
+        if not pending:
+            return
+        rows = np.fromiter((len(k) for k, _, _ in pending), dtype=np.int64, count=len(pending))
+        widths = np.fromiter((w for _, _, w in pending), dtype=np.int64, count=len(pending))
+        tokens = int(np.concatenate([k for k, _, _ in pending]).sum())
+        cut = [f for k, f, _ in pending if f is not k]  # the batches something was cut from
+        whole = sum(int(np.sum(k)) for k, f, _ in pending if f is not k)
+        with self._lock:
+            self.batches += len(pending)
+            self.rows += int(rows.sum())
+            assert self.tokens is not None
+            self.tokens += tokens
+            self.padded += int((rows * widths).sum())
+            if cut:
+                self.dropped_tokens += int(np.concatenate(cut).sum()) - whole
 
     def add(self, rows: int, tokens: int = 0, padded: int = 0) -> None:
         """Count one yielded batch."""
@@ -117,6 +164,7 @@ class Tally:
         ``padding_efficiency`` is ``tokens / padded_tokens`` (``None`` before the
         first batch); the token keys are left out for stages without tokens.
         """
+        self._flush()
         out: dict[str, Any] = {"batches": self.batches, "rows": self.rows}
         if self.tokens is not None:
             out["tokens"] = self.tokens
@@ -129,33 +177,81 @@ class Tally:
 
 
 class SourceTokens:
-    """Attribute tokens to the inputs of the mix whose rows a token stage reads.
+    """Hand a token stage's batches to the mix whose row positions it reads.
 
     Built from the token stage's input; finds, below it, the mix (a node with
-    ``count_tokens``) streaming positions of those very rows (``row_source().bases``
-    numbers them input after input). Without one, :meth:`add` does nothing.
+    ``count_tokens``) streaming positions of those very rows. Without one, :meth:`add`
+    does nothing.
     """
 
     def __init__(self, source: Stream[Any], rows: Any) -> None:
         from arrowmix._stream.topology import walk
 
-        self.bases: np.ndarray | None = None
         self.count: Any = None
         if rows is None:
             return
         for node in walk(source):
             counter = getattr(node, "count_tokens", None)
             if counter is not None and node.row_source() is rows:
-                self.bases, self.count = np.asarray(rows.bases), counter
+                self.count = counter
                 return
 
     def add(self, positions: np.ndarray, lengths: np.ndarray) -> None:
-        """Count ``lengths`` tokens for the rows at ``positions`` (one pass per batch)."""
-        if self.bases is None or not len(positions):
+        """Count ``lengths`` tokens for the rows at ``positions``."""
+        if self.count is not None:
+            self.count(positions, lengths)
+
+
+class TokensBySource:
+    """Tokens per input of a mix, from row positions numbered input after input.
+
+    ``add`` only keeps the arrays (a list append per batch); they are attributed in one
+    vectorised pass when read, or every ``_FLUSH`` batches. Safe across a prefetch thread.
+    """
+
+    _FLUSH = 256
+
+    def __init__(self, bases: np.ndarray) -> None:
+        self.bases = np.asarray(bases, dtype=np.int64)
+        self.total = np.zeros(len(self.bases) - 1, dtype=np.int64)
+        self.seen = self.total.copy()
+        self._pending: list[tuple[np.ndarray, np.ndarray]] = []
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        self._flush()
+        return {"bases": self.bases, "total": self.total, "seen": self.seen}
+
+    def __setstate__(self, d: dict[str, Any]) -> None:
+        self.__dict__.update(d)
+        self._pending, self._lock = [], threading.Lock()
+
+    def add(self, positions: np.ndarray, lengths: np.ndarray) -> None:
+        with self._lock:
+            self._pending.append((positions, lengths))
+            full = len(self._pending) >= self._FLUSH
+        if full:
+            self._flush()
+
+    def _flush(self) -> None:
+        with self._lock:
+            pending, self._pending = self._pending, []
+        if not pending:
             return
-        src = np.searchsorted(self.bases, positions, side="right") - 1
-        k = len(self.bases) - 1
-        self.count(np.bincount(src, weights=lengths, minlength=k).astype(np.int64))
+        pos = np.concatenate([p for p, _ in pending])
+        lengths = np.concatenate([n for _, n in pending])
+        src = np.searchsorted(self.bases, pos, side="right") - 1
+        k = len(self.total)
+        add = np.bincount(src, weights=lengths, minlength=k)[:k].astype(np.int64)
+        with self._lock:
+            self.total = self.total + add
+
+    def read(self) -> tuple[list[int], list[int]]:
+        """``(tokens per input, tokens per input since the previous read)``."""
+        self._flush()
+        total = self.total
+        window, self.seen = total - self.seen, total
+        return total.tolist(), window.tolist()
 
 
 def collect(root: Stream[Any]) -> dict[str, dict[str, Any]]:

@@ -25,6 +25,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from arrowmix._stream.base import ElasticMode, State, Stream
+from arrowmix._stream.counters import TokensBySource
 from arrowmix._stream.mixing.mixed_rows import MixedRows
 from arrowmix._stream.mixing.named import WEIGHTS_KEY, from_named, split_named, to_named
 from arrowmix._stream.mixing.schedule import (
@@ -448,10 +449,14 @@ class WeightedMixIterator(Stream[T]):
                 if on:
                     self._swrr.cur[j] -= self._ints[j]
 
-    def count_tokens(self, per_input: np.ndarray) -> None:
-        """Add tokens yielded per input (called by the token stage after the mix)."""
-        tokens = self.__dict__.get("_tokens")
-        self._tokens = per_input if tokens is None else tokens + per_input
+    def count_tokens(self, positions: np.ndarray, lengths: np.ndarray) -> None:
+        """Count tokens yielded from the rows at ``positions`` (by a token stage after the mix)."""
+        tally = self.__dict__.get("_token_tally")
+        if tally is None:
+            rows = self.row_source()
+            assert rows is not None
+            tally = self._token_tally = TokensBySource(rows.bases)
+        tally.add(positions, lengths)
 
     def stats(self) -> dict[str, Any]:
         """Counters of the mix (cheap: no per-item bookkeeping beyond the counts).
@@ -479,11 +484,9 @@ class WeightedMixIterator(Stream[T]):
             "weights": list(self.weights),
             "exhausted": list(self._exhausted) if self._started else [False] * k,
         }
-        tokens = self.__dict__.get("_tokens")
-        if tokens is not None:
-            seen = self.__dict__.get("_tokens_seen", np.zeros(k, dtype=np.int64))
-            out["tokens"], out["window_tokens"] = tokens.tolist(), (tokens - seen).tolist()
-            self._tokens_seen = tokens
+        tally = self.__dict__.get("_token_tally")
+        if tally is not None:
+            out["tokens"], out["window_tokens"] = tally.read()
         if self.names is not None:
             out = {key: dict(zip(self.names, v, strict=True)) for key, v in out.items()}
         out["wait_seconds"] = self.__dict__.get("_wait", 0.0)

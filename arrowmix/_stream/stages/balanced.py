@@ -315,11 +315,17 @@ class BudgetBucketIterator(AnchoredStage[list[Any]], ShareReader):
         return Stream.pull(self, n)  # through next(), which counts
 
     def _plan_counts(self, lengths: np.ndarray, batches: list[Any], mine: list[int]) -> None:
-        """``(rows, tokens, slots)`` of each batch this instance yields from the window."""
+        """``(rows, tokens, slots)`` of each batch this instance yields (one pass per window)."""
+        if not mine:
+            self._planned = []
+            return
         mb = [batches[i] for i in mine]
-        self._planned = [
-            (len(b), int(lengths[b].sum()), len(b) * int(lengths[b].max())) for b in mb
-        ]
+        rows = np.fromiter(map(len, mb), dtype=np.int64, count=len(mb))
+        flat = lengths[np.concatenate(mb)]
+        starts = np.cumsum(rows) - rows
+        tokens = np.add.reduceat(flat, starts)
+        slots = rows * np.maximum.reduceat(flat, starts)
+        self._planned = list(zip(rows.tolist(), tokens.tolist(), slots.tolist(), strict=True))
 
     def compute(self, window: int) -> list[Any] | None:
         limit = self.__dict__.get("_limit")

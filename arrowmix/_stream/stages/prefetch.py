@@ -22,6 +22,7 @@ prefetches differently.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import multiprocessing as mp
 import queue
@@ -53,10 +54,8 @@ def _work(source: Stream[Any], q: Any, stop: Any, chunk: int, linger: bool = Fal
 
     def put(msg: tuple[Any, ...]) -> bool:
         if linger:  # a process: its stages' counters travel with every message
-            try:
+            with contextlib.suppress(Exception):  # counters never stop the items
                 msg = (*msg, collect(source))
-            except Exception:  # noqa: BLE001 - counters never stop the items
-                pass
         while not stop.is_set():
             try:
                 q.put(msg, timeout=_POLL)

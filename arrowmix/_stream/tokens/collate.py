@@ -319,9 +319,7 @@ class CollateIterator(PassThrough[dict[str, Any]]):
 
     def _count(self) -> np.ndarray:
         kept, full, width = self.collator.last_batch  # type: ignore[misc]
-        tokens = int(kept.sum())
-        self._tally.add(len(kept), tokens, len(kept) * width)
-        self._tally.drop(tokens=int(full.sum()) - tokens)
+        self._tally.add_lengths(kept, full, width)
         return kept
 
     def next(self) -> dict[str, Any]:
