@@ -288,7 +288,7 @@ def flatten(stats: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         if isinstance(value, dict):
             out.update(flatten(value, name + "/"))
         elif isinstance(value, (list, tuple)):
-            out.update(flatten(dict(enumerate(value)), name + "/"))
+            out.update(flatten({str(i): v for i, v in enumerate(value)}, name + "/"))
         else:
             out[name] = value
     return out

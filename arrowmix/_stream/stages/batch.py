@@ -84,7 +84,8 @@ class BatchIterator(PassThrough[Any]):
         t0 = wait_clock()
         pos = self._input.pull(self.batch_size)
         self._tally.wait += wait_clock() - t0
-        return self._count(pos)
+        counted: np.ndarray = self._count(pos)
+        return counted
 
     def _count(self, items: Any) -> Any:
         n = len(items)
