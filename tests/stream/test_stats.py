@@ -159,10 +159,18 @@ def test_budget_bucket_dropped_rows_equal_the_warning() -> None:
     assert sum(r["tokens"] for r in ranks) + ranks[0]["dropped_tokens"] == total
 
 
-def test_bucket_counts_rows_and_batches() -> None:
-    s = from_iterable(DOCS).bucket(len, 3, read_ahead=4)
+def test_bucket_counts_padding_by_key() -> None:
+    s = from_iterable(DOCS).bucket(len, 2, read_ahead=4)
     batches = list(s)
-    assert s.stats()["batches"] == len(batches) and s.stats()["rows"] == 7
+    # windows [3, 5, 2, 7] -> [7, 5] [3, 2]; [4, 1, 6] -> [6, 4] [1]
+    assert sorted(tuple(map(len, b)) for b in batches) == [(1,), (3, 2), (6, 4), (7, 5)]
+    stats = s.stats()
+    assert stats["batches"] == 4 and stats["rows"] == 7
+    assert stats["tokens"] == sum(LENGTHS)
+    assert stats["padded_tokens"] == 2 * 7 + 2 * 3 + 2 * 6 + 1
+    collated = from_iterable(DOCS).bucket(len, 2, read_ahead=4).collate("ids")
+    list(collated)
+    assert collated.stats()["padded_tokens"] == stats["padded_tokens"]
 
 
 def test_wait_seconds_covers_a_slow_source() -> None:

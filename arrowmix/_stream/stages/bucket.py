@@ -219,7 +219,9 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
             self._rows = None if self._input is None else self._input.rows
         self.columnar = bool(columnar)
         self._emit_positions = False
-        self._tally = Tally(tokens=False)
+        self._tally = Tally(tokens=True)
+        self._planned: list[tuple[int, int, int]] = []  # per output: rows, tokens, slots
+        self._window_keys = np.empty(0)
         if self.columnar and self._rows is None:
             raise ValueError(
                 "`columnar=True` needs an index stream: a column-name `key` (and "
@@ -274,6 +276,7 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
             raw = column(self.key)
             keys = _numeric_keys(raw, self.key)
             order = descending(keys)
+            self._window_keys = keys[order]
             bounds = None
             if isinstance(self.boundary_key, str):
                 values = column(self.boundary_key).tolist()
@@ -294,14 +297,16 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
         if not items:
             return None
         keys = _numeric_keys([self._key(x) for x in items], self.key)
-        order = descending(keys).tolist()
+        sorting = descending(keys)
+        self._window_keys = keys[sorting]
+        order = sorting.tolist()
         items = [items[i] for i in order]
         if self._boundary is None:
             return items, None
         return items, [self._boundary(x) for x in items]
 
     def stats(self) -> dict[str, Any]:
-        """Batches and rows yielded, time waiting on the source (reading the windows).
+        """Batches, rows, tokens and slots (``len * longest``, by ``key``) yielded, wait time.
 
         Process-local, not checkpointed (see ``docs/observability.md``).
         """
@@ -309,7 +314,7 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
 
     def next(self) -> list[Any]:
         item = super().next()
-        self._tally.add(len(item))
+        self._tally.add(*self._planned[self._pos - 1])
         return item
 
     def pull(self, n: int) -> list[list[Any]]:
@@ -330,10 +335,24 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
         if window_rows is None:
             return None
         batches = cut_sorted(window_rows[0], self.batch_size, window_rows[1])
+        planned = _by_key(self._window_keys, batches)
         if self.shuffle_batches:
             perm = self.window_rng(self._seed.value, window).permutation(len(batches))
             batches = [batches[i] for i in perm]
+            planned = [planned[i] for i in perm]
+        self._planned = planned
         return batches
+
+
+def _by_key(keys: np.ndarray, batches: list[Any]) -> list[tuple[int, int, int]]:
+    """``(rows, sum of keys, rows * largest key)`` of consecutive batches of sorted ``keys``."""
+    if not batches:
+        return []
+    rows = np.fromiter(map(len, batches), dtype=np.int64, count=len(batches))
+    starts = np.cumsum(rows) - rows
+    tokens = np.rint(np.add.reduceat(keys, starts)).astype(np.int64)
+    slots = np.rint(rows * keys[starts]).astype(np.int64)
+    return list(zip(rows.tolist(), tokens.tolist(), slots.tolist(), strict=True))
 
 
 def _numeric_keys(values: Any, key: Any) -> np.ndarray:
