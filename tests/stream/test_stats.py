@@ -123,6 +123,22 @@ def test_tokens_per_source_sum_to_the_collated_tokens() -> None:
     assert stats["collate/budget_bucket/mix/web:source"]["index"] == 40
 
 
+@pytest.mark.parametrize("strategy", ["concat", "best_fit"])
+def test_tokens_per_source_of_a_pack_sum_to_its_tokens_and_drops(strategy: str) -> None:
+    s = _mixed(seed=0).pack("input_ids", 16, batch_size=2, strategy=strategy, read_ahead=16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DroppedDataWarning)
+        seen: dict[int, int] = {}
+        for b in s:
+            for k, n in _source_of(b["input_ids"][b["segment_ids"] > 0]).items():
+                seen[k] = seen.get(k, 0) + n
+    stats = s.pipeline_stats()
+    tokens = stats["pack/mix"]["tokens"]
+    assert sum(tokens.values()) == stats["pack"]["tokens"] + stats["pack"]["dropped_tokens"]
+    if strategy == "best_fit":  # nothing dropped: the sources' tokens are the batches'
+        assert tokens == {"web": seen[0], "code": seen[1]}
+
+
 def test_mix_window_tokens_are_since_the_previous_call() -> None:
     m = _mixed()
     s = m.batch(5, columnar=True).collate()
