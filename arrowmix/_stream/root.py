@@ -190,6 +190,29 @@ class PipelineRoot(Stage[T]):
             open_for_changes(self._as_stream())
         self.reset_pipeline(state[_STATE_KEY])
 
+    def pipeline_stats(self, *, flat: bool = False) -> dict[str, Any]:
+        """Every stage's ``stats()``, keyed by its path from this root.
+
+        Paths name the stages top-down (``"collate/budget_bucket/mix"``; an input of a
+        node with several is named by its mix name or index: ``"mix/web:source"``).
+        Batching stages report rows, tokens, padding efficiency, dropped rows and
+        tokens and ``wait_seconds``; a mix reports its ratios and tokens per source
+        (see ``docs/observability.md``). The counters are not part of the checkpoint.
+        ``flat=True`` gives ``{"collate/tokens": 123, ...}`` for a logger.
+
+        Example:
+            >>> from arrowmix.stream import from_iterable
+            >>> s = from_iterable(range(5)).batch(2, drop_last=True)
+            >>> _ = list(s)
+            >>> s.pipeline_stats()["batch"]["dropped_rows"]
+            1
+        """
+        from arrowmix._stream.counters import collect, flatten
+
+        self._ensure_started()
+        stats = collect(self._as_stream())
+        return flatten(stats) if flat else stats
+
     def pipeline_fingerprint(self) -> str:
         """16-hex hash of the configuration of this node and everything it reads."""
         return self._identity()[0]

@@ -25,6 +25,7 @@ from typing import Any, ClassVar, TypeVar
 import numpy as np
 
 from arrowmix._stream.base import ElasticMode, State, Stream
+from arrowmix._stream.counters import TokensBySource
 from arrowmix._stream.mixing.mixed_rows import MixedRows
 from arrowmix._stream.mixing.named import WEIGHTS_KEY, from_named, split_named, to_named
 from arrowmix._stream.mixing.schedule import (
@@ -448,6 +449,15 @@ class WeightedMixIterator(Stream[T]):
                 if on:
                     self._swrr.cur[j] -= self._ints[j]
 
+    def count_tokens(self, positions: np.ndarray, lengths: np.ndarray) -> None:
+        """Count tokens yielded from the rows at ``positions`` (by a token stage after the mix)."""
+        tally = self.__dict__.get("_token_tally")
+        if tally is None:
+            rows = self.row_source()
+            assert rows is not None
+            tally = self._token_tally = TokensBySource(rows.bases)
+        tally.add(positions, lengths)
+
     def stats(self) -> dict[str, Any]:
         """Counters of the mix (cheap: no per-item bookkeeping beyond the counts).
 
@@ -457,8 +467,10 @@ class WeightedMixIterator(Stream[T]):
         logger sees); ``weights``; ``exhausted``; ``wait_seconds``: time spent
         waiting on the inputs since this process started the mix (item-by-item reads
         are sampled, one in 32); ``removed``: named
-        sources of a loaded checkpoint that this mixture no longer has. A named mix
-        keys the per-input values by source name.
+        sources of a loaded checkpoint that this mixture no longer has;
+        ``tokens`` and ``window_tokens`` (only when a ``collate`` or ``pack`` reads
+        the mix's row positions): the tokens it yielded from each input, in this
+        process. A named mix keys the per-input values by source name.
         """
         k = len(self.streams)
         counts = list(self._counts) if self._started else [0] * k
@@ -472,6 +484,9 @@ class WeightedMixIterator(Stream[T]):
             "weights": list(self.weights),
             "exhausted": list(self._exhausted) if self._started else [False] * k,
         }
+        tally = self.__dict__.get("_token_tally")
+        if tally is not None:
+            out["tokens"], out["window_tokens"] = tally.read()
         if self.names is not None:
             out = {key: dict(zip(self.names, v, strict=True)) for key, v in out.items()}
         out["wait_seconds"] = self.__dict__.get("_wait", 0.0)

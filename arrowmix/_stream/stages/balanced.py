@@ -31,6 +31,7 @@ import numpy as np
 
 from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import State, Stream, fn_id
+from arrowmix._stream.counters import Tally, wait_clock
 from arrowmix._stream.dealing import ShareReader
 from arrowmix._stream.positions import PositionBatches, Positions, no_positions
 from arrowmix._stream.rng import SeedHolder
@@ -194,6 +195,8 @@ class BudgetBucketIterator(AnchoredStage[list[Any]], ShareReader):
         # Elastic drain: (window, batches) where this instance stops: what it had dealt
         # when its checkpoint was taken (the stages after it then flush their buffers).
         self._limit: tuple[int, int] | None = None
+        self._tally = Tally(tokens=True)
+        self._planned: list[tuple[int, int, int]] = []  # per output: rows, tokens, slots
         self._input: Positions | None = None
         if self._rows is not None:
             self._input = source.as_positions()
@@ -293,13 +296,46 @@ class BudgetBucketIterator(AnchoredStage[list[Any]], ShareReader):
     def load_extra(self, state: State) -> None:
         self._seed.load(self, state[self.SEED_KEY])
 
+    def stats(self) -> dict[str, Any]:
+        """Rows, tokens and slots (``len * longest``) of the batches yielded, and more.
+
+        Also the rows and tokens ``remainder="drop"`` dropped (the batches no instance
+        gets) and the time spent reading the windows.
+
+        Process-local, not checkpointed (see ``docs/observability.md``).
+        """
+        return self._tally.as_dict()
+
+    def next(self) -> list[Any]:
+        item = super().next()
+        self._tally.add(*self._planned[self._pos - 1])
+        return item
+
+    def pull(self, n: int) -> list[list[Any]]:
+        return Stream.pull(self, n)  # through next(), which counts
+
+    def _plan_counts(self, lengths: np.ndarray, batches: list[Any], mine: list[int]) -> None:
+        """``(rows, tokens, slots)`` of each batch this instance yields (one pass per window)."""
+        if not mine:
+            self._planned = []
+            return
+        mb = [batches[i] for i in mine]
+        rows = np.fromiter(map(len, mb), dtype=np.int64, count=len(mb))
+        flat = lengths[np.concatenate(mb)]
+        starts = np.cumsum(rows) - rows
+        tokens = np.add.reduceat(flat, starts)
+        slots = rows * np.maximum.reduceat(flat, starts)
+        self._planned = list(zip(rows.tolist(), tokens.tolist(), slots.tolist(), strict=True))
+
     def compute(self, window: int) -> list[Any] | None:
         limit = self.__dict__.get("_limit")
         if limit is not None and (window > limit[0] or (window == limit[0] and not limit[1])):
             return None
         if self._rows is not None:  # index stream: read the length column only
             assert self._input is not None
+            t0 = wait_clock()
             items: Any = self._input.pull(self.read_ahead)
+            self._tally.wait += wait_clock() - t0
             if not len(items):
                 return None
             assert isinstance(self.key, str)
@@ -307,7 +343,9 @@ class BudgetBucketIterator(AnchoredStage[list[Any]], ShareReader):
             lengths, spans = key_spans(self._rows, items, self.key, cache)
             lengths = np.asarray(lengths, dtype=np.int64)
         else:
+            t0 = wait_clock()
             items = self.source.pull(self.read_ahead)
+            self._tally.wait += wait_clock() - t0
             if not items:
                 return None
             lengths = _int_keys([self._key(x) for x in items], self.key)
@@ -327,9 +365,13 @@ class BudgetBucketIterator(AnchoredStage[list[Any]], ShareReader):
         dealt = deal_batches(len(left), self.num_instances, self.instance_rank, self.remainder)
         if self.remainder == "drop" and len(left) % self.num_instances:
             self._warn_dropped(window, [len(batches[i]) for i in left])
+            if not self.pending_skip:  # a window replayed by a restore was counted before
+                lost = [batches[i] for i in left[len(left) - len(left) % self.num_instances :]]
+                self._tally.drop(sum(map(len, lost)), sum(int(lengths[b].sum()) for b in lost))
         mine = [left[i] for i in dealt]
         if limit is not None and window == limit[0]:
             mine = mine[: limit[1]]
+        self._plan_counts(lengths, batches, mine)
         if self._rows is None:
             return [[items[j] for j in batches[i].tolist()] for i in mine]
         if not mine:

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from arrowmix._stream.base import PassThrough, Stream
+from arrowmix._stream.counters import Tally, wait_clock
 from arrowmix._stream.positions import PositionBatches, Positions
 from arrowmix._validate import check_int
 
@@ -48,6 +49,7 @@ class BatchIterator(PassThrough[Any]):
         self.batch_size = _positive_int("batch_size", batch_size)
         self.drop_last = bool(drop_last)
         self.columnar = bool(columnar)
+        self._tally = Tally(tokens=False)
         self._input: Positions | None = None
         if self.columnar:
             self._input = source.as_positions()
@@ -70,20 +72,36 @@ class BatchIterator(PassThrough[Any]):
             return None
         return PositionBatches(self._input.rows, self._next_positions)
 
+    def stats(self) -> dict[str, Any]:
+        """Batches and rows yielded, rows dropped by ``drop_last``, time waiting on the source.
+
+        Process-local, not checkpointed (see ``docs/observability.md``).
+        """
+        return self._tally.as_dict()
+
     def _next_positions(self) -> np.ndarray:
         assert self._input is not None
+        t0 = wait_clock()
         pos = self._input.pull(self.batch_size)
-        if not len(pos) or (self.drop_last and len(pos) < self.batch_size):
+        self._tally.wait += wait_clock() - t0
+        counted: np.ndarray = self._count(pos)
+        return counted
+
+    def _count(self, items: Any) -> Any:
+        n = len(items)
+        if not n or (self.drop_last and n < self.batch_size):
+            self._tally.drop(rows=n)
             raise StopIteration
-        return pos
+        self._tally.add(n)
+        return items
 
     def next(self) -> Any:
         if self._input is not None:
             return self._input.rows.take(self._next_positions())
+        t0 = wait_clock()
         items = self.source.pull(self.batch_size)
-        if not items or (self.drop_last and len(items) < self.batch_size):
-            raise StopIteration
-        return items
+        self._tally.wait += wait_clock() - t0
+        return self._count(items)
 
 
 def pad_batch(

@@ -32,6 +32,7 @@ import pyarrow.compute as pc
 
 from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import State, Stream, fn_id
+from arrowmix._stream.counters import Tally, wait_clock
 from arrowmix._stream.positions import PositionBatches, Positions
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.sources.rows import table_to_rows
@@ -218,6 +219,9 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
             self._rows = None if self._input is None else self._input.rows
         self.columnar = bool(columnar)
         self._emit_positions = False
+        self._tally = Tally(tokens=True)
+        self._planned: list[tuple[int, int, int]] = []  # per output: rows, tokens, slots
+        self._window_keys = np.empty(0)
         if self.columnar and self._rows is None:
             raise ValueError(
                 "`columnar=True` needs an index stream: a column-name `key` (and "
@@ -249,7 +253,9 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
         """The next read-ahead window sorted by key, and its boundary values."""
         if self._rows is not None:  # index stream: sort positions by the key column
             assert self._input is not None
+            t0 = wait_clock()
             pos = self._input.pull(self.read_ahead)
+            self._tally.wait += wait_clock() - t0
             if not len(pos):
                 return None
             assert isinstance(self.key, str)
@@ -270,6 +276,7 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
             raw = column(self.key)
             keys = _numeric_keys(raw, self.key)
             order = descending(keys)
+            self._window_keys = keys[order]
             bounds = None
             if isinstance(self.boundary_key, str):
                 values = column(self.boundary_key).tolist()
@@ -284,15 +291,34 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
             if self.columnar:
                 return _SortedTable(table), bounds  # type: ignore[return-value]
             return table_to_rows(table), bounds
+        t0 = wait_clock()
         items = self.source.pull(self.read_ahead)
+        self._tally.wait += wait_clock() - t0
         if not items:
             return None
         keys = _numeric_keys([self._key(x) for x in items], self.key)
-        order = descending(keys).tolist()
+        sorting = descending(keys)
+        self._window_keys = keys[sorting]
+        order = sorting.tolist()
         items = [items[i] for i in order]
         if self._boundary is None:
             return items, None
         return items, [self._boundary(x) for x in items]
+
+    def stats(self) -> dict[str, Any]:
+        """Batches, rows, tokens and slots (``len * longest``, by ``key``) yielded, wait time.
+
+        Process-local, not checkpointed (see ``docs/observability.md``).
+        """
+        return self._tally.as_dict()
+
+    def next(self) -> list[Any]:
+        item = super().next()
+        self._tally.add(*self._planned[self._pos - 1])
+        return item
+
+    def pull(self, n: int) -> list[list[Any]]:
+        return Stream.pull(self, n)  # through next(), which counts
 
     def as_position_batches(self, column: str | None = None) -> PositionBatches | None:
         """Each batch as an array of row positions (for collation); columnar only.
@@ -309,10 +335,24 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
         if window_rows is None:
             return None
         batches = cut_sorted(window_rows[0], self.batch_size, window_rows[1])
+        planned = _by_key(self._window_keys, batches)
         if self.shuffle_batches:
             perm = self.window_rng(self._seed.value, window).permutation(len(batches))
             batches = [batches[i] for i in perm]
+            planned = [planned[i] for i in perm]
+        self._planned = planned
         return batches
+
+
+def _by_key(keys: np.ndarray, batches: list[Any]) -> list[tuple[int, int, int]]:
+    """``(rows, sum of keys, rows * largest key)`` of consecutive batches of sorted ``keys``."""
+    if not batches:
+        return []
+    rows = np.fromiter(map(len, batches), dtype=np.int64, count=len(batches))
+    starts = np.cumsum(rows) - rows
+    tokens = np.rint(np.add.reduceat(keys, starts)).astype(np.int64)
+    slots = np.rint(rows * keys[starts]).astype(np.int64)
+    return list(zip(rows.tolist(), tokens.tolist(), slots.tolist(), strict=True))
 
 
 def _numeric_keys(values: Any, key: Any) -> np.ndarray:

@@ -22,6 +22,7 @@ prefetches differently.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import multiprocessing as mp
 import queue
@@ -30,6 +31,7 @@ import traceback
 from typing import Any, TypeVar
 
 from arrowmix._stream.base import ElasticMode, State, Stream
+from arrowmix._stream.counters import collect, rewindow
 from arrowmix._stream.topology import ElasticRole
 from arrowmix._validate import check_int
 from arrowmix.exceptions import StateError
@@ -51,6 +53,9 @@ def _work(source: Stream[Any], q: Any, stop: Any, chunk: int, linger: bool = Fal
     """
 
     def put(msg: tuple[Any, ...]) -> bool:
+        if linger:  # a process: its stages' counters travel with every message
+            with contextlib.suppress(Exception):  # counters never stop the items
+                msg = (*msg, collect(source))
         while not stop.is_set():
             try:
                 q.put(msg, timeout=_POLL)
@@ -136,7 +141,7 @@ class PrefetchIterator(Stream[T]):
     SOURCE_KEY = "source"
     SKIP_KEY = "skip"
     STATE_KEYS = (SOURCE_KEY, SKIP_KEY)
-    TRANSIENT = ("_worker", "_queue", "_stop", "_chunk", "_zombie")
+    TRANSIENT = ("_worker", "_queue", "_stop", "_chunk", "_zombie", "_below", "_seen")
     ELASTIC_ROLE = ElasticRole.BUFFERING
 
     def __init__(self, source: Stream[T], buffer_size: int, *, processes: bool = False):
@@ -183,6 +188,18 @@ class PrefetchIterator(Stream[T]):
         self._chunk: list[T] = []
         self._pos = 0
         self._ended = False
+
+    def stats_below(self) -> dict[str, Any] | None:
+        """The stats of the stages below, as a worker process last sent them (else None).
+
+        Sent with every chunk, so they include the chunks read ahead; ``window_*``
+        values are recomputed here, between two calls.
+        """
+        below = self.__dict__.get("_below")
+        if below is None:
+            return None
+        seen = self.__dict__.setdefault("_seen", {})
+        return rewindow(below, seen)
 
     def replay_open_window(self) -> None:
         """Re-read the consumed part of the open chunk (synchronously, yielding nothing)."""
@@ -263,7 +280,10 @@ class PrefetchIterator(Stream[T]):
             # chunk size resumes any other.
             self.replay_open_window()
             return self.next()
-        kind, payload, state = self._receive()
+        msg = self._receive()
+        kind, payload, state = msg[:3]
+        if len(msg) > 3:
+            self._below = msg[3]
         if kind == "error":
             if state is None:  # the worker cannot go on
                 self._ended = True

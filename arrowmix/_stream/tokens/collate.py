@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._stream.base import PassThrough, Stream
+from arrowmix._stream.counters import SourceTokens, Tally, wait_clock
 from arrowmix._stream.tokens.column import (
     TokenColumn,
     TokenSpans,
@@ -66,6 +67,9 @@ class Collator:
         keep: other columns of the rows passed through, one numpy array each in the
             batch's row order (a source name, a document id); never tensors.
 
+    After each call, ``last_batch`` is ``(kept lengths, full lengths, width)`` of the
+    batch: what ``collate``'s ``stats()`` counts.
+
     Example:
         >>> c = Collator("ids", pad_id=0, labels="shift")
         >>> out = c([[5, 6, 7], [8]])
@@ -99,6 +103,7 @@ class Collator:
                 f"`return_tensors` must be one of {list(TENSORS)}, got {return_tensors!r}."
             )
         check_int("pad_id", pad_id)
+        self.last_batch: tuple[np.ndarray, np.ndarray, int] | None = None
         self.dtype = np.dtype(dtype)
         if self.dtype.kind not in "iu":
             raise TypeError(f"`dtype` must be an integer dtype, got {self.dtype}.")
@@ -146,13 +151,16 @@ class Collator:
         tokens, owner, starts, lengths = batch.column, batch.owner, batch.starts, batch.lengths
         tokens.check_fits(self.dtype)
         longest = int(lengths.max()) if len(lengths) else 0
+        full = lengths
         if self.max_length is not None:  # truncate first: rounding the width never undoes it
             lengths = np.minimum(lengths, self.max_length)
+        width = self.width(longest)
+        self.last_batch = (lengths, full, width)
         ids, mask = tokens.pad_spans(
             owner,
             starts,
             lengths,
-            self.width(longest),
+            width,
             pad_id=self.pad_id,
             left=self.padding_side == "left",
             dtype=self.dtype,
@@ -185,6 +193,7 @@ class Collator:
         keep = np.minimum(lengths, width)
         if self.max_length is not None:
             keep = np.minimum(keep, self.max_length)
+        self.last_batch = (keep, lengths, width)
         ids = np.full((len(docs), width), self.pad_id, dtype=np.int64)  # checked, then cast
         left = self.padding_side == "left"
         for i, (doc, n) in enumerate(zip(docs, keep.tolist(), strict=True)):
@@ -274,6 +283,8 @@ class CollateIterator(PassThrough[dict[str, Any]]):
         self.collator = collator
         self._batches = source.as_position_batches(collator.column)
         self._rows = None if self._batches is None else self._batches.rows
+        self._tally = Tally(tokens=True)
+        self._sources = SourceTokens(source, self._rows)
         if self._rows is not None:
             field = (
                 self._rows.schema.field(collator.column)
@@ -299,10 +310,28 @@ class CollateIterator(PassThrough[dict[str, Any]]):
     def describe(self) -> dict[str, Any]:
         return self.collator.describe()
 
+    def stats(self) -> dict[str, Any]:
+        """Rows, real and padded tokens yielded, tokens cut by ``max_length``, wait time.
+
+        Process-local, not checkpointed (see ``docs/observability.md``).
+        """
+        return self._tally.as_dict()
+
+    def _count(self) -> np.ndarray:
+        kept, full, width = self.collator.last_batch  # type: ignore[misc]
+        self._tally.add_lengths(kept, full, width)
+        return kept
+
     def next(self) -> dict[str, Any]:
+        t0 = wait_clock()
         if self._batches is None:
-            return self.collator(self.source.next())
+            item = self.source.next()
+            self._tally.wait += wait_clock() - t0
+            out = self.collator(item)
+            self._count()
+            return out
         batch = self._batches.next()
+        self._tally.wait += wait_clock() - t0
         if isinstance(batch, TokenSpans):
             out = self.collator.from_spans(batch)
             positions = batch.positions
@@ -312,4 +341,5 @@ class CollateIterator(PassThrough[dict[str, Any]]):
                 tokens = self._tokens = token_column(self._rows, self.collator.column)
             out = self.collator.from_positions(tokens, batch)
             positions = batch
+        self._sources.add(positions, self._count())
         return self.collator.with_kept(out, self._rows, positions)

@@ -52,6 +52,7 @@ import numpy as np
 
 from arrowmix._stream.anchored import WindowReplayStage
 from arrowmix._stream.base import State, Stream
+from arrowmix._stream.counters import SourceTokens, Tally, wait_clock
 from arrowmix._stream.tokens.column import (
     TokenColumn,
     check_id_range,
@@ -211,6 +212,15 @@ class ConcatPackIterator(PackStage, Stream[dict[str, Any]]):
         self.tail = choice("tail", tail, TAILS)
         self.full_batches = False
         self._docs = Docs(source, column)
+        self._tally = Tally(tokens=True)
+        self._sources = SourceTokens(source, self._docs.rows)
+
+    def stats(self) -> dict[str, Any]:
+        """Packed rows and tokens yielded, tail tokens dropped, time waiting on the source.
+
+        Process-local, not checkpointed (see ``docs/observability.md``).
+        """
+        return self._tally.as_dict()
 
     def children(self) -> list[Stream[Any]]:
         return [self.source]
@@ -279,6 +289,7 @@ class ConcatPackIterator(PackStage, Stream[dict[str, Any]]):
             self._fill()
         assert self._buf is not None
         item: dict[str, Any] = self._buf[self._pos]
+        self._tally.add(*_slots(self._buf, self._pos))
         self._pos += 1
         return item
 
@@ -292,10 +303,14 @@ class ConcatPackIterator(PackStage, Stream[dict[str, Any]]):
         pend.drop_packed()
         while pend.tokens < batch:
             anchor = self.source.get_state()
+            t0 = wait_clock()
             block = self._docs.pull(self.read_ahead)
+            self._tally.wait += wait_clock() - t0
             if not len(block):
                 break
             pend.add(anchor, block)
+            if self._docs.rows is not None:
+                self._sources.add(block, pend.lengths[len(pend.lengths) - len(block) :])
         avail = pend.tokens - pend.tokens % batch
         if not avail:
             left = pend.tokens
@@ -303,6 +318,7 @@ class ConcatPackIterator(PackStage, Stream[dict[str, Any]]):
                 raise StopIteration
             if self.tail == "drop":
                 pend.start = int(pend.cum[-1])
+                self._tally.drop(tokens=left)
                 warnings.warn(
                     f"pack(tail='drop') dropped the last {left} tokens of the stream: they "
                     f"do not fill a batch of {self.batch_size} x {self.seq_len}. "
@@ -368,18 +384,43 @@ class BinPackIterator(PackStage, WindowReplayStage[dict[str, Any]]):
         self.separator = None
         self.full_batches = True
         self._docs = Docs(source, column)
+        self._tally = Tally(tokens=True)
+        self._sources = SourceTokens(source, self._docs.rows)
+
+    def stats(self) -> dict[str, Any]:
+        """Packed rows and tokens yielded, tokens cut by ``long_docs="truncate"``, wait time.
+
+        Process-local, not checkpointed (see ``docs/observability.md``); truncated tokens
+        are counted when their window is packed.
+        """
+        return self._tally.as_dict()
+
+    def next(self) -> dict[str, Any]:
+        item = super().next()
+        self._tally.add(*_slots(self._buf, self._pos - 1))
+        return item
+
+    def pull(self, n: int) -> list[dict[str, Any]]:
+        return Stream.pull(self, n)  # through next(), which counts
 
     def describe(self) -> dict[str, Any]:
         return {**self._common(), "strategy": self.strategy, "long_docs": self.long_docs}
 
     def compute(self, window: int) -> Any:
+        t0 = wait_clock()
         block = self._docs.pull(self.read_ahead)
+        self._tally.wait += wait_clock() - t0
         if not len(block):
             return None
         spans = self._docs.spans(block)
         spans[0].check_fits(self.dtype)
         lengths = spans[3]
         s = self.seq_len
+        if not self.pending_skip:  # a window replayed by a restore was counted before
+            kept = np.minimum(lengths, s) if self.long_docs == "truncate" else lengths
+            self._tally.drop(tokens=int(lengths.sum() - kept.sum()))
+            if self._docs.rows is not None:
+                self._sources.add(block, kept)
         if int(lengths.max()) > s and self.long_docs == "error":
             bad = int(np.flatnonzero(lengths > s)[0])
             raise ValueError(
@@ -430,3 +471,9 @@ def _fit(size: np.ndarray, capacity: int, *, best: bool) -> tuple[np.ndarray, np
         row[i], dest[i] = r, capacity - room[r]
         room[r] -= n
     return row, dest, nrows
+
+
+def _slots(packed: Packed, i: int) -> tuple[int, int, int]:
+    """``(rows, real tokens, token slots)`` of batch ``i`` of ``packed``."""
+    rows, tokens = packed.filled(i)
+    return rows, tokens, rows * packed.stage.seq_len

@@ -150,6 +150,14 @@ class Packed:
             return [self[k] for k in range(*i.indices(self.count))]
         return self._batch(i)
 
+    def filled(self, i: int) -> tuple[int, int]:
+        """``(rows, real tokens)`` of batch ``i`` (separators count as tokens)."""
+        b, s = self.stage.batch_size, self.stage.seq_len
+        if self.stream is not None and (i + 1) * b * s <= self.stream[3]:
+            return b, b * s
+        rows = b if self.stage.full_batches else min(b, self.nrows - i * b)
+        return rows, int(self.length[int(self._cuts[i]) : int(self._cuts[i + 1])].sum())
+
     def _batch(self, i: int) -> dict[str, Any]:
         st = self.stage
         b, s = st.batch_size, st.seq_len
