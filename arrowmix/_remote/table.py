@@ -152,16 +152,10 @@ class RemoteTable:
         groups = sorted(itertools.pairwise(cuts), key=lambda g: int(order[g[0]]))
         src = [s for s, _ in self.names]
         parts = []
-        cache = self.cache
         owners = [int(sorted_owner[a]) for a, _ in groups]
-        for (a, b), (c, pinned) in zip(groups, self._pinned_in_order(owners), strict=True):
+        for (a, b), (c, table) in zip(groups, self.read_chunks(owners), strict=True):
             local = idx[order[a:b]] - self.offsets[c]
-            try:
-                if c not in self._checked:
-                    self._check(c, pinned.table)
-                part = pinned.table.select(src).take(pa.array(local))
-            finally:
-                cache.release(pinned)
+            part = table.select(src).take(pa.array(local))
             parts.append(part.combine_chunks().replace_schema_metadata(None))
         gathered = pa.concat_tables(parts).rename_columns(self.column_names)
         placed = np.concatenate([order[a:b] for a, b in groups])  # gathered row -> position
@@ -169,6 +163,35 @@ class RemoteTable:
         inverse[placed] = np.arange(len(idx), dtype=np.int64)
         out = gathered if bool((np.diff(placed) == 1).all()) else gathered.take(inverse)
         return out.cast(self.schema)
+
+    def read_chunks(self, chunks: Sequence[int]) -> Iterator[tuple[int, pa.Table]]:
+        """Each of ``chunks`` as the memory-mapped table of its pinned local copy, in order.
+
+        A chunk stays pinned until the next one is asked for (or the iterator is closed):
+        nothing read out of its table, zero-copy views of its buffers included, may be
+        used after that. The next chunks download in parallel meanwhile (see
+        :meth:`_pinned_in_order`); each is checked against the corpus's description on
+        first use. Columns have their stored names (:meth:`stored_name`).
+        """
+        cache = self.cache
+        pins = self._pinned_in_order(list(chunks))
+        try:
+            for c, pinned in pins:
+                try:
+                    if c not in self._checked:
+                        self._check(c, pinned.table)
+                    yield c, pinned.table
+                finally:
+                    cache.release(pinned)
+        finally:
+            pins.close()  # an early stop releases the chunks acquired ahead
+
+    def stored_name(self, name: str) -> str:
+        """The stored name of the exposed column ``name``."""
+        for src, out in self.names:
+            if out == name:
+                return src
+        raise KeyError(f"no column {name!r}; the rows have columns {self.column_names}.")
 
     def _pinned_in_order(self, owners: Sequence[int]) -> Iterator[tuple[int, Pinned]]:
         """Each chunk of ``owners`` pinned, in order; the caller releases each one.
