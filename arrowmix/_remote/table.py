@@ -186,6 +186,19 @@ class RemoteTable:
         finally:
             pins.close()  # an early stop releases the chunks acquired ahead
 
+    def pin(self, c: int) -> Pinned:
+        """Chunk ``c``'s local copy, pinned against eviction (downloaded first if needed).
+
+        Release it with :meth:`unpin`; read chunks with :meth:`read_chunks`.
+        """
+        pinned = self.cache.acquire(self.chunks[c], self.storage_options)
+        assert pinned is not None  # waiting acquires always return a copy
+        return pinned
+
+    def unpin(self, pinned: Pinned) -> None:
+        """Release a :meth:`pin`."""
+        self.cache.release(pinned)
+
     def stored_name(self, name: str) -> str:
         """The stored name of the exposed column ``name``."""
         for src, out in self.names:
@@ -196,15 +209,19 @@ class RemoteTable:
     def _pinned_in_order(self, owners: Sequence[int]) -> Iterator[tuple[int, Pinned]]:
         """Each chunk of ``owners`` pinned, in order; the caller releases each one.
 
-        The next chunks are acquired in parallel (downloads when missing) while the first is
-        read, up to half the cache limit in flight, so a read spanning several missing
-        chunks waits for the slowest download, not for the sum of them.
+        When some are missing, the next chunks are acquired in parallel (downloads) while the
+        first is read, up to half the cache limit in flight, so a read spanning several
+        missing chunks waits for the slowest download, not for the sum of them; when all are
+        copied already, they are opened in turn on the caller's thread.
         """
         cache = self.cache
-        if len(owners) == 1:
-            pinned = cache.acquire(self.chunks[owners[0]], self.storage_options)
-            assert pinned is not None  # waiting acquires always return a copy
-            yield owners[0], pinned
+        local = (os.path.join(cache.directory, self.chunks[c].key + ".arrow") for c in owners)
+        if len(owners) == 1 or all(os.path.exists(p) for p in local):
+            # Nothing to download (or one chunk): no threads, one chunk pinned at a time.
+            for c in owners:
+                pinned = cache.acquire(self.chunks[c], self.storage_options)
+                assert pinned is not None  # waiting acquires always return a copy
+                yield c, pinned
             return
         pool = _pool()
         reader = current()  # the stream these reads count for, if any

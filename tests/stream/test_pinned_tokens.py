@@ -98,7 +98,9 @@ def test_bad_columns_and_ids_are_named() -> None:
     col = pinned(storage)
     col.check_fits(np.int64)
     col.check_fits(np.int16)  # ids of 100000 and more do not fit: found when read
-    with pytest.raises(ValueError, match=r"column 'input_ids' holds token id 10\d{4} \(its largest\)"):
+    with pytest.raises(
+        ValueError, match=r"column 'input_ids' holds token id 10\d{4} \(its largest\)"
+    ):
         col.gather(np.array([3]))
     with pytest.raises(TypeError, match="bounded cache"):
         col.buffers()

@@ -30,6 +30,7 @@ Example:
 from __future__ import annotations
 
 import itertools
+from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any
 
@@ -44,10 +45,13 @@ from arrowmix._stream.tokens.column import (
     is_token_type,
 )
 
-__all__ = ["ChunkReader", "PinnedTokenColumn"]
+__all__ = ["KNOWN_BYTES", "ChunkReader", "PinnedTokenColumn"]
 
 #: ``read(chunks)``: the token column of each of ``chunks``, in that order, as
 #: ``(chunk, column)``; a column may be read only until the next one is asked for.
+#: Bytes of document starts and lengths a column keeps copied (beyond those of one read).
+KNOWN_BYTES = 64 << 20
+
 ChunkReader = Callable[[Sequence[int]], Generator[tuple[int, "pa.ChunkedArray[Any]"], None, None]]
 
 
@@ -89,6 +93,9 @@ class PinnedTokenColumn(TokenColumn):
         self._bases: dict[int, np.ndarray] = {}  # chunk -> first token of each record batch
         self._ranges: dict[int, tuple[int, int]] = {}  # chunk -> (smallest, largest) id
         self._narrow: list[np.dtype[Any]] = []  # dtypes check_fits was asked about
+        # chunk -> (start, length) of its documents, copied out; least recently used first
+        self._known: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
+        self._known_bytes = 0
 
     def buffers(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
         raise TypeError(
@@ -141,7 +148,10 @@ class PinnedTokenColumn(TokenColumn):
     def spans(self, positions: np.ndarray) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
         """``(chunk, start, length)`` of the documents at ``positions`` (int64 arrays).
 
-        ``start`` counts tokens from the beginning of the chunk's values.
+        ``start`` counts tokens from the beginning of the chunk's values. The documents'
+        starts and lengths of a chunk are copied out once, when a read first touches it
+        (16 bytes a row, the most recent ones up to :data:`KNOWN_BYTES`), so looking
+        spans up again needs no pin.
         """
         pos = np.asarray(positions, dtype=np.int64)
         check_rows(pos, self.num_rows, self.name)
@@ -149,12 +159,26 @@ class PinnedTokenColumn(TokenColumn):
             pos = np.asarray(self._mapper(pos), dtype=np.int64)
         owner = np.searchsorted(self._rows, pos, side="right") - 1
         local = pos - self._rows[owner]
+        known = self._known
+        touched = np.unique(owner)
+        missing = np.isin(owner, [c for c in touched.tolist() if c not in known])
+        for col, bases, sel in self._chunks(owner, missing) if missing.any() else ():
+            c = int(owner[sel[0]])
+            batch, st, n = col.spans(np.arange(col.num_rows, dtype=np.int64))
+            starts_c = st if batch is None else st + bases[batch]
+            known[c] = (starts_c, n)
+            self._known_bytes += starts_c.nbytes + n.nbytes
         starts = np.empty(len(pos), dtype=np.int64)
         lengths = np.empty(len(pos), dtype=np.int64)
-        for col, bases, sel in self._chunks(owner):
-            batch, st, n = col.spans(local[sel])
-            starts[sel] = st if batch is None else st + bases[batch]
-            lengths[sel] = n
+        for c in touched.tolist():
+            sel = np.flatnonzero(owner == c) if len(touched) > 1 else slice(None)
+            starts_c, n = known[c]
+            known.move_to_end(c)
+            starts[sel] = starts_c[local[sel]]
+            lengths[sel] = n[local[sel]]
+        while self._known_bytes > KNOWN_BYTES and len(known) > len(touched):
+            _, (a, b) = known.popitem(last=False)
+            self._known_bytes -= a.nbytes + b.nbytes
         return owner.astype(np.int64), starts, lengths
 
     def gather_spans(
