@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
@@ -164,7 +164,7 @@ class RemoteTable:
         out = gathered if bool((np.diff(placed) == 1).all()) else gathered.take(inverse)
         return out.cast(self.schema)
 
-    def read_chunks(self, chunks: Sequence[int]) -> Iterator[tuple[int, pa.Table]]:
+    def read_chunks(self, chunks: Sequence[int]) -> Generator[tuple[int, pa.Table], None, None]:
         """Each of ``chunks`` as the memory-mapped table of its pinned local copy, in order.
 
         A chunk stays pinned until the next one is asked for (or the iterator is closed):
@@ -206,7 +206,7 @@ class RemoteTable:
                 return src
         raise KeyError(f"no column {name!r}; the rows have columns {self.column_names}.")
 
-    def _pinned_in_order(self, owners: Sequence[int]) -> Iterator[tuple[int, Pinned]]:
+    def _pinned_in_order(self, owners: Sequence[int]) -> Generator[tuple[int, Pinned], None, None]:
         """Each chunk of ``owners`` pinned, in order; the caller releases each one.
 
         When some are missing, the next chunks are acquired in parallel (downloads) while the

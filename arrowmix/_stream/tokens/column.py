@@ -408,8 +408,9 @@ def take_values(rows: Any, positions: np.ndarray, name: str) -> pa.ChunkedArray[
     take_column = optional_member(rows, "take_column")
     if take_column is not None:
         values: pa.ChunkedArray[Any] = take_column(positions, name)
-        return values
-    return rows.take(positions)[name]
+    else:
+        values = rows.take(positions)[name]
+    return values
 
 
 _FLOATS = {"halffloat": np.float16, "float": np.float32, "double": np.float64}

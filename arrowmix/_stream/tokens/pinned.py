@@ -39,7 +39,6 @@ import pyarrow as pa
 
 from arrowmix._stream.tokens.column import (
     TokenColumn,
-    check_rows,
     check_id_range,
     check_rows,
     is_token_type,
@@ -83,7 +82,7 @@ class PinnedTokenColumn(TokenColumn):
         if not is_token_type(type):
             raise TypeError(f"column {name!r} must hold token ids as list<int*>, got {type}.")
         self.name = name
-        self.dtype = np.dtype(str(type.value_type))
+        self.dtype = np.dtype(str(type.value_type))  # type: ignore[attr-defined]
         self._mapper = mapper
         self._read = read
         self._rows = np.asarray(chunk_offsets, dtype=np.int64)
@@ -171,11 +170,11 @@ class PinnedTokenColumn(TokenColumn):
         starts = np.empty(len(pos), dtype=np.int64)
         lengths = np.empty(len(pos), dtype=np.int64)
         for c in touched.tolist():
-            sel = np.flatnonzero(owner == c) if len(touched) > 1 else slice(None)
-            starts_c, n = known[c]
+            rows: Any = np.flatnonzero(owner == c) if len(touched) > 1 else slice(None)
+            first, size = known[c]
             known.move_to_end(c)
-            starts[sel] = starts_c[local[sel]]
-            lengths[sel] = n[local[sel]]
+            starts[rows] = first[local[rows]]
+            lengths[rows] = size[local[rows]]
         while self._known_bytes > KNOWN_BYTES and len(known) > len(touched):
             _, (a, b) = known.popitem(last=False)
             self._known_bytes -= a.nbytes + b.nbytes
@@ -212,13 +211,14 @@ class PinnedTokenColumn(TokenColumn):
             values, _ = col.buffers()
             if len(values) == 1:
                 v = values[0]
-                for d, a, n in zip(dest[sel].tolist(), st[sel].tolist(), ln[sel].tolist()):
+                spans = zip(dest[sel].tolist(), st[sel].tolist(), ln[sel].tolist(), strict=True)
+                for d, a, n in spans:
                     result[d : d + n] = v[a : a + n]
                 continue
             batch = np.searchsorted(bases, st[sel], side="right") - 1
             local = st[sel] - bases[batch]
-            triples = zip(batch.tolist(), dest[sel].tolist(), local.tolist(), ln[sel].tolist())
-            for b, d, a, n in triples:
+            where = (batch.tolist(), dest[sel].tolist(), local.tolist(), ln[sel].tolist())
+            for b, d, a, n in zip(*where, strict=True):
                 result[d : d + n] = values[b][a : a + n]
         return result
 
