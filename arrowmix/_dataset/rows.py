@@ -21,7 +21,7 @@ import pyarrow as pa
 from arrowmix._dataset.indices import IndexMap
 from arrowmix._dataset.reader import TableReader
 from arrowmix._dataset.state import gather, num_rows, state_of
-from arrowmix._remote.cache import Pinned, parse_size
+from arrowmix._remote.cache import parse_size
 from arrowmix._remote.table import ReadAhead, RemoteTable
 from arrowmix._stream.sources import Upcoming
 from arrowmix._stream.tokens import TokenColumn
@@ -53,14 +53,9 @@ class DatasetRows:
         table = state_of(ds).table
         if isinstance(table, RemoteTable):
             self._ahead = _read_ahead(table, read_ahead)
-            self._last = LastChunk()
             self.read_ahead = self._read_ahead
             self.stats = self._ahead.stats
-            self.close = self._close
-
-    def _close(self) -> None:
-        self._ahead.close()
-        self._last.close()
+            self.close = self._ahead.close
 
     def _read_ahead(self, upcoming: Upcoming) -> None:
         """Map the stream's upcoming view positions to table rows for the read-ahead."""
@@ -143,46 +138,9 @@ class DatasetRows:
         """The stored column ``stored`` of each remote chunk of ``chunks``, pinned in turn."""
         table = state_of(self._ds).table
         assert isinstance(table, RemoteTable)
-        last = None
         with self._ahead.counting():  # downloads of this read count as this stream's
             for c, chunk in table.read_chunks(chunks):
-                last = c
                 yield c, chunk.column(stored)
-            if last is not None:
-                self._last.keep(table, last)
-
-
-class LastChunk:
-    """The remote chunk the last token read ended on, kept pinned until the next read.
-
-    The token stages read their chunks again on every call (no buffer view is kept between
-    calls), and a reader in chunk order continues in the chunk its last read ended on: kept
-    pinned, that chunk is not evicted to make room for the read-ahead meanwhile (which would
-    download it again). It pickles empty.
-    """
-
-    def __init__(self) -> None:
-        self._held: tuple[RemoteTable, Pinned] | None = None
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), ())
-
-    def keep(self, table: RemoteTable, c: int) -> None:
-        """Pin chunk ``c`` (already copied) and release the chunk kept before.
-
-        Only a chunk of at most a quarter of the cache limit is kept, so that the next read
-        always finds room.
-        """
-        small = table.chunks[c].size <= table.limit // 4
-        held, self._held = self._held, (table, table.pin(c)) if small else None
-        if held is not None:
-            held[0].unpin(held[1])
-
-    def close(self) -> None:
-        """Release the kept chunk."""
-        held, self._held = self._held, None
-        if held is not None:
-            held[0].unpin(held[1])
 
 
 class _Mapped:

@@ -186,19 +186,6 @@ class RemoteTable:
         finally:
             pins.close()  # an early stop releases the chunks acquired ahead
 
-    def pin(self, c: int) -> Pinned:
-        """Chunk ``c``'s local copy, pinned against eviction (downloaded first if needed).
-
-        Release it with :meth:`unpin`; read chunks with :meth:`read_chunks`.
-        """
-        pinned = self.cache.acquire(self.chunks[c], self.storage_options)
-        assert pinned is not None  # waiting acquires always return a copy
-        return pinned
-
-    def unpin(self, pinned: Pinned) -> None:
-        """Release a :meth:`pin`."""
-        self.cache.release(pinned)
-
     def stored_name(self, name: str) -> str:
         """The stored name of the exposed column ``name``."""
         for src, out in self.names:
