@@ -283,10 +283,11 @@ def padded_arrowmix(endpoint: str, limit: int, local: str, case: int) -> dict[st
         tokens += int(b["attention_mask"].sum())
         batches += 1
     total = time.perf_counter() - t0
-    own = s.stats() if remote else {"bytes_downloaded": 0}
+    own = s.stats() if remote else {"bytes_downloaded": 0, "wait_seconds": 0.0}
     s.close()
     return {"tokens_per_s": tokens / total, "seconds": total, "batches": batches,
-            "bytes_downloaded": own["bytes_downloaded"]}  # fmt: skip
+            "bytes_downloaded": own["bytes_downloaded"],
+            "wait_s": own["wait_seconds"]}  # fmt: skip
 
 
 def padded_report(stored: int, runs: dict[int, list[dict[str, Any]]]) -> None:
@@ -294,16 +295,20 @@ def padded_report(stored: int, runs: dict[int, list[dict[str, Any]]]) -> None:
     spread = {k: (min(r["tokens_per_s"] for r in v), max(r["tokens_per_s"] for r in v))
               for k, v in runs.items()}  # fmt: skip
     print("\narrowmix, padded (256, L) batches, one chunk-shuffled epoch, cold cache:\n")
-    print("| pipeline | tokens/s | / local | / workaround | bytes / corpus | batches |")
-    print("|---|---|---|---|---|---|")
+    print("| pipeline | tokens/s | / local | / workaround | bytes / corpus | epoch (s) | "
+          "waiting for downloads (s) | batches |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
     for k, (label, remote, _) in enumerate(PADDED):
         if k not in runs:
             continue
         lo, hi = spread[k]
         got = statistics.median(r["bytes_downloaded"] for r in runs[k]) / stored
+        secs = statistics.median(r["seconds"] for r in runs[k])
+        wait = statistics.median(r["wait_s"] for r in runs[k])
         print(f"| `{label}` | {med[k] / 1e6:.2f} M ({lo / 1e6:.2f}-{hi / 1e6:.2f}) | "
               f"{med[k] / med[0]:.2f} | {med[k] / med[3]:.2f} | "
-              f"{f'{got:.2f}' if remote else '-'} | {runs[k][0]['batches']} |")  # fmt: skip
+              f"{f'{got:.2f}' if remote else '-'} | {secs:.2f} | {wait:.2f} | "
+              f"{runs[k][0]['batches']} |")  # fmt: skip
 
 
 # ---- peers (run in the peers' interpreter) ----------------------------------------------------
