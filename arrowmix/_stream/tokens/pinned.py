@@ -99,7 +99,9 @@ class PinnedTokenColumn(TokenColumn):
     def buffers(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
         raise TypeError(
             f"the token column {self.name!r} reads its chunks one at a time through a bounded "
-            "cache: it has no buffers of the whole column."
+            "cache: it has no buffers of the whole column, which the token stages after `mix` "
+            "of bounded remote corpora need; collate the mixed rows with "
+            "`.batch(n, columnar=True).map(Collator(...))` instead."
         )
 
     # ------------------------------------------------------------------ reading
