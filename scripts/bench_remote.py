@@ -11,7 +11,12 @@ wire during the read (uploads go to the server directly and are not counted).
    time: tokens/s over the epoch, time to the first 256 rows, bytes downloaded, and the resume
    time (a fresh reader with a fresh cache restored from the state taken half-way, to its first
    row). The tools run interleaved, ``--rounds`` times; medians and the ratio arrowmix / peer.
-2. **Four ranks** (arrowmix only): bytes each rank downloads in one epoch with
+2. **Padded ``(256, L)`` batches** (arrowmix only), written as a user writes them,
+   ``.batch(256).collate("input_ids")``, over the local copy of the corpus and through the
+   bounded cache (cold), against ``.batch(256, columnar=True).collate()`` and the former
+   workaround ``.batch(256, columnar=True).map(Collator())``: tokens/s of one chunk-shuffled
+   epoch (opening included) and bytes downloaded / corpus, interleaved, medians.
+3. **Four ranks** (arrowmix only): bytes each rank downloads in one epoch with
    ``shard="chunks"`` (each rank a span of the chunk order) and ``shard="rows"`` (rows of every
    chunk to every rank), each rank with its own cache (one node per rank).
 
@@ -28,6 +33,7 @@ Usage (from the repository root, in the arrowmix venv)::
     python scripts/bench_remote.py --peers-python /work/peers-venv/bin/python \\
         --stub-broken-imports                   # 40k rows of 256 tokens (~40 MB), 3 rounds
     python scripts/bench_remote.py --quick      # 8k rows, 1 round
+    python scripts/bench_remote.py --padded-only --rounds 5   # the padded batches only
 """
 
 from __future__ import annotations
@@ -231,6 +237,80 @@ def arrowmix_ranks(proxy: CountingProxy, limit: int, ranks: int = 4) -> dict[str
     return out
 
 
+# ---- padded (256, L) batches: the token stages, local and through the bounded cache ----------
+
+#: How a user writes padded batches, and where the corpus is: (label, remote, pipeline).
+PADDED = (
+    ("local: .batch(256).collate()", False, "collate"),
+    ("remote: .batch(256).collate()", True, "collate"),
+    ("remote: .batch(256, columnar=True).collate()", True, "columnar"),
+    ("remote: .batch(256, columnar=True).map(Collator())", True, "workaround"),
+)
+
+
+def prepare_local(data: np.ndarray, shard_bytes: int) -> str:
+    """The same corpus as local chunk files (the local side of the padded batches)."""
+    import pyarrow as pa
+
+    import arrowmix as am
+
+    out = tempfile.mkdtemp(prefix="bench-am-local-")
+    flat = pa.array(data.reshape(-1))
+    ids = pa.FixedSizeListArray.from_arrays(flat, TOKENS).cast(pa.list_(pa.int32()))
+    am.write_chunks(pa.table({"input_ids": ids}), out, bytes_per_chunk=shard_bytes)
+    return out
+
+
+def padded_arrowmix(endpoint: str, limit: int, local: str, case: int) -> dict[str, Any]:
+    """Tokens/s of one chunk-shuffled epoch of padded ``(256, L)`` batches (cold cache)."""
+    import arrowmix as am
+    from arrowmix.stream import Collator
+
+    _, remote, how = PADDED[case]
+    t0 = time.perf_counter()
+    if remote:
+        s = _am_stream(endpoint, limit, tempfile.mkdtemp(prefix="bench-am-padded-"))
+    else:
+        s = am.Dataset.from_chunks(local).to_stream(shuffle="chunks", seed=0, infinite=False)
+    if how == "collate":
+        pipe = s.batch(BATCH).collate("input_ids")
+    elif how == "columnar":
+        pipe = s.batch(BATCH, columnar=True).collate("input_ids")
+    else:
+        pipe = s.batch(BATCH, columnar=True).map(Collator("input_ids"))
+    tokens = batches = 0
+    for b in pipe:
+        tokens += int(b["attention_mask"].sum())
+        batches += 1
+    total = time.perf_counter() - t0
+    own = s.stats() if remote else {"bytes_downloaded": 0, "wait_seconds": 0.0}
+    s.close()
+    return {"tokens_per_s": tokens / total, "seconds": total, "batches": batches,
+            "bytes_downloaded": own["bytes_downloaded"],
+            "wait_s": own["wait_seconds"]}  # fmt: skip
+
+
+def padded_report(stored: int, runs: dict[int, list[dict[str, Any]]]) -> None:
+    med = {k: statistics.median(r["tokens_per_s"] for r in v) for k, v in runs.items()}
+    spread = {k: (min(r["tokens_per_s"] for r in v), max(r["tokens_per_s"] for r in v))
+              for k, v in runs.items()}  # fmt: skip
+    print("\narrowmix, padded (256, L) batches, one chunk-shuffled epoch, cold cache:\n")
+    print("| pipeline | tokens/s | / local | / workaround | bytes / corpus | epoch (s) | "
+          "waiting for downloads (s) | batches |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    for k, (label, remote, _) in enumerate(PADDED):
+        if k not in runs:
+            continue
+        lo, hi = spread[k]
+        got = statistics.median(r["bytes_downloaded"] for r in runs[k]) / stored
+        secs = statistics.median(r["seconds"] for r in runs[k])
+        wait = statistics.median(r["wait_s"] for r in runs[k])
+        print(f"| `{label}` | {med[k] / 1e6:.2f} M ({lo / 1e6:.2f}-{hi / 1e6:.2f}) | "
+              f"{med[k] / med[0]:.2f} | {med[k] / med[3]:.2f} | "
+              f"{f'{got:.2f}' if remote else '-'} | {secs:.2f} | {wait:.2f} | "
+              f"{runs[k][0]['batches']} |")  # fmt: skip
+
+
 # ---- peers (run in the peers' interpreter) ----------------------------------------------------
 
 
@@ -427,6 +507,8 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--peers-python", default=sys.executable)
     p.add_argument("--stub-broken-imports", action="store_true")
+    p.add_argument("--padded-only", action="store_true",
+                   help="measure only arrowmix's padded (256, L) batches")  # fmt: skip
     p.add_argument("--peer", choices=sorted(PEERS), help=argparse.SUPPRESS)
     p.add_argument("--phase", choices=("prepare", "read"), help=argparse.SUPPRESS)
     p.add_argument("--endpoint", help=argparse.SUPPRESS)
@@ -448,6 +530,14 @@ def main() -> None:
     samples: dict[str, list[dict[str, Any]]] = {name: [] for name in tools}
     try:
         stored = prepare_arrowmix(data, endpoint, shard)
+        local = prepare_local(data, shard)
+        padded: dict[int, list[dict[str, Any]]] = {k: [] for k in range(len(PADDED))}
+        for _ in range(rounds):  # interleaved: every pipeline once per round
+            for k in range(len(PADDED)):
+                padded[k].append(padded_arrowmix(proxies["arrowmix"].endpoint, limit, local, k))
+        padded_report(stored, padded)
+        if args.padded_only:
+            return
         ready = {"arrowmix": {}}
         for name in PEERS:
             ready[name] = run_peer(args, name, "prepare", endpoint, **sizes)

@@ -11,6 +11,8 @@ The rows read the view's state through :mod:`arrowmix._dataset.state`, never thr
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,6 +25,7 @@ from arrowmix._remote.cache import parse_size
 from arrowmix._remote.table import ReadAhead, RemoteTable
 from arrowmix._stream.sources import Upcoming
 from arrowmix._stream.tokens import TokenColumn
+from arrowmix._stream.tokens.pinned import PinnedTokenColumn
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
@@ -94,8 +97,11 @@ class DatasetRows:
         if name not in self._schema.names:
             raise KeyError(f"no column {name!r}; the rows have columns {self._schema.names}.")
         s = state_of(self._ds)
-        if isinstance(s.table, RemoteTable):
-            return self.take(positions).column(name)
+        if isinstance(s.table, RemoteTable):  # the column alone, out of the cached chunks
+            pos = np.asarray(positions, dtype=np.int64)
+            base = s.indices.lookup(pos) if s.indices is not None else pos
+            with self._ahead.counting():
+                return s.table.select([name]).take(base).column(0)
         readers = self.__dict__.setdefault("_column_readers", {})
         reader = readers.get(name)
         if reader is None:
@@ -108,20 +114,33 @@ class DatasetRows:
     def token_column(self, name: str) -> TokenColumn:
         """Zero-copy views of the ``list<int*>`` column ``name`` of the memory-mapped chunks.
 
-        Positions are view positions: the view's indices mapping is applied on lookup.
+        Positions are view positions: the view's indices mapping is applied on lookup. Over
+        a bounded cache of remote chunks, a :class:`PinnedTokenColumn`: the chunks a read
+        touches are pinned in the cache (downloaded first if needed) one at a time, and
+        their buffers are read as zero-copy views while pinned.
         """
         if name not in self._schema.names:
             raise KeyError(f"no column {name!r}; the rows have columns {self._schema.names}.")
         s = state_of(self._ds)
-        if isinstance(s.table, RemoteTable):
-            raise TypeError(
-                f"the token stages (`collate`, `pack`, `bucket` on the token column {name!r}) "
-                "read token ids from memory-mapped chunks, but this dataset streams its chunks "
-                "through a bounded cache (`cache_limit=`); open it without `cache_limit` or "
-                "collate rows with `.map(...)`."
-            )
         mapper = s.indices.lookup if s.indices is not None else None
+        if isinstance(s.table, RemoteTable):
+            # Read through the cache chunk by chunk: each chunk is pinned while it is read.
+            read = functools.partial(self._chunk_columns, s.table.stored_name(name))
+            kind = self._schema.field(name).type
+            return PinnedTokenColumn(
+                read, s.table.offsets, kind, name, mapper=mapper, view_rows=self.num_rows
+            )
         return TokenColumn(s.table.column(name), name, mapper=mapper, view_rows=self.num_rows)
+
+    def _chunk_columns(
+        self, stored: str, chunks: Sequence[int]
+    ) -> Generator[tuple[int, pa.ChunkedArray[Any]], None, None]:
+        """The stored column ``stored`` of each remote chunk of ``chunks``, pinned in turn."""
+        table = state_of(self._ds).table
+        assert isinstance(table, RemoteTable)
+        with self._ahead.counting():  # downloads of this read count as this stream's
+            for c, chunk in table.read_chunks(chunks):
+                yield c, chunk.column(stored)
 
 
 class _Mapped:

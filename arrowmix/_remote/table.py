@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
@@ -152,16 +152,10 @@ class RemoteTable:
         groups = sorted(itertools.pairwise(cuts), key=lambda g: int(order[g[0]]))
         src = [s for s, _ in self.names]
         parts = []
-        cache = self.cache
         owners = [int(sorted_owner[a]) for a, _ in groups]
-        for (a, b), (c, pinned) in zip(groups, self._pinned_in_order(owners), strict=True):
+        for (a, b), (c, table) in zip(groups, self.read_chunks(owners), strict=True):
             local = idx[order[a:b]] - self.offsets[c]
-            try:
-                if c not in self._checked:
-                    self._check(c, pinned.table)
-                part = pinned.table.select(src).take(pa.array(local))
-            finally:
-                cache.release(pinned)
+            part = table.select(src).take(pa.array(local))
             parts.append(part.combine_chunks().replace_schema_metadata(None))
         gathered = pa.concat_tables(parts).rename_columns(self.column_names)
         placed = np.concatenate([order[a:b] for a, b in groups])  # gathered row -> position
@@ -170,18 +164,51 @@ class RemoteTable:
         out = gathered if bool((np.diff(placed) == 1).all()) else gathered.take(inverse)
         return out.cast(self.schema)
 
-    def _pinned_in_order(self, owners: Sequence[int]) -> Iterator[tuple[int, Pinned]]:
-        """Each chunk of ``owners`` pinned, in order; the caller releases each one.
+    def read_chunks(self, chunks: Sequence[int]) -> Generator[tuple[int, pa.Table], None, None]:
+        """Each of ``chunks`` as the memory-mapped table of its pinned local copy, in order.
 
-        The next chunks are acquired in parallel (downloads when missing) while the first is
-        read, up to half the cache limit in flight, so a read spanning several missing
-        chunks waits for the slowest download, not for the sum of them.
+        A chunk stays pinned until the next one is asked for (or the iterator is closed):
+        nothing read out of its table, zero-copy views of its buffers included, may be
+        used after that. The next chunks download in parallel meanwhile (see
+        :meth:`_pinned_in_order`); each is checked against the corpus's description on
+        first use. Columns have their stored names (:meth:`stored_name`).
         """
         cache = self.cache
-        if len(owners) == 1:
-            pinned = cache.acquire(self.chunks[owners[0]], self.storage_options)
-            assert pinned is not None  # waiting acquires always return a copy
-            yield owners[0], pinned
+        pins = self._pinned_in_order(list(chunks))
+        try:
+            for c, pinned in pins:
+                try:
+                    if c not in self._checked:
+                        self._check(c, pinned.table)
+                    yield c, pinned.table
+                finally:
+                    cache.release(pinned)
+        finally:
+            pins.close()  # an early stop releases the chunks acquired ahead
+
+    def stored_name(self, name: str) -> str:
+        """The stored name of the exposed column ``name``."""
+        for src, out in self.names:
+            if out == name:
+                return src
+        raise KeyError(f"no column {name!r}; the rows have columns {self.column_names}.")
+
+    def _pinned_in_order(self, owners: Sequence[int]) -> Generator[tuple[int, Pinned], None, None]:
+        """Each chunk of ``owners`` pinned, in order; the caller releases each one.
+
+        When some are missing, the next chunks are acquired in parallel (downloads) while the
+        first is read, up to half the cache limit in flight, so a read spanning several
+        missing chunks waits for the slowest download, not for the sum of them; when all are
+        copied already, they are opened in turn on the caller's thread.
+        """
+        cache = self.cache
+        local = (os.path.join(cache.directory, self.chunks[c].key + ".arrow") for c in owners)
+        if len(owners) == 1 or all(os.path.exists(p) for p in local):
+            # Nothing to download (or one chunk): no threads, one chunk pinned at a time.
+            for c in owners:
+                pinned = cache.acquire(self.chunks[c], self.storage_options)
+                assert pinned is not None  # waiting acquires always return a copy
+                yield c, pinned
             return
         pool = _pool()
         reader = current()  # the stream these reads count for, if any

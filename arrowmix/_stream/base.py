@@ -148,10 +148,12 @@ class Stream(PipelineRoot[T]):
     ) -> Stream[dict[str, Any]]:
         """Pad each batch of token-id documents into ``input_ids`` and ``attention_mask``.
 
-        Behind ``batch(columnar=True)``, ``bucket(columnar=True)`` or ``budget_bucket``
-        over an index stream, token ids are copied once, from the memory-mapped chunks
-        into the output. ``keep`` passes other columns through as numpy arrays (a source
-        name, a document id). See :class:`arrowmix._stream.tokens.collate.Collator` for the options.
+        Behind ``batch(n)`` (with or without ``columnar=True``), ``bucket(columnar=True)``
+        or ``budget_bucket`` over an index stream, token ids are copied once, from the
+        memory-mapped chunks (or the pinned chunks of a bounded remote cache) into the
+        output, and no row dicts are built. ``keep`` passes other columns through as numpy
+        arrays (a source name, a document id). See
+        :class:`arrowmix._stream.tokens.collate.Collator` for the options.
         """
         from arrowmix._stream.tokens.collate import CollateIterator, Collator
 

@@ -52,10 +52,14 @@ class PositionBatches:
             :class:`~arrowmix._stream.tokens.column.TokenSpans` when the view was asked for
             the token column the batches were planned by); raises StopIteration at
             the end.
+        row_dicts: the stream would otherwise yield each batch as a list of row dicts
+            (``batch(n)`` without ``columnar``): a consumer taking the view must produce
+            what it would have produced from those rows (Python values of kept columns).
     """
 
     rows: RowSource
     next: Callable[[], Any]
+    row_dicts: bool = False
 
 
 def no_positions(owner: object) -> TypeError:

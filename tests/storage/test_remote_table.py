@@ -93,13 +93,31 @@ def test_a_damaged_remote_chunk_is_refused_naming_it(memory_url, tmp_path):
     assert not [n for n in os.listdir(tmp_path / "c") if n.endswith(".partial")]
 
 
-def test_token_stages_over_a_bounded_corpus_are_refused_by_name(memory_url, tmp_path):
-    rows = ({"ids": list(range(i % 7 + 1))} for i in range(60))
+def test_token_stages_read_a_bounded_corpus_through_its_cache(memory_url, tmp_path):
+    rows = [{"ids": list(range(i % 7 + 1))} for i in range(60)]
     am.write_chunks(rows, memory_url, rows_per_chunk=20)
     ds = open_bounded(memory_url, tmp_path)
     s = ds.to_stream(shuffle=None, infinite=False).batch(4, columnar=True).collate("ids")
-    with pytest.raises(TypeError, match=r"'ids'.*cache_limit"):
-        next(s)
+    local = am.Dataset.from_list(rows).to_stream(shuffle=None, infinite=False)
+    expected = [b["input_ids"].tolist() for b in local.batch(4).collate("ids")]
+    assert [b["input_ids"].tolist() for b in s] == expected
+    with pytest.raises(KeyError, match="no column 'x'"):
+        next(ds.to_stream(shuffle=None, infinite=False).batch(4, columnar=True).collate("x"))
+
+
+def test_token_stages_after_mix_of_bounded_corpora_name_the_workaround(memory_url, tmp_path):
+    from arrowmix.stream import Collator, mix
+
+    am.write_chunks(({"ids": [i] * (i % 3 + 1)} for i in range(40)), memory_url, rows_per_chunk=10)
+    ds = open_bounded(memory_url, tmp_path)
+
+    def mixed():
+        a, b = (ds.to_stream(seed=k, infinite=False, shuffle="chunks") for k in (0, 1))
+        return mix([a, b], [0.5, 0.5]).batch(4, columnar=True)
+
+    with pytest.raises(TypeError, match=r"'ids'.*`mix`.*map\(Collator"):
+        next(mixed().collate("ids"))
+    assert next(mixed().map(Collator("ids")))["input_ids"].shape[0] == 4
 
 
 def test_ranks_of_a_bounded_corpus_read_their_own_chunks_by_default(memory_url, tmp_path):

@@ -14,6 +14,8 @@ import numpy as np
 from arrowmix._stream.base import PassThrough, Stream
 from arrowmix._stream.counters import Tally, wait_clock
 from arrowmix._stream.positions import PositionBatches, Positions
+from arrowmix._stream.sources.rows import table_to_rows
+from arrowmix._stream.tokens.column import is_token_type
 from arrowmix._validate import check_int
 
 __all__ = ["BatchIterator", "pad_batch"]
@@ -67,10 +69,26 @@ class BatchIterator(PassThrough[Any]):
         return out
 
     def as_position_batches(self, column: str | None = None) -> PositionBatches | None:
-        """Each batch as an array of row positions (for collation); columnar only."""
+        """Each batch as an array of row positions (for collation).
+
+        Columnar batches always offer it. Batches of row dicts over an index stream offer
+        it when ``column`` is a token column of the rows (``batch(256).collate(...)``):
+        the consumer then copies the token ids straight out of the storage, and must
+        produce what it would have produced from the row dicts (``PositionBatches.row_dicts``).
+        """
         if self._input is None:
-            return None
-        return PositionBatches(self._input.rows, self._next_positions)
+            if not self._token_column(column):
+                return None
+            self._input = self.source.as_positions()
+            if self._input is None:
+                return None
+        return PositionBatches(self._input.rows, self._next_positions, row_dicts=not self.columnar)
+
+    def _token_column(self, column: str | None) -> bool:
+        rows = self.source.row_source()
+        if column is None or rows is None or column not in rows.schema.names:
+            return False
+        return is_token_type(rows.schema.field(column).type)
 
     def stats(self) -> dict[str, Any]:
         """Batches and rows yielded, rows dropped by ``drop_last``, time waiting on the source.
@@ -97,7 +115,8 @@ class BatchIterator(PassThrough[Any]):
 
     def next(self) -> Any:
         if self._input is not None:
-            return self._input.rows.take(self._next_positions())
+            table = self._input.rows.take(self._next_positions())
+            return table if self.columnar else table_to_rows(table)
         t0 = wait_clock()
         items = self.source.pull(self.batch_size)
         self._tally.wait += wait_clock() - t0

@@ -6,7 +6,7 @@ padding, ``L`` the longest document (capped by ``max_length``, rounded up to
 ``pad_to_multiple_of``), numpy arrays or torch tensors (torch imported only then).
 
 :class:`CollateIterator` (``Stream.collate``) applies it to the batches of a stream. Behind
-``bucket(columnar=True)``, ``budget_bucket`` or ``batch(columnar=True)`` over an index
+``bucket(columnar=True)``, ``budget_bucket`` or ``batch(n)`` (columnar or not) over an index
 stream, those stages hand over row positions instead of rows, and the token ids are copied
 once: from the memory-mapped values buffer straight into ``input_ids``
 (:mod:`arrowmix._stream.tokens.column`). Any other stream may yield lists of token-id lists, lists
@@ -31,6 +31,7 @@ from arrowmix._stream.tokens.column import (
     check_id_range,
     column_values,
     is_token_type,
+    take_values,
     token_column,
 )
 from arrowmix._validate import check_int
@@ -223,10 +224,18 @@ class Collator:
             raise KeyError(f"row {i} of the batch has no column {name!r} to keep.")
         return item[name]
 
-    def with_kept(self, out: dict[str, Any], rows: Any, positions: np.ndarray) -> dict[str, Any]:
-        """Add the ``keep`` columns of the rows at ``positions`` of ``rows`` to ``out``."""
+    def with_kept(
+        self, out: dict[str, Any], rows: Any, positions: np.ndarray, *, row_dicts: bool = False
+    ) -> dict[str, Any]:
+        """Add the ``keep`` columns of the rows at ``positions`` of ``rows`` to ``out``.
+
+        ``row_dicts``: as collating the row dicts would (arrays of their Python values).
+        """
         for name in self.keep:
-            out[name] = column_values(rows, positions, name)
+            if row_dicts:
+                out[name] = np.array(take_values(rows, positions, name).to_pylist())
+            else:
+                out[name] = column_values(rows, positions, name)
         return out
 
     def _doc(self, item: Any, i: int) -> Any:
@@ -285,6 +294,7 @@ class CollateIterator(PassThrough[dict[str, Any]]):
         self._rows = None if self._batches is None else self._batches.rows
         self._tally = Tally(tokens=True)
         self._sources = SourceTokens(source, self._rows)
+        self._row_dicts = self._batches is not None and self._batches.row_dicts
         if self._rows is not None:
             field = (
                 self._rows.schema.field(collator.column)
@@ -342,4 +352,4 @@ class CollateIterator(PassThrough[dict[str, Any]]):
             out = self.collator.from_positions(tokens, batch)
             positions = batch
         self._sources.add(positions, self._count())
-        return self.collator.with_kept(out, self._rows, positions)
+        return self.collator.with_kept(out, self._rows, positions, row_dicts=self._row_dicts)

@@ -30,9 +30,11 @@ __all__ = [
     "TokenColumn",
     "TokenSpans",
     "check_id_range",
+    "check_rows",
     "column_values",
     "is_token_type",
     "key_values",
+    "take_values",
     "token_column",
 ]
 
@@ -103,7 +105,7 @@ class TokenColumn:
     def _locate(self, positions: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
         """``(chunk of each row or None when single-chunk, row within its chunk)``."""
         pos = np.asarray(positions, dtype=np.int64)
-        _check_rows(pos, self.num_rows, self.name)
+        check_rows(pos, self.num_rows, self.name)
         if self._mapper is not None:
             pos = np.asarray(self._mapper(pos), dtype=np.int64)
         if len(self._offsets) == 1:
@@ -276,7 +278,7 @@ class ConcatTokenColumn(TokenColumn):
 
     def spans(self, positions: np.ndarray) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
         pos = np.asarray(positions, dtype=np.int64)
-        _check_rows(pos, self.num_rows, self.name)
+        check_rows(pos, self.num_rows, self.name)
         which = np.searchsorted(self._bases, pos, side="right") - 1
         owner = np.empty(len(pos), dtype=np.int64)
         starts = np.empty(len(pos), dtype=np.int64)
@@ -304,7 +306,7 @@ def check_id_range(name: str, lo: int, hi: int, dtype: np.dtype[Any]) -> None:
     )
 
 
-def _check_rows(pos: np.ndarray, num_rows: int, name: str) -> None:
+def check_rows(pos: np.ndarray, num_rows: int, name: str) -> None:
     """IndexError naming the first position of ``pos`` outside ``[0, num_rows)``."""
     # one reduction: negative positions are huge as unsigned
     if pos.size and int(pos.view(np.uint64).max()) >= num_rows:
@@ -396,11 +398,19 @@ def column_values(rows: Any, positions: np.ndarray, name: str) -> np.ndarray:
     """The values of a (non-token) column ``name`` at ``positions``, as a numpy array."""
     if name not in rows.schema.names:
         raise KeyError(f"no column {name!r}; the rows have columns {rows.schema.names}.")
+    return arrow_to_numpy(take_values(rows, positions, name))
+
+
+def take_values(rows: Any, positions: np.ndarray, name: str) -> pa.ChunkedArray[Any]:
+    """Column ``name`` at ``positions`` (``take_column`` when the row source has it)."""
     from arrowmix._stream.row_source import optional_member
 
     take_column = optional_member(rows, "take_column")
-    values = take_column(positions, name) if take_column is not None else rows.take(positions)[name]
-    return arrow_to_numpy(values)
+    if take_column is not None:
+        values: pa.ChunkedArray[Any] = take_column(positions, name)
+    else:
+        values = rows.take(positions)[name]
+    return values
 
 
 _FLOATS = {"halffloat": np.float16, "float": np.float32, "double": np.float64}
