@@ -97,8 +97,12 @@ def _transform_fingerprint(
         "features": _features_key(call.features),
         "on_mixed_types": call.on_mixed_types,
         "rank_shards": rank_shards,
+        # An "arrow" view's output became the returned columns only (HF's rule): a new key,
+        # so results stored under the earlier rule are not reused.
+        "arrow_whole_output": call.fmt == "arrow",
     }
     defaults = dict.fromkeys(kwargs) | {
+        "arrow_whole_output": False,
         "batched": False,
         "with_indices": False,
         "with_rank": False,
