@@ -29,6 +29,7 @@ from arrowmix._dataset.mapping.optimized import optimized
 from arrowmix._dataset.row_batches import column_array, conformed, rows_batch
 from arrowmix._dataset.state import state_of
 from arrowmix._fingerprint.hasher import hash_value
+from arrowmix._hooks import cast_to_features, label_features
 from arrowmix._storage.cast import ARROW_CAST_ERRORS
 from arrowmix._storage.chunks import is_arrowmix_chunk, list_chunk_files, write_batches
 from arrowmix._storage.digests import MANIFEST_NAME, file_digest, manifest_problems, read_manifest
@@ -200,8 +201,29 @@ def typed_table(mapping: Mapping[str, Any], schema: pa.Schema) -> pa.Table:
             + (f"; not in the schema: {extra}" if extra else "")
             + "."
         )
-    arrays = [_typed_column(f, mapping[f.name]) for f in schema]
+    encoded = set(label_features(schema, schema.names))  # HF class labels, media
+    arrays = [
+        _encoded_column(f, mapping[f.name], schema) if f.name in encoded else _typed_column(f, v)
+        for f, v in ((f, mapping[f.name]) for f in schema)
+    ]
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _encoded_column(field: pa.Field[Any], values: Any, schema: pa.Schema) -> Any:
+    """A column under an HF feature that encodes values (a label name, a media path)."""
+    given = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else None
+    if given is None:
+        try:
+            given = pa.array(values)
+        except ARROW_CAST_ERRORS:  # values that only read as the declared type
+            return _typed_column(field, values)
+    one = pa.schema([field]).with_metadata(schema.metadata or {})
+    batch = pa.RecordBatch.from_arrays([_chunk(given)], names=[field.name])
+    return cast_to_features(batch, one, f"column {field.name!r}").column(0)
+
+
+def _chunk(arr: Any) -> pa.Array[Any]:
+    return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
 
 
 def _typed_column(field: pa.Field[Any], values: Any) -> pa.Array[Any] | pa.ChunkedArray[Any]:

@@ -41,9 +41,7 @@ def test_to_json_compression_matches_hf(tmp_path, name, compression, codec) -> N
     ours.parent.mkdir()
     theirs.parent.mkdir()
     n = am.Dataset.from_dict(ROWS).to_json(str(ours), compression=compression, batch_size=2)
-    m = datasets.Dataset.from_dict(ROWS).to_json(
-        str(theirs), compression=compression, batch_size=2
-    )
+    m = datasets.Dataset.from_dict(ROWS).to_json(str(theirs), compression=compression, batch_size=2)
     text = DECODE[codec](ours.read_bytes())
     assert text == DECODE[codec](theirs.read_bytes())
     assert n == m == len(text)

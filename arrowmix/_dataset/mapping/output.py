@@ -34,10 +34,6 @@ from typing import Any
 import pyarrow as pa
 
 from arrowmix._dataset.formats import FRAMES
-
-#: Formats whose batches are tables, not dicts: HF keeps no input column beside what the
-#: function returns (it merges the inputs only when they are a mapping).
-_WHOLE_OUTPUT = ("arrow", *FRAMES)
 from arrowmix._dataset.mapping.arrays import as_array, check_key, is_table_like, table_of
 from arrowmix._dataset.mapping.call import Call, Invoker, LazyBatch, call_input, row_args
 from arrowmix._dataset.mapping.optimized import optimized
@@ -46,6 +42,10 @@ from arrowmix._storage.mixed_json import encode_as, has_json, mixed_array
 from arrowmix.exceptions import SchemaMismatchError
 
 __all__ = ["Output", "RowNames", "call_batched", "call_rows"]
+
+#: Formats whose batches are tables, not dicts: HF keeps no input column beside what the
+#: function returns (it merges the inputs only when they are a mapping).
+_WHOLE_OUTPUT = ("arrow", *FRAMES)
 
 
 @dataclass
