@@ -103,3 +103,17 @@ def test_pieces_returning_other_columns_are_refused(docs):
     message = str(info.value)
     assert "_columns_by_row" in message and "rows 248..496" in message
     assert "without num_proc" in message
+
+
+def test_progress_counts_each_segment_once_with_every_piece_rows():
+    from arrowmix._cache.segments import Segment
+    from arrowmix._dataset.mapping.pieces import Pieces
+
+    whole = Segment(0, 2, 0, 10, "a")
+    cut = Segment(1, 2, 10, 20, "b")
+    parts = [Segment(1, 2, 10, 13, "p0"), Segment(1, 2, 13, 20, "p1")]
+    seen = []
+    finished = Pieces([whole, *parts], [(cut, parts)]).counted(seen.append)
+    for rows in (10, 3, 7):  # what an executor reporting rows per item passes
+        finished(rows)
+    assert len(seen) == 2 and sum(seen) == 20

@@ -62,13 +62,15 @@ class Pieces:
     def counted(self, on_segment: Callable[[int], None]) -> Callable[[int], None]:
         """``on_segment`` called once per segment while the ``work`` items finish."""
         total, segments = len(self.work), len(self.work) - sum(len(p) - 1 for _, p in self.cut)
-        done = [0]
+        done, rows_pending = [0], [0]
 
         def finished(rows: int) -> None:
             before = done[0] * segments // total
             done[0] += 1
+            rows_pending[0] += rows  # reported with the next segment counted
             for _ in range(done[0] * segments // total - before):
-                on_segment(rows)
+                on_segment(rows_pending[0])
+                rows_pending[0] = 0
 
         return finished
 
