@@ -23,9 +23,11 @@ def test_cast_column_of_paths_matches_hf(kind) -> None:
     hf = datasets.Dataset.from_dict(data).cast_column("m", feature)
     assert ours.features == hf.features
     assert ours.schema.field("m").type == MEDIA
-    assert ours[:] == hf[:] == {
-        "m": [{"bytes": None, "path": "a.png"}, None, {"bytes": None, "path": "dir/b.png"}]
-    }
+    assert (
+        ours[:]
+        == hf[:]
+        == {"m": [{"bytes": None, "path": "a.png"}, None, {"bytes": None, "path": "dir/b.png"}]}
+    )
 
 
 def test_bytes_and_dicts_pass_through_unchanged() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 
 import pytest
 
@@ -13,6 +14,17 @@ from arrowmix.exceptions import SchemaMismatchError
 
 def _pid(row):
     return {"pid": os.getpid(), "n": len(row["t"])}
+
+
+def _together(row, where, procs):
+    """Each process waits (up to 60 s) until ``procs`` processes have started: concurrency."""
+    mark = os.path.join(where, str(os.getpid()))
+    if not os.path.exists(mark):
+        open(mark, "w").close()
+        deadline = time.monotonic() + 60
+        while len(os.listdir(where)) < procs and time.monotonic() < deadline:
+            time.sleep(0.01)
+    return {"pid": os.getpid(), "seen": len(os.listdir(where))}
 
 
 def _batch_pids(batch):
@@ -30,11 +42,13 @@ def _leftovers(ds):
     return [n for n in os.listdir(directory) if n.startswith("tmp-")]
 
 
-def test_small_input_uses_every_process_and_one_cache_file(docs, caplog):
+def test_small_input_uses_every_process_and_one_cache_file(docs, caplog, tmp_path):
     with caplog.at_level(logging.WARNING, logger="arrowmix"):
-        out = docs.map(_pid, num_proc=2)
+        together = docs.map(_together, fn_kwargs={"where": str(tmp_path), "procs": 2}, num_proc=2)
     assert not [r for r in caplog.records if "num_proc" in r.getMessage()]
-    assert len(set(out["pid"])) == 2 and os.getpid() not in out["pid"]
+    assert min(together["seen"]) == 2 and len(set(together["pid"])) == 2  # both ran at once
+    out = docs.map(_pid, num_proc=2)
+    assert os.getpid() not in out["pid"]
     assert out["n"] == [i % 50 for i in range(497)]
     assert len(out.cache_files) == 1 and _leftovers(out) == []
     # The file is the one a single process writes: a rerun without num_proc reuses it.
@@ -43,22 +57,32 @@ def test_small_input_uses_every_process_and_one_cache_file(docs, caplog):
     assert again.features == docs.map(_pid, load_from_cache_file=False).features
 
 
-def test_num_proc_above_the_rows_is_lowered_with_hf_warning(caplog):
+def test_num_proc_above_the_rows_is_lowered_with_hf_warning(caplog, tmp_path):
     ds = am.Dataset.from_dict({"t": ["a", "b", "c"]})
     with caplog.at_level(logging.WARNING, logger="arrowmix"):
-        out = ds.map(_pid, num_proc=5)
+        out = ds.map(_together, fn_kwargs={"where": str(tmp_path), "procs": 3}, num_proc=5)
     notes = [r.getMessage() for r in caplog.records if "num_proc" in r.getMessage()]
     assert notes == ["num_proc must be <= 3. Reducing num_proc to 3 for dataset of size 3."]
-    assert len(set(out["pid"])) == 3
+    assert len(set(out["pid"])) == 3 and min(out["seen"]) == 3
 
 
-def test_batched_pieces_keep_hf_batches(docs, caplog):
+def _batch_together(batch, where, procs):
+    out = _together(None, where, procs)
+    n = len(batch["t"])
+    return {"pid": [out["pid"]] * n, "seen": [out["seen"]] * n, "size": [n] * n}
+
+
+def test_batched_pieces_keep_hf_batches(docs, caplog, tmp_path):
     one = docs.map(_batch_pids, batched=True, batch_size=100, load_from_cache_file=False)
     many = docs.map(
-        _batch_pids, batched=True, batch_size=100, num_proc=3, load_from_cache_file=False
+        _batch_together,
+        batched=True,
+        batch_size=100,
+        num_proc=3,
+        fn_kwargs={"where": str(tmp_path), "procs": 3},
     )
     assert many["size"] == one["size"]  # batches of 100, the last of 97: HF's without num_proc
-    assert len(set(many["pid"])) == 3
+    assert min(many["seen"]) == 3  # three processes ran at once
     with caplog.at_level(logging.WARNING, logger="arrowmix"):
         whole = docs.map(_batch_pids, batched=True, num_proc=2, load_from_cache_file=False)
     assert set(whole["size"]) == {497}
