@@ -20,12 +20,14 @@ reports medians of ``--repeat`` runs. Measured:
 4. (``--big``) peak RSS (``resource.getrusage``) while mapping a ~2 GB dataset.
 
 ``--regression`` measures only what must never get slower, on 1M rows, alternating the two
-libraries run by run: the cold batched map, the cache hit in a new process and a read in
-batches of 1,000 through ``shuffle(seed=0)``. It prints each ratio to ``datasets`` next to
-the ratio recorded in ``docs/benchmarks.md`` (``RECORDED``) and whether it still holds: the
-machine is shared and noisy, so only ratios measured in the same run are compared, with
-``TOLERANCE`` of slack. ``--baseline DIR`` also runs the arrowmix of another checkout (the
-main branch, say) in the same rounds and compares with it directly.
+libraries run by run: the cold batched map, the cache hit in a new process, a read in
+batches of 1,000 through ``shuffle(seed=0)``, and ``num_proc=2`` on 497 rows of an
+expensive per-row function (a few ms a row: long documents to tokenize). It prints each
+ratio to ``datasets`` next to the ratio recorded in ``docs/benchmarks.md`` (``RECORDED``)
+and whether it still holds: the machine is shared and noisy, so only ratios measured in the
+same run are compared, with ``TOLERANCE`` of slack. ``--baseline DIR`` also runs the
+arrowmix of another checkout (the main branch, say) in the same rounds and compares with it
+directly.
 
 Data lives in ``--dir`` (default ``$TMPDIR/arrowmix-bench``), generated once and reused.
 """
@@ -121,6 +123,18 @@ def expensive(row):
     return {"h": h}
 
 
+def heavy(row):
+    """``expensive`` 200 times over: a long document's tokenization, a few ms per row."""
+    h = 0
+    for _ in range(200):
+        h ^= expensive(row)["h"]
+    return {"h": h}
+
+
+#: Rows of the small ``num_proc=2`` map (as many long documents as a user reported).
+SMALL_ROWS = 497
+
+
 def child(kind, lib, path, extra):
     if kind == "make":  # data generation runs in a child too, so the parent stays small
         rows, words = (int(x) for x in extra.split(","))
@@ -169,6 +183,11 @@ def child(kind, lib, path, extra):
         t = time.perf_counter()
         sub.map(expensive, num_proc=int(os.environ["NPROC"]), load_from_cache_file=False)
         return {"s": time.perf_counter() - t}
+    if kind == "small":
+        sub = ds.select(range(SMALL_ROWS))
+        t = time.perf_counter()
+        sub.map(heavy, num_proc=2, load_from_cache_file=False)
+        return {"s": time.perf_counter() - t}
     if kind == "rss":
         import resource
 
@@ -198,10 +217,10 @@ def median_of(repeat, key, *child_args, **child_kwargs):
 #: arrowmix / datasets as recorded in docs/benchmarks.md (speed ratios: higher is better for
 #: arrowmix) before the HF-parity work on map: cold map 3.63 M vs 1.48 M rows/s, cache hit
 #: 190 ms vs 617 ms (datasets' time over ours), shuffled read 2.02 M vs 285 k rows/s.
-RECORDED = {"cold": 3.63 / 1.48, "hit": 617 / 190, "shuffled": 2.02 / 0.285}
+RECORDED = {"cold": 3.63 / 1.48, "hit": 617 / 190, "shuffled": 2.02 / 0.285, "small": 0.93}
 #: A ratio within this factor of the reference counts as "not slower" (the machine's noise).
 TOLERANCE = 0.75
-_KINDS = {"cold": "rows_per_s", "hit": "total_s", "shuffled": "rows_per_s"}
+_KINDS = {"cold": "rows_per_s", "hit": "total_s", "shuffled": "rows_per_s", "small": "s"}
 
 
 def _ms(seconds):
@@ -214,11 +233,11 @@ def _rate(rows_per_s):
 
 def _speed(kind, ours, theirs):
     """How many times faster ``ours`` is than ``theirs`` (times or rates)."""
-    return theirs / ours if _KINDS[kind] == "total_s" else ours / theirs
+    return theirs / ours if _KINDS[kind] in ("total_s", "s") else ours / theirs
 
 
 def regression(args, env):
-    """Cold map, cache hit and shuffled read of 1M rows, the libraries alternating run by run.
+    """Cold map, cache hit, shuffled read (1M rows), small num_proc map; runs alternating.
 
     With ``--baseline DIR`` (another checkout, e.g. ``git worktree add /tmp/base main``), its
     arrowmix runs in the same rounds, and "holds" compares with it directly; otherwise with
@@ -248,7 +267,7 @@ def regression(args, env):
     print("| --- " * (8 if base else 6) + "|")
     results = {}
     for kind, key in _KINDS.items():
-        unit = _ms if key == "total_s" else _rate
+        unit = _ms if key in ("total_s", "s") else _rate
         a, d = med[(kind, "arrowmix")], med[(kind, "datasets")]
         ratio = _speed(kind, a, d)
         r = {"arrowmix": a, "datasets": d, "vs_datasets": ratio}

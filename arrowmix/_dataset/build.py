@@ -25,9 +25,11 @@ import pyarrow as pa
 
 from arrowmix._dataset.corpus_edges import empty_corpus
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
+from arrowmix._dataset.mapping.optimized import optimized
 from arrowmix._dataset.row_batches import column_array, conformed, rows_batch
 from arrowmix._dataset.state import state_of
 from arrowmix._fingerprint.hasher import hash_value
+from arrowmix._hooks import cast_to_features, label_features
 from arrowmix._storage.cast import ARROW_CAST_ERRORS
 from arrowmix._storage.chunks import is_arrowmix_chunk, list_chunk_files, write_batches
 from arrowmix._storage.digests import MANIFEST_NAME, file_digest, manifest_problems, read_manifest
@@ -49,6 +51,7 @@ __all__ = [
     "from_dict",
     "from_file",
     "from_pylist",
+    "optimized_batch",
     "write_chunks",
 ]
 
@@ -83,12 +86,23 @@ def from_dict(
     lengths = {k: len(v) for k, v in mapping.items()}
     if len(set(lengths.values())) > 1:
         raise ValueError(f"All columns must have the same length; got lengths {lengths}.")
-    if no_mixed_types(on_mixed_types) and schema is None:
-        columns = {k: _json_where_mixed(v) for k, v in mapping.items()}
-        return from_arrow(pa.table(columns))
-    if schema is None:
-        return from_arrow(pa.table({k: _inferred(k, v) for k, v in mapping.items()}))
-    return from_arrow(typed_table(mapping, schema))
+    if schema is not None:
+        return from_arrow(typed_table(mapping, schema))
+    infer = _json_where_mixed if no_mixed_types(on_mixed_types) else _inferred
+    return from_arrow(pa.table({k: _optimized(k, v, infer(k, v)) for k, v in mapping.items()}))
+
+
+def _optimized(name: str, given: Any, arr: Any) -> Any:
+    """HF's int32/int8 for a tokenizer-shaped column given as Python values (Arrow kept)."""
+    if isinstance(given, (pa.Array, pa.ChunkedArray)):
+        return arr
+    return optimized(name, arr)
+
+
+def optimized_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` (inferred from Python rows) with HF's optimized tokenizer column types."""
+    cols = [optimized(n, c) for n, c in zip(batch.schema.names, batch.columns, strict=True)]
+    return pa.RecordBatch.from_arrays(cols, names=batch.schema.names)
 
 
 def _check_columns(mapping: Any) -> None:
@@ -116,13 +130,24 @@ def _inferred(name: str, values: Any) -> Any:
         return values
     if isinstance(values, np.ndarray):
         try:
-            return pa.array(values)
+            return _numpy_array(values)
         except (*ARROW_CAST_ERRORS, OverflowError) as exc:
             raise SchemaMismatchError(f"Column {name!r} cannot be stored in Arrow: {exc}") from exc
     return column_array(name, list(values), 0)
 
 
-def _json_where_mixed(values: Any) -> Any:
+def _numpy_array(values: np.ndarray[Any, Any]) -> pa.Array[Any]:
+    """A numpy array as Arrow; an n-D array as lists of its rows (HF's list columns)."""
+    arr: pa.Array[Any] = pa.array(values.reshape(-1))
+    for i in range(values.ndim - 1, 0, -1):  # innermost dimension first
+        rows = int(np.prod(values.shape[:i]))
+        offsets = pa.array(np.arange(rows + 1, dtype=np.int32) * values.shape[i])
+        arr = pa.ListArray.from_arrays(offsets, arr)
+    return arr
+
+
+def _json_where_mixed(name: str, values: Any) -> Any:
+    del name  # (the signature of _inferred)
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         return values
     values = list(values)
@@ -152,7 +177,7 @@ def from_pylist(
     if schema is None:
         if not rows:
             return from_arrow(pa.table({}))
-        return from_arrow(pa.Table.from_batches([rows_batch(rows, 0)]))
+        return from_arrow(pa.Table.from_batches([optimized_batch(rows_batch(rows, 0))]))
     extra = sorted({k for r in rows for k in r} - set(schema.names))
     if extra:
         raise SchemaMismatchError(f"Row keys {extra} are not in the schema {schema.names}.")
@@ -176,8 +201,29 @@ def typed_table(mapping: Mapping[str, Any], schema: pa.Schema) -> pa.Table:
             + (f"; not in the schema: {extra}" if extra else "")
             + "."
         )
-    arrays = [_typed_column(f, mapping[f.name]) for f in schema]
+    encoded = set(label_features(schema, schema.names))  # HF class labels, media
+    arrays = [
+        _encoded_column(f, mapping[f.name], schema) if f.name in encoded else _typed_column(f, v)
+        for f, v in ((f, mapping[f.name]) for f in schema)
+    ]
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _encoded_column(field: pa.Field[Any], values: Any, schema: pa.Schema) -> Any:
+    """A column under an HF feature that encodes values (a label name, a media path)."""
+    given = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else None
+    if given is None:
+        try:
+            given = pa.array(values)
+        except ARROW_CAST_ERRORS:  # values that only read as the declared type
+            return _typed_column(field, values)
+    one = pa.schema([field]).with_metadata(schema.metadata or {})
+    batch = pa.RecordBatch.from_arrays([_chunk(given)], names=[field.name])
+    return cast_to_features(batch, one, f"column {field.name!r}").column(0)
+
+
+def _chunk(arr: Any) -> pa.Array[Any]:
+    return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
 
 
 def _typed_column(field: pa.Field[Any], values: Any) -> pa.Array[Any] | pa.ChunkedArray[Any]:

@@ -18,7 +18,7 @@ import json
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal, cast
 
 import pyarrow as pa
 
@@ -38,7 +38,11 @@ DEFAULT_BATCH = 1000
 #: HF's ``config.MAX_ROW_GROUP_SIZE`` (100MB) and ``config.DEFAULT_CDC_OPTIONS``.
 _ROW_GROUP_BYTES = 100 << 20
 _CDC = {"min_chunk_size": 256 * 1024, "max_chunk_size": 1024 * 1024, "norm_level": 0}
-_COMPRESSIONS: dict[str, Literal["gzip", "bz2"]] = {".gz": "gzip", ".bz2": "bz2"}
+#: ``to_json``'s ``compression`` values (HF's), and the codecs fsspec infers from a name.
+_JSON_COMPRESSIONS = (None, "infer", "gzip", "bz2", "xz")
+#: fsspec's codec names -> how they are written here (Arrow's codec, or Python's module).
+_CODECS = {"gzip": "gzip", "bz2": "bz2", "xz": "xz", "lzma": "xz", "zip": "zip"}
+_CODECS |= {"zstd": "zstd", "lz4": "lz4"}  # fsspec knows them when their packages are there
 
 # The dataset a forked worker formats batches of (set before the pool forks).
 _WORKER_DS: Any = None
@@ -53,8 +57,12 @@ def _table(ds: Dataset, start: int, stop: int) -> pa.Table:
 def _sink(
     path_or_buf: Any,
     storage_options: Mapping[str, Any] | None,
-    compression: Literal["gzip", "bz2"] | None = None,
+    compression: str | None = None,
 ) -> Iterator[Any]:
+    """A writable file at ``path_or_buf`` (atomic), through ``compression`` (``_CODECS``).
+
+    xz is Python's ``lzma``, zip fsspec's archive of one member ``file``, the others Arrow's.
+    """
     if not isinstance(path_or_buf, (str, bytes, os.PathLike)):
         yield path_or_buf  # a binary file object: written in place, as HF does
         return
@@ -62,9 +70,49 @@ def _sink(
     with atomic_sink(path, storage_options or None) as raw:
         if compression is None:
             yield raw
-            return
-        with pa.CompressedOutputStream(raw, compression) as packed:
-            yield packed
+        elif compression == "xz":
+            import lzma
+
+            with lzma.LZMAFile(cast("IO[bytes]", raw), "wb") as packed:
+                yield packed
+        elif compression == "zip":
+            import zipfile
+
+            with zipfile.ZipFile(raw, "w") as archive, archive.open("file", "w") as member:
+                yield member
+        else:
+            codec = cast('Literal["bz2", "gzip", "lz4", "zstd"]', compression)
+            with pa.CompressedOutputStream(raw, codec) as arrow_packed:
+                yield arrow_packed
+
+
+def _json_compression(path_or_buf: Any, compression: Any) -> str | None:
+    """How ``to_json(compression=...)`` compresses, as HF decides (fsspec's inference)."""
+    if compression not in _JSON_COMPRESSIONS:
+        raise NotImplementedError(
+            f"`to_json` does not support {compression!r} compression; use one of "
+            f"{list(_JSON_COMPRESSIONS)} (as HF datasets)."
+        )
+    is_path = isinstance(path_or_buf, (str, bytes, os.PathLike))
+    if compression and not is_path:
+        raise NotImplementedError(
+            f"The compression parameter is not supported when writing to a buffer, but "
+            f"compression={compression} was passed. Please provide a local path instead."
+        )
+    if compression != "infer":
+        return _CODECS.get(compression) if compression else None
+    from fsspec.utils import infer_compression
+
+    inferred = infer_compression(os.fsdecode(path_or_buf))
+    if inferred is None:
+        return None
+    if inferred not in _CODECS:
+        raise NotImplementedError(
+            f"`to_json` cannot write the {inferred!r} compression its path "
+            f"{os.fsdecode(path_or_buf)!r} names; pass compression=None or name the file "
+            ".gz, .bz2, .xz or .zip."
+        )
+    return _CODECS[inferred]
 
 
 def _check_proc(num_proc: int | None) -> int:
@@ -159,18 +207,7 @@ def to_json(
         to_json_kwargs["index"] = False
     is_path = isinstance(path_or_buf, (str, bytes, os.PathLike))
     compression = to_json_kwargs.pop("compression", "infer" if is_path else None)
-    if compression not in (None, "infer", "gzip", "bz2"):
-        raise NotImplementedError(f"`to_json` does not support {compression} compression")
-    if compression and not is_path:
-        raise NotImplementedError(
-            f"The compression parameter is not supported when writing to a buffer, but "
-            f"compression={compression} was passed. Please provide a local path instead."
-        )
-    packed: Literal["gzip", "bz2"] | None = None
-    if compression == "infer":
-        packed = _COMPRESSIONS.get(os.path.splitext(os.fsdecode(path_or_buf))[1])
-    elif compression is not None:
-        packed = "gzip" if compression == "gzip" else "bz2"
+    packed = _json_compression(path_or_buf, compression)
     size = batch_size or DEFAULT_BATCH
     if not lines and size < len(ds):
         raise NotImplementedError(

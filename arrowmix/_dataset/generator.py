@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["from_generator"]
 
-_VERSION = 1
+_VERSION = 2  # 2: tokenizer-shaped columns in HF's optimized int types
 _MARKER = "_COMPLETE.json"
 _ROWS_PER_BLOCK = 1000
 
@@ -57,14 +57,14 @@ def generator_fingerprint(
 
 
 def _blocks(rows: Iterator[Any], schema: pa.Schema | None) -> Iterator[pa.RecordBatch]:
-    from arrowmix._dataset.build import typed_table
+    from arrowmix._dataset.build import optimized_batch, typed_table
     from arrowmix._dataset.row_batches import conformed, rows_batch
 
     def blocks() -> Iterator[pa.RecordBatch]:
         start = 0
         while block := list(itertools.islice(rows, _ROWS_PER_BLOCK)):
             if schema is None:
-                yield rows_batch(block, start)
+                yield optimized_batch(rows_batch(block, start))  # HF's types, as from_dict
             else:
                 cols = {n: [r.get(n) for r in block] for n in schema.names}
                 yield from typed_table(cols, schema).to_batches()

@@ -80,6 +80,26 @@ class DatasetDict(dict[str, "Dataset"]):
         self._check_values_type()
         return DatasetDict({k: call(k, ds) for k, ds in self.items()})
 
+    def _forward(
+        self,
+        method: str,
+        *args: Any,
+        per_split: Mapping[str, tuple[str, Any]] | None = None,
+        **kwargs: Any,
+    ) -> DatasetDict:
+        """``Dataset.<method>(*args, **kwargs)`` on each split, into a new DatasetDict.
+
+        ``per_split`` maps a Dataset argument to ``(the DatasetDict's argument name, its
+        {split: value} or None)``: each split gets its own value (None when not given).
+        """
+        keys = list(self.keys())
+        own = {
+            arg: _per_split(name, given, keys) for arg, (name, given) in (per_split or {}).items()
+        }
+        return self._each(
+            lambda k, ds: getattr(ds, method)(*args, **kwargs, **{a: v[k] for a, v in own.items()})
+        )
+
     def _ask(self, call: Callable[[Dataset], Any]) -> dict[str, Any]:
         self._check_values_type()
         return {k: call(ds) for k, ds in self.items()}
@@ -151,27 +171,52 @@ class DatasetDict(dict[str, "Dataset"]):
 
     def flatten(self, max_depth: int = 16) -> DatasetDict:
         """Each split with its struct columns flattened (see ``Dataset.flatten``)."""
-        return self._each(lambda _, ds: ds.flatten(max_depth=max_depth))
+        return self._forward("flatten", max_depth=max_depth)
 
     def cast(self, features: Any) -> DatasetDict:
         """Each split cast to ``features`` (see ``Dataset.cast``)."""
-        return self._each(lambda _, ds: ds.cast(features))
+        return self._forward("cast", features)
+
+    def cast_column(self, column: str, feature: Any) -> DatasetDict:
+        """Each split with ``column`` cast to ``feature`` (see ``Dataset.cast_column``).
+
+        Example:
+            >>> import arrowmix as am, pyarrow as pa
+            >>> dd = am.DatasetDict({"train": am.Dataset.from_dict({"x": [1, 2]})})
+            >>> dd.cast_column("x", pa.float32())["train"].schema.field("x").type
+            DataType(float)
+        """
+        return self._forward("cast_column", column, feature)
+
+    def class_encode_column(self, column: str, include_nulls: bool = False) -> DatasetDict:
+        """Each split's ``column`` as class indices (see ``Dataset.class_encode_column``).
+
+        As in HF, each split takes the class names of its own distinct values: splits that
+        hold different values get different ``ClassLabel`` names.
+
+        Example:
+            >>> import arrowmix as am
+            >>> dd = am.DatasetDict({"train": am.Dataset.from_dict({"y": ["b", "a", "b"]})})
+            >>> dd.class_encode_column("y")["train"]["y"]
+            [1, 0, 1]
+        """
+        return self._forward("class_encode_column", column, include_nulls=include_nulls)
 
     def remove_columns(self, column_names: str | Sequence[str]) -> DatasetDict:
         """Each split without ``column_names``."""
-        return self._each(lambda _, ds: ds.remove_columns(column_names))
+        return self._forward("remove_columns", column_names)
 
     def select_columns(self, column_names: str | Sequence[str]) -> DatasetDict:
         """Each split with only ``column_names``."""
-        return self._each(lambda _, ds: ds.select_columns(column_names))
+        return self._forward("select_columns", column_names)
 
     def rename_column(self, original_column_name: str, new_column_name: str) -> DatasetDict:
         """Each split with a column renamed."""
-        return self._each(lambda _, ds: ds.rename_column(original_column_name, new_column_name))
+        return self._forward("rename_column", original_column_name, new_column_name)
 
     def rename_columns(self, column_mapping: dict[str, str]) -> DatasetDict:
         """Each split with columns renamed ``{old: new}``."""
-        return self._each(lambda _, ds: ds.rename_columns(column_mapping))
+        return self._forward("rename_columns", column_mapping)
 
     def with_format(
         self,
@@ -181,9 +226,7 @@ class DatasetDict(dict[str, "Dataset"]):
         **format_kwargs: Any,
     ) -> DatasetDict:
         """Each split in the output format ``type`` (see ``Dataset.with_format``)."""
-        return self._each(
-            lambda _, ds: ds.with_format(type, columns, output_all_columns, **format_kwargs)
-        )
+        return self._forward("with_format", type, columns, output_all_columns, **format_kwargs)
 
     def set_format(
         self,
@@ -251,7 +294,6 @@ class DatasetDict(dict[str, "Dataset"]):
         (``function(example, [idx, rank,] split)``); ``cache_file_names`` is one file per
         split, ``{split: path}``.
         """
-        names = _per_split("cache_file_names", cache_file_names, list(self.keys()))
         kw = {
             "with_indices": with_indices,
             "with_rank": with_rank,
@@ -271,12 +313,17 @@ class DatasetDict(dict[str, "Dataset"]):
             "try_original_type": try_original_type,
             "on_mixed_types": on_mixed_types,
         }
-
-        def one(split: str, ds: Dataset) -> Dataset:
-            fn = _BindSplit(function, split) if with_split and function else function
-            return ds.map(fn, cache_file_name=names[split], **_given(kw))
-
-        return self._each(one)
+        fns = {
+            k: _BindSplit(function, k) if with_split and function else function for k in self.keys()
+        }
+        return self._forward(
+            "map",
+            per_split={
+                "function": ("function", fns),
+                "cache_file_name": ("cache_file_names", cache_file_names),
+            },
+            **_given(kw),
+        )
 
     def filter(
         self,
@@ -295,7 +342,6 @@ class DatasetDict(dict[str, "Dataset"]):
         desc: str | None = None,
     ) -> DatasetDict:
         """``Dataset.filter`` on every split (``cache_file_names``: ``{split: path}``)."""
-        names = _per_split("cache_file_names", cache_file_names, list(self.keys()))
         kw = {
             "with_indices": with_indices,
             "with_rank": with_rank,
@@ -309,7 +355,12 @@ class DatasetDict(dict[str, "Dataset"]):
             "num_proc": num_proc,
             "desc": desc,
         }
-        return self._each(lambda k, ds: ds.filter(function, cache_file_name=names[k], **_given(kw)))
+        return self._forward(
+            "filter",
+            function,
+            per_split={"cache_file_name": ("cache_file_names", cache_file_names)},
+            **_given(kw),
+        )
 
     def flatten_indices(
         self,
@@ -319,11 +370,12 @@ class DatasetDict(dict[str, "Dataset"]):
         new_fingerprint: str | None = None,
     ) -> DatasetDict:
         """``Dataset.flatten_indices`` on every split (``cache_file_names``: per split)."""
-        names = _per_split("cache_file_names", cache_file_names, list(self.keys()))
-        return self._each(
-            lambda k, ds: ds.flatten_indices(
-                keep_in_memory, names[k], writer_batch_size, new_fingerprint=new_fingerprint
-            )
+        return self._forward(
+            "flatten_indices",
+            keep_in_memory,
+            per_split={"cache_file_name": ("cache_file_names", cache_file_names)},
+            writer_batch_size=writer_batch_size,
+            new_fingerprint=new_fingerprint,
         )
 
     def sort(
@@ -337,17 +389,17 @@ class DatasetDict(dict[str, "Dataset"]):
         writer_batch_size: int | None = 1000,
     ) -> DatasetDict:
         """``Dataset.sort`` on every split (``indices_cache_file_names``: per split)."""
-        names = _per_split("indices_cache_file_names", indices_cache_file_names, list(self.keys()))
-        return self._each(
-            lambda k, ds: ds.sort(
-                column_names,
-                reverse,
-                null_placement,
-                keep_in_memory=keep_in_memory,
-                load_from_cache_file=load_from_cache_file,
-                indices_cache_file_name=names[k],
-                writer_batch_size=writer_batch_size,
-            )
+        return self._forward(
+            "sort",
+            column_names,
+            reverse,
+            null_placement,
+            per_split={
+                "indices_cache_file_name": ("indices_cache_file_names", indices_cache_file_names)
+            },
+            keep_in_memory=keep_in_memory,
+            load_from_cache_file=load_from_cache_file,
+            writer_batch_size=writer_batch_size,
         )
 
     def shuffle(
@@ -367,24 +419,26 @@ class DatasetDict(dict[str, "Dataset"]):
         """
         if seed is not None and seeds is not None:
             raise ValueError("Please specify seed or seeds, but not both")
-        keys = list(self.keys())
         given = seed if seed is not None else seeds
-        per = given if isinstance(given, Mapping) or given is None else dict.fromkeys(keys, given)
-        per_seed = _per_split("seeds", per, keys)
-        names = _per_split("indices_cache_file_names", indices_cache_file_names, keys)
+        per = (
+            given
+            if isinstance(given, Mapping) or given is None
+            else dict.fromkeys(self.keys(), given)
+        )
         if generators is not None:
             raise TypeError(
                 "arrowmix's shuffle takes no `generators=`; pass `seeds=` (one per split or "
                 "one for all): the permutation is numpy's default_rng(seed), as in HF."
             )
-        return self._each(
-            lambda k, ds: ds.shuffle(
-                seed=per_seed[k],
-                keep_in_memory=keep_in_memory,
-                load_from_cache_file=load_from_cache_file,
-                indices_cache_file_name=names[k],
-                writer_batch_size=writer_batch_size,
-            )
+        return self._forward(
+            "shuffle",
+            per_split={
+                "seed": ("seeds", per),
+                "indices_cache_file_name": ("indices_cache_file_names", indices_cache_file_names),
+            },
+            keep_in_memory=keep_in_memory,
+            load_from_cache_file=load_from_cache_file,
+            writer_batch_size=writer_batch_size,
         )
 
     # -- files -----------------------------------------------------------------------------

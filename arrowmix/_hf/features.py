@@ -163,14 +163,38 @@ def _class_label(arr: pa.Array[Any], feature: dict[str, Any], column: str) -> pa
     return arr
 
 
+#: HF's media features: stored as ``struct<bytes: binary, path: string>``, never decoded here.
+MEDIA = ("Image", "Audio", "Video", "Pdf", "Nifti")
+
+
+def _media(arr: Any) -> Any:
+    """A path (string) or bytes (binary) column as HF's media struct, as its ``cast_storage``."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    n, mask = len(arr), arr.is_null() if arr.null_count else None
+    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+        parts = [pa.nulls(n, pa.binary()), arr.cast(pa.string())]
+    elif pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type):
+        parts = [arr.cast(pa.binary()), pa.nulls(n, pa.string())]
+    else:
+        return arr  # a struct of bytes and path already (cast losslessly after)
+    return pa.StructArray.from_arrays(parts, names=["bytes", "path"], mask=mask)
+
+
 def _encode(arr: Any, feature: Any, column: str) -> Any:
-    """``arr`` with the class labels under ``feature`` (an HF feature dict) encoded."""
+    """``arr`` under ``feature`` (an HF feature dict): class labels and media encoded.
+
+    Media paths or bytes become HF's media struct, the values as given: nothing is read or
+    decoded.
+    """
     if not isinstance(feature, dict):
         return arr
     kind = feature.get("_type")
     mask = arr.is_null() if arr.null_count else None
     if kind == "ClassLabel":
         return _class_label(arr, feature, column)
+    if kind in MEDIA:
+        return _media(arr)
     if kind in ("List", "LargeList", "Sequence") and "feature" in feature:
         if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
             return arr
@@ -191,8 +215,10 @@ def _encode(arr: Any, feature: Any, column: str) -> Any:
 
 
 def _has_label(feature: Any) -> bool:
+    """Whether ``feature`` holds a class label or a media feature (values encoded as HF)."""
     if isinstance(feature, dict):
-        return feature.get("_type") == "ClassLabel" or any(map(_has_label, feature.values()))
+        kind = feature.get("_type")
+        return kind == "ClassLabel" or kind in MEDIA or any(map(_has_label, feature.values()))
     return isinstance(feature, list) and any(map(_has_label, feature))
 
 

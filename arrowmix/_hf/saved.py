@@ -18,10 +18,12 @@ result of the old rows is ever served for changed ones).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -156,47 +158,69 @@ def save_to_disk(
     parent = os.path.dirname(target)
     recover_saves(parent)  # saves killed earlier beside it: finish or undo them first
     _check_replaceable(target)
-    _check_not_read_from(ds, target)
+    check_not_read_from([("the dataset", ds)], target)
     n = _num_shards(ds, max_shard_size, num_shards, num_proc)
     schema = _schema(ds)
     names = [f"data-{i:05d}-of-{n:05d}.arrow" for i in range(n)]
+    with swapped_in(target) as swap:
+        rows = ds.num_rows
+        for i, name in enumerate(names):
+            swap.current = os.path.join(swap.tmp, name)
+            _write_shard(ds, swap.current, schema, rows * i // n, rows * (i + 1) // n)
+        swap.current = swap.tmp
+        state = _saved_state(ds, swap.tmp, names)
+        # state.json last: a save directory with a readable state.json is complete.
+        for fname, content in ((INFO_NAME, _info(ds, schema)), (STATE_NAME, state)):
+            swap.current = os.path.join(swap.tmp, fname)
+            write_json(swap.current, content, sort_keys=fname == STATE_NAME)
+
+
+class _Swap(SimpleNamespace):
+    tmp: str
+    current: str
+
+
+@contextlib.contextmanager
+def swapped_in(target: str) -> Iterator[_Swap]:
+    """A new directory ``swap.tmp`` beside ``target``, renamed over it when the block ends.
+
+    The block writes the new content into ``swap.tmp`` and sets ``swap.current`` to the path
+    it is writing (named by a :class:`WriteError`). A previous ``target`` is replaced only
+    once the new one is complete and synced; on any error ``swap.tmp`` is removed and the
+    previous ``target`` is left as it was.
+    """
+    parent = os.path.dirname(target)
     os.makedirs(parent, exist_ok=True)
     tmp, old = new_save_names(target)
     os.makedirs(tmp)
-    current = tmp
+    swap = _Swap(tmp=tmp, current=target)
     try:
-        rows = ds.num_rows
-        for i, name in enumerate(names):
-            current = os.path.join(tmp, name)
-            _write_shard(ds, current, schema, rows * i // n, rows * (i + 1) // n)
-        current = tmp
-        state = _saved_state(ds, tmp, names)
-        # state.json last: a save directory with a readable state.json is complete.
-        for fname, content in ((INFO_NAME, _info(ds, schema)), (STATE_NAME, state)):
-            current = os.path.join(tmp, fname)
-            _write_json(current, content, sort_keys=fname == STATE_NAME)
-        current = target
+        yield swap
+        swap.current = target
         _fsync(tmp)
         _swap_in(tmp, target, old)
     except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         if isinstance(exc, OSError) and not isinstance(exc, ArrowmixError):
             why = exc.strerror or str(exc)
-            raise WriteError(exc.errno, f"save_to_disk could not write {current!r}: {why}") from exc
+            raise WriteError(
+                exc.errno, f"save_to_disk could not write {swap.current!r}: {why}"
+            ) from exc
         raise
     _fsync(parent)
     if os.path.lexists(old):
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _check_not_read_from(ds: Dataset, target: str) -> None:
-    """Refuse to save over a directory holding files ``ds`` reads."""
-    mine = [os.path.abspath(f) for f in ds.cache_files if is_local(f)]
-    if any(f == target or f.startswith(target + os.sep) for f in mine):
-        raise PermissionError(
-            f"Cannot save to {target!r}: the dataset reads files in that directory. Save it "
-            "to another directory."
-        )
+def check_not_read_from(named: Iterable[tuple[str, Dataset]], target: str) -> None:
+    """Refuse to save over a directory holding files one of the ``(name, dataset)`` reads."""
+    for name, ds in named:
+        mine = [os.path.abspath(f) for f in ds.cache_files if is_local(f)]
+        if any(f == target or f.startswith(target + os.sep) for f in mine):
+            raise PermissionError(
+                f"Cannot save to {target!r}: {name} reads files in that directory. Save it "
+                "to another directory."
+            )
 
 
 def _write_shard(ds: Dataset, path: str, schema: pa.Schema, start: int, stop: int) -> None:
@@ -222,7 +246,7 @@ def _saved_state(ds: Dataset, tmp: str, names: list[str]) -> dict[str, Any]:
     return state
 
 
-def _write_json(path: str, content: dict[str, Any], sort_keys: bool) -> None:
+def write_json(path: str, content: dict[str, Any], sort_keys: bool) -> None:
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(content, fh, indent=2, sort_keys=sort_keys)
         fh.flush()

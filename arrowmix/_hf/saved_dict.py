@@ -11,9 +11,7 @@ it did not write.
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 from typing import TYPE_CHECKING, Any
 
 from arrowmix._hf.saved import (
@@ -22,14 +20,15 @@ from arrowmix._hf.saved import (
     STATE_NAME,
     _check_replaceable,
     _few,
-    _fsync,
     _local_dir,
+    check_not_read_from,
     load_from_disk,
     save_to_disk,
+    swapped_in,
+    write_json,
 )
-from arrowmix._storage.fs import is_local
-from arrowmix._storage.swap import new_save_names, recover_saves
-from arrowmix.exceptions import ArrowmixError, SavedDatasetError, TargetExistsError, WriteError
+from arrowmix._storage.swap import recover_saves
+from arrowmix.exceptions import SavedDatasetError, TargetExistsError
 
 if TYPE_CHECKING:
     from arrowmix._hf.dataset_dict import DatasetDict
@@ -75,16 +74,6 @@ def _check_dict_replaceable(target: str) -> None:
         )
 
 
-def _check_not_reading(dd: DatasetDict, target: str) -> None:
-    for split, ds in dd.items():
-        mine = [os.path.abspath(f) for f in ds.cache_files if is_local(f)]
-        if any(f == target or f.startswith(target + os.sep) for f in mine):
-            raise PermissionError(
-                f"Cannot save to {target!r}: split {split!r} reads files in that directory. "
-                "Save it to another directory."
-            )
-
-
 def save_dict(
     dd: DatasetDict,
     dataset_dict_path: str | os.PathLike[str],
@@ -109,46 +98,14 @@ def save_dict(
     parent = os.path.dirname(target)
     recover_saves(parent)  # saves killed earlier beside it: finish or undo them first
     _check_dict_replaceable(target)
-    _check_not_reading(dd, target)
-    os.makedirs(parent, exist_ok=True)
-    tmp, old = new_save_names(target)
-    os.makedirs(tmp)
-    try:
+    check_not_read_from(((f"split {k!r}", ds) for k, ds in dd.items()), target)
+    with swapped_in(target) as swap:
         for split, ds in dd.items():
-            save_to_disk(ds, os.path.join(tmp, split), max_shard_size, num_shards[split], num_proc)
+            where = os.path.join(swap.tmp, split)
+            save_to_disk(ds, where, max_shard_size, num_shards[split], num_proc)
         # dataset_dict.json last: with it, the directory is a whole save.
-        where = os.path.join(tmp, DICT_NAME)
-        try:
-            with open(where, "w", encoding="utf-8") as fh:
-                json.dump({"splits": list(dd.keys())}, fh)
-                fh.flush()
-                os.fsync(fh.fileno())
-        except OSError as exc:
-            raise WriteError(exc.errno, f"save_to_disk could not write {where!r}: {exc}") from exc
-        _fsync(tmp)
-        _swap_in(tmp, target, old)
-    except BaseException as exc:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(exc, OSError) and not isinstance(exc, ArrowmixError):
-            why = exc.strerror or str(exc)
-            raise WriteError(exc.errno, f"save_to_disk could not write {target!r}: {why}") from exc
-        raise
-    _fsync(parent)
-    if os.path.lexists(old):
-        shutil.rmtree(old, ignore_errors=True)
-
-
-def _swap_in(tmp: str, target: str, old: str) -> None:
-    moved = False
-    if os.path.lexists(target):
-        os.rename(target, old)
-        moved = True
-    try:
-        os.rename(tmp, target)
-    except BaseException:
-        if moved:
-            os.rename(old, target)
-        raise
+        swap.current = os.path.join(swap.tmp, DICT_NAME)
+        write_json(swap.current, {"splits": list(dd.keys())}, sort_keys=False)
 
 
 def _splits(directory: str) -> list[str]:

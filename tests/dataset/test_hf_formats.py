@@ -159,3 +159,19 @@ def test_torch_structs_hold_tensors():
     assert isinstance(row["y"], torch.Tensor) and row["y"].tolist() == [1, 2]
     batch = view[:]["st"]
     assert all(isinstance(r["y"], torch.Tensor) for r in batch)
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_map_on_an_arrow_view_keeps_only_what_the_function_returns_as_hf(batched) -> None:
+    datasets = pytest.importorskip("datasets")
+    data = {"x": [1, 2, 3], "s": ["a", "b", "c"]}
+
+    def fn(batch):
+        return {"y": [1] * batch.num_rows} if batched else {"y": 1}
+
+    ours = am.Dataset.from_dict(data).with_format("arrow").map(fn, batched=batched)
+    hf = datasets.Dataset.from_dict(data).with_format("arrow").map(fn, batched=batched)
+    assert ours.column_names == hf.column_names == ["y"]
+    assert ours.with_format(None)[:] == hf.with_format(None)[:]
+    dicts = am.Dataset.from_dict(data).map(lambda r: {"y": 1})
+    assert dicts.column_names == ["x", "s", "y"]  # a dict input keeps its columns, as in HF

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import os
 import subprocess
 import sys
@@ -281,16 +280,6 @@ def test_disable_caching_writes_to_temp_and_never_reuses(chunked, tmp_path):
     assert not any(f.startswith(chunked.cache_dir + os.sep + "cache-") for f in a.cache_files)
     assert _cache_names(chunked.cache_dir) == []
     assert b["sq"] == [i * i for i in range(40)]
-
-
-def test_num_proc_lowered_with_one_warning_saying_why(chunked, caplog):
-    with caplog.at_level(logging.WARNING, logger="arrowmix"):
-        out = chunked.map(f_a, num_proc=4)
-    notes = [r for r in caplog.records if "lowered" in r.getMessage()]
-    assert len(notes) == 1 and notes[0].levelno == logging.WARNING
-    assert "num_proc=4 lowered to 1" in notes[0].getMessage()
-    assert "1 cache segment(s)" in notes[0].getMessage()
-    assert out["x"][-1] == 40
 
 
 def test_num_proc_results_equal_single_process(chunked, small_segments):

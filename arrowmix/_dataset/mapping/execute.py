@@ -140,11 +140,14 @@ def materialise(
     desc: str | None,
     executor: Executor | None = None,
     holds: list[Any] | None = None,
+    align: int = 1,
 ) -> list[pa.Table]:
     """The tables of ``segments``, reused or computed; ``holds`` receives their registrations.
 
     Keep ``holds`` alive until the result holds the files itself: a cleanup cannot remove a
-    file between its check here and then.
+    file between its check here and then. With more processes (``num_proc``) than segments
+    to compute, segments are computed in pieces (``pieces``) that start at multiples of
+    ``align``.
     """
     if load:
         complete = load_complete(job, segments, holds, desc)
@@ -153,6 +156,7 @@ def materialise(
     # Imported here: a cache hit needs neither locks nor process pools (faster imports).
     from arrowmix._cache.lock import fingerprint_lock
     from arrowmix._dataset.mapping.local import LocalExecutor
+    from arrowmix._dataset.mapping.pieces import pieces
 
     directory = fs.split(segments[0].path)[0]
     fs.makedirs(directory)
@@ -167,15 +171,19 @@ def materialise(
         missing = [s for s in segments if s.index not in tables]
         rows = sum(s.num_input_rows for s in missing)
         label = desc or job.kind.name.capitalize()
+        cut = pieces(job, missing, num_proc, align)
         with Progress(label, rows, len(segments), len(segments) - len(missing)) as bar:
-            if executor is None:
-                LocalExecutor(on_rows=bar.rows).run_segments(
-                    compute_segment, job, missing, num_proc, on_segment=bar.segment_done
-                )
-            elif missing:
-                executor.run_segments(
-                    compute_segment, job, missing, num_proc, on_segment=bar.segment_done
-                )
+            done = cut.counted(bar.segment_done)
+            try:
+                if executor is None:
+                    LocalExecutor(on_rows=bar.rows).run_segments(
+                        compute_segment, job, cut.work, num_proc, on_segment=done
+                    )
+                elif missing:
+                    executor.run_segments(compute_segment, job, cut.work, num_proc, on_segment=done)
+                cut.joined(job)
+            finally:
+                cut.discard(job)
         for seg in missing:
             found = check(job, seg, holds, reuse=False)
             if isinstance(found, str):

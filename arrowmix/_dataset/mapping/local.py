@@ -31,7 +31,7 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from arrowmix._cache.segments import MIN_SEGMENT_ROWS, Segment
+from arrowmix._cache.segments import Segment
 from arrowmix._dataset.mapping.worker import prepare_worker, set_worker_rank
 from arrowmix.exceptions import WorkerDiedError
 
@@ -132,15 +132,6 @@ def run_segments(
     finished segment with the rows not reported yet.
     """
     procs = min(num_proc or 1, len(segments))
-    if num_proc is not None and num_proc > 1 and procs < num_proc:
-        logger.warning(
-            "num_proc=%d lowered to %d: the input has %d cache segment(s) (a segment holds at "
-            "least %d rows, so that the cache files never depend on num_proc).",
-            num_proc,
-            procs,
-            len(segments),
-            MIN_SEGMENT_ROWS,
-        )
     if not segments:
         return
     if num_proc is None or num_proc <= 1:

@@ -12,8 +12,9 @@ function returns, plus the new columns at the end, as in HF ``datasets``:
 - a returned ``pyarrow.Table``/``RecordBatch`` (or pandas/polars ``DataFrame``) is the whole
   output: no input column is kept, ``remove_columns`` has nothing to do. A row function may
   return a one-row table;
-- on a ``"pandas"``/``"polars"`` formatted dataset (the function gets data frames), what it
-  returns is the whole output, as in HF: no input column is kept;
+- on an ``"arrow"``, ``"pandas"`` or ``"polars"`` formatted dataset (the function gets
+  tables or data frames, not dicts), what it returns is the whole output, as in HF (which
+  merges the input columns only into a dict input): no input column is kept;
 - ``None`` updates nothing;
 - a row function that returns a column for some rows only gets the input value (an input
   column) or null (a new column) for the others.
@@ -41,6 +42,10 @@ from arrowmix._storage.mixed_json import encode_as, has_json, mixed_array
 from arrowmix.exceptions import SchemaMismatchError
 
 __all__ = ["Output", "RowNames", "call_batched", "call_rows"]
+
+#: Formats whose batches are tables, not dicts: HF keeps no input column beside what the
+#: function returns (it merges the inputs only when they are a mapping).
+_WHOLE_OUTPUT = ("arrow", *FRAMES)
 
 
 @dataclass
@@ -161,7 +166,7 @@ def _batch_output(
             f"{where}; every column needs one value per row."
         )
     dropped = tuple(lazy.deleted) if lazy is not None else ()
-    return Output(out, whole=call.fmt in FRAMES, dropped=dropped)
+    return Output(out, whole=call.fmt in _WHOLE_OUTPUT, dropped=dropped)
 
 
 def _chunk(col: pa.ChunkedArray[Any]) -> pa.Array[Any]:
@@ -205,7 +210,7 @@ def call_rows(
         if any(v is _MISSING for v in values):
             values = _filled(call, k, values, table, rows)
         out[k] = _convert(call, k, values, hints, table.schema, ("row", lo), per_row=True)
-    return Output(out, whole=call.fmt in FRAMES, dropped=dropped)
+    return Output(out, whole=call.fmt in _WHOLE_OUTPUT, dropped=dropped)
 
 
 class RowNames(Sequence[str]):

@@ -14,6 +14,7 @@ result Dataset, again when a cleanup removed a file of the result under it.
 from __future__ import annotations
 
 import itertools
+import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     from arrowmix._dataset.mapping.options import MapOptions
 
 __all__ = ["MAP_VERSION", "Plan", "run"]
+
+logger = logging.getLogger("arrowmix")
 
 # Under disable_caching(), each call gets its own files (as in HF), never a shared name.
 _UNCACHED = itertools.count()
@@ -94,8 +97,12 @@ def _transform_fingerprint(
         "features": _features_key(call.features),
         "on_mixed_types": call.on_mixed_types,
         "rank_shards": rank_shards,
+        # An "arrow" view's output became the returned columns only (HF's rule): a new key,
+        # so results stored under the earlier rule are not reused.
+        "arrow_whole_output": call.fmt == "arrow",
     }
     defaults = dict.fromkeys(kwargs) | {
+        "arrow_whole_output": False,
         "batched": False,
         "with_indices": False,
         "with_rank": False,
@@ -133,6 +140,19 @@ def _align(ds: Dataset, call: Call) -> int:
     return call.batch_size or max(num_rows(state_of(ds)), 1)
 
 
+def _capped(num_proc: int | None, rows: int) -> int | None:
+    """``num_proc``, at most one process per row, with HF ``datasets``' warning."""
+    if num_proc is not None and num_proc > rows:
+        logger.warning(
+            "num_proc must be <= %d. Reducing num_proc to %d for dataset of size %d.",
+            rows,
+            rows,
+            rows,
+        )
+        return rows
+    return num_proc
+
+
 def _rank_shards(ds: Dataset, kind: Kind, call: Call, opts: MapOptions) -> int | None:
     """HF's shard count for a ``with_rank`` call in ``num_proc > 1`` processes, else None.
 
@@ -166,6 +186,7 @@ def plan(kind: Kind, ds: Dataset, call: Call, opts: MapOptions) -> Plan:
         if user_path is None:
             key = validate_fingerprint(f"{next(_UNCACHED) % 16**8:08x}{key[:8]}")
     rows = kind.input_rows(num_rows(s), call)
+    num_proc = _capped(opts.num_proc, num_rows(s))
     align = _align(ds, call)
     segments = plan_segments(rows, key, directory, user_path, align=align, shards=shards)
     # Kept columns are referenced in the parent, not stored, when the parent is a plain or
@@ -194,7 +215,7 @@ def plan(kind: Kind, ds: Dataset, call: Call, opts: MapOptions) -> Plan:
         align=align,
         load=load,
         shipped=shipped if shipped != directory else None,
-        num_proc=opts.num_proc,
+        num_proc=num_proc,
         desc=opts.desc,
         executor=opts.executor,
     )
@@ -227,6 +248,7 @@ def run(kind: Kind, ds: Dataset, call: Call, opts: MapOptions) -> Dataset:
                 desc=p.desc,
                 executor=p.executor,
                 holds=holds,
+                align=p.align,
             )
         try:
             result: Dataset = kind.result(p.job, p.fingerprint, tables, segments)

@@ -126,6 +126,10 @@ class Kind:
         """Why the valid file ``found`` of ``seg`` cannot be reused, or None."""
         raise NotImplementedError
 
+    def file_schema(self, job: Job, columns: list[str] | None, schema: pa.Schema) -> pa.Schema:
+        """The schema (with its metadata) of a file storing ``schema``'s columns."""
+        return job.schema(schema)
+
     def result(self, job: Job, fp: str, tables: list[pa.Table], segments: list[Segment]) -> Any:
         """The Dataset the segments' ``tables`` make, with fingerprint ``fp``."""
         raise NotImplementedError
@@ -162,10 +166,13 @@ class _Map(Kind):
         write_file(
             seg.path,
             itertools.chain([first], it),
-            job.schema(first.schema.with_metadata(_hf_metadata(job, run.columns, first.schema))),
+            self.file_schema(job, run.columns, first.schema),
             meta=meta,
             storage_options=job.storage_options,
         )
+
+    def file_schema(self, job: Job, columns: list[str] | None, schema: pa.Schema) -> pa.Schema:
+        return job.schema(schema.with_metadata(_hf_metadata(job, columns, schema)))
 
     def check(self, job: Job, seg: Segment, found: pa.Table, meta: dict[str, Any]) -> str | None:
         zero_copy = meta.get("zero_copy") or []
@@ -203,7 +210,7 @@ class _Filter(Kind):
         write_file(
             seg.path,
             [batch],
-            job.schema(batch.schema),
+            self.file_schema(job, ["indices"], batch.schema),
             meta=meta,
             storage_options=job.storage_options,
         )
