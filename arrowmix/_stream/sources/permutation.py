@@ -55,8 +55,8 @@ class FeistelPermutation:
 
     def _encrypt(self, x: np.ndarray) -> np.ndarray:
         # each round: left, right = right, left ^ (mix(right ^ key) & mask), in place
-        left = x >> self._half
-        right = x & self._mask
+        left: np.ndarray = x >> self._half
+        right: np.ndarray = x & self._mask
         f, tmp = np.empty_like(x), np.empty_like(x)
         for key in self._keys:
             np.bitwise_xor(right, key, out=f)
