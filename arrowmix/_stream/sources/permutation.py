@@ -15,14 +15,23 @@ __all__ = ["FeistelPermutation"]
 
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
+_S30, _S27, _S31 = np.uint64(30), np.uint64(27), np.uint64(31)
 
 
-def _mix(z: np.ndarray) -> np.ndarray:
-    # splitmix64 finaliser: a cheap, well-mixing 64-bit hash (wraps on overflow).
-    z = (z ^ (z >> np.uint64(30))) * _M1
-    z = (z ^ (z >> np.uint64(27))) * _M2
-    out: np.ndarray = z ^ (z >> np.uint64(31))
-    return out
+def _mix_into(z: np.ndarray, tmp: np.ndarray) -> None:
+    """The splitmix64 finaliser of ``z``, in place: a cheap, well-mixing 64-bit hash.
+
+    ``z = (z ^ z >> 30) * M1; z = (z ^ z >> 27) * M2; z ^= z >> 31`` (wrapping), written
+    into ``z`` with ``tmp`` (same shape) as scratch: no temporary arrays.
+    """
+    np.right_shift(z, _S30, out=tmp)
+    z ^= tmp
+    z *= _M1
+    np.right_shift(z, _S27, out=tmp)
+    z ^= tmp
+    z *= _M2
+    np.right_shift(z, _S31, out=tmp)
+    z ^= tmp
 
 
 class FeistelPermutation:
@@ -45,12 +54,19 @@ class FeistelPermutation:
         self._keys = rng.integers(0, 2**63, size=self.ROUNDS, dtype=np.uint64)
 
     def _encrypt(self, x: np.ndarray) -> np.ndarray:
-        left = x >> self._half
-        right = x & self._mask
+        # each round: left, right = right, left ^ (mix(right ^ key) & mask), in place
+        left: np.ndarray = x >> self._half
+        right: np.ndarray = x & self._mask
+        f, tmp = np.empty_like(x), np.empty_like(x)
         for key in self._keys:
-            left, right = right, left ^ (_mix(right ^ key) & self._mask)
-        out: np.ndarray = (left << self._half) | right
-        return out
+            np.bitwise_xor(right, key, out=f)
+            _mix_into(f, tmp)
+            f &= self._mask
+            f ^= left
+            left, right, f = right, f, left
+        left <<= self._half
+        left |= right
+        return left
 
     def __call__(self, idx: np.ndarray) -> np.ndarray:
         """The images of ``idx`` (int64 array with values in ``[0, n)``)."""

@@ -216,8 +216,11 @@ class TokenColumn:
         ``int64``); otherwise the column's smallest and largest ids are computed once
         (one pass over the values buffers) and kept.
         """
+        if dtype is self.__dict__.get("_fits"):  # the last dtype that held every id
+            return
         target = np.dtype(dtype)
         if np.can_cast(self.dtype, target, casting="safe"):
+            self._fits = dtype
             return
         span = self.__dict__.get("_id_range")
         if span is None:
@@ -226,6 +229,7 @@ class TokenColumn:
             hi = max((int(v.max()) for v in vals), default=0)
             span = self._id_range = (lo, hi)
         check_id_range(self.name, span[0], span[1], target)
+        self._fits = dtype
 
     def pad_spans(
         self,

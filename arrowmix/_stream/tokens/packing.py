@@ -223,9 +223,12 @@ class Packed:
         a = np.maximum(dstart[first:last], lo)
         take = np.minimum(dend[first:last], hi) - a  # stream tokens of each document
         off = a - dstart[first:last]  # first of them in the document
-        dlen = self.lengths[doc]
-        tok = np.clip(np.minimum(take, dlen - off), 0, None)  # read from the values
-        sep_after = None if st.separator is None else (off + take == dlen + 1)
+        if st.separator is None:  # every stream token is a document token
+            tok, sep_after = take, None
+        else:
+            dlen = self.lengths[doc]
+            tok = np.clip(np.minimum(take, dlen - off), 0, None)  # read from the values
+            sep_after = off + take == dlen + 1
         owner = None if self.owner is None else self.owner[doc]
         ids = np.empty((b, s), dtype=st.dtype)
         self.col.gather_spans(
@@ -238,11 +241,13 @@ class Packed:
         )
         out: dict[str, Any] = {"input_ids": ids}
         if "segment_ids" in st.outputs:
-            which = np.repeat(np.arange(len(doc), dtype=np.int64), take).reshape(b, s)
+            # ndarray.repeat: np.repeat's dispatch costs more than the repeat at this size
+            which = np.arange(len(doc), dtype=np.int64).repeat(take).reshape(b, s)
             seg = out["segment_ids"] = np.empty((b, s), dtype=st.dtype)
             np.subtract(which, which[:, :1] - 1, out=seg)
         if "position_ids" in st.outputs:
-            in_doc = np.arange(lo, hi, dtype=np.int64) - np.repeat(a, take)
+            in_doc = np.arange(lo, hi, dtype=np.int64)
+            in_doc -= a.repeat(take)
             pos = out["position_ids"] = np.empty((b, s), dtype=st.dtype)
             np.minimum(in_doc.reshape(b, s), row_positions(s), out=pos)
         if needs_runs(st.labels, st.outputs):
