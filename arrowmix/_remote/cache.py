@@ -339,7 +339,10 @@ class ChunkCache:
                     return False
                 try:
                     self._fetch(chunk, storage_options, partial)
-                    os.replace(partial, final)
+                    # Under the budget lock: a count of the directory sees the partial or
+                    # the copy, never neither (its listing raced with the rename).
+                    with _flock(self._path("budget.lock"), fcntl.LOCK_EX):
+                        os.replace(partial, final)
                 finally:
                     _unlink(partial)
             finally:
