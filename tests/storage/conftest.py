@@ -75,3 +75,15 @@ def s3_other_client(s3_storage_options: dict[str, Any]) -> Any:
     return s3fs.S3FileSystem(
         skip_instance_cache=True, use_listings_cache=False, **s3_storage_options
     )
+
+
+@pytest.fixture
+def proxy(s3_storage_options: dict[str, Any]) -> Iterator[Any]:
+    from tests.storage.fault_proxy import FaultProxy
+
+    p = FaultProxy(s3_storage_options["client_kwargs"]["endpoint_url"])
+    try:
+        yield p
+    finally:
+        p.gate.set()
+        p.close()
