@@ -3,30 +3,36 @@
 A moto S3 server on loopback holds one corpus of token rows (``input_ids``: 256 int32) in each
 tool's own format (arrowmix chunks, Mosaic Streaming MDS shards, litdata chunks), of the same
 shard size (1/40 of the corpus). Every tool reads through its own counting HTTP proxy in front
-of the server, so "bytes downloaded" is measured the same way for all: response bytes on the
-wire during the read (uploads go to the server directly and are not counted).
+of the server, so "bytes fetched" is measured the same way for all: response bytes on the wire
+(uploads go to the server directly and are not counted).
 
-1. **One reader, one shuffled epoch**, through a local cache limited to a quarter of the corpus
-   (arrowmix ``cache_limit``, Mosaic ``cache_limit``, litdata ``max_cache_size``), cold each
-   time: tokens/s over the epoch, time to the first 256 rows, bytes downloaded, and the resume
-   time (a fresh reader with a fresh cache restored from the state taken half-way, to its first
-   row). The tools run interleaved, ``--rounds`` times; medians and the ratio arrowmix / peer.
-2. **Four ranks** (arrowmix only): bytes each rank downloads in one epoch with
-   ``shard="chunks"`` (each rank a span of the chunk order) and ``shard="rows"`` (rows of every
-   chunk to every rank), each rank with its own cache (one node per rank).
+Every phase of every tool runs in a fresh process, with a fresh cache limited to a quarter of
+the corpus (arrowmix ``cache_limit``, Mosaic ``cache_limit``, litdata ``max_cache_size``);
+the tool's package and its storage client are imported before the clock starts. The tools run
+interleaved, ``--rounds`` times; medians and the ratio arrowmix / peer:
 
-Peers run in a subprocess of ``--peers-python`` (a venv with ``mosaicml-streaming`` and
-``litdata``; it needs numpy and boto3 only, not arrowmix), or are reported as skipped.
-``--stub-broken-imports`` replaces ``transformers`` and ``torchvision`` by empty modules in the
-peer process, for venvs where those optional imports of Mosaic Streaming are broken (a
-``huggingface-hub`` too new for ``transformers``, a ``torchvision`` built for another torch);
-the code measured does not use them. Loopback S3 measures the tools' own overheads, not a
-network: read the ratios, not the absolute numbers.
+1. **rows**: one shuffled epoch of numpy rows (``np.asarray(row["input_ids"])`` of each row
+   the tool yields): tokens/s from the constructor on, time to the first 256 rows, bytes
+   fetched, the cache directory's peak size (sampled every 20 ms).
+2. **batches**: one shuffled epoch of padded ``(256, L)`` batches: arrowmix
+   ``.batch(256).collate("input_ids")`` (as a user writes it; "arrowmix collate") and
+   ``.batch(256, columnar=True).map(Collator("input_ids"))`` ("arrowmix map"), Mosaic's
+   ``StreamingDataLoader``, litdata's ``StreamingDataLoader``; the state half-way is saved.
+3. **resume**: a fresh process with a fresh cache (a new node) builds the batches pipeline,
+   loads that state and yields its first batch.
+4. **ranks**: ``--ranks`` processes at once, each rank a node of its own (its own cache), one
+   epoch of numpy rows each: bytes fetched by all ranks, rows per rank, disk peak.
+
+Peers run in ``--peers-python`` (a venv with ``mosaicml-streaming`` and ``litdata``; it needs
+numpy and boto3, not arrowmix), or are reported as skipped. ``--stub-broken-imports`` replaces
+``transformers`` and ``torchvision`` by empty modules in the peer processes, for venvs where
+those optional imports of Mosaic Streaming are broken; the code measured does not use them.
+Loopback S3 measures the tools' own overheads, not a network: read the ratios.
 
 Usage (from the repository root, in the arrowmix venv)::
 
-    python scripts/bench_remote.py --peers-python /work/peers-venv/bin/python \\
-        --stub-broken-imports                   # 40k rows of 256 tokens (~40 MB), 3 rounds
+    python scripts/bench_remote.py --rows 100000 --peers-python /work/peers-venv/bin/python \\
+        --stub-broken-imports
     python scripts/bench_remote.py --quick      # 8k rows, 1 round
 """
 
@@ -35,6 +41,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import http.client
+import importlib
 import json
 import logging
 import os
@@ -319,6 +326,10 @@ class Litdata:
 
 
 TOOLS = {"arrowmix": Arrowmix, "mosaic-streaming": Mosaic, "litdata": Litdata}
+#: Each tool's package and storage client, imported before the clock starts.
+IMPORTS = {"arrowmix": ("arrowmix", "arrowmix.stream", "s3fs"),
+           "mosaic-streaming": ("streaming", "boto3"),
+           "litdata": ("litdata", "obstore", "boto3")}  # fmt: skip
 ROWS_HINT = [0]
 
 
@@ -330,8 +341,9 @@ def child_main(args: argparse.Namespace) -> dict[str, Any]:
             _stub_imports(("transformers", "torchvision"))
         import torch  # noqa: F401  # the peers import it at top level: not timed
     ROWS_HINT[0] = args.rows
-    if args.tool == "arrowmix":
-        import arrowmix  # noqa: F401  # imports are not timed, for any tool
+    for module in IMPORTS[args.tool]:  # imports are not timed, for any tool
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
 
     cache = tempfile.mkdtemp(prefix=f"bench-{args.tool}-", dir=args.workdir)
     tool = TOOLS[args.tool](args.endpoint, args.limit, cache, args.variant)
@@ -359,6 +371,11 @@ def child_main(args: argparse.Namespace) -> dict[str, Any]:
                 pickle.dump(tool.state(rows), f)
             saved = True
     total = time.perf_counter() - t0
+    if args.phase == "ranks" and "torch" in sys.modules:  # Mosaic's ranks meet before leaving
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            dist.barrier()
     return {"tokens_per_s": tokens / total, "first_batch_s": first, "rows": rows,
             "disk_peak": disk.stop()}  # fmt: skip
 
@@ -442,9 +459,9 @@ def _stub_imports(names: tuple[str, ...]) -> None:
     sys.meta_path.insert(0, Finder())
 
 
-def run_child(args: argparse.Namespace, tool: str, variant: str, phase: str, endpoint: str,
-              sizes: dict[str, int], rank: int = 0, world: int = 1) -> dict[str, Any]:  # fmt: skip
-    """Run one phase of one tool in a fresh process; its RESULT line."""
+def spawn(args: argparse.Namespace, tool: str, variant: str, phase: str, endpoint: str,
+          sizes: dict[str, int], rank: int = 0, world: int = 1) -> Any:  # fmt: skip
+    """Start one phase of one tool in a fresh process."""
     python = sys.executable if tool == "arrowmix" else args.peers_python
     cmd = [python, os.path.abspath(__file__), "--tool", tool, "--variant", variant,
            "--phase", phase, "--endpoint", endpoint, "--rows", str(sizes["rows"]),
@@ -455,15 +472,28 @@ def run_child(args: argparse.Namespace, tool: str, variant: str, phase: str, end
     # arrowmix runs from this checkout; the peers' venv gets no PYTHONPATH of ours.
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = {**os.environ, "PYTHONPATH": here if tool == "arrowmix" else ""}
+    env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(29500 + os.getpid() % 1000))
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)  # fmt: skip
+
+
+def result(proc: Any) -> dict[str, Any]:
+    """The RESULT line of a process started by :func:`spawn`."""
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env=env)
+        out, err = proc.communicate(timeout=1800)
     except subprocess.TimeoutExpired:
+        proc.kill()
         return {"failed": "timed out after 30 minutes"}
-    for line in done.stdout.splitlines():
+    for line in out.splitlines():
         if line.startswith("RESULT "):
-            result: dict[str, Any] = json.loads(line[len("RESULT ") :])
-            return result
-    return {"failed": f"exit {done.returncode}: {done.stderr.strip()[-300:]}"}
+            got: dict[str, Any] = json.loads(line[len("RESULT ") :])
+            return got
+    return {"failed": f"exit {proc.returncode}: {err.strip()[-300:]}"}
+
+
+def run_child(args: argparse.Namespace, tool: str, variant: str, phase: str, endpoint: str,
+              sizes: dict[str, int]) -> dict[str, Any]:  # fmt: skip
+    return result(spawn(args, tool, variant, phase, endpoint, sizes))
 
 
 def prepare_peer(args: argparse.Namespace, name: str, endpoint: str,
@@ -544,12 +574,11 @@ def main() -> None:
         for tool in TOOLS:
             if ready[tool]:
                 continue
-            per_rank = []
-            for r in range(args.ranks):  # each rank a node of its own, one after the other
-                proxies[tool].reset()
-                got = run_child(args, tool, "collate", "ranks", proxies[tool].endpoint, sizes,
-                                rank=r, world=args.ranks)  # fmt: skip
-                per_rank.append({**got, "bytes": proxies[tool].bytes})
+            proxies[tool].reset()  # all ranks at once, each a node of its own
+            procs = [spawn(args, tool, "collate", "ranks", proxies[tool].endpoint, sizes,
+                           rank=r, world=args.ranks) for r in range(args.ranks)]  # fmt: skip
+            per_rank = [result(proc) for proc in procs]
+            per_rank[0]["all_bytes"] = proxies[tool].bytes
             ranks[tool] = per_rank
     finally:
         for proxy in proxies.values():
@@ -619,20 +648,17 @@ def report(rows: int, corpus: int, stored: int, sizes: dict[str, int], ready: di
                 v = med[n].get(key)
                 cells.append(f"{a / v:.2f}" if a and v else "-")
             print(f"| {label} ({am_case}) | " + " | ".join(cells) + " |")
-    print(
-        f"\n{len(next(iter(ranks.values()), []))} ranks, each a node of its own, one epoch "
-        "each (MB fetched per rank; all ranks / corpus; rows per rank):\n"
-    )
-    print("| tool | MB per rank | all ranks / corpus | rows per rank | disk peak / limit |")
-    print("|---|---|---|---|---|")
+    print(f"\n{len(next(iter(ranks.values()), []))} ranks at once, each a node of its own "
+          "(its own cache), one epoch of numpy rows each:\n")  # fmt: skip
+    print("| tool | bytes fetched by all ranks / corpus | rows per rank | disk peak / limit |")
+    print("|---|---|---|---|")
     for tool, per_rank in ranks.items():
-        b = [r["bytes"] for r in per_rank]
         bad = [r for r in per_rank if "failed" in r or "skipped" in r]
         if bad:
-            print(f"| {tool} | {str(bad[0])[:120]} | | | |")
+            print(f"| {tool} | {str(bad[0])[:120]} | | |")
             continue
         disk = max(r["disk_peak"] for r in per_rank) / sizes["limit"]
-        print(f"| {tool} | {' / '.join(f'{x / 1e6:.1f}' for x in b)} | {sum(b) / stored:.2f} "
+        print(f"| {tool} | {per_rank[0]['all_bytes'] / stored:.2f} "
               f"| {[r['rows'] for r in per_rank]} | {disk:.2f} |")  # fmt: skip
     print("\n" + json.dumps({"sizes": sizes, "samples": samples, "ranks": ranks}))
 
