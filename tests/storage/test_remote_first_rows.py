@@ -101,5 +101,5 @@ def test_a_resumed_stream_serves_its_first_row_while_the_window_downloads_in_par
     assert proxy.held >= 3
     proxy.gate.set()
     rest = [r["id"] for r in it]
-    assert before + [3 * ROWS + 50] + rest == list(range(10 * ROWS))
+    assert [*before, 3 * ROWS + 50, *rest] == list(range(10 * ROWS))
     resumed.close()
