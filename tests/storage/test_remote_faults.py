@@ -105,6 +105,32 @@ def test_the_backends_make_one_attempt_per_request(s3_storage_options):
     assert shared is not fs and shared.retries != 1  # the user's filesystem is left alone
 
 
+def test_the_one_attempt_filesystem_reuses_the_session_that_listed_the_corpus(
+    s3_url, s3_storage_options, monkeypatch
+):
+    from arrowmix._storage.fs import url_to_fs
+
+    am.write_chunks(({"id": i} for i in range(10)), s3_url, storage_options=s3_storage_options)
+    user, path = url_to_fs(s3_url, s3_storage_options)
+    user.ls(path)  # opening lists the corpus with the user's filesystem: it has a session
+    monkeypatch.setattr(retry, "_FS", {})
+    fs, chunk = retry.remote_fs(f"{s3_url}/chunk-00000.arrow", s3_storage_options)
+    assert fs.info(chunk)["size"] > 0
+    assert fs is not user and fs.session is user.session  # no second service description
+    assert fs.retries == 1  # still its own configuration: one attempt per request
+    assert fs.config_kwargs["retries"]["total_max_attempts"] == 1
+
+
+def test_a_copy_matching_its_digest_costs_its_ranged_gets_only(
+    s3_url, s3_storage_options, proxy, tmp_path
+):
+    ds = open_corpus(s3_url, s3_storage_options, proxy, tmp_path)
+    proxy.log.clear()  # opening read the footers
+    assert ds[ROWS]["id"] == ROWS
+    chunk = [(m, p) for m, p, _ in proxy.log if "chunk-00001.arrow" in p]
+    assert chunk == [("GET", chunk[0][1])]  # no HEAD: the digest vouches for the version
+
+
 def test_a_short_answer_is_retried_and_not_called_a_replacement(
     s3_url, s3_storage_options, proxy, tmp_path, fast_retries
 ):
