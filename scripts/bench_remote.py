@@ -3,46 +3,49 @@
 A moto S3 server on loopback holds one corpus of token rows (``input_ids``: 256 int32) in each
 tool's own format (arrowmix chunks, Mosaic Streaming MDS shards, litdata chunks), of the same
 shard size (1/40 of the corpus). Every tool reads through its own counting HTTP proxy in front
-of the server, so "bytes downloaded" is measured the same way for all: response bytes on the
-wire during the read (uploads go to the server directly and are not counted).
+of the server, so "bytes fetched" is measured the same way for all: response bytes on the wire
+(uploads go to the server directly and are not counted).
 
-1. **One reader, one shuffled epoch**, through a local cache limited to a quarter of the corpus
-   (arrowmix ``cache_limit``, Mosaic ``cache_limit``, litdata ``max_cache_size``), cold each
-   time: tokens/s over the epoch, time to the first 256 rows, bytes downloaded, and the resume
-   time (a fresh reader with a fresh cache restored from the state taken half-way, to its first
-   row). The tools run interleaved, ``--rounds`` times; medians and the ratio arrowmix / peer.
-2. **Padded ``(256, L)`` batches** (arrowmix only), written as a user writes them,
-   ``.batch(256).collate("input_ids")``, over the local copy of the corpus and through the
-   bounded cache (cold), against ``.batch(256, columnar=True).collate()`` and the former
-   workaround ``.batch(256, columnar=True).map(Collator())``: tokens/s of one chunk-shuffled
-   epoch (opening included) and bytes downloaded / corpus, interleaved, medians.
-3. **Four ranks** (arrowmix only): bytes each rank downloads in one epoch with
-   ``shard="chunks"`` (each rank a span of the chunk order) and ``shard="rows"`` (rows of every
-   chunk to every rank), each rank with its own cache (one node per rank).
+Every phase of every tool runs in a fresh process, with a fresh cache limited to a quarter of
+the corpus (arrowmix ``cache_limit``, Mosaic ``cache_limit``, litdata ``max_cache_size``);
+the tool's package and its storage client are imported before the clock starts. The tools run
+interleaved, ``--rounds`` times; medians and the ratio arrowmix / peer:
 
-Peers run in a subprocess of ``--peers-python`` (a venv with ``mosaicml-streaming`` and
-``litdata``; it needs numpy and boto3 only, not arrowmix), or are reported as skipped.
-``--stub-broken-imports`` replaces ``transformers`` and ``torchvision`` by empty modules in the
-peer process, for venvs where those optional imports of Mosaic Streaming are broken (a
-``huggingface-hub`` too new for ``transformers``, a ``torchvision`` built for another torch);
-the code measured does not use them. Loopback S3 measures the tools' own overheads, not a
-network: read the ratios, not the absolute numbers.
+1. **rows**: one shuffled epoch of numpy rows (``np.asarray(row["input_ids"])`` of each row
+   the tool yields): tokens/s from the constructor on, time to the first 256 rows, bytes
+   fetched, the cache directory's peak size (sampled every 20 ms).
+2. **batches**: one shuffled epoch of padded ``(256, L)`` batches: arrowmix
+   ``.batch(256).collate("input_ids")`` (as a user writes it; "arrowmix collate") and
+   ``.batch(256, columnar=True).map(Collator("input_ids"))`` ("arrowmix map"), Mosaic's
+   ``StreamingDataLoader``, litdata's ``StreamingDataLoader``; the state half-way is saved.
+3. **resume**: a fresh process with a fresh cache (a new node) builds the batches pipeline,
+   loads that state and yields its first batch.
+4. **ranks**: ``--ranks`` processes at once, each rank a node of its own (its own cache), one
+   epoch of numpy rows each: bytes fetched by all ranks, rows per rank, disk peak.
+
+Peers run in ``--peers-python`` (a venv with ``mosaicml-streaming`` and ``litdata``; it needs
+numpy and boto3, not arrowmix), or are reported as skipped. ``--stub-broken-imports`` replaces
+``transformers`` and ``torchvision`` by empty modules in the peer processes, for venvs where
+those optional imports of Mosaic Streaming are broken; the code measured does not use them.
+Loopback S3 measures the tools' own overheads, not a network: read the ratios.
 
 Usage (from the repository root, in the arrowmix venv)::
 
-    python scripts/bench_remote.py --peers-python /work/peers-venv/bin/python \\
-        --stub-broken-imports                   # 40k rows of 256 tokens (~40 MB), 3 rounds
+    python scripts/bench_remote.py --rows 100000 --peers-python /work/peers-venv/bin/python \\
+        --stub-broken-imports
     python scripts/bench_remote.py --quick      # 8k rows, 1 round
-    python scripts/bench_remote.py --padded-only --rounds 5   # the padded batches only
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
+import importlib
 import json
 import logging
 import os
+import pickle
 import statistics
 import subprocess
 import sys
@@ -177,138 +180,204 @@ def prepare_arrowmix(data: np.ndarray, endpoint: str, shard_bytes: int) -> int:
     return int(s3fs.S3FileSystem(skip_instance_cache=True, **s3_options(endpoint)).du(AM_URL))
 
 
-def _am_stream(endpoint: str, limit: int, cache: str, **kwargs: Any) -> Any:
-    import arrowmix as am
-
-    ds = am.Dataset.from_chunks(AM_URL, storage_options=s3_options(endpoint), cache_limit=limit,
-                                chunk_cache_dir=cache)  # fmt: skip
-    return ds.to_stream(shuffle="chunks", seed=0, infinite=False, **kwargs)
+# ---- what runs in a fresh process: one phase of one tool -----------------------------------
 
 
-def wire_bytes(endpoint: str) -> int:
-    """Response bytes the counting proxy at ``endpoint`` has relayed so far."""
-    with urllib.request.urlopen(f"{endpoint}/__bytes__", timeout=30) as resp:
-        return int(resp.read())
+class DiskPeak:
+    """The largest size the cache directory reached, sampled every 20 ms on a thread."""
+
+    def __init__(self, directory: str) -> None:
+        self.directory, self.peak, self._stop = directory, 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            self.peak = max(self.peak, du(self.directory))
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return max(self.peak, du(self.directory))
 
 
-def read_arrowmix(endpoint: str, rows: int, limit: int) -> dict[str, Any]:
+def du(directory: str) -> int:
+    total = 0
+    for root, _, files in os.walk(directory):
+        for name in files:
+            with contextlib.suppress(OSError):  # removed meanwhile
+                total += os.stat(os.path.join(root, name)).st_size
+    return total
+
+
+class Arrowmix:
+    """arrowmix: ``from_chunks(url, cache_limit=...)`` and ``to_stream(shuffle="chunks")``."""
+
+    def __init__(self, endpoint: str, limit: int, cache: str, variant: str) -> None:
+        self.endpoint, self.limit, self.cache, self.variant = endpoint, limit, cache, variant
+
+    def _stream(self, rank: int = 0, world: int = 1) -> Any:
+        import arrowmix as am
+
+        ds = am.Dataset.from_chunks(AM_URL, storage_options=s3_options(self.endpoint),
+                                    cache_limit=self.limit, chunk_cache_dir=self.cache)  # fmt: skip
+        return ds.to_stream(shuffle="chunks", seed=0, infinite=False, num_instances=world,
+                            instance_rank=rank)  # fmt: skip
+
+    def rows(self, rank: int = 0, world: int = 1) -> Any:
+        self.s = self._stream(rank, world)
+        return (np.asarray(r["input_ids"], dtype=np.int32) for r in self.s)
+
+    def batches(self) -> Any:
+        from arrowmix.stream import Collator
+
+        s = self._stream()
+        if self.variant == "collate":  # what a user writes
+            self.s = s.batch(BATCH).collate("input_ids")
+        else:  # the workaround while the token stages do not read bounded corpora
+            self.s = s.batch(BATCH, columnar=True).map(Collator("input_ids"))
+        return (b["input_ids"] for b in self.s)
+
+    def state(self, rows: int) -> Any:
+        return self.s.state_dict()
+
+    def resume(self, state: Any) -> Any:
+        self.batches()
+        self.s.load_state_dict(state)
+        return next(iter(self.s))["input_ids"]
+
+
+class Mosaic:
+    """Mosaic Streaming: ``StreamingDataset(remote=..., cache_limit=...)``."""
+
+    def __init__(self, endpoint: str, limit: int, cache: str, variant: str) -> None:
+        _peer_env(endpoint)
+        self.limit, self.cache = limit, cache
+
+    def _dataset(self, rows_hint: int) -> Any:
+        from streaming import StreamingDataset
+
+        # shuffle_block_size: samples of 4 shards, arrowmix's shuffle window (Mosaic's default
+        # block spans the whole of this small corpus, and its cache then thrashes).
+        return StreamingDataset(remote=f"s3://{BUCKET}/mosaic", local=self.cache, shuffle=True,
+                                shuffle_seed=0, cache_limit=self.limit, batch_size=BATCH,
+                                shuffle_block_size=max(1, rows_hint // 10))  # fmt: skip
+
+    def rows(self, rank: int = 0, world: int = 1) -> Any:
+        os.environ.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK="0",
+                          LOCAL_WORLD_SIZE="1")  # fmt: skip  # each rank a node of its own
+        self.ds = self._dataset(ROWS_HINT[0])
+        return (np.asarray(r["input_ids"]) for r in self.ds)
+
+    def batches(self) -> Any:
+        from streaming import StreamingDataLoader
+
+        self.dl = StreamingDataLoader(self._dataset(ROWS_HINT[0]), batch_size=BATCH)
+        return (b["input_ids"] for b in self.dl)
+
+    def state(self, rows: int) -> Any:
+        return self.dl.state_dict()
+
+    def resume(self, state: Any) -> Any:
+        self.batches()
+        self.dl.load_state_dict(state)
+        return next(iter(self.dl))["input_ids"]
+
+
+class Litdata:
+    """litdata: ``StreamingDataset(..., max_cache_size=...)``, batches by its loader."""
+
+    def __init__(self, endpoint: str, limit: int, cache: str, variant: str) -> None:
+        _peer_env(endpoint)
+        _litdata_http()
+        self.endpoint, self.limit, self.cache = endpoint, limit, cache
+
+    def _dataset(self) -> Any:
+        import litdata as ld
+
+        # force_override_state_dict: the resumed reader has a fresh cache directory (a new
+        # node), which litdata's state otherwise refuses.
+        return ld.StreamingDataset(f"s3://{BUCKET}/litdata", shuffle=True, seed=0,
+                                   cache_dir=self.cache, max_cache_size=self.limit,
+                                   force_override_state_dict=True,
+                                   storage_options={"endpoint_url": self.endpoint})  # fmt: skip
+
+    def rows(self, rank: int = 0, world: int = 1) -> Any:
+        from litdata.utilities.env import _DistributedEnv
+
+        ds = self._dataset()
+        if world > 1:  # each rank a node of its own (no torch.distributed here)
+            ds.distributed_env = _DistributedEnv(world, rank, world)
+        return (np.asarray(r["input_ids"]) for r in ds)
+
+    def batches(self) -> Any:
+        import litdata as ld
+
+        self.dl = ld.StreamingDataLoader(self._dataset(), batch_size=BATCH, num_workers=0)
+        return (b["input_ids"] for b in self.dl)
+
+    def state(self, rows: int) -> Any:
+        return self.dl.state_dict()
+
+    def resume(self, state: Any) -> Any:
+        self.batches()
+        self.dl.load_state_dict(state)
+        return next(iter(self.dl))["input_ids"]
+
+
+TOOLS = {"arrowmix": Arrowmix, "mosaic-streaming": Mosaic, "litdata": Litdata}
+#: Each tool's package and storage client, imported before the clock starts.
+IMPORTS = {"arrowmix": ("arrowmix", "arrowmix.stream", "s3fs"),
+           "mosaic-streaming": ("streaming", "boto3"),
+           "litdata": ("litdata", "obstore", "boto3")}  # fmt: skip
+ROWS_HINT = [0]
+
+
+def child_main(args: argparse.Namespace) -> dict[str, Any]:
+    """One phase of one tool, in this fresh process (imports are not timed)."""
+    if args.tool != "arrowmix":
+        _peer_env(args.endpoint)
+        if args.stub_broken_imports:
+            _stub_imports(("transformers", "torchvision"))
+        import torch  # noqa: F401  # the peers import it at top level: not timed
+    ROWS_HINT[0] = args.rows
+    for module in IMPORTS[args.tool]:  # imports are not timed, for any tool
+        with contextlib.suppress(ImportError):
+            importlib.import_module(module)
+
+    cache = tempfile.mkdtemp(prefix=f"bench-{args.tool}-", dir=args.workdir)
+    tool = TOOLS[args.tool](args.endpoint, args.limit, cache, args.variant)
+    state_file = os.path.join(args.workdir, f"state-{args.tool}-{args.variant}.pkl")
+    if args.phase == "resume":
+        with open(state_file, "rb") as f:
+            state = pickle.load(f)
+        t0 = time.perf_counter()
+        first = tool.resume(state)
+        return {"resume_s": time.perf_counter() - t0, "first_shape": list(np.shape(first))}
+    disk = DiskPeak(cache)
     t0 = time.perf_counter()
-    s = _am_stream(endpoint, limit, tempfile.mkdtemp(prefix="bench-am-"))
-    tokens, first, state = 0, None, None
-    for i, row in enumerate(s):
-        tokens += len(row["input_ids"])
-        if i + 1 == BATCH:
+    if args.phase == "ranks":
+        items = tool.rows(args.rank, args.world)
+    else:
+        items = tool.rows() if args.phase == "rows" else tool.batches()
+    tokens, rows, first, saved = 0, 0, None, False
+    for item in items:
+        tokens += int(np.prod(item.shape))
+        rows += len(item) if args.phase == "batches" else 1
+        if first is None and rows >= BATCH:
             first = time.perf_counter() - t0
-        if i + 1 == rows // 2:
-            state = s.state_dict()
+        if args.phase == "batches" and not saved and rows >= args.rows // 2:
+            with open(state_file, "wb") as f:
+                pickle.dump(tool.state(rows), f)
+            saved = True
     total = time.perf_counter() - t0
-    own = s.stats()
-    s.close()
-    epoch_bytes = wire_bytes(endpoint)
-    t1 = time.perf_counter()
-    fresh = _am_stream(endpoint, limit, tempfile.mkdtemp(prefix="bench-am-resume-"))
-    fresh.load_state_dict(state)
-    next(fresh)
-    resume = time.perf_counter() - t1
-    fresh.close()
-    return {"tokens_per_s": tokens / total, "first_batch_s": first, "resume_s": resume,
-            "rows": tokens // TOKENS, "epoch_bytes": epoch_bytes,
-            "own_bytes_downloaded": own["bytes_downloaded"],
-            "wait_s": own["wait_seconds"]}  # fmt: skip
+    if args.phase == "ranks" and "torch" in sys.modules:  # Mosaic's ranks meet before leaving
+        import torch.distributed as dist
 
-
-def arrowmix_ranks(proxy: CountingProxy, limit: int, ranks: int = 4) -> dict[str, Any]:
-    """Bytes per rank of one 4-rank epoch, dealing chunks and dealing rows."""
-    import warnings
-
-    out: dict[str, Any] = {}
-    for shard in ("chunks", "rows"):
-        per_rank, rows = [], []
-        for r in range(ranks):
-            proxy.reset()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # the remainder rows of shard="chunks"
-                s = _am_stream(proxy.endpoint, limit, tempfile.mkdtemp(prefix="bench-am-rank-"),
-                               num_instances=ranks, instance_rank=r, shard=shard)  # fmt: skip
-            rows.append(sum(1 for _ in s))
-            per_rank.append(s.stats()["bytes_downloaded"])
-            s.close()
-        out[shard] = {"bytes_per_rank": per_rank, "rows_per_rank": rows}
-    return out
-
-
-# ---- padded (256, L) batches: the token stages, local and through the bounded cache ----------
-
-#: How a user writes padded batches, and where the corpus is: (label, remote, pipeline).
-PADDED = (
-    ("local: .batch(256).collate()", False, "collate"),
-    ("remote: .batch(256).collate()", True, "collate"),
-    ("remote: .batch(256, columnar=True).collate()", True, "columnar"),
-    ("remote: .batch(256, columnar=True).map(Collator())", True, "workaround"),
-)
-
-
-def prepare_local(data: np.ndarray, shard_bytes: int) -> str:
-    """The same corpus as local chunk files (the local side of the padded batches)."""
-    import pyarrow as pa
-
-    import arrowmix as am
-
-    out = tempfile.mkdtemp(prefix="bench-am-local-")
-    flat = pa.array(data.reshape(-1))
-    ids = pa.FixedSizeListArray.from_arrays(flat, TOKENS).cast(pa.list_(pa.int32()))
-    am.write_chunks(pa.table({"input_ids": ids}), out, bytes_per_chunk=shard_bytes)
-    return out
-
-
-def padded_arrowmix(endpoint: str, limit: int, local: str, case: int) -> dict[str, Any]:
-    """Tokens/s of one chunk-shuffled epoch of padded ``(256, L)`` batches (cold cache)."""
-    import arrowmix as am
-    from arrowmix.stream import Collator
-
-    _, remote, how = PADDED[case]
-    t0 = time.perf_counter()
-    if remote:
-        s = _am_stream(endpoint, limit, tempfile.mkdtemp(prefix="bench-am-padded-"))
-    else:
-        s = am.Dataset.from_chunks(local).to_stream(shuffle="chunks", seed=0, infinite=False)
-    if how == "collate":
-        pipe = s.batch(BATCH).collate("input_ids")
-    elif how == "columnar":
-        pipe = s.batch(BATCH, columnar=True).collate("input_ids")
-    else:
-        pipe = s.batch(BATCH, columnar=True).map(Collator("input_ids"))
-    tokens = batches = 0
-    for b in pipe:
-        tokens += int(b["attention_mask"].sum())
-        batches += 1
-    total = time.perf_counter() - t0
-    own = s.stats() if remote else {"bytes_downloaded": 0, "wait_seconds": 0.0}
-    s.close()
-    return {"tokens_per_s": tokens / total, "seconds": total, "batches": batches,
-            "bytes_downloaded": own["bytes_downloaded"],
-            "wait_s": own["wait_seconds"]}  # fmt: skip
-
-
-def padded_report(stored: int, runs: dict[int, list[dict[str, Any]]]) -> None:
-    med = {k: statistics.median(r["tokens_per_s"] for r in v) for k, v in runs.items()}
-    spread = {k: (min(r["tokens_per_s"] for r in v), max(r["tokens_per_s"] for r in v))
-              for k, v in runs.items()}  # fmt: skip
-    print("\narrowmix, padded (256, L) batches, one chunk-shuffled epoch, cold cache:\n")
-    print("| pipeline | tokens/s | / local | / workaround | bytes / corpus | epoch (s) | "
-          "waiting for downloads (s) | batches |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|")
-    for k, (label, remote, _) in enumerate(PADDED):
-        if k not in runs:
-            continue
-        lo, hi = spread[k]
-        got = statistics.median(r["bytes_downloaded"] for r in runs[k]) / stored
-        secs = statistics.median(r["seconds"] for r in runs[k])
-        wait = statistics.median(r["wait_s"] for r in runs[k])
-        print(f"| `{label}` | {med[k] / 1e6:.2f} M ({lo / 1e6:.2f}-{hi / 1e6:.2f}) | "
-              f"{med[k] / med[0]:.2f} | {med[k] / med[3]:.2f} | "
-              f"{f'{got:.2f}' if remote else '-'} | {secs:.2f} | {wait:.2f} | "
-              f"{runs[k][0]['batches']} |")  # fmt: skip
+        if dist.is_available() and dist.is_initialized():
+            dist.barrier()
+    return {"tokens_per_s": tokens / total, "first_batch_s": first, "rows": rows,
+            "disk_peak": disk.stop()}  # fmt: skip
 
 
 # ---- peers (run in the peers' interpreter) ----------------------------------------------------
@@ -337,38 +406,6 @@ def prepare_mosaic(data: np.ndarray, endpoint: str, shard_bytes: int) -> None:
             w.write({"input_ids": row})
 
 
-def read_mosaic(endpoint: str, rows: int, limit: int) -> dict[str, Any]:
-    from streaming import StreamingDataset
-
-    _peer_env(endpoint)
-
-    def reader() -> Any:
-        # shuffle_block_size: samples of 4 shards, arrowmix's shuffle window (Mosaic's default
-        # block spans the whole of this small corpus, and its cache then thrashes).
-        return StreamingDataset(remote=f"s3://{BUCKET}/mosaic", shuffle=True, shuffle_seed=0,
-                                local=tempfile.mkdtemp(prefix="bench-mds-"), cache_limit=limit,
-                                batch_size=BATCH,
-                                shuffle_block_size=max(1, rows // 10))  # fmt: skip
-
-    t0 = time.perf_counter()
-    ds = reader()
-    tokens, first = 0, None
-    for i, row in enumerate(ds):
-        tokens += len(row["input_ids"])
-        if i + 1 == BATCH:
-            first = time.perf_counter() - t0
-    total = time.perf_counter() - t0
-    state = ds.state_dict(rows // 2, from_beginning=True)
-    epoch_bytes = wire_bytes(endpoint)
-    t1 = time.perf_counter()
-    again = reader()
-    again.load_state_dict(state)
-    next(iter(again))
-    resume = time.perf_counter() - t1
-    return {"tokens_per_s": tokens / total, "first_batch_s": first, "resume_s": resume,
-            "rows": tokens // TOKENS, "epoch_bytes": epoch_bytes}  # fmt: skip
-
-
 _LD_DATA: np.ndarray | None = None
 
 
@@ -389,63 +426,7 @@ def prepare_litdata(data: np.ndarray, endpoint: str, shard_bytes: int) -> None:
                 storage_options={"endpoint_url": endpoint})  # fmt: skip
 
 
-def read_litdata(endpoint: str, rows: int, limit: int) -> dict[str, Any]:
-    import litdata as ld
-
-    _peer_env(endpoint)
-    _litdata_http()
-
-    def loader() -> Any:
-        # force_override_state_dict: the resumed reader has a fresh cache directory (a new
-        # node), which litdata's state otherwise refuses.
-        ds = ld.StreamingDataset(f"s3://{BUCKET}/litdata", shuffle=True, seed=0,
-                                 cache_dir=tempfile.mkdtemp(prefix="bench-ld-"),
-                                 max_cache_size=limit, force_override_state_dict=True,
-                                 storage_options={"endpoint_url": endpoint})  # fmt: skip
-        return ld.StreamingDataLoader(ds, batch_size=BATCH, num_workers=0)
-
-    t0 = time.perf_counter()
-    dl = loader()
-    tokens, first, state, seen = 0, None, None, 0
-    for batch in dl:
-        tokens += int(batch["input_ids"].numel())
-        seen += len(batch["input_ids"])
-        if first is None:
-            first = time.perf_counter() - t0
-        if state is None and seen >= rows // 2:
-            state = dl.state_dict()
-    total = time.perf_counter() - t0
-    epoch_bytes = wire_bytes(endpoint)
-    t1 = time.perf_counter()
-    again = loader()
-    again.load_state_dict(state)
-    next(iter(again))
-    resume = time.perf_counter() - t1
-    return {"tokens_per_s": tokens / total, "first_batch_s": first, "resume_s": resume,
-            "rows": tokens // TOKENS, "epoch_bytes": epoch_bytes}  # fmt: skip
-
-
-PEERS = {"mosaic-streaming": (prepare_mosaic, read_mosaic),
-         "litdata": (prepare_litdata, read_litdata)}  # fmt: skip
-
-
-def peer_main(args: argparse.Namespace) -> None:
-    """The peer subprocess: one phase of one peer; prints a JSON line."""
-    if args.stub_broken_imports:
-        _stub_imports(("transformers", "torchvision"))
-    prepare, read = PEERS[args.peer]
-    try:
-        if args.phase == "prepare":
-            prepare(corpus_rows(args.rows), args.endpoint, args.shard_bytes)
-            out: dict[str, Any] = {}
-        else:
-            out = read(args.endpoint, args.rows, args.limit)
-    except ImportError as exc:
-        out = {"skipped": f"not installed ({exc.name})"}
-    except Exception as exc:  # noqa: BLE001  # a peer's failure is a result too
-        out = {"failed": f"{type(exc).__name__}: {exc}"[:300]}
-    print("RESULT " + json.dumps(out), flush=True)
-    os._exit(0)  # peers leave download threads and shared memory behind; do not wait on them
+PEERS = {"mosaic-streaming": prepare_mosaic, "litdata": prepare_litdata}
 
 
 def _stub_imports(names: tuple[str, ...]) -> None:
@@ -478,26 +459,54 @@ def _stub_imports(names: tuple[str, ...]) -> None:
     sys.meta_path.insert(0, Finder())
 
 
-def run_peer(args: argparse.Namespace, name: str, phase: str, endpoint: str,
-             **extra: int) -> dict[str, Any]:  # fmt: skip
-    cmd = [args.peers_python, os.path.abspath(__file__), "--peer", name, "--phase", phase,
-           "--endpoint", endpoint, "--rows", str(extra["rows"]),
-           "--shard-bytes", str(extra["shard_bytes"]), "--limit", str(extra["limit"])]  # fmt: skip
+def spawn(args: argparse.Namespace, tool: str, variant: str, phase: str, endpoint: str,
+          sizes: dict[str, int], rank: int = 0, world: int = 1) -> Any:  # fmt: skip
+    """Start one phase of one tool in a fresh process."""
+    python = sys.executable if tool == "arrowmix" else args.peers_python
+    cmd = [python, os.path.abspath(__file__), "--tool", tool, "--variant", variant,
+           "--phase", phase, "--endpoint", endpoint, "--rows", str(sizes["rows"]),
+           "--shard-bytes", str(sizes["shard_bytes"]), "--limit", str(sizes["limit"]),
+           "--workdir", args.workdir, "--rank", str(rank), "--world", str(world)]  # fmt: skip
     if args.stub_broken_imports:
         cmd.append("--stub-broken-imports")
-    env = {**os.environ, "PYTHONPATH": ""}
+    # arrowmix runs from this checkout; the peers' venv gets no PYTHONPATH of ours.
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": here if tool == "arrowmix" else ""}
+    env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(29500 + os.getpid() % 1000))
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)  # fmt: skip
+
+
+def result(proc: Any) -> dict[str, Any]:
+    """The RESULT line of a process started by :func:`spawn`."""
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env=env)
+        out, err = proc.communicate(timeout=1800)
     except subprocess.TimeoutExpired:
+        proc.kill()
         return {"failed": "timed out after 30 minutes"}
-    for line in done.stdout.splitlines():
+    for line in out.splitlines():
         if line.startswith("RESULT "):
-            result: dict[str, Any] = json.loads(line[len("RESULT ") :])
-            return result
-    return {"failed": f"exit {done.returncode}: {done.stderr.strip()[-300:]}"}
+            got: dict[str, Any] = json.loads(line[len("RESULT ") :])
+            return got
+    return {"failed": f"exit {proc.returncode}: {err.strip()[-300:]}"}
+
+
+def run_child(args: argparse.Namespace, tool: str, variant: str, phase: str, endpoint: str,
+              sizes: dict[str, int]) -> dict[str, Any]:  # fmt: skip
+    return result(spawn(args, tool, variant, phase, endpoint, sizes))
+
+
+def prepare_peer(args: argparse.Namespace, name: str, endpoint: str,
+                 sizes: dict[str, int]) -> dict[str, Any]:  # fmt: skip
+    return run_child(args, name, "", "prepare", endpoint, sizes)
 
 
 # ---- the run ---------------------------------------------------------------------------------
+
+#: (tool, variant) measured; arrowmix's padded batches both as a user writes them and by the
+#: ``map(Collator(...))`` workaround.
+CASES = [("arrowmix", "collate"), ("arrowmix", "map"), ("mosaic-streaming", ""),
+         ("litdata", "")]  # fmt: skip
 
 
 def main() -> None:
@@ -505,55 +514,72 @@ def main() -> None:
     p.add_argument("--rows", type=int, default=40_000)
     p.add_argument("--quick", action="store_true")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--ranks", type=int, default=2)
     p.add_argument("--peers-python", default=sys.executable)
     p.add_argument("--stub-broken-imports", action="store_true")
-    p.add_argument("--padded-only", action="store_true",
-                   help="measure only arrowmix's padded (256, L) batches")  # fmt: skip
-    p.add_argument("--peer", choices=sorted(PEERS), help=argparse.SUPPRESS)
-    p.add_argument("--phase", choices=("prepare", "read"), help=argparse.SUPPRESS)
+    p.add_argument("--workdir", default=None)
+    p.add_argument("--tool", choices=sorted(TOOLS), help=argparse.SUPPRESS)
+    p.add_argument("--variant", default="", help=argparse.SUPPRESS)
+    p.add_argument("--phase", help=argparse.SUPPRESS)
     p.add_argument("--endpoint", help=argparse.SUPPRESS)
     p.add_argument("--shard-bytes", type=int, help=argparse.SUPPRESS)
     p.add_argument("--limit", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--rank", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--world", type=int, default=1, help=argparse.SUPPRESS)
     args = p.parse_args()
-    if args.peer:
-        peer_main(args)
-        return
+    if args.tool:
+        try:
+            if args.phase == "prepare":
+                if args.stub_broken_imports:
+                    _stub_imports(("transformers", "torchvision"))
+                PEERS[args.tool](corpus_rows(args.rows), args.endpoint, args.shard_bytes)
+                out: dict[str, Any] = {}
+            else:
+                out = child_main(args)
+        except ImportError as exc:
+            out = {"skipped": f"not installed ({exc.name})"}
+        except Exception as exc:  # noqa: BLE001  # a tool's failure is a result too
+            out = {"failed": f"{type(exc).__name__}: {exc}"[:300]}
+        print("RESULT " + json.dumps(out), flush=True)
+        os._exit(0)  # peers leave download threads and shared memory behind
     rows = 8_000 if args.quick else args.rows
     rounds = 1 if args.quick else args.rounds
+    args.workdir = args.workdir or tempfile.mkdtemp(prefix="bench-remote-")
     data = corpus_rows(rows)
     corpus = data.nbytes
     shard, limit = corpus // 40, corpus // 4  # 40 shards, 10 of them fit
     sizes = {"rows": rows, "shard_bytes": shard, "limit": limit}
     server, endpoint = start_s3()
-    tools = ["arrowmix", *PEERS]
-    proxies = {name: CountingProxy(endpoint) for name in tools}
-    samples: dict[str, list[dict[str, Any]]] = {name: [] for name in tools}
+    proxies = {name: CountingProxy(endpoint) for name in TOOLS}
+    samples: dict[str, list[dict[str, Any]]] = {f"{t} {v}".strip(): [] for t, v in CASES}
+    ranks: dict[str, Any] = {}
     try:
         stored = prepare_arrowmix(data, endpoint, shard)
-        local = prepare_local(data, shard)
-        padded: dict[int, list[dict[str, Any]]] = {k: [] for k in range(len(PADDED))}
-        for _ in range(rounds):  # interleaved: every pipeline once per round
-            for k in range(len(PADDED)):
-                padded[k].append(padded_arrowmix(proxies["arrowmix"].endpoint, limit, local, k))
-        padded_report(stored, padded)
-        if args.padded_only:
-            return
         ready = {"arrowmix": {}}
         for name in PEERS:
-            ready[name] = run_peer(args, name, "prepare", endpoint, **sizes)
-        for _ in range(rounds):  # interleaved: every tool once per round
-            for name in tools:
-                if ready[name]:
+            ready[name] = prepare_peer(args, name, endpoint, sizes)
+        for _ in range(rounds):  # interleaved: every tool once per round, each phase fresh
+            for tool, variant in CASES:
+                if ready[tool]:
                     continue  # skipped or failed while preparing
-                proxies[name].reset()
-                if name == "arrowmix":
-                    res = read_arrowmix(proxies[name].endpoint, rows, limit)
-                else:
-                    res = run_peer(args, name, "read", proxies[name].endpoint, **sizes)
-                res["bytes_downloaded"] = proxies[name].bytes
-                res["requests"] = proxies[name].requests
-                samples[name].append(res)
-        ranks = arrowmix_ranks(proxies["arrowmix"], limit)
+                res: dict[str, Any] = {}
+                for phase in ("rows", "batches", "resume"):
+                    if phase == "rows" and variant == "map":
+                        continue  # the rows are the same as the collate case's
+                    proxies[tool].reset()
+                    got = run_child(args, tool, variant, phase, proxies[tool].endpoint, sizes)
+                    res[phase] = {**got, "bytes": proxies[tool].bytes,
+                                  "requests": proxies[tool].requests}  # fmt: skip
+                samples[f"{tool} {variant}".strip()].append(res)
+        for tool in TOOLS:
+            if ready[tool]:
+                continue
+            proxies[tool].reset()  # all ranks at once, each a node of its own
+            procs = [spawn(args, tool, "collate", "ranks", proxies[tool].endpoint, sizes,
+                           rank=r, world=args.ranks) for r in range(args.ranks)]  # fmt: skip
+            per_rank = [result(proc) for proc in procs]
+            per_rank[0]["all_bytes"] = proxies[tool].bytes
+            ranks[tool] = per_rank
     finally:
         for proxy in proxies.values():
             proxy.stop()
@@ -561,48 +587,79 @@ def main() -> None:
     report(rows, corpus, stored, sizes, ready, samples, ranks)
 
 
+def _med(runs: list[dict[str, Any]], phase: str, key: str) -> float | None:
+    vals = [r[phase][key] for r in runs if r.get(phase, {}).get(key) is not None]
+    return statistics.median(vals) if vals else None
+
+
+def _why(runs: list[dict[str, Any]], phase: str) -> str:
+    for r in runs:
+        got = r.get(phase, {})
+        if "failed" in got or "skipped" in got:
+            return str(got.get("failed") or got.get("skipped"))[:120]
+    return ""
+
+
 def report(rows: int, corpus: int, stored: int, sizes: dict[str, int], ready: dict[str, Any],
            samples: dict[str, list[dict[str, Any]]], ranks: dict[str, Any]) -> None:  # fmt: skip
-    keys = ("tokens_per_s", "first_batch_s", "resume_s", "bytes_downloaded", "epoch_bytes",
-            "requests")  # fmt: skip
-    med: dict[str, dict[str, float]] = {}
     print(f"corpus: {rows} rows x {TOKENS} int32 tokens = {corpus / 1e6:.1f} MB of tokens "
           f"({stored / 1e6:.1f} MB as arrowmix chunks); shards {sizes['shard_bytes'] / 1e6:.2f} "
           f"MB; cache limit {sizes['limit'] / 1e6:.1f} MB\n")  # fmt: skip
-    print("| tool | tokens/s | first batch (s) | resume (s) | MB downloaded: epoch | resume "
-          "| requests | rows |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|")
-    for name, runs in samples.items():
-        if not runs:
-            print(f"| {name} | {json.dumps(ready[name])} | | | | | | |")
-            continue
-        bad = [r for r in runs if "failed" in r or "skipped" in r]
-        if bad:
-            print(f"| {name} | {json.dumps(bad[0])} | | | | | | |")
-            continue
-        med[name] = {k: statistics.median(r[k] for r in runs) for k in keys}
-        m = med[name]
-        print(f"| {name} | {m['tokens_per_s'] / 1e6:.2f}M | {m['first_batch_s']:.2f} | "
-              f"{m['resume_s']:.2f} | {m['epoch_bytes'] / 1e6:.1f} | "
-              f"{(m['bytes_downloaded'] - m['epoch_bytes']) / 1e6:.1f} | "
-              f"{m['requests']:.0f} | {runs[0]['rows']} |")  # fmt: skip
-    if "arrowmix" in med:
-        a = med["arrowmix"]
-        print("\n| ratio arrowmix / peer | tokens/s | first batch | resume | epoch bytes |")
-        print("|---|---|---|---|---|")
-        for name, m in med.items():
-            if name != "arrowmix":
-                print(f"| {name} | {a['tokens_per_s'] / m['tokens_per_s']:.2f} | "
-                      f"{a['first_batch_s'] / m['first_batch_s']:.2f} | "
-                      f"{a['resume_s'] / m['resume_s']:.2f} | "
-                      f"{a['epoch_bytes'] / m['epoch_bytes']:.2f} |")  # fmt: skip
-    print("\narrowmix, 4 ranks, one epoch each, own cache each (MB downloaded per rank):\n")
-    print("| shard | rank 0 | rank 1 | rank 2 | rank 3 | all ranks / corpus | rows per rank |")
+    print(
+        "| tool | tokens/s, numpy rows | tokens/s, padded (256, L) | first 256 rows (s) "
+        "| resume to first batch (s) | MB fetched: epoch / corpus | disk peak / limit |"
+    )
     print("|---|---|---|---|---|---|---|")
-    for shard, res in ranks.items():
-        b = res["bytes_per_rank"]
-        cells = " | ".join(f"{x / 1e6:.1f}" for x in b)
-        print(f"| {shard} | {cells} | {sum(b) / stored:.2f} | {res['rows_per_rank']} |")
+    med: dict[str, dict[str, float | None]] = {}
+    for name, runs in samples.items():
+        tool = name.split()[0]
+        if ready.get(tool):
+            print(f"| {name} | {json.dumps(ready[tool])[:120]} | | | | | |")
+            continue
+        m = med[name] = {
+            "rows": _med(runs, "rows", "tokens_per_s"),
+            "batches": _med(runs, "batches", "tokens_per_s"),
+            "first": _med(runs, "rows", "first_batch_s"),
+            "resume": _med(runs, "resume", "resume_s"),
+            "bytes": _med(runs, "rows", "bytes"),
+            "disk": _med(runs, "rows", "disk_peak"),
+        }
+
+        def cell(v: float | None, fmt: str, phase: str, runs: list[Any] = runs) -> str:
+            return fmt.format(v) if v is not None else (_why(runs, phase) or "-")
+
+        print(f"| {name} | {cell(m['rows'] and m['rows'] / 1e6, '{:.2f} M', 'rows')} | "
+              f"{cell(m['batches'] and m['batches'] / 1e6, '{:.2f} M', 'batches')} | "
+              f"{cell(m['first'], '{:.2f}', 'rows')} | {cell(m['resume'], '{:.2f}', 'resume')} | "
+              f"{cell(m['bytes'] and m['bytes'] / stored, '{:.2f}', 'rows')} | "
+              f"{cell(m['disk'] and m['disk'] / sizes['limit'], '{:.2f}', 'rows')} |")  # fmt: skip
+    peers = [n for n in med if not n.startswith("arrowmix")]
+    print("\n| arrowmix / faster peer | " + " | ".join(peers) + " |")
+    print("|---|" + "---|" * len(peers))
+    labels = (("rows", "tokens/s, numpy rows"), ("batches", "tokens/s, padded batches"),
+              ("first", "first 256 rows (time)"), ("resume", "resume (time)"))  # fmt: skip
+    for key, label in labels:
+        for am_case in ("arrowmix collate", "arrowmix map"):
+            a = med.get(am_case, {}).get(key)
+            if key in ("rows", "first") and am_case == "arrowmix map":
+                continue
+            cells = []
+            for n in peers:
+                v = med[n].get(key)
+                cells.append(f"{a / v:.2f}" if a and v else "-")
+            print(f"| {label} ({am_case}) | " + " | ".join(cells) + " |")
+    print(f"\n{len(next(iter(ranks.values()), []))} ranks at once, each a node of its own "
+          "(its own cache), one epoch of numpy rows each:\n")  # fmt: skip
+    print("| tool | bytes fetched by all ranks / corpus | rows per rank | disk peak / limit |")
+    print("|---|---|---|---|")
+    for tool, per_rank in ranks.items():
+        bad = [r for r in per_rank if "failed" in r or "skipped" in r]
+        if bad:
+            print(f"| {tool} | {str(bad[0])[:120]} | | |")
+            continue
+        disk = max(r["disk_peak"] for r in per_rank) / sizes["limit"]
+        print(f"| {tool} | {per_rank[0]['all_bytes'] / stored:.2f} "
+              f"| {[r['rows'] for r in per_rank]} | {disk:.2f} |")  # fmt: skip
     print("\n" + json.dumps({"sizes": sizes, "samples": samples, "ranks": ranks}))
 
 

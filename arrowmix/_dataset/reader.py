@@ -21,23 +21,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-__all__ = ["TableReader"]
+from arrowmix._storage.take import int64_array, take_unchecked
 
-_TAKE = pc.get_function("take")
-_UNCHECKED = pc.TakeOptions(boundscheck=False)
-
-
-def int64_array(values: np.ndarray) -> pa.Array[Any]:
-    """An Arrow int64 array over ``values`` without a copy.
-
-    ``pa.array(numpy_array)`` imports pandas on first use (pyarrow probes for pandas
-    objects); reading rows must not pay that import.
-    """
-    idx = np.ascontiguousarray(values, dtype=np.int64)
-    data: Any = idx  # numpy arrays expose the buffer protocol
-    return pa.Array.from_buffers(pa.int64(), len(idx), [None, pa.py_buffer(data)])
+__all__ = ["TableReader", "int64_array"]
 
 
 class TableReader:
@@ -104,5 +91,4 @@ class TableReader:
 
     def _take_batch(self, b: int, local: pa.Array[Any]) -> pa.RecordBatch:
         """Rows ``local`` (int64, in range by construction) of record batch ``b``."""
-        result: pa.RecordBatch = _TAKE.call([self._batches[b], local], _UNCHECKED)
-        return result
+        return take_unchecked(self._batches[b], local)

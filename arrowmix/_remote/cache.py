@@ -30,10 +30,10 @@ download waits for readers to finish and then raises
 removed when its ``.dl`` lock is free.
 
 Each downloaded copy is checked before it is renamed into place
-(:mod:`arrowmix._remote.download`): the object's version tag is asked afresh and the copy's
-content digest must equal the one its corpus manifest records; a new version raises
-:class:`~arrowmix.exceptions.ObjectChangedError` naming the object, so two versions of a
-corpus are never mixed. The copy is then checked like a local chunk file (its checksum,
+(:mod:`arrowmix._remote.download`): the copy's content digest must equal the one its corpus
+manifest records; on a mismatch the object's version tag is asked afresh, and a new version
+raises :class:`~arrowmix.exceptions.ObjectChangedError` naming the object, so two versions
+of a corpus are never mixed. The copy is then checked like a local chunk file (its checksum,
 or its arrays), and a damaged one raises :class:`~arrowmix.exceptions.ChunkFileError` naming
 the object. Locks need ``fcntl`` (Linux, macOS).
 """
@@ -48,6 +48,7 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from arrowmix._remote.download import download
@@ -132,10 +133,21 @@ class Pinned:
         self._cache = cache
         self._fd = fd
         self.users = 0
+        self._batches: dict[tuple[str, ...], tuple[list[pa.RecordBatch], np.ndarray]] = {}
+
+    def batches(self, columns: tuple[str, ...]) -> tuple[list[pa.RecordBatch], np.ndarray]:
+        """The non-empty record batches of ``columns`` and their row offsets (kept while open)."""
+        got = self._batches.get(columns)
+        if got is None:
+            batches = [b for b in self.table.select(list(columns)).to_batches() if b.num_rows]
+            offsets = np.cumsum([0, *(b.num_rows for b in batches)], dtype=np.int64)
+            got = self._batches[columns] = (batches, offsets)
+        return got
 
     def close(self) -> None:
         """Unmap and unpin (the table must not be used afterwards)."""
         self.table = None  # type: ignore[assignment]  # drop the mapping before unpinning
+        self._batches = {}
         with contextlib.suppress(OSError):  # the last use is the eviction order (LRU)
             os.utime(os.path.join(self._cache.directory, self.chunk.key + ".arrow"))
         with contextlib.suppress(OSError):
@@ -327,7 +339,10 @@ class ChunkCache:
                     return False
                 try:
                     self._fetch(chunk, storage_options, partial)
-                    os.replace(partial, final)
+                    # Under the budget lock: a count of the directory sees the partial or
+                    # the copy, never neither (its listing raced with the rename).
+                    with _flock(self._path("budget.lock"), fcntl.LOCK_EX):
+                        os.replace(partial, final)
                 finally:
                     _unlink(partial)
             finally:

@@ -3,11 +3,12 @@
 The object is read by ranged GETs (:func:`~arrowmix._remote.meta.fetch_ranges`, retried by
 the one retry layer) and written at its offsets. Every write is checked: a full disk or a
 quota raises :class:`~arrowmix.exceptions.WriteError` naming the cache directory and its free
-space, never an error blaming the remote object. The copy is then checked: the object's
-version is asked afresh (a new version raises
-:class:`~arrowmix.exceptions.ObjectChangedError`), and its content digest must equal the
-manifest's; a mismatch with an unchanged version is downloaded again (``RETRY.attempts``
-downloads in all), then raises :class:`~arrowmix.exceptions.ChunkFileError`.
+space, never an error blaming the remote object. The copy is then checked: its content
+digest must equal the manifest's (then it holds exactly the bytes the corpus was written
+with, and no request beyond the ranged GETs is made). On a mismatch the object's version is
+asked afresh: a new version raises :class:`~arrowmix.exceptions.ObjectChangedError`; an
+unchanged one is downloaded again (``RETRY.attempts`` downloads in all), then raises
+:class:`~arrowmix.exceptions.ChunkFileError`.
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ def download(
         if attempt:
             time.sleep(delay(attempt, None))
         _write_parts(fs, path, chunk, partial, directory, counted)
+        if _xxh3(partial) == chunk.digest:
+            return  # the very bytes the manifest records: no version can be mixed in
         now = _version(fs, path, chunk.url)
         if not same_version(now, chunk.tag):
             raise ObjectChangedError(
@@ -60,8 +63,6 @@ def download(
                 f"(then {dict(chunk.tag)}, now {dict(now)}); reopen the dataset to read the "
                 "new version. Nothing of the new version was used."
             )
-        if _xxh3(partial) == chunk.digest:
-            return
     raise ChunkFileError(
         f"Remote chunk {chunk.url!r} is damaged: its bytes did not match the digest its "
         f"corpus manifest records in {RETRY.attempts} downloads (or it was rewritten without "

@@ -44,6 +44,8 @@ def remote_fs(url: str, storage_options: Mapping[str, Any] | None) -> tuple[Any,
     For ``s3://`` the filesystem is this process's own instance (not fsspec's shared one,
     whose retries stay as the user configured them): s3fs ``retries=1`` and botocore
     ``total_max_attempts=1`` unless ``storage_options["config_kwargs"]`` sets ``retries``.
+    Its client comes from the session of the user's filesystem of ``url`` when that one has
+    made one (the configuration, and so the retries, stay this filesystem's own).
     """
     protocol = url.split("://", 1)[0]
     if protocol not in ("s3", "s3a"):
@@ -57,7 +59,10 @@ def remote_fs(url: str, storage_options: Mapping[str, Any] | None) -> tuple[Any,
     with _FS_LOCK:
         fs = _FS.get(key)
         if fs is None:
-            fs, path = url_to_fs(url, options)
+            # The session of the user's filesystem, when it has one (it listed the corpus):
+            # a new session loads the service description again, half a second or more.
+            shared = getattr(url_to_fs(url, storage_options)[0], "session", None)
+            fs, path = url_to_fs(url, {**options, "session": shared} if shared else options)
             fs.retries = 1  # s3fs's own retry loop (a class attribute, not an option)
             _FS[key] = fs
             return fs, path

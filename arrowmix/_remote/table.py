@@ -33,6 +33,7 @@ import pyarrow as pa
 from arrowmix._remote.cache import CacheStats, ChunkCache, Hold, Pinned, chunk_cache, counting
 from arrowmix._remote.meta import RemoteChunk
 from arrowmix._remote.stats import current
+from arrowmix._storage.take import int64_array, take_unchecked
 from arrowmix.exceptions import ChunkFileError, SchemaMismatchError
 
 __all__ = ["ReadAhead", "RemoteTable"]
@@ -150,19 +151,27 @@ class RemoteTable:
         # cache's recency then says which chunks a reader has moved on from, so making room
         # closes those first, not one it has only begun (a block spans two windows).
         groups = sorted(itertools.pairwise(cuts), key=lambda g: int(order[g[0]]))
-        src = [s for s, _ in self.names]
-        parts = []
+        src = tuple(s for s, _ in self.names)
+        parts: list[pa.RecordBatch] = []
+        placed: list[np.ndarray] = []  # gathered row -> position in ``positions``
+        cache = self.cache
         owners = [int(sorted_owner[a]) for a, _ in groups]
-        for (a, b), (c, table) in zip(groups, self.read_chunks(owners), strict=True):
-            local = idx[order[a:b]] - self.offsets[c]
-            part = table.select(src).take(pa.array(local))
-            parts.append(part.combine_chunks().replace_schema_metadata(None))
-        gathered = pa.concat_tables(parts).rename_columns(self.column_names)
-        placed = np.concatenate([order[a:b] for a, b in groups])  # gathered row -> position
-        inverse = np.empty(len(idx), dtype=np.int64)
-        inverse[placed] = np.arange(len(idx), dtype=np.int64)
-        out = gathered if bool((np.diff(placed) == 1).all()) else gathered.take(inverse)
-        return out.cast(self.schema)
+        for (a, b), (c, pinned) in zip(groups, self._pinned_in_order(owners), strict=True):
+            rows = order[a:b]
+            try:
+                if c not in self._checked:
+                    self._check(c, pinned.table)
+                parts += _copy_rows(pinned, src, idx[rows] - self.offsets[c], rows, placed)
+            finally:
+                cache.release(pinned)
+        gathered = pa.Table.from_batches(parts).replace_schema_metadata(None)
+        at = np.concatenate(placed)
+        if not bool((np.diff(at) == 1).all()):
+            inverse = np.empty(len(idx), dtype=np.int64)
+            inverse[at] = np.arange(len(idx), dtype=np.int64)
+            gathered = gathered.take(int64_array(inverse))
+        out = gathered.rename_columns(self.column_names)
+        return out if out.schema.equals(self.schema) else out.cast(self.schema)
 
     def read_chunks(self, chunks: Sequence[int]) -> Generator[tuple[int, pa.Table], None, None]:
         """Each of ``chunks`` as the memory-mapped table of its pinned local copy, in order.
@@ -435,3 +444,29 @@ def _pool() -> ThreadPoolExecutor:
 def _no_room(fut: Future[Hold | None]) -> bool:
     """Whether a finished read-ahead found no room in the cache (to be tried again)."""
     return fut.done() and not fut.cancelled() and fut.exception() is None and fut.result() is None
+
+
+def _copy_rows(
+    pinned: Pinned, src: tuple[str, ...], local: np.ndarray, rows: np.ndarray,
+    placed: list[np.ndarray],
+) -> list[pa.RecordBatch]:  # fmt: skip
+    """Copies of rows ``local`` of the columns ``src`` of a pinned chunk, batch by batch.
+
+    One unchecked ``take`` per record batch touched (``local`` is in range by construction);
+    appends to ``placed`` the entries of ``rows`` (positions in the request) in the order the
+    returned rows come. Always copies: the chunk may be evicted once released.
+    """
+    batches, offsets = pinned.batches(src)
+    if len(batches) == 1:
+        placed.append(rows)
+        return [take_unchecked(batches[0], int64_array(local))]
+    owner = np.searchsorted(offsets, local, side="right") - 1
+    by_batch = np.argsort(owner, kind="stable")
+    owner, local, rows = owner[by_batch], local[by_batch], rows[by_batch]
+    cuts = [0, *(np.flatnonzero(np.diff(owner)) + 1).tolist(), len(local)]
+    out = []
+    for a, b in itertools.pairwise(cuts):
+        k = int(owner[a])
+        out.append(take_unchecked(batches[k], int64_array(local[a:b] - offsets[k])))
+        placed.append(rows[a:b])
+    return out

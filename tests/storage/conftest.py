@@ -106,3 +106,15 @@ def small_disk(tmp_path: Path) -> Iterator[Callable[[str], Path]]:
     yield mount
     for path in mounted:
         subprocess.run(["umount", str(path)], check=False)
+
+
+@pytest.fixture
+def proxy(s3_storage_options: dict[str, Any]) -> Iterator[Any]:
+    from tests.storage.fault_proxy import FaultProxy
+
+    p = FaultProxy(s3_storage_options["client_kwargs"]["endpoint_url"])
+    try:
+        yield p
+    finally:
+        p.gate.set()
+        p.close()

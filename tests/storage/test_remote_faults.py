@@ -8,15 +8,11 @@ The corpus is written straight to the moto server; the dataset reads it through
 from __future__ import annotations
 
 import errno
-import http.client
 import itertools
 import os
-import threading
 import time
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
@@ -32,124 +28,11 @@ from arrowmix.exceptions import (
     RemoteReadError,
     WriteError,
 )
+from tests.storage.fault_proxy import FaultProxy
 
 pytestmark = pytest.mark.integration
 
 ROWS = 200
-_SLOWDOWN = (
-    b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
-    b"<Message>Please reduce your request rate.</Message><RequestId>1</RequestId></Error>"
-)
-_DENIED = (
-    b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code>'
-    b"<Message>Access Denied</Message><RequestId>1</RequestId></Error>"
-)
-
-
-class FaultProxy:
-    """Forwards HTTP requests to ``upstream``; ``rule(method, path)`` picks a fault or None."""
-
-    def __init__(self, upstream: str) -> None:
-        parts = urlsplit(upstream)
-        self.upstream = (parts.hostname or "127.0.0.1", parts.port or 80)
-        self.rule: Callable[[str, str], str | None] = lambda method, path: None
-        self.log: list[tuple[str, str, str | None]] = []
-        self.in_flight = self.most_in_flight = 0
-        self._count = threading.Lock()
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                proxy.handle(self)
-
-            do_HEAD = do_GET
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def endpoint(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
-
-    def requests(self, method: str, name: str) -> int:
-        """How many ``method`` requests for a path ending with ``name`` came through."""
-        return sum(1 for m, p, _ in self.log if m == method and p.split("?")[0].endswith(name))
-
-    def handle(self, h: BaseHTTPRequestHandler) -> None:
-        action = self.rule(h.command, h.path)
-        self.log.append((h.command, h.path, action))
-        if action in ("throttle", "deny"):
-            body = _SLOWDOWN if action == "throttle" else _DENIED
-            self._reply(h, 503 if action == "throttle" else 403, [], body)
-            return
-        with self._count:
-            self.in_flight += 1
-            self.most_in_flight = max(self.most_in_flight, self.in_flight)
-        try:
-            if action == "slow":
-                time.sleep(0.3)
-            self._forward(h, action)
-        finally:
-            with self._count:
-                self.in_flight -= 1
-
-    def _forward(self, h: BaseHTTPRequestHandler, action: str | None) -> None:
-        conn = http.client.HTTPConnection(*self.upstream, timeout=30)
-        try:
-            conn.request(h.command, h.path, headers=dict(h.headers))
-            resp = conn.getresponse()
-            data = resp.read()
-            headers = resp.getheaders()
-        finally:
-            conn.close()
-        if action in ("short", "garble"):  # no checksum header: only the length tells
-            headers = [(k, v) for k, v in headers if not k.lower().startswith("x-amz-checksum")]
-        if action == "short" and len(data) > 1:
-            data = data[: len(data) // 2]
-        elif action in ("corrupt", "garble") and data:
-            mid = len(data) // 2
-            data = data[:mid] + bytes([data[mid] ^ 0xFF]) + data[mid + 1 :]
-        self._reply(h, resp.status, headers, data)
-
-    @staticmethod
-    def _reply(
-        h: BaseHTTPRequestHandler, status: int, headers: list[tuple[str, str]], data: bytes
-    ) -> None:
-        h.send_response(status)
-        skip = {"content-length", "transfer-encoding", "connection", "server", "date"}
-        for k, v in headers:
-            if k.lower() not in skip:
-                h.send_header(k, v)
-        if h.command == "HEAD":
-            h.send_header("Content-Length", dict(headers).get("Content-Length", "0"))
-            h.end_headers()
-            return
-        h.send_header("Content-Length", str(len(data)))
-        if status >= 400:
-            h.send_header("Content-Type", "application/xml")
-        h.end_headers()
-        h.wfile.write(data)
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def proxy(s3_storage_options: dict[str, Any]) -> Iterator[FaultProxy]:
-    p = FaultProxy(s3_storage_options["client_kwargs"]["endpoint_url"])
-    try:
-        yield p
-    finally:
-        p.close()
 
 
 @pytest.fixture
@@ -220,6 +103,32 @@ def test_the_backends_make_one_attempt_per_request(s3_storage_options):
 
     shared = fsspec.filesystem("s3", **s3_storage_options)
     assert shared is not fs and shared.retries != 1  # the user's filesystem is left alone
+
+
+def test_the_one_attempt_filesystem_reuses_the_session_that_listed_the_corpus(
+    s3_url, s3_storage_options, monkeypatch
+):
+    from arrowmix._storage.fs import url_to_fs
+
+    am.write_chunks(({"id": i} for i in range(10)), s3_url, storage_options=s3_storage_options)
+    user, path = url_to_fs(s3_url, s3_storage_options)
+    user.ls(path)  # opening lists the corpus with the user's filesystem: it has a session
+    monkeypatch.setattr(retry, "_FS", {})
+    fs, chunk = retry.remote_fs(f"{s3_url}/chunk-00000.arrow", s3_storage_options)
+    assert fs.info(chunk)["size"] > 0
+    assert fs is not user and fs.session is user.session  # no second service description
+    assert fs.retries == 1  # still its own configuration: one attempt per request
+    assert fs.config_kwargs["retries"]["total_max_attempts"] == 1
+
+
+def test_a_copy_matching_its_digest_costs_its_ranged_gets_only(
+    s3_url, s3_storage_options, proxy, tmp_path
+):
+    ds = open_corpus(s3_url, s3_storage_options, proxy, tmp_path)
+    proxy.log.clear()  # opening read the footers
+    assert ds[ROWS]["id"] == ROWS
+    chunk = [(m, p) for m, p, _ in proxy.log if "chunk-00001.arrow" in p]
+    assert chunk == [("GET", chunk[0][1])]  # no HEAD: the digest vouches for the version
 
 
 def test_a_short_answer_is_retried_and_not_called_a_replacement(

@@ -140,6 +140,11 @@ class ArrowSource(Stream[Row], DealtSource):
         """Tell a row source that reads ahead (remote chunks) where the stream stands."""
         hook = optional_member(self.rows, "read_ahead")
         if hook is not None:
+            if "_chunk_bounds" not in self.__dict__:
+                # Blocks that read chunks one after the other end at chunk boundaries, so
+                # the rows of a chunk are served as soon as it is downloaded, while the
+                # next ones download (see _first_chunk_run).
+                self._chunk_bounds = np.asarray(self.rows.chunk_offsets(), dtype=np.int64)
             hook(Upcoming(self, (self._epoch, self._start)))
 
     def stats(self) -> dict[str, Any]:
@@ -336,6 +341,8 @@ class ArrowSource(Stream[Row], DealtSource):
         stop = min(self._epoch_stop(), self._start + self.block_rows)
         self._read_ahead()
         pos = self._order.positions(self._epoch, self._start, stop)
+        if "_chunk_bounds" in self.__dict__:
+            pos = _first_chunk_run(pos, self._chunk_bounds)
         self._block = table_to_rows(self.rows.take(pos))
 
     def next(self) -> Row:
@@ -357,6 +364,22 @@ class ArrowSource(Stream[Row], DealtSource):
             self._pos += len(take)
             out.extend(take)
         return out
+
+
+def _first_chunk_run(pos: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """``pos`` up to where it leaves its first chunk, when it reads chunks one at a time.
+
+    Positions that visit each chunk in one run (sequential order, a span of whole chunks)
+    are cut at the first chunk boundary; positions that go back and forth between chunks
+    (a shuffled window) need every chunk at once and are returned whole.
+    """
+    if len(pos) < 2:
+        return pos
+    owner = np.searchsorted(bounds, pos, side="right")
+    changes = np.flatnonzero(owner[1:] != owner[:-1])
+    if len(changes) == 0 or len(changes) + 1 != len(np.unique(owner)):
+        return pos
+    return pos[: int(changes[0]) + 1]
 
 
 class Upcoming:
