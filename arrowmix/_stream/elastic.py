@@ -57,6 +57,7 @@ from arrowmix._stream.topology import (
     elastic_sources,
     open_for_changes,
     replay_open_windows,
+    source_keys,
     walk,
 )
 from arrowmix.exceptions import StateError
@@ -124,8 +125,28 @@ def _plain_task(st: State, n: int, k: int, num_sources: int) -> dict[str, Any]:
     }
 
 
+def _fresh_spec(draining: bool) -> dict[str, Any]:
+    """A source the checkpoint did not have: from its beginning (nothing, in a drain)."""
+    return {"generations": [], "limit": [0, 0] if draining else None, "seed": None}
+
+
+def rekey(task: dict[str, Any], keys: list[str] | None) -> dict[str, Any]:
+    """``task`` with its sources matched to this pipeline's by key (named mixes).
+
+    A kept source keeps its dealing; a source the task lacks starts at its beginning
+    (in a drain, it yields nothing); a source this pipeline lacks is left out (the mix
+    reports it). Tasks without keys stay positional.
+    """
+    specs = task["sources"]
+    if keys is None or not specs or not all("key" in spec for spec in specs):
+        return task
+    by_key = {spec["key"]: {k: v for k, v in spec.items() if k != "key"} for spec in specs}
+    draining = any(spec["limit"] is not None for spec in specs)
+    return {**task, "sources": [by_key.get(k) or _fresh_spec(draining) for k in keys]}
+
+
 def _old_tasks(
-    merged: list[State], num_sources: int
+    merged: list[State], num_sources: int, keys: list[str] | None = None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``(drains, mains)``: the old instances' pending drain tasks and their main tasks."""
     n = len(merged)
@@ -133,7 +154,7 @@ def _old_tasks(
     mains: list[dict[str, Any]] = []
     for k, st in enumerate(merged):
         if ELASTIC_KEY in st:
-            tasks = [_check_task(x) for x in st[ELASTIC_KEY]["tasks"]]
+            tasks = [rekey(_check_task(x), keys) for x in st[ELASTIC_KEY]["tasks"]]
             tasks[0] = {**tasks[0], "state": st["state"], "pipeline": st["pipeline"]}
         else:
             tasks = [_plain_task(st, n, k, num_sources)]
@@ -199,6 +220,7 @@ class ElasticRun:
     def __init__(self, root: Stream[Any], tasks: list[dict[str, Any]]) -> None:
         self.root = root
         self.sources, dealers = elastic_sources(root)
+        self.keys = source_keys(root)
         # With budget_bucket every instance reads the same rows and the stage deals
         # batches: it carries the instance sharding, the sources stay unsharded.
         self.shared = bool(dealers)
@@ -353,7 +375,7 @@ class ElasticRun:
         run.epoch = _common_epoch(merged)
         run.nodes_of = {st.get("pipeline"): st.get("nodes") for st in merged}
         ns = len(run.sources)
-        drains, mains = _old_tasks(merged, ns)
+        drains, mains = _old_tasks(merged, ns, run.keys)
         if run.shared:
             new_drains, main_task = run.plan_shared(mains)
             t, j = run.home
@@ -412,9 +434,10 @@ class ElasticRun:
         cls, root: Stream[Any], state: State, allow_changes: bool = False
     ) -> ElasticRun:
         """Resume an elastic run from the checkpoint of the same instance."""
-        tasks = [_check_task(x) for x in state[ELASTIC_KEY]["tasks"]]
+        run = cls(root, [])
+        tasks = [rekey(_check_task(x), run.keys) for x in state[ELASTIC_KEY]["tasks"]]
         tasks[0] = {**tasks[0], "state": state["state"], "pipeline": state["pipeline"]}
-        run = cls(root, tasks)
+        run.tasks = tasks
         run.allow_changes = allow_changes
         run.epoch = int(state.get("epoch", 0))
         run.home = tuple(tasks[-1]["sharding"])
@@ -437,6 +460,10 @@ class ElasticRun:
         tasks = copy.deepcopy(self.tasks)
         tasks[0]["state"] = None
         tasks[0]["pipeline"] = ""
+        if self.keys is not None:  # sources matched by key on the next resume
+            for task in tasks:
+                for spec, key in zip(task["sources"], self.keys, strict=True):
+                    spec["key"] = key
         out = {
             "format": FORMAT_VERSION,
             "pipeline": self.root.pipeline_fingerprint(),

@@ -127,6 +127,10 @@ class WeightedMixIterator(Stream[T]):
     def children(self) -> list[Stream[Any]]:
         return list(self.streams)
 
+    def child_names(self) -> list[str] | None:
+        """The source names of a named mix (elastic resume keys its sources by them)."""
+        return None if self.names is None else list(self.names)
+
     def set_elastic_mode(self, mode: ElasticMode) -> None:
         """While draining an old instance, an input that ends is dropped."""
         self._drain = mode.draining
@@ -167,6 +171,7 @@ class WeightedMixIterator(Stream[T]):
         self._base = 0  # the step is sum(counts) + base (base: removed sources' counts)
         self._exhausted = [False] * k
         self._active = [True] * k
+        self._drawn: tuple[Any, list[bool], bool] | None = None
         # Looked-ahead inputs (longest_cycle): the state before the item, and the item
         # (missing after a restore: read again when needed).
         self._pre: list[State | None] = [None] * k
@@ -224,6 +229,7 @@ class WeightedMixIterator(Stream[T]):
         self._rule.swrr.cur = [int(c) for c in state[self.DEFICITS_KEY]]
         self._exhausted = [bool(x) for x in state[self.EXHAUSTED_KEY]]
         self._active = [bool(x) for x in state[self.ACTIVE_KEY]]
+        self._drawn = None
         for i, (s, peeked) in enumerate(zip(self.streams, state[self.PEEKED_KEY], strict=True)):
             if peeked:
                 self._pre[i] = s.get_state()
@@ -271,7 +277,7 @@ class WeightedMixIterator(Stream[T]):
 
         Inputs a schedule gives weight 0 at this step do not count.
         """
-        drawn = self._rule.mask(self._active)
+        drawn = self._mask()[0]
         for j, done in enumerate(self._exhausted):
             if done or not drawn[j]:
                 continue
@@ -292,9 +298,11 @@ class WeightedMixIterator(Stream[T]):
         """The input chosen at this step; -1 when every active input has weight 0."""
         rule, active = self._rule, self._active
         if self.schedule is not None:
-            rule.cross(self._step())
-            active = rule.mask(active)
-            if not any(active):
+            step = self._step()
+            if step >= rule.end:
+                rule.cross(step)
+            active, some = self._mask()
+            if not some:
                 return -1
         if self.seed is None:
             return rule.swrr.choose(active)
@@ -453,8 +461,17 @@ class WeightedMixIterator(Stream[T]):
                 self._counts[i] += len(p)
         return out
 
+    def _mask(self) -> tuple[list[bool], bool]:
+        """The inputs that may be chosen in this segment, and whether there is one."""
+        drawn, swrr = self._drawn, self._rule.swrr
+        if drawn is None or drawn[0] is not swrr:  # another segment, or active set
+            mask = self._rule.mask(self._active)
+            drawn = self._drawn = (swrr, mask, any(mask))
+        return drawn[1], drawn[2]
+
     def _drop(self, i: int) -> None:
         self._active[i] = False
+        self._drawn = None
         self._rule.swrr.restart()
 
     def next(self) -> T:
@@ -502,7 +519,7 @@ class WeightedMixIterator(Stream[T]):
         # Stopping leaves the deficits as they were, so next() stops again identically.
         if self.seed is None:
             rule = self._rule
-            active = rule.mask(self._active)
+            active = self._mask()[0]
             total = sum(a for a, on in zip(rule.ints, active, strict=True) if on)
             rule.swrr.cur[i] += total
             for j, on in enumerate(active):
