@@ -152,7 +152,8 @@ def bench_schedules(sources: list[am.Dataset], repeats: int) -> None:
     )
     linear = WeightSchedule([(0, list(WEIGHTS)), (n, list(_LATE))], interpolate="linear", every=256)
     function = WeightSchedule.from_function(late_share, every=1024)
-    kinds = {"constant": WEIGHTS, "table": table, "linear, every=256": linear}
+    kinds: dict[str, Any] = {"constant": WEIGHTS, "constant, non-round": (0.4321, 0.3123, 0.2556)}
+    kinds |= {"table": table, "linear, every=256": linear}
     kinds["function, every=1024"] = function
     cases: dict[str, Any] = {}
     base: dict[str, str] = {}

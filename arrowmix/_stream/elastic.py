@@ -67,6 +67,7 @@ __all__ = ["ElasticRun", "merge_states"]
 MERGED_KEY = "merged"
 ELASTIC_KEY = "elastic"
 _TASK_KEYS = ("pipeline", "state", "sharding", "sources", "override")
+STEPS_KEY = "steps"  # optional: where the weight schedules of a main task start
 
 
 def merge_states(states: Sequence[State]) -> State:
@@ -185,7 +186,7 @@ def _unseeded(state: Any) -> Any:
 
 
 def _check_task(task: Any) -> dict[str, Any]:
-    if not isinstance(task, dict) or set(task) != set(_TASK_KEYS):
+    if not isinstance(task, dict) or set(task) - {STEPS_KEY} != set(_TASK_KEYS):
         raise StateError(f"elastic checkpoint: bad task {task!r:.120}.")
     return task
 
@@ -231,6 +232,7 @@ class ElasticRun:
         self.epoch = 0  # the epoch chosen by set_epoch on the old instances
         self.nodes_of: dict[Any, Any] = {}  # pipeline hash -> its checkpoint's "nodes"
         self.allow_changes = False  # load_state_dict(..., allow_changes=True)
+        self.steps: list[list[int | None]] = []  # schedule steps of the old instances
 
     def set_mode(self, mode: ElasticMode) -> None:
         for node in self.nodes:
@@ -279,7 +281,15 @@ class ElasticRun:
         self.set_mode(ElasticMode(draining=draining))
         if self.epoch != self.root.chosen_epoch:
             self.root.apply_epoch(self.epoch)
+        if task["state"] is None and task.get(STEPS_KEY):
+            for node, step in zip(self._scheduled(), task[STEPS_KEY], strict=False):
+                if step is not None:
+                    node.start_schedule_at(int(step))
         self.root.reset_pipeline(task["state"])
+
+    def _scheduled(self) -> list[Any]:
+        """The nodes whose weights follow a schedule of their step (mixes), in walk order."""
+        return [n for n in self.nodes if callable(getattr(n, "schedule_step", None))]
 
     def replay(self, task: dict[str, Any]) -> None:
         """Restore ``task`` and replay its partially emitted windows (synchronously)."""
@@ -299,6 +309,7 @@ class ElasticRun:
         if task["state"] is None:
             return [[0, 0] for _ in self.sources]
         self.replay(task)
+        self.steps.append([n.schedule_step() for n in self._scheduled()])
         return [list(s.frontier()) for s in self.sources]
 
     def plan_shared(
@@ -391,14 +402,20 @@ class ElasticRun:
         if seeds is None:
             seeds = [spec["seed"] for spec in mains[0]["sources"]]
         t, j = run.home
-        main_task = {
+        main: dict[str, Any] = {
             "pipeline": "",
             "state": None,
             "sharding": [t, j],
             "sources": _next_generation(chain, frontiers, seeds, ns),
             "override": None,
         }
-        run.tasks = [*drains[j::t], main_task]
+        steps = [
+            max((x for x in col if x is not None), default=None)
+            for col in zip(*run.steps, strict=True)
+        ]
+        if any(x is not None for x in steps):  # schedules continue where the old ones were
+            main[STEPS_KEY] = steps
+        run.tasks = [*drains[j::t], main]
         run.configure(run.tasks[0])
         return run
 

@@ -13,11 +13,18 @@ from hypothesis import strategies as st
 
 from arrowmix._stream.mixing.mix import WeightedMixIterator
 from arrowmix.exceptions import StateError
-from arrowmix.stream import Stream, WeightSchedule, estimate_mix_rows, from_iterable, mix
+from arrowmix.stream import (
+    Stream,
+    WeightSchedule,
+    estimate_mix_rows,
+    from_iterable,
+    merge_states,
+    mix,
+)
 from arrowmix.testing import CheckpointRoundTripTests
 
 from .helpers import arrow
-from .test_elastic import A, B, src
+from .test_elastic import ROWS_B, A, B, src
 
 CURRICULUM = WeightSchedule([(0, {"a": 1, "b": 0}), (20, {"a": 1, "b": 1}), (50, {"a": 1, "b": 3})])
 RAMP = WeightSchedule([(0, [3, 1]), (60, [1, 3])], interpolate="linear", every=8)
@@ -277,3 +284,26 @@ def test_positions_view_selects_the_rows_iteration_yields(seed: int | None, stop
     while len(parts[-1]):
         parts.append(view.pull(64))
     assert view.rows.take(np.concatenate(parts))["id"].to_pylist() == expected
+
+
+def test_elastic_resume_continues_the_schedule_at_the_old_step() -> None:
+    # a only before step 20, b only from then on
+    sched = WeightSchedule([(0, {"a": 1, "b": 0}), (20, {"a": 0, "b": 1})])
+
+    def build(n: int, r: int) -> Stream[Any]:
+        a, b = src(A, n, r, 1), src(B, n, r, 2)
+        return mix({"a": a, "b": b}, sched).map(row_id)
+
+    old = [build(2, r) for r in range(2)]
+    seen = [x for s in old for x in [next(s) for _ in range(25)]]
+    merged = json.loads(json.dumps(merge_states([s.state_dict() for s in old])))
+    rest = []
+    for r in range(3):
+        new = build(3, r)
+        new.load_state_dict(merged)
+        head = [next(new) for _ in range(5)]
+        assert all(x >= 10_000 for x in head), f"rank {r} went back to step 0: {head}"
+        rest += head + list(new)
+    assert len(seen + rest) == len(set(seen + rest))
+    assert sorted(x for x in seen + rest if x >= 10_000) == list(range(10_000, 10_000 + ROWS_B))
+    assert sum(x < 10_000 for x in seen + rest) == 40  # a has weight 0 from step 20 on

@@ -131,6 +131,18 @@ class WeightedMixIterator(Stream[T]):
         """The source names of a named mix (elastic resume keys its sources by them)."""
         return None if self.names is None else list(self.names)
 
+    def schedule_step(self) -> int | None:
+        """The step a schedule stands at (None without a schedule)."""
+        return None if self.schedule is None or not self._started else self._step()
+
+    def start_schedule_at(self, step: int) -> None:
+        """Make the next fresh start stand at ``step`` of the schedule.
+
+        Elastic resume: the rows no old instance had read continue the schedule where
+        the old instances were.
+        """
+        self._start_step = step
+
     def set_elastic_mode(self, mode: ElasticMode) -> None:
         """While draining an old instance, an input that ends is dropped."""
         self._drain = mode.draining
@@ -182,7 +194,8 @@ class WeightedMixIterator(Stream[T]):
         self._window = [0] * k
         self.removed: list[str] = []
         if state is None:
-            self._rule.start(0)
+            self._base = int(self.__dict__.pop("_start_step", 0))
+            self._rule.start(self._base)
             for s in self.streams:
                 s.reset(None)
             return
