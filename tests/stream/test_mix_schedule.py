@@ -307,3 +307,15 @@ def test_elastic_resume_continues_the_schedule_at_the_old_step() -> None:
     assert len(seen + rest) == len(set(seen + rest))
     assert sorted(x for x in seen + rest if x >= 10_000) == list(range(10_000, 10_000 + ROWS_B))
     assert sum(x < 10_000 for x in seen + rest) == 40  # a has weight 0 from step 20 on
+
+
+def test_a_bare_function_is_a_schedule_evaluated_every_1024_steps() -> None:
+    def web_then_code(step: int) -> dict[str, float]:
+        return {"web": 1.0, "code": 0.0} if step < 1024 else {"web": 0.0, "code": 1.0}
+
+    m = mix({"web": letters("w", 3000), "code": letters("c", 3000)}, web_then_code)
+    out = [next(m)[0] for _ in range(2048)]
+    assert out == ["w"] * 1024 + ["c"] * 1024
+    fn = WeightSchedule.from_function(web_then_code)
+    same = mix({"web": letters("w", 3000), "code": letters("c", 3000)}, fn)
+    assert same.pipeline_fingerprint() == m.pipeline_fingerprint()

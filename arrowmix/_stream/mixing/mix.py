@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
@@ -41,7 +41,7 @@ from arrowmix._stream.topology import ElasticRole
 from arrowmix._validate import check_int
 from arrowmix.exceptions import SchemaMismatchError, StateError
 
-Weights = Sequence[float] | Mapping[str, float] | WeightSchedule | None
+Weights = Sequence[float] | Mapping[str, float] | WeightSchedule | Callable[[int], Any] | None
 
 __all__ = ["WeightedMixIterator", "ZipIterator", "check_schemas", "mix", "zip_streams"]
 
@@ -103,6 +103,8 @@ class WeightedMixIterator(Stream[T]):
         seed: int | None = None,
     ) -> None:
         super().__init__()
+        if callable(weights) and not isinstance(weights, WeightSchedule):
+            weights = WeightSchedule.from_function(weights)  # a bare function of the step
         sched = weights if isinstance(weights, WeightSchedule) else None
         self.names, inputs, plain = split_named(streams, None if sched else weights)
         self.streams: list[Stream[T]] = inputs
@@ -590,7 +592,8 @@ def mix(
             ``load_state_dict(state, allow_changes=True)`` resumes it into a mixture
             with other weights or sources); their schemas must match when known.
         weights: one positive, finite weight per stream (by name for named streams),
-            or a :class:`WeightSchedule` (weights that change with the step).
+            or a :class:`WeightSchedule` (weights that change with the step); a bare
+            function ``step -> weights`` is ``WeightSchedule.from_function(fn)``.
         stopping: ``"shortest"``, ``"longest_drop"`` or ``"longest_cycle"``.
         seed: ``None`` for the deterministic most-behind rule, else a random draw by
             weight that depends only on ``(seed, step)``.
