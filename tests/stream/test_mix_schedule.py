@@ -319,3 +319,18 @@ def test_a_bare_function_is_a_schedule_evaluated_every_1024_steps() -> None:
     fn = WeightSchedule.from_function(web_then_code)
     same = mix({"web": letters("w", 3000), "code": letters("c", 3000)}, fn)
     assert same.pipeline_fingerprint() == m.pipeline_fingerprint()
+
+
+@pytest.mark.parametrize("batch", [1, 4])
+def test_resume_where_the_schedule_left_no_input(batch: int) -> None:
+    # b ends (and is dropped) at step 3; from step 4 only b has weight: the mix ends there
+    sched = WeightSchedule([(0, {"a": 1, "b": 1}), (4, {"a": 0, "b": 1})])
+
+    def build() -> Stream[Any]:
+        return mix({"a": letters("a", 20), "b": letters("b", 1)}, sched)
+
+    m = build()
+    assert [x for b in m.batch(batch) for x in b] == ["a0", "b0", "a1", "a2"]
+    again = build()
+    again.load_state_dict(json.loads(json.dumps(m.state_dict())))  # no change to allow
+    assert list(again) == []

@@ -251,10 +251,13 @@ class WeightedMixIterator(Stream[T]):
 
     def get_state(self) -> State:
         state = self._list_state()
+        weights, step = self.weights, self._step()
+        if self.schedule is not None:  # the weights of the last item yielded, as restored
+            weights = list(self.schedule.segment(max(step - 1, 0))[2])
         if self.names is not None:
-            state = to_named(self.names, self.weights, state)
+            state = to_named(self.names, weights, state)
         if self.schedule is not None:
-            state[self.STEP_KEY] = self._step()
+            state[self.STEP_KEY] = step
         return state
 
     def _step(self) -> int:
