@@ -5,6 +5,7 @@ Usage (from the repository root; needs ``pip install 'ray[data]'``):
     python scripts/bench_mix.py                # 300k rows in 3 sources, 3 repeats
     python scripts/bench_mix.py --quick        # 60k rows, 2 repeats
     python scripts/bench_mix.py --skip-map     # only the mixing comparison
+    python scripts/bench_mix.py --schedules    # weight schedules vs constant weights (no Ray)
 
 Mixing: three sources of small rows (``{"src", "id", "text"}``, ~20 characters of text) with
 sizes in the ratio of the weights 0.5/0.3/0.2, stored as arrowmix chunk files of
@@ -15,6 +16,11 @@ Ray also as Arrow batches. Reported: rows/s, and the realised ratio's largest de
 from the target over consecutive windows of 1,000 output rows, counted until the first source
 runs out (``max |count_i / 1000 - w_i|``). arrowmix's deterministic rule is exact up to
 rounding; Ray interleaves whole blocks, so its windows hold one source at a time.
+
+Schedules (``--schedules``, no Ray): the same mix with constant weights, with a constant
+table of 4 breakpoints (round weights), a linear ramp (``every=256``) and a function
+(``every=1024``), moving the weights from 0.5/0.3/0.2 to 0.2/0.3/0.5 over the run; ratio of
+each to constant weights.
 
 Map: an expensive per-row function (repeated SHA-256 of the text) over ``--map-rows`` rows of
 arrowmix chunks, recomputed each time (``load_from_cache_file=False``): one local process,
@@ -30,6 +36,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -46,7 +53,7 @@ from bench_common import (  # the scripts folder is not a package
 )
 
 import arrowmix as am  # bench_common puts the checkout on sys.path
-from arrowmix.stream import mix
+from arrowmix.stream import WeightSchedule, mix
 
 WEIGHTS = (0.5, 0.3, 0.2)
 WINDOW = 1000
@@ -89,10 +96,14 @@ def max_window_deviation(srcs: np.ndarray, sizes: list[int]) -> float:
     return worst
 
 
-def run_arrowmix(sources: list[am.Dataset], seed: int | None, batch: int = 0) -> np.ndarray:
+def run_arrowmix(
+    sources: list[am.Dataset], seed: int | None, batch: int = 0, weights: Any = WEIGHTS
+) -> np.ndarray:
     """The mixed sources' ``src`` column, read row by row (or in ``.batch(batch)`` lists)."""
     streams = [ds.to_stream(shuffle=None, infinite=False) for ds in sources]
-    mixed = mix(streams, list(WEIGHTS), seed=seed)
+    mixed = mix(
+        streams, weights if isinstance(weights, WeightSchedule) else list(weights), seed=seed
+    )
     if not batch:
         return np.fromiter((r["src"] for r in mixed), np.int8)
     return np.fromiter((r["src"] for b in mixed.batch(batch) for r in b), np.int8)
@@ -122,11 +133,51 @@ def expensive(row: dict) -> dict:
     return {"h": data[:8].hex()}
 
 
+_LATE = (0.2, 0.3, 0.5)
+_RAMP_ROWS = [1]  # the run's length, set by bench_schedules
+
+
+def late_share(step: int) -> list[float]:
+    """Weights moving linearly from WEIGHTS to _LATE over the run (a function schedule)."""
+    f = min(1.0, step / _RAMP_ROWS[0])
+    return [a + (b - a) * f for a, b in zip(WEIGHTS, _LATE, strict=True)]
+
+
+def bench_schedules(sources: list[am.Dataset], repeats: int) -> None:
+    n = sum(len(ds) for ds in sources)
+    _RAMP_ROWS[0] = n
+    # a curriculum's round weights, as a user writes them
+    table = WeightSchedule(
+        [(0, [5, 3, 2]), (n // 4, [4, 3, 3]), (n // 2, [3, 3, 4]), (3 * n // 4, [2, 3, 5])]
+    )
+    linear = WeightSchedule([(0, list(WEIGHTS)), (n, list(_LATE))], interpolate="linear", every=256)
+    function = WeightSchedule.from_function(late_share, every=1024)
+    kinds: dict[str, Any] = {"constant": WEIGHTS, "constant, non-round": (0.4321, 0.3123, 0.2556)}
+    kinds |= {"table": table, "linear, every=256": linear}
+    kinds["function, every=1024"] = function
+    cases: dict[str, Any] = {}
+    base: dict[str, str] = {}
+    for seed in (None, 0):
+        for batch in (0, 1024):
+            for kind, w in kinds.items():
+                name = f"{'seeded' if seed is not None else 'deterministic'}, " + (
+                    f".batch({batch}), " if batch else "rows, "
+                )
+                cases[name + kind] = lambda s=seed, b=batch, w=w: run_arrowmix(sources, s, b, w)
+                base[name + kind] = name + "constant"
+    t = interleaved(cases, repeats, work=n, warmup=1)
+    print(f"\n### Weight schedules: mixing {n:,} rows of 3 sources\n")
+    print("| case | rows/s | vs constant weights |\n|---|---|---|")
+    for name, tm in t.items():
+        print(f"| {name} | {fmt_rate(tm.rate)} | {tm.rate / t[base[name]].rate:.2f}x |")
+
+
 def main() -> None:
     p = base_parser(__doc__.split("\n", 1)[0])
     p.add_argument("--block-rows", type=int, default=10_000, help="rows per chunk / Ray block")
     p.add_argument("--map-rows", type=int, default=100_000, help="rows of the map comparison")
     p.add_argument("--skip-map", action="store_true", help="only the mixing comparison")
+    p.add_argument("--schedules", action="store_true", help="schedules vs constant weights")
     p.set_defaults(rows=300_000)
     args = p.parse_args()
     total = 60_000 if args.quick and args.rows == 300_000 else args.rows
@@ -138,6 +189,10 @@ def main() -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")]))
     print("command: python scripts/bench_mix.py " + " ".join(sys.argv[1:]))
     print(machine_summary())
+    if args.schedules:
+        with workdir_from_args(args, "arrowmix-bench-mix-") as work:
+            bench_schedules(make_sources(work, total, args.block_rows), repeats)
+        return
 
     t0 = time.perf_counter()
     import ray

@@ -57,6 +57,7 @@ from arrowmix._stream.topology import (
     elastic_sources,
     open_for_changes,
     replay_open_windows,
+    source_keys,
     walk,
 )
 from arrowmix.exceptions import StateError
@@ -66,6 +67,7 @@ __all__ = ["ElasticRun", "merge_states"]
 MERGED_KEY = "merged"
 ELASTIC_KEY = "elastic"
 _TASK_KEYS = ("pipeline", "state", "sharding", "sources", "override")
+STEPS_KEY = "steps"  # optional: where the weight schedules of a main task start
 
 
 def merge_states(states: Sequence[State]) -> State:
@@ -124,8 +126,28 @@ def _plain_task(st: State, n: int, k: int, num_sources: int) -> dict[str, Any]:
     }
 
 
+def _fresh_spec(draining: bool) -> dict[str, Any]:
+    """A source the checkpoint did not have: from its beginning (nothing, in a drain)."""
+    return {"generations": [], "limit": [0, 0] if draining else None, "seed": None}
+
+
+def rekey(task: dict[str, Any], keys: list[str] | None) -> dict[str, Any]:
+    """``task`` with its sources matched to this pipeline's by key (named mixes).
+
+    A kept source keeps its dealing; a source the task lacks starts at its beginning
+    (in a drain, it yields nothing); a source this pipeline lacks is left out (the mix
+    reports it). Tasks without keys stay positional.
+    """
+    specs = task["sources"]
+    if keys is None or not specs or not all("key" in spec for spec in specs):
+        return task
+    by_key = {spec["key"]: {k: v for k, v in spec.items() if k != "key"} for spec in specs}
+    draining = any(spec["limit"] is not None for spec in specs)
+    return {**task, "sources": [by_key.get(k) or _fresh_spec(draining) for k in keys]}
+
+
 def _old_tasks(
-    merged: list[State], num_sources: int
+    merged: list[State], num_sources: int, keys: list[str] | None = None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """``(drains, mains)``: the old instances' pending drain tasks and their main tasks."""
     n = len(merged)
@@ -133,7 +155,7 @@ def _old_tasks(
     mains: list[dict[str, Any]] = []
     for k, st in enumerate(merged):
         if ELASTIC_KEY in st:
-            tasks = [_check_task(x) for x in st[ELASTIC_KEY]["tasks"]]
+            tasks = [rekey(_check_task(x), keys) for x in st[ELASTIC_KEY]["tasks"]]
             tasks[0] = {**tasks[0], "state": st["state"], "pipeline": st["pipeline"]}
         else:
             tasks = [_plain_task(st, n, k, num_sources)]
@@ -164,7 +186,7 @@ def _unseeded(state: Any) -> Any:
 
 
 def _check_task(task: Any) -> dict[str, Any]:
-    if not isinstance(task, dict) or set(task) != set(_TASK_KEYS):
+    if not isinstance(task, dict) or set(task) - {STEPS_KEY} != set(_TASK_KEYS):
         raise StateError(f"elastic checkpoint: bad task {task!r:.120}.")
     return task
 
@@ -199,6 +221,7 @@ class ElasticRun:
     def __init__(self, root: Stream[Any], tasks: list[dict[str, Any]]) -> None:
         self.root = root
         self.sources, dealers = elastic_sources(root)
+        self.keys = source_keys(root)
         # With budget_bucket every instance reads the same rows and the stage deals
         # batches: it carries the instance sharding, the sources stay unsharded.
         self.shared = bool(dealers)
@@ -209,6 +232,7 @@ class ElasticRun:
         self.epoch = 0  # the epoch chosen by set_epoch on the old instances
         self.nodes_of: dict[Any, Any] = {}  # pipeline hash -> its checkpoint's "nodes"
         self.allow_changes = False  # load_state_dict(..., allow_changes=True)
+        self.steps: list[list[int | None]] = []  # schedule steps of the old instances
 
     def set_mode(self, mode: ElasticMode) -> None:
         for node in self.nodes:
@@ -257,7 +281,15 @@ class ElasticRun:
         self.set_mode(ElasticMode(draining=draining))
         if self.epoch != self.root.chosen_epoch:
             self.root.apply_epoch(self.epoch)
+        if task["state"] is None and task.get(STEPS_KEY):
+            for node, step in zip(self._scheduled(), task[STEPS_KEY], strict=False):
+                if step is not None:
+                    node.start_schedule_at(int(step))
         self.root.reset_pipeline(task["state"])
+
+    def _scheduled(self) -> list[Any]:
+        """The nodes whose weights follow a schedule of their step (mixes), in walk order."""
+        return [n for n in self.nodes if callable(getattr(n, "schedule_step", None))]
 
     def replay(self, task: dict[str, Any]) -> None:
         """Restore ``task`` and replay its partially emitted windows (synchronously)."""
@@ -277,6 +309,7 @@ class ElasticRun:
         if task["state"] is None:
             return [[0, 0] for _ in self.sources]
         self.replay(task)
+        self.steps.append([n.schedule_step() for n in self._scheduled()])
         return [list(s.frontier()) for s in self.sources]
 
     def plan_shared(
@@ -353,7 +386,7 @@ class ElasticRun:
         run.epoch = _common_epoch(merged)
         run.nodes_of = {st.get("pipeline"): st.get("nodes") for st in merged}
         ns = len(run.sources)
-        drains, mains = _old_tasks(merged, ns)
+        drains, mains = _old_tasks(merged, ns, run.keys)
         if run.shared:
             new_drains, main_task = run.plan_shared(mains)
             t, j = run.home
@@ -369,14 +402,20 @@ class ElasticRun:
         if seeds is None:
             seeds = [spec["seed"] for spec in mains[0]["sources"]]
         t, j = run.home
-        main_task = {
+        main: dict[str, Any] = {
             "pipeline": "",
             "state": None,
             "sharding": [t, j],
             "sources": _next_generation(chain, frontiers, seeds, ns),
             "override": None,
         }
-        run.tasks = [*drains[j::t], main_task]
+        steps = [
+            max((x for x in col if x is not None), default=None)
+            for col in zip(*run.steps, strict=True)
+        ]
+        if any(x is not None for x in steps):  # schedules continue where the old ones were
+            main[STEPS_KEY] = steps
+        run.tasks = [*drains[j::t], main]
         run.configure(run.tasks[0])
         return run
 
@@ -412,9 +451,10 @@ class ElasticRun:
         cls, root: Stream[Any], state: State, allow_changes: bool = False
     ) -> ElasticRun:
         """Resume an elastic run from the checkpoint of the same instance."""
-        tasks = [_check_task(x) for x in state[ELASTIC_KEY]["tasks"]]
+        run = cls(root, [])
+        tasks = [rekey(_check_task(x), run.keys) for x in state[ELASTIC_KEY]["tasks"]]
         tasks[0] = {**tasks[0], "state": state["state"], "pipeline": state["pipeline"]}
-        run = cls(root, tasks)
+        run.tasks = tasks
         run.allow_changes = allow_changes
         run.epoch = int(state.get("epoch", 0))
         run.home = tuple(tasks[-1]["sharding"])
@@ -437,6 +477,10 @@ class ElasticRun:
         tasks = copy.deepcopy(self.tasks)
         tasks[0]["state"] = None
         tasks[0]["pipeline"] = ""
+        if self.keys is not None:  # sources matched by key on the next resume
+            for task in tasks:
+                for spec, key in zip(task["sources"], self.keys, strict=True):
+                    spec["key"] = key
         out = {
             "format": FORMAT_VERSION,
             "pipeline": self.root.pipeline_fingerprint(),

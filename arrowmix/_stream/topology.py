@@ -31,6 +31,7 @@ __all__ = [
     "elastic_sources",
     "replay_open_windows",
     "shard_points",
+    "source_keys",
     "split",
     "walk",
 ]
@@ -203,6 +204,33 @@ def elastic_sources(root: Stream[Any]) -> tuple[list[Any], list[Any]]:
     if len(dealers) > 1:
         raise ElasticResumeError("elastic resume supports one budget_bucket stage per pipeline.")
     return sources, dealers
+
+
+def source_keys(root: Stream[Any]) -> list[str] | None:
+    """A key per row source, in :func:`walk` order, from the names of the mixes above it.
+
+    A node that names its inputs (``child_names()``: a mix built from ``{name: stream}``)
+    puts the name into the key of every source below that input; ``#k`` tells apart the
+    sources that share a path. None when no node names its inputs, so that elastic
+    checkpoints of such pipelines stay positional.
+    """
+    keys: list[str] = []
+    seen: dict[str, int] = {}
+    named = False
+    todo: list[tuple[Stream[Any], str]] = [(root, "")]
+    while todo:
+        node, path = todo.pop()
+        hook = getattr(node, "child_names", None)
+        names = hook() if callable(hook) else None
+        named = named or names is not None
+        if _role(node) is ElasticRole.SOURCE:
+            k = seen.get(path, 0)
+            seen[path] = k + 1
+            keys.append(f"{path}#{k}")
+        kids = node.children()
+        paths = [path if names is None else f"{path}/{names[i]}" for i in range(len(kids))]
+        todo.extend(reversed(list(zip(kids, paths, strict=True))))
+    return keys if named else None
 
 
 def _inherits_replay(node: Stream[Any]) -> bool:

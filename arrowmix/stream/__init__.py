@@ -13,6 +13,7 @@ from arrowmix._stream.elastic import merge_states
 from arrowmix._stream.mixing.mix import mix
 from arrowmix._stream.mixing.mix import zip_streams as zip
 from arrowmix._stream.mixing.schedule import estimate_mix_rows
+from arrowmix._stream.mixing.weight_schedule import WeightSchedule
 from arrowmix._stream.rng import SeedHolder, derive_rng
 from arrowmix._stream.row_source import RowSource, TableRowSource
 from arrowmix._stream.sources.chunks import from_chunks
@@ -32,6 +33,7 @@ __all__ = [
     "SeedHolder",
     "Stream",
     "TableRowSource",
+    "WeightSchedule",
     "WindowReplayStage",
     "derive_rng",
     "estimate_mix_rows",

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import itertools
 import json
+import warnings
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
 import pytest
 
 from arrowmix._stream.mixing.mix import WeightedMixIterator
+from arrowmix._stream.row_source import TableRowSource
 from arrowmix.exceptions import DroppedDataWarning, StateError
 from arrowmix.stream import Stream, from_iterable, merge_states, mix
 from arrowmix.testing import CheckpointRoundTripTests
@@ -181,3 +185,83 @@ def test_elastic_resume_with_new_weights_delivers_each_row_once() -> None:
         s.load_state_dict(merged, allow_changes=True)
     rest = [x for s in new for x in s]
     assert sorted(seen + rest) == sorted([*range(ROWS_A), *range(10_000, 10_000 + ROWS_B)])
+
+
+C_ROWS = TableRowSource(
+    pa.table({"id": np.arange(50_000, 50_060), "n": np.ones(60, dtype=np.int64)}), chunk_rows=16
+)
+ROWS = {
+    "a": set(range(ROWS_A)),
+    "b": set(range(10_000, 10_000 + ROWS_B)),
+    "c": set(range(50_000, 50_060)),
+}
+
+
+def sharded(n: int, r: int, names: str) -> Stream[Any]:
+    make = {
+        "a": lambda: src(A, n, r, 1),
+        "b": lambda: src(B, n, r, 2, shuffle="chunks"),
+        "c": lambda: src(C_ROWS, n, r, 3),
+    }
+    return mix({k: make[k]() for k in names}).map(lambda row: int(row["id"]))
+
+
+def resume_ranks(merged: dict[str, Any], m: int, names: str, steps: int | None) -> list[int]:
+    """The rows all ``m`` new ranks yield after loading ``merged`` (``steps`` each, or all)."""
+    out: list[int] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DroppedDataWarning)
+        for r in range(m):
+            s = sharded(m, r, names)
+            s.load_state_dict(merged, allow_changes=True)
+            out.extend(s if steps is None else first(s, steps))
+    return out
+
+
+def check_union(seen: list[int], rest: list[int], before: str, after: str) -> None:
+    """Kept and new sources: every row once; removed ones: only what was read before."""
+    assert len(seen + rest) == len(set(seen + rest)), "a row was delivered twice"
+    got = set(seen + rest)
+    for name, rows in ROWS.items():
+        if name in after:
+            assert rows <= got, f"source {name}: {len(rows - got)} rows never delivered"
+        elif name in before:
+            assert not rows & set(rest), f"removed source {name} was read after the resume"
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "n", "m"),
+    [
+        ("ab", "abc", 3, 2),
+        ("ab", "a", 2, 3),
+        ("abc", "bc", 1, 4),
+        ("a", "ca", 4, 1),
+        ("ab", "ac", 3, 3),
+    ],
+)
+def test_elastic_resume_with_sources_added_or_removed(
+    before: str, after: str, n: int, m: int
+) -> None:
+    old = [sharded(n, r, before) for r in range(n)]
+    seen = [x for s in old for x in first(s, 7)]
+    merged = json.loads(json.dumps(merge_states([s.state_dict() for s in old])))
+    new = sharded(m, 0, after)
+    if set(before) - set(after):
+        with pytest.warns(DroppedDataWarning, match="are not in this mixture"):
+            new.load_state_dict(merged, allow_changes=True)
+    check_union(seen, resume_ranks(merged, m, after, None), before, after)
+
+
+@pytest.mark.parametrize(("after", "m"), [("ac", 3), ("abc", 3), ("c", 1), ("ba", 4)])
+def test_sources_change_after_an_earlier_elastic_resume(after: str, m: int) -> None:
+    # 3 ranks, then 2 (same mixture), then m ranks with another mixture: the
+    # checkpoints of the middle run carry each source's dealing, matched by name
+    old = [sharded(3, r, "ab") for r in range(3)]
+    seen = [x for s in old for x in first(s, 7)]
+    merged = json.loads(json.dumps(merge_states([s.state_dict() for s in old])))
+    mid = [sharded(2, r, "ab") for r in range(2)]
+    for s in mid:
+        s.load_state_dict(merged)
+    seen += [x for s in mid for x in first(s, 9)]
+    merged = json.loads(json.dumps(merge_states([s.state_dict() for s in mid])))
+    check_union(seen, resume_ranks(merged, m, after, None), "ab", after)

@@ -19,27 +19,30 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
 from arrowmix._stream.base import ElasticMode, State, Stream
 from arrowmix._stream.counters import TokensBySource
+from arrowmix._stream.identity import fn_identity
 from arrowmix._stream.mixing.mixed_rows import MixedRows
 from arrowmix._stream.mixing.named import WEIGHTS_KEY, from_named, split_named, to_named
 from arrowmix._stream.mixing.schedule import (
-    Swrr,
+    Weighting,
     check_stopping,
     check_weights,
-    integer_weights,
-    random_plan,
 )
+from arrowmix._stream.mixing.weight_schedule import WeightSchedule
+from arrowmix._stream.mixing.zipped import ZipIterator, zip_streams
 from arrowmix._stream.positions import Positions
 from arrowmix._stream.rng import derive_rng
 from arrowmix._stream.topology import ElasticRole
 from arrowmix._validate import check_int
 from arrowmix.exceptions import SchemaMismatchError, StateError
+
+Weights = Sequence[float] | Mapping[str, float] | WeightSchedule | Callable[[int], Any] | None
 
 __all__ = ["WeightedMixIterator", "ZipIterator", "check_schemas", "mix", "zip_streams"]
 
@@ -86,6 +89,7 @@ class WeightedMixIterator(Stream[T]):
     ACTIVE_KEY = "active"
     PEEKED_KEY = "peeked"
     SEED_KEY = "seed"
+    STEP_KEY = "step"
     _PER_INPUT_KEYS = (SOURCES_KEY, COUNTS_KEY, DEFICITS_KEY, EXHAUSTED_KEY, ACTIVE_KEY, PEEKED_KEY)
     STATE_KEYS: ClassVar[tuple[str, ...] | None] = (*_PER_INPUT_KEYS, SEED_KEY)
     TRANSIENT = ("_held", "_mixed_rows", "_allow_changes")
@@ -94,36 +98,68 @@ class WeightedMixIterator(Stream[T]):
     def __init__(
         self,
         streams: Sequence[Stream[T]] | Mapping[str, Stream[T]],
-        weights: Sequence[float] | Mapping[str, float] | None = None,
+        weights: Weights = None,
         *,
         stopping: str = "longest_drop",
         seed: int | None = None,
     ) -> None:
         super().__init__()
-        self.names, inputs, plain = split_named(streams, weights)
+        if callable(weights) and not isinstance(weights, WeightSchedule):
+            weights = WeightSchedule.from_function(weights)  # a bare function of the step
+        sched = weights if isinstance(weights, WeightSchedule) else None
+        self.names, inputs, plain = split_named(streams, None if sched else weights)
         self.streams: list[Stream[T]] = inputs
+        keys: tuple[str, ...] = (*self._PER_INPUT_KEYS, self.SEED_KEY)
         if self.names is not None:  # the named state also records the weights
-            self.STATE_KEYS = (*self._PER_INPUT_KEYS, self.SEED_KEY, WEIGHTS_KEY)  # type: ignore[misc]
+            keys = (*keys, WEIGHTS_KEY)
+        if sched is not None:  # and a scheduled one the step it stands at
+            keys = (*keys, self.STEP_KEY)
+        self.STATE_KEYS = keys  # type: ignore[misc]
         for i, s in enumerate(self.streams):
             if not isinstance(s, Stream):
                 raise TypeError(f"`streams[{i}]` must be a Stream, got {type(s).__name__}.")
-        self.weights = check_weights(plain, len(self.streams))
+        self.schedule = None if sched is None else sched.bind(self.names, len(self.streams))
         self.stopping = check_stopping(stopping)
         self.seed: int | None = check_int("seed", seed, minimum=0, none_ok=True)
         check_schemas(self.streams)
-        self._ints = integer_weights(self.weights)
+        plain = None if sched else check_weights(plain, len(self.streams))
+        self._rule = Weighting(plain or [], self.schedule)
         # Elastic drains (arrowmix._stream.elastic): inputs that end are dropped.
         self._drain = False
 
     def children(self) -> list[Stream[Any]]:
         return list(self.streams)
 
+    def child_names(self) -> list[str] | None:
+        """The source names of a named mix (elastic resume keys its sources by them)."""
+        return None if self.names is None else list(self.names)
+
+    def schedule_step(self) -> int | None:
+        """The step a schedule stands at (None without a schedule)."""
+        return None if self.schedule is None or not self._started else self._step()
+
+    def start_schedule_at(self, step: int) -> None:
+        """Make the next fresh start stand at ``step`` of the schedule.
+
+        Elastic resume: the rows no old instance had read continue the schedule where
+        the old instances were.
+        """
+        self._start_step = step
+
     def set_elastic_mode(self, mode: ElasticMode) -> None:
         """While draining an old instance, an input that ends is dropped."""
         self._drain = mode.draining
 
+    @property
+    def weights(self) -> list[float]:
+        """The weights in force (a schedule's at the current step), normalised."""
+        return self._rule.weights
+
     def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"weights": self.weights, "stopping": self.stopping}
+        weights: Any = self.weights
+        if self.schedule is not None:
+            weights = self.schedule.describe(lambda fn: fn_identity(self, fn))
+        out: dict[str, Any] = {"weights": weights, "stopping": self.stopping}
         out["seed"] = self.seed
         if self.names is not None:
             out["names"] = list(self.names)
@@ -138,12 +174,19 @@ class WeightedMixIterator(Stream[T]):
         return next((s.schema for s in self.streams if s.schema is not None), None)
 
     def reset(self, state: State | None = None) -> None:
+        allowed = self.names is not None and self.__dict__.get("_allow_changes")
+        if state is not None and allowed and isinstance(state, dict):
+            # a schedule added or dropped between runs: the step is kept or derived
+            state = {**state, self.STEP_KEY: self._state_step(state)}
+            if self.schedule is None:
+                del state[self.STEP_KEY]
         super().reset(state)
         k = len(self.streams)
-        self._swrr = Swrr(self._ints)
         self._counts = [0] * k
+        self._base = 0  # the step is sum(counts) + base (base: removed sources' counts)
         self._exhausted = [False] * k
         self._active = [True] * k
+        self._drawn: tuple[Any, list[bool], bool] | None = None
         # Looked-ahead inputs (longest_cycle): the state before the item, and the item
         # (missing after a restore: read again when needed).
         self._pre: list[State | None] = [None] * k
@@ -154,17 +197,35 @@ class WeightedMixIterator(Stream[T]):
         self._window = [0] * k
         self.removed: list[str] = []
         if state is None:
+            self._base = int(self.__dict__.pop("_start_step", 0))
+            self._rule.start(self._base)
             for s in self.streams:
                 s.reset(None)
             return
         changed = False
+        step = self._state_step(state)
+        self._rule.start(step)
         if self.names is not None:
             allowed = bool(self.__dict__.pop("_allow_changes", False))
             state, change = from_named(self.names, self.weights, state, allowed)
             self.removed, changed = change.removed, bool(change)
         self._restore(state)
+        self._base = step - sum(self._counts)
         if changed:  # another active set or weights: the deficits start again
-            self._swrr.restart()
+            self._rule.swrr.restart()
+
+    def _state_step(self, state: State) -> int:
+        """The step of a checkpoint: recorded by a scheduled mix, else its counts' sum."""
+        step = state.get(self.STEP_KEY)
+        if step is None:
+            counts = state.get(self.COUNTS_KEY)
+            values = counts.values() if isinstance(counts, dict) else counts
+            step = sum(int(c) for c in values) if isinstance(values, Iterable) else 0
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise StateError(
+                f"WeightedMixIterator: checkpoint `step` must be an int >= 0, got {step!r}."
+            )
+        return step
 
     def _restore(self, state: State) -> None:
         k = len(self.streams)
@@ -181,18 +242,28 @@ class WeightedMixIterator(Stream[T]):
             s.reset(st)
         self._counts = [int(c) for c in state[self.COUNTS_KEY]]
         self._window = list(self._counts)
-        self._swrr.cur = [int(c) for c in state[self.DEFICITS_KEY]]
+        self._rule.swrr.cur = [int(c) for c in state[self.DEFICITS_KEY]]
         self._exhausted = [bool(x) for x in state[self.EXHAUSTED_KEY]]
         self._active = [bool(x) for x in state[self.ACTIVE_KEY]]
+        self._drawn = None
         for i, (s, peeked) in enumerate(zip(self.streams, state[self.PEEKED_KEY], strict=True)):
             if peeked:
                 self._pre[i] = s.get_state()
 
     def get_state(self) -> State:
         state = self._list_state()
-        if self.names is None:
-            return state
-        return to_named(self.names, self.weights, state)
+        weights, step = self.weights, self._step()
+        if self.schedule is not None:  # the weights of the last item yielded, as restored
+            weights = list(self.schedule.segment(max(step - 1, 0))[2])
+        if self.names is not None:
+            state = to_named(self.names, weights, state)
+        if self.schedule is not None:
+            state[self.STEP_KEY] = step
+        return state
+
+    def _step(self) -> int:
+        """Items yielded so far (the step a schedule reads)."""
+        return sum(self._counts) + self._base
 
     def _list_state(self) -> State:
         return {
@@ -201,7 +272,7 @@ class WeightedMixIterator(Stream[T]):
                 for s, pre in zip(self.streams, self._pre, strict=True)
             ],
             self.COUNTS_KEY: list(self._counts),
-            self.DEFICITS_KEY: list(self._swrr.cur),
+            self.DEFICITS_KEY: list(self._rule.swrr.cur),
             self.EXHAUSTED_KEY: list(self._exhausted),
             self.ACTIVE_KEY: list(self._active),
             self.PEEKED_KEY: [pre is not None for pre in self._pre],
@@ -221,9 +292,13 @@ class WeightedMixIterator(Stream[T]):
         return item_t
 
     def _first_pass_over(self) -> bool:
-        """Look ahead the inputs still in their first pass; True when all have ended."""
+        """Look ahead the inputs still in their first pass; True when all have ended.
+
+        Inputs a schedule gives weight 0 at this step do not count.
+        """
+        drawn = self._mask()[0]
         for j, done in enumerate(self._exhausted):
-            if done or not self._active[j]:
+            if done or not drawn[j]:
                 continue
             if self._pre[j] is not None:
                 if self._held[j] is _NOTHING:
@@ -236,29 +311,34 @@ class WeightedMixIterator(Stream[T]):
                 self._exhausted[j] = True
                 continue
             self._pre[j] = pre
-        return all(e or not a for e, a in zip(self._exhausted, self._active, strict=True))
+        return all(e or not d for e, d in zip(self._exhausted, drawn, strict=True))
 
     def _choose(self) -> int:
+        """The input chosen at this step; -1 when every active input has weight 0."""
+        rule, active = self._rule, self._active
+        if self.schedule is not None:
+            step = self._step()
+            if step >= rule.end:
+                rule.cross(step)
+            active, some = self._mask()
+            if not some:
+                return -1
         if self.seed is None:
-            return self._swrr.choose(self._active)
+            return rule.swrr.choose(active)
         # Same arithmetic as schedule.random_plan, with the block's draws cached.
-        step = sum(self._counts)
+        step = self._step()
         block = step // _BLOCK
         if self._u is None or self._u[0] != block:
             self._u = (block, derive_rng(self.seed, block).random(_BLOCK))
         u = self._u[1][step % _BLOCK]
-        w = np.where(np.asarray(self._active), np.asarray(self.weights), 0.0)
+        w = np.where(np.asarray(active), np.asarray(self.weights), 0.0)
         cum = np.cumsum(w)
         last = int(np.flatnonzero(w)[-1])
         return min(int(np.searchsorted(cum, u * cum[-1], side="right")), last)
 
     def _plan(self, n: int) -> list[int]:
-        if self.seed is None:
-            return self._swrr.plan(self._active, n)
-        step = sum(self._counts)
-        plan = random_plan(self.seed, step, n, self.weights, self._active)
-        out: list[int] = plan.tolist()
-        return out
+        """The next ``n`` choices (fewer when the schedule leaves no input to choose)."""
+        return self._rule.plan(self._active, self._step(), n, self.seed)
 
     def pull(self, n: int) -> list[T]:
         """Bulk path: plan ``n`` choices, pull each input's share at once.
@@ -270,7 +350,7 @@ class WeightedMixIterator(Stream[T]):
         if n < _MIN_BULK or not any(self._active) or cycling or any(self._pre):
             return super().pull(n)
         states = [s.get_state() for s in self.streams]
-        deficits = list(self._swrr.cur)
+        rule = self._rule.snapshot()
         choices = self._plan(n)
         need = np.bincount(choices, minlength=len(self.streams)).tolist()
         t0 = _clock()
@@ -279,7 +359,7 @@ class WeightedMixIterator(Stream[T]):
         if any(len(p) < c for p, c in zip(pulled, need, strict=True)):
             for s, st in zip(self.streams, states, strict=True):
                 s.reset(st)
-            self._swrr.cur = deficits
+            self._rule.restore(rule)
             return super().pull(n)
         nexts = [iter(p).__next__ for p in pulled]
         self._counts = [c + k for c, k in zip(self._counts, need, strict=True)]
@@ -352,17 +432,20 @@ class WeightedMixIterator(Stream[T]):
             cycling = self.stopping == "longest_cycle" and any(self._exhausted)
             if not (cycling or any(pre is not None for pre in self._pre)):
                 states = [s.get_state() for s in self.streams]
-                deficits = list(self._swrr.cur)
+                rule = self._rule.snapshot()
                 choices, pulled = self._bulk(left)
                 short = [i for i, p in enumerate(pulled) if len(p) < int((choices == i).sum())]
                 if not short:
                     parts.append(self._assemble(choices, pulled, bases))
-                    break
+                    if len(choices) == left:
+                        break
+                    left -= len(choices)  # the schedule left no input: next() ends
+                    continue
                 # the first step whose input has run dry
                 t = min(int(np.flatnonzero(choices == i)[len(pulled[i])]) for i in short)
                 for s, st in zip(self.streams, states, strict=True):
                     s.reset(st)
-                self._swrr.cur = deficits
+                self._rule.restore(rule)
                 if t:
                     choices, pulled = self._bulk(t)
                     parts.append(self._assemble(choices, pulled, bases))
@@ -397,13 +480,24 @@ class WeightedMixIterator(Stream[T]):
                 self._counts[i] += len(p)
         return out
 
+    def _mask(self) -> tuple[list[bool], bool]:
+        """The inputs that may be chosen in this segment, and whether there is one."""
+        drawn, swrr = self._drawn, self._rule.swrr
+        if drawn is None or drawn[0] is not swrr:  # another segment, or active set
+            mask = self._rule.mask(self._active)
+            drawn = self._drawn = (swrr, mask, any(mask))
+        return drawn[1], drawn[2]
+
     def _drop(self, i: int) -> None:
         self._active[i] = False
-        self._swrr.restart()
+        self._drawn = None
+        self._rule.swrr.restart()
 
     def next(self) -> T:
         while any(self._active):
             i = self._choose()
+            if i < 0:
+                raise StopIteration
             if (
                 self._exhausted[i]
                 and self.stopping == "longest_cycle"
@@ -443,11 +537,13 @@ class WeightedMixIterator(Stream[T]):
     def _undo_choice(self, i: int) -> None:
         # Stopping leaves the deficits as they were, so next() stops again identically.
         if self.seed is None:
-            total = sum(a for a, on in zip(self._ints, self._active, strict=True) if on)
-            self._swrr.cur[i] += total
-            for j, on in enumerate(self._active):
+            rule = self._rule
+            active = self._mask()[0]
+            total = sum(a for a, on in zip(rule.ints, active, strict=True) if on)
+            rule.swrr.cur[i] += total
+            for j, on in enumerate(active):
                 if on:
-                    self._swrr.cur[j] -= self._ints[j]
+                    rule.swrr.cur[j] -= rule.ints[j]
 
     def count_tokens(self, positions: np.ndarray, lengths: np.ndarray) -> None:
         """Count tokens yielded from the rows at ``positions`` (by a token stage after the mix)."""
@@ -499,67 +595,9 @@ def _ratios(counts: list[int]) -> list[float]:
     return [c / total if total else 0.0 for c in counts]
 
 
-class ZipIterator(Stream[tuple[Any, ...]]):
-    """Tuples of one item of each stream; ends with the shortest.
-
-    State:
-        ``sources`` (list of input states), ``done``. Replay cost: none.
-    """
-
-    SOURCES_KEY = "sources"
-    DONE_KEY = "done"
-    STATE_KEYS = (SOURCES_KEY, DONE_KEY)
-    ELASTIC_ROLE = ElasticRole.REFUSING
-    ELASTIC_REFUSAL = "it pairs items of several inputs, which resharding would mismatch"
-
-    def __init__(self, streams: Sequence[Stream[Any]]) -> None:
-        super().__init__()
-        self.streams = list(streams)
-        if not self.streams:
-            raise ValueError("zip needs at least one stream.")
-        for i, s in enumerate(self.streams):
-            if not isinstance(s, Stream):
-                raise TypeError(f"`streams[{i}]` must be a Stream, got {type(s).__name__}.")
-
-    def children(self) -> list[Stream[Any]]:
-        return list(self.streams)
-
-    def reset(self, state: State | None = None) -> None:
-        super().reset(state)
-        self._done = False
-        if state is None:
-            for s in self.streams:
-                s.reset(None)
-            return
-        states = state[self.SOURCES_KEY]
-        if not isinstance(states, list) or len(states) != len(self.streams):
-            raise StateError(f"ZipIterator: the state is not for {len(self.streams)} streams.")
-        for s, st in zip(self.streams, states, strict=True):
-            s.reset(st)
-        self._done = bool(state[self.DONE_KEY])
-
-    def get_state(self) -> State:
-        return {
-            self.SOURCES_KEY: [s.get_state() for s in self.streams],
-            self.DONE_KEY: self._done,
-        }
-
-    def next(self) -> tuple[Any, ...]:
-        if self._done:
-            raise StopIteration
-        out = []
-        for s in self.streams:
-            try:
-                out.append(s.next())
-            except StopIteration:
-                self._done = True
-                raise
-        return tuple(out)
-
-
 def mix(
     streams: Sequence[Stream[T]] | Mapping[str, Stream[T]],
-    weights: Sequence[float] | Mapping[str, float] | None = None,
+    weights: Weights = None,
     *,
     stopping: str = "longest_drop",
     seed: int | None = None,
@@ -571,7 +609,9 @@ def mix(
             checkpoint keys each source's position by name, and
             ``load_state_dict(state, allow_changes=True)`` resumes it into a mixture
             with other weights or sources); their schemas must match when known.
-        weights: one positive, finite weight per stream (by name for named streams).
+        weights: one positive, finite weight per stream (by name for named streams),
+            or a :class:`WeightSchedule` (weights that change with the step); a bare
+            function ``step -> weights`` is ``WeightSchedule.from_function(fn)``.
         stopping: ``"shortest"``, ``"longest_drop"`` or ``"longest_cycle"``.
         seed: ``None`` for the deterministic most-behind rule, else a random draw by
             weight that depends only on ``(seed, step)``.
@@ -585,14 +625,3 @@ def mix(
         [6, 2]
     """
     return WeightedMixIterator(streams, weights, stopping=stopping, seed=seed)
-
-
-def zip_streams(streams: Sequence[Stream[Any]]) -> ZipIterator:
-    """Tuples with one item of each stream, until the shortest ends.
-
-    Example:
-        >>> from arrowmix.stream import from_iterable, zip
-        >>> list(zip([from_iterable([1, 2, 3]), from_iterable("ab")]))
-        [(1, 'a'), (2, 'b')]
-    """
-    return ZipIterator(streams)

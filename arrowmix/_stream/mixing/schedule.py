@@ -16,16 +16,19 @@ active inputs: a uniform draw from ``default_rng([seed, t // 1024])``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
+from arrowmix._stream.mixing.weight_schedule import FOREVER, BoundSchedule, WeightSchedule
 from arrowmix._stream.rng import derive_rng
 
 __all__ = [
     "STOPPING",
     "Swrr",
+    "Weighting",
     "check_weights",
     "estimate_mix_rows",
     "random_plan",
@@ -127,6 +130,85 @@ class Swrr:
         return best
 
 
+def segment_ints(weights: Sequence[float]) -> list[int]:
+    """Integers proportional to ``weights``; a weight below 1/20 000 of the total is 0."""
+    fr = [Fraction(w).limit_denominator(10_000) for w in weights]
+    lcm = math.lcm(*(f.denominator for f in fr))
+    ints = [int(f * lcm) for f in fr]
+    return ints if any(ints) else integer_weights(weights)
+
+
+class Weighting:
+    """The weights in force and the deterministic rule's deficits.
+
+    Constant weights hold for ever. With a schedule, the weights hold over a segment
+    of steps; entering the next segment (:meth:`cross`, lazily, when the step that
+    is about to be chosen lies past it) restarts the deficits. A restored mix stands
+    in the segment of the last item it had yielded (:meth:`start`), as the live one.
+
+    Example:
+        >>> w = Weighting([0.75, 0.25], None)
+        >>> [w.swrr.choose([True, True]) for _ in range(4)]
+        [0, 0, 1, 0]
+    """
+
+    def __init__(self, weights: Sequence[float], schedule: BoundSchedule | None) -> None:
+        self.schedule = schedule
+        self.end = FOREVER
+        if schedule is None:
+            self.weights = list(weights)
+            self.ints = integer_weights(self.weights)
+            self.swrr = Swrr(self.ints)
+        else:
+            self._enter(schedule.segment(0))
+
+    def _enter(self, segment: tuple[int, int, tuple[float, ...]]) -> None:
+        _, self.end, weights = segment
+        self.weights = list(weights)
+        self.ints = segment_ints(weights)
+        self.swrr = Swrr(self.ints)
+
+    def start(self, step: int) -> None:
+        """Stand where a mix that has yielded ``step`` items stands (deficits at zero)."""
+        if self.schedule is None:
+            self.swrr.restart()
+        else:
+            self._enter(self.schedule.segment(max(step - 1, 0)))
+
+    def cross(self, step: int) -> None:
+        """Enter the segment of ``step`` when it begins after the current one."""
+        if step >= self.end:
+            assert self.schedule is not None
+            self._enter(self.schedule.segment(step))
+
+    def mask(self, active: Sequence[bool]) -> list[bool]:
+        """The inputs that may be chosen: active, with a positive weight."""
+        return [on and a > 0 for on, a in zip(active, self.ints, strict=True)]
+
+    def snapshot(self) -> tuple[Any, ...]:
+        return (self.weights, self.ints, self.swrr, list(self.swrr.cur), self.end)
+
+    def restore(self, snap: tuple[Any, ...]) -> None:
+        self.weights, self.ints, self.swrr, cur, self.end = snap
+        self.swrr.cur = list(cur)
+
+    def plan(self, active: Sequence[bool], step: int, n: int, seed: int | None) -> list[int]:
+        """The next ``n`` choices from ``step`` on (fewer when no input may be chosen)."""
+        out: list[int] = []
+        while len(out) < n:
+            at = step + len(out)
+            self.cross(at)
+            mask = self.mask(active)
+            if not any(mask):
+                break
+            m = min(n - len(out), self.end - at)
+            if seed is None:
+                out.extend(self.swrr.plan(mask, m))
+            else:
+                out.extend(random_plan(seed, at, m, self.weights, mask).tolist())
+        return out
+
+
 def random_plan(
     seed: int, step: int, n: int, weights: Sequence[float], active: Sequence[bool]
 ) -> np.ndarray:
@@ -177,12 +259,18 @@ def _chosen_before(a: list[int], active: list[bool], steps: int) -> list[int]:
     return counts
 
 
-def estimate_mix_rows(counts: Sequence[int], weights: Sequence[float] | None, stopping: str) -> int:
+def estimate_mix_rows(
+    counts: Sequence[int] | Mapping[str, int],
+    weights: Sequence[float] | Mapping[str, float] | WeightSchedule | None,
+    stopping: str,
+) -> int:
     """Rows a deterministic ``mix`` of inputs with these row counts yields.
 
     Args:
-        counts: Rows of each input stream.
-        weights: The weights given to ``mix`` (None: equal).
+        counts: Rows of each input stream (``{name: rows}`` for named sources).
+        weights: The weights given to ``mix`` (None: equal), or its
+            :class:`WeightSchedule` (exact too; with ``"longest_cycle"`` the rule is
+            run item by item).
         stopping: The ``stopping`` rule given to ``mix``.
 
     Example:
@@ -193,10 +281,20 @@ def estimate_mix_rows(counts: Sequence[int], weights: Sequence[float] | None, st
         400
     """
     check_stopping(stopping)
-    a = integer_weights(check_weights(weights, len(counts)))
-    remaining = [int(c) for c in counts]
+    names = list(counts) if isinstance(counts, Mapping) else None
+    remaining = [int(c) for c in (counts.values() if isinstance(counts, Mapping) else counts)]
     if any(c < 0 for c in remaining):
-        raise ValueError(f"`counts` must be >= 0, got {list(counts)!r}.")
+        raise ValueError(f"`counts` must be >= 0, got {counts!r}.")
+    if isinstance(weights, WeightSchedule):
+        bound = weights.bind(names, len(remaining))
+        if stopping == "longest_cycle":
+            return _simulate_cycle(remaining, weights, names)
+        return _scheduled_rows(bound, remaining, stopping == "shortest")
+    if isinstance(weights, Mapping):
+        if names is None:
+            raise TypeError("`weights` is a mapping: pass `counts` as {name: rows} too.")
+        weights = [weights[n] for n in names]
+    a = integer_weights(check_weights(weights, len(remaining)))
     active = [True] * len(a)
     if stopping == "longest_cycle" and all(c > 0 for c in remaining):
         # Stop right after the item that completes the last input's first pass.
@@ -217,10 +315,58 @@ def estimate_mix_rows(counts: Sequence[int], weights: Sequence[float] | None, st
     return rows
 
 
-def _simulate_cycle(counts: list[int], weights: Sequence[float] | None) -> int:
-    # Rare case (an empty input under "longest_cycle"): run the real iterator.
+def _scheduled_rows(bound: BoundSchedule, remaining: list[int], shortest: bool) -> int:
+    """Rows of a deterministic scheduled mix: segment by segment, fresh deficits in each."""
+    rows = 0
+    active = [True] * len(remaining)
+    while True:
+        _, end, weights = bound.segment(rows)
+        a = segment_ints(weights)
+        mask = [on and x > 0 for on, x in zip(active, a, strict=True)]
+        if not any(mask):
+            return rows
+        span = end - rows
+        if span <= sum(x for x, on in zip(a, mask, strict=True) if on):
+            used, j, t = _scan(a, mask, remaining, span)
+        else:
+            firsts = _first_exhaustion(a, mask, remaining)
+            j = min((i for i in range(len(a)) if mask[i]), key=lambda i: firsts[i])
+            t = firsts[j] if firsts[j] < span else span
+            j = j if firsts[j] < span else -1
+            used = _chosen_before(a, mask, t)
+        rows += t
+        remaining = [r - u for r, u in zip(remaining, used, strict=True)]
+        if j < 0:
+            continue
+        if shortest:
+            return rows
+        active[j] = False
+
+
+def _scan(
+    a: list[int], mask: list[bool], remaining: list[int], span: int
+) -> tuple[list[int], int, int]:
+    """``(chosen, exhausted input or -1, steps)`` over at most ``span`` steps, one by one."""
+    sched = Swrr(a)
+    used = [0] * len(a)
+    for t in range(span):
+        i = sched.choose(mask)
+        if used[i] == remaining[i]:
+            return used, i, t
+        used[i] += 1
+    return used, -1, span
+
+
+def _simulate_cycle(
+    counts: list[int],
+    weights: Sequence[float] | WeightSchedule | None,
+    names: list[str] | None = None,
+) -> int:
+    # Rare cases (an empty input, or a schedule, under "longest_cycle"): run the rule.
     from arrowmix._stream.mixing.mix import WeightedMixIterator
     from arrowmix._stream.sources.iterable import IterableSource
 
-    streams = [IterableSource(range(c)) for c in counts]
+    streams: Any = [IterableSource(range(c)) for c in counts]
+    if names is not None:
+        streams = dict(zip(names, streams, strict=True))
     return sum(1 for _ in WeightedMixIterator(streams, weights, stopping="longest_cycle"))
