@@ -185,8 +185,11 @@ class PipelineRoot(Stage[T]):
         if epoch != self.chosen_epoch:
             self.apply_epoch(epoch)
         if allow_changes:
-            from arrowmix._stream.topology import open_for_changes
+            from arrowmix._stream.topology import open_for_changes, refuse_replayed_changes
 
+            if state[_PIPELINE_KEY] != mine:
+                what = describe_mismatch(state.get(_NODES_KEY), self._as_stream(), hint=False)
+                refuse_replayed_changes(self._as_stream(), what)
             open_for_changes(self._as_stream())
         self.reset_pipeline(state[_STATE_KEY])
 
