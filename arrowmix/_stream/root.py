@@ -139,7 +139,10 @@ class PipelineRoot(Stage[T]):
         (``mix({name: stream, ...})``) have other weights or sources: each kept source
         continues where it stopped, a new one starts at its beginning, a removed one is
         reported. The rest of the pipeline must be the same (it is not fingerprinted
-        then; each stage still checks its own state).
+        then; each stage still checks its own state). A changed mix followed by a
+        buffering stage (``shuffle``, ``map(num_workers=N)``, ``prefetch``, bucketing,
+        ``pack``) is refused with a ``StateError``: that stage would replay its open
+        window under the new mixture, i.e. other rows.
 
         Also accepts ``arrowmix.stream.merge_states`` of the checkpoints of every
         instance of a run with another number of instances (elastic resume, see
