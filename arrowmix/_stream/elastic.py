@@ -56,6 +56,7 @@ from arrowmix._stream.topology import (
     ElasticRole,
     elastic_sources,
     open_for_changes,
+    refuse_replayed_changes,
     replay_open_windows,
     source_keys,
     walk,
@@ -257,6 +258,11 @@ class ElasticRun:
         mine = self.root.pipeline_fingerprint()
         changed = task["state"] is not None and task["pipeline"] != mine
         if changed and self.allow_changes:
+            nodes = self.nodes_of.get(task["pipeline"])
+            what = "another fingerprint"
+            if nodes:
+                what = describe_mismatch(nodes, self.root, hint=False)
+            refuse_replayed_changes(self.root, what)
             open_for_changes(self.root)
         elif changed:
             nodes = self.nodes_of.get(task["pipeline"])

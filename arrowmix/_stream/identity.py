@@ -95,8 +95,11 @@ def node_summaries(root: Stream[Any]) -> list[str]:
     return out
 
 
-def describe_mismatch(saved: Any, root: Stream[Any]) -> str:
-    """The first node and field where a checkpoint's ``nodes`` and this pipeline differ."""
+def describe_mismatch(saved: Any, root: Stream[Any], *, hint: bool = True) -> str:
+    """The first node and field where a checkpoint's ``nodes`` and this pipeline differ.
+
+    ``hint=False`` leaves out the advice on what to do about it.
+    """
     from arrowmix._stream.topology import walk
 
     nodes = walk(root)
@@ -124,6 +127,8 @@ def describe_mismatch(saved: Any, root: Stream[Any]) -> str:
         for key, a, b in zip(keys, old_parts[1:], new_parts[1:], strict=True):
             if a != b:
                 what = f"node {k} ({name}) differs in `{key}` (here: {fields[key]!r:.60})"
+                if not hint:
+                    return what
                 if key == "num_instances":
                     what += "." + _HINT_SHARDING
                 elif key == "instance_rank":

@@ -139,7 +139,10 @@ class PipelineRoot(Stage[T]):
         (``mix({name: stream, ...})``) have other weights or sources: each kept source
         continues where it stopped, a new one starts at its beginning, a removed one is
         reported. The rest of the pipeline must be the same (it is not fingerprinted
-        then; each stage still checks its own state).
+        then; each stage still checks its own state). A changed mix followed by a
+        buffering stage (``shuffle``, ``map(num_workers=N)``, ``prefetch``, bucketing,
+        ``pack``) is refused with a ``StateError``: that stage would replay its open
+        window under the new mixture, i.e. other rows.
 
         Also accepts ``arrowmix.stream.merge_states`` of the checkpoints of every
         instance of a run with another number of instances (elastic resume, see
@@ -185,8 +188,11 @@ class PipelineRoot(Stage[T]):
         if epoch != self.chosen_epoch:
             self.apply_epoch(epoch)
         if allow_changes:
-            from arrowmix._stream.topology import open_for_changes
+            from arrowmix._stream.topology import open_for_changes, refuse_replayed_changes
 
+            if state[_PIPELINE_KEY] != mine:
+                what = describe_mismatch(state.get(_NODES_KEY), self._as_stream(), hint=False)
+                refuse_replayed_changes(self._as_stream(), what)
             open_for_changes(self._as_stream())
         self.reset_pipeline(state[_STATE_KEY])
 

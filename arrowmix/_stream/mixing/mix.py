@@ -608,7 +608,8 @@ def mix(
         streams: the inputs, as a list or as ``{name: stream}`` (then the
             checkpoint keys each source's position by name, and
             ``load_state_dict(state, allow_changes=True)`` resumes it into a mixture
-            with other weights or sources); their schemas must match when known.
+            with other weights or sources, unless a buffering stage follows the
+            mix: see ``docs/mixing.md``); their schemas must match when known.
         weights: one positive, finite weight per stream (by name for named streams),
             or a :class:`WeightSchedule` (weights that change with the step); a bare
             function ``step -> weights`` is ``WeightSchedule.from_function(fn)``.
