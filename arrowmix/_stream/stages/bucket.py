@@ -34,7 +34,6 @@ from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import State, Stream, fn_id
 from arrowmix._stream.positions import PositionBatches, Positions
 from arrowmix._stream.rng import SeedHolder
-from arrowmix._stream.sources.rows import table_to_rows
 from arrowmix._stream.tokens.column import is_token_type, key_values
 from arrowmix._validate import check_int
 
@@ -283,7 +282,8 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
             table = self._rows.take(pos) if window is None else window.take(order)
             if self.columnar:
                 return _SortedTable(table), bounds  # type: ignore[return-value]
-            return table_to_rows(table), bounds
+            assert self._input is not None
+            return self._input.items(table), bounds
         items = self.source.pull(self.read_ahead)
         if not items:
             return None
