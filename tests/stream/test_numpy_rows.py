@@ -145,3 +145,18 @@ class TestNumpyRowsRoundTrip(CheckpointRoundTripTests):
 
     def units(self, item: Any) -> list[Any]:
         return [int(item["id"])]
+
+
+def test_buckets_on_a_column_keep_the_format() -> None:
+    ds = am.Dataset(corpus(80))
+    kw: dict[str, Any] = {"shuffle": "global", "seed": 1, "infinite": False}
+    bucket: dict[str, Any] = {"batch_size": 4, "read_ahead": 16, "seed": 0}
+    plain = list(ds.to_stream(**kw).bucket("n", **bucket))
+    batches = list(ds.with_format("numpy").to_stream(**kw).bucket("n", **bucket))
+    assert [[r["id"] for r in b] for b in batches] == [[r["id"] for r in b] for b in plain]
+    assert all(isinstance(r["mask"], np.ndarray) for b in batches for r in b)
+    toks = am.Dataset.from_dict({"ids": [[i] * (i % 5 + 1) for i in range(40)]})
+    budget = toks.with_format("numpy").to_stream(**kw).budget_bucket("ids", budget=8, read_ahead=16)
+    rows = [r for b in budget for r in b]
+    assert len(rows) == 40 and all(r["ids"].tolist() == [r["ids"][0]] * len(r["ids"]) for r in rows)
+    assert all(isinstance(r["ids"], np.ndarray) and r["ids"].dtype == np.int64 for r in rows)

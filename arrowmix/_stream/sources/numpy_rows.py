@@ -78,13 +78,13 @@ class NumpyRows:
 
     def _values(self, col: pa.ChunkedArray[Any]) -> list[Any]:
         t = col.type
-        arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+        arr: Any = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
         if pa.types.is_list(t) or pa.types.is_large_list(t):
             fast = self._lists(arr)
             if fast is not None:
                 return fast
         elif pa.types.is_fixed_size_list(t) and _numeric(t.value_type) and not col.null_count:
-            flat = arr.flatten()  # type: ignore[attr-defined]  # fixed-size list arrays
+            flat = arr.flatten()
             if not flat.null_count:
                 values = self._convert(flat, t.value_type)
                 return list(values.reshape(len(arr), t.list_size))
@@ -92,9 +92,10 @@ class NumpyRows:
             return [None if v is None else np.asarray(v) for v in arr.to_pylist()]
         if _numeric(t):
             return list(arr.to_numpy(zero_copy_only=False))
-        return arr.to_pylist()
+        out: list[Any] = arr.to_pylist()
+        return out
 
-    def _lists(self, arr: pa.Array) -> list[Any] | None:
+    def _lists(self, arr: Any) -> list[Any] | None:
         """Each row a slice of the block's one copy of the values; None: not numeric."""
         vtype = arr.type.value_type
         if not _numeric(vtype):
@@ -112,7 +113,7 @@ class NumpyRows:
             rows = [r if ok else None for r, ok in zip(rows, valid.tolist(), strict=True)]
         return rows
 
-    def _convert(self, values: pa.Array, vtype: pa.DataType) -> np.ndarray:
+    def _convert(self, values: Any, vtype: pa.DataType) -> np.ndarray:
         """One new contiguous numpy array of ``values`` in HF's dtype."""
         raw = values.to_numpy(zero_copy_only=False)
         dtype: Any = None
@@ -121,7 +122,7 @@ class NumpyRows:
         elif pa.types.is_floating(vtype):
             dtype = np.float32
         kw = {"dtype": dtype, **self.kwargs} if dtype is not None else dict(self.kwargs)
-        out = np.array(raw, copy=True, **kw)
+        out: np.ndarray = np.array(raw, copy=True, **kw)
         return out
 
 

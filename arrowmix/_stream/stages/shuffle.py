@@ -85,7 +85,7 @@ class BufferShuffleIterator(AnchoredStage[T]):
     def _rows_at(self, n: int) -> list[T]:
         assert self._input is not None
         pos = self.pull_positions(n)
-        return self._input.items(self._input.rows.take(pos)) if len(pos) else []  # type: ignore[return-value]
+        return self._input.items(self._input.rows.take(pos)) if len(pos) else []
 
     def next(self) -> T:
         if not self._positions:
