@@ -12,8 +12,9 @@ the tool's package and its storage client are imported before the clock starts. 
 interleaved, ``--rounds`` times; medians and the ratio arrowmix / peer:
 
 1. **rows**: one shuffled epoch of numpy rows (``np.asarray(row["input_ids"])`` of each row
-   the tool yields): tokens/s from the constructor on, time to the first 256 rows, bytes
-   fetched, the cache directory's peak size (sampled every 20 ms).
+   the tool yields; arrowmix ``ds.with_format("numpy").to_stream(...)``): tokens/s from the
+   constructor on, time to the first 256 rows, bytes fetched, the cache directory's peak
+   size (sampled every 20 ms).
 2. **batches**: one shuffled epoch of padded ``(256, L)`` batches: arrowmix
    ``.batch(256).collate("input_ids")`` (as a user writes it; "arrowmix collate") and
    ``.batch(256, columnar=True).map(Collator("input_ids"))`` ("arrowmix map"), Mosaic's
@@ -216,17 +217,17 @@ class Arrowmix:
     def __init__(self, endpoint: str, limit: int, cache: str, variant: str) -> None:
         self.endpoint, self.limit, self.cache, self.variant = endpoint, limit, cache, variant
 
-    def _stream(self, rank: int = 0, world: int = 1) -> Any:
+    def _stream(self, rank: int = 0, world: int = 1, fmt: str | None = None) -> Any:
         import arrowmix as am
 
         ds = am.Dataset.from_chunks(AM_URL, storage_options=s3_options(self.endpoint),
                                     cache_limit=self.limit, chunk_cache_dir=self.cache)  # fmt: skip
-        return ds.to_stream(shuffle="chunks", seed=0, infinite=False, num_instances=world,
-                            instance_rank=rank)  # fmt: skip
+        return ds.with_format(fmt).to_stream(shuffle="chunks", seed=0, infinite=False,
+                                             num_instances=world, instance_rank=rank)  # fmt: skip
 
     def rows(self, rank: int = 0, world: int = 1) -> Any:
-        self.s = self._stream(rank, world)
-        return (np.asarray(r["input_ids"], dtype=np.int32) for r in self.s)
+        self.s = self._stream(rank, world, "numpy")  # numpy rows, as an HF user asks
+        return (np.asarray(r["input_ids"]) for r in self.s)
 
     def batches(self) -> Any:
         from arrowmix.stream import Collator

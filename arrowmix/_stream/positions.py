@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pyarrow as pa
 
 if TYPE_CHECKING:
     from arrowmix._stream.row_source import RowSource
@@ -36,10 +37,21 @@ class Positions:
         rows: the row source the positions index.
         pull: ``pull(n)``: up to ``n`` next positions (an int64 array), fewer only at
             the end; they advance the stream exactly as ``n`` rows would.
+        to_rows: ``to_rows(table)``: the items of gathered rows, as the stream would
+            yield them (``None``: plain row dicts).
     """
 
     rows: RowSource
     pull: Callable[[int], np.ndarray]
+    to_rows: Callable[[pa.Table], list[Any]] | None = None
+
+    def items(self, table: pa.Table) -> list[Any]:
+        """The items of ``table`` (rows gathered at positions of this view)."""
+        if self.to_rows is not None:
+            return self.to_rows(table)
+        from arrowmix._stream.sources.rows import table_to_rows  # the sources import this
+
+        return table_to_rows(table)
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,14 @@
 
 from arrowmix._stream.sources.chunks import ChunkSource
 from arrowmix._stream.sources.iterable import IterableSource
+from arrowmix._stream.sources.numpy_rows import NumpyRows
 from arrowmix._stream.sources.rows import ArrowSource, Upcoming, from_row_source, table_to_rows
 
 __all__ = [
     "ArrowSource",
     "ChunkSource",
     "IterableSource",
+    "NumpyRows",
     "Upcoming",
     "from_row_source",
     "table_to_rows",

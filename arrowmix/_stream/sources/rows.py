@@ -19,7 +19,7 @@ import functools
 import gc
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -33,13 +33,22 @@ from arrowmix._stream.sources.order import MODES, SHARDS, PositionOrder
 from arrowmix._stream.topology import ElasticRole, check_sharding
 from arrowmix.exceptions import DroppedDataWarning, StateError
 
-__all__ = ["ArrowSource", "Upcoming", "from_row_source", "table_to_rows"]
+__all__ = ["ArrowSource", "Row", "Upcoming", "from_row_source", "row_builder", "table_to_rows"]
 
 Row = dict[str, Any]
 
 
+class RowFormat(Protocol):
+    """How a source turns a block of rows into items (see ``NumpyRows``)."""
+
+    def __call__(self, table: pa.Table) -> list[Row]: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+
 @functools.lru_cache(maxsize=64)
-def _row_builder(arity: int) -> Callable[..., list[Row]]:
+def row_builder(arity: int) -> Callable[..., list[Row]]:
+    """``build(*names, *columns)``: the row dicts of equal-length column value lists."""
     # A dict display with a fixed number of keys is ~4x faster than dict(zip(...)).
     # Only argument positions enter the generated code, never column names.
     xs = ", ".join(f"x{i}" for i in range(arity))
@@ -72,7 +81,7 @@ def table_to_rows(table: pa.Table) -> list[Row]:
     gc.disable()
     try:
         cols = [c.to_pylist() for c in table.columns]
-        return _row_builder(len(names))(*names, *cols)
+        return row_builder(len(names))(*names, *cols)
     finally:
         if enabled:
             gc.enable()
@@ -113,6 +122,7 @@ class ArrowSource(Stream[Row], DealtSource):
         window_chunks: int = 4,
         block_rows: int = 1024,
         shard: str = "rows",
+        row_format: RowFormat | None = None,
     ) -> None:
         super().__init__()
         if shuffle not in MODES:
@@ -128,6 +138,7 @@ class ArrowSource(Stream[Row], DealtSource):
         self.infinite = infinite
         self.block_rows = block_rows
         self.shard = shard
+        self.row_format = row_format
         self._sharding = (num_instances, instance_rank, window_chunks)
         # Elastic restores (see arrowmix._stream.elastic): past resizes of the epoch
         # order, and where a drain of an old instance's buffered rows stops.
@@ -242,6 +253,8 @@ class ArrowSource(Stream[Row], DealtSource):
         }
         if self.shard != "rows" and n > 1:  # one instance reads the same order either way
             out["shard"] = self.shard
+        if self.row_format is not None:  # absent by default: plain pipelines keep their pins
+            out["format"] = self.row_format.describe()
         return out
 
     def reset(self, state: State | None = None) -> None:
@@ -272,7 +285,11 @@ class ArrowSource(Stream[Row], DealtSource):
         return self.rows
 
     def as_positions(self) -> Positions:
-        return Positions(self.rows, self.pull_positions)
+        return Positions(self.rows, self.pull_positions, self.to_rows)
+
+    def to_rows(self, table: pa.Table) -> list[Row]:
+        """The items of a block of rows: row dicts, in the row format if one is set."""
+        return table_to_rows(table) if self.row_format is None else self.row_format(table)
 
     def pull_positions(self, n: int) -> np.ndarray:
         """Advance by up to ``n`` rows and return their positions (no data is read).
@@ -343,7 +360,7 @@ class ArrowSource(Stream[Row], DealtSource):
         pos = self._order.positions(self._epoch, self._start, stop)
         if "_chunk_bounds" in self.__dict__:
             pos = _first_chunk_run(pos, self._chunk_bounds)
-        self._block = table_to_rows(self.rows.take(pos))
+        self._block = self.to_rows(self.rows.take(pos))
 
     def next(self) -> Row:
         if self._pos >= len(self._block):
@@ -414,6 +431,7 @@ def from_row_source(
     window_chunks: int = 4,
     block_rows: int = 1024,
     shard: str = "rows",
+    row_format: RowFormat | None = None,
 ) -> ArrowSource:
     """The stream of a random-access row source (what ``Dataset.to_stream`` returns).
 
@@ -421,6 +439,8 @@ def from_row_source(
     ``"chunks"`` gives each rank one contiguous span of the epoch's chunk order (whole
     chunks but the two at its ends, ``num_rows // num_instances`` rows each, the rest of
     the epoch unread with a ``DroppedDataWarning``); it needs ``shuffle="chunks"`` or None.
+    ``row_format``: turns each block of rows into items (``NumpyRows``: numpy values), in
+    place of plain row dicts; the order and the state are the same.
 
     Example:
         >>> import pyarrow as pa
@@ -441,4 +461,5 @@ def from_row_source(
         window_chunks=window_chunks,
         block_rows=block_rows,
         shard=shard,
+        row_format=row_format,
     )

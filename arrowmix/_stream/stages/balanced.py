@@ -35,7 +35,6 @@ from arrowmix._stream.counters import Tally, wait_clock
 from arrowmix._stream.dealing import ShareReader
 from arrowmix._stream.positions import PositionBatches, Positions, no_positions
 from arrowmix._stream.rng import SeedHolder
-from arrowmix._stream.sources.rows import table_to_rows
 from arrowmix._stream.tokens.column import key_spans
 from arrowmix._stream.topology import ElasticRole, check_sharding, walk
 from arrowmix._validate import check_int
@@ -382,7 +381,8 @@ class BudgetBucketIterator(AnchoredStage[list[Any]], ShareReader):
             return [items[batches[i]] for i in mine]
         # One gather for all of this instance's rows of the window.
         parts = [items[batches[i]] for i in mine]
-        flat = table_to_rows(self._rows.take(np.concatenate(parts)))
+        assert self._input is not None
+        flat = self._input.items(self._rows.take(np.concatenate(parts)))
         out, at = [], 0
         for part in parts:
             out.append(flat[at : at + len(part)])

@@ -35,7 +35,6 @@ from arrowmix._stream.base import State, Stream, fn_id
 from arrowmix._stream.counters import Tally, wait_clock
 from arrowmix._stream.positions import PositionBatches, Positions
 from arrowmix._stream.rng import SeedHolder
-from arrowmix._stream.sources.rows import table_to_rows
 from arrowmix._stream.tokens.column import is_token_type, key_values
 from arrowmix._validate import check_int
 
@@ -290,7 +289,8 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
             table = self._rows.take(pos) if window is None else window.take(order)
             if self.columnar:
                 return _SortedTable(table), bounds  # type: ignore[return-value]
-            return table_to_rows(table), bounds
+            assert self._input is not None
+            return self._input.items(table), bounds
         t0 = wait_clock()
         items = self.source.pull(self.read_ahead)
         self._tally.wait += wait_clock() - t0

@@ -19,7 +19,6 @@ from arrowmix._stream.base import State, Stream
 from arrowmix._stream.positions import Positions
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.row_source import RowSource
-from arrowmix._stream.sources.rows import table_to_rows
 from arrowmix._validate import check_int
 
 __all__ = ["BufferShuffleIterator"]
@@ -67,7 +66,7 @@ class BufferShuffleIterator(AnchoredStage[T]):
         if self._input is None:
             return None
         self._positions = True
-        return Positions(self._input.rows, self.pull_positions)
+        return Positions(self._input.rows, self.pull_positions, self._input.to_rows)
 
     def compute(self, window: int) -> Any:
         if self._input is None:
@@ -81,12 +80,12 @@ class BufferShuffleIterator(AnchoredStage[T]):
         if not len(pos):
             return None
         pos = pos[self.window_rng(self._seed.value, window).permutation(len(pos))]
-        return pos if self._positions else table_to_rows(self._input.rows.take(pos))
+        return pos if self._positions else self._input.items(self._input.rows.take(pos))
 
     def _rows_at(self, n: int) -> list[T]:
         assert self._input is not None
         pos = self.pull_positions(n)
-        return table_to_rows(self._input.rows.take(pos)) if len(pos) else []  # type: ignore[return-value]
+        return self._input.items(self._input.rows.take(pos)) if len(pos) else []
 
     def next(self) -> T:
         if not self._positions:
