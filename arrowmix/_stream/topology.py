@@ -94,7 +94,7 @@ def refuse_replayed_changes(root: Stream[Any], change: str) -> None:
     """Refuse a changed mixture that a buffering stage after it would replay.
 
     A buffering stage (``BUFFERING`` or ``DEALER``: shuffle, parallel map, prefetch,
-    bucket, budget_bucket, pack) restores by reading again, from its input, the items
+    bucket, budget_bucket, pack; or one declaring ``REPLAYS_ON_RESTORE``: window) restores by reading again, from its input, the items
     it had read but not yet yielded. Under another mixture those are other items, so
     rows would be lost and repeated: loading a checkpoint with ``allow_changes=True``
     (``change`` says what differs) is refused when such a stage follows a named mix.
@@ -112,10 +112,12 @@ def refuse_replayed_changes(root: Stream[Any], change: str) -> None:
                 "lost and repeated. What works: resume with the unchanged mixture (on any "
                 "number of ranks), or change the mixture in a pipeline where no buffering "
                 "stage (shuffle, map with num_workers, prefetch, bucket, budget_bucket, "
-                "pack) follows the mix, e.g. shuffle each source before mixing."
+                "pack, window) follows the mix, e.g. shuffle each source before mixing."
             )
         role = getattr(type(node), "ELASTIC_ROLE", None)
-        if role in (ElasticRole.BUFFERING, ElasticRole.DEALER):
+        if role in (ElasticRole.BUFFERING, ElasticRole.DEALER) or getattr(
+            type(node), "REPLAYS_ON_RESTORE", False
+        ):
             buffers = [*buffers, f"`{stage_name(node)}` ({type(node).__name__})"]
         for child in node.children():
             visit(child, buffers)

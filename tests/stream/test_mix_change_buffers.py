@@ -183,3 +183,21 @@ def test_changed_mixture_with_buffers_before_the_mix_is_exactly_once(
         for s in new:
             s.load_state_dict(merged, allow_changes=True)
     check_exactly_once(seen, new, change)
+
+
+@pytest.mark.parametrize("change", CHANGED)
+def test_changed_mixture_behind_a_window_is_refused(change: str) -> None:
+    # a restored window reads its last width - 1 items again: other rows under a new mixture
+    (before, wb), (after, wa) = MIXTURES[change]
+    old = mix(
+        {k: src({"a": A, "b": B, "c": C_ROWS}[k], 1, 0, i + 1) for i, k in enumerate(before)},
+        {k: wb[k] for k in before} if isinstance(wb, dict) else wb,
+    ).window(3)
+    list(itertools.islice(old, 3))
+    state = json.loads(json.dumps(old.state_dict()))
+    new = mix(
+        {k: src({"a": A, "b": B, "c": C_ROWS}[k], 1, 0, i + 1) for i, k in enumerate(after)},
+        {k: wa[k] for k in after} if isinstance(wa, dict) else wa,
+    ).window(3)
+    with pytest.raises(StateError, match=r"changed .*`window`"):
+        new.load_state_dict(state, allow_changes=True)

@@ -32,6 +32,8 @@ class WindowIterator(Stream[tuple[T, ...]]):
     TRANSIENT = ("_items", "_states")
     ELASTIC_ROLE = ElasticRole.REFUSING
     ELASTIC_REFUSAL = "it repeats each item in several windows"
+    #: A restore reads the last ``width - 1`` items again from the source.
+    REPLAYS_ON_RESTORE = True
 
     def __init__(self, source: Stream[T], width: int) -> None:
         super().__init__()
