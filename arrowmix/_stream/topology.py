@@ -95,9 +95,10 @@ def refuse_replayed_changes(root: Stream[Any], change: str) -> None:
 
     A buffering stage (``BUFFERING`` or ``DEALER``: shuffle, parallel map, prefetch,
     bucket, budget_bucket, pack; or one declaring ``REPLAYS_ON_RESTORE``: window) restores
-    by reading again, from its input, the items it had read but not yet yielded. Under another mixture those are other items, so
-    rows would be lost and repeated: loading a checkpoint with ``allow_changes=True``
-    (``change`` says what differs) is refused when such a stage follows a named mix.
+    by reading again, from its input, the items it had read but not yet yielded. Under
+    another mixture those are other items, so rows would be lost and repeated: loading a
+    checkpoint with ``allow_changes=True`` (``change`` says what differs) is refused when
+    such a stage follows a named mix.
     """
     from arrowmix._stream.counters import stage_name
 
