@@ -334,3 +334,20 @@ def test_resume_where_the_schedule_left_no_input(batch: int) -> None:
     again = build()
     again.load_state_dict(json.loads(json.dumps(m.state_dict())))  # no change to allow
     assert list(again) == []
+
+
+@pytest.mark.parametrize("scheduled", [False, True])
+def test_a_tiny_weight_is_honoured_never_rounded_to_another_mixture(scheduled: bool) -> None:
+    # 0.00004 is below what denominators of 10 000 can say: it must neither vanish nor
+    # become half of the mix
+    from arrowmix.stream import WeightSchedule, from_iterable, mix
+
+    weights: Any = [0.99996, 0.00004]
+    if scheduled:
+        weights = WeightSchedule([(0, weights)])
+    big = from_iterable([("big", i) for i in range(200_000)])
+    small = from_iterable([("small", i) for i in range(10)])
+    out = [name for name, _ in mix([big, small], weights, stopping="longest_drop")]
+    first = Counter(out[:100_000])
+    assert 2 <= first["small"] <= 6  # 4 expected in 100 000 (within 1% of the share)
+    assert Counter(out) == {"big": 200_000, "small": 10}

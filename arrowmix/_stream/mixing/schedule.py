@@ -68,10 +68,28 @@ def check_weights(weights: Sequence[float] | None, n: int) -> list[float]:
 
 
 def integer_weights(weights: Sequence[float]) -> list[int]:
-    """Integers proportional to ``weights`` (denominators limited to 10 000)."""
+    """Integers proportional to ``weights`` (denominators limited to 10 000).
+
+    Every positive weight gets at least 1, and every share is within 1% of the one asked
+    for: a weight too small for the 10 000 denominators (``[0.99996, 0.00004]``) is
+    apportioned finely (``[24999, 1]``), never rounded to another mixture.
+    """
     fr = [Fraction(w).limit_denominator(10_000) for w in weights]
     lcm = math.lcm(*(f.denominator for f in fr))
-    return [max(1, int(f * lcm)) for f in fr]
+    ints = [0 if w == 0 else max(1, int(f * lcm)) for f, w in zip(fr, weights, strict=True)]
+    return _accurate(ints, weights)
+
+
+def _accurate(ints: list[int], weights: Sequence[float]) -> list[int]:
+    """``ints`` if each share is within 1% of its weight's, else a finer apportionment."""
+    total_i, total_w = sum(ints), float(sum(weights))
+    shares = zip(ints, weights, strict=True)
+    if all(abs(a / total_i - w / total_w) <= 0.01 * w / total_w for a, w in shares):
+        return ints
+    scale = 100 / min(w / total_w for w in weights if w > 0)  # the smallest gets >= 100
+    fine = [0 if w == 0 else max(1, round(w / total_w * scale)) for w in weights]
+    g = math.gcd(*fine)
+    return [a // g for a in fine]
 
 
 class Swrr:
@@ -131,11 +149,8 @@ class Swrr:
 
 
 def segment_ints(weights: Sequence[float]) -> list[int]:
-    """Integers proportional to ``weights``; a weight below 1/20 000 of the total is 0."""
-    fr = [Fraction(w).limit_denominator(10_000) for w in weights]
-    lcm = math.lcm(*(f.denominator for f in fr))
-    ints = [int(f * lcm) for f in fr]
-    return ints if any(ints) else integer_weights(weights)
+    """Integers proportional to ``weights`` (a schedule's segment); only a weight of 0 is 0."""
+    return integer_weights(weights) if any(weights) else [1] * len(weights)
 
 
 class Weighting:
