@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -192,7 +193,10 @@ class DatasetDict(dict[str, "Dataset"]):
         """Each split's ``column`` as class indices (see ``Dataset.class_encode_column``).
 
         As in HF, each split takes the class names of its own distinct values: splits that
-        hold different values get different ``ClassLabel`` names.
+        hold different values get different ``ClassLabel`` names, so one label would have
+        other numbers in different splits. That is never silent: a ``UserWarning`` names
+        each split's classes; encode every split with the same names instead with
+        ``cast_column(column, ClassLabel(names=...))``.
 
         Example:
             >>> import arrowmix as am
@@ -200,7 +204,18 @@ class DatasetDict(dict[str, "Dataset"]):
             >>> dd.class_encode_column("y")["train"]["y"]
             [1, 0, 1]
         """
-        return self._forward("class_encode_column", column, include_nulls=include_nulls)
+        out = self._forward("class_encode_column", column, include_nulls=include_nulls)
+        names = {k: list(getattr(ds.features[column], "names", [])) for k, ds in out.items()}
+        if len({tuple(v) for v in names.values()}) > 1:
+            warnings.warn(
+                f"class_encode_column({column!r}): the splits hold different classes, so the "
+                f"same label gets other numbers in different splits: {names}. Encode every "
+                f"split with one list of names: cast_column({column!r}, "
+                "ClassLabel(names=[...])).",
+                UserWarning,
+                stacklevel=2,
+            )
+        return out
 
     def remove_columns(self, column_names: str | Sequence[str]) -> DatasetDict:
         """Each split without ``column_names``."""

@@ -20,12 +20,31 @@ def _dd(module):
 @pytest.mark.parametrize("include_nulls", [False, True])
 def test_class_encode_column_per_split_matches_hf(include_nulls) -> None:
     datasets = pytest.importorskip("datasets")
-    ours = _dd(am).class_encode_column("label", include_nulls=include_nulls)
+    with pytest.warns(UserWarning, match="other numbers in different splits"):
+        ours = _dd(am).class_encode_column("label", include_nulls=include_nulls)
     hf = _dd(datasets).class_encode_column("label", include_nulls=include_nulls)
     assert list(ours.keys()) == list(hf.keys())
     for split in hf:
         assert ours[split].features == hf[split].features, split
         assert ours[split].to_dict() == hf[split].to_dict(), split
+
+
+def test_splits_with_other_classes_are_named_in_a_warning_never_silent() -> None:
+    # "pos" is 1 in train (neg, pos) and 1 in test (neu, pos), but "neu" and "neg" share 0
+    with pytest.warns(UserWarning, match=r"'train': \['neg', 'pos'\], 'test': \['neu', 'pos'\]"):
+        _dd(am).class_encode_column("label")
+    same = am.DatasetDict(
+        {
+            "train": am.Dataset.from_dict({"y": ["a", "b"]}),
+            "test": am.Dataset.from_dict({"y": ["b", "a"]}),
+        }
+    )
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = same.class_encode_column("y")
+    assert out["test"]["y"] == [1, 0]
 
 
 def test_cast_column_per_split_matches_hf() -> None:
@@ -41,11 +60,13 @@ def test_cast_column_per_split_matches_hf() -> None:
 
 def test_each_split_keeps_its_own_fingerprint_and_cache() -> None:
     dd = am.DatasetDict({"train": am.Dataset.from_dict(TRAIN), "test": am.Dataset.from_dict(TEST)})
-    first = dd.class_encode_column("label")
+    with pytest.warns(UserWarning, match="different classes"):
+        first = dd.class_encode_column("label")
     assert first["train"]["label"] == [1, 0, 1, None]  # names: ['neg', 'pos']
     assert first["test"]["label"] == [0, 1]  # names: ['neu', 'pos']
     assert first["train"].fingerprint != first["test"].fingerprint
-    again = dd.class_encode_column("label")
+    with pytest.warns(UserWarning, match="different classes"):
+        again = dd.class_encode_column("label")
     assert {k: d.fingerprint for k, d in again.items()} == {
         k: d.fingerprint for k, d in first.items()
     }
