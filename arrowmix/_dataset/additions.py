@@ -58,7 +58,7 @@ def _fingerprint(ds: Dataset, transform: str, args: dict[str, Any], new: str | N
 
 
 def _column_array(name: str, column: Any, schema: pa.Schema | None) -> pa.Array[Any]:
-    from arrowmix._dataset.build import typed_table
+    from arrowmix._dataset.py_columns import typed_table
 
     if schema is not None:
         return typed_table({name: column}, schema).column(0).combine_chunks()
@@ -105,7 +105,7 @@ def add_column(
 
 def add_item(ds: Dataset, item: Mapping[str, Any], new_fingerprint: str | None = None) -> Dataset:
     """``ds`` with the row ``item`` (a dict of its columns) added at the end."""
-    from arrowmix._dataset.build import typed_table
+    from arrowmix._dataset.py_columns import typed_table
     from arrowmix._storage.cast import fill_null_types, has_null_type
 
     if not isinstance(item, Mapping):
@@ -150,7 +150,7 @@ def from_pandas(
     table = pa.Table.from_pandas(df, preserve_index=preserve_index)
     table = table.replace_schema_metadata(None)
     if schema is not None:
-        from arrowmix._dataset.build import typed_table
+        from arrowmix._dataset.py_columns import typed_table
 
         table = typed_table({n: table.column(n) for n in table.column_names}, schema)
     return from_arrow(table)

@@ -20,23 +20,27 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from arrowmix._dataset.corpus_edges import empty_corpus
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
-from arrowmix._dataset.mapping.optimized import optimized
-from arrowmix._dataset.row_batches import column_array, conformed, rows_batch
+from arrowmix._dataset.py_columns import (
+    check_columns,
+    inferred,
+    json_where_mixed,
+    optimized_batch,
+    optimized_column,
+    typed_table,
+)
+from arrowmix._dataset.row_batches import conformed, rows_batch
 from arrowmix._dataset.state import state_of
 from arrowmix._fingerprint.hasher import hash_value
-from arrowmix._hooks import cast_to_features, label_features
-from arrowmix._storage.cast import ARROW_CAST_ERRORS
 from arrowmix._storage.chunks import is_arrowmix_chunk, list_chunk_files, write_batches
 from arrowmix._storage.digests import MANIFEST_NAME, file_digest, manifest_problems, read_manifest
 from arrowmix._storage.fs import is_local, local_path, url_to_fs
 from arrowmix._storage.ipc import open_table
 from arrowmix._storage.metadata import kept_or_none as hf_only
-from arrowmix._storage.mixed_json import encode_as, has_json, mixed_array, no_mixed_types
+from arrowmix._storage.mixed_json import no_mixed_types
 from arrowmix._validate import check_int
 from arrowmix.exceptions import (
     ChunkFileError,
@@ -82,77 +86,16 @@ def from_dict(
 
     ``on_mixed_types="use_json"`` (without ``schema``): see ``arrowmix._storage.mixed_json``.
     """
-    _check_columns(mapping)
+    check_columns(mapping)
     lengths = {k: len(v) for k, v in mapping.items()}
     if len(set(lengths.values())) > 1:
         raise ValueError(f"All columns must have the same length; got lengths {lengths}.")
     if schema is not None:
         return from_arrow(typed_table(mapping, schema))
-    infer = _json_where_mixed if no_mixed_types(on_mixed_types) else _inferred
-    return from_arrow(pa.table({k: _optimized(k, v, infer(k, v)) for k, v in mapping.items()}))
-
-
-def _optimized(name: str, given: Any, arr: Any) -> Any:
-    """HF's int32/int8 for a tokenizer-shaped column given as Python values (Arrow kept)."""
-    if isinstance(given, (pa.Array, pa.ChunkedArray)):
-        return arr
-    return optimized(name, arr)
-
-
-def optimized_batch(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """``batch`` (inferred from Python rows) with HF's optimized tokenizer column types."""
-    cols = [optimized(n, c) for n, c in zip(batch.schema.names, batch.columns, strict=True)]
-    return pa.RecordBatch.from_arrays(cols, names=batch.schema.names)
-
-
-def _check_columns(mapping: Any) -> None:
-    """Refuse a ``mapping`` that is not ``{"column name": values}``, naming what is wrong."""
-    if not isinstance(mapping, Mapping):
-        raise InvalidTypeError(
-            "`mapping` must be a dict of columns ({'name': [values...]}), got "
-            f"{type(mapping).__name__} {mapping!r:.80}. For a list of row dicts use from_pylist."
-        )
-    for k, v in mapping.items():
-        if not isinstance(k, str):
-            raise InvalidTypeError(
-                f"`mapping` has the key {k!r} ({type(k).__name__}); a column name must be a str."
-            )
-        if isinstance(v, (str, bytes, Mapping)) or not hasattr(v, "__len__"):
-            raise InvalidTypeError(
-                f"`mapping`'s column {k!r} is {type(v).__name__} {v!r:.80}; a column is a list "
-                "(or array) of values, one per row."
-            )
-
-
-def _inferred(name: str, values: Any) -> Any:
-    """A column's values as Arrow, a value that cannot be one type naming its row."""
-    if isinstance(values, (pa.Array, pa.ChunkedArray)):
-        return values
-    if isinstance(values, np.ndarray):
-        try:
-            return _numpy_array(values)
-        except (*ARROW_CAST_ERRORS, OverflowError) as exc:
-            raise SchemaMismatchError(f"Column {name!r} cannot be stored in Arrow: {exc}") from exc
-    return column_array(name, list(values), 0)
-
-
-def _numpy_array(values: np.ndarray[Any, Any]) -> pa.Array[Any]:
-    """A numpy array as Arrow; an n-D array as lists of its rows (HF's list columns)."""
-    arr: pa.Array[Any] = pa.array(values.reshape(-1))
-    for i in range(values.ndim - 1, 0, -1):  # innermost dimension first
-        rows = int(np.prod(values.shape[:i]))
-        offsets = pa.array(np.arange(rows + 1, dtype=np.int32) * values.shape[i])
-        arr = pa.ListArray.from_arrays(offsets, arr)
-    return arr
-
-
-def _json_where_mixed(name: str, values: Any) -> Any:
-    del name  # (the signature of _inferred)
-    if isinstance(values, (pa.Array, pa.ChunkedArray)):
-        return values
-    values = list(values)
-    mixed = mixed_array(values)
-    return mixed if mixed is not None else pa.array(values)
+    infer = json_where_mixed if no_mixed_types(on_mixed_types) else inferred
+    return from_arrow(
+        pa.table({k: optimized_column(k, v, infer(k, v)) for k, v in mapping.items()})
+    )
 
 
 def from_pylist(
@@ -182,76 +125,6 @@ def from_pylist(
     if extra:
         raise SchemaMismatchError(f"Row keys {extra} are not in the schema {schema.names}.")
     return from_arrow(typed_table({n: [r.get(n) for r in rows] for n in schema.names}, schema))
-
-
-def typed_table(mapping: Mapping[str, Any], schema: pa.Schema) -> pa.Table:
-    """``mapping``'s columns as ``schema`` says, casting values where no information is lost.
-
-    Values of another but compatible type are cast (ints to a float or string column, whole
-    floats to an int column, as HF ``datasets`` does with ``features``); a lossy or impossible
-    cast (``2.5`` to an int, ``"x"`` to a float) raises ``SchemaMismatchError`` naming the
-    column, never truncates.
-    """
-    missing = [n for n in schema.names if n not in mapping]
-    extra = [n for n in mapping if n not in schema.names]
-    if missing or extra:
-        raise SchemaMismatchError(
-            f"The columns {list(mapping)} do not match the schema {schema.names}"
-            + (f"; missing: {missing}" if missing else "")
-            + (f"; not in the schema: {extra}" if extra else "")
-            + "."
-        )
-    encoded = set(label_features(schema, schema.names))  # HF class labels, media
-    arrays = [
-        _encoded_column(f, mapping[f.name], schema) if f.name in encoded else _typed_column(f, v)
-        for f, v in ((f, mapping[f.name]) for f in schema)
-    ]
-    return pa.Table.from_arrays(arrays, schema=schema)
-
-
-def _encoded_column(field: pa.Field[Any], values: Any, schema: pa.Schema) -> Any:
-    """A column under an HF feature that encodes values (a label name, a media path)."""
-    given = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else None
-    if given is None:
-        try:
-            given = pa.array(values)
-        except ARROW_CAST_ERRORS:  # values that only read as the declared type
-            return _typed_column(field, values)
-    one = pa.schema([field]).with_metadata(schema.metadata or {})
-    batch = pa.RecordBatch.from_arrays([_chunk(given)], names=[field.name])
-    return cast_to_features(batch, one, f"column {field.name!r}").column(0)
-
-
-def _chunk(arr: Any) -> pa.Array[Any]:
-    return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
-
-
-def _typed_column(field: pa.Field[Any], values: Any) -> pa.Array[Any] | pa.ChunkedArray[Any]:
-    # Infer, then cast safely: ``pa.array(floats, type=int32)`` would truncate 2.5 to 2.
-    if isinstance(values, (pa.Array, pa.ChunkedArray)):
-        inferred = values
-    elif has_json(field.type):  # HF's Json(): any values, stored as JSON texts
-        return encode_as(list(values), field.type)
-    else:
-        try:
-            inferred = pa.array(values)
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as infer_exc:
-            try:  # values that only read as the declared type (e.g. mixed ints and None-s)
-                exact: pa.Array[Any] = pa.array(values, type=field.type)
-            except ARROW_CAST_ERRORS as exc:
-                raise SchemaMismatchError(
-                    f"Column {field.name!r}: its values cannot be read as {field.type}: {exc}"
-                ) from infer_exc
-            return exact
-    if inferred.type.equals(field.type):
-        return inferred
-    try:
-        return inferred.cast(field.type)  # safe: raises instead of truncating or overflowing
-    except ARROW_CAST_ERRORS as exc:
-        raise SchemaMismatchError(
-            f"Column {field.name!r}: values of type {inferred.type} cannot be cast to "
-            f"{field.type} without loss: {exc}"
-        ) from exc
 
 
 def from_file(

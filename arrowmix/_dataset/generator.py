@@ -57,7 +57,7 @@ def generator_fingerprint(
 
 
 def _blocks(rows: Iterator[Any], schema: pa.Schema | None) -> Iterator[pa.RecordBatch]:
-    from arrowmix._dataset.build import optimized_batch, typed_table
+    from arrowmix._dataset.py_columns import optimized_batch, typed_table
     from arrowmix._dataset.row_batches import conformed, rows_batch
 
     def blocks() -> Iterator[pa.RecordBatch]:
