@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from arrowmix._stream.sources.numpy_values import batch_values, row_values
+
 __all__ = [
     "FORMATS",
     "Format",
@@ -170,10 +172,9 @@ def format_column(
         return col
     if fmt in FRAMES:
         return frame(pa.table({"column": col}), fmt)["column"]
-    arr = _column_to_numpy(col)
-    if fmt == "torch":
-        return _to_torch(arr, kwargs or {})
-    return _numpy_kwargs(arr, kwargs or {})
+    if fmt == "numpy":
+        return batch_values(col, kwargs or {})
+    return _to_torch(_column_to_numpy(col), kwargs or {})
 
 
 def format_batch(table: pa.Table, fmt: str | None, kwargs: Mapping[str, Any] | None = None) -> Any:
@@ -200,6 +201,14 @@ def format_rows(
         return [table.slice(i, 1) for i in range(table.num_rows)]
     if fmt in FRAMES:
         return [frame(table.slice(i, 1), fmt) for i in range(table.num_rows)]
+    if fmt == "numpy":
+        names = table.column_names
+        values = [row_values(table.column(i), kwargs or {}) for i in range(len(names))]
+        return (
+            [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
+            if names
+            else [{} for _ in range(table.num_rows)]
+        )
     cols = format_batch(table, fmt, kwargs)
     return [{k: v[i] for k, v in cols.items()} for i in range(table.num_rows)]
 
@@ -250,12 +259,6 @@ def _struct_to_numpy(col: pa.ChunkedArray[Any]) -> np.ndarray:
     for j in range(len(col)):
         out[j] = None if valid is not None and not valid[j] else {n: fields[n][j] for n in names}
     return out
-
-
-def _numpy_kwargs(arr: np.ndarray, kwargs: Mapping[str, Any]) -> np.ndarray:
-    if kwargs and arr.dtype.kind in "biuf":
-        return np.asarray(arr, **kwargs)
-    return arr
 
 
 def _to_torch(value: Any, kwargs: Mapping[str, Any]) -> Any:
