@@ -102,3 +102,16 @@ def test_float64_lists_come_as_float32_in_rows_and_stacked_batches() -> None:
     assert ds[:]["emb"].dtype == np.float32
     assert ds[:]["emb"].shape == (2, 2)
     np.testing.assert_array_equal(ds[1]["emb"], np.array([0.3, 0.4], np.float32))
+
+
+def test_stream_rows_are_the_dataset_rows_and_hf_rows() -> None:
+    table = _table()
+    hf = datasets.Dataset(table).with_format("numpy", dtype=np.float64)
+    view = am.Dataset.from_arrow(table).with_format("numpy", dtype=np.float64)
+    rows = list(view.to_stream(shuffle=None, infinite=False))
+    assert len(rows) == table.num_rows
+    for i, row in enumerate(rows):
+        assert list(row) == COLUMNS
+        for name in COLUMNS:
+            _same(row[name], hf[i][name], f"stream {name} row {i}")
+            _same(row[name], view[i][name], f"stream vs dataset {name} row {i}")
