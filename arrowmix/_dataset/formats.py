@@ -1,7 +1,8 @@
 """Output formats: how rows, batches and columns of a view are handed to the user.
 
 ``None``/``"python"``: dicts of Python objects (lists for batches); ``"numpy"``: numpy arrays
-(fixed-size and equal-length lists stacked into 2-D arrays, ragged ones as object arrays,
+in HF ``datasets``' dtypes (``arrowmix._stream.sources.numpy_values``, shared with streams;
+fixed-size and equal-length lists stacked into 2-D arrays, ragged ones as object arrays,
 strings as numpy strings, structs as dicts of arrays); ``"arrow"``: ``pyarrow.Table`` /
 ``ChunkedArray``; ``"torch"``: tensors for numeric data, with HF ``datasets``' dtypes (every
 integer type as ``int64``, every float type as ``float32``, unless ``format_kwargs`` give a

@@ -23,7 +23,7 @@ import pyarrow as pa
 __all__ = ["batch_values", "consolidate", "row_values"]
 
 
-def row_values(col: pa.ChunkedArray[Any] | pa.Array, kwargs: Mapping[str, Any]) -> list[Any]:
+def row_values(col: pa.ChunkedArray[Any] | pa.Array[Any], kwargs: Mapping[str, Any]) -> list[Any]:
     """Each row's value of ``col`` in the numpy format (as ``ds[i][name]``)."""
     arr = _one_array(col)
     t = arr.type
@@ -47,7 +47,9 @@ def row_values(col: pa.ChunkedArray[Any] | pa.Array, kwargs: Mapping[str, Any]) 
     return items
 
 
-def batch_values(col: pa.ChunkedArray[Any] | pa.Array, kwargs: Mapping[str, Any]) -> np.ndarray:
+def batch_values(
+    col: pa.ChunkedArray[Any] | pa.Array[Any], kwargs: Mapping[str, Any]
+) -> np.ndarray:
     """Column ``col`` of a batch in the numpy format (as ``ds[a:b][name]`` and ``ds[name]``)."""
     arr = _one_array(col)
     t = arr.type
@@ -55,7 +57,7 @@ def batch_values(col: pa.ChunkedArray[Any] | pa.Array, kwargs: Mapping[str, Any]
         return consolidate(_list_items(arr, kwargs, per_row=False))
     if pa.types.is_struct(t):
         return consolidate(_struct_items(arr, kwargs, per_row=False))
-    values = arr.to_numpy(zero_copy_only=False)
+    values: np.ndarray = arr.to_numpy(zero_copy_only=False)
     if _is_string(t):
         return values.astype(str) if not arr.null_count and len(values) else values
     if values.dtype.kind in "biuf":
@@ -159,7 +161,7 @@ def _field_items(arr: Any, kwargs: Mapping[str, Any], *, per_row: bool) -> list[
     ]
 
 
-def _one_array(col: pa.ChunkedArray[Any] | pa.Array) -> Any:
+def _one_array(col: pa.ChunkedArray[Any] | pa.Array[Any]) -> Any:
     if isinstance(col, pa.ChunkedArray):
         return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
     return col
