@@ -102,8 +102,14 @@ class Format:
             return [{k: v[i] for k, v in cols.items()} for i in range(table.num_rows)]
         if self.columns is None or not self.output_all_columns or self.type in ("arrow", *FRAMES):
             return format_rows(table, self.type, dict(self.kwargs) if self.kwargs else None)
-        cols = self.batch(table)
-        return [{k: v[i] for k, v in cols.items()} for i in range(table.num_rows)]
+        inside = [c for c in table.column_names if c in self.columns]
+        kw = dict(self.kwargs) if self.kwargs else None
+        formatted = format_rows(table.select(inside), self.type, kw)
+        others = {n: table.column(n).to_pylist() for n in table.column_names if n not in inside}
+        return [
+            {n: row[n] if n in row else others[n][i] for n in table.column_names}
+            for i, row in enumerate(formatted)
+        ]
 
     def column(self, col: pa.ChunkedArray[Any], name: str) -> Any:
         """Column ``name``: formatted if it is a formatted column, else Python objects."""

@@ -115,3 +115,14 @@ def test_stream_rows_are_the_dataset_rows_and_hf_rows() -> None:
         for name in COLUMNS:
             _same(row[name], hf[i][name], f"stream {name} row {i}")
             _same(row[name], view[i][name], f"stream vs dataset {name} row {i}")
+
+
+def test_output_all_columns_rows_are_hf_rows() -> None:
+    table = _table().select(["x", "i32", "null_value", "s"])
+    kw: dict[str, Any] = {"columns": ["x", "i32", "null_value"], "output_all_columns": True}
+    hf = datasets.Dataset(table).with_format("numpy", **kw)
+    ours = am.Dataset.from_arrow(table).with_format("numpy", **kw)
+    for i in range(table.num_rows):
+        assert list(ours[i]) == list(hf[i])
+        for name in table.column_names:
+            _same(ours[i][name], hf[i][name], f"{name} row {i}")
