@@ -1,7 +1,8 @@
 """Output formats: how rows, batches and columns of a view are handed to the user.
 
 ``None``/``"python"``: dicts of Python objects (lists for batches); ``"numpy"``: numpy arrays
-(fixed-size and equal-length lists stacked into 2-D arrays, ragged ones as object arrays,
+in HF ``datasets``' dtypes (``arrowmix._stream.sources.numpy_values``, shared with streams;
+fixed-size and equal-length lists stacked into 2-D arrays, ragged ones as object arrays,
 strings as numpy strings, structs as dicts of arrays); ``"arrow"``: ``pyarrow.Table`` /
 ``ChunkedArray``; ``"torch"``: tensors for numeric data, with HF ``datasets``' dtypes (every
 integer type as ``int64``, every float type as ``float32``, unless ``format_kwargs`` give a
@@ -20,6 +21,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+
+from arrowmix._stream.sources.numpy_values import batch_values, row_values
 
 __all__ = [
     "FORMATS",
@@ -99,8 +102,14 @@ class Format:
             return [{k: v[i] for k, v in cols.items()} for i in range(table.num_rows)]
         if self.columns is None or not self.output_all_columns or self.type in ("arrow", *FRAMES):
             return format_rows(table, self.type, dict(self.kwargs) if self.kwargs else None)
-        cols = self.batch(table)
-        return [{k: v[i] for k, v in cols.items()} for i in range(table.num_rows)]
+        inside = [c for c in table.column_names if c in self.columns]
+        kw = dict(self.kwargs) if self.kwargs else None
+        formatted = format_rows(table.select(inside), self.type, kw)
+        others = {n: table.column(n).to_pylist() for n in table.column_names if n not in inside}
+        return [
+            {n: row[n] if n in row else others[n][i] for n in table.column_names}
+            for i, row in enumerate(formatted)
+        ]
 
     def column(self, col: pa.ChunkedArray[Any], name: str) -> Any:
         """Column ``name``: formatted if it is a formatted column, else Python objects."""
@@ -170,10 +179,9 @@ def format_column(
         return col
     if fmt in FRAMES:
         return frame(pa.table({"column": col}), fmt)["column"]
-    arr = _column_to_numpy(col)
-    if fmt == "torch":
-        return _to_torch(arr, kwargs or {})
-    return _numpy_kwargs(arr, kwargs or {})
+    if fmt == "numpy":
+        return batch_values(col, kwargs or {})
+    return _to_torch(_column_to_numpy(col), kwargs or {})
 
 
 def format_batch(table: pa.Table, fmt: str | None, kwargs: Mapping[str, Any] | None = None) -> Any:
@@ -200,6 +208,14 @@ def format_rows(
         return [table.slice(i, 1) for i in range(table.num_rows)]
     if fmt in FRAMES:
         return [frame(table.slice(i, 1), fmt) for i in range(table.num_rows)]
+    if fmt == "numpy":
+        names = table.column_names
+        values = [row_values(table.column(i), kwargs or {}) for i in range(len(names))]
+        return (
+            [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
+            if names
+            else [{} for _ in range(table.num_rows)]
+        )
     cols = format_batch(table, fmt, kwargs)
     return [{k: v[i] for k, v in cols.items()} for i in range(table.num_rows)]
 
@@ -250,12 +266,6 @@ def _struct_to_numpy(col: pa.ChunkedArray[Any]) -> np.ndarray:
     for j in range(len(col)):
         out[j] = None if valid is not None and not valid[j] else {n: fields[n][j] for n in names}
     return out
-
-
-def _numpy_kwargs(arr: np.ndarray, kwargs: Mapping[str, Any]) -> np.ndarray:
-    if kwargs and arr.dtype.kind in "biuf":
-        return np.asarray(arr, **kwargs)
-    return arr
 
 
 def _to_torch(value: Any, kwargs: Mapping[str, Any]) -> Any:

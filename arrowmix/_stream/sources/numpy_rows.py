@@ -18,9 +18,9 @@ import gc
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
+from arrowmix._stream.sources.numpy_values import row_values
 from arrowmix._stream.sources.rows import Row, row_builder
 
 __all__ = ["NumpyRows"]
@@ -77,58 +77,4 @@ class NumpyRows:
         return self.columns is None or name in self.columns
 
     def _values(self, col: pa.ChunkedArray[Any]) -> list[Any]:
-        t = col.type
-        arr: Any = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-        if pa.types.is_list(t) or pa.types.is_large_list(t):
-            fast = self._lists(arr)
-            if fast is not None:
-                return fast
-        elif pa.types.is_fixed_size_list(t) and _numeric(t.value_type) and not col.null_count:
-            flat = arr.flatten()
-            if not flat.null_count:
-                values = self._convert(flat, t.value_type)
-                return list(values.reshape(len(arr), t.list_size))
-        if _is_list(t):
-            return [None if v is None else np.asarray(v) for v in arr.to_pylist()]
-        if _numeric(t):
-            return list(arr.to_numpy(zero_copy_only=False))
-        out: list[Any] = arr.to_pylist()
-        return out
-
-    def _lists(self, arr: Any) -> list[Any] | None:
-        """Each row a slice of the block's one copy of the values; None: not numeric."""
-        vtype = arr.type.value_type
-        if not _numeric(vtype):
-            return None
-        offs = np.asarray(arr.offsets, dtype=np.int64)  # the array's own rows (slice-aware)
-        first, last = int(offs[0]), int(offs[-1])
-        child = arr.values.slice(first, last - first)
-        if child.null_count:
-            return None
-        values = self._convert(child, vtype)
-        starts, stops = (offs[:-1] - first).tolist(), (offs[1:] - first).tolist()
-        rows: list[Any] = [values[a:b] for a, b in zip(starts, stops, strict=True)]
-        if arr.null_count:
-            valid = arr.is_valid().to_numpy(zero_copy_only=False)
-            rows = [r if ok else None for r, ok in zip(rows, valid.tolist(), strict=True)]
-        return rows
-
-    def _convert(self, values: Any, vtype: pa.DataType) -> np.ndarray:
-        """One new contiguous numpy array of ``values`` in HF's dtype."""
-        raw = values.to_numpy(zero_copy_only=False)
-        dtype: Any = None
-        if pa.types.is_integer(vtype):
-            dtype = np.int64
-        elif pa.types.is_floating(vtype):
-            dtype = np.float32
-        kw = {"dtype": dtype, **self.kwargs} if dtype is not None else dict(self.kwargs)
-        out: np.ndarray = np.array(raw, copy=True, **kw)
-        return out
-
-
-def _numeric(t: pa.DataType) -> bool:
-    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t)
-
-
-def _is_list(t: pa.DataType) -> bool:
-    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+        return row_values(col, self.kwargs)
