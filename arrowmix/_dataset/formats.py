@@ -117,7 +117,7 @@ class Format:
             return col.to_pylist()
         if self.type in FRAMES:  # a series named by its column, as HF gives it
             return frame(pa.table({name: col}), self.type)[name]
-        out = format_column(col, self.type, dict(self.kwargs))
+        out = format_column(col, self.type, dict(self.kwargs), name)
         if self.json and self.type is None:
             from arrowmix._storage.mixed_json import decode, has_json
 
@@ -170,9 +170,12 @@ def frame(table: pa.Table, fmt: str) -> Any:
 
 
 def format_column(
-    col: pa.ChunkedArray[Any], fmt: str | None, kwargs: Mapping[str, Any] | None = None
+    col: pa.ChunkedArray[Any],
+    fmt: str | None,
+    kwargs: Mapping[str, Any] | None = None,
+    name: str = "",
 ) -> Any:
-    """One column of a view."""
+    """One column of a view (``name``: the column's, for errors)."""
     if fmt is None:
         return col.to_pylist()
     if fmt == "arrow":
@@ -180,7 +183,7 @@ def format_column(
     if fmt in FRAMES:
         return frame(pa.table({"column": col}), fmt)["column"]
     if fmt == "numpy":
-        return batch_values(col, kwargs or {})
+        return batch_values(col, kwargs or {}, name)
     return _to_torch(_column_to_numpy(col), kwargs or {})
 
 
@@ -192,7 +195,9 @@ def format_batch(table: pa.Table, fmt: str | None, kwargs: Mapping[str, Any] | N
         return table
     if fmt in FRAMES:
         return frame(table, fmt)
-    return {name: format_column(table.column(name), fmt, kwargs) for name in table.column_names}
+    return {
+        name: format_column(table.column(name), fmt, kwargs, name) for name in table.column_names
+    }
 
 
 def format_rows(
@@ -210,7 +215,7 @@ def format_rows(
         return [frame(table.slice(i, 1), fmt) for i in range(table.num_rows)]
     if fmt == "numpy":
         names = table.column_names
-        values = [row_values(table.column(i), kwargs or {}) for i in range(len(names))]
+        values = [row_values(table.column(i), kwargs or {}, n) for i, n in enumerate(names)]
         return (
             [dict(zip(names, row, strict=True)) for row in zip(*values, strict=True)]
             if names

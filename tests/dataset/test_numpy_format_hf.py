@@ -85,6 +85,11 @@ def test_rows_batches_and_columns_match_hf(name: str, kwargs: dict[str, Any]) ->
     ):
         pytest.skip("NaN cast to int32 is numpy's undefined value")
     table = _table().select([name])
+    if kwargs.get("dtype") is np.int32 and name == "i64":
+        # HF wraps 2**40 to 0 in int32; arrowmix refuses to change a value
+        with pytest.raises(OverflowError, match="column 'i64': the value 1099511627776"):
+            am.Dataset.from_arrow(table).with_format("numpy", **kwargs)[2]
+        return
     hf = datasets.Dataset(table).with_format("numpy", **kwargs)
     ours = am.Dataset.from_arrow(table).with_format("numpy", **kwargs)
     for i in range(table.num_rows):

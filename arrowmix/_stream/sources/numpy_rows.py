@@ -65,7 +65,9 @@ class NumpyRows:
         gc.disable()  # see table_to_rows: row dicts cannot form cycles
         try:
             cols = [
-                self._values(table.column(i)) if self._formats(n) else table.column(i).to_pylist()
+                self._values(table.column(i), n)
+                if self._formats(n)
+                else table.column(i).to_pylist()
                 for i, n in enumerate(names)
             ]
             return row_builder(len(names))(*names, *cols)
@@ -76,5 +78,5 @@ class NumpyRows:
     def _formats(self, name: str) -> bool:
         return self.columns is None or name in self.columns
 
-    def _values(self, col: pa.ChunkedArray[Any]) -> list[Any]:
-        return row_values(col, self.kwargs)
+    def _values(self, col: pa.ChunkedArray[Any], name: str) -> list[Any]:
+        return row_values(col, self.kwargs, name)

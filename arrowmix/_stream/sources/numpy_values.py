@@ -14,7 +14,8 @@ batch.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -23,8 +24,18 @@ import pyarrow as pa
 __all__ = ["batch_values", "consolidate", "row_values"]
 
 
-def row_values(col: pa.ChunkedArray[Any] | pa.Array[Any], kwargs: Mapping[str, Any]) -> list[Any]:
-    """Each row's value of ``col`` in the numpy format (as ``ds[i][name]``)."""
+def row_values(
+    col: pa.ChunkedArray[Any] | pa.Array[Any], kwargs: Mapping[str, Any], name: str = ""
+) -> list[Any]:
+    """Each row's value of ``col`` in the numpy format (as ``ds[i][name]``).
+
+    A ``dtype=`` that cannot hold a value raises ``OverflowError`` naming the column.
+    """
+    with _naming(name):
+        return _row_values(col, kwargs)
+
+
+def _row_values(col: pa.ChunkedArray[Any] | pa.Array[Any], kwargs: Mapping[str, Any]) -> list[Any]:
     arr = _one_array(col)
     t = arr.type
     if _is_list(t):
@@ -48,9 +59,24 @@ def row_values(col: pa.ChunkedArray[Any] | pa.Array[Any], kwargs: Mapping[str, A
 
 
 def batch_values(
-    col: pa.ChunkedArray[Any] | pa.Array[Any], kwargs: Mapping[str, Any]
+    col: pa.ChunkedArray[Any] | pa.Array[Any], kwargs: Mapping[str, Any], name: str = ""
 ) -> np.ndarray:
     """Column ``col`` of a batch in the numpy format (as ``ds[a:b][name]`` and ``ds[name]``)."""
+    with _naming(name):
+        return _batch_values(col, kwargs)
+
+
+@contextlib.contextmanager
+def _naming(name: str) -> Iterator[None]:
+    try:
+        yield
+    except OverflowError as exc:
+        raise OverflowError(f"column {name!r}: {exc}") from None
+
+
+def _batch_values(
+    col: pa.ChunkedArray[Any] | pa.Array[Any], kwargs: Mapping[str, Any]
+) -> np.ndarray:
     arr = _one_array(col)
     t = arr.type
     if _is_list(t):
@@ -82,8 +108,24 @@ def _hf_array(values: np.ndarray, kwargs: Mapping[str, Any]) -> np.ndarray:
     """One new array of ``values`` in HF's dtype (``kwargs`` override it)."""
     kind = values.dtype.kind
     dtype: Any = np.int64 if kind in "iu" else np.float32 if kind == "f" else values.dtype
-    out: np.ndarray = np.array(values, copy=True, **{"dtype": dtype, **kwargs})
+    if kind == "u" and values.size and int(values.max()) > _INT64_MAX:
+        dtype = values.dtype  # HF wraps 2**63 and above to negatives: keep them uint64
+    wanted = {"dtype": dtype, **kwargs}
+    if kind in "iu" and values.size and np.dtype(wanted["dtype"]).kind in "iu":
+        info = np.iinfo(wanted["dtype"])
+        low, high = int(values.min()), int(values.max())
+        if low < info.min or high > info.max:
+            bad = high if high > info.max else low
+            raise OverflowError(
+                f"the value {bad} does not fit the numpy format's dtype "
+                f"{np.dtype(wanted['dtype'])}: it would be silently wrapped to another value. "
+                "Pass a wider dtype= to with_format."
+            )
+    out: np.ndarray = np.array(values, copy=True, **wanted)
     return out
+
+
+_INT64_MAX = int(np.iinfo(np.int64).max)
 
 
 def _list_items(arr: Any, kwargs: Mapping[str, Any], *, per_row: bool) -> list[Any]:
