@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from arrowmix._stream.topology import stage_name, walk
+
 if TYPE_CHECKING:
     from arrowmix._stream.base import Stream
 
@@ -34,38 +36,11 @@ __all__ = [
     "collect",
     "flatten",
     "rewindow",
-    "stage_name",
     "wait_clock",
 ]
 
 #: The clock of ``wait_seconds`` (wall time).
 wait_clock = time.perf_counter
-
-_NAMES = {
-    "ArrowSource": "source",
-    "BatchIterator": "batch",
-    "BinPackIterator": "pack",
-    "BudgetBucketIterator": "budget_bucket",
-    "CollateIterator": "collate",
-    "ConcatPackIterator": "pack",
-    "FilterIterator": "filter",
-    "FlatMapIterator": "flat_map",
-    "LengthBucketIterator": "bucket",
-    "LimitIterator": "take",
-    "MapIterator": "map",
-    "ParallelMapIterator": "map",
-    "PrefetchIterator": "prefetch",
-    "BufferShuffleIterator": "shuffle",
-    "WeightedMixIterator": "mix",
-    "WindowIterator": "window",
-    "ZipIterator": "zip",
-}
-
-
-def stage_name(node: object) -> str:
-    """The short name of ``node`` in stats paths (the builder's name, else the class's)."""
-    cls = type(node).__name__
-    return _NAMES.get(cls, cls)
 
 
 class Tally:
@@ -185,7 +160,6 @@ class SourceTokens:
     """
 
     def __init__(self, source: Stream[Any], rows: Any) -> None:
-        from arrowmix._stream.topology import walk
 
         self.count: Any = None
         if rows is None:

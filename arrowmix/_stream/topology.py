@@ -33,6 +33,7 @@ __all__ = [
     "shard_points",
     "source_keys",
     "split",
+    "stage_name",
     "walk",
 ]
 
@@ -90,6 +91,33 @@ def open_for_changes(root: Stream[Any]) -> None:
             hook(True)
 
 
+_NAMES = {
+    "ArrowSource": "source",
+    "BatchIterator": "batch",
+    "BinPackIterator": "pack",
+    "BudgetBucketIterator": "budget_bucket",
+    "CollateIterator": "collate",
+    "ConcatPackIterator": "pack",
+    "FilterIterator": "filter",
+    "FlatMapIterator": "flat_map",
+    "LengthBucketIterator": "bucket",
+    "LimitIterator": "take",
+    "MapIterator": "map",
+    "ParallelMapIterator": "map",
+    "PrefetchIterator": "prefetch",
+    "BufferShuffleIterator": "shuffle",
+    "WeightedMixIterator": "mix",
+    "WindowIterator": "window",
+    "ZipIterator": "zip",
+}
+
+
+def stage_name(node: object) -> str:
+    """The short name of ``node`` in stats paths (the builder's name, else the class's)."""
+    cls = type(node).__name__
+    return _NAMES.get(cls, cls)
+
+
 def refuse_replayed_changes(root: Stream[Any], change: str) -> None:
     """Refuse a changed mixture that a buffering stage after it would replay.
 
@@ -100,7 +128,6 @@ def refuse_replayed_changes(root: Stream[Any], change: str) -> None:
     checkpoint with ``allow_changes=True`` (``change`` says what differs) is refused when
     such a stage follows a named mix.
     """
-    from arrowmix._stream.counters import stage_name
 
     def visit(node: Stream[Any], buffers: list[str]) -> None:
         names = getattr(node, "child_names", None)
