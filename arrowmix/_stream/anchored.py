@@ -176,7 +176,15 @@ class WindowReplayStage(Stream[U]):
         assert self._buf is not None
         item: U = self._buf[self._pos]
         self._pos += 1
+        self.yielded(self._pos - 1, self._pos)
         return item
+
+    def yielded(self, first: int, stop: int) -> None:
+        """Hook: outputs ``first`` to ``stop - 1`` of the current window were just yielded.
+
+        Called by ``next`` and ``pull`` (not ``pull_positions``); does nothing by default.
+        Stages that count what they yield (``bucket``, ``budget_bucket``) override it.
+        """
 
     def pull_positions(self, n: int) -> np.ndarray:
         """Like ``pull`` for stages whose windows are arrays of row positions."""
@@ -206,6 +214,7 @@ class WindowReplayStage(Stream[U]):
             assert self._buf is not None
             part = self._buf[self._pos : self._pos + n - len(out)]
             self._pos += len(part)
+            self.yielded(self._pos - len(part), self._pos)
             out.extend(part)
         return out
 

@@ -305,13 +305,9 @@ class BudgetBucketIterator(AnchoredStage[list[Any]], ShareReader):
         """
         return self._tally.as_dict()
 
-    def next(self) -> list[Any]:
-        item = super().next()
-        self._tally.add(*self._planned[self._pos - 1])
-        return item
-
-    def pull(self, n: int) -> list[list[Any]]:
-        return Stream.pull(self, n)  # through next(), which counts
+    def yielded(self, first: int, stop: int) -> None:
+        for counts in self._planned[first:stop]:
+            self._tally.add(*counts)
 
     def _plan_counts(self, lengths: np.ndarray, batches: list[Any], mine: list[int]) -> None:
         """``(rows, tokens, slots)`` of each batch this instance yields (one pass per window)."""

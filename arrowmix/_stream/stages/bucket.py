@@ -312,13 +312,9 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
         """
         return self._tally.as_dict()
 
-    def next(self) -> list[Any]:
-        item = super().next()
-        self._tally.add(*self._planned[self._pos - 1])
-        return item
-
-    def pull(self, n: int) -> list[list[Any]]:
-        return Stream.pull(self, n)  # through next(), which counts
+    def yielded(self, first: int, stop: int) -> None:
+        for counts in self._planned[first:stop]:
+            self._tally.add(*counts)
 
     def as_position_batches(self, column: str | None = None) -> PositionBatches | None:
         """Each batch as an array of row positions (for collation); columnar only.
