@@ -18,6 +18,7 @@ may report its subtree itself (``stats_below()``: a prefetch in a worker process
 
 from __future__ import annotations
 
+import abc
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -43,7 +44,38 @@ __all__ = [
 wait_clock = time.perf_counter
 
 
-class Tally:
+class _Deferred(abc.ABC):
+    """Arrays kept per batch behind a lock, summed in one pass by ``_flush``.
+
+    ``_defer`` is a list append per batch, flushing every ``_FLUSH`` batches; ``_drain``
+    hands ``_flush`` what was kept. Safe across a prefetch thread.
+    """
+
+    __slots__ = ("_lock", "_pending")
+    _FLUSH = 256
+
+    def _reset(self) -> None:
+        self._pending: list[Any] = []
+        self._lock = threading.Lock()
+
+    def _defer(self, item: Any) -> None:
+        with self._lock:
+            self._pending.append(item)
+            full = len(self._pending) >= self._FLUSH
+        if full:
+            self._flush()
+
+    def _drain(self) -> list[Any]:
+        with self._lock:
+            pending, self._pending = self._pending, []
+        return pending
+
+    @abc.abstractmethod
+    def _flush(self) -> None:
+        """Fold what ``_drain`` returns into the totals (each counter's own sums)."""
+
+
+class Tally(_Deferred):
     """What a batching stage yielded, dropped and waited for.
 
     Attributes:
@@ -57,8 +89,6 @@ class Tally:
     """
 
     __slots__ = (
-        "_lock",
-        "_pending",
         "batches",
         "dropped_rows",
         "dropped_tokens",
@@ -67,7 +97,6 @@ class Tally:
         "tokens",
         "wait",
     )
-    _FLUSH = 256
 
     def __init__(self, *, tokens: bool) -> None:
         self.batches = 0
@@ -77,8 +106,7 @@ class Tally:
         self.dropped_rows = 0
         self.dropped_tokens = 0
         self.wait = 0.0
-        self._pending: list[tuple[np.ndarray, np.ndarray, int]] = []
-        self._lock = threading.Lock()
+        self._reset()
 
     def __getstate__(self) -> dict[str, Any]:
         self._flush()
@@ -87,7 +115,7 @@ class Tally:
     def __setstate__(self, d: dict[str, Any]) -> None:
         for k, v in d.items():
             setattr(self, k, v)
-        self._pending, self._lock = [], threading.Lock()
+        self._reset()
 
     def add_lengths(self, kept: np.ndarray, full: np.ndarray, width: int) -> None:
         """Count one padded batch: rows of ``kept`` tokens (of ``full``), ``width`` wide.
@@ -95,15 +123,10 @@ class Tally:
         Only keeps the arrays; they are summed in one pass when read (or every
         ``_FLUSH`` batches), which keeps the per-batch cost to a list append.
         """
-        with self._lock:
-            self._pending.append((kept, full, width))
-            full_list = len(self._pending) >= self._FLUSH
-        if full_list:
-            self._flush()
+        self._defer((kept, full, width))
 
     def _flush(self) -> None:
-        with self._lock:
-            pending, self._pending = self._pending, []
+        pending = self._drain()
         if not pending:
             return
         rows = np.fromiter((len(k) for k, _, _ in pending), dtype=np.int64, count=len(pending))
@@ -176,40 +199,35 @@ class SourceTokens:
             self.count(positions, lengths)
 
 
-class TokensBySource:
+class TokensBySource(_Deferred):
     """Tokens per input of a mix, from row positions numbered input after input.
 
     ``add`` only keeps the arrays (a list append per batch); they are attributed in one
     vectorised pass when read, or every ``_FLUSH`` batches. Safe across a prefetch thread.
     """
 
-    _FLUSH = 256
+    __slots__ = ("bases", "seen", "total")
 
     def __init__(self, bases: np.ndarray) -> None:
         self.bases = np.asarray(bases, dtype=np.int64)
         self.total = np.zeros(len(self.bases) - 1, dtype=np.int64)
         self.seen = self.total.copy()
-        self._pending: list[tuple[np.ndarray, np.ndarray]] = []
-        self._lock = threading.Lock()
+        self._reset()
 
     def __getstate__(self) -> dict[str, Any]:
         self._flush()
         return {"bases": self.bases, "total": self.total, "seen": self.seen}
 
     def __setstate__(self, d: dict[str, Any]) -> None:
-        self.__dict__.update(d)
-        self._pending, self._lock = [], threading.Lock()
+        for k, v in d.items():
+            setattr(self, k, v)
+        self._reset()
 
     def add(self, positions: np.ndarray, lengths: np.ndarray) -> None:
-        with self._lock:
-            self._pending.append((positions, lengths))
-            full = len(self._pending) >= self._FLUSH
-        if full:
-            self._flush()
+        self._defer((positions, lengths))
 
     def _flush(self) -> None:
-        with self._lock:
-            pending, self._pending = self._pending, []
+        pending = self._drain()
         if not pending:
             return
         pos = np.concatenate([p for p, _ in pending])
