@@ -87,7 +87,7 @@ class TableReader:
             return gathered
         inverse = np.empty(n, dtype=np.int64)
         inverse[order] = np.arange(n, dtype=np.int64)
-        return gathered.take(inverse)
+        return gathered.take(int64_array(inverse))  # no pa.array: it imports pandas
 
     def _take_batch(self, b: int, local: pa.Array[Any]) -> pa.RecordBatch:
         """Rows ``local`` (int64, in range by construction) of record batch ``b``."""

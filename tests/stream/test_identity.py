@@ -91,3 +91,31 @@ def test_an_unhashable_function_is_matched_by_name_with_a_warning() -> None:
     state = checkpoint(from_iterable(range(10)).map(locked))
     with pytest.warns(FingerprintWarning, match="MapIterator: function .*locked.* name only"):
         from_iterable(range(10)).map(locked).load_state_dict(state)
+
+
+@pytest.mark.parametrize("labels", [None, "shift"])
+def test_a_collator_checkpointed_mid_epoch_loads_into_a_fresh_pipeline(labels: str | None) -> None:
+    """The checkpoint of ``map(Collator(...))`` is first taken after batches went through the
+    collator (as in training); a fresh process builds a fresh collator and must accept it."""
+    import numpy as np
+
+    from arrowmix import Dataset
+    from arrowmix.stream import Collator
+
+    ds = Dataset.from_dict({"input_ids": [[i] * (1 + i % 5) for i in range(40)]})
+
+    def build() -> Stream[Any]:
+        return (
+            ds.to_stream(shuffle=None, infinite=False)
+            .batch(4, columnar=True)
+            .map(Collator("input_ids", labels=labels))
+        )
+
+    trained = build()
+    state = checkpoint(trained, steps=3)  # the first state_dict, after three collated batches
+    rest = [b["input_ids"] for b in trained]
+    fresh = build()
+    fresh.load_state_dict(state)
+    again = [b["input_ids"] for b in fresh]
+    assert len(again) == len(rest) == 7
+    assert all(np.array_equal(a, b) for a, b in zip(again, rest, strict=True))

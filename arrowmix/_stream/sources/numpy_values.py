@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from arrowmix._stream.tokens.column import arrow_to_numpy
+
 __all__ = ["batch_values", "consolidate", "row_values"]
 
 
@@ -52,7 +54,7 @@ def _row_values(col: pa.ChunkedArray[Any] | pa.Array[Any], kwargs: Mapping[str, 
         nan = None if pa.types.is_boolean(t) else np.float64("nan")
         items = [v if ok else nan for v, ok in zip(values, valid, strict=True)]
     else:
-        items = list(arr.to_numpy(zero_copy_only=False))
+        items = list(arrow_to_numpy(arr))
     if pa.types.is_boolean(t):  # np.bool_ is not a number to HF: a 0-d array
         return [v if v is None else np.asarray(v, **kwargs) for v in items]
     return items
@@ -137,7 +139,9 @@ def _list_items(arr: Any, kwargs: Mapping[str, Any], *, per_row: bool) -> list[A
         child = arr.values.slice(arr.offset * size, n * size)
         offs = np.arange(n + 1, dtype=np.int64) * size
     else:
-        offs = np.asarray(arr.offsets, dtype=np.int64)  # the array's own rows (slice-aware)
+        # The array's own rows (slice-aware), from the buffer: pyarrow's ``to_numpy`` and
+        # ``np.asarray`` import pandas on first use (0.2 s before a fresh stream's first row).
+        offs = arrow_to_numpy(arr.offsets).astype(np.int64)
         child = arr.values.slice(int(offs[0]), int(offs[-1] - offs[0]))
         offs = offs - offs[0]
     vt = child.type
@@ -162,7 +166,7 @@ def _number_rows(
     child: Any, starts: list[int], stops: list[int], kwargs: Mapping[str, Any], *, per_row: bool
 ) -> list[Any]:
     if not child.null_count or not per_row:
-        values = _hf_array(child.to_numpy(zero_copy_only=False), kwargs)
+        values = _hf_array(arrow_to_numpy(child), kwargs)
         return [values[a:b] for a, b in zip(starts, stops, strict=True)]
     # A row alone: only the rows holding a null value are floats with NaN (as in HF).
     missing = np.add.reduceat(child.is_null().to_numpy(zero_copy_only=False), starts or [0])

@@ -147,6 +147,16 @@ class Collator:
         """Collate the documents at ``positions`` of ``tokens`` (one gather, no row objects)."""
         return self.from_spans(TokenSpans(positions, tokens, *tokens.spans(positions)))
 
+    def __getstate__(self) -> dict[str, Any]:
+        # ``last_batch`` is a report of the latest call, not configuration: a collator
+        # pickled or fingerprinted after some batches equals a fresh one (a checkpoint
+        # taken mid-epoch must load into the pipeline a fresh process builds).
+        return {k: v for k, v in self.__dict__.items() if k != "last_batch"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.last_batch = None
+
     def from_spans(self, batch: TokenSpans) -> dict[str, Any]:
         """Collate documents already looked up in their token column."""
         tokens, owner, starts, lengths = batch.column, batch.owner, batch.starts, batch.lengths
