@@ -183,3 +183,30 @@ class TestBatchRowsCollate(CheckpointRoundTripTests):
 
     def units(self, item: dict[str, Any]) -> list[int]:
         return tokens_of(item)
+
+
+def test_concat_of_pinned_and_mapped_columns_reads_each_through_its_own() -> None:
+    """What ``mix`` hands the token stages when an input reads a bounded remote cache."""
+    from arrowmix._stream.tokens.concat import ConcatTokenColumn
+
+    storage = storage_of(token_table(50, 1), 12)
+    local = TokenColumn(token_table(30, 2).column("input_ids"), "input_ids")
+    both = ConcatTokenColumn([pinned(storage), local])
+    flat = ConcatTokenColumn([TokenColumn(token_table(50, 1).column("input_ids"), "ids"), local])
+    assert not both.has_buffers and flat.has_buffers
+    pos = np.array([79, 3, 50, 49, 0, 35, 12, 64, 13])
+    assert both.gather(pos).tolist() == flat.gather(pos).tolist()
+    owner, starts, lengths = both.spans(pos)
+    sep_after = np.arange(len(pos)) % 2 == 0
+    out = np.zeros(int(lengths.sum() + sep_after.sum()), dtype=np.int64)
+    got = both.gather_spans(owner, starts, lengths, out=out, sep_after=sep_after, sep=-1)
+    assert got is out
+    assert got.tolist() == flat.gather_spans(*flat.spans(pos), sep_after=sep_after, sep=-1).tolist()
+    assert [a.tolist() for a in both.gather_padded(pos, 7, pad_id=-1, left=True)] == [
+        a.tolist() for a in flat.gather_padded(pos, 7, pad_id=-1, left=True)
+    ]
+    assert storage.most_pinned == 1  # one chunk pinned at a time
+    with pytest.raises(ValueError, match="int8 cannot hold"):
+        both.check_fits(np.int8)
+    with pytest.raises(TypeError, match="no buffers of the whole column"):
+        both.buffers()

@@ -27,13 +27,16 @@ from .token_helpers import token_table, tokens_of
 ROWS, PER_CHUNK = 120, 15
 
 
-@functools.lru_cache(maxsize=1)
-def corpus_url() -> tuple[str, int]:
-    """The corpus (8 chunks of 15 documents), written once; and its largest chunk's size."""
+@functools.lru_cache(maxsize=None)
+def corpus_url(seed: int = 0) -> tuple[str, int]:
+    """A corpus (8 chunks of 15 documents), written once; and its largest chunk's size.
+
+    Corpora of different ``seed`` hold different token ids.
+    """
     import fsspec
 
     url = f"memory://remote-tokens-{uuid.uuid4().hex[:8]}"
-    am.write_chunks(token_table(ROWS), url, rows_per_chunk=PER_CHUNK)
+    am.write_chunks(token_table(ROWS, seed), url, rows_per_chunk=PER_CHUNK)
     fs = fsspec.filesystem("memory")
     sizes = [f["size"] for f in fs.ls(url[len("memory://") :]) if f["name"].endswith(".arrow")]
     return url, max(sizes)

@@ -12,7 +12,8 @@ import pytest
 from arrowmix._stream.mixing.mixed_rows import MixedRows
 from arrowmix._stream.row_source import TableRowSource
 from arrowmix._stream.tokens.collate import CollateIterator, Collator
-from arrowmix._stream.tokens.column import ConcatTokenColumn, TokenColumn
+from arrowmix._stream.tokens.column import TokenColumn
+from arrowmix._stream.tokens.concat import ConcatTokenColumn
 from arrowmix.stream import Stream, from_iterable, mix
 from arrowmix.testing import CheckpointRoundTripTests
 

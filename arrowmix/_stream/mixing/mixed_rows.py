@@ -17,7 +17,8 @@ import pyarrow as pa
 
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._stream.row_source import RowSource
-from arrowmix._stream.tokens.column import ConcatTokenColumn, TokenColumn, token_column
+from arrowmix._stream.tokens.column import TokenColumn, take_values, token_column
+from arrowmix._stream.tokens.concat import ConcatTokenColumn
 
 __all__ = ["MixedRows"]
 
@@ -82,13 +83,31 @@ class MixedRows:
             self.sources[k].take(pos[order[which[order] == k]] - self.bases[k]) for k in inputs
         ]
         table = pa.concat_tables([p.cast(self.schema) for p in parts])
-        inverse = np.empty(len(pos), dtype=np.int64)
-        inverse[order] = np.arange(len(pos), dtype=np.int64)
-        return table.take(inverse)
+        return table.take(_inverse(order))
 
     def take_column(self, positions: np.ndarray, name: str) -> pa.ChunkedArray[Any]:
-        """One column at ``positions``."""
-        return self.take(positions).column(name)
+        """One column at ``positions``: each input touched gathers that column alone.
+
+        An input over a bounded remote cache then reads only that column of its cached
+        chunks, never the token ids of whole rows.
+        """
+        if name not in self.schema.names:
+            raise KeyError(f"no column {name!r}; the rows have columns {self.schema.names}.")
+        pos = np.asarray(positions, dtype=np.int64)
+        which, inputs = self._split(pos)
+        if len(inputs) == 1:
+            k = inputs[0]
+            return take_values(self.sources[k], pos - self.bases[k], name)
+        if not inputs:
+            return self.schema.empty_table().column(name)
+        order = np.argsort(which, kind="stable")
+        kind = self.schema.field(name).type
+        parts = [
+            take_values(self.sources[k], pos[order[which[order] == k]] - self.bases[k], name)
+            for k in inputs
+        ]
+        chunks = [c.cast(kind) for p in parts for c in p.chunks]
+        return pa.chunked_array(chunks, type=kind).take(_inverse(order))
 
     def token_column(self, name: str) -> TokenColumn:
         """The inputs' token columns ``name``, seen as one (no copy)."""
@@ -97,3 +116,10 @@ class MixedRows:
             col = ConcatTokenColumn([token_column(s, name) for s in self.sources])
             self._tokens[name] = col
         return col
+
+
+def _inverse(order: np.ndarray) -> np.ndarray:
+    """The permutation undoing ``order``: where each sorted item goes back to."""
+    inverse = np.empty(len(order), dtype=np.int64)
+    inverse[order] = np.arange(len(order), dtype=np.int64)
+    return inverse

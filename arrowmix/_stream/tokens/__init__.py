@@ -7,7 +7,6 @@ re-exported here for the Dataset layer.
 
 from arrowmix._stream.tokens.collate import CollateIterator
 from arrowmix._stream.tokens.column import (
-    ConcatTokenColumn,
     TokenColumn,
     TokenSpans,
     column_values,
@@ -15,6 +14,7 @@ from arrowmix._stream.tokens.column import (
     key_values,
     token_column,
 )
+from arrowmix._stream.tokens.concat import ConcatTokenColumn
 from arrowmix._stream.tokens.pack import BinPackIterator, ConcatPackIterator
 
 __all__ = [

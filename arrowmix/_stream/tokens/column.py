@@ -26,7 +26,6 @@ import numpy as np
 import pyarrow as pa
 
 __all__ = [
-    "ConcatTokenColumn",
     "TokenColumn",
     "TokenSpans",
     "check_id_range",
@@ -58,6 +57,10 @@ class TokenColumn:
         TypeError: the column is not a list of integers (naming it and its type).
         ValueError: the column holds a null document or a null token id.
     """
+
+    #: Whether :meth:`buffers` views every record batch of the column (a column read one
+    #: pinned chunk at a time has no such buffers).
+    has_buffers = True
 
     def __init__(
         self,
@@ -100,6 +103,10 @@ class TokenColumn:
     def buffers(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """``(values, offsets)``: the zero-copy views, one of each per record batch."""
         return self._values, self._offsets
+
+    def owners(self) -> int:
+        """How many ``owner`` values :meth:`spans` may return: chunks of the column."""
+        return len(self._rows) - 1
 
     # --------------------------------------------------------------------- spans
     def _locate(self, positions: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
@@ -250,51 +257,6 @@ class TokenColumn:
         mask = (cols >= (width - lengths)[:, None]) if left else (cols < lengths[:, None])
         ids[mask] = self.gather_spans(owner, starts, lengths)
         return ids, mask
-
-
-class ConcatTokenColumn(TokenColumn):
-    """Several token columns seen as one: rows of column ``k`` follow those of ``k - 1``.
-
-    What ``mix`` hands its consumers: position ``bases[k] + p`` is row ``p`` of input
-    ``k``. The values buffers stay where they are (no concatenation, no copy).
-    """
-
-    def __init__(self, columns: list[TokenColumn]) -> None:
-        if not columns:
-            raise ValueError("ConcatTokenColumn needs at least one column.")
-        dtypes = {c.dtype for c in columns}
-        if len(dtypes) > 1:
-            raise TypeError(
-                f"the token columns {sorted({c.name for c in columns})} have different "
-                f"value types {sorted(str(d) for d in dtypes)}; cast them to one type."
-            )
-        self.name = columns[0].name
-        self.dtype = columns[0].dtype
-        self._mapper = None
-        self._columns = columns
-        self._bases = np.cumsum([0, *(c.num_rows for c in columns)], dtype=np.int64)
-        parts = [c.buffers() for c in columns]
-        self._chunk_bases = np.cumsum([0, *(len(v) for v, _ in parts)], dtype=np.int64)
-        self._values = [v for values, _ in parts for v in values]
-        self._offsets = [o for _, offsets in parts for o in offsets]
-        self._rows = np.zeros(1, dtype=np.int64)  # unused: spans() is overridden
-        self.num_rows = int(self._bases[-1])
-
-    def spans(self, positions: np.ndarray) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
-        pos = np.asarray(positions, dtype=np.int64)
-        check_rows(pos, self.num_rows, self.name)
-        which = np.searchsorted(self._bases, pos, side="right") - 1
-        owner = np.empty(len(pos), dtype=np.int64)
-        starts = np.empty(len(pos), dtype=np.int64)
-        lengths = np.empty(len(pos), dtype=np.int64)
-        for k in np.unique(which).tolist():
-            sel = which == k
-            o, st, ln = self._columns[k].spans(pos[sel] - self._bases[k])
-            owner[sel] = self._chunk_bases[k] + (0 if o is None else o)
-            starts[sel], lengths[sel] = st, ln
-        if len(self._values) == 1:
-            return None, starts, lengths
-        return owner, starts, lengths
 
 
 def check_id_range(name: str, lo: int, hi: int, dtype: np.dtype[Any]) -> None:

@@ -96,12 +96,12 @@ class PinnedTokenColumn(TokenColumn):
         self._known: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._known_bytes = 0
 
+    has_buffers = False
+
     def buffers(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
         raise TypeError(
             f"the token column {self.name!r} reads its chunks one at a time through a bounded "
-            "cache: it has no buffers of the whole column, which the token stages after `mix` "
-            "of bounded remote corpora need; collate the mixed rows with "
-            "`.batch(n, columnar=True).map(Collator(...))` instead."
+            "cache: it has no buffers of the whole column."
         )
 
     # ------------------------------------------------------------------ reading

@@ -1,0 +1,126 @@
+"""The token stages after ``mix`` of bounded remote corpora through the round-trip harness.
+
+Two ``memory://`` corpora (distinct token ids) read through one chunk cache of ten chunks'
+size; the mixed documents' token ids come from each corpus's pinned cached copies. Every
+class also runs the elastic-resume checks where the same mix of local corpora supports
+them. The S3 tests against a real server are in ``tests/storage/test_remote_mix_tokens.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import arrowmix as am
+from arrowmix._stream.stages.balanced import BudgetBucketIterator
+from arrowmix._stream.tokens.collate import CollateIterator
+from arrowmix._stream.tokens.pack import BinPackIterator, ConcatPackIterator
+from arrowmix.stream import Stream, mix
+
+from .test_remote_token_roundtrip import RemoteTokens, corpus_url
+from .token_helpers import token_source
+
+
+class RemoteMix(RemoteTokens):
+    """Mixes two bounded corpora (seeds 1 and 2) in one cache directory of ten chunks."""
+
+    def source(self, num_instances: int, instance_rank: int, **kwargs: Any) -> Stream[Any]:
+        return self.corpus(1, num_instances, instance_rank, **kwargs)
+
+    def corpus(
+        self, seed: int, num_instances: int, instance_rank: int, **kwargs: Any
+    ) -> Stream[Any]:
+        url, size = corpus_url(seed)
+        ds = am.Dataset.from_chunks(url, cache_limit=10 * size, chunk_cache_dir=self.cache_dir)
+        kwargs.setdefault("shuffle", "chunks")
+        return ds.to_stream(
+            seed=seed, infinite=False, num_instances=num_instances, instance_rank=instance_rank,
+            shard="rows", **kwargs,
+        )  # fmt: skip
+
+    def mixed(self, num_instances: int, instance_rank: int, seed: int | None) -> Stream[Any]:
+        a = self.corpus(1, num_instances, instance_rank)
+        b = self.corpus(2, num_instances, instance_rank, shuffle=None)
+        return mix([a, b], [0.6, 0.4], seed=seed)
+
+    def test_cache_stays_within_its_limit(self) -> None:
+        list(self.make_iterator())
+        _, size = corpus_url(1)
+        used = sum(p.stat().st_size for p in Path(self.cache_dir).iterdir())
+        assert used <= 10 * size
+
+
+class TestRemoteMixBatchCollate(RemoteMix):
+    iterator_cls = CollateIterator
+    checkpoint_stride = 3
+
+    def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
+        m = self.mixed(num_instances, instance_rank, seed=3)
+        return m.batch(9).collate(keep=["id"], pad_to_multiple_of=8)
+
+
+class TestRemoteMixBatchColumnarCollate(RemoteMix):
+    iterator_cls = CollateIterator
+    checkpoint_stride = 3
+    picklable = True
+
+    def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
+        m = self.mixed(num_instances, instance_rank, seed=None).shuffle(8, seed=0)
+        return m.batch(7, columnar=True).collate(labels="shift")
+
+
+class TestRemoteMixConcatPack(RemoteMix):
+    iterator_cls = ConcatPackIterator
+    checkpoint_stride = 8
+    picklable = True
+
+    def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
+        m = self.mixed(num_instances, instance_rank, seed=None)
+        return m.pack("input_ids", 16, batch_size=2, separator=0, tail="pad", read_ahead=9)
+
+
+class TestRemoteMixBinPack(RemoteMix):
+    iterator_cls = BinPackIterator
+    checkpoint_stride = 6
+
+    def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
+        m = self.mixed(num_instances, instance_rank, seed=5)
+        return m.pack(
+            "input_ids", 24, strategy="best_fit", batch_size=2, read_ahead=13,
+            outputs=("segment_ids", "position_ids", "cu_seqlens"), labels="shift",
+        )  # fmt: skip
+
+
+class TestRemoteMixBudgetBucketCollate(RemoteMix):
+    iterator_cls = BudgetBucketIterator
+    checkpoint_stride = 4
+    elastic_grid = ((1, 2), (2, 1))
+    elastic_steps = (0, 6)
+
+    def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
+        m = self.mixed(1, 0, seed=2)  # the same stream on every instance: the bucket deals
+        shard = {"num_instances": num_instances, "instance_rank": instance_rank}
+        b = m.budget_bucket("input_ids", 120, 48, max_batch_size=4, seed=1, **shard)
+        return b.collate(max_length=20)
+
+
+class TestRemoteMixBucketColumnarCollate(RemoteMix):
+    iterator_cls = CollateIterator
+    checkpoint_stride = 3
+
+    def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
+        m = self.mixed(num_instances, instance_rank, seed=7)
+        return m.bucket("input_ids", 5, 20, columnar=True, seed=4).collate()
+
+
+class TestRemoteAndLocalMixCollate(RemoteMix):
+    """A bounded remote corpus mixed with a local one."""
+
+    iterator_cls = CollateIterator
+    checkpoint_stride = 3
+
+    def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
+        shard = {"num_instances": num_instances, "instance_rank": instance_rank}
+        local = token_source(90, 3, **shard)
+        m = mix([self.corpus(1, num_instances, instance_rank), local], [0.5, 0.5], seed=1)
+        return m.batch(8).collate(keep=["id"])
