@@ -36,9 +36,7 @@ def table(corpus: int) -> pa.Table:
     """Documents of 20..400 ids; token ``j`` of document ``k`` of ``corpus`` is unique."""
     rng = np.random.default_rng(11 + corpus)
     base = 10_000_000 * (corpus + 1)
-    docs = [
-        (base + 1000 * k + np.arange(int(rng.integers(20, 400)))).tolist() for k in range(DOCS)
-    ]
+    docs = [(base + 1000 * k + np.arange(int(rng.integers(20, 400)))).tolist() for k in range(DOCS)]
     ids = pa.array(docs, pa.list_(pa.int32()))
     return pa.table({"input_ids": ids, "id": np.arange(DOCS) + corpus * DOCS})
 
@@ -49,9 +47,14 @@ def all_stages() -> dict[str, Callable[[Any], Stream[Any]]]:
         **stages(),
         "batch_columnar": lambda src: src.batch(32, columnar=True),
         "pack_fields": lambda src: src.pack(
-            "input_ids", 512, strategy="best_fit", batch_size=4, read_ahead=100,
-            outputs=("segment_ids", "position_ids", "cu_seqlens"), labels="shift",
-        ),  # fmt: skip
+            "input_ids",
+            512,
+            strategy="best_fit",
+            batch_size=4,
+            read_ahead=100,
+            outputs=("segment_ids", "position_ids", "cu_seqlens"),
+            labels="shift",
+        ),
     }
 
 
@@ -63,7 +66,9 @@ def corpora(
     out = []
     for corpus in range(2):
         url = f"s3://arrowmix-test/mix-tokens-{uuid.uuid4().hex[:8]}"
-        am.write_chunks(table(corpus), url, rows_per_chunk=PER_CHUNK, storage_options=s3_storage_options)
+        am.write_chunks(
+            table(corpus), url, rows_per_chunk=PER_CHUNK, storage_options=s3_storage_options
+        )
         local = str(tmp_path_factory.mktemp(f"local-mix-{corpus}"))
         am.write_chunks(table(corpus), local, rows_per_chunk=PER_CHUNK)
         sizes = chunk_sizes(s3_storage_options, url)
@@ -124,18 +129,23 @@ def test_token_stages_after_mix_of_s3_corpora_equal_the_local_mix_within_the_lim
     tmp_path: Any, request: pytest.FixtureRequest,
 ) -> None:  # fmt: skip
     build = all_stages()[stage]
-    expected = [as_lists(b) for b in build(local_mix(corpora, seed))]
+    local = local_mix(corpora, seed)
+    expected = [as_lists(b) for b in build(local)]
     if stage != "batch_columnar":  # a columnar batch is a table: it gathers its rows
         request.getfixturevalue("no_row_gathers")
     cache = str(tmp_path / "cache")
     sources = [epoch(open_remote(corpora, k, s3_storage_options, cache), k) for k in range(2)]
-    pipe = build(mixed(sources, seed))
+    m = mixed(sources, seed)
+    pipe = build(m)
     got, most = [], 0
     for b in pipe:
         got.append(as_lists(b))
         most = max(most, local_bytes(cache))
     assert got == expected and len(got) > 4
     assert most <= limit_of(corpora)  # the disk stays under the limit after every batch
+    # the mix counts the rows (and the tokens a collate or pack yielded) of each source
+    keys = ("counts", "tokens")
+    assert {k: m.stats().get(k) for k in keys} == {k: local.stats().get(k) for k in keys}
     for k, src in enumerate(sources):  # every chunk of each corpus once: 1.00x
         stats = src.stats()
         assert stats["bytes_downloaded"] == corpora[k][2]
@@ -160,7 +170,12 @@ def test_a_remote_corpus_mixed_with_a_local_one(
 
 @pytest.mark.parametrize(
     ("stage", "seed"),
-    [("batch_collate", 4), ("pack_concat", None), ("budget_bucket_collate", 4), ("pack_best_fit", 4)],
+    [
+        ("batch_collate", 4),
+        ("pack_concat", None),
+        ("budget_bucket_collate", 4),
+        ("pack_best_fit", 4),
+    ],
 )
 def test_a_token_pipeline_after_mix_of_s3_corpora_resumes_exactly_in_a_fresh_reader(
     stage: str, seed: int | None, corpora: Any, s3_storage_options: dict[str, Any], tmp_path: Any

@@ -27,7 +27,7 @@ from .token_helpers import token_table, tokens_of
 ROWS, PER_CHUNK = 120, 15
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def corpus_url(seed: int = 0) -> tuple[str, int]:
     """A corpus (8 chunks of 15 documents), written once; and its largest chunk's size.
 
