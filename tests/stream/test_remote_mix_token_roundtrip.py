@@ -11,14 +11,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 import arrowmix as am
 from arrowmix._stream.stages.balanced import BudgetBucketIterator
 from arrowmix._stream.tokens.collate import CollateIterator
 from arrowmix._stream.tokens.pack import BinPackIterator, ConcatPackIterator
 from arrowmix.stream import Stream, mix
 
-from .test_remote_token_roundtrip import RemoteTokens, corpus_url
-from .token_helpers import token_source
+from .test_remote_token_roundtrip import PER_CHUNK, ROWS, RemoteTokens, corpus_url
+from .token_helpers import token_source, token_table
 
 
 class RemoteMix(RemoteTokens):
@@ -127,3 +129,33 @@ class TestRemoteAndLocalMixCollate(RemoteMix):
         local = token_source(90, 3, **shard)
         m = mix([self.corpus(1, num_instances, instance_rank), local], [0.5, 0.5], seed=1)
         return m.batch(8).collate(keep=["id"])
+
+
+@pytest.mark.parametrize("stopping", ["shortest", "longest_cycle"])
+def test_nested_mixes_of_bounded_and_local_corpora_pack_as_local_ones(
+    stopping: str, tmp_path: Path
+) -> None:
+    """A mix inside a mix, then a shuffle of the positions, then ``pack``: as locally."""
+    local = {}
+    for seed in (1, 2, 3):
+        local[seed] = str(tmp_path / f"local-{seed}")
+        am.write_chunks(token_table(ROWS, seed), local[seed], rows_per_chunk=PER_CHUNK)
+    cache = str(tmp_path / "cache")
+
+    def corpus(seed: int, remote: bool) -> Stream[Any]:
+        url, size = corpus_url(seed)
+        ds = (
+            am.Dataset.from_chunks(url, cache_limit=10 * size, chunk_cache_dir=cache)
+            if remote
+            else am.Dataset.from_chunks(local[seed])
+        )
+        return ds.to_stream(shuffle="chunks", seed=seed, infinite=False)
+
+    def packed(remote: bool) -> list[Any]:
+        inner = mix([corpus(1, remote), corpus(2, False)], seed=1, stopping=stopping)
+        outer = mix([inner, corpus(3, remote)], [0.3, 0.7], seed=2, stopping=stopping)
+        pipe = outer.shuffle(16, seed=3).pack("input_ids", 16, batch_size=2, tail="pad")
+        return [b["input_ids"].tolist() for b in pipe]
+
+    expected = packed(remote=False)
+    assert packed(remote=True) == expected and len(expected) > 4
