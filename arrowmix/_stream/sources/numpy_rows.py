@@ -10,18 +10,29 @@ Each list column is converted once per block: its values become one new contiguo
 (the only copy, never a Python list of ids), and every row is a slice of it. The rows stay
 valid when the chunks they were read from are evicted from a bounded remote cache, since
 they do not view the chunks.
+
+A stream reads its blocks through :meth:`NumpyRows.reader`: a ``list<int*>`` column without
+nulls whose values the format's dtype holds exactly (any integer type but ``uint64``, and a
+``dtype=`` that every value of the type casts to safely) is gathered straight out of the
+storage buffers (the row source's ``token_column``) into the block's array, in the block's
+order, converting while copying, instead of being taken as Arrow rows first and converted
+after. Every other column, and a block whose column holds nulls, goes the table way; the
+values are the same either way.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
+from arrowmix._stream.row_source import RowSource, optional_member
 from arrowmix._stream.sources.numpy_values import row_values
 from arrowmix._stream.sources.rows import Row, row_builder
+from arrowmix._stream.tokens.column import TokenColumn, is_token_type
 
 __all__ = ["NumpyRows"]
 
@@ -59,24 +70,112 @@ class NumpyRows:
 
     def __call__(self, table: pa.Table) -> list[Row]:
         names = table.column_names
+        return self.build(table.num_rows, names, [table.column(n) for n in names])
+
+    def reader(self, rows: RowSource) -> Callable[[np.ndarray], list[Row]]:
+        """``read(positions)``: the row dicts at ``positions`` of ``rows`` (module docstring).
+
+        Example:
+            >>> from arrowmix._stream.row_source import TableRowSource
+            >>> t = pa.table({"ids": pa.array([[1, 2], [3]], pa.list_(pa.int32()))})
+            >>> NumpyRows().reader(TableRowSource(t))(np.array([1, 0]))
+            [{'ids': array([3])}, {'ids': array([1, 2])}]
+        """
+        return _Reader(self, rows)
+
+    def build(self, n: int, names: Sequence[str], columns: Sequence[Any]) -> list[Row]:
+        """The ``n`` row dicts of ``columns``: Arrow columns, or lists of row values."""
         if not names:
-            return [{} for _ in range(table.num_rows)]
+            return [{} for _ in range(n)]
         enabled = gc.isenabled()
         gc.disable()  # see table_to_rows: row dicts cannot form cycles
         try:
             cols = [
-                self._values(table.column(i), n)
-                if self._formats(n)
-                else table.column(i).to_pylist()
-                for i, n in enumerate(names)
+                c if isinstance(c, list) else self.convert(c, k)
+                for k, c in zip(names, columns, strict=True)
             ]
             return row_builder(len(names))(*names, *cols)
         finally:
             if enabled:
                 gc.enable()
 
+    def direct_dtype(self, field: pa.Field[Any]) -> np.dtype[Any] | None:
+        """The dtype of ``field``'s row arrays if its values can be copied out of storage.
+
+        None when the column is converted as Arrow rows instead (see the module docstring).
+        """
+        t = field.type
+        if not (self._formats(field.name) and is_token_type(t)):
+            return None
+        value = np.dtype(str(t.value_type))
+        if value == np.uint64:  # HF keeps values above 2**63 as uint64: decided per block
+            return None
+        if not self.kwargs:
+            return np.dtype(np.int64)
+        if set(self.kwargs) != {"dtype"} or self.kwargs["dtype"] is None:
+            return None
+        try:
+            wanted = np.dtype(self.kwargs["dtype"])
+        except TypeError:
+            return None  # the table way reports it
+        return wanted if np.can_cast(value, wanted, casting="safe") else None
+
     def _formats(self, name: str) -> bool:
         return self.columns is None or name in self.columns
 
-    def _values(self, col: pa.ChunkedArray[Any], name: str) -> list[Any]:
+    def convert(self, col: pa.ChunkedArray[Any], name: str) -> list[Any]:
+        """Each row's value of the column ``name``: numpy values if it is formatted."""
+        if not self._formats(name):
+            return col.to_pylist()
         return row_values(col, self.kwargs, name)
+
+
+class _Reader:
+    """A stream's reads of numpy rows out of one row source (:meth:`NumpyRows.reader`).
+
+    It holds the row source's token columns of the columns gathered straight from storage;
+    the stream keeps it out of its pickle and checkpoints (it holds views of the storage).
+    """
+
+    def __init__(self, fmt: NumpyRows, rows: RowSource) -> None:
+        self._fmt = fmt
+        self._rows = rows
+        self._names: list[str] = list(rows.schema.names)
+        self._direct: dict[str, tuple[TokenColumn, np.dtype[Any]]] = {}
+        make = optional_member(rows, "token_column")
+        if make is None:
+            return
+        for field in rows.schema:
+            dtype = fmt.direct_dtype(field)
+            if dtype is None:
+                continue
+            try:
+                self._direct[field.name] = (make(field.name), dtype)
+            except ValueError:  # nulls, seen at once in local storage: the table way
+                continue
+
+    def __call__(self, positions: np.ndarray) -> list[Row]:
+        pos = np.asarray(positions, dtype=np.int64)
+        if not self._direct:
+            return self._fmt(self._rows.take(pos))
+        values: dict[str, list[Any]] = {}
+        for name, (col, dtype) in self._direct.items():
+            try:
+                values[name] = col.gather_each(pos, dtype)
+            except ValueError:
+                # A chunk holds a null document or id (seen on read over a bounded cache):
+                # the table way gives such rows as HF does, for the rest of the stream.
+                del self._direct[name]
+                return self(pos)
+        others = [n for n in self._names if n not in values]
+        if others:
+            values.update(self._taken(pos, others))
+        return self._fmt.build(len(pos), self._names, [values[n] for n in self._names])
+
+    def _taken(self, pos: np.ndarray, names: list[str]) -> dict[str, list[Any]]:
+        """The row values of the columns ``names``, taken as Arrow rows and converted."""
+        take_column = optional_member(self._rows, "take_column")
+        if take_column is None:
+            table = self._rows.take(pos)
+            return {n: self._fmt.convert(table.column(n), n) for n in names}
+        return {n: self._fmt.convert(take_column(pos, n), n) for n in names}
