@@ -131,3 +131,21 @@ def test_numpy_rows_of_mixed_columns_equal_the_local_rows(
         assert r["text"] == ref["text"]
     if len(rows) > 500:
         assert stream.stats()["evicted"] > 0
+
+
+def test_numpy_rows_download_what_plain_rows_download(s3_url, s3_storage_options, tmp_path):
+    """The list columns are copied out in the same pass over a chunk as the others."""
+    so = s3_storage_options
+    am.write_chunks(mixed_table(), s3_url, rows_per_chunk=ROWS_PER_CHUNK, storage_options=so)
+
+    def downloaded(cache: str, fmt: str | None) -> int:
+        ds = am.Dataset.from_chunks(
+            s3_url, storage_options=so, cache_limit="600KB", chunk_cache_dir=cache
+        )
+        view = ds.select(list(range(0, 1200, 3)) + list(range(1, 1200, 3)))  # scattered
+        stream = view.with_format(fmt).to_stream(shuffle=None, infinite=False)
+        assert len(list(stream)) == 800
+        return int(stream.stats()["bytes_downloaded"])
+
+    plain = downloaded(str(tmp_path / "a"), None)
+    assert downloaded(str(tmp_path / "b"), "numpy") <= plain

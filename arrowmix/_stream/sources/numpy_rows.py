@@ -13,15 +13,17 @@ they do not view the chunks.
 
 A stream reads its blocks through :meth:`NumpyRows.reader`: a ``list<int*>`` column without
 nulls whose values the format's dtype holds exactly (any integer type but ``uint64``, and a
-``dtype=`` that every value of the type casts to safely) is gathered straight out of the
-storage buffers (the row source's ``token_column``) into the block's array, in the block's
-order, converting while copying, instead of being taken as Arrow rows first and converted
-after. Every other column, and a block whose column holds nulls, goes the table way; the
-values are the same either way.
+``dtype=`` that every value of the type casts to safely) is copied straight out of the
+storage buffers into new arrays of that dtype, converting while copying (the row source's
+``take_lists``: over a bounded remote cache, in the same pass over the pinned chunks as the
+other columns), instead of being taken as Arrow rows first and converted after. Every other
+column, and the rows of a chunk holding nulls in the column, go the table way; the values are
+the same either way (HF converts each row alone).
 """
 
 from __future__ import annotations
 
+import functools
 import gc
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -29,10 +31,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._stream.row_source import RowSource, optional_member
+from arrowmix._stream.row_source import ListSpec, RowSource, optional_member
 from arrowmix._stream.sources.numpy_values import row_values
 from arrowmix._stream.sources.rows import Row, row_builder
-from arrowmix._stream.tokens.column import TokenColumn, is_token_type
+from arrowmix._stream.tokens.column import is_token_type
 
 __all__ = ["NumpyRows"]
 
@@ -131,51 +133,23 @@ class NumpyRows:
 
 
 class _Reader:
-    """A stream's reads of numpy rows out of one row source (:meth:`NumpyRows.reader`).
-
-    It holds the row source's token columns of the columns gathered straight from storage;
-    the stream keeps it out of its pickle and checkpoints (it holds views of the storage).
-    """
+    """A stream's reads of numpy rows out of one row source (:meth:`NumpyRows.reader`)."""
 
     def __init__(self, fmt: NumpyRows, rows: RowSource) -> None:
         self._fmt = fmt
         self._rows = rows
         self._names: list[str] = list(rows.schema.names)
-        self._direct: dict[str, tuple[TokenColumn, np.dtype[Any]]] = {}
-        make = optional_member(rows, "token_column")
-        if make is None:
-            return
-        for field in rows.schema:
+        self._take_lists = optional_member(rows, "take_lists")
+        self._lists: dict[str, ListSpec] = {}  # the columns copied out of storage
+        for field in rows.schema if self._take_lists is not None else ():
             dtype = fmt.direct_dtype(field)
-            if dtype is None:
-                continue
-            try:
-                self._direct[field.name] = (make(field.name), dtype)
-            except ValueError:  # nulls, seen at once in local storage: the table way
-                continue
+            if dtype is not None:
+                self._lists[field.name] = (dtype, functools.partial(fmt.convert, name=field.name))
 
     def __call__(self, positions: np.ndarray) -> list[Row]:
         pos = np.asarray(positions, dtype=np.int64)
-        if not self._direct:
+        if not self._lists or self._take_lists is None:
             return self._fmt(self._rows.take(pos))
-        values: dict[str, list[Any]] = {}
-        for name, (col, dtype) in self._direct.items():
-            try:
-                values[name] = col.gather_each(pos, dtype)
-            except ValueError:
-                # A chunk holds a null document or id (seen on read over a bounded cache):
-                # the table way gives such rows as HF does, for the rest of the stream.
-                del self._direct[name]
-                return self(pos)
-        others = [n for n in self._names if n not in values]
-        if others:
-            values.update(self._taken(pos, others))
-        return self._fmt.build(len(pos), self._names, [values[n] for n in self._names])
-
-    def _taken(self, pos: np.ndarray, names: list[str]) -> dict[str, list[Any]]:
-        """The row values of the columns ``names``, taken as Arrow rows and converted."""
-        take_column = optional_member(self._rows, "take_column")
-        if take_column is None:
-            table = self._rows.take(pos)
-            return {n: self._fmt.convert(table.column(n), n) for n in names}
-        return {n: self._fmt.convert(take_column(pos, n), n) for n in names}
+        table, lists = self._take_lists(pos, self._lists)
+        columns = [lists[n] if n in lists else table.column(n) for n in self._names]
+        return self._fmt.build(len(pos), self._names, columns)

@@ -42,7 +42,6 @@ from arrowmix._stream.tokens.column import (
     check_id_range,
     check_rows,
     is_token_type,
-    split_rows,
 )
 
 __all__ = ["KNOWN_BYTES", "ChunkReader", "PinnedTokenColumn"]
@@ -224,29 +223,6 @@ class PinnedTokenColumn(TokenColumn):
             for b, d, a, n in zip(*where, strict=True):
                 result[d : d + n] = values[b][a : a + n]
         return result
-
-    def gather_each(self, positions: np.ndarray, dtype: Any) -> list[np.ndarray]:
-        """Each document at ``positions`` as its own ``dtype`` array, in one copy.
-
-        Each chunk is pinned once and its documents copied (cast while copying) into one
-        new array, of which they are views: none views a pinned chunk.
-        """
-        owner, starts, lengths = self.spans(positions)
-        out: list[Any] = [None] * len(starts)
-        for col, bases, sel in self._chunks(np.asarray(owner)):
-            values, _ = col.buffers()
-            st, ln = starts[sel], lengths[sel]
-            if len(values) == 1:
-                v = values[0]
-                parts = [v[a : a + n] for a, n in zip(st.tolist(), ln.tolist(), strict=True)]
-            else:
-                batch = np.searchsorted(bases, st, side="right") - 1
-                where = zip(batch.tolist(), (st - bases[batch]).tolist(), ln.tolist(), strict=True)
-                parts = [values[b][a : a + n] for b, a, n in where]
-            copied = np.concatenate(parts, dtype=dtype)
-            for j, row in zip(sel.tolist(), split_rows(copied, ln), strict=True):
-                out[j] = row
-        return out
 
     def check_fits(self, dtype: Any) -> None:
         """Raise unless every token id read fits ``dtype`` (no silent wrap).
