@@ -12,7 +12,7 @@ The rows read the view's state through :mod:`arrowmix._dataset.state`, never thr
 from __future__ import annotations
 
 import functools
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,6 +23,8 @@ from arrowmix._dataset.reader import TableReader
 from arrowmix._dataset.state import gather, num_rows, state_of
 from arrowmix._remote.cache import parse_size
 from arrowmix._remote.table import ReadAhead, RemoteTable
+from arrowmix._storage.take import int64_array
+from arrowmix._stream.row_source import ListSpec
 from arrowmix._stream.sources import Upcoming
 from arrowmix._stream.tokens import TokenColumn
 from arrowmix._stream.tokens.pinned import PinnedTokenColumn
@@ -102,14 +104,50 @@ class DatasetRows:
             base = s.indices.lookup(pos) if s.indices is not None else pos
             with self._ahead.counting():
                 return s.table.select([name]).take(base).column(0)
-        readers = self.__dict__.setdefault("_column_readers", {})
-        reader = readers.get(name)
-        if reader is None:
-            reader = readers[name] = TableReader(s.table.select([name]))
         pos = np.asarray(positions, dtype=np.int64)
         base = s.indices.lookup(pos) if s.indices is not None else pos
-        column: pa.ChunkedArray[Any] = reader.take(np.asarray(base, dtype=np.int64)).column(0)
+        column: pa.ChunkedArray[Any] = self._reader([name]).take(base).column(0)
         return column
+
+    def take_lists(
+        self, positions: np.ndarray, lists: Mapping[str, ListSpec]
+    ) -> tuple[pa.Table | None, dict[str, list[Any]]]:
+        """The rows at view ``positions``, the ``list<int*>`` columns ``lists`` copied out.
+
+        Each row of a column of ``lists`` (name -> ``(dtype, convert)``) comes as its own
+        ``dtype`` array, copied once out of the storage buffers (never a view of them); where
+        the storage holds nulls in the column, ``convert`` gives the values of its rows taken
+        as Arrow. The other columns come as a table (None when there are none). Over a
+        bounded cache of remote chunks each chunk is pinned once for all of them.
+        """
+        s = state_of(self._ds)
+        pos = np.asarray(positions, dtype=np.int64)
+        base = s.indices.lookup(pos) if s.indices is not None else pos
+        others = [n for n in self._schema.names if n not in lists]
+        if isinstance(s.table, RemoteTable):
+            copy = _ListCopy(lists, {n: s.table.stored_name(n) for n in lists}, len(pos))
+            with self._ahead.counting():  # downloads of this read count as this stream's
+                table = s.table.select(others).take(base, visit=copy)
+            return (table if others else None), copy.rows
+        values: dict[str, list[Any]] = {}
+        for name, (dtype, convert) in lists.items():
+            try:
+                values[name] = TokenColumn(s.table.column(name), name).gather_each(base, dtype)
+            except ValueError:  # null documents or ids: converted as Arrow rows
+                values[name] = convert(self._reader([name]).take(base).column(0))
+        return (self._reader(others).take(base) if others else None), values
+
+    def _reader(self, columns: Sequence[str]) -> TableReader:
+        """A reader of ``columns`` of the local table (kept for the next reads)."""
+        readers = self.__dict__.setdefault("_column_readers", {})
+        key = tuple(columns)
+        reader = readers.get(key)
+        if reader is None:
+            table = state_of(self._ds).table
+            assert not isinstance(table, RemoteTable)  # remote tables read through the cache
+            reader = readers[key] = TableReader(table.select(list(key)))
+        out: TableReader = reader
+        return out
 
     def token_column(self, name: str) -> TokenColumn:
         """Zero-copy views of the ``list<int*>`` column ``name`` of the memory-mapped chunks.
@@ -141,6 +179,26 @@ class DatasetRows:
         with self._ahead.counting():  # downloads of this read count as this stream's
             for c, chunk in table.read_chunks(chunks):
                 yield c, chunk.column(stored)
+
+
+class _ListCopy:
+    """Copies rows of list columns out of each chunk a :meth:`RemoteTable.take` visits."""
+
+    def __init__(self, lists: Mapping[str, ListSpec], stored: Mapping[str, str], n: int) -> None:
+        self.lists = lists
+        self.stored = stored
+        self.rows: dict[str, list[Any]] = {name: [None] * n for name in lists}
+
+    def __call__(self, c: int, table: pa.Table, local: np.ndarray, rows: np.ndarray) -> None:
+        for name, (dtype, convert) in self.lists.items():
+            column = table.column(self.stored[name])
+            try:  # views of the pinned chunk, read now: the copies outlive it
+                values = TokenColumn(column, name).gather_each(local, dtype)
+            except ValueError:  # null documents or ids: converted as Arrow rows
+                values = convert(column.take(int64_array(local)))
+            out = self.rows[name]
+            for j, value in zip(rows.tolist(), values, strict=True):
+                out[j] = value
 
 
 class _Mapped:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from arrowmix._dataset.rows import DatasetRows
 from arrowmix._dataset.state import state_of
 from arrowmix._remote.table import RemoteTable
@@ -16,7 +18,12 @@ from arrowmix._stream.sources import ArrowSource, NumpyRows, from_row_source
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
 
-__all__ = ["DatasetRows", "to_stream"]
+__all__ = ["NUMPY_BLOCK_BYTES", "DatasetRows", "numpy_block_rows", "to_stream"]
+
+#: Storage bytes a block of numpy rows holds: blocks of small rows get more than 1024 rows
+#: (up to 8192), so each block's fixed cost (pinning the chunks it touches, planning the
+#: downloads, one gather per chunk) is spread over more rows.
+NUMPY_BLOCK_BYTES = 4 << 20
 
 
 def to_stream(
@@ -37,4 +44,21 @@ def to_stream(
     fmt = state_of(ds).format
     if fmt.type == "numpy" and "row_format" not in kwargs:
         kwargs["row_format"] = NumpyRows(fmt.columns, dict(fmt.kwargs))
+        kwargs.setdefault("block_rows", numpy_block_rows(state_of(ds).table))
     return from_row_source(DatasetRows(ds, read_ahead), shard=shard, **kwargs)
+
+
+def numpy_block_rows(table: Any) -> int:
+    """Rows per block of a numpy stream over ``table``: about :data:`NUMPY_BLOCK_BYTES`.
+
+    From the bytes of the storage (chunk file sizes, or Arrow buffers; nothing is read),
+    between 1024 rows (as for plain rows) and 8192.
+    """
+    if isinstance(table, RemoteTable):
+        size = table.nbytes
+    elif isinstance(table, pa.Table):
+        size = table.get_total_buffer_size()
+    else:
+        return 1024
+    per_row = max(1, size // max(1, table.num_rows))
+    return int(min(8192, max(1024, NUMPY_BLOCK_BYTES // per_row)))

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
@@ -39,6 +39,9 @@ from arrowmix.exceptions import ChunkFileError, SchemaMismatchError
 __all__ = ["ReadAhead", "RemoteTable"]
 
 DOWNLOAD_THREADS = 4
+
+#: ``visit(chunk, table, local, rows)``: see :meth:`RemoteTable.take`.
+ChunkVisitor = Callable[[int, pa.Table, np.ndarray, np.ndarray], None]
 
 
 class RemoteTable:
@@ -130,8 +133,14 @@ class RemoteTable:
         """Rows ``[start, stop)`` (copied out of the cache)."""
         return self.take(np.arange(start, max(start, stop), dtype=np.int64))
 
-    def take(self, positions: np.ndarray) -> pa.Table:
+    def take(self, positions: np.ndarray, visit: ChunkVisitor | None = None) -> pa.Table:
         """Rows at ``positions`` in that order, gathered chunk by chunk (copied out).
+
+        ``visit(c, table, local, rows)``, if given, is called for each chunk ``c`` while it
+        is pinned, with its memory-mapped table (stored column names), the rows read from
+        it (``local``, in the chunk) and their places in ``positions`` (``rows``): to copy
+        more out of the chunk in the same pass. Without columns (``select([])``) the
+        chunks are only visited.
 
         Raises:
             IndexError: a position is out of range.
@@ -161,9 +170,15 @@ class RemoteTable:
             try:
                 if c not in self._checked:
                     self._check(c, pinned.table)
-                parts += _copy_rows(pinned, src, idx[rows] - self.offsets[c], rows, placed)
+                local = idx[rows] - self.offsets[c]
+                if src:
+                    parts += _copy_rows(pinned, src, local, rows, placed)
+                if visit is not None:
+                    visit(c, pinned.table, local, rows)
             finally:
                 cache.release(pinned)
+        if not src:
+            return self.schema.empty_table()
         gathered = pa.Table.from_batches(parts).replace_schema_metadata(None)
         at = np.concatenate(placed)
         if not bool((np.diff(at) == 1).all()):

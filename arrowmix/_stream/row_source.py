@@ -7,7 +7,7 @@ layer never imports the Dataset layer. :class:`TableRowSource` wraps a
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -16,7 +16,14 @@ import pyarrow as pa
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._stream.tokens.column import TokenColumn
 
-__all__ = ["OPTIONAL_MEMBERS", "RowSource", "RowSourceHooks", "TableRowSource", "optional_member"]
+__all__ = [
+    "OPTIONAL_MEMBERS",
+    "ListSpec",
+    "RowSource",
+    "RowSourceHooks",
+    "TableRowSource",
+    "optional_member",
+]
 
 
 @runtime_checkable
@@ -47,6 +54,11 @@ class RowSource(Protocol):
         ...
 
 
+#: What ``take_lists`` gets for a column: the dtype of its rows' arrays, and the conversion
+#: of its rows where the storage holds nulls (an Arrow column -> each row's value).
+ListSpec = tuple[Any, Callable[["pa.ChunkedArray[Any]"], list[Any]]]
+
+
 class RowSourceHooks(Protocol):
     """The optional members of a :class:`RowSource`: the stream layer uses each one it finds.
 
@@ -56,6 +68,13 @@ class RowSourceHooks(Protocol):
       (``collate``, ``pack``, token bucketing); without it the column is taken whole once.
     - ``take_column(positions, name) -> pyarrow.ChunkedArray``: one column at ``positions``
       (bucketing keys); without it, ``take(positions)[name]``.
+    - ``take_lists(positions, lists) -> (pyarrow.Table | None, dict)``: the rows at
+      ``positions``, the ``list<int*>`` columns of ``lists`` (name -> ``(dtype, convert)``)
+      as ``{name: [value of each row]}``, the other columns as a table (None when there are
+      none), read in one pass over the storage. A row's value is its ids copied into a new
+      ``dtype`` array; where the storage holds nulls in the column, the rows are taken as
+      Arrow and ``convert(column)`` gives their values. Numpy rows use it; without it they
+      take whole rows.
     - ``read_ahead(upcoming)``: told before every block where the stream stands (an
       :class:`~arrowmix._stream.sources.Upcoming`), to fetch what comes next (remote chunks).
     - ``stats() -> dict``: counters merged into the source's ``stats()``.
@@ -66,6 +85,10 @@ class RowSourceHooks(Protocol):
 
     def take_column(self, positions: np.ndarray, name: str) -> pa.ChunkedArray[Any]: ...
 
+    def take_lists(
+        self, positions: np.ndarray, lists: Mapping[str, ListSpec]
+    ) -> tuple[pa.Table | None, dict[str, list[Any]]]: ...
+
     def read_ahead(self, upcoming: Any) -> None: ...
 
     def stats(self) -> dict[str, Any]: ...
@@ -74,7 +97,9 @@ class RowSourceHooks(Protocol):
 
 
 #: The names of :class:`RowSourceHooks`.
-OPTIONAL_MEMBERS = frozenset({"token_column", "take_column", "read_ahead", "stats", "close"})
+OPTIONAL_MEMBERS = frozenset(
+    {"token_column", "take_column", "take_lists", "read_ahead", "stats", "close"}
+)
 
 
 def optional_member(rows: RowSource, name: str) -> Callable[..., Any] | None:

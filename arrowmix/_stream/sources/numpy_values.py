@@ -169,10 +169,13 @@ def _number_rows(
         values = _hf_array(arrow_to_numpy(child), kwargs)
         return [values[a:b] for a, b in zip(starts, stops, strict=True)]
     # A row alone: only the rows holding a null value are floats with NaN (as in HF).
-    missing = np.add.reduceat(child.is_null().to_numpy(zero_copy_only=False), starts or [0])
+    # Null values per row from a running count: rows may be empty, also at the end.
+    seen = np.cumsum(child.is_null().to_numpy(zero_copy_only=False), dtype=np.int64)
+    seen = np.concatenate([np.zeros(1, np.int64), seen])
+    missing = seen[stops] - seen[starts]
     filled = _hf_array(child.fill_null(0).to_numpy(zero_copy_only=False), kwargs)
     rows: list[Any] = []
-    for a, b, m in zip(starts, stops, missing.tolist() if starts else [], strict=True):
+    for a, b, m in zip(starts, stops, missing.tolist(), strict=True):
         if m and b > a:
             rows.append(_hf_array(child.slice(a, b - a).to_numpy(zero_copy_only=False), kwargs))
         else:

@@ -45,6 +45,10 @@ class RowFormat(Protocol):
 
     def describe(self) -> dict[str, Any]: ...
 
+    def reader(self, rows: RowSource) -> Callable[[np.ndarray], list[Row]]:
+        """``read(positions)``: the items at ``positions`` of ``rows`` (a block)."""
+        ...
+
 
 @functools.lru_cache(maxsize=64)
 def row_builder(arity: int) -> Callable[..., list[Row]]:
@@ -108,7 +112,7 @@ class ArrowSource(Stream[Row], DealtSource):
     SEED_KEY = "seed"
     ELASTIC_ROLE = ElasticRole.SOURCE
     STATE_KEYS = (EPOCH_KEY, INDEX_KEY, SEED_KEY)
-    TRANSIENT = ("_block",)
+    TRANSIENT = ("_block", "_reader")
 
     def __init__(
         self,
@@ -291,6 +295,16 @@ class ArrowSource(Stream[Row], DealtSource):
         """The items of a block of rows: row dicts, in the row format if one is set."""
         return table_to_rows(table) if self.row_format is None else self.row_format(table)
 
+    def _read(self, positions: np.ndarray) -> list[Row]:
+        """The items of the block at ``positions``, read by the row format if one is set."""
+        if self.row_format is None:
+            return table_to_rows(self.rows.take(positions))
+        reader = self.__dict__.get("_reader")
+        if reader is None:  # built on first read: it may hold views of the storage
+            reader = self._reader = self.row_format.reader(self.rows)
+        rows: list[Row] = reader(positions)
+        return rows
+
     def pull_positions(self, n: int) -> np.ndarray:
         """Advance by up to ``n`` rows and return their positions (no data is read).
 
@@ -360,7 +374,7 @@ class ArrowSource(Stream[Row], DealtSource):
         pos = self._order.positions(self._epoch, self._start, stop)
         if "_chunk_bounds" in self.__dict__:
             pos = _first_chunk_run(pos, self._chunk_bounds)
-        self._block = self.to_rows(self.rows.take(pos))
+        self._block = self._read(pos)
 
     def next(self) -> Row:
         if self._pos >= len(self._block):

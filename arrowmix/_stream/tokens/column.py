@@ -33,6 +33,7 @@ __all__ = [
     "column_values",
     "is_token_type",
     "key_values",
+    "split_rows",
     "take_values",
     "token_column",
 ]
@@ -195,6 +196,17 @@ class TokenColumn:
         np.concatenate(parts, out=out)
         return out
 
+    def gather_each(self, positions: np.ndarray, dtype: Any) -> list[np.ndarray]:
+        """Each document at ``positions`` as its own ``dtype`` array, in one copy.
+
+        The arrays are views of new arrays (cast while copying), never of the column's
+        buffers, so they outlive the storage they were read from.
+        """
+        owner, starts, lengths = self.spans(positions)
+        out = np.empty(int(lengths.sum()), dtype=dtype)
+        self.gather_spans(owner, starts, lengths, out=out)
+        return split_rows(out, lengths)
+
     def gather(self, positions: np.ndarray) -> np.ndarray:
         """All tokens of the documents at ``positions``, concatenated."""
         owner, starts, lengths = self.spans(positions)
@@ -257,6 +269,12 @@ class TokenColumn:
         mask = (cols >= (width - lengths)[:, None]) if left else (cols < lengths[:, None])
         ids[mask] = self.gather_spans(owner, starts, lengths)
         return ids, mask
+
+
+def split_rows(values: np.ndarray, lengths: np.ndarray) -> list[np.ndarray]:
+    """``values`` cut into consecutive views of ``lengths`` items each."""
+    stops = np.cumsum(lengths).tolist()
+    return [values[a:b] for a, b in zip([0, *stops[:-1]], stops, strict=True)]
 
 
 def check_id_range(name: str, lo: int, hi: int, dtype: np.dtype[Any]) -> None:
