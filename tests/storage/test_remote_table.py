@@ -197,3 +197,26 @@ def test_room_is_made_from_the_chunk_a_read_moved_on_from(memory_url, tmp_path):
     before = cache.stats.chunks_downloaded
     assert ds[[5, 6]]["id"] == [5, 6]
     assert cache.stats.chunks_downloaded == before  # chunk 0 was still there
+
+
+@pytest.mark.parametrize("read", ["batches", "rows"])
+def test_a_window_filling_the_cache_is_downloaded_once_while_reading_ahead(
+    memory_url, tmp_path, read
+):
+    # The read-ahead of the next window must not evict a chunk of the window being read
+    # (the reader comes back to each of them until the window ends).
+    rng = np.random.default_rng(0)
+    rows = ({"input_ids": rng.integers(0, 1000, 64).tolist()} for _ in range(1600))
+    am.write_chunks(rows, memory_url, rows_per_chunk=100)
+    fs = fsspec.filesystem("memory")
+    listing = [p for p in fs.ls(memory_url[len("memory://") :], detail=False)]
+    sizes = [fs.size(p) for p in listing if p.endswith(".arrow")]
+    ds = open_bounded(memory_url, tmp_path, limit=4 * max(sizes) + 100)  # one window
+    s = ds.to_stream(shuffle="chunks", seed=0, infinite=False, read_ahead=4)
+    if read == "batches":
+        got = np.concatenate([b["input_ids"] for b in s.batch(8).collate("input_ids")])
+        assert got.shape == (1600, 64)
+    else:
+        assert sum(1 for _ in s) == 1600
+    assert ds._s.table.cache.stats.chunks_downloaded == len(sizes) == 16
+    s.close()
