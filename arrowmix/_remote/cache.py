@@ -16,7 +16,7 @@ Layout of the cache directory (one byte budget per directory, whatever the proce
 - ``budget.lock``: held while space is counted, reserved or freed.
 - ``budget.squeeze``: touched by a demand read waiting for space; for a second after, every
   process releases its read-ahead (:meth:`ChunkCache.hold`) and idle pins at its next read
-  and takes no new read-ahead pins.
+  and takes no new read-ahead pins (a process looks at the file at most every 50 ms).
 
 A process keeps the copy it read last open (pinned), and older idle ones up to an eighth of
 the limit; before it forks, it closes its idle copies, and a forked child drops every pin it
