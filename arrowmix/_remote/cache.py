@@ -16,7 +16,7 @@ Layout of the cache directory (one byte budget per directory, whatever the proce
 - ``budget.lock``: held while space is counted, reserved or freed.
 - ``budget.squeeze``: touched by a demand read waiting for space; for a second after, every
   process releases its read-ahead (:meth:`ChunkCache.hold`) and idle pins at its next read
-  and takes no new read-ahead pins.
+  and takes no new read-ahead pins (a process looks at the file at most every 50 ms).
 
 A process keeps the copy it read last open (pinned), and older idle ones up to an eighth of
 the limit; before it forks, it closes its idle copies, and a forked child drops every pin it
@@ -41,6 +41,7 @@ the object. Locks need ``fcntl`` (Linux, macOS).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import secrets
 import threading
@@ -82,6 +83,12 @@ _IDLE_SHARE = 8
 _SQUEEZE = 1.0
 #: How long a read waits for other readers to release space before CacheLimitError.
 WAIT_FOR_SPACE = 30.0
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def key_of(chunk: RemoteChunk) -> str:
+    """``chunk.key``, computed once per chunk (every read of a chunk needs it)."""
+    return chunk.key
 
 
 def _lock_fd(path: str, mode: int) -> int | None:
@@ -129,6 +136,7 @@ class Pinned:
 
     def __init__(self, cache: ChunkCache, chunk: RemoteChunk, fd: int, table: pa.Table) -> None:
         self.chunk = chunk
+        self.key = key_of(chunk)
         self.table = table
         self._cache = cache
         self._fd = fd
@@ -149,7 +157,7 @@ class Pinned:
         self.table = None  # type: ignore[assignment]  # drop the mapping before unpinning
         self._batches = {}
         with contextlib.suppress(OSError):  # the last use is the eviction order (LRU)
-            os.utime(os.path.join(self._cache.directory, self.chunk.key + ".arrow"))
+            os.utime(os.path.join(self._cache.directory, self.key + ".arrow"))
         with contextlib.suppress(OSError):
             os.close(self._fd)
 
@@ -179,6 +187,7 @@ class ChunkCache:
         self._lock = threading.RLock()
         self._open: dict[str, Pinned] = {}  # key -> open copy (in use or idle, MRU last)
         self._holds: set[Hold] = set()  # read-ahead pins, released when demand needs room
+        self._squeeze_seen = (-float("inf"), False)  # (when budget.squeeze was read, result)
 
     def _path(self, name: str) -> str:
         return os.path.join(self.directory, name)
@@ -195,16 +204,17 @@ class ChunkCache:
             if not wait:
                 return None
             self._yield_idle()
+        key = key_of(chunk)
         with self._lock:
-            pinned = self._open.pop(chunk.key, None)
+            pinned = self._open.pop(key, None)
             if pinned is not None:
-                self._open[chunk.key] = pinned  # most recently used
+                self._open[key] = pinned  # most recently used
                 pinned.users += 1
                 return pinned
-        fd = _lock_fd(self._path(chunk.key + ".pin"), fcntl.LOCK_SH)
+        fd = _lock_fd(self._path(key + ".pin"), fcntl.LOCK_SH)
         assert fd is not None  # a blocking lock
         try:
-            data = self._path(chunk.key + ".arrow")
+            data = self._path(key + ".arrow")
             if not os.path.exists(data):
                 started = time.perf_counter()
                 if not self._download(chunk, storage_options, wait):
@@ -223,22 +233,22 @@ class ChunkCache:
             self._drop_pin(chunk)
             raise
         with self._lock:
-            existing = self._open.get(chunk.key)
+            existing = self._open.get(key)
             if existing is not None:  # another thread opened it meanwhile
                 os.close(fd)
                 existing.users += 1
                 return existing
             pinned = Pinned(self, chunk, fd, table)
             pinned.users = 1
-            self._open[chunk.key] = pinned
+            self._open[key] = pinned
             self._trim(self.keep_open)
         return pinned
 
     def _drop_pin(self, chunk: RemoteChunk) -> None:
         """Remove the ``.pin`` of a chunk that has no copy (a failed or refused download)."""
-        pin = self._path(chunk.key + ".pin")
+        pin = self._path(key_of(chunk) + ".pin")
         with _flock(pin, fcntl.LOCK_EX | fcntl.LOCK_NB) as free:
-            if free and not os.path.exists(self._path(chunk.key + ".arrow")):
+            if free and not os.path.exists(self._path(key_of(chunk) + ".arrow")):
                 _unlink(pin)  # held exclusively (see _lock_fd)
 
     def hold(self, chunk: RemoteChunk, storage_options: Mapping[str, Any] | None) -> Hold | None:
@@ -280,11 +290,26 @@ class ChunkCache:
             os.utime(path)
 
     def _squeezed(self) -> bool:
-        """Whether a demand read (of any process) waited for space within the last second."""
+        """Whether a demand read (of any process) waited for space within the last second.
+
+        The file is looked at most every ``_POLL`` seconds (a read of an open copy costs
+        no system call otherwise).
+        """
+        now = time.monotonic()
+        seen_at, seen = self._squeeze_seen
+        if now - seen_at < _POLL:
+            return seen
         try:
-            return os.stat(self._path("budget.squeeze")).st_mtime > time.time() - _SQUEEZE
+            seen = os.stat(self._path("budget.squeeze")).st_mtime > time.time() - _SQUEEZE
         except OSError:
-            return False
+            seen = False
+        self._squeeze_seen = (now, seen)
+        return seen
+
+    def copied(self, chunk: RemoteChunk) -> bool:
+        """Whether ``chunk`` has a local copy now (open in this process, or on disk)."""
+        key = key_of(chunk)
+        return key in self._open or os.path.exists(self._path(key + ".arrow"))
 
     def release(self, pinned: Pinned) -> None:
         """Done reading ``pinned`` for now; it stays open while among the recent ones."""
@@ -323,17 +348,18 @@ class ChunkCache:
     def _download(
         self, chunk: RemoteChunk, storage_options: Mapping[str, Any] | None, wait: bool
     ) -> bool:
-        final = self._path(chunk.key + ".arrow")
-        lock = self._path(chunk.key + ".dl")
+        key = key_of(chunk)
+        final = self._path(key + ".arrow")
+        lock = self._path(key + ".dl")
         with _flock(lock, fcntl.LOCK_EX):
             try:
                 if os.path.exists(final):
                     return True  # another process or thread downloaded it meanwhile
                 for name in os.listdir(self.directory):  # a killed download of this chunk
-                    if name.startswith(f"{_PARTIAL}{chunk.key}-"):
+                    if name.startswith(f"{_PARTIAL}{key}-"):
                         _unlink(self._path(name))
                 partial = self._path(
-                    f"{_PARTIAL}{chunk.key}-{os.getpid()}-{secrets.token_hex(4)}.partial"
+                    f"{_PARTIAL}{key}-{os.getpid()}-{secrets.token_hex(4)}.partial"
                 )
                 if not self._reserve(chunk, partial, wait):
                     return False

@@ -53,8 +53,7 @@ def download(
     for attempt in range(RETRY.attempts):
         if attempt:
             time.sleep(delay(attempt, None))
-        _write_parts(fs, path, chunk, partial, directory, counted)
-        if _xxh3(partial) == chunk.digest:
+        if _write_parts(fs, path, chunk, partial, directory, counted) == chunk.digest:
             return  # the very bytes the manifest records: no version can be mixed in
         now = _version(fs, path, chunk.url)
         if not same_version(now, chunk.tag):
@@ -95,8 +94,14 @@ def _write_parts(
     partial: str,
     directory: str,
     counted: Callable[[int], None],
-) -> None:
+) -> str:
+    """Write ``chunk``'s bytes into ``partial`` (synced); return their content digest.
+
+    The digest is computed from the parts as they arrive, in order (they are the file's
+    bytes from its start), so the copy is not read back.
+    """
     parts = [(a, min(a + PART, chunk.size)) for a in range(0, chunk.size, PART)]
+    digest = xxhash.xxh3_64()
     fd = os.open(partial, os.O_WRONLY)
     try:
         for i in range(0, len(parts), PARTS_IN_FLIGHT):
@@ -104,6 +109,7 @@ def _write_parts(
             got = meta.fetch_ranges(fs, path, chunk.url, group, chunk.tag)
             for (a, _), data in zip(group, got, strict=True):
                 write_at(fd, data, a, partial, directory)
+                digest.update(data)
                 counted(len(data))
         try:
             os.fsync(fd)
@@ -111,6 +117,7 @@ def _write_parts(
             raise disk_error(partial, directory, exc.errno) from exc
     finally:
         os.close(fd)
+    return digest.hexdigest()
 
 
 def write_at(fd: int, data: bytes, offset: int, path: str, directory: str) -> None:
@@ -139,12 +146,3 @@ def disk_error(path: str, directory: str, code: int | None) -> WriteError:
         f"{directory!r} failed ({os.strerror(code or errno.EIO)}; {free} there). The remote "
         "object is not at fault: free space there, or choose another `chunk_cache_dir`.",
     )
-
-
-def _xxh3(path: str) -> str:
-    """The content digest of a local file (as ``arrowmix._storage.digests`` defines it)."""
-    h = xxhash.xxh3_64()
-    with open(path, "rb") as f:
-        while block := f.read(8 * 2**20):
-            h.update(block)
-    return h.hexdigest()

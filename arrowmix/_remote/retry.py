@@ -12,6 +12,7 @@ and jitter, and a longer wait when the store says it is throttling (``SlowDown``
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import random
@@ -53,6 +54,8 @@ def remote_fs(url: str, storage_options: Mapping[str, Any] | None) -> tuple[Any,
     options = dict(storage_options or {})
     config = dict(options.get("config_kwargs") or {})
     config.setdefault("retries", {"total_max_attempts": 1, "mode": "standard"})
+    for name in _checksum_options():  # the manifest's digest checks every copy instead
+        config.setdefault(name, "when_required")
     options["config_kwargs"] = config
     options["skip_instance_cache"] = True
     key = (os.getpid(), protocol, json.dumps(options, sort_keys=True, default=repr))
@@ -69,6 +72,22 @@ def remote_fs(url: str, storage_options: Mapping[str, Any] | None) -> tuple[Any,
     path = fs._strip_protocol(url)
     fs.invalidate_cache(path)
     return fs, path
+
+
+@functools.cache
+def _checksum_options() -> tuple[str, ...]:
+    """The checksum switches of botocore, where it has them (1.36 and later).
+
+    botocore computes a CRC of every answer by default; each chunk copy is checked against
+    its corpus manifest's content digest instead, so the cache's own filesystem asks for
+    checksums only where the service requires them (the user's filesystem is left alone).
+    """
+    try:
+        from botocore.config import Config  # type: ignore[import-untyped]  # no stubs
+    except ImportError:
+        return ()
+    names = ("request_checksum_calculation", "response_checksum_validation")
+    return tuple(n for n in names if n in getattr(Config, "OPTION_DEFAULTS", {}))
 
 
 _FS: dict[tuple[int, str, str], Any] = {}

@@ -226,8 +226,7 @@ class RemoteTable:
         copied already, they are opened in turn on the caller's thread.
         """
         cache = self.cache
-        local = (os.path.join(cache.directory, self.chunks[c].key + ".arrow") for c in owners)
-        if len(owners) == 1 or all(os.path.exists(p) for p in local):
+        if len(owners) == 1 or all(cache.copied(self.chunks[c]) for c in owners):
             # Nothing to download (or one chunk): no threads, one chunk pinned at a time.
             for c in owners:
                 pinned = cache.acquire(self.chunks[c], self.storage_options)
@@ -310,6 +309,13 @@ class Upcoming(Protocol):
 class ReadAhead:
     """Downloads, in reading order, the chunks a stream will read next (module docstring).
 
+    A chunk stays held from its download until the reader has passed the last of its rows
+    that the plan has seen, not only until the reader starts on it: a shuffled window reads
+    its chunks interleaved, and a chunk released while the reader still comes back to it
+    would be opened again for every batch, or evicted to make room for the chunks ahead and
+    downloaded again. The chunks ahead get the room the chunks being read leave (at most
+    half the limit); like every hold, both yield to a demand read that needs the room.
+
     Args:
         table: the remote table the stream reads.
         chunks: how many chunks to keep downloaded ahead of the reader.
@@ -331,7 +337,12 @@ class ReadAhead:
         self._threads = threads
         # Planned chunks ahead of the reader: chunk -> (cursor of its first row, download).
         self._ahead: dict[int, tuple[tuple[int, int], Future[Hold | None] | None]] = {}
+        # Chunks the reader has started on: chunk -> download (held until passed).
+        self._reading: dict[int, Future[Hold | None] | None] = {}
+        # Planned chunks -> the cursor after the last of their rows the plan has seen.
+        self._until: dict[int, tuple[int, int]] = {}
         self._plan: tuple[int, int] | None = None  # cursor up to which the order was read
+        self._full = False  # the plan stopped at a chunk that did not fit (nothing freed since)
         self._last: tuple[int, int] | None = None
         self._step = max(1, table.num_rows // max(1, len(table.chunks)))
         self.own = CacheStats()  # what this reader's reads and read-ahead downloaded
@@ -360,36 +371,60 @@ class ReadAhead:
     def read_ahead(self, upcoming: Upcoming) -> None:
         """Called by the stream before each block: plan and start the next downloads."""
         now = upcoming.cursor
-        moved_back = self._last is not None and now < self._last
-        if moved_back or (self._plan is not None and now > self._plan):
-            self._drop_plan()  # a restore moved the reader: plan again from where it is
+        if self._last is not None and now < self._last:
+            self._drop_plan()  # a restore moved the reader back: plan again from there
         self._last = now
-        for c, (first, _) in list(self._ahead.items()):
-            if first < now:  # the reader has started on it: its own reads pin it now
-                self._release(c)
-        if self._plan is None:
-            self._plan = now
-        cap = min(self.max_bytes or 2**62, self.table.limit // 2)
-        full = False
-        while not full:
+        if self._advance(now):
+            self._full = False  # room ahead was freed: the plan may go on
+        if self._plan is None or self._plan < now:
+            # The reader went past the plan (a plan shorter than a block, or a restore
+            # further on): plan from where it is; the chunks held stay held.
+            self._plan, self._full = now, False
+        # The chunks being read keep their room: the read-ahead never evicts one of them.
+        reading = sum(self.table.chunks[c].size for c in self._reading)
+        cap = min(self.max_bytes or 2**62, self.table.limit // 2, self.table.limit - reading)
+        while not self._full:
             pos, after = upcoming.positions(self._plan, self._step)
             if len(pos) == 0:
                 break
             owner = np.searchsorted(self.table.offsets, pos, side="right") - 1
+            seen = len(pos)
             for c in self.table.chunks_touched(pos):
-                if c in self._ahead:
+                if c in self._ahead or c in self._reading:
                     continue
                 size = self.table.chunks[c].size
+                at = int(np.argmax(owner == c))
                 if len(self._ahead) >= self.chunks or self._bytes_ahead() + size > cap:
-                    full = True  # the plan resumes at this chunk's first row next time
-                    after = (self._plan[0], self._plan[1] + int(np.argmax(owner == c)))
+                    self._full = True  # the plan resumes at this chunk's first row later
+                    after, seen = (self._plan[0], self._plan[1] + at), at
                     break
-                first = (self._plan[0], self._plan[1] + int(np.argmax(owner == c)))
-                self._ahead[c] = (first, None)
+                self._ahead[c] = ((self._plan[0], self._plan[1] + at), None)
+            self._note_last_rows(owner[:seen])
             self._plan = after
         for c, (first, fut) in list(self._ahead.items()):
             if fut is None or _no_room(fut):
                 self._ahead[c] = (first, self._executor().submit(self._fetch, c))
+
+    def _advance(self, now: tuple[int, int]) -> bool:
+        """Move the chunks the reader started on to the read set; release those it passed.
+
+        Returns whether the room for chunks ahead grew (the plan may go on).
+        """
+        started = [c for c, (first, _) in self._ahead.items() if first < now]
+        for c in started:  # the reader has started on it
+            self._reading[c] = self._ahead.pop(c)[1]
+        passed = [c for c in self._reading if self._until[c] <= now]
+        for c in passed:  # the reader is past every row of it planned so far
+            self._release(c)
+        return bool(started or passed)
+
+    def _note_last_rows(self, owner: np.ndarray) -> None:
+        """Record, for the held chunks among ``owner`` (read from the plan), their last row."""
+        assert self._plan is not None
+        last = len(owner) - 1 - np.unique(owner[::-1], return_index=True)[1]
+        for c, i in zip(np.unique(owner).tolist(), last.tolist(), strict=True):
+            if c in self._ahead or c in self._reading:
+                self._until[c] = (self._plan[0], self._plan[1] + i + 1)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # A pickled stream (worker processes) starts with no plan and no threads.
@@ -408,7 +443,8 @@ class ReadAhead:
             return self.table.cache.hold(self.table.chunks[c], self.table.storage_options)
 
     def _release(self, c: int) -> None:
-        _, fut = self._ahead.pop(c)
+        self._until.pop(c, None)
+        fut = self._reading.pop(c) if c in self._reading else self._ahead.pop(c)[1]
         if fut is None:
             return
         fut.add_done_callback(self._release_result)
@@ -420,9 +456,10 @@ class ReadAhead:
             self.table.cache.unhold(held)
 
     def _drop_plan(self) -> None:
-        for c in list(self._ahead):
+        for c in [*self._ahead, *self._reading]:
             self._release(c)
         self._plan = None
+        self._full = False
 
     def close(self) -> None:
         """Stop downloading ahead and unpin what was downloaded."""

@@ -36,6 +36,7 @@ class FaultProxy:
         self.upstream = (parts.hostname or "127.0.0.1", parts.port or 80)
         self.rule: Callable[[str, str], str | None] = lambda method, path: None
         self.log: list[tuple[str, str, str | None]] = []
+        self.headers: list[dict[str, str]] = []  # each request's headers (lower-case names)
         self.in_flight = self.most_in_flight = 0
         self.gate = threading.Event()  # what "hold" requests wait for
         self.held = 0  # "hold" requests that arrived
@@ -71,6 +72,7 @@ class FaultProxy:
     def handle(self, h: BaseHTTPRequestHandler) -> None:
         action = self.rule(h.command, h.path)
         self.log.append((h.command, h.path, action))
+        self.headers.append({k.lower(): v for k, v in h.headers.items()})
         if action == "hold":  # answered once the test opens the gate
             with self._count:
                 self.held += 1

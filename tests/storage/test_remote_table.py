@@ -199,3 +199,62 @@ def test_room_is_made_from_the_chunk_a_read_moved_on_from(memory_url, tmp_path):
     before = cache.stats.chunks_downloaded
     assert ds[[5, 6]]["id"] == [5, 6]
     assert cache.stats.chunks_downloaded == before  # chunk 0 was still there
+
+
+class _Order:
+    """The upcoming order of a stream reading ``order`` (row positions), from ``cursor``."""
+
+    def __init__(self, order, index):
+        self.order = np.asarray(order, dtype=np.int64)
+        self.cursor = (0, index)
+
+    def positions(self, cursor, n):
+        start = cursor[1]
+        stop = min(len(self.order), start + n)
+        return self.order[start:stop], (0, stop)
+
+
+def _pinned(cache, chunk):
+    """Whether some reader pins ``chunk``'s copy (eviction would skip it)."""
+    import fcntl
+
+    fd = os.open(os.path.join(cache.directory, chunk.key + ".pin"), os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def test_read_ahead_keeps_the_window_being_read_and_makes_room_from_passed_chunks(
+    memory_url, tmp_path
+):
+    from arrowmix._remote.table import ReadAhead
+
+    am.write_chunks(({"id": i, "t": "x" * 200} for i in range(60)), memory_url,
+                    rows_per_chunk=10)  # fmt: skip
+    fs = fsspec.filesystem("memory")
+    size = max(fs.size(p) for p in fs.ls(memory_url[len("memory://") :], detail=False))
+    ds = open_bounded(memory_url, tmp_path, limit=4 * size)
+    table, cache = ds._s.table, ds._s.table.cache
+    # Three windows of two chunks each, read interleaved (a shuffled window's order).
+    order = [r + k for w in (0, 20, 40) for k in range(10) for r in (w, w + 10)]
+    ahead = ReadAhead(table, chunks=2)
+
+    def at(index):
+        ahead.read_ahead(_Order(order, index))
+        for _, fut in ahead._ahead.values():  # wait for the downloads started
+            fut.result()
+
+    at(0)
+    at(5)  # in the first window: its chunks are read again until row 19 of the order
+    assert [_pinned(cache, c) for c in table.chunks] == [True] * 4 + [False] * 2
+    at(25)  # in the second window: the third is downloaded in place of the first
+    assert [_pinned(cache, c) for c in table.chunks[2:]] == [True] * 4
+    assert [cache.copied(c) for c in table.chunks] == [False] * 2 + [True] * 4
+    assert cache.stats.chunks_downloaded == 6
+    ahead.close()
+    cache.close_idle()
+    assert not any(_pinned(cache, c) for c in table.chunks)

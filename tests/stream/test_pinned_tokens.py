@@ -76,6 +76,11 @@ def test_spans_and_gathers_equal_the_whole_column_one_pinned_chunk_at_a_time() -
     ids, mask = col.gather_padded(pos, 12, pad_id=7, left=True)
     ref_ids, ref_mask = whole.gather_padded(pos, 12, pad_id=7, left=True)
     assert ids.tolist() == ref_ids.tolist() and mask.tolist() == ref_mask.tolist()
+    wide = int(lengths.max()) + 3  # right padding into a narrower type, nothing truncated
+    ids, mask = col.gather_padded(pos, wide, dtype=np.int16)
+    ref_ids, ref_mask = whole.gather_padded(pos, wide, dtype=np.int16)
+    assert ids.dtype == ref_ids.dtype == np.int16
+    assert ids.tolist() == ref_ids.tolist() and mask.tolist() == ref_mask.tolist()
     # each read pins one chunk at a time, in the order the positions first touch them
     assert storage.most_pinned == 1 and not storage.pinned
     assert storage.reads[0] == list(dict.fromkeys((pos // 25).tolist()))

@@ -208,6 +208,45 @@ class PinnedTokenColumn(TokenColumn):
         if sep_after is not None:
             flags = np.asarray(sep_after, dtype=bool)
             result[(dest + ln)[flags]] = sep
+        self._copy_spans(owner, st, ln, result, dest)
+        return result
+
+    def pad_spans(
+        self,
+        owner: np.ndarray | None,
+        starts: np.ndarray,
+        lengths: np.ndarray,
+        width: int,
+        *,
+        pad_id: int = 0,
+        left: bool = False,
+        dtype: Any = np.int64,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Like ``TokenColumn.pad_spans``; each span is copied straight into its row.
+
+        No flat copy of the tokens is made and scattered through the mask afterwards.
+        """
+        ln = np.minimum(np.asarray(lengths, dtype=np.int64), width)
+        shape = (len(ln), width)
+        ids = np.zeros(shape, dtype=dtype) if pad_id == 0 else np.full(shape, pad_id, dtype=dtype)
+        cols = np.arange(width)
+        mask = (cols >= (width - ln)[:, None]) if left else (cols < ln[:, None])
+        dest = np.arange(len(ln), dtype=np.int64) * width + ((width - ln) if left else 0)
+        self._copy_spans(owner, np.asarray(starts, dtype=np.int64), ln, ids.reshape(-1), dest)
+        return ids, mask
+
+    def _copy_spans(
+        self,
+        owner: np.ndarray | None,
+        st: np.ndarray,
+        ln: np.ndarray,
+        result: np.ndarray,
+        dest: np.ndarray,
+    ) -> None:
+        """Copy span ``k`` (``ln[k]`` tokens from ``st[k]``) to ``result[dest[k]:]``.
+
+        Each chunk is pinned once, its spans copied (cast to ``result``'s type), unpinned.
+        """
         own = np.zeros(len(st), dtype=np.int64) if owner is None else np.asarray(owner)
         for col, bases, sel in self._chunks(own, ln > 0):
             values, _ = col.buffers()
@@ -222,7 +261,6 @@ class PinnedTokenColumn(TokenColumn):
             where = (batch.tolist(), dest[sel].tolist(), local.tolist(), ln[sel].tolist())
             for b, d, a, n in zip(*where, strict=True):
                 result[d : d + n] = values[b][a : a + n]
-        return result
 
     def check_fits(self, dtype: Any) -> None:
         """Raise unless every token id read fits ``dtype`` (no silent wrap).
