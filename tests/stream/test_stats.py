@@ -67,6 +67,17 @@ def test_stats_before_any_item_are_zero() -> None:
     assert stats["collate/batch"]["rows"] == 0
 
 
+def test_a_dataset_source_reports_where_it_will_start_before_any_item() -> None:
+    from arrowmix import Dataset
+
+    s = Dataset.from_dict({"x": list(range(6))}).to_stream(shuffle=None, infinite=False)
+    assert s.stats() == {"epoch": 0, "index": 0}
+    s.set_epoch(3)
+    assert s.stats()["epoch"] == 3
+    next(s)
+    assert s.stats() == {"epoch": 3, "index": 1}
+
+
 def test_concat_pack_dropped_tokens_equal_the_warning() -> None:
     s = from_iterable(DOCS).pack("ids", 4, batch_size=2)
     with warnings.catch_warnings(record=True) as caught:

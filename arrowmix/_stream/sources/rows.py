@@ -164,7 +164,10 @@ class ArrowSource(Stream[Row], DealtSource):
 
     def stats(self) -> dict[str, Any]:
         """Where the source stands, plus its row source's counters (remote: downloads)."""
-        out: dict[str, Any] = {"epoch": self._epoch, "index": self._start + self._pos}
+        if "_epoch" not in self.__dict__:  # not started: where it will start
+            out: dict[str, Any] = {"epoch": self.__dict__.get("_first_epoch", 0), "index": 0}
+        else:
+            out = {"epoch": self._epoch, "index": self._start + self._pos}
         counters = optional_member(self.rows, "stats")
         if counters is not None:
             out.update(counters())
