@@ -357,7 +357,8 @@ def list_remote_chunks(
     Each entry is the store's description of the object (size, ETag, modification time...)
     from the listing itself: one request per directory, with no existence checks around it.
     """
-    return _each_spec(spec, lambda s: _listed_remote(s, storage_options))
+    parents: dict[str, dict[str, dict[str, Any]]] = {}  # files named one by one: one listing
+    return _each_spec(spec, lambda s: _listed_remote(s, storage_options, parents))
 
 
 def _each_spec(spec: Spec, resolve: Callable[[str], list[_T]]) -> list[_T]:
@@ -399,10 +400,29 @@ def _resolve_one(s: str, storage_options: Mapping[str, Any] | None) -> list[str]
 
 
 def _listed_remote(
-    s: str, storage_options: Mapping[str, Any] | None
+    s: str,
+    storage_options: Mapping[str, Any] | None,
+    parents: dict[str, dict[str, dict[str, Any]]] | None = None,
 ) -> list[tuple[str, dict[str, Any]]]:
-    """``(url, entry)`` of the chunk files of one remote spec, in natural order."""
+    """``(url, entry)`` of the chunk files of one remote spec, in natural order.
+
+    ``parents``: the entries of directories listed already, by path, for specs naming one
+    ``.arrow`` file each (then found in their directory's listing, made once).
+    """
     fs, p = url_to_fs(s, storage_options)
+    parent, _, name = fs._strip_protocol(p).rstrip("/").rpartition("/")
+    if parents is not None and name.endswith(".arrow") and not globlib.has_magic(p):
+        if parent not in parents:
+            try:
+                listed = fs.ls(parent, detail=True)
+            except FileNotFoundError:
+                listed = []
+            parents[parent] = {fs._strip_protocol(e["name"]).rstrip("/"): e for e in listed}
+        entry = parents[parent].get(f"{parent}/{name}")
+        if entry is not None and entry.get("type") != "directory":
+            return [(fs.unstrip_protocol(entry["name"]), entry)]
+        if entry is None:
+            raise ChunkFileError(f"No such file or directory: {s!r}.")
     if globlib.has_magic(p):
         found = list(fs.glob(p, detail=True).values())
     else:

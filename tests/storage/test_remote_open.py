@@ -149,3 +149,15 @@ def test_a_corpus_rewritten_while_opened_never_serves_one_version_as_the_other(
     # Version A's dataset never gets version B's copy from the shared cache.
     with pytest.raises(ObjectChangedError, match=r"chunk-00000\.arrow"):
         before[0]
+
+
+def test_chunk_files_named_one_by_one_cost_one_listing_of_their_directory(
+    s3_url, s3_storage_options, proxy, tmp_path
+):
+    write(s3_url, s3_storage_options)
+    files = [f"{s3_url}/chunk-{i:05d}.arrow" for i in (2, 0)]
+    ds = open_bounded(files, via(proxy, s3_storage_options), tmp_path)
+    assert requests(proxy) == [("GET", "listing"), ("GET", "manifest")]
+    assert ds[0]["id"] == 2 * ROWS and ds[ROWS]["id"] == 0  # in the order given
+    with pytest.raises(am.exceptions.ChunkFileError, match=r"chunk-00009\.arrow"):
+        open_bounded([*files, f"{s3_url}/chunk-00009.arrow"], s3_storage_options, tmp_path)
