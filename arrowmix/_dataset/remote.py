@@ -82,6 +82,16 @@ def _probe(
     return probe(fs, path, url, info, digest)
 
 
+def _connect(url: str, storage_options: Mapping[str, Any] | None) -> None:
+    """Make the client of the filesystem chunks download through, while the listing runs.
+
+    s3fs makes it on the first request otherwise: on the way to the first rows.
+    """
+    connect = getattr(remote_fs(url, storage_options)[0], "connect", None)
+    if callable(connect):
+        connect()
+
+
 def _read_directory(directory: str, storage_options: Mapping[str, Any] | None) -> _Directory:
     """The manifest of ``directory``; for one without a schema, its first chunk probed."""
     try:
@@ -90,10 +100,13 @@ def _read_directory(directory: str, storage_options: Mapping[str, Any] | None) -
         raise PermissionError(
             exc.errno, f"Reading the manifest of {directory!r} was refused: {exc}"
         ) from exc
-    if manifest is None or manifest.schema is not None or not manifest.chunks:
+    if manifest is None or not manifest.chunks:
         return _Directory(manifest)
     entry = manifest.chunks[min(manifest.chunks, key=natural_key)]
     url = f"{directory}/{entry.name}"
+    if manifest.schema is not None:
+        _connect(url, storage_options)
+        return _Directory(manifest)
     probed: Future[tuple[pa.Schema, RemoteChunk]] = Future()
     try:  # at the size the manifest records: the listing has not answered yet
         probed.set_result(_probe(url, {"size": entry.size}, entry.digest, storage_options))
