@@ -83,13 +83,13 @@ def _probe(
 
 
 def _connect(url: str, storage_options: Mapping[str, Any] | None) -> None:
-    """Make the client of the filesystem chunks download through, while the listing runs.
+    """Make the S3 client chunks download through, while the listing runs.
 
-    s3fs makes it on the first request otherwise: on the way to the first rows.
+    s3fs makes it on the first request otherwise: on the way to the first rows. (Only
+    ``s3://``: other backends' ``connect`` may mean something else, gcsfs's logs in again.)
     """
-    connect = getattr(remote_fs(url, storage_options)[0], "connect", None)
-    if callable(connect):
-        connect()
+    if url.split("://", 1)[0] in ("s3", "s3a"):
+        remote_fs(url, storage_options)[0].connect()
 
 
 def _read_directory(directory: str, storage_options: Mapping[str, Any] | None) -> _Directory:
