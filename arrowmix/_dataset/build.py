@@ -207,6 +207,13 @@ def from_chunks(
                 path_or_glob_or_list, verify=verify, check_complete=check
             )
             return _chunks_dataset(files, tables, digests, cache_dir, storage_options)
+        if cache_limit is not None and not verify:
+            from arrowmix._dataset.remote import from_remote_chunks
+
+            # It lists the spec itself, while it reads the manifests.
+            return from_remote_chunks(
+                path_or_glob_or_list, cache_dir, storage_options, cache_limit, chunk_cache_dir
+            )
         files = list_chunk_files(path_or_glob_or_list, storage_options)
     except ChunkFileError:
         empty = empty_corpus(path_or_glob_or_list, cache_dir, storage_options)

@@ -2,12 +2,21 @@
 
 Each chunk is described by its directory's manifest (written last by ``write_chunks``: its
 rows and content digest; a directory without one, or whose files do not match it, is refused,
-since hashing the files would download them all) and one listing per directory (its size and
-version). Only the first chunk of each directory is read, by a few range requests
-(:func:`~arrowmix._remote.meta.probe`: the schema); the other chunks' schemas and rows are
-checked when their copies are first read. The dataset's table is a
-:class:`~arrowmix._remote.table.RemoteTable` that downloads a chunk into the bounded
-cache directory when a read first needs it. The fingerprint is the one the same files get
+since hashing the files would download them all) and by one listing of each spec (its size
+and version, from the listing entries themselves). The schema is the one the manifest records;
+a manifest written before schemas were recorded has none, and the first chunk of its
+directory is read instead, by a few range requests (:func:`~arrowmix._remote.meta.probe`).
+The other chunks' schemas and rows are checked when their copies are first read.
+
+Opening a directory costs one round trip, not a chain of them: its manifest is read (then,
+for an old manifest, its first chunk probed, at the size the manifest records) on a thread
+while the directory is listed. What the listing then says wins: a first chunk other than the
+one probed, or a size other than the manifest's, is probed again or refused as before.
+
+The dataset's table is a :class:`~arrowmix._remote.table.RemoteTable` that downloads a
+chunk into the bounded cache directory when a read first needs it; each copy is checked
+against the digest the manifest records, so a corpus rewritten while it was opened is never
+read under the other version's fingerprint. The fingerprint is the one the same files get
 when read from a local directory (it hashes the same digests), so results cached from a
 local copy of the corpus are reused, and the other way round.
 """
@@ -15,8 +24,11 @@ local copy of the corpus are reused, and the other way round.
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from glob import has_magic
 from typing import Any
 
 import pyarrow as pa
@@ -27,68 +39,91 @@ from arrowmix._remote.cache import check_fits, parse_size
 from arrowmix._remote.meta import RemoteChunk, probe, version_tag
 from arrowmix._remote.retry import remote_fs
 from arrowmix._remote.table import RemoteTable
-from arrowmix._storage.digests import ChunkEntry, read_manifest
-from arrowmix._storage.fs import is_local, url_to_fs
-from arrowmix.exceptions import ChunkFileError, IncompleteCorpusError, SchemaMismatchError
+from arrowmix._storage.chunks import Spec, list_chunk_files, list_remote_chunks, natural_key
+from arrowmix._storage.digests import ChunkEntry, Manifest, read_remote_manifest
+from arrowmix._storage.fs import is_local
+from arrowmix.exceptions import ArrowmixError, IncompleteCorpusError, SchemaMismatchError
 
 __all__ = ["from_remote_chunks"]
 
-_PROBE_THREADS = 8
+_THREADS = 8
 
 
-def _infos(files: Sequence[str], storage_options: Mapping[str, Any] | None) -> list[Any]:
-    """``fs.info`` of each file, from one fresh listing per directory (not one HEAD each)."""
-    listed: dict[str, dict[str, Any]] = {}
-    out = []
-    for url in files:
-        fs, path = url_to_fs(url, storage_options)
-        parent = path.rstrip("/").rsplit("/", 1)[0]
-        if parent not in listed:
-            try:
-                entries = fs.ls(parent, detail=True)
-            except FileNotFoundError:
-                entries = []
-            except PermissionError as exc:
-                raise PermissionError(
-                    exc.errno, f"Listing the chunks of {url!r} was refused: {exc}"
-                ) from exc
-            listed[parent] = {fs._strip_protocol(e["name"]): e for e in entries}
-        info = listed[parent].get(fs._strip_protocol(path))
-        if info is None:
-            try:
-                info = fs.info(path)
-            except FileNotFoundError as exc:
-                raise ChunkFileError(f"Remote chunk {url!r} not found.") from exc
-            except PermissionError as exc:
-                raise PermissionError(exc.errno, f"Reading {url!r} was refused: {exc}") from exc
-        out.append(info)
-    return out
+@dataclass(frozen=True)
+class _Directory:
+    """A directory's manifest, and (old manifests) its first chunk as probed early."""
+
+    manifest: Manifest | None
+    probed: str | None = None  # the URL of the chunk probed
+    probe: Future[tuple[pa.Schema, RemoteChunk]] | None = None  # done: its answer or error
+
+    def schema(self) -> pa.Schema | None:
+        """The schema the manifest records (None: none, or an older manifest)."""
+        return None if self.manifest is None else self.manifest.schema
 
 
-def _describe(
+def _parent(url: str) -> str:
+    return url.rstrip("/").rsplit("/", 1)[0]
+
+
+def _named_directory(spec: str) -> str | None:
+    """The directory a remote spec names (read before the listing answers), if it is plain."""
+    path = spec.rstrip("/")
+    parent, _, name = path.rpartition("/")
+    if has_magic(parent) or "://" not in path:
+        return None
+    return parent if has_magic(name) or name.endswith(".arrow") else path
+
+
+def _probe(
     url: str, info: Mapping[str, Any], digest: str, storage_options: Mapping[str, Any] | None
 ) -> tuple[pa.Schema, RemoteChunk]:
     fs, path = remote_fs(url, storage_options)
     return probe(fs, path, url, info, digest)
 
 
+def _connect(url: str, storage_options: Mapping[str, Any] | None) -> None:
+    """Make the S3 client chunks download through, while the listing runs.
+
+    s3fs makes it on the first request otherwise: on the way to the first rows. (Only
+    ``s3://``: other backends' ``connect`` may mean something else, gcsfs's logs in again.)
+    """
+    if url.split("://", 1)[0] in ("s3", "s3a"):
+        remote_fs(url, storage_options)[0].connect()
+
+
+def _read_directory(directory: str, storage_options: Mapping[str, Any] | None) -> _Directory:
+    """The manifest of ``directory``; for one without a schema, its first chunk probed."""
+    try:
+        manifest = read_remote_manifest(directory, storage_options)
+    except PermissionError as exc:
+        raise PermissionError(
+            exc.errno, f"Reading the manifest of {directory!r} was refused: {exc}"
+        ) from exc
+    if manifest is None or not manifest.chunks:
+        return _Directory(manifest)
+    entry = manifest.chunks[min(manifest.chunks, key=natural_key)]
+    url = f"{directory}/{entry.name}"
+    if manifest.schema is not None:
+        _connect(url, storage_options)
+        return _Directory(manifest)
+    probed: Future[tuple[pa.Schema, RemoteChunk]] = Future()
+    try:  # at the size the manifest records: the listing has not answered yet
+        probed.set_result(_probe(url, {"size": entry.size}, entry.digest, storage_options))
+    except (ArrowmixError, OSError) as exc:  # raised only if this chunk is the one needed
+        probed.set_exception(exc)
+    return _Directory(manifest, url, probed)
+
+
 def _entries(
-    files: Sequence[str], infos: Sequence[Any], storage_options: Mapping[str, Any] | None
+    files: Sequence[str], infos: Sequence[Any], directories: Mapping[str, _Directory]
 ) -> list[ChunkEntry]:
     """Each file's manifest entry (rows, digest): its directory's manifest must list it."""
-    manifests: dict[str, Any] = {}
     out = []
     for url, info in zip(files, infos, strict=True):
         directory, name = url.rstrip("/").rsplit("/", 1)
-        if directory not in manifests:
-            try:
-                manifests[directory] = read_manifest(directory, storage_options)
-            except PermissionError as exc:
-                raise PermissionError(
-                    exc.errno, f"Reading the manifest of {directory!r} was refused: {exc}"
-                ) from exc
-        manifest = manifests[directory]
-        entry = None if manifest is None else manifest.get(name)
+        manifest = directories[directory].manifest
+        entry = None if manifest is None else manifest.chunks.get(name)
         if entry is None or entry.size != int(info["size"]):
             why = (
                 "has no manifest (an unfinished `write_chunks`, or files written by another "
@@ -114,73 +149,105 @@ def _refuse_local(files: Sequence[str]) -> None:
         )
 
 
-def _probe_directories(
+def _schemas(
+    pool: ThreadPoolExecutor,
     files: Sequence[str],
     infos: Sequence[Any],
     entries: Sequence[ChunkEntry],
+    directories: Mapping[str, _Directory],
     storage_options: Mapping[str, Any] | None,
-) -> dict[int, tuple[pa.Schema, RemoteChunk]]:
-    """Schema and chunk of the first file of each directory, by index in ``files``."""
-    # One probe per directory (its schema): the manifest has every chunk's rows, and the
-    # other chunks' schemas are checked when their copies are first read.
+) -> list[tuple[str, pa.Schema]]:
+    """Each directory's schema and where it was read: its manifest, or its first chunk.
+
+    A first chunk probed early is used when the listing agrees it is the first; others are
+    probed now (in parallel), with their listing entries. Probed rows must be the manifest's.
+    """
     first: dict[str, int] = {}
     for i, f in enumerate(files):
-        first.setdefault(f.rstrip("/").rsplit("/", 1)[0], i)
-    probed = sorted(first.values())
-    with ThreadPoolExecutor(min(_PROBE_THREADS, len(probed))) as pool:
-        described = dict(zip(probed, pool.map(
-            lambda i: _describe(files[i], infos[i], entries[i].digest, storage_options), probed
-        ), strict=True))  # fmt: skip
-    return described
+        first.setdefault(_parent(f), i)
+    probes = {}
+    for d, i in first.items():
+        known = directories[d]
+        if known.schema() is None:
+            probes[i] = known.probe if known.probed == files[i] else pool.submit(
+                _probe, files[i], infos[i], entries[i].digest, storage_options
+            )  # fmt: skip
+    out = []
+    for d, i in first.items():
+        recorded = directories[d].schema()
+        if recorded is not None:
+            out.append((f"the manifest of {d!r}", recorded))
+            continue
+        answer = probes[i]
+        assert answer is not None  # set whenever `probed` is
+        schema, chunk = answer.result()
+        if chunk.num_rows != entries[i].rows:
+            raise IncompleteCorpusError(
+                f"Chunk file {files[i]!r} has {chunk.num_rows} rows where its manifest records "
+                f"{entries[i].rows}: the corpus was altered after `write_chunks`."
+            )
+        out.append((repr(files[i]), schema))
+    return out
 
 
-def _checked_schema(
-    files: Sequence[str],
-    described: dict[int, tuple[pa.Schema, RemoteChunk]],
-    entries: Sequence[ChunkEntry],
-) -> pa.Schema:
-    """The probed chunks' common schema; their rows must match their manifest entries."""
-    schema = described[min(described)][0].remove_metadata()
-    for i, (s, c) in described.items():
+def _common_schema(described: Sequence[tuple[str, pa.Schema]]) -> pa.Schema:
+    """The one schema of every directory (metadata aside)."""
+    where, schema = described[0][0], described[0][1].remove_metadata()
+    for other, s in described[1:]:
         if not s.remove_metadata().equals(schema):
             raise SchemaMismatchError(
-                f"Chunk file {files[i]!r} has a different schema from {files[0]!r}:\n"
-                f"{s.remove_metadata()}\nexpected\n{schema}"
-            )
-        if c.num_rows != entries[i].rows:
-            raise IncompleteCorpusError(
-                f"Chunk file {files[i]!r} has {c.num_rows} rows where its manifest records "
-                f"{entries[i].rows}: the corpus was altered after `write_chunks`."
+                f"The chunks described by {other} have a different schema from those "
+                f"described by {where}:\n{s.remove_metadata()}\nexpected\n{schema}"
             )
     return schema
 
 
+def _described(
+    spec: Spec, storage_options: Mapping[str, Any] | None
+) -> tuple[list[str], list[Any], list[ChunkEntry], pa.Schema]:
+    """The files of ``spec``, their listing entries and manifest entries, and their schema."""
+    specs = [os.fspath(s) for s in ([spec] if isinstance(spec, (str, os.PathLike)) else spec)]
+    with ThreadPoolExecutor(_THREADS, thread_name_prefix="arrowmix-open") as pool:
+        # The directories the specs name are read while they are listed.
+        early = {d: pool.submit(_read_directory, d, storage_options)
+                 for d in dict.fromkeys(map(_named_directory, specs)) if d is not None}  # fmt: skip
+        listed = list_remote_chunks(specs, storage_options)
+        files = [url for url, _ in listed]
+        infos = [info for _, info in listed]
+        futures = {
+            d: early.get(d) or pool.submit(_read_directory, d, storage_options)
+            for d in dict.fromkeys(map(_parent, files))
+        }
+        directories = {d: fut.result() for d, fut in futures.items()}
+        entries = _entries(files, infos, directories)
+        schema = _common_schema(_schemas(pool, files, infos, entries, directories, storage_options))
+    return files, infos, entries, schema
+
+
 def from_remote_chunks(
-    files: Sequence[str],
+    spec: Spec,
     cache_dir: str | None,
     storage_options: Mapping[str, Any] | None,
     cache_limit: int | str,
     chunk_cache_dir: str | None,
 ) -> Dataset:
-    """The dataset of remote chunk ``files`` read through a cache of ``cache_limit`` bytes.
+    """The dataset of the remote chunks of ``spec`` read through a cache of ``cache_limit`` bytes.
 
     Raises:
-        ValueError: a local file among ``files``, or a bad ``cache_limit``.
+        ValueError: a local file in ``spec``, or a bad ``cache_limit``.
         CacheLimitError: the largest chunk does not fit in ``cache_limit``.
         SchemaMismatchError: the chunks' schemas differ.
         IncompleteCorpusError: a directory has no manifest, or it does not list a file.
     """
     limit = parse_size(cache_limit)
-    _refuse_local(files)
-    infos = _infos(files, storage_options)
-    entries = _entries(files, infos, storage_options)
-    described = _probe_directories(files, infos, entries, storage_options)
-    schema = _checked_schema(files, described, entries)
+    specs = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
+    if any(is_local(os.fspath(s)) for s in specs):
+        _refuse_local(list_chunk_files(spec, storage_options))
+    files, infos, entries, schema = _described(spec, storage_options)
     chunks = [
-        described[i][1] if i in described else
         RemoteChunk(f, int(info["size"]), version_tag(info), (e.rows,), e.digest)
-        for i, (f, info, e) in enumerate(zip(files, infos, entries, strict=True))
-    ]  # fmt: skip
+        for f, info, e in zip(files, infos, entries, strict=True)
+    ]
     check_fits(limit, chunks)
     # No directory given: each process (each node of a cluster) uses its own default one.
     table = RemoteTable(chunks, schema, chunk_cache_dir, limit, storage_options)

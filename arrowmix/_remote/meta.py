@@ -90,8 +90,14 @@ class RemoteChunk:
 
     @property
     def key(self) -> str:
-        """The local cache name of this version of the object: ``<hash>-<file stem>``."""
-        ident = json.dumps([self.url, list(self.tag)]).encode()
+        """The local cache name of this version of the object: ``<hash>-<file stem>``.
+
+        The hash covers the digest too: a copy is only ever made of bytes with that digest,
+        so a dataset never finds under its name the bytes of another version of the corpus
+        (one opened while the corpus was rewritten may pair a listing's version tag with
+        the rewritten manifest's digest).
+        """
+        ident = json.dumps([self.url, list(self.tag), self.digest]).encode()
         name = self.url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".arrow")
         return f"{xxhash.xxh3_64_hexdigest(ident)}-{name}"
 

@@ -270,8 +270,8 @@ class RemoteTable:
     def _check(self, c: int, table: pa.Table) -> None:
         """Refuse a copy whose schema or rows differ from what opening described.
 
-        Opening reads one chunk per directory (the manifest gives the others' rows), so the
-        schema of the others is checked here, on first use.
+        Opening reads no chunk (the manifest records the schema and rows; an older one, only
+        the first chunk of its directory), so each chunk's schema is checked here, on first use.
 
         Raises:
             SchemaMismatchError: the chunk's schema is not the corpus's.
@@ -280,8 +280,9 @@ class RemoteTable:
         chunk = self.chunks[c]
         if not table.schema.remove_metadata().equals(self.stored_schema):
             raise SchemaMismatchError(
-                f"Chunk file {chunk.url!r} has a different schema from {self.chunks[0].url!r}:"
-                f"\n{table.schema.remove_metadata()}\nexpected\n{self.stored_schema}"
+                f"Chunk file {chunk.url!r} has a different schema from the one the corpus was "
+                f"opened with (its manifest's, or its first chunk's):\n"
+                f"{table.schema.remove_metadata()}\nexpected\n{self.stored_schema}"
             )
         if table.num_rows != chunk.num_rows:
             raise ChunkFileError(

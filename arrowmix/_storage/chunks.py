@@ -27,8 +27,8 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
@@ -51,8 +51,11 @@ from arrowmix.exceptions import ChunkFileError, TargetExistsError
 __all__ = [
     "CHUNK_PATTERN",
     "DEFAULT_BYTES_PER_CHUNK",
+    "Spec",
     "is_arrowmix_chunk",
     "list_chunk_files",
+    "list_remote_chunks",
+    "natural_key",
     "write_batches",
 ]
 
@@ -64,6 +67,7 @@ _BATCH_ROWS = 256 * 1024
 _BATCH_BYTES = 128 * 2**20
 _NOT_DATA = re.compile(r"^(cache-|indices-|tmp-)")
 _CHUNK_META = {"kind": "chunk", "format": 1}
+_T = TypeVar("_T")
 
 
 def _marked(schema: pa.Schema) -> pa.Schema:
@@ -101,10 +105,10 @@ def write_batches(
     dest = out_dir if staging is None else staging
     committing = False
     try:
-        entries = _write_all(
+        entries, schema = _write_all(
             batches, dest, rows_per_chunk, bytes_per_chunk, storage_options=storage_options
         )
-        write_manifest(dest, entries, storage_options)  # last: the corpus is complete
+        write_manifest(dest, entries, storage_options, schema)  # last: the corpus is complete
         if staging is not None and replaced is not None:
             committing = True  # from the journal on, a failure is finished by recovery
             commit_staged(local_path(out_dir), staging, [e.name for e in entries], replaced)
@@ -131,8 +135,8 @@ def _write_all(
     bytes_per_chunk: int | None,
     *,
     storage_options: Mapping[str, Any] | None,
-) -> list[ChunkEntry]:
-    """Write the chunk files into ``dest``; return their manifest entries, in order.
+) -> tuple[list[ChunkEntry], pa.Schema | None]:
+    """Write the chunk files into ``dest``; return their manifest entries and their schema.
 
     Input with a schema but no rows gets one empty chunk, so the corpus reopens with it.
     """
@@ -140,7 +144,7 @@ def _write_all(
     it = iter(batches)
     first = next(it, None)
     if first is None:
-        return entries
+        return entries, None
     schema = first.schema
     marked = _marked(schema)
     pending = _Pending(_chain(first, it), schema)
@@ -154,7 +158,7 @@ def _write_all(
         else:
             entries.append(ChunkEntry(name, rows, size, digest))
         pending.peek()
-    return entries
+    return entries, marked
 
 
 def _validated(batches: Iterator[pa.RecordBatch], name: str) -> Iterator[pa.RecordBatch]:
@@ -328,27 +332,44 @@ def _is_corpus_file(name: str) -> bool:
     return bool(CHUNK_PATTERN.match(name)) or name == MANIFEST_NAME
 
 
-def _natural_key(path: str) -> list[Any]:
+def natural_key(path: str) -> list[Any]:
+    """Sort key of a path that orders its numbers by value (``chunk-2`` before ``chunk-10``)."""
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", path)]
 
 
-def list_chunk_files(
-    spec: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
-    storage_options: Mapping[str, Any] | None = None,
-) -> list[str]:
+Spec = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
+
+
+def list_chunk_files(spec: Spec, storage_options: Mapping[str, Any] | None = None) -> list[str]:
     """Resolve a directory, glob, file, URL or list of them to chunk file paths.
 
     A directory yields its ``*.arrow`` files except arrowmix's own cache, indices and temporary
     files, in natural order (``chunk-2`` before ``chunk-10``).
     """
+    return _each_spec(spec, lambda s: _resolve_one(s, storage_options))
+
+
+def list_remote_chunks(
+    spec: Spec, storage_options: Mapping[str, Any] | None = None
+) -> list[tuple[str, dict[str, Any]]]:
+    """Remote chunk files of ``spec`` (as :func:`list_chunk_files`) with their listing entries.
+
+    Each entry is the store's description of the object (size, ETag, modification time...)
+    from the listing itself: one request per directory, with no existence checks around it.
+    """
+    parents: dict[str, dict[str, dict[str, Any]]] = {}  # files named one by one: one listing
+    return _each_spec(spec, lambda s: _listed_remote(s, storage_options, parents))
+
+
+def _each_spec(spec: Spec, resolve: Callable[[str], list[_T]]) -> list[_T]:
+    """What ``resolve`` finds for each spec, in order; a spec finding nothing is an error."""
     specs = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
     if not specs:
         raise ChunkFileError("`path_or_glob_or_list` is an empty list: no chunk files to open.")
-    out: list[str] = []
-    for s in specs:
-        s = os.fspath(s)
+    out: list[_T] = []
+    for s in (os.fspath(x) for x in specs):
         try:
-            found = _resolve_one(s, storage_options)
+            found = resolve(s)
         except PermissionError as exc:
             raise PermissionError(exc.errno, f"Listing {s!r} was refused: {exc}") from exc
         if not found:
@@ -369,23 +390,57 @@ def _resolve_one(s: str, storage_options: Mapping[str, Any] | None) -> list[str]
                 recover_staging(p)  # a rewrite killed earlier: finish or undo it first
                 listed = os.listdir(p)
             names = [n for n in listed if n.endswith(".arrow") and not _NOT_DATA.match(n)]
-            return sorted((os.path.join(p, n) for n in names), key=_natural_key)
+            return sorted((os.path.join(p, n) for n in names), key=natural_key)
         if globlib.has_magic(p):
-            return sorted(globlib.glob(p), key=_natural_key)
+            return sorted(globlib.glob(p), key=natural_key)
         if os.path.isfile(p):
             return [p]
         raise ChunkFileError(f"No such file or directory: {s!r}.")
+    return [url for url, _ in _listed_remote(s, storage_options)]
+
+
+def _listed_remote(
+    s: str,
+    storage_options: Mapping[str, Any] | None,
+    parents: dict[str, dict[str, dict[str, Any]]] | None = None,
+) -> list[tuple[str, dict[str, Any]]]:
+    """``(url, entry)`` of the chunk files of one remote spec, in natural order.
+
+    ``parents``: the entries of directories listed already, by path, for specs naming one
+    ``.arrow`` file each (then found in their directory's listing, made once).
+    """
     fs, p = url_to_fs(s, storage_options)
+    parent, _, name = fs._strip_protocol(p).rstrip("/").rpartition("/")
+    if parents is not None and name.endswith(".arrow") and not globlib.has_magic(p):
+        if parent not in parents:
+            try:
+                listed = fs.ls(parent, detail=True)
+            except FileNotFoundError:
+                listed = []
+            parents[parent] = {fs._strip_protocol(e["name"]).rstrip("/"): e for e in listed}
+        entry = parents[parent].get(f"{parent}/{name}")
+        if entry is not None and entry.get("type") != "directory":
+            return [(fs.unstrip_protocol(entry["name"]), entry)]
+        if entry is None:
+            raise ChunkFileError(f"No such file or directory: {s!r}.")
     if globlib.has_magic(p):
-        found = fs.glob(p)
-    elif fs.isdir(p):
-        found = [
-            f
-            for f in fs.ls(p, detail=False)
-            if f.endswith(".arrow") and not _NOT_DATA.match(f.rsplit("/", 1)[-1])
-        ]
-    elif fs.exists(p):
-        found = [p]
+        found = list(fs.glob(p, detail=True).values())
     else:
-        raise ChunkFileError(f"No such file or directory: {s!r}.")
-    return sorted((fs.unstrip_protocol(f) for f in found), key=_natural_key)
+        # One listing says all: a directory (its entries), a file (itself), or nothing.
+        try:
+            listed = fs.ls(p, detail=True)
+        except FileNotFoundError:
+            listed = []
+        me = fs._strip_protocol(p).rstrip("/")
+        if len(listed) == 1 and fs._strip_protocol(listed[0]["name"]).rstrip("/") == me:
+            found = [e for e in listed if e.get("type") != "directory"]
+        else:
+            found = [
+                e for e in listed
+                if e.get("type") != "directory" and e["name"].endswith(".arrow")
+                and not _NOT_DATA.match(e["name"].rstrip("/").rsplit("/", 1)[-1])
+            ]  # fmt: skip
+        if not listed:
+            raise ChunkFileError(f"No such file or directory: {s!r}.")
+    urls = [(fs.unstrip_protocol(e["name"]), e) for e in found]
+    return sorted(urls, key=lambda u: natural_key(u[0]))

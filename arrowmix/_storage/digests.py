@@ -3,7 +3,10 @@
 A chunk's *digest* is the xxh3-64 of the whole file's bytes. ``write_chunks`` computes it
 while writing (the bytes pass through a hashing sink) and lists every chunk, with its row
 count, size, digest and (local files) inode, modification and change times, in the
-directory's manifest ``_manifest.json``, written atomically after the last chunk.
+directory's manifest ``_manifest.json``, written atomically after the last chunk. The manifest
+also records the chunks' Arrow schema (``schema``: the IPC schema message, base64), so a
+remote corpus opens without reading any chunk; manifests written before it was recorded
+have no ``schema`` and stay valid (the reader then reads the first chunk's footer).
 
 :func:`file_digest` answers a digest without reading data when it can:
 
@@ -26,6 +29,8 @@ chunk and a local copy of it have the same digest.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import contextlib
 import json
 import mmap
@@ -34,6 +39,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 import xxhash
 
 from arrowmix._storage.atomic import atomic_sink
@@ -46,11 +52,13 @@ __all__ = [
     "MANIFEST_NAME",
     "ChunkEntry",
     "HashingWriter",
+    "Manifest",
     "content_digest",
     "file_digest",
     "manifest_problems",
     "read_local_manifest",
     "read_manifest",
+    "read_remote_manifest",
     "remove_manifest",
     "stat_entry",
     "version_digest",
@@ -135,18 +143,32 @@ class HashingWriter:
         return self._h.hexdigest()
 
 
+@dataclass(frozen=True)
+class Manifest:
+    """A corpus manifest: its chunks by file name, and their schema when it records one."""
+
+    chunks: dict[str, ChunkEntry]
+    schema: pa.Schema | None
+
+
 def write_manifest(
     out_dir: str,
     entries: Sequence[ChunkEntry],
     storage_options: Mapping[str, Any] | None = None,
+    schema: pa.Schema | None = None,
 ) -> None:
-    """Write ``_manifest.json`` into ``out_dir`` atomically: the corpus is complete."""
-    body = {
+    """Write ``_manifest.json`` into ``out_dir`` atomically: the corpus is complete.
+
+    ``schema``: the chunks' schema, as written in them (recorded when given).
+    """
+    body: dict[str, Any] = {
         "kind": _KIND,
         "format": MANIFEST_FORMAT,
         "rows": sum(e.rows for e in entries),
         "chunks": [e.as_json() for e in entries],
     }
+    if schema is not None:
+        body["schema"] = base64.b64encode(schema.serialize().to_pybytes()).decode("ascii")
     with atomic_sink(join(out_dir, MANIFEST_NAME), storage_options) as sink:
         sink.write(json.dumps(body, indent=1).encode())
 
@@ -173,22 +195,40 @@ def read_manifest(
     A manifest that cannot be parsed counts as absent (the directory then looks unfinished).
     Local manifests are parsed once per version (inode, size, mtime, ctime).
     """
-    path = join(directory, MANIFEST_NAME)
-    if is_local(path):
+    if is_local(directory):
         return read_local_manifest(local_path(directory))[0]
+    manifest = read_remote_manifest(directory, storage_options)
+    return None if manifest is None else manifest.chunks
+
+
+def read_remote_manifest(
+    directory: str, storage_options: Mapping[str, Any] | None = None
+) -> Manifest | None:
+    """A remote directory's manifest with the schema it records; None without a parsable one.
+
+    One GET, with no existence check before it.
+    """
+    path = join(directory, MANIFEST_NAME)
     fs, p = url_to_fs(path, storage_options)
     try:
-        if not fs.exists(p):
-            return None
-        raw = fs.cat_file(p)
+        try:
+            raw = fs.cat_file(p, start=0)  # ranged: s3fs asks for the size first otherwise
+        except (FileNotFoundError, PermissionError, IsADirectoryError):
+            raise
+        except OSError:  # a store refusing an open range (an empty object): read it whole
+            raw = fs.cat_file(p)
     except FileNotFoundError:
         return None
     except IsADirectoryError as exc:
-        raise ChunkFileError(
-            f"The manifest {path!r} is a directory, not a file: move it away (write_chunks "
-            "writes the corpus manifest there)."
-        ) from exc
-    return _parse_manifest(raw)
+        raise _manifest_is_a_directory(path) from exc
+    return _parse_body(raw)
+
+
+def _manifest_is_a_directory(path: str) -> ChunkFileError:
+    return ChunkFileError(
+        f"The manifest {path!r} is a directory, not a file: move it away (write_chunks "
+        "writes the corpus manifest there)."
+    )
 
 
 def read_local_manifest(
@@ -212,10 +252,7 @@ def read_local_manifest(
     except FileNotFoundError:
         return None, None
     except IsADirectoryError as exc:
-        raise ChunkFileError(
-            f"The manifest {path!r} is a directory, not a file: move it away (write_chunks "
-            "writes the corpus manifest there)."
-        ) from exc
+        raise _manifest_is_a_directory(path) from exc
     ident = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     entries = _parse_manifest(raw)
     if entries is not None:
@@ -224,6 +261,11 @@ def read_local_manifest(
 
 
 def _parse_manifest(raw: bytes) -> dict[str, ChunkEntry] | None:
+    manifest = _parse_body(raw)
+    return None if manifest is None else manifest.chunks
+
+
+def _parse_body(raw: bytes) -> Manifest | None:
     try:
         body = json.loads(raw)
         if body.get("kind") != _KIND or body.get("format") != MANIFEST_FORMAT:
@@ -242,7 +284,17 @@ def _parse_manifest(raw: bytes) -> dict[str, ChunkEntry] | None:
         ]
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
-    return {e.name: e for e in entries}
+    return Manifest({e.name: e for e in entries}, _schema(body.get("schema")))
+
+
+def _schema(recorded: Any) -> pa.Schema | None:
+    """The schema a manifest records; None when absent or unreadable (the chunk tells then)."""
+    if not isinstance(recorded, str):
+        return None
+    try:
+        return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(recorded, validate=True)))
+    except (binascii.Error, ValueError, pa.ArrowException):
+        return None
 
 
 def stat_entry(path: str, rows: int, size: int, digest: str) -> ChunkEntry:

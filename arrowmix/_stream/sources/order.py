@@ -22,6 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 from arrowmix._stream.dealing import Dealing, Generation
+from arrowmix._stream.distinct import distinct
 from arrowmix._stream.rng import derive_rng
 from arrowmix._stream.sources.permutation import FeistelPermutation
 from arrowmix._stream.sources.spans import ChunkSpans
@@ -131,7 +132,7 @@ class PositionOrder:
         if len(g) and bool((k == k[0]).all()):
             return self._spans.local(epoch, n, int(k[0]), i)
         out = np.empty_like(g)
-        for kk in np.unique(k):
+        for kk in distinct(k):
             sel = k == kk
             out[sel] = self._spans.local(epoch, n, int(kk), i[sel])
         return out
@@ -148,7 +149,7 @@ class PositionOrder:
         perm, win_offsets = self._windows
         win = np.searchsorted(win_offsets, g, side="right") - 1
         out = np.empty_like(g)
-        for w in np.unique(win):
+        for w in distinct(win):
             sel = win == w
             out[sel] = self._window(epoch, int(w), perm)[g[sel] - win_offsets[w]]
         return out

@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from arrowmix._stream.base import State, Stream
 from arrowmix._stream.dealing import DealtSource, Generation
+from arrowmix._stream.distinct import distinct
 from arrowmix._stream.positions import Positions
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.row_source import RowSource, optional_member
@@ -411,7 +412,7 @@ def _first_chunk_run(pos: np.ndarray, bounds: np.ndarray) -> np.ndarray:
         return pos
     owner = np.searchsorted(bounds, pos, side="right")
     changes = np.flatnonzero(owner[1:] != owner[:-1])
-    if len(changes) == 0 or len(changes) + 1 != len(np.unique(owner)):
+    if len(changes) == 0 or len(changes) + 1 != len(distinct(owner)):
         return pos
     return pos[: int(changes[0]) + 1]
 

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from arrowmix._stream.distinct import distinct
 from arrowmix._stream.tokens.column import (
     TokenColumn,
     check_id_range,
@@ -161,7 +162,7 @@ class PinnedTokenColumn(TokenColumn):
         owner = np.searchsorted(self._rows, pos, side="right") - 1
         local = pos - self._rows[owner]
         known = self._known
-        touched = np.unique(owner)
+        touched = distinct(owner)
         missing = np.isin(owner, [c for c in touched.tolist() if c not in known])
         for col, bases, sel in self._chunks(owner, missing) if missing.any() else ():
             c = int(owner[sel[0]])

@@ -1,0 +1,163 @@
+"""Opening a bounded remote corpus: the requests it makes, old manifests, and races.
+
+The corpus is written straight to the moto server and opened through :class:`FaultProxy`,
+which logs every request (and can hold one until the test opens its gate).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import arrowmix as am
+from arrowmix.exceptions import ObjectChangedError, SchemaMismatchError
+from tests.storage.fault_proxy import FaultProxy
+
+pytestmark = pytest.mark.integration
+
+ROWS = 200
+
+
+def via(proxy: FaultProxy, so: dict[str, Any]) -> dict[str, Any]:
+    return {**so, "client_kwargs": {"endpoint_url": proxy.endpoint}}
+
+
+def write(url: str, so: dict[str, Any], n_chunks: int = 3, start: int = 0, **kwargs: Any) -> None:
+    """``n_chunks`` chunks of ROWS rows; every ``start`` gives chunks of the same sizes."""
+    am.write_chunks(
+        ({"id": start + i, "text": f"{start + i:08d} " + "p" * 500}
+         for i in range(n_chunks * ROWS)),
+        url, rows_per_chunk=ROWS, storage_options=so, **kwargs,
+    )  # fmt: skip
+
+
+def open_bounded(url: str, so: dict[str, Any], cache: Any) -> am.Dataset:
+    return am.Dataset.from_chunks(
+        url, storage_options=so, cache_limit="20MB", chunk_cache_dir=str(cache)
+    )
+
+
+def edit_manifest(fs: Any, url: str, change: Any) -> None:
+    """Rewrite the corpus manifest at ``url`` with ``change(body)`` applied."""
+    body = json.loads(fs.cat_file(f"{url}/_manifest.json"))
+    change(body)
+    fs.pipe_file(f"{url}/_manifest.json", json.dumps(body).encode())
+
+
+def requests(proxy: FaultProxy) -> list[tuple[str, str]]:
+    """(method, what) of each request: "listing", "manifest" or the chunk file name."""
+    out = []
+    for method, path, _ in proxy.log:
+        name = path.split("?")[0].rsplit("/", 1)[-1]
+        what = (
+            "listing" if "list-type" in path else "manifest" if name == "_manifest.json" else name
+        )
+        out.append((method, what))
+    return sorted(out)
+
+
+def test_opening_costs_one_listing_and_one_manifest_read(
+    s3_url, s3_storage_options, proxy, tmp_path
+):
+    write(s3_url, s3_storage_options)
+    ds = open_bounded(s3_url, via(proxy, s3_storage_options), tmp_path / "c")
+    # No existence checks, no second listing, no chunk read: the manifest records the schema.
+    assert requests(proxy) == [("GET", "listing"), ("GET", "manifest")]
+    assert ds.column_names == ["id", "text"] and len(ds) == 3 * ROWS
+    assert ds[2 * ROWS + 5]["id"] == 2 * ROWS + 5
+
+
+def test_write_chunks_records_the_chunks_schema_in_the_manifest(tmp_path):
+    am.write_chunks([{"id": 1, "text": "a"}, {"id": 2, "text": "b"}], str(tmp_path / "d"))
+    body = json.loads((tmp_path / "d" / "_manifest.json").read_text())
+    recorded = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(body["schema"])))
+    with pa.memory_map(str(tmp_path / "d" / "chunk-00000.arrow")) as f:
+        assert recorded.equals(pa.ipc.open_file(f).schema, check_metadata=True)
+
+
+def test_a_manifest_written_before_schemas_were_recorded_opens_from_its_first_chunk(
+    s3_url, s3_storage_options, s3_other_client, proxy, tmp_path
+):
+    so = s3_storage_options
+    write(s3_url, so)
+    recorded = open_bounded(s3_url, so, tmp_path / "a")
+    edit_manifest(s3_other_client, s3_url, lambda body: body.pop("schema", None))
+    ds = open_bounded(s3_url, via(proxy, so), tmp_path / "b")
+    # Its first chunk's footer instead (two ranged GETs), still no HEAD and one listing.
+    assert requests(proxy) == [
+        ("GET", "chunk-00000.arrow"), ("GET", "chunk-00000.arrow"), ("GET", "listing"),
+        ("GET", "manifest"),
+    ]  # fmt: skip
+    assert ds.fingerprint == recorded.fingerprint and ds.features == recorded.features
+    assert ds["id"] == list(range(3 * ROWS))
+
+
+def test_an_old_manifest_whose_first_chunk_is_gone_opens_from_the_first_one_listed(
+    s3_url, s3_storage_options, s3_other_client, tmp_path
+):
+    so = s3_storage_options
+    write(s3_url, so)
+    edit_manifest(s3_other_client, s3_url, lambda body: body.pop("schema", None))
+    s3_other_client.rm_file(f"{s3_url}/chunk-00000.arrow")
+    ds = open_bounded(s3_url, so, tmp_path)  # as before: the files listed open
+    assert len(ds) == 2 * ROWS and ds[0]["id"] == ROWS
+
+
+def test_a_schema_the_manifest_misstates_is_refused_when_the_copy_is_read(
+    s3_url, s3_storage_options, s3_other_client, tmp_path
+):
+    so = s3_storage_options
+    write(s3_url, so)
+    wrong = pa.schema([("id", pa.string()), ("text", pa.string())])
+    encoded = base64.b64encode(wrong.serialize().to_pybytes()).decode()
+    edit_manifest(s3_other_client, s3_url, lambda body: body.update(schema=encoded))
+    ds = open_bounded(s3_url, so, tmp_path)
+    with pytest.raises(SchemaMismatchError, match=r"chunk-00000\.arrow"):
+        ds[0]
+
+
+def test_a_corpus_rewritten_while_opened_never_serves_one_version_as_the_other(
+    s3_url, s3_storage_options, s3_other_client, proxy, tmp_path
+):
+    so = s3_storage_options
+    write(s3_url, so, start=0)
+    cache = tmp_path / "shared"
+    before = open_bounded(s3_url, so, cache)  # version A: its listing and its manifest
+    proxy.rule = lambda method, path: "hold" if path.endswith("/_manifest.json") else None
+    opened: list[Any] = []
+    opening = threading.Thread(
+        target=lambda: opened.append(open_bounded(s3_url, via(proxy, so), cache))
+    )
+    opening.start()
+    deadline = time.monotonic() + 30
+    while not (proxy.held and any(p.endswith("arrowmix-test") for p in proxy.answered)):
+        assert time.monotonic() < deadline, "the open never listed the corpus"
+        time.sleep(0.01)
+    # Listed as version A; the manifest it reads is version B's (same sizes, other rows).
+    write(s3_url, so, start=10**6, overwrite=True)
+    proxy.gate.set()
+    opening.join(30)
+    (during,) = opened
+    assert during.fingerprint != before.fingerprint
+    assert during[0]["id"] == 10**6  # version B's bytes, under version B's digests
+    # Version A's dataset never gets version B's copy from the shared cache.
+    with pytest.raises(ObjectChangedError, match=r"chunk-00000\.arrow"):
+        before[0]
+
+
+def test_chunk_files_named_one_by_one_cost_one_listing_of_their_directory(
+    s3_url, s3_storage_options, proxy, tmp_path
+):
+    write(s3_url, s3_storage_options)
+    files = [f"{s3_url}/chunk-{i:05d}.arrow" for i in (2, 0)]
+    ds = open_bounded(files, via(proxy, s3_storage_options), tmp_path)
+    assert requests(proxy) == [("GET", "listing"), ("GET", "manifest")]
+    assert ds[0]["id"] == 2 * ROWS and ds[ROWS]["id"] == 0  # in the order given
+    with pytest.raises(am.exceptions.ChunkFileError, match=r"chunk-00009\.arrow"):
+        open_bounded([*files, f"{s3_url}/chunk-00009.arrow"], s3_storage_options, tmp_path)
