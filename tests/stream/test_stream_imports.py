@@ -39,3 +39,45 @@ def test_numpy_rows_and_collated_batches_do_not_import_pandas(tmp_path: Path) ->
         check=True,
     )
     assert got.stdout.strip() == "[]", got.stdout + got.stderr
+
+
+RESUME = textwrap.dedent(
+    """
+    import sys
+    import arrowmix as am
+    from arrowmix.stream import Collator
+    ds = am.Dataset.from_chunks(sys.argv[1])
+
+    def build(pad_id):
+        s = ds.to_stream(shuffle="chunks", seed=0, infinite=False)
+        return s.batch(4, columnar=True).map(Collator("input_ids", pad_id=pad_id))
+
+    trained = build(0)
+    next(trained)
+    state = trained.state_dict()
+    build(0).load_state_dict(state)  # a fresh pipeline (as a new process builds it)
+    try:
+        build(7).load_state_dict(state)
+    except am.exceptions.StateError as exc:
+        assert "Collator" in str(exc), exc
+    else:
+        raise AssertionError("a collator with another pad_id took the checkpoint")
+    print(sorted(m for m in ("pandas", "torch") if m in sys.modules))
+    """
+)
+
+
+def test_a_collator_is_identified_by_its_configuration_without_importing_torch(
+    tmp_path: Path,
+) -> None:
+    """Checkpointing ``map(Collator(...))`` identifies the collator by its settings: hashing
+    its code by value imported torch (seconds before a resumed pipeline's first batch)."""
+    ids = pa.array([[i, i + 1][: 1 + i % 2] for i in range(32)], pa.list_(pa.int32()))
+    am.write_chunks(pa.table({"input_ids": ids}), str(tmp_path / "c"), rows_per_chunk=8)
+    got = subprocess.run(
+        [sys.executable, "-c", RESUME, str(tmp_path / "c")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert got.stdout.strip() == "[]", got.stdout + got.stderr

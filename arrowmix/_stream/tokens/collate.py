@@ -157,6 +157,15 @@ class Collator:
         self.__dict__.update(state)
         self.last_batch = None
 
+    def __fingerprint__(self) -> list[tuple[str, str]]:
+        """The configuration: a collator is identified as the ``collate`` stage is.
+
+        By value, its code would be hashed with every module it imports (torch, for
+        ``return_tensors="pt"``): seconds in a fresh process, before a resumed pipeline's
+        first batch. The class enters by name and arrowmix's version.
+        """
+        return sorted((k, repr(v)) for k, v in self.__getstate__().items())
+
     def from_spans(self, batch: TokenSpans) -> dict[str, Any]:
         """Collate documents already looked up in their token column."""
         tokens, owner, starts, lengths = batch.column, batch.owner, batch.starts, batch.lengths
