@@ -298,7 +298,8 @@ class Mosaic:
         from streaming import StreamingDataLoader
 
         # num_workers: DataLoader's default (0), as in Mosaic's quick start
-        self.dl = StreamingDataLoader(self._dataset(), batch_size=BATCH)
+        self.dl = StreamingDataLoader(self._dataset(), batch_size=BATCH,
+                                      num_workers=PEER_WORKERS[0])  # fmt: skip
         return (b["input_ids"] for b in self.dl)
 
     def state(self) -> Any:
@@ -336,7 +337,8 @@ class Litdata:
         import litdata as ld
 
         # num_workers: the API's default (0); litdata's README prefers num_workers > 0
-        self.dl = ld.StreamingDataLoader(self._dataset(), batch_size=BATCH)
+        self.dl = ld.StreamingDataLoader(self._dataset(), batch_size=BATCH,
+                                         num_workers=PEER_WORKERS[0])  # fmt: skip
         return (b["input_ids"] for b in self.dl)
 
     def state(self) -> Any:
@@ -368,6 +370,8 @@ IMPORTS = {"arrowmix": ("arrowmix", "arrowmix.stream", "s3fs", "torch"),
            "mosaic-streaming": ("torch", "streaming", "boto3"),
            "litdata": ("torch", "litdata", "obstore", "boto3")}  # fmt: skip
 ROWS_HINT = [0]
+#: ``num_workers`` of the peers' loaders (``--peer-workers``; their default, 0).
+PEER_WORKERS = [0]
 #: Rows are told apart by their first tokens (random ids: no two rows of the corpus share them).
 KEY_TOKENS = 4
 
@@ -397,7 +401,7 @@ def child_main(args: argparse.Namespace) -> dict[str, Any]:
     if args.tool != "arrowmix":
         _peer_env(args.endpoint)
     preimport(args.tool, args.stub_broken_imports)
-    ROWS_HINT[0] = args.rows
+    ROWS_HINT[0], PEER_WORKERS[0] = args.rows, args.peer_workers
     world, rank = launcher_rank()
     if world > 1 and args.tool != "arrowmix":  # a DDP script joins its group first
         import torch.distributed as dist
@@ -677,7 +681,7 @@ def spawn(
     argv = ["--tool", tool, "--variant", variant, "--phase", phase, "--endpoint", endpoint,
             "--rows", str(sizes["rows"]), "--shard-bytes", str(sizes["shard_bytes"]),
             "--limit", str(sizes["limit"]), "--workdir", args.workdir,
-            "--cache", cache]  # fmt: skip
+            "--cache", cache, "--peer-workers", str(args.peer_workers)]  # fmt: skip
     if args.stub_broken_imports:
         argv.append("--stub-broken-imports")
     if args.servers:
@@ -765,6 +769,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--ranks", type=int, default=2)
     p.add_argument("--peers-python", default=sys.executable)
+    p.add_argument(
+        "--peer-workers", type=int, default=0, help="num_workers of the peers' batch loaders"
+    )
     p.add_argument("--stub-broken-imports", action="store_true")
     p.add_argument("--workdir", default=None)
     p.add_argument("--tool", choices=sorted(TOOLS), help=argparse.SUPPRESS)
