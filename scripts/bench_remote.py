@@ -40,9 +40,10 @@ written as the tool's users write it, and every tool hands the consumer the same
    rank, rows of the corpus no rank read and rows read twice (rows told apart by their first
    4 tokens), and the node's disk peak / limit.
 
-``--quick`` (8,000 rows, one round) forks each phase from an interpreter per venv that has
-imported the tools (``--fork``): the same state as a fresh process after the untimed imports,
-without paying for them again (torch: seconds) per phase. Progress goes to stderr.
+``--quick`` (8,000 rows, one round) checks that every phase runs: the three tools run at once,
+and each phase is forked from an interpreter per venv that has imported the tools (``--fork``;
+the same state as a fresh process after the untimed imports, without paying torch's import
+again per phase). Its numbers are not results. Progress goes to stderr.
 
 Peers run in ``--peers-python`` (a venv with ``mosaicml-streaming`` and ``litdata``; it needs
 numpy and boto3, not arrowmix), or are reported as skipped. ``--stub-broken-imports`` replaces
@@ -191,7 +192,7 @@ def s3_options(endpoint: str) -> dict[str, Any]:
 AM_URL = f"s3://{BUCKET}/arrowmix"
 
 
-def prepare_arrowmix(data: np.ndarray, endpoint: str, shard_bytes: int) -> int:
+def prepare_arrowmix(data: np.ndarray, endpoint: str, shard_bytes: int) -> dict[str, int]:
     import pyarrow as pa
 
     import arrowmix as am
@@ -202,7 +203,8 @@ def prepare_arrowmix(data: np.ndarray, endpoint: str, shard_bytes: int) -> int:
                     storage_options=s3_options(endpoint))  # fmt: skip
     import s3fs
 
-    return int(s3fs.S3FileSystem(skip_instance_cache=True, **s3_options(endpoint)).du(AM_URL))
+    fs = s3fs.S3FileSystem(skip_instance_cache=True, **s3_options(endpoint))
+    return {"stored": int(fs.du(AM_URL))}
 
 
 # ---- what runs in a fresh process: one phase of one tool -----------------------------------
@@ -469,7 +471,7 @@ def _litdata_http() -> None:
     dl._OBSTORE_CLIENT_OPTIONS = {**dl._OBSTORE_CLIENT_OPTIONS, "allow_http": "true"}
 
 
-def prepare_mosaic(data: np.ndarray, endpoint: str, shard_bytes: int) -> None:
+def prepare_mosaic(data: np.ndarray, endpoint: str, shard_bytes: int) -> dict[str, int]:
     from streaming import MDSWriter
 
     _peer_env(endpoint)
@@ -477,6 +479,7 @@ def prepare_mosaic(data: np.ndarray, endpoint: str, shard_bytes: int) -> None:
     with MDSWriter(out=out, columns={"input_ids": "ndarray:int32"}, size_limit=shard_bytes) as w:
         for row in data:
             w.write({"input_ids": row})
+    return {}
 
 
 _LD_DATA: np.ndarray | None = None
@@ -487,7 +490,7 @@ def _ld_item(i: int) -> dict[str, Any]:
     return {"input_ids": _LD_DATA[i]}
 
 
-def prepare_litdata(data: np.ndarray, endpoint: str, shard_bytes: int) -> None:
+def prepare_litdata(data: np.ndarray, endpoint: str, shard_bytes: int) -> dict[str, int]:
     import litdata as ld
 
     global _LD_DATA
@@ -497,9 +500,13 @@ def prepare_litdata(data: np.ndarray, endpoint: str, shard_bytes: int) -> None:
     ld.optimize(fn=_ld_item, inputs=list(range(len(data))), output_dir=f"s3://{BUCKET}/litdata",
                 chunk_bytes=shard_bytes, num_workers=1, start_method="fork", verbose=False,
                 storage_options={"endpoint_url": endpoint})  # fmt: skip
+    return {}
 
 
-PEERS = {"mosaic-streaming": prepare_mosaic, "litdata": prepare_litdata}
+#: How each tool's copy of the corpus is written (in a process of the tool's venv).
+PREPARE = {"arrowmix": prepare_arrowmix, "mosaic-streaming": prepare_mosaic,
+           "litdata": prepare_litdata}  # fmt: skip
+PEERS = ("litdata", "mosaic-streaming")
 
 
 def _stub_imports(names: tuple[str, ...]) -> None:
@@ -590,13 +597,15 @@ class ForkServer:
 
     def start(self, argv: list[str], env: dict[str, str]) -> ForkedChild:
         """Fork a phase with these arguments and environment variables."""
-        self._count += 1
-        out = os.path.join(self.workdir, f"phase-{os.getpid()}-{id(self)}-{self._count}.out")
         assert self.proc.stdin is not None
-        self.proc.stdin.write(json.dumps({"id": self._count, "argv": argv, "env": env,
-                                          "out": out}) + "\n")  # fmt: skip
-        self.proc.stdin.flush()
-        return ForkedChild(self, self._count, out)
+        with self._cond:  # phases start from several threads with --quick
+            self._count += 1
+            ident = self._count
+            out = os.path.join(self.workdir, f"phase-{os.getpid()}-{id(self)}-{ident}.out")
+            self.proc.stdin.write(json.dumps({"id": ident, "argv": argv, "env": env,
+                                              "out": out}) + "\n")  # fmt: skip
+            self.proc.stdin.flush()
+        return ForkedChild(self, ident, out)
 
     def wait(self, ident: int) -> int:
         """The exit status of phase ``ident``."""
@@ -762,7 +771,7 @@ CASES = [("arrowmix", "collate"), ("arrowmix", "map"), ("mosaic-streaming", ""),
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rows", type=int, default=40_000)
-    p.add_argument("--quick", action="store_true", help="8,000 rows, 1 round, forked phases")
+    p.add_argument("--quick", action="store_true", help="8,000 rows, 1 round: a check")
     p.add_argument("--fork", action=argparse.BooleanOptionalAction, default=None,
                    help="fork phases from an interpreter that imported the tools "
                         "(default: only with --quick)")  # fmt: skip
@@ -789,10 +798,10 @@ def phase_main(args: argparse.Namespace) -> None:
     """One phase (or preparing a peer's copy of the corpus); prints ``RESULT {...}``."""
     try:
         if args.phase == "prepare":
-            if args.stub_broken_imports:
+            if args.stub_broken_imports and args.tool != "arrowmix":
                 _stub_imports(("transformers", "torchvision"))
-            PEERS[args.tool](corpus_rows(args.rows), args.endpoint, args.shard_bytes)
-            out: dict[str, Any] = {}
+            done = PREPARE[args.tool](corpus_rows(args.rows), args.endpoint, args.shard_bytes)
+            out: dict[str, Any] = {"prepared": done}
         else:
             out = child_main(args)
     except ImportError as exc:
@@ -820,7 +829,7 @@ def main() -> None:
     args.servers = {}
     if args.quick if args.fork is None else args.fork:
         args.servers = {True: ForkServer(sys.executable, ["arrowmix"], interpreter_env(True), args),
-                        False: ForkServer(args.peers_python, sorted(PEERS),
+                        False: ForkServer(args.peers_python, list(PEERS),
                                           interpreter_env(False), args)}  # fmt: skip
     server, endpoint = start_s3()
     proxies = {name: CountingProxy(endpoint) for name in TOOLS}
@@ -829,19 +838,40 @@ def main() -> None:
     try:
         progress("S3 server up")
         # each tool's copy of the corpus, written at once (setup, not measured)
-        started = {name: spawn(args, name, "", "prepare", endpoint, sizes) for name in PEERS}
-        stored = prepare_arrowmix(data, endpoint, shard)
-        ready: dict[str, dict[str, Any]] = {"arrowmix": {}}
-        ready.update((name, result(child)) for name, child in started.items())
-        progress("corpus written for every tool")
-        for _ in range(rounds):  # interleaved: every tool once per round, each phase fresh
-            for tool, variant in CASES:
-                if not ready[tool]:  # else skipped or failed while preparing
-                    samples[f"{tool} {variant}".strip()].append(
-                        one_round(args, tool, variant, proxies[tool], sizes)
+        started = {name: spawn(args, name, "", "prepare", endpoint, sizes) for name in TOOLS}
+        ready: dict[str, dict[str, Any]] = {}  # {} when ready, else why not
+        prepared: dict[str, dict[str, int]] = {}
+        for name, child in started.items():
+            got = result(child)
+            prepared[name], ready[name] = got.get("prepared", {}), {} if "prepared" in got else got
+            progress(f"corpus written for {name}")
+        if ready["arrowmix"]:
+            raise RuntimeError(f"writing arrowmix's corpus failed: {ready['arrowmix']}")
+        stored = prepared["arrowmix"]["stored"]
+        tools = [tool for tool in TOOLS if not ready[tool]]  # else skipped or failed
+
+        def sequence(tool: str) -> None:
+            for t, variant in CASES:
+                if t == tool:
+                    samples[f"{t} {variant}".strip()].append(
+                        one_round(args, t, variant, proxies[t], sizes)
                     )
-        for tool in TOOLS:
-            if not ready[tool]:
+            ranks[tool] = one_node(args, tool, proxies[tool], sizes, data)
+
+        if args.quick:  # a check that every phase runs: the tools at once
+            threads = [threading.Thread(target=sequence, args=(tool,)) for tool in tools]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        else:
+            for _ in range(rounds):  # interleaved: every tool once per round, each phase fresh
+                for tool, variant in CASES:
+                    if tool in tools:
+                        samples[f"{tool} {variant}".strip()].append(
+                            one_round(args, tool, variant, proxies[tool], sizes)
+                        )
+            for tool in tools:
                 ranks[tool] = one_node(args, tool, proxies[tool], sizes, data)
     finally:
         for proxy in proxies.values():
