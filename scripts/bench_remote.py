@@ -429,12 +429,13 @@ def child_main(args: argparse.Namespace) -> dict[str, Any]:
             got = describe(item)
         if args.phase == "batches":
             rows += len(item)
+            tokens += int(np.prod(item.shape))
         else:  # each row as a numpy array, for every tool
             row = np.asarray(item)
             rows += 1
+            tokens += row.size  # not np.prod per row: microseconds the tools did not spend
             if args.phase == "ranks":
                 keys.append(row[:KEY_TOKENS])
-        tokens += int(np.prod(item.shape))
         if first is None and rows >= BATCH:
             first = time.perf_counter() - t0
         if args.phase == "batches" and not saved and rows >= args.rows // 2:
