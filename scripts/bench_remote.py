@@ -70,6 +70,7 @@ import logging
 import os
 import pickle
 import select
+import shutil
 import socket
 import statistics
 import subprocess
@@ -571,12 +572,12 @@ class ForkServer:
     process after those imports: no cache, no connection, no data read.
     """
 
-    def __init__(self, python: str, tools: list[str], env: dict[str, str],
-                 args: argparse.Namespace) -> None:  # fmt: skip
+    def __init__(self, python: str, tools: list[str], args: argparse.Namespace) -> None:
         cmd = [python, SCRIPT, "--serve", ",".join(tools), "--workdir", args.workdir]
         if args.stub_broken_imports:
             cmd.append("--stub-broken-imports")
         self.workdir = args.workdir
+        env = interpreter_env(tools == ["arrowmix"], args.workdir)
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      text=True, env=env)  # fmt: skip
         self._done: dict[int, int] = {}
@@ -700,13 +701,22 @@ def spawn(
     python = sys.executable if tool == "arrowmix" else args.peers_python
     proc = subprocess.Popen([python, SCRIPT, *argv], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
-                            env={**interpreter_env(tool == "arrowmix"), **(env or {})})  # fmt: skip
+                            env={**interpreter_env(tool == "arrowmix", args.workdir),
+                                 **(env or {})})  # fmt: skip
     return Child(proc)
 
 
-def interpreter_env(ours: bool) -> dict[str, str]:
-    """arrowmix runs from this checkout; the peers' venv gets no PYTHONPATH of ours."""
-    return {**os.environ, "PYTHONPATH": HERE if ours else ""}
+def interpreter_env(ours: bool, workdir: str) -> dict[str, str]:
+    """arrowmix runs from this checkout; the peers' venv gets no PYTHONPATH of ours.
+
+    The peers' temporary files (Mosaic's file locks, named after its shared-memory prefix,
+    outlive its processes) go into the work directory, not the machine's ``/tmp``.
+    """
+    if ours:
+        return {**os.environ, "PYTHONPATH": HERE}
+    tmp = os.path.join(workdir, "tmp")
+    os.makedirs(tmp, exist_ok=True)
+    return {**os.environ, "PYTHONPATH": "", "TMPDIR": tmp}
 
 
 def launcher_env(rank: int, world: int, port: int) -> dict[str, str]:
@@ -821,7 +831,7 @@ def main() -> None:
     if args.tool:
         phase_main(args)
     rows = 8_000 if args.quick else args.rows
-    rounds = 1 if args.quick else args.rounds
+    own_workdir = not args.workdir
     args.workdir = args.workdir or tempfile.mkdtemp(prefix="bench-remote-")
     data = corpus_rows(rows)
     corpus = data.nbytes
@@ -829,13 +839,12 @@ def main() -> None:
     sizes = {"rows": rows, "shard_bytes": shard, "limit": limit}
     args.servers = {}
     if args.quick if args.fork is None else args.fork:
-        args.servers = {True: ForkServer(sys.executable, ["arrowmix"], interpreter_env(True), args),
-                        False: ForkServer(args.peers_python, list(PEERS),
-                                          interpreter_env(False), args)}  # fmt: skip
+        args.servers = {
+            True: ForkServer(sys.executable, ["arrowmix"], args),
+            False: ForkServer(args.peers_python, list(PEERS), args),
+        }
     server, endpoint = start_s3()
     proxies = {name: CountingProxy(endpoint) for name in TOOLS}
-    samples: dict[str, list[dict[str, Any]]] = {f"{t} {v}".strip(): [] for t, v in CASES}
-    ranks: dict[str, Any] = {}
     try:
         progress("S3 server up")
         # each tool's copy of the corpus, written at once (setup, not measured)
@@ -848,32 +857,8 @@ def main() -> None:
             progress(f"corpus written for {name}")
         if ready["arrowmix"]:
             raise RuntimeError(f"writing arrowmix's corpus failed: {ready['arrowmix']}")
-        stored = prepared["arrowmix"]["stored"]
         tools = [tool for tool in TOOLS if not ready[tool]]  # else skipped or failed
-
-        def sequence(tool: str) -> None:
-            for t, variant in CASES:
-                if t == tool:
-                    samples[f"{t} {variant}".strip()].append(
-                        one_round(args, t, variant, proxies[t], sizes)
-                    )
-            ranks[tool] = one_node(args, tool, proxies[tool], sizes, data)
-
-        if args.quick:  # a check that every phase runs: the tools at once
-            threads = [threading.Thread(target=sequence, args=(tool,)) for tool in tools]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-        else:
-            for _ in range(rounds):  # interleaved: every tool once per round, each phase fresh
-                for tool, variant in CASES:
-                    if tool in tools:
-                        samples[f"{tool} {variant}".strip()].append(
-                            one_round(args, tool, variant, proxies[tool], sizes)
-                        )
-            for tool in tools:
-                ranks[tool] = one_node(args, tool, proxies[tool], sizes, data)
+        samples, ranks = measure(args, tools, proxies, sizes, data)
     finally:
         for proxy in proxies.values():
             proxy.stop()
@@ -881,7 +866,44 @@ def main() -> None:
         for fork_server in args.servers.values():
             fork_server.stop()
         progress("servers stopped")
-    report(rows, corpus, stored, sizes, ready, samples, ranks)
+    report(rows, corpus, prepared["arrowmix"]["stored"], sizes, ready, samples, ranks)
+    if own_workdir:  # the caches, the states, the peers' temporary files
+        shutil.rmtree(args.workdir, ignore_errors=True)
+
+
+def measure(
+    args: argparse.Namespace,
+    tools: list[str],
+    proxies: dict[str, CountingProxy],
+    sizes: dict[str, int],
+    data: np.ndarray,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Every case's rounds, then each tool's ranks on one node: ``(samples, ranks)``."""
+    samples: dict[str, list[dict[str, Any]]] = {f"{t} {v}".strip(): [] for t, v in CASES}
+    ranks: dict[str, Any] = {}
+
+    def sequence(tool: str) -> None:
+        for t, variant in CASES:
+            if t == tool:
+                got = one_round(args, t, variant, proxies[t], sizes)
+                samples[f"{t} {variant}".strip()].append(got)
+        ranks[tool] = one_node(args, tool, proxies[tool], sizes, data)
+
+    if args.quick:  # a check that every phase runs: the tools at once
+        threads = [threading.Thread(target=sequence, args=(tool,)) for tool in tools]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return samples, ranks
+    for _ in range(args.rounds):  # interleaved: every tool once per round, each phase fresh
+        for tool, variant in CASES:
+            if tool in tools:
+                got = one_round(args, tool, variant, proxies[tool], sizes)
+                samples[f"{tool} {variant}".strip()].append(got)
+    for tool in tools:
+        ranks[tool] = one_node(args, tool, proxies[tool], sizes, data)
+    return samples, ranks
 
 
 def one_round(args: argparse.Namespace, tool: str, variant: str, proxy: CountingProxy,
