@@ -786,7 +786,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--fork", action=argparse.BooleanOptionalAction, default=None,
                    help="fork phases from an interpreter that imported the tools "
                         "(default: only with --quick)")  # fmt: skip
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--rounds", type=int, default=3, help="0: the ranks phase only")
     p.add_argument("--ranks", type=int, default=2)
     p.add_argument("--peers-python", default=sys.executable)
     p.add_argument(
@@ -957,6 +957,19 @@ def report(rows: int, corpus: int, stored: int, sizes: dict[str, int], ready: di
     print(f"corpus: {rows} rows x {TOKENS} int32 tokens = {corpus / 1e6:.1f} MB of tokens "
           f"({stored / 1e6:.1f} MB as arrowmix chunks); shards {sizes['shard_bytes'] / 1e6:.2f} "
           f"MB; cache limit {sizes['limit'] / 1e6:.1f} MB\n")  # fmt: skip
+    if any(samples.values()):  # --rounds 0 measures the ranks only
+        report_phases(stored, sizes, ready, samples)
+    else:
+        for tool, why in ready.items():
+            if why:
+                print(f"{tool}: {json.dumps(why)[:160]}")
+    report_ranks(stored, sizes, ranks)
+    print("\n" + json.dumps({"sizes": sizes, "samples": samples, "ranks": ranks}))
+
+
+def report_phases(stored: int, sizes: dict[str, int], ready: dict[str, Any],
+                  samples: dict[str, list[dict[str, Any]]]) -> None:  # fmt: skip
+    """The rows, batches and resume phases: medians, ratios, what the consumer got."""
     print(
         "| tool | tokens/s, numpy rows | tokens/s, padded (256, L) | first 256 rows (s) "
         "| resume to first batch (s) | MB fetched: epoch / corpus | disk peak / limit |"
@@ -1007,6 +1020,10 @@ def report(rows: int, corpus: int, stored: int, sizes: dict[str, int], ready: di
         kinds = [next((r[p]["got"] for r in runs if r.get(p, {}).get("got")), "-")
                  for p in ("rows", "batches")]  # fmt: skip
         print(f"| {name} | {kinds[0]} | {kinds[1]} |")
+
+
+def report_ranks(stored: int, sizes: dict[str, int], ranks: dict[str, Any]) -> None:
+    """The ranks on one node: bytes, rows per rank, every row once, the node's disk."""
     world = max((len(node["per_rank"]) for node in ranks.values()), default=0)
     print(f"\n{world} ranks at once on one node (torchrun's variables, LOCAL_WORLD_SIZE={world}), "
           "sharing one cache directory and limit, one epoch of numpy rows each:\n")  # fmt: skip
@@ -1024,7 +1041,6 @@ def report(rows: int, corpus: int, stored: int, sizes: dict[str, int], ready: di
         once = f"{cov['missing']} / {cov['repeated']}" if cov else "not checked"
         print(f"| {tool} | {node['all_bytes'] / stored:.2f} "
               f"| {[r['rows'] for r in per_rank]} | {once} | {disk:.2f} |")  # fmt: skip
-    print("\n" + json.dumps({"sizes": sizes, "samples": samples, "ranks": ranks}))
 
 
 if __name__ == "__main__":
