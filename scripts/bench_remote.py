@@ -999,6 +999,13 @@ def report_phases(stored: int, sizes: dict[str, int], ready: dict[str, Any],
               f"{cell(m['bytes'] and m['bytes'] / stored, '{:.2f}', 'rows')} | "
               f"{cell(m['disk'] and m['disk'] / sizes['limit'], '{:.2f}', 'rows')} |")  # fmt: skip
     peers = [n for n in med if not n.startswith("arrowmix")]
+    if peers:
+        report_ratios(med, peers)
+    report_kinds(samples)
+
+
+def report_ratios(med: dict[str, dict[str, float | None]], peers: list[str]) -> None:
+    """arrowmix's medians over each peer's."""
     print("\n| arrowmix / faster peer | " + " | ".join(peers) + " |")
     print("|---|" + "---|" * len(peers))
     labels = (("rows", "tokens/s, numpy rows"), ("batches", "tokens/s, padded batches"),
@@ -1013,6 +1020,10 @@ def report_phases(stored: int, sizes: dict[str, int], ready: dict[str, Any],
                 v = med[n].get(key)
                 cells.append(f"{a / v:.2f}" if a and v else "-")
             print(f"| {label} ({am_case}) | " + " | ".join(cells) + " |")
+
+
+def report_kinds(samples: dict[str, list[dict[str, Any]]]) -> None:
+    """What each case handed the consumer in the rows and batches phases."""
     print("\nWhat the consumer is handed (the rows phase converts each row by np.asarray):\n")
     print("| tool | rows phase: each row | batches phase: each batch's input_ids |")
     print("|---|---|---|")
@@ -1030,7 +1041,7 @@ def report_ranks(stored: int, sizes: dict[str, int], ranks: dict[str, Any]) -> N
     print("| tool | bytes fetched by all ranks / corpus | rows per rank "
           "| rows missing / read twice | disk peak / limit |")  # fmt: skip
     print("|---|---|---|---|---|")
-    for tool, node in ranks.items():
+    for tool, node in sorted(ranks.items(), key=lambda item: list(TOOLS).index(item[0])):
         per_rank = node["per_rank"]
         bad = [r for r in per_rank if "failed" in r or "skipped" in r]
         if bad:
