@@ -545,7 +545,7 @@ def _stub_imports(names: tuple[str, ...]) -> None:
 
 SCRIPT = os.path.abspath(__file__)
 HERE = os.path.dirname(os.path.dirname(SCRIPT))
-TIMEOUT = 1800
+TIMEOUT = 600  # a phase that has not ended by then is reported as failed
 
 
 class Child:
