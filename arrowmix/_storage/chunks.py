@@ -419,6 +419,8 @@ def _listed_remote(
                 listed = []
             parents[parent] = {fs._strip_protocol(e["name"]).rstrip("/"): e for e in listed}
         entry = parents[parent].get(f"{parent}/{name}")
+        if entry is None:  # a store that lists nothing (HTTP without an index): ask the file
+            entry = _file_info(fs, p)
         if entry is not None and entry.get("type") != "directory":
             return [(fs.unstrip_protocol(entry["name"]), entry)]
         if entry is None:
@@ -440,7 +442,20 @@ def _listed_remote(
                 if e.get("type") != "directory" and e["name"].endswith(".arrow")
                 and not _NOT_DATA.match(e["name"].rstrip("/").rsplit("/", 1)[-1])
             ]  # fmt: skip
+        if not found and me.endswith(".arrow"):  # a file the store does not list (HTTP)
+            info = _file_info(fs, p)
+            found = [] if info is None else [info]
+            listed = listed or found
         if not listed:
             raise ChunkFileError(f"No such file or directory: {s!r}.")
     urls = [(fs.unstrip_protocol(e["name"]), e) for e in found]
     return sorted(urls, key=lambda u: natural_key(u[0]))
+
+
+def _file_info(fs: Any, path: str) -> dict[str, Any] | None:
+    """``fs.info`` of the file ``path``, or None when there is no such file."""
+    try:
+        info: dict[str, Any] = fs.info(path)
+    except FileNotFoundError:
+        return None
+    return None if info.get("type") == "directory" else info

@@ -7,9 +7,13 @@ which logs every request (and can hold one until the test opens its gate).
 from __future__ import annotations
 
 import base64
+import functools
+import http.server
 import json
 import threading
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -161,3 +165,45 @@ def test_chunk_files_named_one_by_one_cost_one_listing_of_their_directory(
     assert ds[0]["id"] == 2 * ROWS and ds[ROWS]["id"] == 0  # in the order given
     with pytest.raises(am.exceptions.ChunkFileError, match=r"chunk-00009\.arrow"):
         open_bounded([*files, f"{s3_url}/chunk-00009.arrow"], s3_storage_options, tmp_path)
+
+
+class _NoIndex(http.server.SimpleHTTPRequestHandler):
+    """A static file server that lists no directory (as a CDN or a hub serves files)."""
+
+    def list_directory(self, path: Any) -> None:
+        self.send_error(404, "no index")
+        return None
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def http_corpus(tmp_path: Path) -> Iterator[str]:
+    ids = pa.array([[i] * (1 + i % 3) for i in range(100)], pa.list_(pa.int32()))
+    am.write_chunks(pa.table({"input_ids": ids}), str(tmp_path / "corpus"), rows_per_chunk=50)
+    handler = functools.partial(_NoIndex, directory=str(tmp_path))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/corpus"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("cache_limit", [None, "10MB"])
+def test_files_of_a_store_that_lists_no_directory_open_by_name(
+    http_corpus: str, cache_limit: str | None, tmp_path: Path
+) -> None:
+    """HTTP(S) without directory indexes: chunk files named one by one are asked for
+    directly when no listing shows them."""
+    files = [f"{http_corpus}/chunk-00000.arrow", f"{http_corpus}/chunk-00001.arrow"]
+    kw: dict[str, Any] = {} if cache_limit is None else {
+        "cache_limit": cache_limit, "chunk_cache_dir": str(tmp_path / "cc")
+    }  # fmt: skip
+    one = am.Dataset.from_chunks(files[0], **kw)
+    both = am.Dataset.from_chunks(files, **kw)
+    assert one.num_rows == 50 and both.num_rows == 100
+    assert both[99]["input_ids"] == [99] * (1 + 99 % 3)

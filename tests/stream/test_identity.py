@@ -119,3 +119,27 @@ def test_a_collator_checkpointed_mid_epoch_loads_into_a_fresh_pipeline(labels: s
     again = [b["input_ids"] for b in fresh]
     assert len(again) == len(rest) == 7
     assert all(np.array_equal(a, b) for a, b in zip(again, rest, strict=True))
+
+
+def test_a_collator_subclass_is_identified_by_its_code() -> None:
+    """A ``Collator`` is identified by its settings; a user's subclass also by its code, so
+    an edited subclass never takes a checkpoint (or a cached map) of the old one."""
+    from arrowmix._fingerprint.hasher import hash_value
+    from arrowmix.stream import Collator
+
+    def once(self: Collator, batch: Any) -> dict[str, Any]:
+        return {"n": 1}
+
+    def twice(self: Collator, batch: Any) -> dict[str, Any]:
+        return {"n": 2}
+
+    def scaled(method: Any) -> Collator:  # the same class name, other code
+        cls = type("Scaled", (Collator,), {"from_spans": method, "__module__": __name__})
+        made: Collator = cls("input_ids")
+        return made
+
+    one, two = scaled(once), scaled(twice)
+    hash_value(one)  # a first hash imports what the code imports
+    assert hash_value(one) == hash_value(one)
+    assert hash_value(one) != hash_value(two)
+    assert hash_value(Collator("input_ids")) != hash_value(Collator("input_ids", pad_id=3))

@@ -160,3 +160,20 @@ def test_buckets_on_a_column_keep_the_format() -> None:
     rows = [r for b in budget for r in b]
     assert len(rows) == 40 and all(r["ids"].tolist() == [r["ids"][0]] * len(r["ids"]) for r in rows)
     assert all(isinstance(r["ids"], np.ndarray) and r["ids"].dtype == np.int64 for r in rows)
+
+
+def test_a_row_format_of_the_users_own_needs_only_call_and_describe() -> None:
+    """``from_row_source(row_format=...)`` takes any object with ``__call__(table)`` and
+    ``describe()``; the storage-reading ``reader`` is optional."""
+    from arrowmix.stream import from_row_source
+
+    class Tens:
+        def __call__(self, table: pa.Table) -> list[Any]:
+            return [{"x": v * 10} for v in table.column("x").to_pylist()]
+
+        def describe(self) -> dict[str, Any]:
+            return {"tens": 1}
+
+    src = TableRowSource(pa.table({"x": [1, 2, 3]}))
+    s = from_row_source(src, shuffle=None, infinite=False, row_format=Tens())
+    assert [r["x"] for r in s] == [10, 20, 30]

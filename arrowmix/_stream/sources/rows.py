@@ -40,15 +40,16 @@ Row = dict[str, Any]
 
 
 class RowFormat(Protocol):
-    """How a source turns a block of rows into items (see ``NumpyRows``)."""
+    """How a source turns a block of rows into items (see ``NumpyRows``).
+
+    A format may also have ``reader(rows) -> read(positions)``, giving the items at
+    ``positions`` of the row source ``rows`` itself (``NumpyRows`` copies list columns
+    straight out of the storage); without it, the block is taken as a table and called.
+    """
 
     def __call__(self, table: pa.Table) -> list[Row]: ...
 
     def describe(self) -> dict[str, Any]: ...
-
-    def reader(self, rows: RowSource) -> Callable[[np.ndarray], list[Row]]:
-        """``read(positions)``: the items at ``positions`` of ``rows`` (a block)."""
-        ...
 
 
 @functools.lru_cache(maxsize=64)
@@ -305,7 +306,11 @@ class ArrowSource(Stream[Row], DealtSource):
             return table_to_rows(self.rows.take(positions))
         reader = self.__dict__.get("_reader")
         if reader is None:  # built on first read: it may hold views of the storage
-            reader = self._reader = self.row_format.reader(self.rows)
+            make = getattr(self.row_format, "reader", None)  # optional (see RowFormat)
+            fmt, rows_of = self.row_format, self.rows
+            reader = self._reader = (
+                make(self.rows) if make is not None else lambda pos: fmt(rows_of.take(pos))
+            )
         rows: list[Row] = reader(positions)
         return rows
 

@@ -164,7 +164,13 @@ class Collator:
         ``return_tensors="pt"``): seconds in a fresh process, before a resumed pipeline's
         first batch. The class enters by name and arrowmix's version.
         """
-        return sorted((k, repr(v)) for k, v in self.__getstate__().items())
+        config = sorted((k, repr(v)) for k, v in self.__getstate__().items())
+        if type(self) is Collator:
+            return config
+        # A subclass of the user's own: its code is hashed by value, as any user class.
+        from arrowmix._fingerprint.functions import FunctionHasher
+
+        return [*config, ("class", FunctionHasher().class_digest(type(self), "collator"))]
 
     def from_spans(self, batch: TokenSpans) -> dict[str, Any]:
         """Collate documents already looked up in their token column."""
