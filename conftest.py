@@ -56,7 +56,12 @@ def _isolated_cache(
 
 #: Test files of the slow tier besides the tests marked ``slow`` themselves: deselected by
 #: ``scripts/test`` unless ``ARROWMIX_TEST_SLOW=1`` (what CI sets); plain ``pytest`` runs them.
-SLOW_FILES = ("tests/integrations/test_ray.py",)
+SLOW_FILES = (
+    "tests/integrations/test_ray.py",
+    # every token stage after a mix of bounded corpora through the round-trip harness (the
+    # fast tier keeps the S3 resume cases of tests/storage/test_remote_mix_tokens.py)
+    "tests/stream/test_remote_mix_token_roundtrip.py",
+)
 
 
 @pytest.hookimpl(tryfirst=True)

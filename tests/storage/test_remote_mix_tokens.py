@@ -172,8 +172,8 @@ def test_a_remote_corpus_mixed_with_a_local_one(
     ("stage", "seed"),
     [
         ("batch_collate", 4),
-        ("pack_concat", None),
-        ("budget_bucket_collate", 4),
+        pytest.param("pack_concat", None, marks=pytest.mark.slow),
+        pytest.param("budget_bucket_collate", 4, marks=pytest.mark.slow),
         ("pack_best_fit", 4),
     ],
 )
