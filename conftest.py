@@ -61,6 +61,9 @@ SLOW_FILES = (
     # every token stage after a mix of bounded corpora through the round-trip harness (the
     # fast tier keeps the S3 resume cases of tests/storage/test_remote_mix_tokens.py)
     "tests/stream/test_remote_mix_token_roundtrip.py",
+    # the same harness over one bounded corpus (tests/storage/test_remote_tokens.py keeps the
+    # S3 cases of every token stage in the fast tier)
+    "tests/stream/test_remote_token_roundtrip.py",
 )
 
 

@@ -66,6 +66,7 @@ def test_generators_by_state() -> None:
     assert _digest(np.random.RandomState(3)) != _digest(np.random.RandomState(4))
 
 
+@pytest.mark.slow  # runs several processes: the slow tier (CI)
 def test_same_digests_in_a_new_process(tmp_path: Path) -> None:
     """Values hash alike in this process and in children; so does a map reading a tensor."""
     scope: dict[str, object] = {}

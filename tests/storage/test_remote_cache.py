@@ -224,6 +224,7 @@ def downloads(seen) -> list[tuple[str, int]]:
     return out
 
 
+@pytest.mark.slow  # runs several processes: the slow tier (CI)
 def test_a_4_rank_mixed_epoch_downloads_each_rank_only_its_chunks_within_the_limit(
     s3_url, s3_storage_options, tmp_path, count_ranges
 ):
