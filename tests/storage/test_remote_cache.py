@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 
@@ -48,7 +49,12 @@ def local_bytes(directory) -> int:
     """Bytes of the files in the cache directory (copies and partial downloads)."""
     if not os.path.isdir(directory):
         return 0
-    return sum(os.path.getsize(os.path.join(directory, n)) for n in os.listdir(directory))
+    total = 0
+    for name in os.listdir(directory):
+        # a lock or copy removed since the listing (another worker's eviction)
+        with contextlib.suppress(FileNotFoundError):
+            total += os.path.getsize(os.path.join(directory, name))
+    return total
 
 
 @pytest.fixture
