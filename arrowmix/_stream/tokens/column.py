@@ -263,12 +263,24 @@ class TokenColumn:
     ) -> tuple[np.ndarray, np.ndarray]:
         """Like :meth:`gather_padded`, for spans already looked up."""
         lengths = np.minimum(lengths, width)
-        shape = (len(lengths), width)
-        ids = np.zeros(shape, dtype=dtype) if pad_id == 0 else np.full(shape, pad_id, dtype=dtype)
-        cols = np.arange(width)
-        mask = (cols >= (width - lengths)[:, None]) if left else (cols < lengths[:, None])
+        ids, mask = padded_frame(lengths, width, pad_id=pad_id, left=left, dtype=dtype)
         ids[mask] = self.gather_spans(owner, starts, lengths)
         return ids, mask
+
+
+def padded_frame(
+    lengths: np.ndarray, width: int, *, pad_id: int, left: bool, dtype: Any
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, mask)`` of a padded batch before its tokens are copied in.
+
+    ``ids`` holds ``pad_id`` everywhere; ``mask`` covers each row's ``lengths[k]`` tokens
+    (at the right end of the row when ``left``).
+    """
+    shape = (len(lengths), width)
+    ids = np.zeros(shape, dtype=dtype) if pad_id == 0 else np.full(shape, pad_id, dtype=dtype)
+    cols = np.arange(width)
+    mask = (cols >= (width - lengths)[:, None]) if left else (cols < lengths[:, None])
+    return ids, mask
 
 
 def split_rows(values: np.ndarray, lengths: np.ndarray) -> list[np.ndarray]:

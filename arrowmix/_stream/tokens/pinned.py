@@ -43,6 +43,7 @@ from arrowmix._stream.tokens.column import (
     check_id_range,
     check_rows,
     is_token_type,
+    padded_frame,
 )
 
 __all__ = ["KNOWN_BYTES", "ChunkReader", "PinnedTokenColumn"]
@@ -228,10 +229,7 @@ class PinnedTokenColumn(TokenColumn):
         No flat copy of the tokens is made and scattered through the mask afterwards.
         """
         ln = np.minimum(np.asarray(lengths, dtype=np.int64), width)
-        shape = (len(ln), width)
-        ids = np.zeros(shape, dtype=dtype) if pad_id == 0 else np.full(shape, pad_id, dtype=dtype)
-        cols = np.arange(width)
-        mask = (cols >= (width - ln)[:, None]) if left else (cols < ln[:, None])
+        ids, mask = padded_frame(ln, width, pad_id=pad_id, left=left, dtype=dtype)
         dest = np.arange(len(ln), dtype=np.int64) * width + ((width - ln) if left else 0)
         self._copy_spans(owner, np.asarray(starts, dtype=np.int64), ln, ids.reshape(-1), dest)
         return ids, mask
