@@ -33,6 +33,7 @@ import pyarrow as pa
 from arrowmix._remote.cache import CacheStats, ChunkCache, Hold, Pinned, chunk_cache, counting
 from arrowmix._remote.meta import RemoteChunk
 from arrowmix._remote.stats import current
+from arrowmix._storage.distinct import first_and_last
 from arrowmix._storage.take import int64_array, take_unchecked
 from arrowmix.exceptions import ChunkFileError, SchemaMismatchError
 
@@ -294,7 +295,7 @@ class RemoteTable:
     def chunks_touched(self, positions: np.ndarray) -> list[int]:
         """Indices of the chunks holding ``positions``, in order of first touch."""
         owner = np.searchsorted(self.offsets, np.asarray(positions), side="right") - 1
-        _, first = np.unique(owner, return_index=True)
+        _, first, _ = first_and_last(owner)
         return [int(owner[i]) for i in np.sort(first)]
 
 
@@ -422,8 +423,8 @@ class ReadAhead:
     def _note_last_rows(self, owner: np.ndarray) -> None:
         """Record, for the held chunks among ``owner`` (read from the plan), their last row."""
         assert self._plan is not None
-        last = len(owner) - 1 - np.unique(owner[::-1], return_index=True)[1]
-        for c, i in zip(np.unique(owner).tolist(), last.tolist(), strict=True):
+        chunks, _, last = first_and_last(owner)
+        for c, i in zip(chunks.tolist(), last.tolist(), strict=True):
             if c in self._ahead or c in self._reading:
                 self._until[c] = (self._plan[0], self._plan[1] + i + 1)
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from collections.abc import Mapping
 from typing import Any
+
+from arrowmix._storage.gcpause import gc_paused
 
 __all__ = [
     "ensure_parent",
@@ -60,7 +63,29 @@ def url_to_fs(url: str, storage_options: Mapping[str, Any] | None = None) -> tup
             f"For S3: pip install 'arrowmix[s3]'."
         ) from exc
     fs.invalidate_cache(path)
+    _connect_s3(fs)
     return fs, path
+
+
+_CONNECT_LOCK = threading.Lock()
+
+
+def _connect_s3(fs: Any) -> None:
+    """Make an s3fs filesystem's client now, with the garbage collector paused.
+
+    botocore builds the client from its JSON service descriptions: some 10^5 objects, which
+    in a process that imported torch set off a full collection pass over all of torch's
+    objects (~0.1 s, on the way to the first row). See :mod:`arrowmix._storage.gcpause`. One client
+    per filesystem: opening a corpus reads its manifest and lists it at once, and both would
+    make one otherwise. A failure here is left for the first request to raise and explain.
+    """
+    if "s3" not in fs.protocol or getattr(fs, "_s3", False) is not None:
+        return  # not s3fs, or its client exists already
+    with _CONNECT_LOCK:
+        if fs._s3 is not None or getattr(fs, "asynchronous", False):
+            return
+        with gc_paused(), contextlib.suppress(Exception):
+            fs.connect()
 
 
 def ensure_parent(fs: Any, directory: str, url: str) -> None:

@@ -22,7 +22,7 @@ SCRIPT = textwrap.dedent(
     assert sum(np.asarray(r["input_ids"]).size for r in rows) > 0
     batches = ds.to_stream(shuffle="chunks", seed=0, infinite=False).batch(4).collate()
     assert sum(b["input_ids"].size for b in batches) > 0
-    print(sorted(m for m in ("pandas", "torch", "polars") if m in sys.modules))
+    print(sorted(m for m in ("pandas", "torch", "polars", "numpy.ma") if m in sys.modules))
     """
 )
 

@@ -24,13 +24,13 @@ the same either way (HF converts each row alone).
 from __future__ import annotations
 
 import functools
-import gc
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from arrowmix._storage.gcpause import gc_paused
 from arrowmix._stream.row_source import ListSpec, RowSource, optional_member
 from arrowmix._stream.sources.numpy_values import row_values
 from arrowmix._stream.sources.rows import Row, row_builder
@@ -89,17 +89,12 @@ class NumpyRows:
         """The ``n`` row dicts of ``columns``: Arrow columns, or lists of row values."""
         if not names:
             return [{} for _ in range(n)]
-        enabled = gc.isenabled()
-        gc.disable()  # see table_to_rows: row dicts cannot form cycles
-        try:
+        with gc_paused():  # see table_to_rows: row dicts cannot form cycles
             cols = [
                 c if isinstance(c, list) else self.convert(c, k)
                 for k, c in zip(names, columns, strict=True)
             ]
             return row_builder(len(names))(*names, *cols)
-        finally:
-            if enabled:
-                gc.enable()
 
     def direct_dtype(self, field: pa.Field[Any]) -> np.dtype[Any] | None:
         """The dtype of ``field``'s row arrays if its values can be copied out of storage.

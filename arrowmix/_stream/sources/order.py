@@ -21,8 +21,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from arrowmix._storage.distinct import distinct
 from arrowmix._stream.dealing import Dealing, Generation
-from arrowmix._stream.distinct import distinct
 from arrowmix._stream.rng import derive_rng
 from arrowmix._stream.sources.permutation import FeistelPermutation
 from arrowmix._stream.sources.spans import ChunkSpans

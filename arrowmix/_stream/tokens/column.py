@@ -25,6 +25,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import pyarrow as pa
 
+from arrowmix._storage.distinct import distinct
+
 __all__ = [
     "TokenColumn",
     "TokenSpans",
@@ -136,7 +138,7 @@ class TokenColumn:
             return None, starts, off[local + 1] - starts
         starts = np.empty(len(local), dtype=np.int64)
         ends = np.empty(len(local), dtype=np.int64)
-        for c in np.unique(owner).tolist():
+        for c in distinct(owner).tolist():
             sel = owner == c
             off, loc = self._offsets[c], local[sel]
             starts[sel] = off[loc]

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._stream.distinct import distinct
+from arrowmix._storage.distinct import distinct
 from arrowmix._stream.tokens.column import (
     TokenColumn,
     check_id_range,
