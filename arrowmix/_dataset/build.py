@@ -36,7 +36,14 @@ from arrowmix._dataset.row_batches import conformed, rows_batch
 from arrowmix._dataset.state import state_of
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage.chunks import is_arrowmix_chunk, list_chunk_files, write_batches
-from arrowmix._storage.digests import MANIFEST_NAME, file_digest, manifest_problems, read_manifest
+from arrowmix._storage.digests import (
+    MANIFEST_NAME,
+    few,
+    file_digest,
+    manifest_problems,
+    mismatch_error,
+    read_manifest,
+)
 from arrowmix._storage.fs import is_local, local_path, url_to_fs
 from arrowmix._storage.ipc import open_table
 from arrowmix._storage.metadata import kept_or_none as hf_only
@@ -212,8 +219,9 @@ def from_chunks(
 
             # It lists the spec itself, while it reads the manifests.
             return from_remote_chunks(
-                path_or_glob_or_list, cache_dir, storage_options, cache_limit, chunk_cache_dir
-            )
+                path_or_glob_or_list, cache_dir, storage_options, cache_limit, chunk_cache_dir,
+                allow_incomplete,
+            )  # fmt: skip
         files = list_chunk_files(path_or_glob_or_list, storage_options)
     except ChunkFileError:
         empty = empty_corpus(path_or_glob_or_list, cache_dir, storage_options)
@@ -225,7 +233,10 @@ def from_chunks(
     if cache_limit is not None:
         from arrowmix._dataset.remote import from_remote_chunks
 
-        return from_remote_chunks(files, cache_dir, storage_options, cache_limit, chunk_cache_dir)
+        return from_remote_chunks(
+            path_or_glob_or_list, cache_dir, storage_options, cache_limit, chunk_cache_dir,
+            allow_incomplete,
+        )  # fmt: skip
     tables = [open_table(f, storage_options, check="chunk") for f in files]
     if check is not None:
         check(path_or_glob_or_list, files, tables)
@@ -361,25 +372,20 @@ def _check_complete(
                 raise IncompleteCorpusError(
                     f"Chunk directory {directory!r} has a damaged manifest "
                     f"{os.path.join(directory, MANIFEST_NAME)!r} (it cannot be parsed, e.g. "
-                    f"truncated), so its {len(marked)} arrowmix chunk(s) ({_few(marked)}) "
+                    f"truncated), so its {len(marked)} arrowmix chunk(s) ({few(marked)}) "
                     f"cannot be checked. {hint}"
                 )
             if marked:
                 raise IncompleteCorpusError(
                     f"Chunk directory {directory!r} looks like an unfinished `write_chunks`: "
-                    f"{len(marked)} of its files ({_few(marked)}) were written by arrowmix, "
+                    f"{len(marked)} of its files ({few(marked)}) were written by arrowmix, "
                     f"but its manifest {MANIFEST_NAME} (written last, when every chunk is "
                     f"complete) is missing. {hint}"
                 )
             continue
         missing, extra = manifest_problems(names, manifest)
         if missing or extra:
-            parts = [f"missing {_few(missing)}"] if missing else []
-            parts += [f"not listed {_few(extra)}"] if extra else []
-            raise IncompleteCorpusError(
-                f"Chunk directory {directory!r} does not match its manifest {MANIFEST_NAME} "
-                f"({len(manifest)} chunk(s)): {'; '.join(parts)}. {hint}"
-            )
+            raise mismatch_error(directory, len(manifest), missing, extra)
 
 
 def _exists(directory: str, storage_options: Mapping[str, Any] | None) -> bool:
@@ -388,11 +394,6 @@ def _exists(directory: str, storage_options: Mapping[str, Any] | None) -> bool:
         return os.path.lexists(os.path.join(local_path(directory), MANIFEST_NAME))
     fs, p = url_to_fs(directory, storage_options)
     return bool(fs.exists(f"{p.rstrip('/')}/{MANIFEST_NAME}"))
-
-
-def _few(names: Sequence[str], limit: int = 5) -> str:
-    shown = ", ".join(names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def write_chunks(

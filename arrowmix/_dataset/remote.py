@@ -40,7 +40,13 @@ from arrowmix._remote.meta import RemoteChunk, probe, version_tag
 from arrowmix._remote.retry import remote_fs
 from arrowmix._remote.table import RemoteTable
 from arrowmix._storage.chunks import Spec, list_chunk_files, list_remote_chunks, natural_key
-from arrowmix._storage.digests import ChunkEntry, Manifest, read_remote_manifest
+from arrowmix._storage.digests import (
+    ChunkEntry,
+    Manifest,
+    manifest_problems,
+    mismatch_error,
+    read_remote_manifest,
+)
 from arrowmix._storage.fs import is_local
 from arrowmix.exceptions import ArrowmixError, IncompleteCorpusError, SchemaMismatchError
 
@@ -202,8 +208,37 @@ def _common_schema(described: Sequence[tuple[str, pa.Schema]]) -> pa.Schema:
     return schema
 
 
+def _check_all_listed(
+    specs: Sequence[str], files: Sequence[str], directories: Mapping[str, _Directory]
+) -> None:
+    """Refuse a directory named by a spec whose listing lacks chunks its manifest lists.
+
+    A chunk deleted since ``write_chunks`` would otherwise leave its rows out of the dataset
+    silently (a glob or a list of files names only the chunks wanted: not checked).
+    """
+    listed: dict[str, list[str]] = {}
+    for f in files:
+        listed.setdefault(_bare(_parent(f)), []).append(f)
+    manifests = {_bare(d): (d, known.manifest) for d, known in directories.items()}
+    for s in specs:
+        key = _bare(s.rstrip("/"))
+        if has_magic(key) or key.endswith(".arrow") or key not in manifests:
+            continue
+        directory, manifest = manifests[key]
+        if manifest is None:
+            continue  # refused by _entries, which names what is missing
+        missing, _ = manifest_problems(listed.get(key, []), manifest.chunks)
+        if missing:
+            raise mismatch_error(directory, len(manifest.chunks), missing, [])
+
+
+def _bare(url: str) -> str:
+    """``url`` without its scheme (s3a:// and s3:// name the same objects)."""
+    return url.split("://", 1)[-1]
+
+
 def _described(
-    spec: Spec, storage_options: Mapping[str, Any] | None
+    spec: Spec, storage_options: Mapping[str, Any] | None, allow_incomplete: bool
 ) -> tuple[list[str], list[Any], list[ChunkEntry], pa.Schema]:
     """The files of ``spec``, their listing entries and manifest entries, and their schema."""
     specs = [os.fspath(s) for s in ([spec] if isinstance(spec, (str, os.PathLike)) else spec)]
@@ -220,6 +255,8 @@ def _described(
         }
         directories = {d: fut.result() for d, fut in futures.items()}
         entries = _entries(files, infos, directories)
+        if not allow_incomplete:
+            _check_all_listed(specs, files, directories)
         schema = _common_schema(_schemas(pool, files, infos, entries, directories, storage_options))
     return files, infos, entries, schema
 
@@ -230,6 +267,7 @@ def from_remote_chunks(
     storage_options: Mapping[str, Any] | None,
     cache_limit: int | str,
     chunk_cache_dir: str | None,
+    allow_incomplete: bool = False,
 ) -> Dataset:
     """The dataset of the remote chunks of ``spec`` read through a cache of ``cache_limit`` bytes.
 
@@ -237,13 +275,15 @@ def from_remote_chunks(
         ValueError: a local file in ``spec``, or a bad ``cache_limit``.
         CacheLimitError: the largest chunk does not fit in ``cache_limit``.
         SchemaMismatchError: the chunks' schemas differ.
-        IncompleteCorpusError: a directory has no manifest, or it does not list a file.
+        IncompleteCorpusError: a directory has no manifest, or it does not list a file, or
+            (unless ``allow_incomplete``) a directory named by ``spec`` lacks a chunk its
+            manifest lists.
     """
     limit = parse_size(cache_limit)
     specs = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
     if any(is_local(os.fspath(s)) for s in specs):
         _refuse_local(list_chunk_files(spec, storage_options))
-    files, infos, entries, schema = _described(spec, storage_options)
+    files, infos, entries, schema = _described(spec, storage_options, allow_incomplete)
     chunks = [
         RemoteChunk(f, int(info["size"]), version_tag(info), (e.rows,), e.digest)
         for f, info, e in zip(files, infos, entries, strict=True)

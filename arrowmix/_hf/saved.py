@@ -34,7 +34,7 @@ from arrowmix._dataset.state import estimate_nbytes, state_of, view_range
 from arrowmix._dataset.verify import DIGESTS_KEY
 from arrowmix._hf.info import INFO_TEXTS, info_entry
 from arrowmix._hooks import dataset_with_info
-from arrowmix._storage.digests import file_digest
+from arrowmix._storage.digests import few, file_digest
 from arrowmix._storage.fs import is_local, local_path
 from arrowmix._storage.swap import new_save_names, recover_saves
 from arrowmix.exceptions import ArrowmixError, SavedDatasetError, TargetExistsError, WriteError
@@ -296,7 +296,7 @@ def _check_replaceable(target: str) -> None:
     if STATE_NAME not in names or INFO_NAME not in names:
         raise TargetExistsError(
             f"Cannot save to {target!r}: the directory is not empty and is not a dataset "
-            f"directory written by save_to_disk (it holds {_few(names)}). save_to_disk only "
+            f"directory written by save_to_disk (it holds {few(names)}). save_to_disk only "
             "replaces a previous save; choose an empty or new directory."
         )
     foreign = [
@@ -308,14 +308,9 @@ def _check_replaceable(target: str) -> None:
     if foreign:
         raise TargetExistsError(
             f"Cannot save to {target!r}: besides a previous save it holds file(s) that "
-            f"save_to_disk did not write ({_few(foreign)}); replacing the directory would "
+            f"save_to_disk did not write ({few(foreign)}); replacing the directory would "
             "delete them. Move them away or save to another directory."
         )
-
-
-def _few(names: list[str], limit: int = 5) -> str:
-    shown = ", ".join(names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def read_json(directory: str, name: str) -> dict[str, Any]:

@@ -19,7 +19,6 @@ from arrowmix._hf.saved import (
     INFO_NAME,
     STATE_NAME,
     _check_replaceable,
-    _few,
     _local_dir,
     check_not_read_from,
     load_from_disk,
@@ -27,6 +26,7 @@ from arrowmix._hf.saved import (
     swapped_in,
     write_json,
 )
+from arrowmix._storage.digests import few
 from arrowmix._storage.swap import recover_saves
 from arrowmix.exceptions import SavedDatasetError, TargetExistsError
 
@@ -51,7 +51,7 @@ def _check_dict_replaceable(target: str) -> None:
     if DICT_NAME not in names:
         raise TargetExistsError(
             f"Cannot save a DatasetDict to {target!r}: the directory is not empty and is not "
-            f"a DatasetDict directory written by save_to_disk (it holds {_few(names)}). "
+            f"a DatasetDict directory written by save_to_disk (it holds {few(names)}). "
             "Choose an empty or new directory."
         )
     foreign = []
@@ -69,7 +69,7 @@ def _check_dict_replaceable(target: str) -> None:
     if foreign:
         raise TargetExistsError(
             f"Cannot save to {target!r}: besides a previous DatasetDict save it holds "
-            f"file(s) that save_to_disk did not write ({_few(foreign)}); replacing the "
+            f"file(s) that save_to_disk did not write ({few(foreign)}); replacing the "
             "directory would delete them. Move them away or save to another directory."
         )
 

@@ -45,7 +45,7 @@ import xxhash
 from arrowmix._storage.atomic import atomic_sink
 from arrowmix._storage.fs import is_local, join, local_path, url_to_fs
 from arrowmix._storage.local import cache_root
-from arrowmix.exceptions import ChunkFileError
+from arrowmix.exceptions import ChunkFileError, IncompleteCorpusError
 
 __all__ = [
     "MANIFEST_FORMAT",
@@ -55,7 +55,9 @@ __all__ = [
     "Manifest",
     "content_digest",
     "file_digest",
+    "few",
     "manifest_problems",
+    "mismatch_error",
     "read_local_manifest",
     "read_manifest",
     "read_remote_manifest",
@@ -431,3 +433,22 @@ def manifest_problems(
     missing = sorted(set(manifest) - names)
     extra = sorted(names - set(manifest))
     return missing, extra
+
+
+def mismatch_error(
+    directory: str, chunks: int, missing: Sequence[str], extra: Sequence[str]
+) -> IncompleteCorpusError:
+    """The error of a chunk directory whose files are not the ``chunks`` its manifest lists."""
+    parts = [f"missing {few(missing)}"] if missing else []
+    parts += [f"not listed {few(extra)}"] if extra else []
+    return IncompleteCorpusError(
+        f"Chunk directory {directory!r} does not match its manifest {MANIFEST_NAME} "
+        f"({chunks} chunk(s)): {'; '.join(parts)}. Rewrite it with `write_chunks`, or pass "
+        "`allow_incomplete=True` to open the files present."
+    )
+
+
+def few(names: Sequence[str], limit: int = 5) -> str:
+    """``names`` for a message: the first ``limit`` of them, and how many more."""
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
