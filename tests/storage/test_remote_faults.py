@@ -35,12 +35,6 @@ pytestmark = pytest.mark.integration
 ROWS = 200
 
 
-@pytest.fixture
-def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(retry.RETRY, "backoff", 0.001)
-    monkeypatch.setattr(retry.RETRY, "throttled", 0.002)
-
-
 def via(proxy: FaultProxy, so: dict[str, Any]) -> dict[str, Any]:
     return {**so, "client_kwargs": {"endpoint_url": proxy.endpoint}}
 
