@@ -11,14 +11,18 @@ The other chunks' schemas and rows are checked when their copies are first read.
 Opening a directory costs one round trip, not a chain of them: its manifest is read (then,
 for an old manifest, its first chunk probed, at the size the manifest records) on a thread
 while the directory is listed. What the listing then says wins: a first chunk other than the
-one probed, or a size other than the manifest's, is probed again or refused as before.
+one probed, or a size other than the manifest's, is probed again or refused as before
+(after one more read of the manifest: one that changed meanwhile is a rewrite, not an
+incomplete corpus).
 
 The dataset's table is a :class:`~arrowmix._remote.table.RemoteTable` that downloads a
 chunk into the bounded cache directory when a read first needs it; each copy is checked
 against the digest the manifest records, so a corpus rewritten while it was opened is never
-read under the other version's fingerprint. The fingerprint is the one the same files get
-when read from a local directory (it hashes the same digests), so results cached from a
-local copy of the corpus are reused, and the other way round.
+read under the other version's fingerprint; it raises
+:class:`~arrowmix.exceptions.ObjectChangedError` (see :mod:`arrowmix._remote.rewrite`).
+The fingerprint is the one the same files get when read from a local directory (it hashes
+the same digests), so results cached from a local copy of the corpus are reused, and the
+other way round.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._remote.cache import check_fits, parse_size
 from arrowmix._remote.meta import RemoteChunk, probe, version_tag
 from arrowmix._remote.retry import remote_fs
+from arrowmix._remote.rewrite import directory_rewritten, rewritten_error
 from arrowmix._remote.table import RemoteTable
 from arrowmix._storage.chunks import Spec, list_chunk_files, list_remote_chunks, natural_key
 from arrowmix._storage.digests import ChunkEntry, Manifest, read_remote_manifest
@@ -116,15 +121,25 @@ def _read_directory(directory: str, storage_options: Mapping[str, Any] | None) -
 
 
 def _entries(
-    files: Sequence[str], infos: Sequence[Any], directories: Mapping[str, _Directory]
+    files: Sequence[str],
+    infos: Sequence[Any],
+    directories: Mapping[str, _Directory],
+    storage_options: Mapping[str, Any] | None,
 ) -> list[ChunkEntry]:
-    """Each file's manifest entry (rows, digest): its directory's manifest must list it."""
+    """Each file's manifest entry (rows, digest): its directory's manifest must list it.
+
+    On a mismatch the manifest is read again (one GET): one that changed meanwhile means the
+    corpus was rewritten while it was listed, which is no incomplete corpus.
+    """
     out = []
     for url, info in zip(files, infos, strict=True):
         directory, name = url.rstrip("/").rsplit("/", 1)
         manifest = directories[directory].manifest
         entry = None if manifest is None else manifest.chunks.get(name)
         if entry is None or entry.size != int(info["size"]):
+            changed = directory_rewritten(directory, manifest, storage_options)
+            if changed is not None:
+                raise rewritten_error(directory, changed, opening=True)
             why = (
                 "has no manifest (an unfinished `write_chunks`, or files written by another "
                 "tool)" if manifest is None else
@@ -219,7 +234,7 @@ def _described(
             for d in dict.fromkeys(map(_parent, files))
         }
         directories = {d: fut.result() for d, fut in futures.items()}
-        entries = _entries(files, infos, directories)
+        entries = _entries(files, infos, directories, storage_options)
         schema = _common_schema(_schemas(pool, files, infos, entries, directories, storage_options))
     return files, infos, entries, schema
 
@@ -238,6 +253,7 @@ def from_remote_chunks(
         CacheLimitError: the largest chunk does not fit in ``cache_limit``.
         SchemaMismatchError: the chunks' schemas differ.
         IncompleteCorpusError: a directory has no manifest, or it does not list a file.
+        ObjectChangedError: a directory was rewritten while it was listed.
     """
     limit = parse_size(cache_limit)
     specs = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
