@@ -155,6 +155,33 @@ def _entries(
     return out
 
 
+def _check_whole(
+    specs: Sequence[str],
+    files: Sequence[str],
+    directories: Mapping[str, _Directory],
+    storage_options: Mapping[str, Any] | None,
+) -> None:
+    """Refuse a directory named whole whose listing lacks chunks of a manifest changed since.
+
+    Chunks removed by hand still open as before (the files listed), at the cost of one more
+    read of the manifest; a listing taken while ``write_chunks`` rewrote the directory (it
+    removes the manifest, then the chunks) would open part of the corpus, and is refused.
+    """
+    listed: dict[str, set[str]] = {}
+    for url in files:
+        directory, name = url.rstrip("/").rsplit("/", 1)
+        listed.setdefault(directory, set()).add(name)
+    for spec in specs:
+        directory = spec.rstrip("/")
+        known = directories.get(directory)
+        if _named_directory(spec) != directory or known is None or known.manifest is None:
+            continue  # a glob or named files: a part of the directory is meant
+        if set(known.manifest.chunks) - listed.get(directory, set()):
+            changed = directory_rewritten(directory, known.manifest, storage_options)
+            if changed is not None:
+                raise rewritten_error(directory, changed, opening=True)
+
+
 def _refuse_local(files: Sequence[str]) -> None:
     local = [f for f in files if is_local(f)]
     if local:
@@ -234,6 +261,7 @@ def _described(
             for d in dict.fromkeys(map(_parent, files))
         }
         directories = {d: fut.result() for d, fut in futures.items()}
+        _check_whole(specs, files, directories, storage_options)
         entries = _entries(files, infos, directories, storage_options)
         schema = _common_schema(_schemas(pool, files, infos, entries, directories, storage_options))
     return files, infos, entries, schema

@@ -234,6 +234,22 @@ def test_a_rewrite_with_other_sizes_while_opening_is_a_rewrite(
     assert open_bounded(s3_url, so, tmp_path)[0]["id"] == 10**6
 
 
+def test_a_listing_taken_during_a_rewrite_never_opens_part_of_the_corpus(
+    s3_url, s3_storage_options, s3_other_client, proxy, tmp_path
+):
+    so = s3_storage_options
+    write(s3_url, so, start=0)
+
+    def rewriting() -> None:  # the same data written again, caught half-way
+        s3_other_client.rm_file(f"{s3_url}/_manifest.json")
+        s3_other_client.rm([f"{s3_url}/chunk-00001.arrow", f"{s3_url}/chunk-00002.arrow"])
+
+    # The first chunk's bytes are unchanged: only the open can tell that 2 of 3 are missing.
+    with pytest.raises(ObjectChangedError, match=rewritten(s3_url)) as e:
+        open_racing(s3_url, so, proxy, tmp_path, rewriting)
+    assert "under way" in str(e.value)
+
+
 @pytest.mark.parametrize("width", [500, 400])  # the same sizes; smaller (short answers)
 def test_a_rewrite_after_open_is_reported_as_a_rewrite_of_the_corpus(
     s3_url, s3_storage_options, proxy, tmp_path, fast_retries, width
