@@ -40,7 +40,10 @@ def chunk_rewritten(chunk: RemoteChunk, storage_options: Mapping[str, Any] | Non
     except OSError:
         return None
     if manifest is None:
-        return "its manifest is gone or unreadable (a rewrite is under way)"
+        return (
+            f"its manifest is gone or unreadable and {name!r} no longer has the digest it "
+            "was opened with (a rewrite is under way)"
+        )
     entry = manifest.chunks.get(name)
     if entry is None:
         return f"its manifest no longer lists {name!r}"
