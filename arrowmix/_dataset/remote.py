@@ -11,14 +11,18 @@ The other chunks' schemas and rows are checked when their copies are first read.
 Opening a directory costs one round trip, not a chain of them: its manifest is read (then,
 for an old manifest, its first chunk probed, at the size the manifest records) on a thread
 while the directory is listed. What the listing then says wins: a first chunk other than the
-one probed, or a size other than the manifest's, is probed again or refused as before.
+one probed, or a size other than the manifest's, is probed again or refused as before
+(after one more read of the manifest: one that changed meanwhile is a rewrite, not an
+incomplete corpus).
 
 The dataset's table is a :class:`~arrowmix._remote.table.RemoteTable` that downloads a
 chunk into the bounded cache directory when a read first needs it; each copy is checked
 against the digest the manifest records, so a corpus rewritten while it was opened is never
-read under the other version's fingerprint. The fingerprint is the one the same files get
-when read from a local directory (it hashes the same digests), so results cached from a
-local copy of the corpus are reused, and the other way round.
+read under the other version's fingerprint; it raises
+:class:`~arrowmix.exceptions.ObjectChangedError` (see :mod:`arrowmix._remote.rewrite`).
+The fingerprint is the one the same files get when read from a local directory (it hashes
+the same digests), so results cached from a local copy of the corpus are reused, and the
+other way round.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._remote.cache import check_fits, parse_size
 from arrowmix._remote.meta import RemoteChunk, probe, version_tag
 from arrowmix._remote.retry import remote_fs
+from arrowmix._remote.rewrite import directory_rewritten, rewritten_error
 from arrowmix._remote.table import RemoteTable
 from arrowmix._storage.chunks import Spec, list_chunk_files, list_remote_chunks, natural_key
 from arrowmix._storage.digests import (
@@ -122,15 +127,25 @@ def _read_directory(directory: str, storage_options: Mapping[str, Any] | None) -
 
 
 def _entries(
-    files: Sequence[str], infos: Sequence[Any], directories: Mapping[str, _Directory]
+    files: Sequence[str],
+    infos: Sequence[Any],
+    directories: Mapping[str, _Directory],
+    storage_options: Mapping[str, Any] | None,
 ) -> list[ChunkEntry]:
-    """Each file's manifest entry (rows, digest): its directory's manifest must list it."""
+    """Each file's manifest entry (rows, digest): its directory's manifest must list it.
+
+    On a mismatch the manifest is read again (one GET): one that changed meanwhile means the
+    corpus was rewritten while it was listed, which is no incomplete corpus.
+    """
     out = []
     for url, info in zip(files, infos, strict=True):
         directory, name = url.rstrip("/").rsplit("/", 1)
         manifest = directories[directory].manifest
         entry = None if manifest is None else manifest.chunks.get(name)
         if entry is None or entry.size != int(info["size"]):
+            changed = directory_rewritten(directory, manifest, storage_options)
+            if changed is not None:
+                raise rewritten_error(directory, changed, opening=True)
             why = (
                 "has no manifest (an unfinished `write_chunks`, or files written by another "
                 "tool)" if manifest is None else
@@ -144,6 +159,39 @@ def _entries(
             )
         out.append(entry)
     return out
+
+
+def _check_whole(
+    specs: Sequence[str],
+    files: Sequence[str],
+    directories: Mapping[str, _Directory],
+    storage_options: Mapping[str, Any] | None,
+    allow_incomplete: bool,
+) -> None:
+    """Refuse a directory named whole whose listing lacks chunks its manifest lists.
+
+    The manifest is read once more first: a listing taken while ``write_chunks`` rewrote the
+    directory (it removes the manifest, then the chunks) is a rewrite (ObjectChangedError).
+    Chunks removed since ``write_chunks`` are an incomplete corpus, as without ``cache_limit``
+    (their rows would be left out silently), unless ``allow_incomplete`` opens the chunks
+    present. A glob or named files mean a part of the directory: not checked.
+    """
+    listed: dict[str, set[str]] = {}
+    for url in files:
+        directory, name = url.rstrip("/").rsplit("/", 1)
+        listed.setdefault(directory, set()).add(name)
+    for spec in specs:
+        directory = spec.rstrip("/")
+        known = directories.get(directory)
+        if _named_directory(spec) != directory or known is None or known.manifest is None:
+            continue  # a glob or named files: a part of the directory is meant
+        missing, _ = manifest_problems(listed.get(directory, set()), known.manifest.chunks)
+        if missing:
+            changed = directory_rewritten(directory, known.manifest, storage_options)
+            if changed is not None:
+                raise rewritten_error(directory, changed, opening=True)
+            if not allow_incomplete:
+                raise mismatch_error(directory, len(known.manifest.chunks), missing, [])
 
 
 def _refuse_local(files: Sequence[str]) -> None:
@@ -208,35 +256,6 @@ def _common_schema(described: Sequence[tuple[str, pa.Schema]]) -> pa.Schema:
     return schema
 
 
-def _check_all_listed(
-    specs: Sequence[str], files: Sequence[str], directories: Mapping[str, _Directory]
-) -> None:
-    """Refuse a directory named by a spec whose listing lacks chunks its manifest lists.
-
-    A chunk deleted since ``write_chunks`` would otherwise leave its rows out of the dataset
-    silently (a glob or a list of files names only the chunks wanted: not checked).
-    """
-    listed: dict[str, list[str]] = {}
-    for f in files:
-        listed.setdefault(_bare(_parent(f)), []).append(f)
-    manifests = {_bare(d): (d, known.manifest) for d, known in directories.items()}
-    for s in specs:
-        key = _bare(s.rstrip("/"))
-        if has_magic(key) or key.endswith(".arrow") or key not in manifests:
-            continue
-        directory, manifest = manifests[key]
-        if manifest is None:
-            continue  # refused by _entries, which names what is missing
-        missing, _ = manifest_problems(listed.get(key, []), manifest.chunks)
-        if missing:
-            raise mismatch_error(directory, len(manifest.chunks), missing, [])
-
-
-def _bare(url: str) -> str:
-    """``url`` without its scheme (s3a:// and s3:// name the same objects)."""
-    return url.split("://", 1)[-1]
-
-
 def _described(
     spec: Spec, storage_options: Mapping[str, Any] | None, allow_incomplete: bool
 ) -> tuple[list[str], list[Any], list[ChunkEntry], pa.Schema]:
@@ -254,9 +273,8 @@ def _described(
             for d in dict.fromkeys(map(_parent, files))
         }
         directories = {d: fut.result() for d, fut in futures.items()}
-        entries = _entries(files, infos, directories)
-        if not allow_incomplete:
-            _check_all_listed(specs, files, directories)
+        _check_whole(specs, files, directories, storage_options, allow_incomplete)
+        entries = _entries(files, infos, directories, storage_options)
         schema = _common_schema(_schemas(pool, files, infos, entries, directories, storage_options))
     return files, infos, entries, schema
 
@@ -278,6 +296,7 @@ def from_remote_chunks(
         IncompleteCorpusError: a directory has no manifest, or it does not list a file, or
             (unless ``allow_incomplete``) a directory named by ``spec`` lacks a chunk its
             manifest lists.
+        ObjectChangedError: a directory was rewritten while it was listed.
     """
     limit = parse_size(cache_limit)
     specs = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)

@@ -31,9 +31,11 @@ removed when its ``.dl`` lock is free.
 
 Each downloaded copy is checked before it is renamed into place
 (:mod:`arrowmix._remote.download`): the copy's content digest must equal the one its corpus
-manifest records; on a mismatch the object's version tag is asked afresh, and a new version
-raises :class:`~arrowmix.exceptions.ObjectChangedError` naming the object, so two versions
-of a corpus are never mixed. The copy is then checked like a local chunk file (its checksum,
+manifest records; on a mismatch the manifest is read again, and one that no longer records
+that digest raises :class:`~arrowmix.exceptions.ObjectChangedError` saying the corpus was
+rewritten; otherwise the object's version tag is asked afresh, and a new version raises
+:class:`~arrowmix.exceptions.ObjectChangedError` naming the object, so two versions of a
+corpus are never mixed. The copy is then checked like a local chunk file (its checksum,
 or its arrays), and a damaged one raises :class:`~arrowmix.exceptions.ChunkFileError` naming
 the object. Locks need ``fcntl`` (Linux, macOS).
 """

@@ -5,10 +5,13 @@ the one retry layer) and written at its offsets. Every write is checked: a full 
 quota raises :class:`~arrowmix.exceptions.WriteError` naming the cache directory and its free
 space, never an error blaming the remote object. The copy is then checked: its content
 digest must equal the manifest's (then it holds exactly the bytes the corpus was written
-with, and no request beyond the ranged GETs is made). On a mismatch the object's version is
-asked afresh: a new version raises :class:`~arrowmix.exceptions.ObjectChangedError`; an
-unchanged one is downloaded again (``RETRY.attempts`` downloads in all), then raises
-:class:`~arrowmix.exceptions.ChunkFileError`.
+with, and no request beyond the ranged GETs is made). On a first mismatch the manifest is
+read again (:mod:`arrowmix._remote.rewrite`): one that no longer records this digest means
+the corpus was rewritten, and :class:`~arrowmix.exceptions.ObjectChangedError` says so at
+once. Otherwise the object's version is asked afresh: a new version (the object replaced
+alone) raises :class:`~arrowmix.exceptions.ObjectChangedError` naming it; an unchanged one
+is downloaded again (``RETRY.attempts`` downloads in all), then raises
+:class:`~arrowmix.exceptions.ChunkFileError` (damaged).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import xxhash
 from arrowmix._remote import meta
 from arrowmix._remote.meta import RemoteChunk, same_version, version_tag
 from arrowmix._remote.retry import RETRY, delay, remote_fs, transient
+from arrowmix._remote.rewrite import chunk_rewritten, rewritten_error
 from arrowmix.exceptions import ChunkFileError, ObjectChangedError, RemoteReadError, WriteError
 
 __all__ = ["download"]
@@ -45,7 +49,7 @@ def download(
     Raises:
         WriteError: writing the local copy failed (a full disk: the message names
             ``directory`` and its free space).
-        ObjectChangedError: the object has a new version.
+        ObjectChangedError: the corpus was rewritten, or the object has a new version.
         ChunkFileError: the object is gone, or its bytes never matched the manifest.
         RemoteReadError: the requests kept failing.
     """
@@ -53,8 +57,17 @@ def download(
     for attempt in range(RETRY.attempts):
         if attempt:
             time.sleep(delay(attempt, None))
-        if _write_parts(fs, path, chunk, partial, directory, counted) == chunk.digest:
+        try:
+            got = _write_parts(fs, path, chunk, partial, directory, counted)
+        except ObjectChangedError as exc:  # a short answer from a new version
+            _check_manifest(chunk, storage_options, exc)
+            raise
+        if got == chunk.digest:
             return  # the very bytes the manifest records: no version can be mixed in
+        if not attempt:
+            # Once: a rewritten corpus is not downloaded again (write_chunks removes the
+            # manifest first, so from then on it differs from the one opened with).
+            _check_manifest(chunk, storage_options)
         now = _version(fs, path, chunk.url)
         if not same_version(now, chunk.tag):
             raise ObjectChangedError(
@@ -67,6 +80,17 @@ def download(
         f"corpus manifest records in {RETRY.attempts} downloads (or it was rewritten without "
         "a new version tag)."
     )
+
+
+def _check_manifest(
+    chunk: RemoteChunk,
+    storage_options: Mapping[str, Any] | None,
+    cause: BaseException | None = None,
+) -> None:
+    """Raise ObjectChangedError if ``chunk``'s corpus was rewritten (its manifest re-read)."""
+    why = chunk_rewritten(chunk, storage_options)
+    if why is not None:
+        raise rewritten_error(chunk.url.rsplit("/", 1)[0], why) from cause
 
 
 def _version(fs: Any, path: str, url: str) -> tuple[tuple[str, str], ...]:

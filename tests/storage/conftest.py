@@ -109,6 +109,15 @@ def small_disk(tmp_path: Path) -> Iterator[Callable[[str], Path]]:
 
 
 @pytest.fixture
+def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Remote retries that wait a millisecond or two instead of their documented backoff."""
+    from arrowmix._remote import retry
+
+    monkeypatch.setattr(retry.RETRY, "backoff", 0.001)
+    monkeypatch.setattr(retry.RETRY, "throttled", 0.002)
+
+
+@pytest.fixture
 def proxy(s3_storage_options: dict[str, Any]) -> Iterator[Any]:
     from tests.storage.fault_proxy import FaultProxy
 

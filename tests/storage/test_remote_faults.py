@@ -35,12 +35,6 @@ pytestmark = pytest.mark.integration
 ROWS = 200
 
 
-@pytest.fixture
-def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(retry.RETRY, "backoff", 0.001)
-    monkeypatch.setattr(retry.RETRY, "throttled", 0.002)
-
-
 def via(proxy: FaultProxy, so: dict[str, Any]) -> dict[str, Any]:
     return {**so, "client_kwargs": {"endpoint_url": proxy.endpoint}}
 
@@ -193,6 +187,8 @@ def test_a_corrupted_answer_is_downloaded_again(
     assert not isinstance(e.value, ObjectChangedError)
     assert isinstance(e.value, ChunkFileError) and "5 downloads" in str(e.value)
     assert proxy.requests("GET", "chunk-00001.arrow") == 5  # one part per download
+    # Its manifest is read once per chunk (unchanged: no rewrite), not once per download.
+    assert proxy.requests("GET", "_manifest.json") == 2
 
 
 def test_a_full_disk_names_the_cache_directory_not_the_object(

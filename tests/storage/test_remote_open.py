@@ -10,6 +10,8 @@ import base64
 import functools
 import http.server
 import json
+import os
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -32,10 +34,17 @@ def via(proxy: FaultProxy, so: dict[str, Any]) -> dict[str, Any]:
     return {**so, "client_kwargs": {"endpoint_url": proxy.endpoint}}
 
 
-def write(url: str, so: dict[str, Any], n_chunks: int = 3, start: int = 0, **kwargs: Any) -> None:
+def write(
+    url: str,
+    so: dict[str, Any],
+    n_chunks: int = 3,
+    start: int = 0,
+    width: int = 500,
+    **kwargs: Any,
+) -> None:
     """``n_chunks`` chunks of ROWS rows; every ``start`` gives chunks of the same sizes."""
     am.write_chunks(
-        ({"id": start + i, "text": f"{start + i:08d} " + "p" * 500}
+        ({"id": start + i, "text": f"{start + i:08d} " + "p" * width}
          for i in range(n_chunks * ROWS)),
         url, rows_per_chunk=ROWS, storage_options=so, **kwargs,
     )  # fmt: skip
@@ -158,6 +167,131 @@ def test_a_corpus_rewritten_while_opened_never_serves_one_version_as_the_other(
     # Version A's dataset never gets version B's copy from the shared cache.
     with pytest.raises(ObjectChangedError, match=r"chunk-00000\.arrow"):
         before[0]
+
+
+def open_racing(
+    url: str, so: dict[str, Any], proxy: FaultProxy, cache: Any, rewrite: Any
+) -> am.Dataset:
+    """Open ``url`` through ``proxy`` with ``rewrite()`` landing after its manifest was read
+    and before its listing answers (the listing is held until then)."""
+    proxy.rule = lambda method, path: "hold" if "list-type" in path else None
+    opened: list[Any] = []
+
+    def opening() -> None:
+        try:
+            opened.append(open_bounded(url, via(proxy, so), cache))
+        except Exception as exc:  # noqa: BLE001  # raised in the test's thread below
+            opened.append(exc)
+
+    thread = threading.Thread(target=opening)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not (proxy.held and any(p.endswith("/_manifest.json") for p in proxy.answered)):
+        assert time.monotonic() < deadline, "the open never read the manifest"
+        time.sleep(0.01)
+    rewrite()
+    proxy.rule = lambda method, path: None
+    proxy.gate.set()
+    thread.join(30)
+    (got,) = opened
+    if isinstance(got, Exception):
+        raise got
+    assert isinstance(got, am.Dataset)
+    return got
+
+
+def rewritten(url: str) -> str:
+    """What the error of a corpus rewritten while it was opened or read says."""
+    return rf"corpus {re.escape(repr(url))} was rewritten.*Reopen it with `from_chunks`"
+
+
+def test_a_rewrite_between_the_manifest_and_the_listing_is_a_rewrite_not_damage(
+    s3_url, s3_storage_options, proxy, tmp_path, fast_retries
+):
+    so, cache = s3_storage_options, tmp_path / "c"
+    write(s3_url, so, start=0)
+    # Version A's manifest (digests), version B's listing (ETags): same sizes, other bytes.
+    ds = open_racing(
+        s3_url, so, proxy, cache, lambda: write(s3_url, so, start=10**6, overwrite=True)
+    )
+    proxy.log.clear()
+    with pytest.raises(ObjectChangedError, match=rewritten(s3_url)) as e:
+        ds[0]
+    assert "damaged" not in str(e.value) and "chunk-00000.arrow" in str(e.value)
+    # One download and one read of the manifest: no download wasted on retries.
+    assert proxy.requests("GET", "chunk-00000.arrow") == 1
+    assert proxy.requests("GET", "_manifest.json") == 1
+    assert not [n for n in os.listdir(cache) if n.endswith((".arrow", ".partial"))]
+    assert open_bounded(s3_url, so, cache)[0]["id"] == 10**6  # reopened: version B
+
+
+def test_a_rewrite_with_other_sizes_while_opening_is_a_rewrite(
+    s3_url, s3_storage_options, proxy, tmp_path
+):
+    so = s3_storage_options
+    write(s3_url, so, start=0)
+    with pytest.raises(ObjectChangedError, match=rewritten(s3_url)) as e:
+        open_racing(
+            s3_url, so, proxy, tmp_path,
+            lambda: write(s3_url, so, start=10**6, width=600, overwrite=True),
+        )  # fmt: skip
+    assert "while it was being opened" in str(e.value)
+    assert open_bounded(s3_url, so, tmp_path)[0]["id"] == 10**6
+
+
+def test_a_listing_taken_during_a_rewrite_never_opens_part_of_the_corpus(
+    s3_url, s3_storage_options, s3_other_client, proxy, tmp_path
+):
+    so = s3_storage_options
+    write(s3_url, so, start=0)
+
+    def rewriting() -> None:  # the same data written again, caught half-way
+        s3_other_client.rm_file(f"{s3_url}/_manifest.json")
+        s3_other_client.rm([f"{s3_url}/chunk-00001.arrow", f"{s3_url}/chunk-00002.arrow"])
+
+    # The first chunk's bytes are unchanged: only the open can tell that 2 of 3 are missing.
+    with pytest.raises(ObjectChangedError, match=rewritten(s3_url)) as e:
+        open_racing(s3_url, so, proxy, tmp_path, rewriting)
+    assert "under way" in str(e.value)
+
+
+@pytest.mark.parametrize("width", [500, 400])  # the same sizes; smaller (short answers)
+def test_a_rewrite_after_open_is_reported_as_a_rewrite_of_the_corpus(
+    s3_url, s3_storage_options, proxy, tmp_path, fast_retries, width
+):
+    so = s3_storage_options
+    write(s3_url, so, start=0)
+    ds = open_bounded(s3_url, via(proxy, so), tmp_path)
+    assert ds[0]["id"] == 0
+    write(s3_url, so, start=10**6, width=width, overwrite=True)  # other bytes and ETags
+    proxy.log.clear()
+    with pytest.raises(ObjectChangedError, match=rewritten(s3_url)) as e:
+        ds[ROWS]
+    assert "chunk-00001.arrow" in str(e.value)
+    assert proxy.requests("GET", "chunk-00001.arrow") == 1
+    assert ds[1]["id"] == 1  # the copy taken before the rewrite: one consistent version
+
+
+@pytest.mark.parametrize("manifest", ["removed", "kept"])
+def test_a_chunk_replaced_after_open_is_named_by_what_its_manifest_says(
+    s3_url, s3_storage_options, s3_other_client, proxy, tmp_path, fast_retries, manifest
+):
+    so = s3_storage_options
+    write(s3_url, so, start=0)
+    other = f"{s3_url}-other"
+    write(other, so, start=10**6)  # the same sizes
+    ds = open_bounded(s3_url, via(proxy, so), tmp_path)
+    if manifest == "removed":  # as `write_chunks(..., overwrite=True)` does first
+        s3_other_client.rm_file(f"{s3_url}/_manifest.json")
+    s3_other_client.copy(f"{other}/chunk-00001.arrow", f"{s3_url}/chunk-00001.arrow")
+    with pytest.raises(ObjectChangedError, match=r"chunk-00001\.arrow") as e:
+        ds[ROWS]
+    if manifest == "removed":  # a rewrite under way
+        assert re.search(rewritten(s3_url), str(e.value)) and "under way" in str(e.value)
+    else:  # the manifest still describes the corpus: one object was replaced by hand
+        assert "changed since the dataset was opened" in str(e.value)
+        assert "rewritten" not in str(e.value)
+    assert proxy.requests("GET", "chunk-00001.arrow") == 1
 
 
 def test_chunk_files_named_one_by_one_cost_one_listing_of_their_directory(
