@@ -70,6 +70,15 @@ def url_to_fs(url: str, storage_options: Mapping[str, Any] | None = None) -> tup
 _CONNECT_LOCK = threading.Lock()
 
 
+def _new_connect_lock() -> None:  # a fork while another thread connected: not held in the child
+    global _CONNECT_LOCK
+    _CONNECT_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_connect_lock)
+
+
 def _connect_s3(fs: Any) -> None:
     """Make an s3fs filesystem's client now, with the garbage collector paused.
 
