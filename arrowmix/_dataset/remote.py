@@ -27,6 +27,7 @@ other way round.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import itertools
 import os
@@ -67,9 +68,13 @@ _READ_PATH = ("numpy.random", "arrowmix._dataset.ops", "arrowmix._dataset.to_str
 
 
 def _load_read_path() -> None:
-    """Import :data:`_READ_PATH` (the process is otherwise idle, waiting for the listing)."""
+    """Import :data:`_READ_PATH` (the process is otherwise idle, waiting for the listing).
+
+    Only ahead of time: a module that cannot be imported fails the read that needs it.
+    """
     for name in _READ_PATH:
-        importlib.import_module(name)
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
 
 
 @dataclass(frozen=True)
