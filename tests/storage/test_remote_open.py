@@ -366,3 +366,13 @@ def test_the_open_does_not_need_what_later_reads_import(
     monkeypatch.setitem(sys.modules, "numpy.random", None)  # a module that cannot be imported
     ds = open_bounded(s3_url, s3_storage_options, tmp_path / "c")
     assert ds[ROWS + 1]["id"] == ROWS + 1
+
+
+def test_reading_an_unchanged_corpus_reads_its_manifest_once_and_asks_no_version(
+    s3_url, s3_storage_options, proxy, tmp_path
+):
+    write(s3_url, s3_storage_options)
+    ds = open_bounded(s3_url, via(proxy, s3_storage_options), tmp_path / "c")
+    assert ds["id"] == list(range(3 * ROWS))
+    assert proxy.requests("GET", "_manifest.json") == 1  # no re-read: every digest matched
+    assert not [path for method, path, _ in proxy.log if method == "HEAD"]
