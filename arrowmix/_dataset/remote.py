@@ -27,6 +27,7 @@ other way round.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import itertools
 import os
@@ -67,9 +68,13 @@ _READ_PATH = ("numpy.random", "arrowmix._dataset.ops", "arrowmix._dataset.to_str
 
 
 def _load_read_path() -> None:
-    """Import :data:`_READ_PATH` (the process is otherwise idle, waiting for the listing)."""
+    """Import :data:`_READ_PATH` (the process is otherwise idle, waiting for the listing).
+
+    Only ahead of time: a module that cannot be imported fails the read that needs it.
+    """
     for name in _READ_PATH:
-        importlib.import_module(name)
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,11 @@ class _Directory:
 
 def _parent(url: str) -> str:
     return url.rstrip("/").rsplit("/", 1)[0]
+
+
+def _bare(url: str) -> str:
+    """``url`` without its scheme: the listing spells ``s3a://`` (and ``gcs://``) its own way."""
+    return url.split("://", 1)[-1].rstrip("/")
 
 
 def _named_directory(spec: str) -> str | None:
@@ -191,13 +201,14 @@ def _check_whole(
     listed: dict[str, set[str]] = {}
     for url in files:
         directory, name = url.rstrip("/").rsplit("/", 1)
-        listed.setdefault(directory, set()).add(name)
+        listed.setdefault(_bare(directory), set()).add(name)
+    read = {_bare(d): known for d, known in directories.items()}  # s3a:// is listed as s3://
     for spec in specs:
         directory = spec.rstrip("/")
-        known = directories.get(directory)
+        known = read.get(_bare(directory))
         if _named_directory(spec) != directory or known is None or known.manifest is None:
             continue  # a glob or named files: a part of the directory is meant
-        missing, _ = manifest_problems(listed.get(directory, set()), known.manifest.chunks)
+        missing, _ = manifest_problems(listed.get(_bare(directory), set()), known.manifest.chunks)
         if missing:
             changed = directory_rewritten(directory, known.manifest, storage_options)
             if changed is not None:
@@ -273,7 +284,8 @@ def _described(
 ) -> tuple[list[str], list[Any], list[ChunkEntry], pa.Schema]:
     """The files of ``spec``, their listing entries and manifest entries, and their schema."""
     specs = [os.fspath(s) for s in ([spec] if isinstance(spec, (str, os.PathLike)) else spec)]
-    url_to_fs(specs[0], storage_options)  # its client, made once for both requests
+    if specs:  # (an empty list is refused by the listing, as without cache_limit)
+        url_to_fs(specs[0], storage_options)  # its client, made once for both requests
     with ThreadPoolExecutor(_THREADS, thread_name_prefix="arrowmix-open") as pool:
         # The directories the specs name are read while they are listed.
         early = {d: pool.submit(_read_directory, d, storage_options)

@@ -90,6 +90,16 @@ def _connect_s3(fs: Any) -> None:
     """
     if "s3" not in fs.protocol or getattr(fs, "_s3", False) is not None:
         return  # not s3fs, or its client exists already
+    import asyncio  # (imported by s3fs already)
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass  # no event loop runs in this thread
+    else:
+        # On fsspec's loop thread the lock's holder may be waiting for this very loop (a
+        # deadlock), and another loop would be blocked: the first request makes the client.
+        return
     with _CONNECT_LOCK:
         if fs._s3 is not None or getattr(fs, "asynchronous", False):
             return

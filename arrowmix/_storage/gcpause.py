@@ -55,13 +55,18 @@ def gc_paused() -> Iterator[None]:
 
 
 def _after_fork_in_child() -> None:
-    """Only the forking thread lives on in a child: its sections alone remain open."""
+    """Only the forking thread lives on in a child: its sections alone remain open.
+
+    The collector is turned back on only if sections that paused it are gone; with none open
+    at the fork, the child keeps the parent's setting (a program may have turned it off).
+    """
     global _lock
     _lock = threading.Lock()
     me = threading.get_ident()
-    for ident in [t for t in _open if t != me]:
+    others = [t for t in _open if t != me]
+    for ident in others:
         del _open[ident]
-    if not _open and _restore[0]:
+    if others and not _open and _restore[0]:
         gc.enable()
 
 

@@ -80,3 +80,19 @@ def test_a_child_forked_while_another_thread_is_paused_has_its_collector_back() 
         release.set()
         t.join(10)
     assert gc.isenabled()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_child_forked_after_the_program_turned_the_collector_off_keeps_it_off() -> None:
+    with gc_paused():  # rows built earlier, with the collector on
+        pass
+    gc.freeze()  # the usual way before forking workers: no pages copied by collections
+    gc.disable()
+    try:
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if not gc.isenabled() else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        gc.unfreeze()

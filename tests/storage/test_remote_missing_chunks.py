@@ -87,3 +87,22 @@ def test_a_directory_whose_chunks_are_all_gone_is_refused(
         s3_other_client.rm_file(f"{s3_url}/chunk-{i:05d}.arrow")
     with pytest.raises(am.exceptions.ChunkFileError, match="No Arrow chunk files"):
         bounded(s3_url, s3_storage_options, tmp_path)  # never an empty dataset
+
+
+def test_an_s3a_spelling_of_the_directory_is_refused_too(
+    corpus: str, s3_storage_options: dict[str, Any], tmp_path: Any
+) -> None:
+    spec = "s3a://" + corpus.removeprefix("s3://")
+    with pytest.raises(IncompleteCorpusError):
+        am.Dataset.from_chunks(spec, storage_options=s3_storage_options)
+    with pytest.raises(IncompleteCorpusError, match=r"missing chunk-00002\.arrow"):
+        bounded(spec, s3_storage_options, tmp_path)
+
+
+def test_an_empty_list_is_a_chunk_file_error_as_without_cache_limit(
+    s3_storage_options: dict[str, Any], tmp_path: Any
+) -> None:
+    with pytest.raises(am.exceptions.ChunkFileError, match="empty list"):
+        am.Dataset.from_chunks([], storage_options=s3_storage_options)
+    with pytest.raises(am.exceptions.ChunkFileError, match="empty list"):
+        bounded([], s3_storage_options, tmp_path)

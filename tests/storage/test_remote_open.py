@@ -12,6 +12,7 @@ import http.server
 import json
 import os
 import re
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -346,3 +347,32 @@ def test_files_of_a_store_that_lists_no_directory_open_by_name(
     both = am.Dataset.from_chunks(files, **kw)
     assert one.num_rows == 50 and both.num_rows == 100
     assert both[99]["input_ids"] == [99] * (1 + 99 % 3)
+
+
+def test_a_refused_listing_names_the_url_and_leaves_no_thread(
+    s3_url, s3_storage_options, proxy, tmp_path
+):
+    write(s3_url, s3_storage_options)
+    proxy.rule = lambda method, path: "deny" if "list-type" in path else None
+    with pytest.raises(PermissionError, match=f"Listing '{s3_url}' was refused"):
+        open_bounded(s3_url, via(proxy, s3_storage_options), tmp_path / "c")
+    assert not [t for t in threading.enumerate() if t.name.startswith("arrowmix-open")]
+
+
+def test_the_open_does_not_need_what_later_reads_import(
+    s3_url, s3_storage_options, tmp_path, monkeypatch
+):
+    write(s3_url, s3_storage_options)
+    monkeypatch.setitem(sys.modules, "numpy.random", None)  # a module that cannot be imported
+    ds = open_bounded(s3_url, s3_storage_options, tmp_path / "c")
+    assert ds[ROWS + 1]["id"] == ROWS + 1
+
+
+def test_reading_an_unchanged_corpus_reads_its_manifest_once_and_asks_no_version(
+    s3_url, s3_storage_options, proxy, tmp_path
+):
+    write(s3_url, s3_storage_options)
+    ds = open_bounded(s3_url, via(proxy, s3_storage_options), tmp_path / "c")
+    assert ds["id"] == list(range(3 * ROWS))
+    assert proxy.requests("GET", "_manifest.json") == 1  # no re-read: every digest matched
+    assert not [path for method, path, _ in proxy.log if method == "HEAD"]
