@@ -312,6 +312,8 @@ def _chunks_dataset(
 
 def _check_paths(spec: Any) -> None:
     items = [spec] if isinstance(spec, (str, os.PathLike)) else spec
+    if isinstance(spec, (list, tuple)) and not spec:
+        list_chunk_files(spec)  # its error for an empty list (with `cache_limit` too)
     if isinstance(spec, (list, tuple)) and all(isinstance(s, (str, os.PathLike)) for s in items):
         return
     if isinstance(spec, (str, os.PathLike)):
@@ -373,8 +375,8 @@ def _check_complete(
                 raise IncompleteCorpusError(
                     f"Chunk directory {directory!r} has a damaged manifest "
                     f"{os.path.join(directory, MANIFEST_NAME)!r} (it cannot be parsed, e.g. "
-                    f"truncated, or was edited), so its {len(marked)} arrowmix chunk(s) ({few(marked)}) "
-                    f"cannot be checked. {hint}"
+                    f"truncated, or was edited), so its {len(marked)} arrowmix chunk(s) "
+                    f"({few(marked)}) cannot be checked. {hint}"
                 )
             if marked:
                 raise IncompleteCorpusError(

@@ -160,10 +160,11 @@ def _entries(
             changed = directory_rewritten(directory, manifest, storage_options)
             if changed is not None:
                 raise rewritten_error(directory, changed, opening=True)
+            damaged = manifest is None and has_manifest_file(directory, storage_options)
             why = (
                 f"has a damaged manifest {MANIFEST_NAME} (it cannot be parsed, e.g. truncated, "
-                "or was edited)" if manifest is None and has_manifest_file(directory, storage_options)
-                else "has no manifest (an unfinished `write_chunks`, or files written by another "
+                "or was edited)" if damaged else
+                "has no manifest (an unfinished `write_chunks`, or files written by another "
                 "tool)" if manifest is None else
                 f"lists {name!r} " + ("not at all" if entry is None else
                                       f"with {entry.size} bytes, not {info['size']}")

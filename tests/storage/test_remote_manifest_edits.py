@@ -53,7 +53,7 @@ def _edit(fs: Any, url: str, change: Edit, *, keep_checksum: bool = True) -> Non
     fs.pipe_file(f"{url}/_manifest.json", json.dumps(body, indent=1).encode())
 
 
-def _bounded(url: str, so: dict[str, Any], cache: Path) -> am.Dataset:
+def _bounded(url: Any, so: dict[str, Any], cache: Path) -> am.Dataset:
     return am.Dataset.from_chunks(
         url, storage_options=so, cache_limit="8MB", chunk_cache_dir=str(cache)
     )
@@ -128,3 +128,10 @@ def test_chunks_whose_manifest_lists_none_are_not_an_empty_corpus(tmp_path: Path
     manifest.write_text(json.dumps(body))
     with pytest.raises(IncompleteCorpusError, match=r"not listed chunk-00000\.arrow"):
         am.Dataset.from_chunks(str(tmp_path / "c"))  # never an empty dataset
+
+
+def test_an_empty_list_is_refused_with_cache_limit_as_without(
+    s3_storage_options: dict[str, Any], tmp_path: Path
+) -> None:
+    with pytest.raises(am.exceptions.ChunkFileError, match="is an empty list"):
+        _bounded([], s3_storage_options, tmp_path)
