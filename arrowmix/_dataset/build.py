@@ -40,6 +40,7 @@ from arrowmix._storage.digests import (
     MANIFEST_NAME,
     few,
     file_digest,
+    has_manifest_file,
     manifest_problems,
     mismatch_error,
     read_manifest,
@@ -311,6 +312,8 @@ def _chunks_dataset(
 
 def _check_paths(spec: Any) -> None:
     items = [spec] if isinstance(spec, (str, os.PathLike)) else spec
+    if isinstance(spec, (list, tuple)) and not spec:
+        list_chunk_files(spec)  # its error for an empty list (with `cache_limit` too)
     if isinstance(spec, (list, tuple)) and all(isinstance(s, (str, os.PathLike)) for s in items):
         return
     if isinstance(spec, (str, os.PathLike)):
@@ -368,12 +371,12 @@ def _check_complete(
         )
         if manifest is None:
             marked = [os.path.basename(f) for f, t in inside if is_arrowmix_chunk(t.schema)]
-            if marked and _exists(directory, storage_options):
+            if marked and has_manifest_file(directory, storage_options):
                 raise IncompleteCorpusError(
                     f"Chunk directory {directory!r} has a damaged manifest "
                     f"{os.path.join(directory, MANIFEST_NAME)!r} (it cannot be parsed, e.g. "
-                    f"truncated), so its {len(marked)} arrowmix chunk(s) ({few(marked)}) "
-                    f"cannot be checked. {hint}"
+                    f"truncated, or was edited), so its {len(marked)} arrowmix chunk(s) "
+                    f"({few(marked)}) cannot be checked. {hint}"
                 )
             if marked:
                 raise IncompleteCorpusError(
@@ -386,14 +389,6 @@ def _check_complete(
         missing, extra = manifest_problems(names, manifest)
         if missing or extra:
             raise mismatch_error(directory, len(manifest), missing, extra)
-
-
-def _exists(directory: str, storage_options: Mapping[str, Any] | None) -> bool:
-    """Whether ``directory`` has a manifest file (unparseable, when read_manifest said None)."""
-    if is_local(directory):
-        return os.path.lexists(os.path.join(local_path(directory), MANIFEST_NAME))
-    fs, p = url_to_fs(directory, storage_options)
-    return bool(fs.exists(f"{p.rstrip('/')}/{MANIFEST_NAME}"))
 
 
 def write_chunks(

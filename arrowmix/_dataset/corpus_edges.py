@@ -2,7 +2,9 @@
 
 A directory whose manifest lists no chunk (``write_chunks`` of an iterable with no rows, whose
 schema is unknown) opens as an empty dataset with no columns. Input with a schema but no rows
-is written as one empty chunk, and opens with its columns.
+is written as one empty chunk, and opens with its columns. A directory holding chunk files
+whose manifest lists none (edited, or another corpus's) is no empty corpus: the error about
+its files stands, never an empty dataset.
 """
 
 from __future__ import annotations
@@ -15,8 +17,10 @@ import pyarrow as pa
 
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._fingerprint.hasher import hash_value
+from arrowmix._storage.chunks import list_chunk_files
 from arrowmix._storage.digests import read_manifest
 from arrowmix._storage.fs import is_local, local_path
+from arrowmix.exceptions import ChunkFileError
 
 __all__ = ["empty_corpus"]
 
@@ -34,6 +38,13 @@ def _local_dirs(spec: Spec) -> list[str]:
     return out
 
 
+def _has_chunk_files(directory: str) -> bool:
+    try:
+        return bool(list_chunk_files(directory))
+    except ChunkFileError:
+        return False
+
+
 def empty_corpus(
     spec: Spec, cache_dir: str | None, storage_options: Mapping[str, Any] | None
 ) -> Dataset | None:
@@ -41,7 +52,7 @@ def empty_corpus(
     dirs = _local_dirs(spec)
     if len(dirs) != 1 or not isinstance(spec, (str, os.PathLike)):
         return None
-    if read_manifest(dirs[0]) != {}:
+    if read_manifest(dirs[0]) != {} or _has_chunk_files(dirs[0]):
         return None
     state = DatasetState(
         table=pa.table({}),

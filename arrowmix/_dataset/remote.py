@@ -48,8 +48,10 @@ from arrowmix._remote.rewrite import directory_rewritten, rewritten_error
 from arrowmix._remote.table import RemoteTable
 from arrowmix._storage.chunks import Spec, list_chunk_files, list_remote_chunks, natural_key
 from arrowmix._storage.digests import (
+    MANIFEST_NAME,
     ChunkEntry,
     Manifest,
+    has_manifest_file,
     manifest_problems,
     mismatch_error,
     read_remote_manifest,
@@ -168,7 +170,10 @@ def _entries(
             changed = directory_rewritten(directory, manifest, storage_options)
             if changed is not None:
                 raise rewritten_error(directory, changed, opening=True)
+            damaged = manifest is None and has_manifest_file(directory, storage_options)
             why = (
+                f"has a damaged manifest {MANIFEST_NAME} (it cannot be parsed, e.g. truncated, "
+                "or was edited)" if damaged else
                 "has no manifest (an unfinished `write_chunks`, or files written by another "
                 "tool)" if manifest is None else
                 f"lists {name!r} " + ("not at all" if entry is None else

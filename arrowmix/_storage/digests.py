@@ -6,7 +6,12 @@ count, size, digest and (local files) inode, modification and change times, in t
 directory's manifest ``_manifest.json``, written atomically after the last chunk. The manifest
 also records the chunks' Arrow schema (``schema``: the IPC schema message, base64), so a
 remote corpus opens without reading any chunk; manifests written before it was recorded
-have no ``schema`` and stay valid (the reader then reads the first chunk's footer).
+have no ``schema`` and stay valid (the reader then reads the first chunk's footer). It
+ends with a ``checksum`` of everything else it records (:func:`_seal`): a manifest edited by
+hand (a chunk's rows or digest changed) or damaged is refused as damaged wherever it is read,
+since a remote corpus opened with ``cache_limit`` places rows by the row counts it records.
+Manifests written before the checksum was recorded have none and stay valid; their row
+counts must still be whole numbers adding up to the total they record.
 
 :func:`file_digest` answers a digest without reading data when it can:
 
@@ -56,6 +61,7 @@ __all__ = [
     "content_digest",
     "file_digest",
     "few",
+    "has_manifest_file",
     "manifest_problems",
     "mismatch_error",
     "read_local_manifest",
@@ -171,6 +177,7 @@ def write_manifest(
     }
     if schema is not None:
         body["schema"] = base64.b64encode(schema.serialize().to_pybytes()).decode("ascii")
+    body["checksum"] = _seal(body)
     with atomic_sink(join(out_dir, MANIFEST_NAME), storage_options) as sink:
         sink.write(json.dumps(body, indent=1).encode())
 
@@ -226,6 +233,14 @@ def read_remote_manifest(
     return _parse_body(raw)
 
 
+def has_manifest_file(directory: str, storage_options: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``directory`` has a manifest file (damaged, when it reads as no manifest)."""
+    if is_local(directory):
+        return os.path.lexists(os.path.join(local_path(directory), MANIFEST_NAME))
+    fs, p = url_to_fs(directory, storage_options)
+    return bool(fs.exists(f"{p.rstrip('/')}/{MANIFEST_NAME}"))
+
+
 def _manifest_is_a_directory(path: str) -> ChunkFileError:
     return ChunkFileError(
         f"The manifest {path!r} is a directory, not a file: move it away (write_chunks "
@@ -267,16 +282,34 @@ def _parse_manifest(raw: bytes) -> dict[str, ChunkEntry] | None:
     return None if manifest is None else manifest.chunks
 
 
+def _seal(body: Mapping[str, Any]) -> str:
+    """The checksum of a manifest body: xxh3-64 of its canonical JSON, without the checksum."""
+    rest = {k: v for k, v in body.items() if k != "checksum"}
+    return xxhash.xxh3_64_hexdigest(
+        json.dumps(rest, sort_keys=True, separators=(",", ":")).encode()
+    )
+
+
+def _whole(value: Any) -> int:
+    """A count the manifest records: a non-negative int (else the manifest is damaged)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"not a count: {value!r}")
+    return value
+
+
 def _parse_body(raw: bytes) -> Manifest | None:
+    """The manifest ``raw`` holds; None when it is not one, or it is damaged or edited."""
     try:
         body = json.loads(raw)
         if body.get("kind") != _KIND or body.get("format") != MANIFEST_FORMAT:
             return None
+        if "checksum" in body and body["checksum"] != _seal(body):
+            return None  # edited by hand, or damaged
         entries = [
             ChunkEntry(
                 name=str(c["name"]),
-                rows=int(c["rows"]),
-                size=int(c["size"]),
+                rows=_whole(c["rows"]),
+                size=_whole(c["size"]),
                 digest=str(c["digest"]),
                 inode=c.get("inode"),
                 mtime_ns=c.get("mtime_ns"),
@@ -284,6 +317,8 @@ def _parse_body(raw: bytes) -> Manifest | None:
             )
             for c in body["chunks"]
         ]
+        if "rows" in body and _whole(body["rows"]) != sum(e.rows for e in entries):
+            return None  # its chunks' row counts do not add up to its total
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
     return Manifest({e.name: e for e in entries}, _schema(body.get("schema")))

@@ -58,8 +58,12 @@ def open_bounded(url: str, so: dict[str, Any], cache: Any) -> am.Dataset:
 
 
 def edit_manifest(fs: Any, url: str, change: Any) -> None:
-    """Rewrite the corpus manifest at ``url`` with ``change(body)`` applied."""
+    """Rewrite the corpus manifest at ``url`` with ``change(body)`` applied.
+
+    Without its checksum (as written before one was recorded): a stale one reads as damaged.
+    """
     body = json.loads(fs.cat_file(f"{url}/_manifest.json"))
+    body.pop("checksum")
     change(body)
     fs.pipe_file(f"{url}/_manifest.json", json.dumps(body).encode())
 
