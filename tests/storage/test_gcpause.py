@@ -17,7 +17,9 @@ def _collector_on() -> Iterator[None]:
     was = gc.isenabled()
     gc.enable()
     yield
-    if not was:
+    if was:  # tests turn it off: give the next test the setting this one found
+        gc.enable()
+    else:
         gc.disable()
 
 
