@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._fingerprint.hasher import hash_value
+from arrowmix._storage.distinct import distinct
 from arrowmix._stream.row_source import RowSource
 from arrowmix._stream.tokens.column import TokenColumn, take_values, token_column
 from arrowmix._stream.tokens.concat import ConcatTokenColumn
@@ -67,7 +68,7 @@ class MixedRows:
             bad = int(pos.min()) if int(pos.min()) < 0 else int(pos.max())
             raise IndexError(f"row {bad} is out of range for mixed rows of {self.num_rows}.")
         which = np.searchsorted(self.bases, pos, side="right") - 1
-        return which, np.unique(which).tolist()
+        return which, distinct(which).tolist()
 
     def take(self, positions: np.ndarray) -> pa.Table:
         """The rows at ``positions`` in that order (one ``take`` per input touched)."""

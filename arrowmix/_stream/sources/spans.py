@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from arrowmix._storage.distinct import distinct
 from arrowmix._stream.rng import derive_rng
 
 __all__ = ["ChunkSpans"]
@@ -109,7 +110,7 @@ class ChunkSpans:
             return out
         win = np.searchsorted(win_starts, idx, side="right") - 1
         out = np.empty_like(idx)
-        for w in np.unique(win):
+        for w in distinct(win):
             sel = win == w
             out[sel] = self._window(epoch, n, k, int(w))[idx[sel] - win_starts[w]]
         return out

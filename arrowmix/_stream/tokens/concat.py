@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from arrowmix._storage.distinct import distinct
 from arrowmix._stream.tokens.column import TokenColumn, check_rows
 
 __all__ = ["ConcatTokenColumn"]
@@ -82,7 +83,7 @@ class ConcatTokenColumn(TokenColumn):
         owner = np.empty(len(pos), dtype=np.int64)
         starts = np.empty(len(pos), dtype=np.int64)
         lengths = np.empty(len(pos), dtype=np.int64)
-        for k in np.unique(which).tolist():
+        for k in distinct(which).tolist():
             sel = which == k
             o, st, ln = self._columns[k].spans(pos[sel] - self._bases[k])
             owner[sel] = self._chunk_bases[k] + (0 if o is None else o)
@@ -112,7 +113,7 @@ class ConcatTokenColumn(TokenColumn):
             )
         own = np.zeros(len(starts), dtype=np.int64) if owner is None else np.asarray(owner)
         which = np.searchsorted(self._chunk_bases, own, side="right") - 1
-        touched = np.unique(which).tolist()
+        touched = distinct(which).tolist()
         st = np.asarray(starts, dtype=np.int64)
         ln = np.asarray(lengths, dtype=np.int64)
         if len(touched) == 1:  # one column: it writes straight into place
