@@ -289,8 +289,7 @@ def _described(
 ) -> tuple[list[str], list[Any], list[ChunkEntry], pa.Schema]:
     """The files of ``spec``, their listing entries and manifest entries, and their schema."""
     specs = [os.fspath(s) for s in ([spec] if isinstance(spec, (str, os.PathLike)) else spec)]
-    if specs:  # (an empty list is refused by the listing, as without cache_limit)
-        url_to_fs(specs[0], storage_options)  # its client, made once for both requests
+    url_to_fs(specs[0], storage_options)  # its client, made once for both requests
     with ThreadPoolExecutor(_THREADS, thread_name_prefix="arrowmix-open") as pool:
         # The directories the specs name are read while they are listed.
         early = {d: pool.submit(_read_directory, d, storage_options)

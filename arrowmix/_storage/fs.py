@@ -84,9 +84,9 @@ def _connect_s3(fs: Any) -> None:
 
     botocore builds the client from its JSON service descriptions: some 10^5 objects, which
     in a process that imported torch set off a full collection pass over all of torch's
-    objects (~0.1 s, on the way to the first row). See :mod:`arrowmix._storage.gcpause`. One client
-    per filesystem: opening a corpus reads its manifest and lists it at once, and both would
-    make one otherwise. A failure here is left for the first request to raise and explain.
+    objects (~0.1 s, on the way to the first row; see :mod:`arrowmix._storage.gcpause`).
+    One client per filesystem: opening a corpus reads its manifest and lists it at once, and
+    both would make one otherwise. A failure here is left for the first request to explain.
     """
     if "s3" not in fs.protocol or getattr(fs, "_s3", False) is not None:
         return  # not s3fs, or its client exists already
