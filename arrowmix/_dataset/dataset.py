@@ -541,13 +541,20 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
         instance_rank: int = 0,
         read_ahead: int | str | None = None,
         shard: str | None = None,
+        block_size: int | None = None,
+        window_blocks: int | None = None,
     ) -> Any:
         """A checkpointable stream of this dataset's rows (dicts), for training loops.
 
         Args:
-            shuffle: ``"global"`` (a seeded bijection over all rows, O(1) memory),
-                ``"chunks"`` (a seeded permutation of chunk files, then a shuffle within a
-                window of chunks: for remote or huge corpora), or ``None`` (in order).
+            shuffle: ``"global"`` (a seeded bijection over all rows, O(1) memory; each row
+                is a random read, so a corpus larger than the page cache reads at the
+                disk's random-read speed: a ``PerformanceWarning`` says so), ``"blocks"``
+                (a seeded permutation of blocks of ``block_size`` contiguous rows, then a
+                shuffle within windows of ``window_blocks`` blocks: near-sequential reads,
+                for corpora larger than memory), ``"chunks"`` (a seeded permutation of chunk
+                files, then a shuffle within a window of chunks: for remote corpora), or
+                ``None`` (in order).
             seed: the shuffle seed; each epoch derives its own order from it.
             infinite: never end, reshuffling every epoch (training); ``False``: one pass.
             num_instances: how many ranks share the data; each reads only its share.
@@ -564,6 +571,9 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
                 rest of the epoch is not read (``DroppedDataWarning``). Needs
                 ``shuffle="chunks"`` or None. Default (None): ``"chunks"`` for a bounded
                 remote corpus (``cache_limit=``) read with those shuffles, else ``"rows"``.
+            block_size: rows per block of ``shuffle="blocks"`` (default 1024).
+            window_blocks: blocks whose rows ``shuffle="blocks"`` shuffles together
+                (default 256: windows of 262,144 rows).
 
         Example:
             >>> import arrowmix as am
@@ -583,6 +593,8 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
             num_instances=num_instances,
             instance_rank=instance_rank,
             shard=shard,
+            block_size=block_size,
+            window_blocks=window_blocks,
         )
 
     def cleanup_cache_files(self) -> int:

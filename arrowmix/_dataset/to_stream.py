@@ -14,6 +14,7 @@ from arrowmix._dataset.rows import DatasetRows
 from arrowmix._dataset.state import state_of
 from arrowmix._remote.table import RemoteTable
 from arrowmix._stream.sources import ArrowSource, NumpyRows, from_row_source
+from arrowmix._stream.sources.blocks import BlockShape
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
@@ -27,9 +28,17 @@ NUMPY_BLOCK_BYTES = 4 << 20
 
 
 def to_stream(
-    ds: Dataset, read_ahead: int | str | None = None, shard: str | None = None, **kwargs: Any
+    ds: Dataset,
+    read_ahead: int | str | None = None,
+    shard: str | None = None,
+    block_size: int | None = None,
+    window_blocks: int | None = None,
+    **kwargs: Any,
 ) -> ArrowSource:
     """``from_row_source(DatasetRows(ds, read_ahead), shard=..., **kwargs)``.
+
+    ``block_size`` and ``window_blocks`` go to ``shuffle="blocks"`` (an error with the
+    other modes).
 
     ``shard=None`` picks ``"chunks"`` for a bounded remote corpus read in chunk or storage
     order (each rank then downloads only its share), ``"rows"`` otherwise: over local or
@@ -38,6 +47,9 @@ def to_stream(
     The ``"numpy"`` format (``ds.with_format("numpy").to_stream()``) gives rows with numpy
     values (:class:`NumpyRows`); the rows of the other formats are plain row dicts.
     """
+    kwargs["blocks"] = BlockShape.for_mode(
+        kwargs.get("shuffle", "global"), block_size, window_blocks
+    )
     if shard is None:
         bounded = isinstance(state_of(ds).table, RemoteTable)
         shard = "chunks" if bounded and kwargs.get("shuffle", "global") != "global" else "rows"

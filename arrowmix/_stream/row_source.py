@@ -77,6 +77,10 @@ class RowSourceHooks(Protocol):
       take whole rows.
     - ``read_ahead(upcoming)``: told before every block where the stream stands (an
       :class:`~arrowmix._stream.sources.Upcoming`), to fetch what comes next (remote chunks).
+    - ``prefetch(starts, stops)``: the rows ``[starts[i], stops[i])`` (int64 arrays) are read
+      soon (``shuffle="blocks"`` announces each window's blocks before reading them); a
+      source over memory-mapped files may start reading exactly those ranges. A hint: doing
+      nothing is correct.
     - ``stats() -> dict``: counters merged into the source's ``stats()``.
     - ``close()``: stop background work (called by the source's ``close()``).
     """
@@ -91,6 +95,8 @@ class RowSourceHooks(Protocol):
 
     def read_ahead(self, upcoming: Any) -> None: ...
 
+    def prefetch(self, starts: np.ndarray, stops: np.ndarray) -> None: ...
+
     def stats(self) -> dict[str, Any]: ...
 
     def close(self) -> None: ...
@@ -98,7 +104,7 @@ class RowSourceHooks(Protocol):
 
 #: The names of :class:`RowSourceHooks`.
 OPTIONAL_MEMBERS = frozenset(
-    {"token_column", "take_column", "take_lists", "read_ahead", "stats", "close"}
+    {"token_column", "take_column", "take_lists", "read_ahead", "prefetch", "stats", "close"}
 )
 
 

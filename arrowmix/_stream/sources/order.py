@@ -2,7 +2,9 @@
 
 Modes: ``None`` (sequential), ``"global"`` (a Feistel bijection per epoch), ``"chunks"``
 (a seeded permutation of storage chunks per epoch, then a shuffle inside windows of
-``window_chunks`` consecutive chunks of that order). The epoch's order is one sequence
+``window_chunks`` consecutive chunks of that order), ``"blocks"`` (a Feistel bijection on
+blocks of ``block_size`` contiguous rows, then a shuffle inside windows of ``window_blocks``
+blocks: see :mod:`arrowmix._stream.sources.blocks`). The epoch's order is one sequence
 of ``num_rows`` positions; rank ``r`` of ``N`` reads its elements ``r, r + N, ...``, so
 the ranks of an epoch are disjoint, their union is every row, and a rank only ever
 asks storage for its own rows.
@@ -24,12 +26,13 @@ import numpy as np
 from arrowmix._storage.distinct import distinct
 from arrowmix._stream.dealing import Dealing, Generation
 from arrowmix._stream.rng import derive_rng
+from arrowmix._stream.sources.blocks import BlockOrder, Prefetch
 from arrowmix._stream.sources.permutation import FeistelPermutation
 from arrowmix._stream.sources.spans import ChunkSpans
 
 __all__ = ["MODES", "SHARDS", "PositionOrder"]
 
-MODES = ("global", "chunks", None)
+MODES = ("global", "chunks", "blocks", None)
 SHARDS = ("rows", "chunks")
 
 
@@ -53,13 +56,15 @@ class PositionOrder:
         window_chunks: int = 4,
         generations: list[Generation] | None = None,
         shard: str = "rows",
+        block_shape: tuple[int, int] = (1024, 256),
+        prefetch: Prefetch | None = None,
     ) -> None:
         if shard not in SHARDS:
             raise ValueError(f"`shard` must be one of {SHARDS!r}, got {shard!r}.")
-        if shard == "chunks" and mode == "global":
+        if shard == "chunks" and mode in ("global", "blocks"):
             raise ValueError(
-                "shard='chunks' deals whole chunks to the ranks, but shuffle='global' reads "
-                "rows of every chunk in every block; use shuffle='chunks' (or None) with it, "
+                f"shard='chunks' deals whole chunks to the ranks, but shuffle={mode!r} reads "
+                "rows of every chunk in every epoch; use shuffle='chunks' (or None) with it, "
                 "or shard='rows'."
             )
         self.num_rows = int(num_rows)
@@ -70,6 +75,8 @@ class PositionOrder:
         self.rank = instance_rank
         self.window_chunks = window_chunks
         self.shard = shard
+        self.block_shape = block_shape
+        self.prefetch = prefetch
         self.generations = generations or []
         self._spans: ChunkSpans | None = None
         if shard == "chunks":
@@ -84,6 +91,7 @@ class PositionOrder:
         self.dealing = Dealing(units, self.generations, num_instances, instance_rank)
         self._cache_key: tuple[int, ...] | None = None
         self._feistel: FeistelPermutation | None = None
+        self._blocks: BlockOrder | None = None
         self._windows: tuple[np.ndarray, np.ndarray] | None = None
         self._window_pos: dict[int, np.ndarray] = {}
 
@@ -123,7 +131,23 @@ class PositionOrder:
                 self._feistel = FeistelPermutation(self.num_rows, [self.seed, epoch])
             assert self._feistel is not None
             return self._feistel(g)
+        if self.mode == "blocks":
+            return self.block_order(epoch)(g)
         return self._chunk_positions(epoch, g)
+
+    def block_order(self, epoch: int) -> BlockOrder:
+        """The ``"blocks"`` order of ``epoch`` (kept for the epoch being read)."""
+        if self._blocks is None or self._blocks.epoch != epoch:
+            size, width = self.block_shape
+            self._blocks = BlockOrder(
+                self.num_rows,
+                block_size=size,
+                window_blocks=width,
+                seed=self.seed,
+                epoch=epoch,
+                prefetch=self.prefetch,
+            )
+        return self._blocks
 
     def _span_positions(self, epoch: int, n: int, g: np.ndarray) -> np.ndarray:
         """Unit ``i * n + k`` of the interleaved order is row ``i`` of span ``k``."""

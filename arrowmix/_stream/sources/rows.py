@@ -30,6 +30,7 @@ from arrowmix._stream.dealing import DealtSource, Generation
 from arrowmix._stream.positions import Positions
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.row_source import RowSource, optional_member
+from arrowmix._stream.sources.blocks import BlockShape
 from arrowmix._stream.sources.order import MODES, SHARDS, PositionOrder
 from arrowmix._stream.topology import ElasticRole, check_sharding
 from arrowmix.exceptions import DroppedDataWarning, StateError
@@ -124,6 +125,7 @@ class ArrowSource(Stream[Row], DealtSource):
         block_rows: int = 1024,
         shard: str = "rows",
         row_format: RowFormat | None = None,
+        blocks: BlockShape | None = None,
     ) -> None:
         super().__init__()
         if shuffle not in MODES:
@@ -133,6 +135,7 @@ class ArrowSource(Stream[Row], DealtSource):
         check_sharding(num_instances, instance_rank)
         if window_chunks < 1 or block_rows < 1:
             raise ValueError("`window_chunks` and `block_rows` must be positive ints.")
+        self._block_shape = (blocks or BlockShape()).shape()
         self.rows = rows
         self._seed = SeedHolder(seed)
         self.shuffle_mode = shuffle
@@ -237,6 +240,8 @@ class ArrowSource(Stream[Row], DealtSource):
             window_chunks=w,
             generations=self._generations,
             shard=self.shard,
+            block_shape=self._block_shape,
+            prefetch=optional_member(self.rows, "prefetch"),
         )
 
     @property
@@ -257,6 +262,8 @@ class ArrowSource(Stream[Row], DealtSource):
         }
         if self.shard != "rows" and n > 1:  # one instance reads the same order either way
             out["shard"] = self.shard
+        if self.shuffle_mode == "blocks":  # absent in the other modes: their pins hold
+            out["block_size"], out["window_blocks"] = self._block_shape
         if self.row_format is not None:  # absent by default: plain pipelines keep their pins
             out["format"] = self.row_format.describe()
         return out
@@ -450,6 +457,7 @@ def from_row_source(
     block_rows: int = 1024,
     shard: str = "rows",
     row_format: RowFormat | None = None,
+    blocks: BlockShape | None = None,
 ) -> ArrowSource:
     """The stream of a random-access row source (what ``Dataset.to_stream`` returns).
 
@@ -459,6 +467,7 @@ def from_row_source(
     the epoch unread with a ``DroppedDataWarning``); it needs ``shuffle="chunks"`` or None.
     ``row_format``: turns each block of rows into items (``NumpyRows``: numpy values), in
     place of plain row dicts; the order and the state are the same.
+    ``blocks``: the block and window sizes of ``shuffle="blocks"`` (:class:`BlockShape`).
 
     Example:
         >>> import pyarrow as pa
@@ -480,4 +489,5 @@ def from_row_source(
         block_rows=block_rows,
         shard=shard,
         row_format=row_format,
+        blocks=blocks,
     )

@@ -1,0 +1,188 @@
+"""Shuffle modes of ``to_stream`` on a cold corpus: speed, disk bytes, and order quality.
+
+Run from the repository root on a tokenized corpus of arrowmix chunks (``input_ids``
+``list<int32>``)::
+
+    python scripts/bench_shuffle.py speed /work/scale/tok10m --tokens 50e6 --rounds 3
+    python scripts/bench_shuffle.py quality /work/scale/tok10m
+
+``speed``: one fresh process per (mode, round), modes interleaved in every round. Each
+process drops the corpus's pages (``posix_fadvise(DONTNEED)`` per chunk file), opens it,
+builds the token path of the README (``to_stream`` -> ``budget_bucket`` of 16,384 padded
+tokens over read-ahead windows of 8,192 rows -> ``collate(return_tensors="pt")``), and
+reads batches until ``--tokens`` document tokens are delivered. It reports tokens/s (from
+the first batch request on, the open excluded), the time to the first batch, and the disk
+bytes the stream read (``read_bytes`` of ``/proc/self/io`` after the open, torch imported
+before) against the bytes of the token ids delivered. Medians over the rounds.
+
+``quality``: the epoch's order of each mode (positions only, no data read), measured over
+the first ``--rows`` positions:
+
+- ``files/batch``: distinct chunk files a batch of 256 consecutive rows draws from (mean);
+- ``blocks/batch``: distinct 1,024-row ranges of the corpus such a batch draws from;
+- ``lag-1 corr``: correlation of consecutive rows' positions (0 for a perfect shuffle);
+- ``displacement``: median |position - its position in the unshuffled order| over the
+  epoch, as a fraction of the corpus (about 1/3 for a uniform random permutation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+BUDGET = 16_384
+READ_AHEAD = 8_192
+BATCH = 256
+RANGE = 1_024
+
+#: name -> to_stream keywords
+MODES: dict[str, dict[str, Any]] = {
+    "global": {"shuffle": "global"},
+    "chunks": {"shuffle": "chunks"},
+    "blocks-256": {"shuffle": "blocks", "block_size": 256},
+    "blocks": {"shuffle": "blocks"},
+    "blocks-4096": {"shuffle": "blocks", "block_size": 4096, "window_blocks": 64},
+}
+
+
+def chunk_files(corpus: Path) -> list[Path]:
+    return sorted(corpus.glob("*.arrow"))
+
+
+def drop_pages(corpus: Path) -> None:
+    """Evict the corpus's pages from the page cache (a cold read follows)."""
+    for f in chunk_files(corpus):
+        fd = os.open(f, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def read_bytes() -> int:
+    with open("/proc/self/io") as f:
+        for line in f:
+            if line.startswith("read_bytes"):
+                return int(line.split()[1])
+    return 0
+
+
+def run_child(corpus: Path, mode: str, tokens: float) -> dict[str, Any]:
+    """One cold run of ``mode``: read batches until ``tokens`` tokens are delivered."""
+    import torch  # noqa: F401  (imported first: its libraries' reads are not the stream's)
+
+    import arrowmix
+
+    drop_pages(corpus)
+    ds = arrowmix.Dataset.from_chunks(str(corpus))
+    disk0 = read_bytes()  # from here on: the stream's reads (the open's are another matter)
+    s = (
+        ds.to_stream(seed=0, **MODES[mode])
+        .budget_bucket("input_ids", BUDGET, READ_AHEAD, seed=7)
+        .collate("input_ids", return_tensors="pt")
+    )
+    t0 = time.perf_counter()
+    got = batches = 0
+    first = 0.0
+    while got < tokens:
+        b = next(s)
+        got += int(b["attention_mask"].sum())
+        batches += 1
+        if batches == 1:
+            first = time.perf_counter() - t0
+    dt = time.perf_counter() - t0
+    disk = read_bytes() - disk0
+    s.close()
+    return {
+        "mode": mode,
+        "mtok_s": got / dt / 1e6,
+        "first_batch_s": first,
+        "disk_mb": disk / 1e6,
+        "delivered_mb": got * 4 / 1e6,
+        "seconds": dt,
+    }
+
+
+def speed(args: argparse.Namespace) -> None:
+    results: dict[str, list[dict[str, Any]]] = {m: [] for m in args.modes}
+    for r in range(args.rounds):
+        for mode in args.modes:
+            cmd = [sys.executable, __file__, "child", str(args.corpus), mode, str(args.tokens)]
+            out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+            res = json.loads(out.strip().splitlines()[-1])
+            results[mode].append(res)
+            print(
+                f"round {r} {mode:12s} {res['mtok_s']:6.2f} M tok/s  "
+                f"first {res['first_batch_s']:.2f} s  disk {res['disk_mb']:7.0f} MB  "
+                f"delivered {res['delivered_mb']:5.0f} MB",
+                flush=True,
+            )
+    print(f"\nmedians over {args.rounds} rounds, {args.tokens / 1e6:.0f} M tokens per run")
+    print("| mode | M tokens/s | first batch | disk read | delivered | disk / delivered |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for mode, rs in results.items():
+        med = {k: statistics.median(r[k] for r in rs) for k in rs[0] if k != "mode"}
+        print(
+            f"| {mode} | {med['mtok_s']:.2f} | {med['first_batch_s']:.2f} s | "
+            f"{med['disk_mb']:.0f} MB | {med['delivered_mb']:.0f} MB | "
+            f"{med['disk_mb'] / med['delivered_mb']:.2f}x |"
+        )
+
+
+def order_positions(corpus: Path, mode: str, rows: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """The first ``rows`` positions of epoch 0 of ``mode``, the chunk offsets, the row count."""
+    import arrowmix
+
+    ds = arrowmix.Dataset.from_chunks(str(corpus))
+    src = ds.to_stream(seed=0, **MODES[mode])
+    pos = src.as_positions().pull(rows) if hasattr(src, "as_positions") else None
+    if pos is None:  # pragma: no cover - every source here has positions
+        raise RuntimeError(mode)
+    return np.asarray(pos), src.row_source().chunk_offsets(), len(ds)
+
+
+def quality(args: argparse.Namespace) -> None:
+    print(f"first {args.rows:,} positions of epoch 0; batches of {BATCH} rows")
+    print("| mode | files/batch | 1,024-row ranges/batch | lag-1 corr | displacement |")
+    print("| --- | --- | --- | --- | --- |")
+    for mode in args.modes:
+        pos, offsets, n = order_positions(args.corpus, mode, args.rows)
+        full = len(pos) // BATCH * BATCH
+        batches = pos[:full].reshape(-1, BATCH)
+        files = np.searchsorted(offsets, batches, side="right")
+        nfiles = np.mean([len(np.unique(b)) for b in files])
+        nranges = np.mean([len(np.unique(b // RANGE)) for b in batches])
+        corr = float(np.corrcoef(pos[:-1], pos[1:])[0, 1])
+        disp = float(np.median(np.abs(pos - np.arange(len(pos))))) / n
+        print(f"| {mode} | {nfiles:.1f} | {nranges:.1f} | {corr:+.4f} | {disp:.3f} |")
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "child":
+        corpus, mode, tokens = Path(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+        print(json.dumps(run_child(corpus, mode, tokens)))
+        return
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("what", choices=("speed", "quality"))
+    p.add_argument("corpus", type=Path)
+    p.add_argument("--modes", default=",".join(MODES), type=lambda s: s.split(","))
+    p.add_argument("--tokens", type=float, default=50e6)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--rows", type=int, default=10_000_000)
+    args = p.parse_args()
+    speed(args) if args.what == "speed" else quality(args)
+
+
+if __name__ == "__main__":
+    main()
