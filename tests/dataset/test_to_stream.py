@@ -29,7 +29,7 @@ def ds(tmp_path_factory):
     return corpus(tmp_path_factory)
 
 
-@pytest.mark.parametrize("mode", ["global", "chunks", None])
+@pytest.mark.parametrize("mode", ["global", "chunks", "blocks", None])
 def test_one_pass_covers_every_row_once(ds, mode):
     ids = [r["id"] for r in ds.to_stream(shuffle=mode, seed=1, infinite=False)]
     assert sorted(ids) == list(range(120))

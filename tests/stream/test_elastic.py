@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from arrowmix._stream.dealing import Dealing, Generation
 from arrowmix._stream.row_source import TableRowSource
+from arrowmix._stream.sources.blocks import BlockShape
 from arrowmix._stream.sources.rows import ArrowSource
 from arrowmix.exceptions import StateError
 from arrowmix.stream import Stream, from_chunks, from_iterable, merge_states, mix, zip
@@ -88,7 +89,13 @@ def p_chunks(n: int, r: int) -> Stream[Any]:
     return m.bucket("n", 3, 9, seed=3).map(ids)
 
 
+def p_blocks(n: int, r: int) -> Stream[Any]:
+    s = src(A, n, r, 1, shuffle="blocks", blocks=BlockShape(8, 3))
+    return s.shuffle(5, seed=2).map(one)
+
+
 PIPELINES = {
+    "blocks": p_blocks,
     "shuffle": p_shuffle,
     "bucket": p_bucket,
     "mix": p_mix,
@@ -96,6 +103,7 @@ PIPELINES = {
     "chunks": p_chunks,
 }
 EXPECTED = {
+    "blocks": list(range(ROWS_A)),
     "shuffle": list(range(ROWS_A)),
     "bucket": list(range(ROWS_A)),
     "chunks": sorted([*range(ROWS_A), *(x for c in CHUNKS for x in c)]),
@@ -136,7 +144,7 @@ def test_union_is_the_epoch(name: str, n: int, m: int) -> None:
         assert sorted(seen + rest) == want, (name, n, m, steps)
 
 
-@pytest.mark.parametrize("name", ["mix", "prefetch", "bucket", "chunks"])
+@pytest.mark.parametrize("name", ["mix", "prefetch", "bucket", "chunks", "blocks"])
 def test_resize_twice(name: str) -> None:
     build = PIPELINES[name]
     want = expected(name)

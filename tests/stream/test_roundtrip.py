@@ -6,6 +6,7 @@ from typing import Any
 
 from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.mixing.mix import WeightedMixIterator, ZipIterator
+from arrowmix._stream.sources.blocks import BlockShape
 from arrowmix._stream.sources.chunks import ChunkSource
 from arrowmix._stream.sources.iterable import IterableSource
 from arrowmix._stream.sources.rows import ArrowSource
@@ -53,6 +54,30 @@ class TestArrowSourceChunksSharded(CheckpointRoundTripTests):
     def make_iterator(self, seed: int = 0) -> Stream[Any]:
         src = arrow(150, shuffle="chunks", seed=seed, num_instances=3, instance_rank=1)
         return src.map(ident)
+
+
+class TestArrowSourceBlocks(CheckpointRoundTripTests):
+    """Blocks of 7 rows in windows of 3 blocks; the tail block (150 % 7 rows) in one window."""
+
+    iterator_cls = ArrowSource
+    seeded = True
+    picklable = True
+
+    def make_iterator(self, seed: int = 0, n: int = 1, r: int = 0) -> Stream[Any]:
+        shard = {"num_instances": n, "instance_rank": r}
+        return arrow(150, shuffle="blocks", seed=seed, blocks=BlockShape(7, 3), **shard).map(ident)
+
+    def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
+        return self.make_iterator(0, num_instances, instance_rank)
+
+
+class TestArrowSourceBlocksInfinite(CheckpointRoundTripTests):
+    iterator_cls = ArrowSource
+    seeded = True
+
+    def make_iterator(self, seed: int = 0) -> Stream[Any]:
+        s = arrow(23, shuffle="blocks", seed=seed, infinite=True, blocks=BlockShape(4, 2))
+        return s.shuffle(5, seed=seed).map(ident).take(80)
 
 
 class TestArrowSourceInfinite(CheckpointRoundTripTests):
@@ -243,7 +268,8 @@ class TestCompositeRows(CheckpointRoundTripTests):
         shard = {"num_instances": n, "instance_rank": r}
         a = arrow(80, shuffle="chunks", seed=seed, **shard).shuffle(10, seed=seed)
         b = arrow(80, shuffle="global", seed=seed + 1, **shard)
-        m = mix([a, b.filter(lambda r: r["id"] % 3 == 0)], [0.7, 0.3], seed=seed)
+        c = arrow(60, shuffle="blocks", seed=seed + 2, blocks=BlockShape(5, 2), **shard)
+        m = mix([a, b.filter(lambda r: r["id"] % 3 == 0), c], [0.6, 0.3, 0.1], seed=seed)
         return m.bucket("n_tokens", 4, 24, seed=seed).map(lambda bt: [ident(r) for r in bt])
 
     def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:

@@ -50,7 +50,7 @@ def test_table_row_source_uses_record_batches() -> None:
         TableRowSource(t, chunk_rows=0)
 
 
-@pytest.mark.parametrize("mode", ["global", "chunks", None])
+@pytest.mark.parametrize("mode", ["global", "chunks", "blocks", None])
 def test_one_pass_yields_every_row_once(mode: str | None) -> None:
     got = [r["id"] for r in arrow(103, shuffle=mode, seed=5)]
     assert sorted(got) == list(range(103))
@@ -58,7 +58,7 @@ def test_one_pass_yields_every_row_once(mode: str | None) -> None:
         assert got != list(range(103))
 
 
-@pytest.mark.parametrize("mode", ["global", "chunks", None])
+@pytest.mark.parametrize("mode", ["global", "chunks", "blocks", None])
 def test_ranks_are_disjoint_and_cover_everything(mode: str | None) -> None:
     n = 211
     src = rows(n, chunk_rows=10)
