@@ -22,6 +22,7 @@ __all__ = [
     "InputFormatError",
     "InvalidTypeError",
     "ObjectChangedError",
+    "PerformanceWarning",
     "RemoteReadError",
     "SavedDatasetError",
     "SchemaMismatchError",
@@ -134,6 +135,17 @@ class DroppedDataWarning(UserWarning):
     The message says how much and how to drop less.
 
     .. versionadded:: 0.2
+    """
+
+
+class PerformanceWarning(UserWarning):
+    """A setting will run far slower than another one would on this machine.
+
+    For instance ``to_stream(shuffle="global")`` over a memory-mapped corpus larger than the
+    memory available for the page cache, where every row is a random disk read: the message
+    names the sizes and the faster setting (``shuffle="blocks"``).
+
+    .. versionadded:: 0.4
     """
 
 

@@ -15,6 +15,7 @@ from arrowmix._dataset import access, state
 from arrowmix._dataset.base import DatasetBase
 from arrowmix._dataset.constructors import DatasetConstructors
 from arrowmix._dataset.extras import DatasetExtras
+from arrowmix._dataset.page_cache import DEFAULT_SHUFFLE, DefaultShuffle, warn_global_past_memory
 from arrowmix._dataset.state import DatasetState, hold_cache_files
 from arrowmix._hf.compat import HFCompat
 
@@ -534,7 +535,7 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
     def to_stream(
         self,
         *,
-        shuffle: str | None = "global",
+        shuffle: str | None = DEFAULT_SHUFFLE,
         seed: int | None = None,
         infinite: bool = True,
         num_instances: int = 1,
@@ -549,7 +550,8 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
         Args:
             shuffle: ``"global"`` (a seeded bijection over all rows, O(1) memory; each row
                 is a random read, so a corpus larger than the page cache reads at the
-                disk's random-read speed: a ``PerformanceWarning`` says so), ``"blocks"``
+                disk's random-read speed: when the default meets such a corpus, a
+                ``PerformanceWarning`` says so; passing ``"global"`` silences it), ``"blocks"``
                 (a seeded permutation of blocks of ``block_size`` contiguous rows, then a
                 shuffle within windows of ``window_blocks`` blocks: near-sequential reads,
                 for corpora larger than memory), ``"chunks"`` (a seeded permutation of chunk
@@ -584,6 +586,9 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
         """
         from arrowmix._dataset.to_stream import to_stream  # the stream layer loads lazily
 
+        if isinstance(shuffle, DefaultShuffle):  # not the user's choice: say when it is slow
+            warn_global_past_memory(self._s)
+            shuffle = "global"
         return to_stream(
             self,
             read_ahead,
