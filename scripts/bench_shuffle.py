@@ -15,14 +15,15 @@ the first batch request on, the open excluded), the time to the first batch, and
 bytes the stream read (``read_bytes`` of ``/proc/self/io`` after the open, torch imported
 before) against the bytes of the token ids delivered. Medians over the rounds.
 
-``quality``: the epoch's order of each mode (positions only, no data read), measured over
-the first ``--rows`` positions:
+``quality``: the epoch's order of each mode (positions only, no data read):
 
 - ``files/batch``: distinct chunk files a batch of 256 consecutive rows draws from (mean);
 - ``blocks/batch``: distinct 1,024-row ranges of the corpus such a batch draws from;
-- ``lag-1 corr``: correlation of consecutive rows' positions (0 for a perfect shuffle);
-- ``displacement``: median |position - its position in the unshuffled order| over the
-  epoch, as a fraction of the corpus (about 1/3 for a uniform random permutation).
+- ``lag-1 corr``: correlation of consecutive rows' positions over the epoch (0 for a
+  perfect shuffle);
+- ``neighbours' distance``: how far apart in the epoch two neighbouring rows of the corpus
+  (``i``, ``i + 1``) land, median, as a fraction of the epoch (0.29 for a uniform random
+  permutation; near 0 where an order keeps rows of a block or a file together).
 """
 
 from __future__ import annotations
@@ -50,9 +51,10 @@ RANGE = 1_024
 MODES: dict[str, dict[str, Any]] = {
     "global": {"shuffle": "global"},
     "chunks": {"shuffle": "chunks"},
-    "blocks-256": {"shuffle": "blocks", "block_size": 256},
-    "blocks": {"shuffle": "blocks"},
-    "blocks-4096": {"shuffle": "blocks", "block_size": 4096, "window_blocks": 64},
+    "blocks-256x256": {"shuffle": "blocks", "block_size": 256},
+    "blocks-1024x256": {"shuffle": "blocks"},  # the defaults
+    "blocks-1024x1024": {"shuffle": "blocks", "window_blocks": 1024},
+    "blocks-4096x64": {"shuffle": "blocks", "block_size": 4096, "window_blocks": 64},
 }
 
 
@@ -146,26 +148,30 @@ def order_positions(corpus: Path, mode: str, rows: int) -> tuple[np.ndarray, np.
 
     ds = arrowmix.Dataset.from_chunks(str(corpus))
     src = ds.to_stream(seed=0, **MODES[mode])
-    pos = src.as_positions().pull(rows) if hasattr(src, "as_positions") else None
-    if pos is None:  # pragma: no cover - every source here has positions
-        raise RuntimeError(mode)
+    src.state_dict()  # starts the stream
+    pos = src.as_positions().pull(min(rows, len(ds)))
     return np.asarray(pos), src.row_source().chunk_offsets(), len(ds)
 
 
 def quality(args: argparse.Namespace) -> None:
-    print(f"first {args.rows:,} positions of epoch 0; batches of {BATCH} rows")
-    print("| mode | files/batch | 1,024-row ranges/batch | lag-1 corr | displacement |")
+    print(
+        f"epoch 0 of each mode; batch metrics over its first {args.batches:,} batches "
+        f"of {BATCH} rows"
+    )
+    print("| mode | files/batch | 1,024-row ranges/batch | lag-1 corr | neighbours' distance |")
     print("| --- | --- | --- | --- | --- |")
     for mode in args.modes:
         pos, offsets, n = order_positions(args.corpus, mode, args.rows)
-        full = len(pos) // BATCH * BATCH
-        batches = pos[:full].reshape(-1, BATCH)
+        batches = pos[: args.batches * BATCH].reshape(-1, BATCH)
         files = np.searchsorted(offsets, batches, side="right")
         nfiles = np.mean([len(np.unique(b)) for b in files])
         nranges = np.mean([len(np.unique(b // RANGE)) for b in batches])
         corr = float(np.corrcoef(pos[:-1], pos[1:])[0, 1])
-        disp = float(np.median(np.abs(pos - np.arange(len(pos))))) / n
-        print(f"| {mode} | {nfiles:.1f} | {nranges:.1f} | {corr:+.4f} | {disp:.3f} |")
+        # where rows i and i + 1 of the corpus land in the epoch, apart (fraction of it)
+        where = np.empty(n, dtype=np.int64)
+        where[pos] = np.arange(n)
+        dist = float(np.median(np.abs(np.diff(where)))) / n
+        print(f"| {mode} | {nfiles:.1f} | {nranges:.1f} | {corr:+.4f} | {dist:.2e} |")
 
 
 def main() -> None:
@@ -179,7 +185,8 @@ def main() -> None:
     p.add_argument("--modes", default=",".join(MODES), type=lambda s: s.split(","))
     p.add_argument("--tokens", type=float, default=50e6)
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--rows", type=int, default=10_000_000)
+    p.add_argument("--rows", type=int, default=10**12, help="quality: rows of the epoch")
+    p.add_argument("--batches", type=int, default=2_000, help="quality: batches measured")
     args = p.parse_args()
     speed(args) if args.what == "speed" else quality(args)
 

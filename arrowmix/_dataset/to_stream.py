@@ -42,17 +42,18 @@ def to_stream(
 
     ``shard=None`` picks ``"chunks"`` for a bounded remote corpus read in chunk or storage
     order (each rank then downloads only its share), ``"rows"`` otherwise: over local or
-    fully copied chunks nothing is downloaded, and row dealing reads every row each epoch.
+    fully copied chunks nothing is downloaded, and row dealing reads every row each epoch;
+    the global and block orders read rows of every chunk whatever the dealing.
 
     The ``"numpy"`` format (``ds.with_format("numpy").to_stream()``) gives rows with numpy
     values (:class:`NumpyRows`); the rows of the other formats are plain row dicts.
     """
-    kwargs["blocks"] = BlockShape.for_mode(
-        kwargs.get("shuffle", "global"), block_size, window_blocks
-    )
+    mode = kwargs.get("shuffle", "global")
+    kwargs["blocks"] = BlockShape.for_mode(mode, block_size, window_blocks)
     if shard is None:
         bounded = isinstance(state_of(ds).table, RemoteTable)
-        shard = "chunks" if bounded and kwargs.get("shuffle", "global") != "global" else "rows"
+        by_chunks = mode not in ("global", "blocks")  # these read rows of every chunk
+        shard = "chunks" if bounded and by_chunks else "rows"
     fmt = state_of(ds).format
     if fmt.type == "numpy" and "row_format" not in kwargs:
         kwargs["row_format"] = NumpyRows(fmt.columns, dict(fmt.kwargs))
