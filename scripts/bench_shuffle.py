@@ -13,7 +13,10 @@ tokens over read-ahead windows of 8,192 rows -> ``collate(return_tensors="pt")``
 reads batches until ``--tokens`` document tokens are delivered. It reports tokens/s (from
 the first batch request on, the open excluded), the time to the first batch, and the disk
 bytes the stream read (``read_bytes`` of ``/proc/self/io`` after the open, torch imported
-before) against the bytes of the token ids delivered. Medians over the rounds.
+before) against the bytes of the token ids delivered, and the share of the corpus's pages
+resident after the drop (``mincore``: not 0 when another process maps the corpus; use a
+private copy then) and after the open (whose read-around is dropped too: the stream
+starts cold). Medians over the rounds.
 
 ``quality``: the epoch's order of each mode (positions only, no data read):
 
@@ -72,6 +75,29 @@ def drop_pages(corpus: Path) -> None:
             os.close(fd)
 
 
+def resident_share(corpus: Path) -> float:
+    """The share of the corpus's pages in the page cache (``mincore``; Linux)."""
+    import ctypes
+    import mmap
+
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    total = resident = 0
+    for f in chunk_files(corpus):
+        size = f.stat().st_size
+        with open(f, "rb") as fh, mmap.mmap(fh.fileno(), 0, prot=mmap.PROT_READ) as m:
+            view = np.frombuffer(m, dtype=np.uint8)
+            pages = -(-size // mmap.PAGESIZE)
+            vec = np.zeros(pages, dtype=np.uint8)
+            libc.mincore(
+                ctypes.c_void_p(view.ctypes.data), ctypes.c_size_t(size),
+                ctypes.c_void_p(vec.ctypes.data),
+            )  # fmt: skip
+            resident += int((vec & 1).sum())
+            total += pages
+            del view
+    return resident / max(total, 1)
+
+
 def read_bytes() -> int:
     with open("/proc/self/io") as f:
         for line in f:
@@ -87,7 +113,10 @@ def run_child(corpus: Path, mode: str, tokens: float) -> dict[str, Any]:
     import arrowmix
 
     drop_pages(corpus)
+    cold = resident_share(corpus)  # another process mapping the corpus keeps pages resident
     ds = arrowmix.Dataset.from_chunks(str(corpus))
+    drop_pages(corpus)  # the open's read-around too: the stream starts cold
+    opened = resident_share(corpus)
     disk0 = read_bytes()  # from here on: the stream's reads (the open's are another matter)
     s = (
         ds.to_stream(seed=0, **MODES[mode])
@@ -113,6 +142,8 @@ def run_child(corpus: Path, mode: str, tokens: float) -> dict[str, Any]:
         "disk_mb": disk / 1e6,
         "delivered_mb": got * 4 / 1e6,
         "seconds": dt,
+        "resident_after_drop": cold,
+        "resident_after_open": opened,
     }
 
 
@@ -125,9 +156,10 @@ def speed(args: argparse.Namespace) -> None:
             res = json.loads(out.strip().splitlines()[-1])
             results[mode].append(res)
             print(
-                f"round {r} {mode:12s} {res['mtok_s']:6.2f} M tok/s  "
+                f"round {r} {mode:16s} {res['mtok_s']:6.2f} M tok/s  "
                 f"first {res['first_batch_s']:.2f} s  disk {res['disk_mb']:7.0f} MB  "
-                f"delivered {res['delivered_mb']:5.0f} MB",
+                f"delivered {res['delivered_mb']:5.0f} MB  resident after drop "
+                f"{res['resident_after_drop']:.1%}, after open {res['resident_after_open']:.1%}",
                 flush=True,
             )
     print(f"\nmedians over {args.rounds} rounds, {args.tokens / 1e6:.0f} M tokens per run")
