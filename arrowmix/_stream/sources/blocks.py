@@ -97,7 +97,8 @@ class BlockOrder:
         >>> o = BlockOrder(10, block_size=2, window_blocks=2, seed=0, epoch=0)
         >>> sorted(o(np.arange(10)).tolist()) == list(range(10))
         True
-        >>> [len(r) for r in o.window_ranges(0)[0]]  # blocks of the first window
+        >>> starts, stops = o.window_ranges(0)  # the first window: two blocks of 2 rows
+        >>> (stops - starts).tolist()
         [2, 2]
     """
 
