@@ -13,7 +13,10 @@ tokens over read-ahead windows of 8,192 rows -> ``collate(return_tensors="pt")``
 reads batches until ``--tokens`` document tokens are delivered. It reports tokens/s (from
 the first batch request on, the open excluded), the time to the first batch, and the disk
 bytes the stream read (``read_bytes`` of ``/proc/self/io`` after the open, torch imported
-before) against the bytes of the token ids delivered, and the share of the corpus's pages
+before) against the bytes of the token ids delivered. Then the pages are dropped again and
+a fresh pipeline loads the checkpoint taken halfway through the run: the time to its first
+batch (build, load, read), and whether that batch is the one the run yielded there. Also
+the share of the corpus's pages
 resident after the drop (``mincore``: not 0 when another process maps the corpus; use a
 private copy then) and after the open (whose read-around is dropped too: the stream
 starts cold). Medians over the rounds.
@@ -111,6 +114,7 @@ def run_child(corpus: Path, mode: str, tokens: float) -> dict[str, Any]:
     import torch  # noqa: F401  (imported first: its libraries' reads are not the stream's)
 
     import arrowmix
+    from arrowmix._dataset.mapping.residency import release_mapped_pages
 
     drop_pages(corpus)
     cold = resident_share(corpus)  # another process mapping the corpus keeps pages resident
@@ -118,23 +122,45 @@ def run_child(corpus: Path, mode: str, tokens: float) -> dict[str, Any]:
     drop_pages(corpus)  # the open's read-around too: the stream starts cold
     opened = resident_share(corpus)
     disk0 = read_bytes()  # from here on: the stream's reads (the open's are another matter)
-    s = (
-        ds.to_stream(seed=0, **MODES[mode])
-        .budget_bucket("input_ids", BUDGET, READ_AHEAD, seed=7)
-        .collate("input_ids", return_tensors="pt")
-    )
+
+    def build() -> Any:
+        return (
+            ds.to_stream(seed=0, **MODES[mode])
+            .budget_bucket("input_ids", BUDGET, READ_AHEAD, seed=7)
+            .collate("input_ids", return_tensors="pt")
+        )
+
+    s = build()
     t0 = time.perf_counter()
     got = batches = 0
     first = 0.0
+    state: dict[str, Any] | None = None
+    expected = None  # the batch that followed ``state``
     while got < tokens:
         b = next(s)
         got += int(b["attention_mask"].sum())
         batches += 1
         if batches == 1:
             first = time.perf_counter() - t0
+        if state is not None and expected is None:
+            expected = b["input_ids"]
+        if state is None and got >= tokens / 2:
+            state = s.state_dict()  # the checkpoint the resume below starts from
     dt = time.perf_counter() - t0
     disk = read_bytes() - disk0
     s.close()
+    # Resume, cold: a fresh pipeline loads the mid-run state and yields the next batch.
+    # This process maps the pages it read: unmap them first, or they cannot be dropped.
+    release_mapped_pages([str(f) for f in chunk_files(corpus)])
+    drop_pages(corpus)
+    resumed_cold = resident_share(corpus)
+    t1 = time.perf_counter()
+    r = build()
+    r.load_state_dict(state)
+    again = next(r)["input_ids"]
+    resume = time.perf_counter() - t1
+    r.close()
+    assert expected is not None
     return {
         "mode": mode,
         "mtok_s": got / dt / 1e6,
@@ -144,6 +170,9 @@ def run_child(corpus: Path, mode: str, tokens: float) -> dict[str, Any]:
         "seconds": dt,
         "resident_after_drop": cold,
         "resident_after_open": opened,
+        "resume_s": resume,
+        "resident_before_resume": resumed_cold,
+        "resume_exact": bool(again.shape == expected.shape and (again == expected).all()),
     }
 
 
@@ -156,21 +185,29 @@ def speed(args: argparse.Namespace) -> None:
             res = json.loads(out.strip().splitlines()[-1])
             results[mode].append(res)
             print(
-                f"round {r} {mode:16s} {res['mtok_s']:6.2f} M tok/s  "
+                f"round {r} {mode:16s} resume {res['resume_s']:.2f} s "
+                f"({'exact' if res['resume_exact'] else 'NOT EXACT'})  "
+                f" {res['mtok_s']:6.2f} M tok/s  "
                 f"first {res['first_batch_s']:.2f} s  disk {res['disk_mb']:7.0f} MB  "
                 f"delivered {res['delivered_mb']:5.0f} MB  resident after drop "
-                f"{res['resident_after_drop']:.1%}, after open {res['resident_after_open']:.1%}",
+                f"{res['resident_after_drop']:.1%}, after open {res['resident_after_open']:.1%}, "
+                f"before resume {res['resident_before_resume']:.1%}",
                 flush=True,
             )
     print(f"\nmedians over {args.rounds} rounds, {args.tokens / 1e6:.0f} M tokens per run")
-    print("| mode | M tokens/s | first batch | disk read | delivered | disk / delivered |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print(
+        "| mode | M tokens/s | first batch | disk read | delivered | disk / delivered "
+        "| resume (cold) | exact |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for mode, rs in results.items():
         med = {k: statistics.median(r[k] for r in rs) for k in rs[0] if k != "mode"}
+        exact = all(r["resume_exact"] for r in rs)
         print(
             f"| {mode} | {med['mtok_s']:.2f} | {med['first_batch_s']:.2f} s | "
             f"{med['disk_mb']:.0f} MB | {med['delivered_mb']:.0f} MB | "
-            f"{med['disk_mb'] / med['delivered_mb']:.2f}x |"
+            f"{med['disk_mb'] / med['delivered_mb']:.2f}x | {med['resume_s']:.2f} s | "
+            f"{'yes' if exact else 'NO'} |"
         )
 
 
