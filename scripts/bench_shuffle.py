@@ -4,6 +4,8 @@ Run from the repository root on a tokenized corpus of arrowmix chunks (``input_i
 ``list<int32>``)::
 
     python scripts/bench_shuffle.py speed /work/scale/tok10m --tokens 50e6 --rounds 3
+    python scripts/bench_shuffle.py speed /work/scale/tok10m --warm \
+        --modes sequential,global,chunks,blocks-1024x256
     python scripts/bench_shuffle.py quality /work/scale/tok10m
 
 ``speed``: one fresh process per (mode, round), modes interleaved in every round. Each
@@ -20,6 +22,9 @@ the share of the corpus's pages
 resident after the drop (``mincore``: not 0 when another process maps the corpus; use a
 private copy then) and after the open (whose read-around is dropped too: the stream
 starts cold). Medians over the rounds.
+
+``--warm`` reads the corpus into the page cache instead of dropping it (before the open and
+before the resume): the CPU cost of each order, against storage order (``sequential``).
 
 ``quality``: the epoch's order of each mode (positions only, no data read):
 
@@ -55,6 +60,7 @@ RANGE = 1_024
 
 #: name -> to_stream keywords
 MODES: dict[str, dict[str, Any]] = {
+    "sequential": {"shuffle": None},  # storage order: the reference for --warm
     "global": {"shuffle": "global"},
     "chunks": {"shuffle": "chunks"},
     "blocks-256x256": {"shuffle": "blocks", "block_size": 256},
@@ -109,17 +115,26 @@ def read_bytes() -> int:
     return 0
 
 
-def run_child(corpus: Path, mode: str, tokens: float) -> dict[str, Any]:
-    """One cold run of ``mode``: read batches until ``tokens`` tokens are delivered."""
+def warm_pages(corpus: Path) -> None:
+    """Read the corpus once, so that it is in the page cache (``--warm``)."""
+    for f in chunk_files(corpus):
+        with open(f, "rb") as fh:
+            while fh.read(8 << 20):
+                pass
+
+
+def run_child(corpus: Path, mode: str, tokens: float, warm: bool = False) -> dict[str, Any]:
+    """One run of ``mode`` (cold, or ``warm``): read batches until ``tokens`` are delivered."""
+    evict = warm_pages if warm else drop_pages
     import torch  # noqa: F401  (imported first: its libraries' reads are not the stream's)
 
     import arrowmix
     from arrowmix._dataset.mapping.residency import release_mapped_pages
 
-    drop_pages(corpus)
+    evict(corpus)
     cold = resident_share(corpus)  # another process mapping the corpus keeps pages resident
     ds = arrowmix.Dataset.from_chunks(str(corpus))
-    drop_pages(corpus)  # the open's read-around too: the stream starts cold
+    evict(corpus)  # the open's read-around too: the stream starts cold
     opened = resident_share(corpus)
     disk0 = read_bytes()  # from here on: the stream's reads (the open's are another matter)
 
@@ -152,7 +167,7 @@ def run_child(corpus: Path, mode: str, tokens: float) -> dict[str, Any]:
     # Resume, cold: a fresh pipeline loads the mid-run state and yields the next batch.
     # This process maps the pages it read: unmap them first, or they cannot be dropped.
     release_mapped_pages([str(f) for f in chunk_files(corpus)])
-    drop_pages(corpus)
+    evict(corpus)
     resumed_cold = resident_share(corpus)
     t1 = time.perf_counter()
     r = build()
@@ -181,6 +196,7 @@ def speed(args: argparse.Namespace) -> None:
     for r in range(args.rounds):
         for mode in args.modes:
             cmd = [sys.executable, __file__, "child", str(args.corpus), mode, str(args.tokens)]
+            cmd += ["warm"] if args.warm else []
             out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
             res = json.loads(out.strip().splitlines()[-1])
             results[mode].append(res)
@@ -246,14 +262,16 @@ def quality(args: argparse.Namespace) -> None:
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "child":
         corpus, mode, tokens = Path(sys.argv[2]), sys.argv[3], float(sys.argv[4])
-        print(json.dumps(run_child(corpus, mode, tokens)))
+        print(json.dumps(run_child(corpus, mode, tokens, warm=sys.argv[5:] == ["warm"])))
         return
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("what", choices=("speed", "quality"))
     p.add_argument("corpus", type=Path)
-    p.add_argument("--modes", default=",".join(MODES), type=lambda s: s.split(","))
+    default = ",".join(m for m in MODES if m != "sequential")
+    p.add_argument("--modes", default=default, type=lambda s: s.split(","))
     p.add_argument("--tokens", type=float, default=50e6)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--warm", action="store_true", help="speed: the corpus in the page cache")
     p.add_argument("--rows", type=int, default=10**12, help="quality: rows of the epoch")
     p.add_argument("--batches", type=int, default=2_000, help="quality: batches measured")
     args = p.parse_args()
