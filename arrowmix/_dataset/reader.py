@@ -82,6 +82,21 @@ class TableReader:
             parts.extend((col, a, z) for col in self._batches[b].columns)
         prefetch_rows(parts)
 
+    @property
+    def batch_offsets(self) -> np.ndarray:
+        """First row of each non-empty record batch, then the row count."""
+        return self._offsets
+
+    @property
+    def mapped(self) -> bool:
+        """Whether the table lives in file mappings advised random."""
+        return self._mapped
+
+    def prefetch_batch(self, b: int) -> None:
+        """Ask for the pages of every row of record batch ``b``."""
+        batch = self._batches[b]
+        prefetch_rows((col, 0, batch.num_rows) for col in batch.columns)
+
     def take(self, positions: np.ndarray) -> pa.Table:
         """Rows at ``positions`` (int64, any order, repeats allowed), in that order.
 

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._dataset.indices import IndexMap
+from arrowmix._dataset.page_ahead import PageAhead
 from arrowmix._dataset.reader import TableReader
 from arrowmix._dataset.state import gather, num_rows, state_of
 from arrowmix._remote.cache import parse_size
@@ -58,6 +59,11 @@ class DatasetRows:
             self.read_ahead = self._read_ahead
             self.stats = self._ahead.stats
             self.close = self._ahead.close
+        else:
+            reader = state_of(ds).reader
+            if isinstance(reader, TableReader) and reader.mapped:
+                ix = state_of(ds).indices
+                self.read_ahead = PageAhead(reader, ix.lookup if ix is not None else None)
 
     def _read_ahead(self, upcoming: Upcoming) -> None:
         """Map the stream's upcoming view positions to table rows for the read-ahead."""
