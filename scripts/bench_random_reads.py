@@ -170,7 +170,9 @@ def run_case(case: str, corpus: str, rows: int) -> dict[str, Any]:
                 batch_size=65536,
                 load_from_cache_file=False,
             )
-            got, tokens = len(out), int(pc.sum(out.with_format("arrow")["n"]).as_py())
+            got = len(out)
+            lengths = pc.list_value_length(ds.with_format("arrow")[: len(out)]["input_ids"])
+            tokens = int(pc.sum(lengths).as_py())
     seconds = time.perf_counter() - t0
     return {
         "case": case,
