@@ -12,6 +12,10 @@ A gather of 1,000 random rows from a 1M-row table touches every batch, so the fi
 ``take`` call matters as much as the bytes copied: the calls go straight to the compute
 function with pyarrow indices and without a per-batch bounds check (the whole request is checked
 once against the table's length, and each batch's local indices are in range by construction).
+
+Memory-mapped files are advised random (:mod:`arrowmix._storage.pages`): a slice asks the kernel
+for its rows' pages and for those of the rows after it before they are touched, so sequential
+readers (iteration, ``map``, exports, in-order streams) read ahead at disk speed.
 """
 
 from __future__ import annotations
@@ -22,9 +26,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from arrowmix._storage.pages import is_mapped, prefetch_rows
 from arrowmix._storage.take import int64_array, take_unchecked
 
 __all__ = ["TableReader", "int64_array"]
+
+#: Rows a slice asks for beyond its end at least (the next slices of a sequential reader).
+_AHEAD_ROWS = 65536
 
 
 class TableReader:
@@ -36,14 +44,58 @@ class TableReader:
         sizes = [b.num_rows for b in self._batches]
         self._offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
         np.cumsum(sizes, out=self._offsets[1:])
+        self._mapped = any(_in_mapping(b) for b in self._batches[:1])
+        self._asked = (0, 0)  # rows whose pages were last asked for
+        self._last_stop = -1  # where the last slice ended
 
     @property
     def num_rows(self) -> int:
         return self.table.num_rows
 
     def slice(self, start: int, stop: int) -> pa.Table:
-        """Rows ``[start, stop)``, zero-copy."""
+        """Rows ``[start, stop)``, zero-copy; their pages and the next rows' are asked for."""
+        if self._mapped and stop > start:
+            self._read_ahead(start, stop)
         return self.table.slice(start, max(0, stop - start))
+
+    def _read_ahead(self, start: int, stop: int) -> None:
+        """Ask for the pages of rows ``[start, stop)`` and, in a sequential pass, of the next.
+
+        The rows after the slice are asked for when it continues the last one. A sequential
+        reader asks once per row: a slice inside the rows last asked for, far enough from
+        their end, asks for nothing. An isolated slice (``ds[i]``) asks for its own rows only.
+        """
+        lo, hi = self._asked
+        ahead = max(stop - start, _AHEAD_ROWS) if start == self._last_stop else 0
+        self._last_stop = stop
+        if lo <= start and stop + ahead // 2 <= hi:
+            return
+        first = hi if lo <= start <= hi else start
+        last = min(stop + ahead, self.num_rows)
+        self._asked = (start, last)
+        b0 = int(np.searchsorted(self._offsets, first, side="right")) - 1
+        b1 = int(np.searchsorted(self._offsets, last, side="left"))
+        parts: list[tuple[pa.Array[Any], int, int]] = []
+        for b in range(max(b0, 0), min(b1, len(self._batches))):
+            base = int(self._offsets[b])
+            a, z = max(first - base, 0), min(last - base, self._batches[b].num_rows)
+            parts.extend((col, a, z) for col in self._batches[b].columns)
+        prefetch_rows(parts)
+
+    @property
+    def batch_offsets(self) -> np.ndarray:
+        """First row of each non-empty record batch, then the row count."""
+        return self._offsets
+
+    @property
+    def mapped(self) -> bool:
+        """Whether the table lives in file mappings advised random."""
+        return self._mapped
+
+    def prefetch_batch(self, b: int) -> None:
+        """Ask for the pages of every row of record batch ``b``."""
+        batch = self._batches[b]
+        prefetch_rows((col, 0, batch.num_rows) for col in batch.columns)
 
     def take(self, positions: np.ndarray) -> pa.Table:
         """Rows at ``positions`` (int64, any order, repeats allowed), in that order.
@@ -59,7 +111,7 @@ class TableReader:
             i = int(idx[0])
             if not 0 <= i < self.num_rows:
                 raise IndexError(f"Row {i} is out of range for a table of {self.num_rows} rows.")
-            return self.slice(i, i + 1)
+            return self.table.slice(i, 1)  # a fault reads the row's own pages
         lo, hi = int(idx.min()), int(idx.max())
         if lo < 0 or hi >= self.num_rows:
             bad = lo if lo < 0 else hi
@@ -92,3 +144,12 @@ class TableReader:
     def _take_batch(self, b: int, local: pa.Array[Any]) -> pa.RecordBatch:
         """Rows ``local`` (int64, in range by construction) of record batch ``b``."""
         return take_unchecked(self._batches[b], local)
+
+
+def _in_mapping(batch: pa.RecordBatch) -> bool:
+    """Whether ``batch`` lives in a file mapping advised random."""
+    for col in batch.columns:
+        for buf in col.buffers():
+            if buf is not None and buf.size:
+                return is_mapped(buf.address)
+    return False

@@ -19,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._dataset.indices import IndexMap
+from arrowmix._dataset.page_ahead import PageAhead
 from arrowmix._dataset.reader import TableReader
 from arrowmix._dataset.state import gather, num_rows, state_of
 from arrowmix._dataset.willneed import WillNeed
@@ -59,6 +60,23 @@ class DatasetRows:
             self.read_ahead = self._read_ahead
             self.stats = self._ahead.stats
             self.close = self._ahead.close
+        else:
+            reader = state_of(ds).reader
+            if isinstance(reader, TableReader) and reader.mapped:
+                self.read_ahead = self._page_ahead
+
+    def _page_ahead(self, upcoming: Upcoming) -> None:
+        """Local chunks: read ahead the record batches the next rows crowd (see PageAhead)."""
+        ahead = self.__dict__.get("_pages")
+        if ahead is None:
+            s = state_of(self._ds)
+            assert isinstance(s.reader, TableReader)
+            mapper = s.indices.lookup if s.indices is not None else None
+            ahead = self._pages = PageAhead(s.reader, mapper)
+        ahead(upcoming)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_pages"}  # rebuilt on use
 
     def _read_ahead(self, upcoming: Upcoming) -> None:
         """Map the stream's upcoming view positions to table rows for the read-ahead."""

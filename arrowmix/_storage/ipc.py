@@ -1,8 +1,9 @@
 """Arrow IPC *file* format: write atomically, open memory-mapped, summarise cheaply.
 
-Local files are opened with :func:`pyarrow.memory_map`, so opening costs the footer only, not
-the data (O(1) in the file size). Other URLs go through fsspec: each file is copied once into
-``$ARROWMIX_CACHE/remote/`` (keyed by URL and object version) and that copy is memory-mapped.
+Local files are memory-mapped and advised random (:mod:`arrowmix._storage.pages`), so opening
+reads the footer and record batch headers only, not the data. Other URLs go through fsspec:
+each file is copied once into ``$ARROWMIX_CACHE/remote/`` (keyed by URL and object version) and
+that copy is memory-mapped.
 Metadata that arrowmix records (kind, fingerprint, version...) lives under one JSON value in the
 schema metadata key ``arrowmix``.
 """
@@ -23,6 +24,7 @@ from arrowmix._storage.atomic import atomic_sink
 from arrowmix._storage.file_meta import META_KEY, read_meta, with_meta
 from arrowmix._storage.fs import is_local, local_path, url_to_fs
 from arrowmix._storage.local import root_dir
+from arrowmix._storage.pages import map_file
 from arrowmix.exceptions import CacheCorruptedError, ChunkFileError
 
 __all__ = [
@@ -165,9 +167,9 @@ def open_table(
     """
     try:
         local = local_path(path) if is_local(path) else _read_through(path, storage_options)
-        # One buffer over the whole mapping: zero-copy, and it avoids one madvise call per
-        # record batch that reading through the memory-mapped file itself makes.
-        buf = pa.memory_map(local, "r").read_buffer()
+        # One buffer over the whole mapping, advised random: opening reads the footer and
+        # the record batch headers only, and a random row reads its own pages only.
+        buf = map_file(local)
         if check is not None:
             _check(path, local, buf, check)
         if check == "checksum":
@@ -189,7 +191,9 @@ def _check(path: str, local: str, buf: pa.Buffer, check: str) -> None:
     ok, ident = integrity.verified(local, remember=remember)
     if ok:
         return
-    why = integrity.problem(buf, structural=remember)
+    # The check reads every byte once: through a mapping of its own with the kernel's
+    # sequential read-ahead (``buf`` is advised random).
+    why = integrity.problem(pa.memory_map(local, "r").read_buffer(), structural=remember)
     if why is not None:
         if remember:
             raise ChunkFileError(f"Chunk file {path!r} is damaged and cannot be used: {why}.")

@@ -169,9 +169,10 @@ def _file_index(
     Also what identifies the file's version (see :attr:`TableRef.idents`).
     """
     from arrowmix._storage.ipc import read_ipc
+    from arrowmix._storage.pages import map_file
 
     st = os.stat(path)
-    buf = pa.memory_map(path, "r").read_buffer()
+    buf = map_file(path)
     table = read_ipc(buf)
     checksum = _checksum(table)
     ident = ("checksum", checksum) if checksum is not None else ("stat", *_stat_ident(st))

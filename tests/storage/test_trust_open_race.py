@@ -20,6 +20,7 @@ import pyarrow as pa
 import pytest
 
 import arrowmix as am
+from arrowmix._storage import ipc
 from arrowmix.exceptions import ArrowmixError
 
 ROWS = 4000
@@ -77,7 +78,7 @@ def test_rewrite_after_the_first_chunk_is_mapped_is_never_mixed(
     fps = _fingerprints(tmp_path)
     d = str(tmp_path / "corpus")
     am.write_chunks(_version(1), d, rows_per_chunk=PER_CHUNK)
-    real_map = pa.memory_map
+    real_map = ipc.map_file  # how chunk files are mapped (advised random)
     fired = []
 
     def hooked(path: Any, *args: Any, **kwargs: Any) -> Any:
@@ -87,7 +88,7 @@ def test_rewrite_after_the_first_chunk_is_mapped_is_never_mixed(
             am.write_chunks(_version(2), d, rows_per_chunk=PER_CHUNK, overwrite=True)
         return mapped
 
-    monkeypatch.setattr(pa, "memory_map", hooked)
+    monkeypatch.setattr(ipc, "map_file", hooked)
     ds = am.Dataset.from_chunks(d)
     monkeypatch.undo()
     assert fired
@@ -178,7 +179,7 @@ def test_cache_files_written_beside_the_corpus_during_an_open_are_not_a_rewrite(
     fps = _fingerprints(tmp_path)
     d = str(tmp_path / "corpus")
     am.write_chunks(_version(1), d, rows_per_chunk=PER_CHUNK)
-    real_map = pa.memory_map
+    real_map = ipc.map_file  # how chunk files are mapped (advised random)
     calls = []
 
     def hooked(path: Any, *args: Any, **kwargs: Any) -> Any:
@@ -189,7 +190,7 @@ def test_cache_files_written_beside_the_corpus_during_an_open_are_not_a_rewrite(
         Path(d, f"cache-{n:016x}-00000-of-00001.arrow").write_bytes(b"x")
         return real_map(path, *args, **kwargs)
 
-    monkeypatch.setattr(pa, "memory_map", hooked)
+    monkeypatch.setattr(ipc, "map_file", hooked)
     ds = am.Dataset.from_chunks(d)
     monkeypatch.undo()
     _check(ds, fps)

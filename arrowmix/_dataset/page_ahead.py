@@ -1,0 +1,59 @@
+"""Read ahead, for a stream over memory-mapped chunks, the record batches its next rows crowd.
+
+Chunk files are advised random (:mod:`arrowmix._storage.pages`): a fault reads its own page
+only. That suits the ``"global"`` order, whose next rows are scattered over the whole corpus,
+but not the ``"chunks"`` order, which reads a window of a few chunks in shuffled order: there a
+batch's pages are all needed soon, and one sequential read of the batch is far cheaper than a
+random read per page. Before each block, the stream tells its row source where it stands
+(``read_ahead(upcoming)``); :class:`PageAhead` looks at the next 65,536 rows and asks the
+kernel (``MADV_WILLNEED``) for every record batch holding at least 1/64 of its rows among them.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from arrowmix._dataset.reader import TableReader
+
+__all__ = ["PageAhead"]
+
+#: Rows looked at ahead of the stream.
+_HORIZON = 65536
+#: A batch is read whole when this many of its rows, or more, are among the next rows: 1/64.
+_DENSE = 64
+
+
+class PageAhead:
+    """The ``read_ahead`` hook of a Dataset's rows over local, memory-mapped chunks."""
+
+    def __init__(self, reader: TableReader, mapper: Callable[[np.ndarray], np.ndarray] | None):
+        self._reader = reader
+        self._mapper = mapper
+        self._next: tuple[int, int] | None = None  # look again once the stream gets here
+        self._done: deque[int] = deque(maxlen=32)  # batches asked for lately
+
+    def __call__(self, upcoming: Any) -> None:
+        now = upcoming.cursor
+        if self._next is not None and (now[0], now[1] - _HORIZON // 2) < self._next <= (
+            now[0],
+            now[1] + _HORIZON // 2,
+        ):
+            return
+        pos, _ = upcoming.positions(now, _HORIZON)
+        self._next = (now[0], now[1] + _HORIZON // 2)
+        if len(pos) == 0:
+            return
+        if self._mapper is not None:
+            pos = np.asarray(self._mapper(pos), dtype=np.int64)
+        offsets = self._reader.batch_offsets
+        owner = np.searchsorted(offsets, pos, side="right") - 1
+        counts = np.bincount(owner, minlength=len(offsets) - 1)
+        rows = np.diff(offsets)
+        for b in np.flatnonzero(counts * _DENSE >= rows).tolist():
+            if b not in self._done:
+                self._done.append(b)
+                self._reader.prefetch_batch(b)

@@ -1,0 +1,177 @@
+"""Page advice: mappings advised random, cold opens and random rows read their own pages only."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import arrowmix as am
+from arrowmix._dataset.reader import TableReader
+from arrowmix._storage.ipc import open_table
+from arrowmix._storage.pages import map_file, slice_ranges
+
+linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux madvise")
+
+
+def _vm_flags(path: str) -> list[list[str]]:
+    """The VmFlags of every mapping of ``path`` in this process."""
+    flags, current = [], None
+    with open("/proc/self/smaps", encoding="utf-8") as f:
+        for line in f:
+            head = line.split()
+            if "-" in head[0] and len(head) >= 6:
+                current = head[5]
+            elif head[0] == "VmFlags:" and current == os.path.realpath(path):
+                flags.append(head[1:])
+    return flags
+
+
+def _read_bytes() -> int:
+    with open("/proc/self/io", encoding="ascii") as f:
+        return next(int(x.split()[1]) for x in f if x.startswith("read_bytes"))
+
+
+def _drop(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def _counts_disk_reads(path: str) -> bool:
+    """Whether a cold read of ``path`` moves ``read_bytes`` (not on tmpfs and the like)."""
+    _drop(path)
+    before = _read_bytes()
+    with open(path, "rb") as f:
+        f.read(1 << 16)
+    return _read_bytes() > before
+
+
+def _many_batches(path: str, batches: int = 200, rows: int = 4096) -> None:
+    """A chunk file of ``batches`` record batches of ``list<int32>`` documents (~40 MB)."""
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 24, rows)
+    offsets = np.r_[0, np.cumsum(lengths)].astype(np.int32)
+    values = pa.array(rng.integers(0, 30_000, int(offsets[-1]), dtype=np.int32))
+    ids = pa.ListArray.from_arrays(pa.array(offsets), values)
+    batch = pa.record_batch({"input_ids": ids})
+    with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, batch.schema) as w:
+        for _ in range(batches):
+            w.write_batch(batch)
+
+
+@linux
+def test_an_opened_chunk_is_mapped_random(tmp_path):
+    am.write_chunks([pa.record_batch({"x": list(range(1000))})], str(tmp_path / "c"))
+    ds = am.Dataset.from_chunks(str(tmp_path / "c"))
+    path = ds.cache_files[0]
+    flags = _vm_flags(path)
+    assert flags, f"{path} is not mapped"
+    assert all("rr" in f for f in flags), flags  # MADV_RANDOM: no read-around on a fault
+    assert ds[999]["x"] == 999
+
+
+@linux
+def test_a_cold_open_and_random_rows_read_their_own_pages(tmp_path):
+    path = str(tmp_path / "many.arrow")
+    _many_batches(path)
+    if not _counts_disk_reads(path):
+        pytest.skip("reads of this directory are not counted (tmpfs?)")
+    _drop(path)
+    before = _read_bytes()
+    table = open_table(path)
+    opened = _read_bytes() - before
+    # footer and 200 record batch headers: a page or two each, never a read-around each
+    assert opened <= 2 * 2**20, f"a cold open read {opened} bytes"
+    rows = np.random.default_rng(1).integers(0, table.num_rows, 20)
+    reader = TableReader(table)
+    before = _read_bytes()
+    got = [reader.take(np.array([r])).column(0)[0].as_py() for r in rows.tolist()]
+    used = _read_bytes() - before
+    assert used <= 20 * 64 * 1024, f"20 random rows read {used} bytes"
+    assert got == [table.column(0)[r].as_py() for r in rows.tolist()]
+
+
+@linux
+def test_a_sequential_pass_over_a_random_mapping_reads_each_page_once(tmp_path):
+    path = str(tmp_path / "many.arrow")
+    _many_batches(path, batches=40)
+    if not _counts_disk_reads(path):
+        pytest.skip("reads of this directory are not counted (tmpfs?)")
+    _drop(path)
+    table = open_table(path)
+    reader = TableReader(table)
+    before = _read_bytes()
+    total = 0
+    for start in range(0, table.num_rows, 5000):
+        part = reader.slice(start, start + 5000).column(0)
+        total += pc.sum(pc.list_flatten(part)).as_py()  # reads every token id
+    used = _read_bytes() - before
+    assert total == pc.sum(pc.list_flatten(table.column(0))).as_py()
+    assert used <= os.path.getsize(path) * 1.1
+
+
+_TYPES = {
+    "ints": (pa.int64(), st.integers(-(2**40), 2**40)),
+    "text": (pa.string(), st.text(max_size=30)),
+    "ids": (pa.list_(pa.int32()), st.lists(st.integers(0, 1000), max_size=20)),
+    "flags": (pa.bool_(), st.booleans()),
+}
+
+
+@given(
+    data=st.data(),
+    batch_rows=st.lists(st.integers(1, 40), min_size=1, max_size=6),
+    nulls=st.booleans(),
+)
+@settings(max_examples=40, deadline=None)
+def test_reads_of_a_mapped_file_equal_pyarrows(tmp_path_factory, data, batch_rows, nulls):
+    schema = pa.schema(
+        [(n, t) for n, (t, _) in _TYPES.items()]
+        + [("pair", pa.struct([("a", pa.int32()), ("b", pa.string())]))]
+    )
+    batches = []
+    for n in batch_rows:
+        cols = {}
+        for name, (kind, values) in _TYPES.items():
+            item = st.one_of(st.none(), values) if nulls else values
+            cols[name] = pa.array(data.draw(st.lists(item, min_size=n, max_size=n)), kind)
+        cols["pair"] = pa.array([{"a": i, "b": str(i)} for i in range(n)], schema.field(4).type)
+        batches.append(pa.record_batch(cols, schema=schema))
+    path = str(tmp_path_factory.mktemp("m") / "f.arrow")
+    with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, schema) as w:
+        for b in batches:
+            w.write_batch(b)
+    table = open_table(path)
+    expected = pa.Table.from_batches(batches, schema=schema)
+    n = table.num_rows
+    positions = np.asarray(data.draw(st.lists(st.integers(0, n - 1), max_size=60)), np.int64)
+    reader = TableReader(table)
+    assert reader.take(positions).to_pylist() == expected.take(positions).to_pylist()
+    start = data.draw(st.integers(0, n))
+    stop = data.draw(st.integers(start, n))
+    for _ in range(2):  # a repeated slice continues the pass: it asks ahead
+        assert (
+            reader.slice(start, stop).to_pylist() == expected.slice(start, stop - start).to_pylist()
+        )
+    for batch in table.to_batches():
+        for col in batch.columns:
+            for lo, hi in slice_ranges(col, 0, len(col)):
+                assert lo <= hi
+
+
+def test_an_empty_file_is_not_arrow(tmp_path):
+    path = tmp_path / "empty.arrow"
+    path.write_bytes(b"")
+    assert map_file(str(path)).size == 0
+    with pytest.raises(am.exceptions.ChunkFileError, match=r"empty\.arrow"):
+        open_table(str(path))
