@@ -73,6 +73,10 @@ class TableReader:
         first = hi if lo <= start <= hi else start
         last = min(stop + ahead, self.num_rows)
         self._asked = (start, last)
+        prefetch_rows(self._pieces(first, last))
+
+    def _pieces(self, first: int, last: int) -> list[tuple[pa.Array[Any], int, int]]:
+        """``(column of a batch, start, stop)`` of rows ``[first, last)``, batch by batch."""
         b0 = int(np.searchsorted(self._offsets, first, side="right")) - 1
         b1 = int(np.searchsorted(self._offsets, last, side="left"))
         parts: list[tuple[pa.Array[Any], int, int]] = []
@@ -80,7 +84,16 @@ class TableReader:
             base = int(self._offsets[b])
             a, z = max(first - base, 0), min(last - base, self._batches[b].num_rows)
             parts.extend((col, a, z) for col in self._batches[b].columns)
-        prefetch_rows(parts)
+        return parts
+
+    def prefetch_ranges(self, starts: np.ndarray, stops: np.ndarray) -> None:
+        """Ask for the pages of rows ``[starts[i], stops[i])`` (a stream's next blocks)."""
+        if self._mapped:
+            prefetch_rows(
+                p
+                for a, z in zip(starts.tolist(), stops.tolist(), strict=True)
+                for p in self._pieces(a, z)
+            )
 
     @property
     def batch_offsets(self) -> np.ndarray:

@@ -22,7 +22,6 @@ from arrowmix._dataset.indices import IndexMap
 from arrowmix._dataset.page_ahead import PageAhead
 from arrowmix._dataset.reader import TableReader
 from arrowmix._dataset.state import gather, num_rows, state_of
-from arrowmix._dataset.willneed import WillNeed
 from arrowmix._remote.cache import parse_size
 from arrowmix._remote.table import ReadAhead, RemoteTable
 from arrowmix._storage.take import int64_array
@@ -157,22 +156,17 @@ class DatasetRows:
         return (self._reader(others).take(base) if others else None), values
 
     def prefetch(self, starts: np.ndarray, stops: np.ndarray) -> None:
-        """Start reading the view rows ``[starts[i], stops[i])`` (``madvise(WILLNEED)``).
+        """Ask the kernel for the pages of view rows ``[starts[i], stops[i])`` now.
 
-        A hint from streams that know their next row ranges (``shuffle="blocks"``). Local
-        tables whose view is the table or a range of it; a no-op otherwise.
+        A hint from streams that know their next row ranges (``shuffle="blocks"``): local,
+        memory-mapped tables whose view is the table or a range of it; a no-op otherwise.
         """
         s = state_of(self._ds)
         if isinstance(s.table, RemoteTable) or (s.indices is not None and not s.indices.is_range):
             return
         shift = 0 if s.indices is None else s.indices.start
-        advise = self.__dict__.get("_will_need")
-        if advise is None:
-            table = s.table if self._columns is None else s.table.select(self._columns)
-            advise = self._will_need = WillNeed(table)
-        advise(
-            np.asarray(starts, dtype=np.int64) + shift, np.asarray(stops, dtype=np.int64) + shift
-        )
+        lo, hi = np.asarray(starts, dtype=np.int64), np.asarray(stops, dtype=np.int64)
+        self._reader(self._schema.names).prefetch_ranges(lo + shift, hi + shift)
 
     def _reader(self, columns: Sequence[str]) -> TableReader:
         """A reader of ``columns`` of the local table (kept for the next reads)."""

@@ -21,14 +21,12 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["RELEASE_BYTES", "PageReleaser", "will_need"]
+__all__ = ["RELEASE_BYTES", "PageReleaser"]
 
 #: Input bytes read between two releases.
 RELEASE_BYTES = 128 * 2**20
 
 _MADV_DONTNEED = 4
-_MADV_WILLNEED = 3
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 @functools.cache
@@ -36,29 +34,6 @@ def _madvise() -> Any:
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
     libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     return libc.madvise
-
-
-def will_need(spans: Iterable[tuple[int, int]]) -> None:
-    """Ask the kernel to start reading the pages of the ``(address, length)`` spans.
-
-    Adjacent spans are advised together. A hint: errors (memory that is not a file mapping)
-    are ignored. Linux only.
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    madvise = _madvise()
-    lo = hi = -1
-    for addr, length in sorted(spans):
-        if length <= 0:
-            continue
-        start, end = addr - addr % _PAGE, addr + length
-        if start > hi:
-            if hi > lo:
-                madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), _MADV_WILLNEED)
-            lo = start
-        hi = max(hi, end)
-    if hi > lo >= 0:
-        madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), _MADV_WILLNEED)
 
 
 def release_mapped_pages(paths: Iterable[str]) -> int:

@@ -45,7 +45,6 @@ DEFAULT_WINDOW_BLOCKS = 256
 
 # Counters that keep the block order's random streams apart from the other modes'.
 _BLOCKS_STREAM = 0x426C6B73  # "Blks"
-_TAIL = -1
 
 
 @dataclass(frozen=True)
