@@ -73,3 +73,16 @@ def test_asking_through_a_real_mapping_is_harmless(tmp_path: Any) -> None:
     rows = DatasetRows(am.Dataset.from_chunks(str(tmp_path / "c")))
     rows.prefetch(np.array([0, 150, 490]), np.array([10, 260, 500]))
     assert rows.take(np.array([499])).column("ids").to_pylist() == [[499] * 5]
+
+
+def test_the_offsets_of_variable_width_pieces_are_asked_for_first() -> None:
+    import pyarrow as pa
+
+    from arrowmix._dataset.reader import _offsets_range
+
+    ids = pa.array([[1], [2, 3], [], [4]], type=pa.list_(pa.int32())).slice(1)
+    base = ids.buffers()[1].address
+    assert _offsets_range(ids, 1, 3) == (base + (1 + 1) * 4, base + (1 + 3 + 1) * 4)
+    big = pa.array(["a", "bb"], type=pa.large_string())
+    assert _offsets_range(big, 0, 2) == (big.buffers()[1].address, big.buffers()[1].address + 24)
+    assert _offsets_range(pa.array([1, 2]), 0, 2) is None
