@@ -175,7 +175,10 @@ def _offsets_range(arr: pa.Array[Any], start: int, stop: int) -> tuple[int, int]
     large = pa.types.is_large_list(t) or pa.types.is_large_string(t) or pa.types.is_large_binary(t)
     if not (large or pa.types.is_list(t) or pa.types.is_string(t) or pa.types.is_binary(t)):
         return None
-    item, base = (8 if large else 4), arr.buffers()[1].address
+    offsets = arr.buffers()[1]
+    if offsets is None:
+        return None
+    item, base = (8 if large else 4), offsets.address
     return base + (arr.offset + start) * item, base + (arr.offset + stop + 1) * item
 
 
