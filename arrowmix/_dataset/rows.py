@@ -66,6 +66,8 @@ class DatasetRows:
 
     def _page_ahead(self, upcoming: Upcoming) -> None:
         """Local chunks: read ahead the record batches the next rows crowd (see PageAhead)."""
+        if upcoming.ranges_announced:  # the order asks for its exact ranges (``prefetch``)
+            return
         ahead = self.__dict__.get("_pages")
         if ahead is None:
             s = state_of(self._ds)

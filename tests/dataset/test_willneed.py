@@ -86,3 +86,16 @@ def test_the_offsets_of_variable_width_pieces_are_asked_for_first() -> None:
     big = pa.array(["a", "bb"], type=pa.large_string())
     assert _offsets_range(big, 0, 2) == (big.buffers()[1].address, big.buffers()[1].address + 24)
     assert _offsets_range(pa.array([1, 2]), 0, 2) is None
+
+
+def test_the_batch_read_ahead_leaves_announced_ranges_to_prefetch(
+    ds: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from arrowmix._dataset.page_ahead import PageAhead
+
+    calls: list[str] = []
+    monkeypatch.setattr(PageAhead, "__call__", lambda self, upcoming: calls.append("guess"))
+    for mode in ("blocks", "chunks"):
+        calls.clear()
+        list(ds.to_stream(shuffle=mode, seed=0, infinite=False))
+        assert bool(calls) == (mode == "chunks"), mode

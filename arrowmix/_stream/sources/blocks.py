@@ -17,8 +17,8 @@ O(window) whatever the corpus size.
 
 Reads: when a window's rows are first needed, the order tells the row source (its optional
 ``prefetch``) the row ranges of that window and of the next one, so a source over memory-mapped
-files fetches exactly those ranges (a few hundred KB each) ahead of the gather, instead of
-paying the kernel's read-around of several MB per page fault in a random place.
+files asks the kernel for exactly those ranges (a few hundred KB each) ahead of the gather,
+many reads in flight, instead of one synchronous page read per fault in a random place.
 """
 
 from __future__ import annotations

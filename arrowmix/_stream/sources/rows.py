@@ -431,11 +431,16 @@ class Upcoming:
     bounded cache) is called with one before every block the source reads, and may ask for
     the positions of the rows that follow, epoch after epoch, to download what comes next.
     Cursors are ``(epoch, index in this rank's share of the epoch)``.
+
+    ``ranges_announced``: the order hands the row ranges it reads next to the row source's
+    ``prefetch`` itself (``shuffle="blocks"``), so a read-ahead of local pages can leave
+    them to it.
     """
 
     def __init__(self, source: ArrowSource, cursor: tuple[int, int]) -> None:
         self._source = source
         self.cursor = cursor
+        self.ranges_announced = source.shuffle_mode == "blocks"
 
     def positions(self, cursor: tuple[int, int], n: int) -> tuple[np.ndarray, tuple[int, int]]:
         """Up to ``n`` positions from ``cursor`` on (within one epoch), and the cursor after.
