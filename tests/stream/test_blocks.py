@@ -159,3 +159,16 @@ def test_other_modes_announce_nothing() -> None:
     for mode in ("global", "chunks", None):
         list(from_row_source(src, shuffle=mode, seed=1, infinite=False))
     assert src.announced == []
+
+
+def test_a_pickled_stream_carries_no_window_positions() -> None:
+    import pickle
+
+    s = arrow(200_000, shuffle="blocks", seed=1, blocks=BlockShape(64, 512))
+    fresh = len(pickle.dumps(s))  # the in-memory table is pickled with it
+    for _ in range(10):
+        next(s)
+    data = pickle.dumps(s)
+    assert len(data) - fresh < 10_000  # a window of 32,768 positions would be 262 KB
+    t = pickle.loads(data)
+    assert [next(t)["id"] for _ in range(5)] == [next(s)["id"] for _ in range(5)]

@@ -125,6 +125,10 @@ class BlockOrder:
         self._prefetch = prefetch
         self._announced = -1  # windows up to this one were handed to ``prefetch``
 
+    def __getstate__(self) -> dict[str, object]:
+        # A pickled stream stays small: the windows are recomputed (and announced) on use.
+        return {**self.__dict__, "_cache": {}, "_announced": -1}
+
     def window_of(self, g: np.ndarray) -> np.ndarray:
         """The window holding each epoch-order index of ``g``."""
         k, wr = self.tail_window, self.window_rows
