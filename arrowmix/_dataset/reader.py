@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._storage.pages import is_mapped, prefetch_rows, will_need
+from arrowmix._storage.pages import is_mapped, prefetch_rows
 from arrowmix._storage.take import int64_array, take_unchecked
 
 __all__ = ["TableReader", "int64_array"]
@@ -100,9 +100,7 @@ class TableReader:
             for a, z in zip(starts.tolist(), stops.tolist(), strict=True)
             for p in self._pieces(a, z)
         ]
-        heads = [_offsets_range(arr, a, z) for arr, a, z in pieces]
-        spans = np.array([h for h in heads if h is not None], dtype=np.int64).reshape(-1, 2)
-        will_need(spans[:, 0], spans[:, 1])
+        prefetch_rows(pieces, values=False)
         prefetch_rows(pieces)
 
     @property
@@ -167,19 +165,6 @@ class TableReader:
     def _take_batch(self, b: int, local: pa.Array[Any]) -> pa.RecordBatch:
         """Rows ``local`` (int64, in range by construction) of record batch ``b``."""
         return take_unchecked(self._batches[b], local)
-
-
-def _offsets_range(arr: pa.Array[Any], start: int, stop: int) -> tuple[int, int] | None:
-    """Addresses of the offsets of rows ``[start, stop)`` of a variable-width array."""
-    t = arr.type
-    large = pa.types.is_large_list(t) or pa.types.is_large_string(t) or pa.types.is_large_binary(t)
-    if not (large or pa.types.is_list(t) or pa.types.is_string(t) or pa.types.is_binary(t)):
-        return None
-    offsets = arr.buffers()[1]
-    if offsets is None:
-        return None
-    item, base = (8 if large else 4), offsets.address
-    return base + (arr.offset + start) * item, base + (arr.offset + stop + 1) * item
 
 
 def _in_mapping(batch: pa.RecordBatch) -> bool:

@@ -28,7 +28,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["is_mapped", "map_file", "prefetch_rows", "slice_ranges", "will_need"]
+__all__ = [
+    "advise",
+    "is_mapped",
+    "map_file",
+    "prefetch_rows",
+    "resident",
+    "row_ranges",
+    "will_need",
+]
 
 _PAGE = mmap.PAGESIZE
 #: Largest ``MADV_WILLNEED`` call: the kernel caps one call at the device's read-ahead
@@ -39,11 +47,16 @@ _AHEAD_CAP = 256 * 2**20
 
 _ADVISE = sys.platform.startswith("linux") and hasattr(mmap, "MADV_RANDOM")
 _madvise: Any = None
+_mincore: Any = None
 if _ADVISE:
     try:
-        _madvise = ctypes.CDLL(None, use_errno=True).madvise
+        _libc = ctypes.CDLL(None, use_errno=True)
+        _madvise = _libc.madvise
         _madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
         _madvise.restype = ctypes.c_int
+        _mincore = _libc.mincore
+        _mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+        _mincore.restype = ctypes.c_int
     except (OSError, AttributeError):  # pragma: no cover - a libc without madvise
         _ADVISE = False
 
@@ -84,6 +97,11 @@ def is_mapped(address: int) -> bool:
     return i >= 0 and address < _ENDS[_STARTS[i]]
 
 
+def advise(address: int, size: int, advice: int) -> bool:
+    """``madvise(address, size, advice)``; False where it failed or is unsupported."""
+    return _ADVISE and _madvise(address, size, advice) == 0
+
+
 def will_need(lo: np.ndarray, hi: np.ndarray) -> int:
     """Ask the kernel to read the pages of the address ranges ``[lo, hi)`` now.
 
@@ -113,6 +131,19 @@ def will_need(lo: np.ndarray, hi: np.ndarray) -> int:
     return total
 
 
+def resident(addresses: np.ndarray) -> float:
+    """Share of the pages holding ``addresses`` that are in memory (``mincore``); 0 if unknown."""
+    if not _ADVISE or len(addresses) == 0:
+        return 0.0
+    vec = ctypes.c_ubyte()
+    hits = 0
+    for a in (np.asarray(addresses, dtype=np.int64) // _PAGE * _PAGE).tolist():
+        if _mincore(a, _PAGE, ctypes.byref(vec)) != 0:
+            return 0.0
+        hits += vec.value & 1
+    return hits / len(addresses)
+
+
 def _width(t: pa.DataType) -> int | None:
     """Bits per value of a fixed-width type, None for others."""
     try:
@@ -121,69 +152,90 @@ def _width(t: pa.DataType) -> int | None:
         return None
 
 
-def slice_ranges(arr: pa.Array[Any], start: int, stop: int) -> list[tuple[int, int]]:
-    """Address ranges of the buffers holding rows ``[start, stop)`` of ``arr``.
+def _variable(t: pa.DataType) -> int:
+    """Bytes per offset of a (large) list, string or binary type, 0 for others."""
+    if pa.types.is_list(t) or pa.types.is_string(t) or pa.types.is_binary(t):
+        return 4
+    large = pa.types.is_large_list(t) or pa.types.is_large_string(t)
+    return 8 if large or pa.types.is_large_binary(t) else 0
+
+
+def row_ranges(
+    arr: pa.Array[Any], starts: np.ndarray, stops: np.ndarray, *, values: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(lo, hi)``: address ranges of the buffers holding rows ``[starts[i], stops[i])``.
 
     Covers validity bitmaps, fixed-width values, (large) lists, strings and binaries, and
-    structs, recursively; variable-length values are located through their offsets (two
-    offsets are read). Other types contribute only the buffers located so far.
+    structs, recursively; variable-length values are located through their offsets (the
+    offsets are read). With ``values=False``, the walk stops at the first offsets: the
+    ranges can be asked for before those offsets are read. Other types contribute only
+    the buffers located so far.
     """
-    out: list[tuple[int, int]] = []
-    todo: list[tuple[Any, int, int]] = [(arr, start, stop)]  # pyarrow's array subclasses
+    los: list[np.ndarray] = []
+    his: list[np.ndarray] = []
+    s0 = np.asarray(starts, dtype=np.int64)
+    e0 = np.asarray(stops, dtype=np.int64)
+    todo: list[tuple[Any, np.ndarray, np.ndarray]] = [(arr, s0, e0)]  # array subclasses
     while todo:
         a, s, e = todo.pop()
-        if e <= s:
+        keep = e > s
+        s, e = s[keep], e[keep]
+        if len(s) == 0:
             continue
         t, off, bufs = a.type, a.offset, a.buffers()
         if bufs and bufs[0] is not None:  # validity bitmap
-            out.append((bufs[0].address + (off + s) // 8, bufs[0].address + (off + e + 7) // 8))
+            los.append(bufs[0].address + (off + s) // 8)
+            his.append(bufs[0].address + (off + e + 7) // 8)
         if pa.types.is_struct(t):
             todo.extend((a.field(i), s, e) for i in range(t.num_fields))
             continue
-        var = pa.types.is_list(t) or pa.types.is_string(t) or pa.types.is_binary(t)
-        large = pa.types.is_large_list(t) or pa.types.is_large_string(t)
-        large = large or pa.types.is_large_binary(t)
-        if var or large:
-            item = 8 if large else 4
+        item = _variable(t)
+        if item:
             ob: Any = bufs[1]
-            out.append((ob.address + (off + s) * item, ob.address + (off + e + 1) * item))
-            offsets = np.frombuffer(ob, dtype=np.int64 if large else np.int32)
-            lo, hi = int(offsets[off + s]), int(offsets[off + e])
+            los.append(ob.address + (off + s) * item)
+            his.append(ob.address + (off + e + 1) * item)
+            if not values:
+                continue
+            offsets = np.frombuffer(ob, dtype=np.int64 if item == 8 else np.int32)
+            lo, hi = offsets[off + s].astype(np.int64), offsets[off + e].astype(np.int64)
             if pa.types.is_list(t) or pa.types.is_large_list(t):
                 todo.append((a.values, lo, hi))
             elif bufs[2] is not None:
-                out.append((bufs[2].address + lo, bufs[2].address + hi))
+                los.append(bufs[2].address + lo)
+                his.append(bufs[2].address + hi)
             continue
         bits = _width(t)
         if bits is not None and len(bufs) > 1 and bufs[1] is not None:
             base = bufs[1].address
-            out.append((base + (off + s) * bits // 8, base + -(-(off + e) * bits // 8)))
-    return out
+            los.append(base + (off + s) * bits // 8)
+            his.append(base + -(-(off + e) * bits // 8))
+    if not los:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    return np.concatenate(los), np.concatenate(his)
 
 
-def prefetch_rows(chunks: Iterable[tuple[pa.Array[Any], int, int]]) -> int:
+def prefetch_rows(chunks: Iterable[tuple[pa.Array[Any], Any, Any]], *, values: bool = True) -> int:
     """Ask for the pages of rows ``[start, stop)`` of each ``(array, start, stop)``.
 
-    Only arrays in mappings made by :func:`map_file` are looked at, and at most 256 MiB is
-    asked for. Returns the bytes asked for.
+    ``start`` and ``stop`` are ints or int64 arrays (many ranges of one array). Only arrays
+    in mappings made by :func:`map_file` are looked at, and at most 256 MiB is asked for.
+    ``values=False`` asks for the offsets of variable-width rows, not their values (see
+    :func:`row_ranges`). Returns the bytes asked for.
     """
     if not _ADVISE or not _STARTS:
         return 0
-    ranges: list[tuple[int, int]] = []
-    budget = _AHEAD_CAP
+    los, his = [], []
     for arr, start, stop in chunks:
         bufs = [b for b in arr.buffers() if b is not None and b.size]
         if not bufs or not is_mapped(bufs[0].address):
             continue
-        for lo, hi in slice_ranges(arr, start, stop):
-            hi = min(hi, lo + budget)
-            ranges.append((lo, hi))
-            budget -= hi - lo
-            if budget <= 0:
-                break
-        if budget <= 0:
-            break
-    if not ranges:
+        lo, hi = row_ranges(arr, np.atleast_1d(start), np.atleast_1d(stop), values=values)
+        los.append(lo)
+        his.append(hi)
+    if not los:
         return 0
-    lo, hi = np.array(ranges, dtype=np.int64).T
-    return will_need(lo, hi)
+    lo, hi = np.concatenate(los), np.concatenate(his)
+    # the first ranges, in walk order, up to the cap (the last one cut short)
+    room = _AHEAD_CAP - np.concatenate([[0], np.cumsum(hi - lo)[:-1]])
+    keep = room > 0
+    return will_need(lo[keep], np.minimum(hi[keep], lo[keep] + room[keep]))

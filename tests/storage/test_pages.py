@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import arrowmix as am
 from arrowmix._dataset.reader import TableReader
 from arrowmix._storage.ipc import open_table
-from arrowmix._storage.pages import map_file, slice_ranges
+from arrowmix._storage.pages import map_file, row_ranges
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux madvise")
 
@@ -165,8 +165,9 @@ def test_reads_of_a_mapped_file_equal_pyarrows(tmp_path_factory, data, batch_row
         )
     for batch in table.to_batches():
         for col in batch.columns:
-            for lo, hi in slice_ranges(col, 0, len(col)):
-                assert lo <= hi
+            for values in (False, True):
+                lo, hi = row_ranges(col, np.array([0]), np.array([len(col)]), values=values)
+                assert (lo <= hi).all()
 
 
 def test_an_empty_file_is_not_arrow(tmp_path):

@@ -13,13 +13,11 @@ elsewhere.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import functools
 import os
 import sys
 from collections.abc import Iterable
-from typing import Any
+
+from arrowmix._storage.pages import advise
 
 __all__ = ["RELEASE_BYTES", "PageReleaser"]
 
@@ -27,13 +25,6 @@ __all__ = ["RELEASE_BYTES", "PageReleaser"]
 RELEASE_BYTES = 128 * 2**20
 
 _MADV_DONTNEED = 4
-
-
-@functools.cache
-def _madvise() -> Any:
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    return libc.madvise
 
 
 def release_mapped_pages(paths: Iterable[str]) -> int:
@@ -44,7 +35,6 @@ def release_mapped_pages(paths: Iterable[str]) -> int:
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
             lines = f.readlines()
-        madvise = _madvise()
     except OSError:
         return 0
     advised = 0
@@ -53,7 +43,7 @@ def release_mapped_pages(paths: Iterable[str]) -> int:
         if len(parts) < 6 or "w" in parts[1] or parts[5].strip() not in targets:
             continue
         lo, hi = (int(x, 16) for x in parts[0].split("-"))
-        if madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), _MADV_DONTNEED) == 0:
+        if advise(lo, hi - lo, _MADV_DONTNEED):
             advised += hi - lo
     return advised
 
