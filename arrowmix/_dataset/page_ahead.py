@@ -7,6 +7,10 @@ batch's pages are all needed soon, and one sequential read of the batch is far c
 random read per page. Before each block, the stream tells its row source where it stands
 (``read_ahead(upcoming)``); :class:`PageAhead` looks at the next 65,536 rows and asks the
 kernel (``MADV_WILLNEED``) for every record batch holding at least 1/64 of its rows among them.
+The other rows (the ``"global"`` order's) are asked for by their exact pages, a few thousand
+rows ahead, all at once: the kernel then has that many reads in flight, where faulting the
+rows in turn waits for one read at a time. Over a table already in memory this costs a few
+``mincore`` calls per block.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ __all__ = ["PageAhead"]
 _HORIZON = 65536
 #: A batch is read whole when this many of its rows, or more, are among the next rows: 1/64.
 _DENSE = 64
+#: Rows whose exact pages are asked for ahead of a stream reading scattered rows.
+DEPTH = 1024
 
 
 class PageAhead:
@@ -35,8 +41,15 @@ class PageAhead:
         self._mapper = mapper
         self._next: tuple[int, int] | None = None  # look again once the stream gets here
         self._done: deque[int] = deque(maxlen=32)  # batches asked for lately
+        self._epoch = -1
+        self._last = self._heads = self._values = 0  # cursor seen last; rows asked up to
 
     def __call__(self, upcoming: Any) -> None:
+        self._crowded(upcoming)
+        self._scattered(upcoming)
+
+    def _crowded(self, upcoming: Any) -> None:
+        """Every few blocks: the batches crowded by the next rows are asked for whole."""
         now = upcoming.cursor
         if self._next is not None and (now[0], now[1] - _HORIZON // 2) < self._next <= (
             now[0],
@@ -57,3 +70,34 @@ class PageAhead:
             if b not in self._done:
                 self._done.append(b)
                 self._reader.prefetch_batch(b)
+
+    def _scattered(self, upcoming: Any) -> None:
+        """The exact pages of the next rows: values one depth ahead, offsets two depths ahead.
+
+        Each row is asked for twice, once for its offsets and a depth of rows later for its
+        values (read through the offsets, which have arrived by then), so both reads overlap
+        the stream's consumer. The depth grows to the stream's step between two calls.
+        """
+        epoch, index = upcoming.cursor
+        if epoch != self._epoch:
+            self._epoch, self._last, self._heads, self._values = epoch, index, index, index
+        depth = max(DEPTH, index - self._last)
+        self._last = index
+        self._heads, self._values = max(self._heads, index), max(self._values, index)
+        if self._heads < index + 2 * depth:
+            self._ask(upcoming, self._heads, index + 2 * depth, values=False)
+            self._heads = index + 2 * depth
+        if self._values < index + depth:
+            self._ask(upcoming, self._values, index + depth, values=True)
+            self._values = index + depth
+
+    def _ask(self, upcoming: Any, start: int, stop: int, *, values: bool) -> None:
+        pos, after = upcoming.positions((self._epoch, start), stop - start)
+        if len(pos) == 0 or after[0] != self._epoch:
+            return
+        if self._mapper is not None:
+            pos = np.asarray(self._mapper(pos), dtype=np.int64)
+        if self._done:  # rows of batches asked for whole need nothing more
+            owner = np.searchsorted(self._reader.batch_offsets, pos, side="right") - 1
+            pos = pos[~np.isin(owner, np.fromiter(self._done, dtype=np.int64))]
+        self._reader.prefetch_rows_at(pos, values=values)

@@ -26,13 +26,17 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._storage.pages import is_mapped, prefetch_rows
+from arrowmix._storage.pages import is_mapped, prefetch_rows, resident, row_ranges
 from arrowmix._storage.take import int64_array, take_unchecked
 
 __all__ = ["TableReader", "int64_array"]
 
 #: Rows a slice asks for beyond its end at least (the next slices of a sequential reader).
 _AHEAD_ROWS = 65536
+#: Rows whose pages are looked up (``mincore``) before scattered rows are asked for.
+_SAMPLE = 8
+#: Gathers of this many rows or more ask for their rows' pages before reading them.
+_GATHER_ADVICE = 16
 
 
 class TableReader:
@@ -103,6 +107,37 @@ class TableReader:
         prefetch_rows(pieces, values=False)
         prefetch_rows(pieces)
 
+    def prefetch_rows_at(self, positions: np.ndarray, *, values: bool = True) -> bool:
+        """Ask for the exact pages of the rows at ``positions`` (scattered rows), all at once.
+
+        With ``values=False`` only their offsets (and fixed-width values) are asked for:
+        locating the values of variable-width rows reads the offsets, so a reader that asks
+        for the offsets first and for the values later finds the offsets arrived. Nothing
+        is asked (False) when the pages of a sample of the rows are in memory already, so
+        a warm table pays a few ``mincore`` calls only.
+        """
+        pos = np.asarray(positions, dtype=np.int64)
+        if not self._mapped or len(pos) == 0:
+            return False
+        sample = pos[:: max(1, len(pos) // _SAMPLE)][:_SAMPLE]
+        lo = [row_ranges(a, s, z, values=values)[0] for a, s, z in self._row_pieces(sample)]
+        if lo and resident(np.concatenate(lo)) == 1.0:
+            return False
+        prefetch_rows(self._row_pieces(pos), values=values)
+        return True
+
+    def _row_pieces(self, pos: np.ndarray) -> list[tuple[pa.Array[Any], np.ndarray, np.ndarray]]:
+        """``(column of a batch, starts, stops)`` of the single rows ``pos``, batch by batch."""
+        owner = np.searchsorted(self._offsets, pos, side="right") - 1
+        order = np.argsort(owner, kind="stable")
+        owner, local = owner[order], pos[order] - self._offsets[owner[order]]
+        cuts = [0, *(np.flatnonzero(owner[1:] != owner[:-1]) + 1).tolist(), len(pos)]
+        parts: list[tuple[pa.Array[Any], np.ndarray, np.ndarray]] = []
+        for a, z in itertools.pairwise(cuts):
+            rows = local[a:z]
+            parts.extend((col, rows, rows + 1) for col in self._batches[int(owner[a])].columns)
+        return parts
+
     @property
     def batch_offsets(self) -> np.ndarray:
         """First row of each non-empty record batch, then the row count."""
@@ -141,6 +176,9 @@ class TableReader:
         is_sorted = not bool((steps < 0).any())
         if hi - lo + 1 == n and bool((steps == 1).all()):  # repeats are not contiguous
             return self.slice(lo, hi + 1)
+        if self._mapped and n >= _GATHER_ADVICE:  # many reads in flight, not one at a time
+            self.prefetch_rows_at(idx, values=False)
+            self.prefetch_rows_at(idx)
         if len(self._batches) == 1:
             batch = self._take_batch(0, int64_array(idx))
             return pa.Table.from_batches([batch], schema=self.table.schema)

@@ -1,0 +1,120 @@
+"""Scattered rows of a cold table are asked for by their exact pages before they are read."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import arrowmix as am
+from arrowmix._dataset import page_ahead, reader
+from arrowmix._dataset.state import state_of
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux madvise")
+
+
+def _drop(paths: list[str]) -> None:
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+@pytest.fixture
+def cold(tmp_path: Any) -> am.Dataset:
+    """40,000 documents in two chunk files, their pages dropped."""
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 40, 40_000)
+    offsets = pa.array(np.r_[0, np.cumsum(lengths)].astype(np.int32))
+    values = pa.array(rng.integers(0, 30_000, int(lengths.sum()), dtype=np.int32))
+    ids = pa.ListArray.from_arrays(offsets, values)
+    batches = [pa.record_batch({"ids": ids.slice(a, 4000)}) for a in range(0, 40_000, 4000)]
+    am.write_chunks(batches, str(tmp_path / "c"), rows_per_chunk=20_000)
+    ds = am.Dataset.from_chunks(str(tmp_path / "c"))
+    _drop(ds.cache_files)
+    if reader.resident(np.array([_first_address(ds)])) == 1.0:
+        pytest.skip("pages of this directory cannot be dropped (tmpfs?)")
+    return ds
+
+
+def _chunks(ds: am.Dataset) -> list[Any]:
+    """The record batches of column ``ids``, untouched (no page is read)."""
+    return list(state_of(ds).table.column("ids").chunks)
+
+
+def _first_address(ds: am.Dataset) -> int:
+    return int(_chunks(ds)[0].values.buffers()[1].address)
+
+
+@pytest.fixture
+def asked(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bool, set[int]]]:
+    """``(values, table rows)`` of every call asking for single rows' pages (not ranges)."""
+    out: list[tuple[bool, set[int]]] = []
+    real = reader.prefetch_rows
+
+    def record(parts: Any, values: bool = True) -> int:
+        parts = list(parts)
+        if parts and np.ndim(parts[0][1]) == 1:  # single rows, not ranges
+            rows: set[int] = set()
+            for arr, starts, _ in parts:
+                rows.update((_FIRST_ROW[int(arr.buffers()[1].address)] + starts).tolist())
+            out.append((values, rows))
+        return real(parts, values=values)
+
+    monkeypatch.setattr(reader, "prefetch_rows", record)
+    return out
+
+
+_FIRST_ROW: dict[int, int] = {}  # offsets' address of each record batch -> its first row
+
+
+def _index_batches(ds: am.Dataset) -> None:
+    _FIRST_ROW.clear()
+    first = 0
+    for chunk in _chunks(ds):
+        _FIRST_ROW[int(chunk.buffers()[1].address)] = first
+        first += len(chunk)
+
+
+def test_a_global_stream_asks_for_its_next_rows_offsets_first(
+    cold: am.Dataset, asked: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(page_ahead, "_HORIZON", 64)  # no batch is crowded: rows are scattered
+    _index_batches(cold)
+    order = cold.to_stream(seed=0, infinite=False)
+    order.reset(None)
+    expected = order.pull_positions(3 * page_ahead.DEPTH).tolist()
+    stream = cold.to_stream(seed=0, infinite=False)
+    first = [row["ids"] for _, row in zip(range(10), stream, strict=False)]
+    assert first == [cold[i]["ids"] for i in expected[:10]]
+    heads = set().union(*(rows for values, rows in asked if not values))
+    bodies = set().union(*(rows for values, rows in asked if values))
+    assert set(expected[: 2 * page_ahead.DEPTH]) <= heads
+    assert set(expected[: page_ahead.DEPTH]) <= bodies
+    assert asked[0][0] is False  # the offsets of the first rows before their values
+
+
+def test_a_gather_asks_for_its_rows_then_reads_them(cold: am.Dataset, asked: Any) -> None:
+    _index_batches(cold)
+    pos = np.random.default_rng(2).choice(40_000, 500, replace=False)
+    got = cold.select(pos).with_format("arrow")[:]
+    assert [values for values, _ in asked] == [False, True]
+    assert asked[0][1] == asked[1][1] == set(pos.tolist())
+    expected = cold.with_format("arrow")[:].column("ids").take(pa.array(pos))
+    assert got.column("ids").to_pylist() == expected.to_pylist()
+
+
+def test_warm_rows_are_not_asked_for(tmp_path: Any, asked: Any) -> None:
+    am.write_chunks(({"ids": [i] * 9} for i in range(20_000)), str(tmp_path / "w"))
+    ds = am.Dataset.from_chunks(str(tmp_path / "w"))
+    ds.with_format("arrow")[:].column("ids").to_pylist()  # every page in memory
+    pos = np.random.default_rng(3).choice(20_000, 300, replace=False)
+    assert ds.select(pos)["ids"] == [[int(i)] * 9 for i in pos]
+    assert asked == []
