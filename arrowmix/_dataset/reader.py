@@ -57,9 +57,15 @@ class TableReader:
         return self.table.num_rows
 
     def slice(self, start: int, stop: int) -> pa.Table:
-        """Rows ``[start, stop)``, zero-copy; their pages and the next rows' are asked for."""
-        if self._mapped and stop > start:
+        """Rows ``[start, stop)``, zero-copy; their pages and the next rows' are asked for.
+
+        One row that does not continue the last slice asks for nothing: asking costs more
+        than the two faults (offsets, then values) that read it.
+        """
+        if self._mapped and (stop - start > 1 or start == self._last_stop):
             self._read_ahead(start, stop)
+        else:  # one isolated row (``ds[i]``): its faults read its own pages, no advice
+            self._last_stop = stop
         return self.table.slice(start, max(0, stop - start))
 
     def _read_ahead(self, start: int, stop: int) -> None:

@@ -118,3 +118,16 @@ def test_warm_rows_are_not_asked_for(tmp_path: Any, asked: Any) -> None:
     pos = np.random.default_rng(3).choice(20_000, 300, replace=False)
     assert ds.select(pos)["ids"] == [[int(i)] * 9 for i in pos]
     assert asked == []
+
+
+def test_a_random_row_asks_for_nothing_a_row_by_row_pass_reads_ahead(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    am.write_chunks(({"ids": [i] * 3} for i in range(5000)), str(tmp_path / "r"))
+    ds = am.Dataset.from_chunks(str(tmp_path / "r"))
+    calls: list[int] = []
+    monkeypatch.setattr(reader, "prefetch_rows", lambda parts, values=True: calls.append(1))
+    assert [ds[i]["ids"] for i in (4000, 17, 2500)] == [[4000] * 3, [17] * 3, [2500] * 3]
+    assert calls == []  # its two faults read its pages: asking would cost more
+    assert [ds[i]["ids"][0] for i in range(18, 30)] == list(range(18, 30))
+    assert calls  # ds[17], ds[18], ...: a sequential pass asks ahead
