@@ -8,11 +8,14 @@ round. The limit is the raw loop: the same rows, in the same order, read with ``
 
 Cases: ``raw`` (the pread loop), ``getitem`` (``ds[i]`` per row), ``select`` (gathers of 1,024
 rows: ``ds.select(pos)[:]``), ``stream`` (the default stream as in the README's token path:
-``to_stream(shuffle="global", seed=0)`` -> ``budget_bucket`` -> ``collate``), ``chunks`` (the
-same with ``shuffle="chunks"``), ``iterate`` (a sequential pass, 65,536-row Arrow batches) and
-``map`` (a cheap batched ``map`` over every row, written to a temporary cache). The random cases
-read the rows the global stream reads first (``--rows`` of them); ``pages`` is what those rows
-occupy (4 KiB pages of offsets and values), the least a cold read can fetch.
+``to_stream(shuffle="global", seed=0)`` -> ``budget_bucket`` -> ``collate``), ``first`` (open
+and that stream's first batch), ``chunks`` and ``blocks`` (the same stream with
+``shuffle="chunks"`` / ``"blocks"``, ``--seq-rows`` rows), ``open`` (``Dataset.from_chunks``
+alone), ``iterate`` (a sequential pass, 65,536-row Arrow batches) and ``map`` (a cheap batched
+``map`` over every row, written to a temporary cache). The random cases read the rows the
+global stream reads first (``--rows`` of them); ``pages`` is what those rows occupy (4 KiB
+pages of offsets and values), the least a cold read can fetch. Every file's pages are dropped
+before each case, so a corpus larger than memory can be measured too.
 
 Usage (a corpus written by ``write_chunks`` with a ``list<int32>`` column ``input_ids``)::
 
@@ -36,7 +39,12 @@ from typing import Any
 import numpy as np
 
 _PAGE = 4096
-CASES = ("raw", "getitem", "select", "stream", "chunks", "iterate", "map")
+CASES = (
+    *("raw", "getitem", "select", "stream", "first"),
+    *("chunks", "blocks", "open", "iterate", "map"),
+)
+#: Cases that read their own rows (not the random rows): no pages ratio, no raw ratio.
+OWN_ROWS = ("first", "chunks", "blocks", "open", "iterate", "map")
 
 
 def _disk_read() -> int:
@@ -133,7 +141,7 @@ def _stream_rows(ds: Any, shuffle: str, rows: int) -> tuple[int, int]:
     return got, tokens
 
 
-def run_case(case: str, corpus: str, rows: int) -> dict[str, Any]:
+def run_case(case: str, corpus: str, rows: int, seq_rows: int) -> dict[str, Any]:
     """One case in this process, on a cold corpus; returns its measurements."""
     import arrowmix as am
 
@@ -154,8 +162,14 @@ def run_case(case: str, corpus: str, rows: int) -> dict[str, Any]:
                 part = ds.select(positions[a : a + 1024]).with_format("arrow")[:]
                 got += part.num_rows
                 tokens += len(part.column("input_ids").combine_chunks().values)
-        elif case in ("stream", "chunks"):
-            got, tokens = _stream_rows(ds, "global" if case == "stream" else "chunks", rows)
+        elif case == "stream":
+            got, tokens = _stream_rows(ds, "global", rows)
+        elif case in ("chunks", "blocks"):
+            got, tokens = _stream_rows(ds, case, seq_rows)
+        elif case == "first":  # open and the default stream's first batch
+            got, tokens = _stream_rows(ds, "global", 1)
+        elif case == "open":
+            got, tokens = len(ds), 0
         elif case == "iterate":
             got = tokens = 0
             for batch in ds.with_format("arrow").iter(batch_size=65536):
@@ -188,12 +202,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", default="/work/scale/tok10m")
     parser.add_argument("--rows", type=int, default=20_000, help="rows of the random cases")
+    parser.add_argument(
+        "--seq-rows", type=int, default=500_000, help="rows of the chunks and blocks streams"
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--case", help=argparse.SUPPRESS)  # the worker process
     args = parser.parse_args()
     if args.case:
-        print(json.dumps(run_case(args.case, args.corpus, args.rows)))
+        print(json.dumps(run_case(args.case, args.corpus, args.rows, args.seq_rows)))
         return
     import arrowmix as am
 
@@ -213,13 +230,13 @@ def main() -> None:
         for _ in range(args.repeats):
             for case in cases:
                 cmd = [sys.executable, __file__, "--case", case, "--corpus", args.corpus]
-                out = subprocess.run(
-                    [*cmd, "--rows", str(args.rows)], env=env, check=True, capture_output=True
-                )
+                cmd += ["--rows", str(args.rows), "--seq-rows", str(args.seq_rows)]
+                out = subprocess.run(cmd, env=env, check=True, capture_output=True)
                 results[case].append(json.loads(out.stdout.decode().strip().splitlines()[-1]))
     print(f"corpus {args.corpus}; random cases: {args.rows} rows occupying {pages / 1e6:.1f} MB")
-    print("| case | rows/s | M tokens/s | disk MB | disk / pages | peak RSS MiB | vs raw |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    head = "| case | rows | seconds | rows/s | M tokens/s | disk MB | disk / pages | peak RSS MiB |"
+    print(head + " vs raw |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     raw = None
     for case in cases:
         runs = results[case]
@@ -227,11 +244,14 @@ def main() -> None:
         toks = statistics.median(r["tokens"] / r["seconds"] for r in runs) / 1e6
         disk = statistics.median(r["disk_bytes"] for r in runs)
         rss = max(r["peak_rss_mb"] for r in runs)
+        secs = statistics.median(r["seconds"] for r in runs)
         raw = rate if case == "raw" else raw
-        ratio = f"{rate / raw:.2f}x" if raw and case != "raw" else ""
+        own = case in OWN_ROWS
+        ratio = f"{rate / raw:.2f}x" if raw and case != "raw" and not own else ""
+        per_page = "" if own else f"{disk / pages:.2f}"
         print(
-            f"| {case} | {rate:,.0f} | {toks:.2f} | {disk / 1e6:,.1f} | {disk / pages:.2f}"
-            f" | {rss:.0f} | {ratio} |"
+            f"| {case} | {runs[0]['rows']:,} | {secs:.2f} | {rate:,.0f} | {toks:.2f}"
+            f" | {disk / 1e6:,.1f} | {per_page} | {rss:.0f} | {ratio} |"
         )
 
 
