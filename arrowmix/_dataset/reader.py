@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from arrowmix._storage import pages
 from arrowmix._storage.pages import is_mapped, prefetch_rows, resident, row_ranges
 from arrowmix._storage.take import int64_array, take_unchecked
 
@@ -66,6 +67,8 @@ class TableReader:
             self._read_ahead(start, stop)
         else:  # one isolated row (``ds[i]``): its faults read its own pages, no advice
             self._last_stop = stop
+            if pages.streamed():
+                pages.random_again()
         return self.table.slice(start, max(0, stop - start))
 
     def _read_ahead(self, start: int, stop: int) -> None:
@@ -83,7 +86,7 @@ class TableReader:
         first = hi if lo <= start <= hi else start
         last = min(stop + ahead, self.num_rows)
         self._asked = (start, last)
-        prefetch_rows(self._pieces(first, last))
+        prefetch_rows(self._pieces(first, last), large=True)
 
     def _pieces(self, first: int, last: int) -> list[tuple[pa.Array[Any], int, int]]:
         """``(column of a batch, start, stop)`` of rows ``[first, last)``, batch by batch."""
@@ -125,6 +128,8 @@ class TableReader:
         pos = np.asarray(positions, dtype=np.int64)
         if not self._mapped or len(pos) == 0:
             return False
+        if pages.streamed():
+            pages.random_again()
         sample = pos[:: max(1, len(pos) // _SAMPLE)][:_SAMPLE]
         lo = [row_ranges(a, s, z, values=values)[0] for a, s, z in self._row_pieces(sample)]
         if lo and resident(np.concatenate(lo)) == 1.0:
@@ -173,6 +178,8 @@ class TableReader:
             i = int(idx[0])
             if not 0 <= i < self.num_rows:
                 raise IndexError(f"Row {i} is out of range for a table of {self.num_rows} rows.")
+            if pages.streamed():
+                pages.random_again()
             return self.table.slice(i, 1)  # a fault reads the row's own pages
         lo, hi = int(idx.min()), int(idx.max())
         if lo < 0 or hi >= self.num_rows:

@@ -33,7 +33,9 @@ __all__ = [
     "is_mapped",
     "map_file",
     "prefetch_rows",
+    "random_again",
     "resident",
+    "streamed",
     "row_ranges",
     "will_need",
 ]
@@ -63,6 +65,8 @@ if _ADVISE:
 #: ``[start, end)`` addresses of the live mappings made by :func:`map_file` (sorted starts).
 _STARTS: list[int] = []
 _ENDS: dict[int, int] = {}
+#: Ranges advised sequential by a read larger than ``_AHEAD_CAP`` (see :func:`prefetch_rows`).
+_STREAMED: list[tuple[int, int]] = []
 
 
 def map_file(path: str) -> pa.Buffer:
@@ -102,6 +106,21 @@ def advise(address: int, size: int, advice: int) -> bool:
     return _ADVISE and _madvise(address, size, advice) == 0
 
 
+def _merged(lo: np.ndarray, hi: np.ndarray) -> tuple[list[int], list[int]]:
+    """The address ranges ``[lo, hi)`` widened to whole pages, sorted and merged."""
+    lo = np.asarray(lo, dtype=np.int64) // _PAGE * _PAGE
+    hi = -(-np.asarray(hi, dtype=np.int64) // _PAGE) * _PAGE
+    keep = hi > lo
+    lo, hi = lo[keep], hi[keep]
+    if len(lo) == 0:
+        return [], []
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], np.maximum.accumulate(hi[order])
+    # a range that starts past every earlier end begins a new run
+    new = np.r_[True, lo[1:] > hi[:-1]]
+    return lo[new].tolist(), np.r_[hi[np.flatnonzero(new)[1:] - 1], hi[-1]].tolist()
+
+
 def will_need(lo: np.ndarray, hi: np.ndarray) -> int:
     """Ask the kernel to read the pages of the address ranges ``[lo, hi)`` now.
 
@@ -110,25 +129,37 @@ def will_need(lo: np.ndarray, hi: np.ndarray) -> int:
     """
     if not _ADVISE or len(lo) == 0:
         return 0
-    lo = np.asarray(lo, dtype=np.int64) // _PAGE * _PAGE
-    hi = -(-np.asarray(hi, dtype=np.int64) // _PAGE) * _PAGE
-    keep = hi > lo
-    lo, hi = lo[keep], hi[keep]
-    if len(lo) == 0:
-        return 0
-    order = np.argsort(lo, kind="stable")
-    lo, hi = lo[order], np.maximum.accumulate(hi[order])
-    # a range that starts past every earlier end begins a new run
-    new = np.r_[True, lo[1:] > hi[:-1]]
-    starts, ends = lo[new], np.r_[hi[np.flatnonzero(new)[1:] - 1], hi[-1]]
     total = 0
-    for a, b in zip(starts.tolist(), ends.tolist(), strict=True):
+    for a, b in zip(*_merged(lo, hi), strict=True):
         total += b - a
         while a < b:
             step = min(b - a, _PIECE)
             _madvise(a, step, mmap.MADV_WILLNEED)  # advice only: a failure changes no value
             a += step
     return total
+
+
+def _sequential(lo: np.ndarray, hi: np.ndarray) -> int:
+    """Read ``[lo, hi)`` through the kernel's read-ahead until :func:`random_again`."""
+    total = 0
+    for a, b in zip(*_merged(lo, hi), strict=True):
+        if _madvise(a, b - a, mmap.MADV_SEQUENTIAL) == 0:
+            _STREAMED.append((a, b))
+            total += b - a
+    return total
+
+
+def streamed() -> bool:
+    """Whether a large read left ranges advised sequential (:func:`random_again` undoes it)."""
+    return bool(_STREAMED)
+
+
+def random_again() -> None:
+    """Advise random again the ranges a large read streamed (before scattered reads)."""
+    while _STREAMED:
+        a, b = _STREAMED.pop()
+        if is_mapped(a):  # the mapping may be gone, its addresses reused
+            _madvise(a, b - a, mmap.MADV_RANDOM)
 
 
 def resident(addresses: np.ndarray) -> float:
@@ -214,13 +245,18 @@ def row_ranges(
     return np.concatenate(los), np.concatenate(his)
 
 
-def prefetch_rows(chunks: Iterable[tuple[pa.Array[Any], Any, Any]], *, values: bool = True) -> int:
+def prefetch_rows(
+    chunks: Iterable[tuple[pa.Array[Any], Any, Any]], *, values: bool = True, large: bool = False
+) -> int:
     """Ask for the pages of rows ``[start, stop)`` of each ``(array, start, stop)``.
 
     ``start`` and ``stop`` are ints or int64 arrays (many ranges of one array). Only arrays
     in mappings made by :func:`map_file` are looked at, and at most 256 MiB is asked for.
     ``values=False`` asks for the offsets of variable-width rows, not their values (see
-    :func:`row_ranges`). Returns the bytes asked for.
+    :func:`row_ranges`). With ``large=True``, rows of more than 256 MiB (a whole column
+    read at once: ``ds["col"]``, ``sort``, ``ds.data``) are advised sequential instead, so
+    the kernel reads ahead of the reader's faults all the way, until :func:`random_again`
+    (called before scattered reads) makes them random again. Returns the bytes advised.
     """
     if not _ADVISE or not _STARTS:
         return 0
@@ -235,6 +271,8 @@ def prefetch_rows(chunks: Iterable[tuple[pa.Array[Any], Any, Any]], *, values: b
     if not los:
         return 0
     lo, hi = np.concatenate(los), np.concatenate(his)
+    if large and int((hi - lo).sum()) > _AHEAD_CAP:
+        return _sequential(lo, hi)
     # the first ranges, in walk order, up to the cap (the last one cut short)
     room = _AHEAD_CAP - np.concatenate([[0], np.cumsum(hi - lo)[:-1]])
     keep = room > 0

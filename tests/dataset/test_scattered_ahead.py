@@ -59,14 +59,14 @@ def asked(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bool, set[int]]]:
     out: list[tuple[bool, set[int]]] = []
     real = reader.prefetch_rows
 
-    def record(parts: Any, values: bool = True) -> int:
+    def record(parts: Any, values: bool = True, **kw: Any) -> int:
         parts = list(parts)
         if parts and np.ndim(parts[0][1]) == 1:  # single rows, not ranges
             rows: set[int] = set()
             for arr, starts, _ in parts:
                 rows.update((_FIRST_ROW[int(arr.buffers()[1].address)] + starts).tolist())
             out.append((values, rows))
-        return real(parts, values=values)
+        return real(parts, values=values, **kw)
 
     monkeypatch.setattr(reader, "prefetch_rows", record)
     return out
@@ -126,7 +126,7 @@ def test_a_random_row_asks_for_nothing_a_row_by_row_pass_reads_ahead(
     am.write_chunks(({"ids": [i] * 3} for i in range(5000)), str(tmp_path / "r"))
     ds = am.Dataset.from_chunks(str(tmp_path / "r"))
     calls: list[int] = []
-    monkeypatch.setattr(reader, "prefetch_rows", lambda parts, values=True: calls.append(1))
+    monkeypatch.setattr(reader, "prefetch_rows", lambda parts, **kw: calls.append(1))
     assert [ds[i]["ids"] for i in (4000, 17, 2500)] == [[4000] * 3, [17] * 3, [2500] * 3]
     assert calls == []  # its two faults read its pages: asking would cost more
     assert [ds[i]["ids"][0] for i in range(18, 30)] == list(range(18, 30))

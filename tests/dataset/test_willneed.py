@@ -17,7 +17,7 @@ def asked(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, int, int]]:
     """``(column type, batch length, start, stop)`` of every piece asked for."""
     out: list[tuple[str, int, int, int]] = []
 
-    def record(parts: Any, values: bool = True) -> int:
+    def record(parts: Any, values: bool = True, **kw: Any) -> int:
         parts = list(parts)
         if values:  # the offsets-first call asks for the same pieces
             out.extend((str(a.type), len(a), s, e) for a, s, e in parts)
