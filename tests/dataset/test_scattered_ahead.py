@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
@@ -13,18 +12,9 @@ import pytest
 import arrowmix as am
 from arrowmix._dataset import page_ahead, reader
 from arrowmix._dataset.state import state_of
+from tests.storage.page_tools import drop
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux madvise")
-
-
-def _drop(paths: list[str]) -> None:
-    for path in paths:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
 
 
 @pytest.fixture
@@ -38,7 +28,8 @@ def cold(tmp_path: Any) -> am.Dataset:
     batches = [pa.record_batch({"ids": ids.slice(a, 4000)}) for a in range(0, 40_000, 4000)]
     am.write_chunks(batches, str(tmp_path / "c"), rows_per_chunk=20_000)
     ds = am.Dataset.from_chunks(str(tmp_path / "c"))
-    _drop(ds.cache_files)
+    for path in ds.cache_files:
+        drop(path)
     if reader.resident(np.array([_first_address(ds)])) == 1.0:
         pytest.skip("pages of this directory cannot be dropped (tmpfs?)")
     return ds

@@ -16,21 +16,9 @@ import arrowmix as am
 from arrowmix._dataset.reader import TableReader
 from arrowmix._storage.ipc import open_table
 from arrowmix._storage.pages import map_file, row_ranges
+from tests.storage.page_tools import drop, vm_flags
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux madvise")
-
-
-def _vm_flags(path: str) -> list[list[str]]:
-    """The VmFlags of every mapping of ``path`` in this process."""
-    flags, current = [], None
-    with open("/proc/self/smaps", encoding="utf-8") as f:
-        for line in f:
-            head = line.split()
-            if "-" in head[0] and len(head) >= 6:
-                current = head[5]
-            elif head[0] == "VmFlags:" and current == os.path.realpath(path):
-                flags.append(head[1:])
-    return flags
 
 
 def _read_bytes() -> int:
@@ -38,18 +26,9 @@ def _read_bytes() -> int:
         return next(int(x.split()[1]) for x in f if x.startswith("read_bytes"))
 
 
-def _drop(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-
-
 def _counts_disk_reads(path: str) -> bool:
     """Whether a cold read of ``path`` moves ``read_bytes`` (not on tmpfs and the like)."""
-    _drop(path)
+    drop(path)
     before = _read_bytes()
     with open(path, "rb") as f:
         f.read(1 << 16)
@@ -74,7 +53,7 @@ def test_an_opened_chunk_is_mapped_random(tmp_path):
     am.write_chunks([pa.record_batch({"x": list(range(1000))})], str(tmp_path / "c"))
     ds = am.Dataset.from_chunks(str(tmp_path / "c"))
     path = ds.cache_files[0]
-    flags = _vm_flags(path)
+    flags = vm_flags(path)
     assert flags, f"{path} is not mapped"
     assert all("rr" in f for f in flags), flags  # MADV_RANDOM: no read-around on a fault
     assert ds[999]["x"] == 999
@@ -86,7 +65,7 @@ def test_a_cold_open_and_random_rows_read_their_own_pages(tmp_path):
     _many_batches(path)
     if not _counts_disk_reads(path):
         pytest.skip("reads of this directory are not counted (tmpfs?)")
-    _drop(path)
+    drop(path)
     before = _read_bytes()
     table = open_table(path)
     opened = _read_bytes() - before
@@ -107,7 +86,7 @@ def test_a_sequential_pass_over_a_random_mapping_reads_each_page_once(tmp_path):
     _many_batches(path, batches=40)
     if not _counts_disk_reads(path):
         pytest.skip("reads of this directory are not counted (tmpfs?)")
-    _drop(path)
+    drop(path)
     table = open_table(path)
     reader = TableReader(table)
     before = _read_bytes()

@@ -15,29 +15,9 @@ import pytest
 
 import arrowmix as am
 from arrowmix._storage import pages
+from tests.storage.page_tools import drop, vm_flags
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux madvise")
-
-
-def _drop(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-
-
-def _vm_flags(path: str) -> list[list[str]]:
-    flags, current = [], None
-    with open("/proc/self/smaps", encoding="utf-8") as f:
-        for line in f:
-            head = line.split()
-            if "-" in head[0] and not head[0].endswith(":"):  # a mapping's first line
-                current = head[5] if len(head) >= 6 else None
-            elif head[0] == "VmFlags:" and current == os.path.realpath(path):
-                flags.append(head[1:])
-    return flags
 
 
 def _major_faults() -> int:
@@ -55,7 +35,7 @@ def big(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[am.Dataset]:
     ids = pa.ListArray.from_arrays(offsets, values)
     am.write_chunks([pa.record_batch({"ids": ids})], str(tmp_path / "c"))
     ds = am.Dataset.from_chunks(str(tmp_path / "c"))
-    _drop(ds.cache_files[0])
+    drop(ds.cache_files[0])
     yield ds
     pages.random_again()
 
@@ -71,14 +51,14 @@ def test_a_cold_whole_column_streams_then_random_rows_read_their_own_pages(big: 
         pytest.skip("no major faults counted here (pages not dropped?)")
     # one fault per read-ahead window, not one per 4 KiB page
     assert faults < pages_read // 20, f"{faults} faults for {pages_read} pages"
-    assert any("sr" in f for f in _vm_flags(path))  # the column's bytes: sequential
+    assert any("sr" in f for f in vm_flags(path))  # the column's bytes: sequential
     assert big[123]["ids"] == column[123].as_py()  # a random read advises random again
-    assert all("rr" in f and "sr" not in f for f in _vm_flags(path))
+    assert all("rr" in f and "sr" not in f for f in vm_flags(path))
     assert total == int(pc.sum(pc.list_flatten(column)).as_py())
 
 
 def test_smaller_reads_keep_random_advice(big: Any) -> None:
     part = big.with_format("arrow")[:1000]["ids"]
     assert len(part) == 1000
-    assert all("rr" in f for f in _vm_flags(big.cache_files[0]))
+    assert all("rr" in f for f in vm_flags(big.cache_files[0]))
     assert not pages.streamed()
