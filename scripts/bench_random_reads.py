@@ -11,11 +11,12 @@ rows: ``ds.select(pos)[:]``), ``stream`` (the default stream as in the README's 
 ``to_stream(shuffle="global", seed=0)`` -> ``budget_bucket`` -> ``collate``), ``first`` (open
 and that stream's first batch), ``chunks`` and ``blocks`` (the same stream with
 ``shuffle="chunks"`` / ``"blocks"``, ``--seq-rows`` rows), ``open`` (``Dataset.from_chunks``
-alone), ``iterate`` (a sequential pass, 65,536-row Arrow batches) and ``map`` (a cheap batched
-``map`` over every row, written to a temporary cache). The random cases read the rows the
-global stream reads first (``--rows`` of them); ``pages`` is what those rows occupy (4 KiB
-pages of offsets and values), the least a cold read can fetch. Every file's pages are dropped
-before each case, so a corpus larger than memory can be measured too.
+alone), ``column`` (``ds.select(range(seq_rows))["input_ids"]`` as Arrow, every id summed: one
+read of a whole column), ``iterate`` (a sequential pass, 65,536-row Arrow batches) and ``map``
+(a cheap batched ``map`` over every row, written to a temporary cache). The random cases
+read the rows the global stream reads first (``--rows`` of them); ``pages`` is what those
+rows occupy (4 KiB pages of offsets and values), the least a cold read can fetch. Every
+file's pages are dropped before each case, so a corpus larger than memory can be measured too.
 
 Usage (a corpus written by ``write_chunks`` with a ``list<int32>`` column ``input_ids``)::
 
@@ -41,10 +42,10 @@ import numpy as np
 _PAGE = 4096
 CASES = (
     *("raw", "getitem", "select", "stream", "first"),
-    *("chunks", "blocks", "open", "iterate", "map"),
+    *("chunks", "blocks", "open", "column", "iterate", "map"),
 )
 #: Cases that read their own rows (not the random rows): no pages ratio, no raw ratio.
-OWN_ROWS = ("first", "chunks", "blocks", "open", "iterate", "map")
+OWN_ROWS = ("first", "chunks", "blocks", "open", "column", "iterate", "map")
 
 
 def _disk_read() -> int:
@@ -143,6 +144,8 @@ def _stream_rows(ds: Any, shuffle: str, rows: int) -> tuple[int, int]:
 
 def run_case(case: str, corpus: str, rows: int, seq_rows: int) -> dict[str, Any]:
     """One case in this process, on a cold corpus; returns its measurements."""
+    import pyarrow.compute as pc
+
     import arrowmix as am
 
     files = sorted(glob.glob(os.path.join(corpus, "*.arrow")))
@@ -170,14 +173,17 @@ def run_case(case: str, corpus: str, rows: int, seq_rows: int) -> dict[str, Any]
             got, tokens = _stream_rows(ds, "global", 1)
         elif case == "open":
             got, tokens = len(ds), 0
+        elif case == "column":  # one read of a whole column (ds["col"]) of the first rows
+            col = ds.select(range(min(seq_rows, len(ds)))).with_format("arrow")["input_ids"]
+            for c in col.chunks:
+                pc.sum(c.values)  # reads every token id
+            got, tokens = len(col), sum(len(c.values) for c in col.chunks)
         elif case == "iterate":
             got = tokens = 0
             for batch in ds.with_format("arrow").iter(batch_size=65536):
                 got += batch.num_rows
                 tokens += len(batch.column("input_ids").combine_chunks().values)
         else:  # map
-            import pyarrow.compute as pc
-
             out = ds.with_format("arrow").map(  # reads every token id (their largest)
                 lambda t: {"n": [pc.max(pc.list_flatten(t["input_ids"])).as_py()] * len(t)},
                 batched=True,
