@@ -8,7 +8,11 @@ file reads its footer and record batch headers, not a read-around each. Readers 
 which bytes they will touch ask for them first (:func:`will_need`, ``MADV_WILLNEED``): the
 kernel starts those reads at once, many in flight, and the faults that follow wait for them
 instead of reading one page at a time. Sequential readers ask for the rows of the slice they
-read and of the next one (:func:`prefetch_rows`), so a pass still streams at disk speed.
+read and of the next one (:func:`prefetch_rows`), so a pass still streams at disk speed; a
+single read of more than 256 MiB is advised sequential instead, until the next scattered read
+(:func:`random_again`). Scattered rows are asked for by their exact pages, the offsets first
+(:func:`row_ranges` with ``values=False``), then the values the offsets locate; a ``mincore``
+sample (:func:`resident`) tells when they are in memory already.
 
 The advice changes speed only, never values. Where ``madvise`` is missing (not Linux), files
 are mapped without advice and :func:`will_need` does nothing.
@@ -157,7 +161,10 @@ def streamed() -> bool:
 def random_again() -> None:
     """Advise random again the ranges a large read streamed (before scattered reads)."""
     while _STREAMED:
-        a, b = _STREAMED.pop()
+        try:
+            a, b = _STREAMED.pop()
+        except IndexError:  # another thread took the last one
+            return
         if is_mapped(a):  # the mapping may be gone, its addresses reused
             _madvise(a, b - a, mmap.MADV_RANDOM)
 
@@ -271,6 +278,8 @@ def prefetch_rows(
     if not los:
         return 0
     lo, hi = np.concatenate(los), np.concatenate(his)
+    if len(lo) == 0:  # types whose buffers are not located (see row_ranges)
+        return 0
     if large and int((hi - lo).sum()) > _AHEAD_CAP:
         return _sequential(lo, hi)
     # the first ranges, in walk order, up to the cap (the last one cut short)
