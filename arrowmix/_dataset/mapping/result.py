@@ -12,15 +12,18 @@ and wraps the new state in a ``Dataset``; it calls nothing above it.
 
 from __future__ import annotations
 
+import contextlib
+import json
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import xxhash
 
 from arrowmix._cache.paths import shipped_cache_dir
 from arrowmix._cache.segments import Segment, unify_tables
 from arrowmix._dataset import formats
-from arrowmix._dataset.indices import IndexMap, load_or_store
+from arrowmix._dataset.indices import IndexMap, find_stored, load_or_store
 from arrowmix._dataset.mapping.arrays import int64_numpy
 from arrowmix._dataset.state import (
     DatasetState,
@@ -31,6 +34,8 @@ from arrowmix._dataset.state import (
     state_of,
     view_range,
 )
+from arrowmix._storage import fs
+from arrowmix._storage.integrity import CHECKSUM_KEY
 from arrowmix._storage.ipc import read_meta
 from arrowmix._storage.metadata import kept_metadata as hf_metadata
 from arrowmix.exceptions import SchemaMismatchError
@@ -129,21 +134,59 @@ def filter_result(
     the cache of a filter whose result is in use.
     """
     s = state_of(ds)
-    parts = [int64_numpy(t.column("indices")) for t in tables]  # not pandas' to_numpy
-    sel = IndexMap.from_array(np.concatenate(parts) if parts else np.empty(0, dtype=np.int64))
-    mapping = sel if s.indices is None else s.indices.compose(sel)
+    sources = _sources(s, tables)
+    shipped = shipped_cache_dir(s.files)
+    rows = sum(t.num_rows for t in tables)
     path = None
     result: IndexMap | None = None
-    if not (mapping.is_range and mapping.start == 0 and mapping.stop == s.table.num_rows):
-        result, path = load_or_store(
-            mapping,
-            key,
-            cache_dir(s),
-            s.fingerprint,
-            transform,
-            s.storage_options,
-            shipped=shipped_cache_dir(s.files),
-        )
+    # A rerun maps the stored mapping: the kept positions are neither loaded nor composed.
+    stored = find_stored(key, cache_dir(s), rows, sources, s.storage_options, shipped=shipped)
+    if stored is not None:
+        result, path = stored
+    else:
+        parts = [int64_numpy(t.column("indices")) for t in tables]  # not pandas' to_numpy
+        sel = IndexMap.from_array(np.concatenate(parts) if parts else np.empty(0, np.int64))
+        mapping = sel if s.indices is None else s.indices.compose(sel)
+        if not (mapping.is_range and mapping.start == 0 and mapping.stop == s.table.num_rows):
+            result, path = load_or_store(
+                mapping,
+                key,
+                cache_dir(s),
+                s.fingerprint,
+                transform,
+                s.storage_options,
+                shipped=shipped,
+                sources=sources,
+            )
     holds: tuple[Any, ...] = tuple(h for h in s.holds if h.path != s.indices_file)
     holds += hold_cache_files([*paths, *([path] if path else [])])
     return type(ds)(derive(s, fingerprint=fp, indices=result, indices_file=path, holds=holds))
+
+
+def _sources(s: DatasetState, tables: list[pa.Table]) -> str:
+    """A digest of what a filter's mapping is made of: the parent's view and the segments.
+
+    The segments are named by their checksums (each covers its metadata, creation time
+    included, so a recomputed segment gives a new digest), the parent's mapping by its
+    indices file's checksum, its range, or (in memory) its positions' bytes.
+    """
+    ix = s.indices
+    parent: Any = None
+    if ix is not None and ix.array is None:
+        parent = ["range", ix.start, ix.stop]
+    elif ix is not None and ix.array is not None:
+        checksum = None
+        if s.indices_file is not None and fs.is_local(s.indices_file):
+            with (
+                contextlib.suppress(OSError, pa.ArrowInvalid),
+                pa.memory_map(fs.local_path(s.indices_file)) as f,
+            ):
+                checksum = read_meta(pa.ipc.open_file(f).schema).get(CHECKSUM_KEY)
+        parent = ["file", checksum] if checksum else ["array", _digest(ix.array)]
+    segments = [read_meta(t.schema).get(CHECKSUM_KEY) for t in tables]
+    text = json.dumps([s.fingerprint, parent, segments], separators=(",", ":"))
+    return xxhash.xxh3_64_hexdigest(text.encode())
+
+
+def _digest(array: np.ndarray) -> str:
+    return xxhash.xxh3_64_hexdigest(np.ascontiguousarray(array, dtype=np.int64).data)
