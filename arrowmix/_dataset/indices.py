@@ -234,7 +234,10 @@ def _store(
     if fs.is_local(path):  # temporary files of killed writers of this very file
         directory, base = fs.split(fs.local_path(path))
         remove_dead_tmp(directory, base.__eq__)
-    batch = pa.record_batch({"indices": pa.array(positions, type=pa.int64())})
+    contiguous: Any = np.ascontiguousarray(positions, dtype=np.int64)
+    data = pa.py_buffer(contiguous)  # zero-copy
+    column = pa.Array.from_buffers(pa.int64(), len(positions), [None, data])
+    batch = pa.record_batch({"indices": column})
     meta = {
         "kind": "indices",
         "fingerprint": meta["fingerprint"],

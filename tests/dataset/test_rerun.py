@@ -181,3 +181,39 @@ def test_a_map_makes_its_segments_durable_with_one_barrier(corpus, monkeypatch, 
     assert len(_segments(cache)) == 8
     assert len(calls) == 1, calls  # not one (or two) per segment
     assert mapped["m"][:8] == [0, 1, 2, 3, 4, 5, 6, 0]
+
+
+def _traced_peak(fn):
+    tracemalloc.start()
+    try:
+        out = fn()
+        return out, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_shuffle_holds_no_permutation_in_memory_and_a_rerun_maps_it(corpus, monkeypatch):
+    path, cache = corpus
+    ds = am.Dataset.from_chunks(path, cache_dir=cache)
+    model = np.random.default_rng(5).permutation(ROWS)  # HF's values, pinned
+    ds.select(range(10)).shuffle(seed=0)  # what a first call imports and caches
+    for run in ("first", "rerun"):
+        _new_process(monkeypatch)
+        shuffled, peak = _traced_peak(lambda: ds.shuffle(seed=5))
+        assert peak < ROWS * 8 // 4, f"{run}: peak {peak} bytes, the permutation in memory"
+        arr = shuffled._s.indices.array
+        assert not arr.flags.owndata and not arr.flags.writeable, run
+        np.testing.assert_array_equal(arr, model)
+        assert shuffled["v"][:3] == model[:3].tolist()
+    assert ds.shuffle(seed=6)["v"][:3] == np.random.default_rng(6).permutation(ROWS)[:3].tolist()
+
+
+def test_shuffle_of_a_view_and_in_memory_keep_their_values(corpus):
+    path, cache = corpus
+    ds = am.Dataset.from_chunks(path, cache_dir=cache)
+    view = ds.select(range(1, ROWS))
+    expected = (np.random.default_rng(3).permutation(ROWS - 1) + 1)[:4].tolist()
+    assert view.shuffle(seed=3)["v"][:4] == expected
+    assert view.shuffle(seed=3)["v"][:4] == expected  # from its indices file
+    again = ds.shuffle(seed=3, keep_in_memory=True)
+    assert again["v"][:4] == np.random.default_rng(3).permutation(ROWS)[:4].tolist()

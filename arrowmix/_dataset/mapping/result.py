@@ -12,19 +12,17 @@ and wraps the new state in a ``Dataset``; it calls nothing above it.
 
 from __future__ import annotations
 
-import contextlib
-import json
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import xxhash
 
 from arrowmix._cache.paths import shipped_cache_dir
 from arrowmix._cache.segments import Segment, unify_tables
 from arrowmix._dataset import formats
 from arrowmix._dataset.indices import IndexMap, find_stored, load_or_store
 from arrowmix._dataset.mapping.arrays import int64_numpy
+from arrowmix._dataset.permutation import parent_token, sources
 from arrowmix._dataset.state import (
     DatasetState,
     cache_dir,
@@ -34,7 +32,6 @@ from arrowmix._dataset.state import (
     state_of,
     view_range,
 )
-from arrowmix._storage import fs
 from arrowmix._storage.integrity import CHECKSUM_KEY
 from arrowmix._storage.ipc import read_meta
 from arrowmix._storage.metadata import kept_metadata as hf_metadata
@@ -166,27 +163,8 @@ def filter_result(
 def _sources(s: DatasetState, tables: list[pa.Table]) -> str:
     """A digest of what a filter's mapping is made of: the parent's view and the segments.
 
-    The segments are named by their checksums (each covers its metadata, creation time
-    included, so a recomputed segment gives a new digest), the parent's mapping by its
-    indices file's checksum, its range, or (in memory) its positions' bytes.
+    The segments count by their checksums (each covers its metadata, creation time included,
+    so a recomputed segment gives a new digest).
     """
-    ix = s.indices
-    parent: Any = None
-    if ix is not None and ix.array is None:
-        parent = ["range", ix.start, ix.stop]
-    elif ix is not None and ix.array is not None:
-        checksum = None
-        if s.indices_file is not None and fs.is_local(s.indices_file):
-            with (
-                contextlib.suppress(OSError, pa.ArrowInvalid),
-                pa.memory_map(fs.local_path(s.indices_file)) as f,
-            ):
-                checksum = read_meta(pa.ipc.open_file(f).schema).get(CHECKSUM_KEY)
-        parent = ["file", checksum] if checksum else ["array", _digest(ix.array)]
     segments = [read_meta(t.schema).get(CHECKSUM_KEY) for t in tables]
-    text = json.dumps([s.fingerprint, parent, segments], separators=(",", ":"))
-    return xxhash.xxh3_64_hexdigest(text.encode())
-
-
-def _digest(array: np.ndarray) -> str:
-    return xxhash.xxh3_64_hexdigest(np.ascontiguousarray(array, dtype=np.int64).data)
+    return sources(s.fingerprint, parent_token(s.indices, s.indices_file), segments)
