@@ -30,7 +30,7 @@ from arrowmix._storage import fs
 from arrowmix._storage.file_meta import read_meta
 from arrowmix._storage.integrity import CHECKSUM_KEY
 
-__all__ = ["parent_token", "permutation", "sources"]
+__all__ = ["parent_token", "permutation", "scratch", "sources"]
 
 _BLOCK = 1 << 15  # rows written per step of arange (256 KiB)
 
@@ -42,18 +42,28 @@ def permutation(n: int, seed: int, directory: str | None) -> np.ndarray:
     it in memory.
     """
     rng = np.random.default_rng(seed)
-    if n < INDICES_FILE_MIN_ROWS or directory is None or not fs.is_local(directory):
+    arr = scratch(n, directory)
+    if arr is None:
         return rng.permutation(n)
-    local = fs.local_path(directory)
-    os.makedirs(local, exist_ok=True)
-    with tempfile.TemporaryFile(dir=local, prefix="tmp-permutation-") as f:
-        f.truncate(n * 8)
-        mapped = mmap.mmap(f.fileno(), n * 8)  # stays valid once the file is closed
-    arr = np.frombuffer(mapped, dtype=np.int64)  # a plain ndarray: numpy's fast shuffle
     for lo in range(0, n, _BLOCK):
         arr[lo : lo + _BLOCK] = np.arange(lo, min(n, lo + _BLOCK), dtype=np.int64)
     rng.shuffle(arr)
     return arr
+
+
+def scratch(n: int, directory: str | None) -> np.ndarray | None:
+    """A writable int64 array of ``n`` backed by an unlinked file in ``directory``.
+
+    None when ``n`` is small or ``directory`` is None or a URL (use memory then).
+    """
+    if n < INDICES_FILE_MIN_ROWS or directory is None or not fs.is_local(directory):
+        return None
+    local = fs.local_path(directory)
+    os.makedirs(local, exist_ok=True)
+    with tempfile.TemporaryFile(dir=local, prefix="tmp-scratch-") as f:
+        f.truncate(n * 8)
+        mapped = mmap.mmap(f.fileno(), n * 8)  # stays valid once the file is closed
+    return np.frombuffer(mapped, dtype=np.int64)  # a plain ndarray: numpy's fast shuffle
 
 
 def parent_token(indices: IndexMap | None, indices_file: str | None) -> Any:

@@ -217,3 +217,12 @@ def test_shuffle_of_a_view_and_in_memory_keep_their_values(corpus):
     assert view.shuffle(seed=3)["v"][:4] == expected  # from its indices file
     again = ds.shuffle(seed=3, keep_in_memory=True)
     assert again["v"][:4] == np.random.default_rng(3).permutation(ROWS)[:4].tolist()
+
+
+def test_a_first_filter_gathers_kept_positions_outside_memory(corpus):
+    path, cache = corpus
+    mapped = am.Dataset.from_chunks(path, cache_dir=cache).map(_lengths, batched=True)
+    mapped.select(range(10)).filter(_even, batched=True)  # what a first call imports
+    kept, peak = _traced_peak(lambda: mapped.filter(_even, batched=True))
+    assert peak < ROWS // 2 * 8 // 2, f"peak {peak} bytes: kept positions gathered in memory"
+    np.testing.assert_array_equal(kept._s.indices.array, np.arange(0, ROWS, 2))

@@ -22,7 +22,7 @@ from arrowmix._cache.segments import Segment, unify_tables
 from arrowmix._dataset import formats
 from arrowmix._dataset.indices import IndexMap, find_stored, load_or_store
 from arrowmix._dataset.mapping.arrays import int64_numpy
-from arrowmix._dataset.permutation import parent_token, sources
+from arrowmix._dataset.permutation import parent_token, scratch, sources
 from arrowmix._dataset.state import (
     DatasetState,
     cache_dir,
@@ -141,8 +141,7 @@ def filter_result(
     if stored is not None:
         result, path = stored
     else:
-        parts = [int64_numpy(t.column("indices")) for t in tables]  # not pandas' to_numpy
-        sel = IndexMap.from_array(np.concatenate(parts) if parts else np.empty(0, np.int64))
+        sel = IndexMap.from_array(_kept(tables, None if s.indices is not None else cache_dir(s)))
         mapping = sel if s.indices is None else s.indices.compose(sel)
         if not (mapping.is_range and mapping.start == 0 and mapping.stop == s.table.num_rows):
             result, path = load_or_store(
@@ -158,6 +157,22 @@ def filter_result(
     holds: tuple[Any, ...] = tuple(h for h in s.holds if h.path != s.indices_file)
     holds += hold_cache_files([*paths, *([path] if path else [])])
     return type(ds)(derive(s, fingerprint=fp, indices=result, indices_file=path, holds=holds))
+
+
+def _kept(tables: list[pa.Table], directory: str | None) -> np.ndarray:
+    """The kept positions of every segment, in one array (file-backed when large)."""
+    n = sum(t.num_rows for t in tables)
+    out = scratch(n, directory)
+    if out is None:
+        parts = [int64_numpy(t.column("indices")) for t in tables]  # not pandas' to_numpy
+        return np.concatenate(parts) if parts else np.empty(0, np.int64)
+    at = 0
+    for t in tables:
+        for chunk in t.column("indices").chunks:
+            part = int64_numpy(pa.chunked_array([chunk], pa.int64()))
+            out[at : at + len(part)] = part
+            at += len(part)
+    return out
 
 
 def _sources(s: DatasetState, tables: list[pa.Table]) -> str:
