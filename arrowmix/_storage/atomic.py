@@ -37,6 +37,7 @@ __all__ = [
     "TMP_PREFIX",
     "TMP_SUFFIX",
     "atomic_sink",
+    "fsync_dir",
     "make_durable",
     "remove_dead_tmp",
     "tmp_name",
@@ -173,7 +174,7 @@ def _atomic_local(
             os.unlink(tmp)
         raise
     if sync:
-        _fsync_dir(directory)
+        fsync_dir(directory)
         with contextlib.suppress(OSError):
             trust.synced(trust.identity(path))
 
@@ -191,7 +192,7 @@ def make_durable(paths: Sequence[str]) -> None:
             with contextlib.suppress(OSError):
                 _fsync(p)
         for d in directories:
-            _fsync_dir(d)
+            fsync_dir(d)
     for p in local:
         with contextlib.suppress(OSError):
             trust.synced(trust.identity(p))
@@ -233,14 +234,10 @@ def _libc() -> Any:
 _LIBC: Any = None
 
 
-def _fsync_dir(directory: str) -> None:
-    # Make the rename itself durable; not supported everywhere (e.g. Windows), which is fine.
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+def fsync_dir(directory: str) -> None:
+    """Make a rename in ``directory`` durable (where directories can be fsynced)."""
+    with contextlib.suppress(OSError):  # not supported everywhere (e.g. Windows): fine
+        _fsync(directory)
 
 
 @contextlib.contextmanager
