@@ -1,0 +1,151 @@
+"""The Markdown report of ``scripts/bench_scale.py``: medians, ratios, disk bytes, peak RSS."""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from bench_common import machine_summary
+
+TOOLS = ("arrowmix", "datasets", "raw")
+SHORT = {"arrowmix": "am", "datasets": "hf", "raw": "raw"}
+
+
+def _med(values: list[float]) -> float:
+    return statistics.median(values) if values else math.nan
+
+
+def _num(x: float, digits: int = 2) -> str:
+    return "-" if math.isnan(x) else f"{x:.{digits}f}"
+
+
+def _ratio(a: float, b: float) -> str:
+    if math.isnan(a) or math.isnan(b) or b == 0:
+        return "-"
+    return f"{a / b:.3f}x" if a / b < 0.1 else f"{a / b:.2f}x"
+
+
+def _group(results: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in results:
+        if "error" not in r and "skipped" not in r:
+            out.setdefault((r["step"], r["tool"]), []).append(r)
+    return out
+
+
+def _field(runs: list[dict[str, Any]] | None, key: str) -> float:
+    return _med([float(r[key]) for r in runs or [] if key in r])
+
+
+def _cells(runs: dict[str, list[dict[str, Any]] | None], key: str, digits: int) -> list[str]:
+    return [_num(_field(runs[t], key), digits) for t in TOOLS]
+
+
+def _io(runs: dict[str, list[dict[str, Any]] | None]) -> list[str]:
+    mb = "; ".join(_num(_field(runs[t], "read_mb"), 0) for t in TOOLS)
+    rss = "; ".join(
+        _num(max((r["peak_rss_mib"] for r in runs[t] or []), default=math.nan), 0) for t in TOOLS
+    )
+    return [mb, rss]
+
+
+def machine_facts(workdir: str) -> str:
+    """CPUs, RAM, the disk's read-ahead, versions, the commit measured."""
+    mem = Path("/proc/meminfo").read_text().split("\n", 1)[0].split()[1]
+    dev = os.stat(workdir).st_dev
+    block = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
+    ra = "?"
+    for q in (block / "queue", block / ".." / "queue"):  # a disk, or a partition of one
+        if (q / "read_ahead_kb").exists():
+            ra = f"{(q / 'read_ahead_kb').read_text().strip()} KB"
+            break
+    try:
+        import datasets
+
+        hf = f"datasets {datasets.__version__}"
+    except ImportError:
+        hf = "datasets not installed"
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        cwd=Path(__file__).parent,
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout.strip()
+    free = os.statvfs(workdir)
+    return (
+        f"{machine_summary()}, {hf}; RAM {int(mem) / 2**20:.1f} GiB; read_ahead "
+        f"{ra}; workdir disk {free.f_bavail * free.f_frsize / 1e9:.0f} GB free;"
+        f" arrowmix at {commit or '?'}"
+    )
+
+
+def corpus_facts(d: Path) -> str:
+    am = d / "am"
+    files = sorted(am.glob("chunk-*.arrow"))
+    size = sum(p.stat().st_size for p in files)
+    return f"arrowmix corpus: {len(files)} chunk files, {size / 1e9:.2f} GB"
+
+
+def report(
+    results: list[dict[str, Any]], rows: int, argv: list[str], seconds: float, workdir: str
+) -> str:
+    """The whole report of one corpus size, as Markdown."""
+    by = _group(results)
+    steps = list(dict.fromkeys(r["step"] for r in results))
+    lines = [
+        f"### {rows:,} documents",
+        "",
+        f"Command: `python scripts/bench_scale.py {' '.join(argv)}` ({seconds / 60:.1f} min)",
+        "",
+        f"Machine: {machine_facts(workdir)}. {corpus_facts(Path(workdir) / f'n{rows}')}.",
+        "",
+        "Times in seconds (median of rounds); MB read from disk and peak RSS (MiB) per tool "
+        "as `am; hf; raw`; `-`: not run.",
+        "",
+        "| step | arrowmix | datasets | raw | am / hf | am / raw | MB read | peak RSS |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for step in steps:
+        if step.startswith("stream"):
+            continue
+        runs = {t: by.get((step, t)) for t in TOOLS}
+        sec = [_field(runs[t], "seconds") for t in TOOLS]
+        cells = _cells(runs, "seconds", 3)
+        lines.append(
+            f"| {step} | {' | '.join(cells)} | {_ratio(sec[0], sec[1])} | "
+            f"{_ratio(sec[0], sec[2])} | {' | '.join(_io(runs))} |"
+        )
+    streams = [s for s in steps if s.startswith("stream")]
+    if streams:
+        lines += [
+            "",
+            "Streams: M document tokens/s after the first batch (median), the first batch's "
+            "seconds (build included), MB read and peak RSS as `am; hf; raw`.",
+            "",
+            "| stream | arrowmix | datasets | raw | am / hf | am / raw | first batch s | "
+            "MB read | peak RSS |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+    for step in streams:
+        runs = {t: by.get((step, t)) for t in TOOLS}
+        rate = [_field(runs[t], "tokens_per_s") / 1e6 for t in TOOLS]
+        first = "; ".join(_cells(runs, "first_batch_s", 2))
+        lines.append(
+            f"| {step} | {' | '.join(_num(x, 2) for x in rate)} | {_ratio(rate[0], rate[1])} | "
+            f"{_ratio(rate[0], rate[2])} | {first} | {' | '.join(_io(runs))} |"
+        )
+    notes = [
+        f"- {r['step']} ({r['tool']}): {r.get('error') or 'skipped: ' + r['skipped']}"
+        for r in results
+        if "error" in r or "skipped" in r
+    ]
+    hits = [r for r in results if r["step"] == "rerun" and r.get("new_files")]
+    notes += [f"- rerun ({r['tool']}) wrote {r['new_files']} files: not all hits" for r in hits]
+    if notes:
+        lines += ["", "Notes:", "", *dict.fromkeys(notes)]
+    return "\n".join(lines) + "\n"
