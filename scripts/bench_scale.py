@@ -77,11 +77,11 @@ HF_STEPS = {s for s in STEPS if s not in STREAMS or "_global_" in s}
 WARM_STEPS = {"write", "open_warm", "rerun"}
 
 
-def count_tokens(batch):  # type: ignore[no-untyped-def]  # the user's map, as users write it
+def count_tokens(batch: dict[str, Any]) -> dict[str, list[int]]:  # the user's map
     return {"n": [len(x) for x in batch["input_ids"]]}
 
 
-def long_enough(n):  # type: ignore[no-untyped-def]  # the user's filter
+def long_enough(n: list[int]) -> list[bool]:  # the user's filter
     return [v >= 32 for v in n]
 
 
@@ -346,7 +346,8 @@ def run_step(args: argparse.Namespace, step: str, tool: str, rows: int) -> dict[
     if p.returncode != 0:
         tail = p.stderr.strip().splitlines()[-3:]
         return {"step": step, "tool": tool, "error": " | ".join(tail)[:300]}
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    out: dict[str, Any] = json.loads(p.stdout.strip().splitlines()[-1])
+    return out
 
 
 def tools_of(step: str, rows: int, args: argparse.Namespace) -> list[str]:
@@ -452,6 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.workdir is None:
         tmp = args.workdir = tempfile.mkdtemp(prefix="bench-scale-")
     args.workdir = str(Path(args.workdir).resolve())
+    Path(args.workdir).mkdir(parents=True, exist_ok=True)
     if not args.keep:
         print(
             f"The corpora made in {args.workdir} are deleted at the end (--keep keeps them).",

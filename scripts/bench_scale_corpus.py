@@ -22,6 +22,7 @@ import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -149,16 +150,10 @@ def build_raw_index(corpus: Path) -> Path:
             whole = mm.read_buffer()
             reader = pa.ipc.open_file(whole)
             for b in range(reader.num_record_batches):
-                col = reader.get_batch(b).column(0)
+                col: Any = reader.get_batch(b).column(0)  # a ListArray of int32
                 offs, vals = col.buffers()[1], col.values.buffers()[1]
-                recs.append(
-                    (
-                        k,
-                        row,
-                        offs.address - whole.address + 4 * col.offset,
-                        vals.address - whole.address + 4 * col.values.offset,
-                    )
-                )
+                at = offs.address - whole.address + 4 * col.offset
+                recs.append((k, row, at, vals.address - whole.address + 4 * col.values.offset))
                 row += len(col)
     recs.append((-1, row, 0, 0))  # the end
     np.save(out, np.array(recs, dtype=np.int64))

@@ -55,6 +55,8 @@ def _io(runs: dict[str, list[dict[str, Any]] | None]) -> list[str]:
 
 def machine_facts(workdir: str) -> str:
     """CPUs, RAM, the disk's read-ahead, versions, the commit measured."""
+    import arrowmix
+
     mem = Path("/proc/meminfo").read_text().split("\n", 1)[0].split()[1]
     dev = os.stat(workdir).st_dev
     block = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}")
@@ -71,7 +73,7 @@ def machine_facts(workdir: str) -> str:
         hf = "datasets not installed"
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"],
-        cwd=Path(__file__).parent,
+        cwd=Path(arrowmix.__file__).parent,  # the build measured
         capture_output=True,
         text=True,
         check=False,
