@@ -46,6 +46,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import resource
 import shutil
 import subprocess
@@ -123,7 +125,7 @@ def step_write(tool: str, d: Path, args: argparse.Namespace, clock: Clock) -> di
 
         files = clock(lambda: arrowmix.write_chunks(batches, str(d / "am"), overwrite=True))
         corpus.build_raw_index(d / "am")  # the raw loop's index, untimed
-        return {"files": len(files)}
+        return {"files": len(files), "bytes": sum(os.path.getsize(f) for f in files)}
     import datasets
     import pyarrow as pa
 
@@ -139,7 +141,8 @@ def step_write(tool: str, d: Path, args: argparse.Namespace, clock: Clock) -> di
         datasets.concatenate_datasets(parts).save_to_disk(str(d / "hf"))
 
     clock(write_hf)
-    return {"files": len(list((d / "hf").glob("*.arrow")))}
+    files = list((d / "hf").glob("*.arrow"))
+    return {"files": len(files), "bytes": sum(f.stat().st_size for f in files)}
 
 
 def step_dataset(tool: str, d: Path, name: str, clock: Clock) -> dict[str, Any]:
@@ -342,7 +345,12 @@ def run_step(args: argparse.Namespace, step: str, tool: str, rows: int) -> dict[
     ]
     if args.text_dir:
         cmd += ["--text-dir", args.text_dir]
-    p = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    try:
+        p = subprocess.run(
+            cmd, capture_output=True, text=True, check=False, timeout=args.step_timeout
+        )
+    except subprocess.TimeoutExpired:
+        return {"step": step, "tool": tool, "error": f"timed out after {args.step_timeout:.0f} s"}
     if p.returncode != 0:
         tail = p.stderr.strip().splitlines()[-3:]
         return {"step": step, "tool": tool, "error": " | ".join(tail)[:300]}
@@ -363,7 +371,8 @@ def run_size(args: argparse.Namespace, rows: int, steps: list[str]) -> list[dict
     d = Path(args.workdir) / f"n{rows}"
     d.mkdir(parents=True, exist_ok=True)
     results: list[dict[str, Any]] = []
-    log = d / "results.jsonl"
+    log = d / "results.jsonl"  # this run's results, one JSON object a line
+    log.write_text("")
     for r in range(args.repeats):
         for step in steps:
             for tool in tools_of(step, rows, args):
@@ -425,6 +434,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--stream-seconds", type=float, default=20.0)
     p.add_argument("--resume-after", type=int, default=50, help="batches before the state")
+    p.add_argument("--step-timeout", type=float, default=1800.0, help="seconds a step may take")
+    p.add_argument(
+        "--report",
+        action="store_true",
+        help="only print the report of the results kept in the workdir",
+    )
     p.add_argument("--step", default=None, help=argparse.SUPPRESS)
     p.add_argument("--tool", default="arrowmix", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -449,6 +464,14 @@ def main(argv: list[str] | None = None) -> int:
     for s in steps:  # a resume needs its stream's state
         if s.startswith("resume") and "stream" + s[6:] not in steps:
             steps.insert(steps.index(s), "stream" + s[6:])
+    if args.report:
+        for rows in sizes:
+            d = Path(args.workdir or ".") / f"n{rows}"
+            results = [json.loads(x) for x in (d / "results.jsonl").read_text().splitlines() if x]
+            run = json.loads((d / "run.json").read_text()) if (d / "run.json").exists() else {}
+            argv_run, seconds = run.get("argv", ["..."]), run.get("seconds", math.nan)
+            print(report(results, rows, argv_run, seconds, str(Path(args.workdir or "."))))
+        return 0
     tmp = None
     if args.workdir is None:
         tmp = args.workdir = tempfile.mkdtemp(prefix="bench-scale-")
@@ -464,13 +487,12 @@ def main(argv: list[str] | None = None) -> int:
         for rows in sizes:
             t0 = time.perf_counter()
             results = run_size(args, rows, steps)
-            text = report(
-                results,
-                rows,
-                argv if argv is not None else sys.argv[1:],
-                time.perf_counter() - t0,
-                args.workdir,
-            )
+            run = {
+                "argv": argv if argv is not None else sys.argv[1:],
+                "seconds": time.perf_counter() - t0,
+            }
+            (Path(args.workdir) / f"n{rows}" / "run.json").write_text(json.dumps(run))
+            text = report(results, rows, run["argv"], run["seconds"], args.workdir)
             (Path(args.workdir) / f"n{rows}" / "report.md").write_text(text)
             print(text, flush=True)
             if not args.keep:

@@ -86,11 +86,20 @@ def machine_facts(workdir: str) -> str:
     )
 
 
-def corpus_facts(d: Path) -> str:
-    am = d / "am"
-    files = sorted(am.glob("chunk-*.arrow"))
-    size = sum(p.stat().st_size for p in files)
-    return f"arrowmix corpus: {len(files)} chunk files, {size / 1e9:.2f} GB"
+def corpus_facts(results: list[dict[str, Any]], d: Path) -> str:
+    """Files and bytes of each corpus, from its write step (or from the disk when reused)."""
+    facts = []
+    for tool in ("arrowmix", "datasets"):
+        w = [r for r in results if r["step"] == "write" and r["tool"] == tool and "bytes" in r]
+        if w:
+            files, size = w[0]["files"], w[0]["bytes"]
+        elif tool == "arrowmix" and (d / "am").exists():
+            chunks = sorted((d / "am").glob("chunk-*.arrow"))
+            files, size = len(chunks), sum(p.stat().st_size for p in chunks)
+        else:
+            continue
+        facts.append(f"{tool} corpus: {files} files, {size / 1e9:.2f} GB")
+    return "; ".join(facts)
 
 
 def report(
@@ -102,14 +111,16 @@ def report(
     lines = [
         f"### {rows:,} documents",
         "",
-        f"Command: `python scripts/bench_scale.py {' '.join(argv)}` ({seconds / 60:.1f} min)",
+        f"Command: `python scripts/bench_scale.py {' '.join(argv)}`"
+        + ("" if math.isnan(seconds) else f" ({seconds / 60:.1f} min)"),
         "",
-        f"Machine: {machine_facts(workdir)}. {corpus_facts(Path(workdir) / f'n{rows}')}.",
+        f"Machine: {machine_facts(workdir)}. {corpus_facts(results, Path(workdir) / f'n{rows}')}.",
         "",
         "Times in seconds (median of rounds); MB read from disk and peak RSS (MiB) per tool "
         "as `am; hf; raw`; `-`: not run.",
         "",
-        "| step | arrowmix | datasets | raw | am / hf | am / raw | MB read | peak RSS |",
+        "| step | arrowmix (s) | datasets (s) | raw (s) | arrowmix / datasets | arrowmix / raw |"
+        " MB read | peak RSS |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for step in steps:
@@ -129,8 +140,8 @@ def report(
             "Streams: M document tokens/s after the first batch (median), the first batch's "
             "seconds (build included), MB read and peak RSS as `am; hf; raw`.",
             "",
-            "| stream | arrowmix | datasets | raw | am / hf | am / raw | first batch s | "
-            "MB read | peak RSS |",
+            "| stream | arrowmix (M tok/s) | datasets (M tok/s) | raw (M tok/s) | "
+            "arrowmix / datasets | arrowmix / raw | first batch s | MB read | peak RSS |",
             "|---|---|---|---|---|---|---|---|---|",
         ]
     for step in streams:
