@@ -19,7 +19,8 @@ end of the run** (``--keep`` keeps them for the next run with the same ``--workd
 Each step runs in a fresh process (this script with ``--step NAME --tool TOOL``); imports
 happen before the clock starts. Steps are interleaved: every round runs each step for each
 tool in turn (arrowmix, datasets, raw). "Cold" steps drop the pages of every file of the
-tool's corpus (and caches) with ``posix_fadvise(DONTNEED)`` first. Each step reports its
+tool's corpus (and caches) with ``posix_fadvise(DONTNEED)`` first, and the steps that work
+on an opened dataset drop them again after the (untimed) open. Each step reports its
 time, the bytes it read from disk (``read_bytes`` of ``/proc/self/io``) and its peak RSS
 (``ru_maxrss``, imports included). Steps (``--steps`` picks some):
 
@@ -162,6 +163,7 @@ def step_dataset(tool: str, d: Path, name: str, clock: Clock) -> dict[str, Any]:
         )
         return {"kept": clock(lambda: len(ds)), "new_files": len(_new_files(root, before))}
     ds = _open(tool, d)
+    corpus.drop_pages(root)  # what the open read (HF's reads the whole file) is cold again
     if name == "getitem":
         pos = np.random.default_rng(1).integers(0, len(ds), GETITEM_ROWS).tolist()
         got = clock(lambda: sum(len(ds[i]["input_ids"]) for i in pos))
@@ -171,6 +173,7 @@ def step_dataset(tool: str, d: Path, name: str, clock: Clock) -> dict[str, Any]:
         return {"rows": len(out)}
     if name == "filter":
         mapped = ds.map(count_tokens, batched=True)  # a cache hit, untimed
+        corpus.drop_pages(root)
         kw = {"batched": True, "input_columns": ["n"], "load_from_cache_file": False}
         return {"kept": clock(lambda: len(mapped.filter(long_enough, **kw)))}
     if name == "shuffle":
