@@ -12,8 +12,9 @@ Corpora (see ``bench_scale_corpus.py``): ``--rows`` documents of ``input_ids: li
 resampled from real paragraphs tokenized with BERT WordPiece (mean ~56 tokens, ~230 bytes
 a document: 140M documents are ~32 GB, more than a 23 GiB machine's RAM). arrowmix's corpus
 is written with ``arrowmix.write_chunks`` and its default chunk size (256 MiB files);
-HF's (only up to ``--hf-max-rows``, default 10M) with ``Dataset.from_dict`` in pieces of 1M
-documents, ``concatenate_datasets`` and ``save_to_disk``. **The corpora are deleted at the
+HF's (only up to ``--hf-max-rows``, default 10M) with ``Dataset.from_dict`` +
+``save_to_disk`` in pieces of 1M documents, then ``load_from_disk`` of the pieces,
+``concatenate_datasets`` and ``save_to_disk`` (bounded memory). **The corpora are deleted at the
 end of the run** (``--keep`` keeps them for the next run with the same ``--workdir``).
 
 Each step runs in a fresh process (this script with ``--step NAME --tool TOOL``); imports
@@ -22,7 +23,7 @@ tool in turn (arrowmix, datasets, raw). "Cold" steps drop the pages of every fil
 tool's corpus (and caches) with ``posix_fadvise(DONTNEED)`` first, and the steps that work
 on an opened dataset drop them again after the (untimed) open. Each step reports its
 time, the bytes it read from disk (``read_bytes`` of ``/proc/self/io``) and its peak RSS
-(``ru_maxrss``, imports included). Steps (``--steps`` picks some):
+(``VmHWM`` of ``/proc/self/status``, imports included). Steps (``--steps`` picks some):
 
 - ``write``: the corpus (generation included, the same for both tools; once, not repeated);
 - ``open_cold`` / ``open_warm``: ``Dataset.from_chunks`` / ``datasets.load_from_disk`` + len;
@@ -49,7 +50,6 @@ import argparse
 import json
 import math
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -130,16 +130,25 @@ def step_write(tool: str, d: Path, args: argparse.Namespace, clock: Clock) -> di
     import datasets
     import pyarrow as pa
 
-    def write_hf() -> None:
-        parts, piece = [], []
+    pieces = d / "hf-pieces"
+
+    def save_piece(columns: list[Any]) -> str:
+        path = str(pieces / str(len(list(pieces.glob("*")))))
+        datasets.Dataset.from_dict({"input_ids": pa.concat_arrays(columns)}).save_to_disk(path)
+        return path
+
+    def write_hf() -> None:  # bounded memory: each piece saved, then all joined memory-mapped
+        paths, piece = [], []
         for b in batches:
             piece.append(b.column(0))
             if sum(len(c) for c in piece) >= HF_PIECE:
-                parts.append(datasets.Dataset.from_dict({"input_ids": pa.concat_arrays(piece)}))
+                paths.append(save_piece(piece))
                 piece = []
         if piece:
-            parts.append(datasets.Dataset.from_dict({"input_ids": pa.concat_arrays(piece)}))
+            paths.append(save_piece(piece))
+        parts = [datasets.load_from_disk(p) for p in paths]
         datasets.concatenate_datasets(parts).save_to_disk(str(d / "hf"))
+        shutil.rmtree(pieces)
 
     clock(write_hf)
     files = list((d / "hf").glob("*.arrow"))
@@ -308,7 +317,7 @@ def child(args: argparse.Namespace) -> int:
         extra = step_raw(d, name, clock)
     else:
         extra = step_dataset(tool, d, name, clock)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = corpus.peak_rss_mib()
     out = {
         "step": name,
         "tool": tool,
@@ -437,7 +446,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--stream-seconds", type=float, default=20.0)
     p.add_argument("--resume-after", type=int, default=50, help="batches before the state")
-    p.add_argument("--step-timeout", type=float, default=1800.0, help="seconds a step may take")
+    p.add_argument("--step-timeout", type=float, default=1200.0, help="seconds a step may take")
     p.add_argument(
         "--report",
         action="store_true",

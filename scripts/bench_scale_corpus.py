@@ -10,8 +10,8 @@
 - :class:`RawRows`: the disk's limit. Each row is read with two ``os.pread`` calls straight
   from the arrowmix chunk files (its two list offsets, then its token ids), through an index
   of the record batches' buffer positions built once, untimed.
-- :func:`drop_pages` (``posix_fadvise(DONTNEED)`` per file) and :func:`read_bytes`
-  (``/proc/self/io``) for cold reads and disk bytes.
+- :func:`drop_pages` (``posix_fadvise(DONTNEED)`` per file), :func:`read_bytes`
+  (``/proc/self/io``) and :func:`peak_rss_mib` for cold reads, disk bytes and memory.
 """
 
 from __future__ import annotations
@@ -117,6 +117,15 @@ def read_bytes() -> int:
             if line.startswith("read_bytes:"):
                 return int(line.split()[1])
     return 0
+
+
+def peak_rss_mib() -> float:
+    """Peak RSS of this process (``VmHWM``: unlike ``ru_maxrss``, not inherited through exec)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def drop_pages(root: Path) -> int:
