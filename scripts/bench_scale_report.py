@@ -45,12 +45,19 @@ def _cells(runs: dict[str, list[dict[str, Any]] | None], key: str, digits: int) 
     return [_num(_field(runs[t], key), digits) for t in TOOLS]
 
 
+def _amplification(runs: list[dict[str, Any]] | None) -> float:
+    """Disk bytes read per byte of the token ids delivered (int32: 4 bytes a token)."""
+    amp = [r["read_mb"] * 1e6 / (4 * r["tokens"]) for r in runs or [] if r.get("tokens")]
+    return _med(amp)
+
+
 def _io(runs: dict[str, list[dict[str, Any]] | None]) -> list[str]:
     mb = "; ".join(_num(_field(runs[t], "read_mb"), 0) for t in TOOLS)
+    amp = "; ".join(_num(_amplification(runs[t]), 1) for t in TOOLS)
     rss = "; ".join(
         _num(max((r["peak_rss_mib"] for r in runs[t] or []), default=math.nan), 0) for t in TOOLS
     )
-    return [mb, rss]
+    return [mb, amp, rss]
 
 
 def machine_facts(workdir: str) -> str:
@@ -116,12 +123,13 @@ def report(
         "",
         f"Machine: {machine_facts(workdir)}. {corpus_facts(results, Path(workdir) / f'n{rows}')}.",
         "",
-        "Times in seconds (median of rounds); MB read from disk and peak RSS (MiB) per tool "
-        "as `am; hf; raw`; `-`: not run.",
+        "Times in seconds (median of rounds). MB read from disk, the disk bytes read per byte "
+        "of token ids delivered (where the step delivers tokens) and peak RSS (MiB) are given "
+        "per tool as `am; hf; raw`; `-`: not run.",
         "",
         "| step | arrowmix (s) | datasets (s) | raw (s) | arrowmix / datasets | arrowmix / raw |"
-        " MB read | peak RSS |",
-        "|---|---|---|---|---|---|---|---|",
+        " MB read | read / token bytes | peak RSS |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for step in steps:
         if step.startswith("stream"):
@@ -138,11 +146,12 @@ def report(
         lines += [
             "",
             "Streams: M document tokens/s after the first batch (median), the first batch's "
-            "seconds (build included), MB read and peak RSS as `am; hf; raw`.",
+            "seconds (build included), then as above.",
             "",
             "| stream | arrowmix (M tok/s) | datasets (M tok/s) | raw (M tok/s) | "
-            "arrowmix / datasets | arrowmix / raw | first batch s | MB read | peak RSS |",
-            "|---|---|---|---|---|---|---|---|---|",
+            "arrowmix / datasets | arrowmix / raw | first batch s | MB read | "
+            "read / token bytes | peak RSS |",
+            "|---|---|---|---|---|---|---|---|---|---|",
         ]
     for step in streams:
         runs = {t: by.get((step, t)) for t in TOOLS}
