@@ -462,6 +462,15 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def plan_steps(chosen: list[str]) -> list[str]:
+    """``chosen`` and what they need, in the order of ``STEPS``: the corpus is written first,
+    a rerun needs the map and filter caches, a resume the state its stream step saves."""
+    need = {"write", *chosen}
+    need |= {"map", "filter"} if "rerun" in chosen else set()
+    need |= {"stream" + s[6:] for s in chosen if s.startswith("resume")}
+    return [s for s in STEPS if s in need]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     if args.step:
@@ -472,10 +481,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = sorted(set(steps) - set(STEPS))
     if unknown:
         raise SystemExit(f"unknown --steps {unknown}; known: {', '.join(STEPS)}")
-    steps = ["write", *(s for s in steps if s != "write")]  # the corpus first
-    for s in steps:  # a resume needs its stream's state
-        if s.startswith("resume") and "stream" + s[6:] not in steps:
-            steps.insert(steps.index(s), "stream" + s[6:])
+    steps = plan_steps(steps)
     if args.report:
         for rows in sizes:
             d = Path(args.workdir or ".") / f"n{rows}"

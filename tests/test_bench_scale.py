@@ -57,6 +57,19 @@ def test_unknown_steps_are_refused_by_name() -> None:
         bench_scale.main(["--steps", "opne"])
 
 
+def test_chosen_steps_bring_what_they_need_in_order() -> None:
+    got = bench_scale.plan_steps(["resume_global_A", "rerun", "getitem"])
+    assert got == [
+        "write",
+        "getitem",
+        "map",
+        "filter",
+        "rerun",
+        "stream_global_A",
+        "resume_global_A",
+    ]
+
+
 @pytest.mark.slow
 def test_quick_mode_runs_every_step_and_deletes_its_corpus(tmp_path: Path) -> None:
     text = tmp_path / "text"  # real text, no download: the project's own docs
