@@ -23,7 +23,8 @@ tool in turn (arrowmix, datasets, raw). "Cold" steps drop the pages of every fil
 tool's corpus (and caches) with ``posix_fadvise(DONTNEED)`` first, and the steps that work
 on an opened dataset drop them again after the (untimed) open. Each step reports its
 time, the bytes it read from disk (``read_bytes`` of ``/proc/self/io``) and its peak RSS
-(``VmHWM`` of ``/proc/self/status``, imports included). Steps (``--steps`` picks some):
+(``VmHWM``, which counts the mapped file pages touched, and the anonymous
+memory's peak, ``RssAnon`` sampled every 20 ms; imports included). Steps (``--steps`` picks some):
 
 - ``write``: the corpus (generation included, the same for both tools; once, not repeated);
 - ``open_cold`` / ``open_warm``: ``Dataset.from_chunks`` / ``datasets.load_from_disk`` + len;
@@ -309,6 +310,7 @@ def child(args: argparse.Namespace) -> int:
     if name not in WARM_STEPS:
         cold_bytes = corpus.drop_pages(d / ("hf" if tool == "datasets" else "am"))
     clock = Clock()
+    anon = corpus.AnonPeak()
     if name == "write":
         extra = step_write(tool, d, args, clock)
     elif name in STREAMS:
@@ -317,13 +319,14 @@ def child(args: argparse.Namespace) -> int:
         extra = step_raw(d, name, clock)
     else:
         extra = step_dataset(tool, d, name, clock)
-    peak = corpus.peak_rss_mib()
+    peak, peak_anon = corpus.peak_rss_mib(), anon.stop()
     out = {
         "step": name,
         "tool": tool,
         "seconds": clock.seconds,
         "read_mb": clock.read / 1e6,
         "peak_rss_mib": peak,
+        "peak_anon_mib": peak_anon,
         "dropped_mb": cold_bytes / 1e6,
         **extra,
     }

@@ -11,7 +11,8 @@
   from the arrowmix chunk files (its two list offsets, then its token ids), through an index
   of the record batches' buffer positions built once, untimed.
 - :func:`drop_pages` (``posix_fadvise(DONTNEED)`` per file), :func:`read_bytes`
-  (``/proc/self/io``) and :func:`peak_rss_mib` for cold reads, disk bytes and memory.
+  (``/proc/self/io``), :func:`peak_rss_mib` and :class:`AnonPeak`: cold reads, disk bytes,
+  memory.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import itertools
 import os
 import re
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -119,13 +121,40 @@ def read_bytes() -> int:
     return 0
 
 
-def peak_rss_mib() -> float:
-    """Peak RSS of this process (``VmHWM``: unlike ``ru_maxrss``, not inherited through exec)."""
+def _status_mib(field: str) -> float:
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmHWM:"):
+            if line.startswith(field):
                 return int(line.split()[1]) / 1024
     return float("nan")
+
+
+def peak_rss_mib() -> float:
+    """Peak RSS of this process (``VmHWM``: unlike ``ru_maxrss``, not inherited through exec).
+
+    It counts the pages of memory-mapped files the process touched, which the kernel can
+    reclaim; :class:`AnonPeak` measures the memory the process owns.
+    """
+    return _status_mib("VmHWM:")
+
+
+class AnonPeak:
+    """Peak anonymous RSS (``RssAnon``, sampled every 20 ms by a thread) while running."""
+
+    def __init__(self) -> None:
+        self.peak = _status_mib("RssAnon:")
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.02):
+            self.peak = max(self.peak, _status_mib("RssAnon:"))
+
+    def stop(self) -> float:
+        self._stop.set()
+        self._thread.join()
+        return max(self.peak, _status_mib("RssAnon:"))
 
 
 def drop_pages(root: Path) -> int:

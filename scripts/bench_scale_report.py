@@ -54,10 +54,13 @@ def _amplification(runs: list[dict[str, Any]] | None) -> float:
 def _io(runs: dict[str, list[dict[str, Any]] | None]) -> list[str]:
     mb = "; ".join(_num(_field(runs[t], "read_mb"), 0) for t in TOOLS)
     amp = "; ".join(_num(_amplification(runs[t]), 1) for t in TOOLS)
-    rss = "; ".join(
-        _num(max((r["peak_rss_mib"] for r in runs[t] or []), default=math.nan), 0) for t in TOOLS
+    return [mb, amp, _peak(runs, "peak_rss_mib"), _peak(runs, "peak_anon_mib")]
+
+
+def _peak(runs: dict[str, list[dict[str, Any]] | None], key: str) -> str:
+    return "; ".join(
+        _num(max((r[key] for r in runs[t] or [] if key in r), default=math.nan), 0) for t in TOOLS
     )
-    return [mb, amp, rss]
 
 
 def machine_facts(workdir: str) -> str:
@@ -124,12 +127,13 @@ def report(
         f"Machine: {machine_facts(workdir)}. {corpus_facts(results, Path(workdir) / f'n{rows}')}.",
         "",
         "Times in seconds (median of rounds). MB read from disk, the disk bytes read per byte "
-        "of token ids delivered (where the step delivers tokens) and peak RSS (MiB) are given "
-        "per tool as `am; hf; raw`; `-`: not run.",
+        "of token ids delivered (where the step delivers tokens), the peak RSS (MiB, with the "
+        "mapped file pages touched) and the peak anonymous memory (MiB, what the process owns) "
+        "are given per tool as `am; hf; raw`; `-`: not run.",
         "",
         "| step | arrowmix (s) | datasets (s) | raw (s) | arrowmix / datasets | arrowmix / raw |"
-        " MB read | read / token bytes | peak RSS |",
-        "|---|---|---|---|---|---|---|---|---|",
+        " MB read | read / token bytes | peak RSS | peak anon |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for step in steps:
         if step.startswith("stream"):
@@ -150,8 +154,8 @@ def report(
             "",
             "| stream | arrowmix (M tok/s) | datasets (M tok/s) | raw (M tok/s) | "
             "arrowmix / datasets | arrowmix / raw | first batch s | MB read | "
-            "read / token bytes | peak RSS |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            "read / token bytes | peak RSS | peak anon |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
     for step in streams:
         runs = {t: by.get((step, t)) for t in TOOLS}
