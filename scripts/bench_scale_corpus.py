@@ -7,9 +7,10 @@
   wheel (mean ~50 tokens, ``[CLS]``/``[SEP]`` included).
 - :func:`resampled_batches`: ``N`` documents drawn from that sample with a seeded RNG, as
   record batches of ``input_ids: list<int32>``, in bounded memory (140M documents in minutes).
-- :class:`RawRows`: the disk's limit. Each row is read with two ``os.pread`` calls straight
-  from the arrowmix chunk files (its two list offsets, then its token ids), through an index
-  of the record batches' buffer positions built once, untimed.
+- :class:`RawRows`: the disk's limit. Rows are read with ``os.pread`` straight from the
+  arrowmix chunk files (their list offsets, then their token ids; the files advised
+  ``POSIX_FADV_RANDOM``, so no read-ahead), through an index of the record batches' buffer
+  positions built once, untimed.
 - :func:`drop_pages` (``posix_fadvise(DONTNEED)`` per file), :func:`read_bytes`
   (``/proc/self/io``), :func:`peak_rss_mib` and :class:`AnonPeak`: cold reads, disk bytes,
   memory.
@@ -208,6 +209,8 @@ class RawRows:
         self.file, self.first = index[:-1, 0], index[:, 1]
         self.offs_at, self.vals_at = index[:-1, 2], index[:-1, 3]
         self.fds = [os.open(p, os.O_RDONLY) for p in chunk_files(corpus)]
+        for fd in self.fds:  # no read-ahead: a read brings in the pages it asks for
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
 
     def __len__(self) -> int:
         return int(self.first[-1])
