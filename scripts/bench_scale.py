@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -67,7 +66,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import bench_scale_corpus as corpus  # noqa: E402
-from bench_scale_report import report  # noqa: E402
+from bench_scale_report import report, run_facts  # noqa: E402
 
 GETITEM_ROWS = 2_000
 SHUFFLE_ROWS = 1_000_000
@@ -490,8 +489,7 @@ def main(argv: list[str] | None = None) -> int:
             d = Path(args.workdir or ".") / f"n{rows}"
             results = [json.loads(x) for x in (d / "results.jsonl").read_text().splitlines() if x]
             run = json.loads((d / "run.json").read_text()) if (d / "run.json").exists() else {}
-            argv_run, seconds = run.get("argv", ["..."]), run.get("seconds", math.nan)
-            print(report(results, rows, argv_run, seconds, str(Path(args.workdir or "."))))
+            print(report(results, rows, run_facts(results, d, run)))
         return 0
     tmp = None
     if args.workdir is None:
@@ -508,12 +506,11 @@ def main(argv: list[str] | None = None) -> int:
         for rows in sizes:
             t0 = time.perf_counter()
             results = run_size(args, rows, steps)
-            run = {
-                "argv": argv if argv is not None else sys.argv[1:],
-                "seconds": time.perf_counter() - t0,
-            }
-            (Path(args.workdir) / f"n{rows}" / "run.json").write_text(json.dumps(run))
-            text = report(results, rows, run["argv"], run["seconds"], args.workdir)
+            d = Path(args.workdir) / f"n{rows}"
+            given = {"argv": argv if argv is not None else sys.argv[1:]}
+            run = run_facts(results, d, {**given, "seconds": time.perf_counter() - t0})
+            (d / "run.json").write_text(json.dumps(run))
+            text = report(results, rows, run)
             (Path(args.workdir) / f"n{rows}" / "report.md").write_text(text)
             print(text, flush=True)
             if not args.keep:

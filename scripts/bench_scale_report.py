@@ -112,19 +112,28 @@ def corpus_facts(results: list[dict[str, Any]], d: Path) -> str:
     return "; ".join(facts)
 
 
-def report(
-    results: list[dict[str, Any]], rows: int, argv: list[str], seconds: float, workdir: str
-) -> str:
+def run_facts(results: list[dict[str, Any]], d: Path, run: dict[str, Any]) -> dict[str, Any]:
+    """``run`` (argv, seconds) completed with the machine and the corpus, unless recorded."""
+    return {
+        "argv": ["..."],
+        "seconds": math.nan,
+        "machine": machine_facts(str(d.parent)),
+        "corpus": corpus_facts(results, d),
+        **run,
+    }
+
+
+def report(results: list[dict[str, Any]], rows: int, run: dict[str, Any]) -> str:
     """The whole report of one corpus size, as Markdown."""
     by = _group(results)
     steps = list(dict.fromkeys(r["step"] for r in results))
     lines = [
         f"### {rows:,} documents",
         "",
-        f"Command: `python scripts/bench_scale.py {' '.join(argv)}`"
-        + ("" if math.isnan(seconds) else f" ({seconds / 60:.1f} min)"),
+        f"Command: `python scripts/bench_scale.py {' '.join(run['argv'])}`"
+        + ("" if math.isnan(run["seconds"]) else f" ({run['seconds'] / 60:.1f} min)"),
         "",
-        f"Machine: {machine_facts(workdir)}. {corpus_facts(results, Path(workdir) / f'n{rows}')}.",
+        f"Machine: {run['machine']}. {run['corpus']}.",
         "",
         "Times in seconds (median of rounds). MB read from disk, the disk bytes read per byte "
         "of token ids delivered (where the step delivers tokens), the peak RSS (MiB, with the "
