@@ -36,6 +36,7 @@ __all__ = [
     "TMP_PREFIX",
     "TMP_SUFFIX",
     "atomic_sink",
+    "fsync_dir",
     "remove_dead_tmp",
     "replace_file",
     "tmp_name",
@@ -207,11 +208,11 @@ def _atomic_local(
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    _fsync_dir(directory)
+    fsync_dir(directory)
 
 
-def _fsync_dir(directory: str) -> None:
-    # Make the rename itself durable; not supported everywhere (e.g. Windows), which is fine.
+def fsync_dir(directory: str) -> None:
+    """Make a rename in ``directory`` durable (where the platform can: not Windows)."""
     with contextlib.suppress(OSError):
         fd = os.open(directory, os.O_RDONLY)
         try:
