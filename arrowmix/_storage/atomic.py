@@ -11,6 +11,11 @@ can leave a ``tmp-*.partial`` file behind; it never has a final name, and the ne
 same file (:func:`remove_dead_tmp`) or the cache cleanup removes it once :func:`writer_alive`
 says its writer is gone.
 
+A file the user named (:func:`replace_file`, the exporters) is replaced as a user expects of an
+editor's save: through a symlink the file it points to is replaced and the link kept, the
+previous file's permission bits are kept (a new file gets the umask's), temporaries of the same
+target left by dead writers are removed first, and an ``OSError`` (a full disk) names the file.
+
 fsspec URLs (object stores) follow the same scheme with a temporary *key* and a server-side
 copy to the final key (see :func:`_atomic_remote`); a ``tmp-*`` key left by a killed writer is
 never listed as a chunk; only a map's next run removes it, in a remote cache directory
@@ -40,6 +45,7 @@ __all__ = [
     "fsync_dir",
     "make_durable",
     "remove_dead_tmp",
+    "replace_file",
     "tmp_name",
     "writer_alive",
 ]
@@ -152,8 +158,45 @@ def atomic_sink(
 
 
 @contextlib.contextmanager
+def replace_file(
+    path: str, storage_options: Mapping[str, Any] | None = None
+) -> Iterator[pa.NativeFile]:
+    """Like :func:`atomic_sink`, for a file the user named (see the module's docstring)."""
+    if not is_local(path):
+        with _atomic_remote(path, storage_options) as sink:
+            yield sink
+        return
+    target = os.path.realpath(local_path(path))  # through symlinks: the file they point to
+    directory, name = os.path.split(target)
+    remove_dead_tmp(directory, name.__eq__)
+    try:
+        mode: int | None = os.stat(target).st_mode & 0o7777
+    except OSError:
+        mode = None  # a new file: the umask's default, as open() gives
+    try:
+        with _atomic_local(target, None, True, mode=mode) as sink:
+            yield sink
+    except OSError as err:
+        named = _named(err, path)
+        if named is err:
+            raise
+        raise named from err
+
+
+def _named(err: OSError, path: str) -> OSError:
+    """``err`` naming ``path`` when it names no file (Arrow's write errors do not)."""
+    if err.filename is not None or err.errno is None:
+        return err
+    return OSError(err.errno, f"{os.strerror(err.errno)} while writing {path!r}", path)
+
+
+@contextlib.contextmanager
 def _atomic_local(
-    path: str, finish: Callable[[str], None] | None, sync: bool
+    path: str,
+    finish: Callable[[str], None] | None,
+    sync: bool,
+    *,
+    mode: int | None = None,
 ) -> Iterator[pa.NativeFile]:
     directory, name = os.path.split(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
@@ -166,6 +209,8 @@ def _atomic_local(
             sink.close()
         if finish is not None:
             finish(tmp)
+        if mode is not None:
+            os.chmod(tmp, mode)
         if sync:
             _fsync(tmp)
         os.replace(tmp, path)
