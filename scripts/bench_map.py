@@ -19,6 +19,15 @@ reports medians of ``--repeat`` runs. Measured:
 3. ``num_proc=2`` vs ``1`` for an expensive per-row function;
 4. (``--big``) peak RSS (``resource.getrusage``) while mapping a ~2 GB dataset.
 
+``--tokens CORPUS`` (``--steps tmap,trerun``) runs the token-id case on an arrowmix corpus
+with a ``list<int32>`` column ``input_ids`` (e.g. ``/work/scale/tok10m``, read only: cache
+files go to ``--dir``): at 1M rows (the corpus's first 1M rows, written once into ``--dir``)
+and at the corpus's size, against HF ``datasets`` (``save_to_disk`` copies in ``--dir``),
+interleaved: the cheap batched map ``{"n": [len(x) for x in b["input_ids"]]}`` (cache off)
+and a cached rerun (open + map hit + filter hit, interpreter and imports excluded), with disk
+bytes (``/proc/self/io``) and peak RSS (``ru_maxrss``, with the anonymous and file-backed
+parts from ``/proc/self/status``).
+
 ``--regression`` measures only what must never get slower, on 1M rows, alternating the two
 libraries run by run: the cold batched map, the cache hit in a new process, a read in
 batches of 1,000 through ``shuffle(seed=0)``, and ``num_proc=2`` on 497 rows of an
@@ -288,6 +297,134 @@ def regression(args, env):
     return all(r["holds"] for r in results.values())
 
 
+# ---- token ids ---------------------------------------------------------------------------
+def tok_len(b):
+    return {"n": [len(x) for x in b["input_ids"]]}
+
+
+def tok_keep(b):
+    return [n > 40 for n in b["n"]]
+
+
+def _io():
+    with open("/proc/self/io") as f:
+        d = dict(line.split(": ") for line in f.read().splitlines())
+    return int(d["read_bytes"]), int(d["rchar"])
+
+
+def _status():
+    with open("/proc/self/status") as f:
+        d = dict(line.split(":", 1) for line in f if line.startswith(("RssAnon", "RssFile")))
+    return {k: int(v.split()[0]) / 1024 for k, v in d.items()}
+
+
+def tok_child(kind, lib, path, cache):
+    """One token-id measurement (``tmap``: cold map; ``trerun``: cached open+map+filter)."""
+    import resource
+
+    if lib == "arrowmix":
+        sys.path.insert(0, os.environ.get("BENCH_ARROWMIX_ROOT", ROOT))
+        import arrowmix as am
+
+        def load():
+            return am.Dataset.from_chunks(path, cache_dir=cache)
+    else:
+        import datasets
+
+        datasets.disable_progress_bars()
+
+        def load():
+            return datasets.load_from_disk(path)
+
+    if kind == "tmap":
+        load().select(range(1000)).map(tok_len, batched=True, load_from_cache_file=False)
+        ds = load()
+        t = time.perf_counter()
+        out = ds.map(tok_len, batched=True, load_from_cache_file=False)
+        return {"s": time.perf_counter() - t, "rows": len(out)}
+    io0 = _io()
+    t = time.perf_counter()
+    out = load().map(tok_len, batched=True).filter(tok_keep, batched=True)
+    _ = out[0]
+    dt = time.perf_counter() - t
+    io1 = _io()
+    st = _status()
+    return {
+        "s": dt,
+        "rows": len(out),
+        "read_bytes": io1[0] - io0[0],
+        "rchar": io1[1] - io0[1],
+        "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "anon_mb": st.get("RssAnon", 0.0),
+        "file_mb": st.get("RssFile", 0.0),
+    }
+
+
+def _tok_corpora(corpus, base):
+    """``{rows: (arrowmix dir, hf dir)}`` for 1M rows and the corpus's size."""
+    import datasets
+
+    sys.path.insert(0, ROOT)
+    import arrowmix as am
+
+    full = am.Dataset.from_chunks(corpus)
+    out = {}
+    for rows in sorted({1_000_000, len(full)}):
+        am_dir = corpus if rows == len(full) else os.path.join(base, f"tok-{rows}")
+        if not os.path.isdir(am_dir):
+            am.write_chunks(full.select(range(rows)), am_dir + ".tmp", rows_per_chunk=500_000)
+            os.rename(am_dir + ".tmp", am_dir)
+        hf_dir = os.path.join(base, f"hf-tok-{rows}")
+        if not os.path.isdir(hf_dir):
+            table = am.Dataset.from_chunks(am_dir).to_table()
+            datasets.Dataset(datasets.table.InMemoryTable(table)).save_to_disk(hf_dir + ".tmp")
+            del table
+            os.rename(hf_dir + ".tmp", hf_dir)
+        out[rows] = (am_dir, hf_dir)
+    return out
+
+
+def tokens(args, env):
+    made = run_child("tokmake", "datasets", args.tokens, args.dir)
+    libs = {"arrowmix": ("arrowmix", {})}
+    if args.baseline:
+        libs["baseline"] = ("arrowmix", {"BENCH_ARROWMIX_ROOT": os.path.abspath(args.baseline)})
+    libs["datasets"] = ("datasets", {})
+    runs = {}
+    for rows, (am_dir, hf_dir) in sorted((int(k), v) for k, v in made.items()):
+        caches = {}
+        for name, (lib, extra) in libs.items():
+            path = am_dir if lib == "arrowmix" else hf_dir
+            caches[name] = os.path.join(args.dir, f"cache-{name}-{rows}")
+            shutil.rmtree(caches[name], ignore_errors=True)
+            if lib == "datasets":
+                clear_cache_files(hf_dir)
+            run_child("trerun", lib, path, caches[name], env={**env, **extra})  # populate
+        for _ in range(args.repeat):
+            for kind in args.steps.split(","):
+                for name, (lib, extra) in libs.items():
+                    path = am_dir if lib == "arrowmix" else hf_dir
+                    r = run_child(kind, lib, path, caches[name], env={**env, **extra})
+                    runs.setdefault((rows, kind, name), []).append(r)
+                    print(json.dumps({"rows": rows, "kind": kind, "lib": name, **r}), flush=True)
+    print("\n| rows | step | " + " | ".join(libs) + " | arrowmix / datasets (time) |")
+    print("| --- " * (3 + len(libs)) + "|")
+    summary = {}
+    for (rows, kind, name), rs in sorted(runs.items()):
+        summary[f"{rows}/{kind}/{name}"] = {
+            k: statistics.median(r[k] for r in rs)
+            for k in rs[0]
+            if isinstance(rs[0][k], (int, float))
+        }
+    for rows in sorted({k[0] for k in runs}):
+        for kind in args.steps.split(","):
+            med = {n: summary[f"{rows}/{kind}/{n}"]["s"] for n in libs}
+            cells = [f"{med[n]:.3f} s" for n in libs]
+            ratio = med["arrowmix"] / med["datasets"]
+            print(f"| {rows:,} | {kind} | " + " | ".join(cells) + f" | {ratio:.2f}x |")
+    print("\n" + json.dumps(summary, indent=1))
+
+
 # ---- main -----------------------------------------------------------------------------
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
@@ -297,18 +434,34 @@ def main():
     p.add_argument("--big", action="store_true", help="also map a ~2 GB dataset (peak RSS)")
     p.add_argument("--nproc-rows", type=int, default=100_000)
     p.add_argument("--regression", action="store_true", help="only the never-slower checks")
-    p.add_argument("--baseline", help="with --regression: a checkout to compare arrowmix with")
+    p.add_argument("--baseline", help="a checkout to compare arrowmix with (--regression/--tokens)")
+    p.add_argument("--tokens", help="an arrowmix corpus with an `input_ids` column (token ids)")
+    p.add_argument("--steps", default="tmap,trerun", help="with --tokens: tmap, trerun or both")
     p.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
         kind, lib, path, extra = args.child
-        print(json.dumps(child(kind, lib, path, extra)))
+        if kind == "tokmake":
+            print(json.dumps(_tok_corpora(path, extra)))
+        elif kind in ("tmap", "trerun"):
+            print(json.dumps(tok_child(kind, lib, path, extra)))
+        else:
+            print(json.dumps(child(kind, lib, path, extra)))
         return
     os.makedirs(args.dir, exist_ok=True)
     libs = [args.only] if args.only else ["arrowmix", "datasets"]
-    env = {"ARROWMIX_PROGRESS": "0", "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}
+    # Bytecode caching on (empty disables PYTHONDONTWRITEBYTECODE): an installed package has
+    # its .pyc files, and compiling arrowmix's lazily imported modules is not what is measured.
+    env = {
+        "ARROWMIX_PROGRESS": "0",
+        "HF_DATASETS_DISABLE_PROGRESS_BARS": "1",
+        "PYTHONDONTWRITEBYTECODE": "",
+    }
     if args.regression:
         sys.exit(0 if regression(args, env) else 1)
+    if args.tokens:
+        tokens(args, env)
+        return
     paths = {}
     for rows in (100_000, 1_000_000):
         hf = "datasets" if "datasets" in libs else "arrowmix"

@@ -6,9 +6,11 @@ default; ``num_proc`` processes format batches in order) and return the number o
 Parquet writes row groups of ``batch_size`` rows (HF's size-derived default) with content-defined
 chunking and a page index, and returns the sum of the batches' Arrow sizes, as HF does.
 
-A path is written atomically (``arrowmix._storage.atomic``): the bytes go to a temporary file
-beside the target that is renamed over it only once complete, so a failure midway leaves the old
-file, or none, never a partial one. A binary file object is written in place.
+A path is written atomically (``arrowmix._storage.atomic.replace_file``): the bytes go to a
+temporary file beside the target that is renamed over it only once complete, so a failure midway
+leaves the old file, or none, never a partial one; a symlink's target is replaced (the link
+stays), the file's permission bits are kept, and a temporary left by a killed export is removed
+by the next export to the same path. A binary file object is written in place.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal, cast
 import pyarrow as pa
 
 from arrowmix._dataset.state import num_rows, state_of, view_range
-from arrowmix._storage.atomic import atomic_sink
+from arrowmix._storage.atomic import replace_file
 from arrowmix._storage.metadata import kept_or_none
 from arrowmix._storage.mixed_json import is_json
 from arrowmix._validate import check_int
@@ -67,7 +69,7 @@ def _sink(
         yield path_or_buf  # a binary file object: written in place, as HF does
         return
     path = os.fsdecode(path_or_buf)
-    with atomic_sink(path, storage_options or None) as raw:
+    with replace_file(path, storage_options or None) as raw:
         if compression is None:
             yield raw
         elif compression == "xz":
@@ -127,11 +129,17 @@ def _texts(
     num_proc: int,
     encode: Callable[[tuple[Any, ...]], bytes],
     extra: tuple[Any, ...],
+    *,
+    empty_batch: bool,
 ) -> Iterator[bytes]:
-    """Each batch's encoded text, in order; ``num_proc`` forked processes encode them."""
+    """Each batch's encoded text, in order; ``num_proc`` forked processes encode them.
+
+    An empty view is one empty batch with ``empty_batch`` (as HF: CSV's header line, a JSON
+    document that is not JSON Lines), else nothing.
+    """
     n = num_rows(state_of(ds))
     tasks = [(off, min(off + batch_size, n), *extra) for off in range(0, n, batch_size)]
-    if not tasks:
+    if not tasks and empty_batch:
         tasks = [(0, 0, *extra)]
     global _WORKER_DS
     _WORKER_DS = ds
@@ -174,7 +182,9 @@ def to_csv(
     size = batch_size or DEFAULT_BATCH
     written = 0
     with _sink(path_or_buf, storage_options) as sink:
-        for text in _texts(ds, size, procs, _csv_batch, (header, index, to_csv_kwargs)):
+        for text in _texts(
+            ds, size, procs, _csv_batch, (header, index, to_csv_kwargs), empty_batch=True
+        ):
             written += len(text)
             sink.write(text)
     return written
@@ -216,7 +226,9 @@ def to_json(
         )
     written = 0
     with _sink(path_or_buf, storage_options, packed) as sink:
-        for text in _texts(ds, size, procs, _json_batch, (orient, lines, to_json_kwargs)):
+        for text in _texts(
+            ds, size, procs, _json_batch, (orient, lines, to_json_kwargs), empty_batch=not lines
+        ):
             written += len(text)
             sink.write(text)
     return written

@@ -31,7 +31,7 @@ from arrowmix.exceptions import (
     InvalidTypeError,
 )
 
-__all__ = ["INDICES_FILE_MIN_ROWS", "IndexMap", "load_or_store", "to_positions"]
+__all__ = ["INDICES_FILE_MIN_ROWS", "IndexMap", "find_stored", "load_or_store", "to_positions"]
 
 #: Mappings at least this long are written to an indices file instead of living in RAM only.
 INDICES_FILE_MIN_ROWS = 100_000
@@ -157,6 +157,7 @@ def load_or_store(
     path: str | None = None,
     in_memory: bool = False,
     reuse: bool = True,
+    sources: str | None = None,
 ) -> tuple[IndexMap, str | None]:
     """Back a large array mapping by ``indices-<fingerprint>.arrow``; return it and its path.
 
@@ -167,6 +168,10 @@ def load_or_store(
     HF's options: ``path`` (``indices_cache_file_name``) stores any array mapping, whatever
     its size, in that file; ``in_memory`` (``keep_in_memory``) stores none; ``reuse=False``
     (``load_from_cache_file=False``) writes the file again even when a valid one exists.
+
+    ``sources`` (a digest of what the mapping was computed from) is recorded in the file, so
+    that a later run finds it with :func:`find_stored` before computing the mapping; a valid
+    file holding the mapping but another ``sources`` is written again.
     """
     if mapping.array is None or in_memory:
         return mapping, None
@@ -187,16 +192,25 @@ def load_or_store(
         else:
             # The mapping is at hand: a file is only ever used when it holds exactly it (a
             # `new_fingerprint` given twice for different rows names the same file).
-            if np.array_equal(stored, mapping.array):
+            equal = bool(np.array_equal(stored, mapping.array))
+            if equal and (sources is None or _sources_of(path, storage_options) == sources):
                 return IndexMap(array=stored), path
-            warnings.warn(
-                f"Indices file {path!r} holds other row positions than the view of "
-                f"fingerprint {fingerprint!r} it is named for; rewriting it.",
-                CacheWarning,
-                stacklevel=4,
-            )
+            if not equal:  # (else: the same rows, written again to record their sources)
+                warnings.warn(
+                    f"Indices file {path!r} holds other row positions than the view of "
+                    f"fingerprint {fingerprint!r} it is named for; rewriting it.",
+                    CacheWarning,
+                    stacklevel=4,
+                )
     meta = {"fingerprint": fingerprint, "parent": parent, "transform": transform}
+    if sources is not None:
+        meta["sources"] = sources
     return _store(mapping.array, path, meta, storage_options), path
+
+
+def _sources_of(path: str, storage_options: Mapping[str, Any] | None) -> Any:
+    """The ``sources`` recorded in the (already checked) indices file at ``path``."""
+    return read_meta(open_table(path, storage_options, check="checksum").schema).get("sources")
 
 
 def _shipped(positions: np.ndarray, beside: str, fingerprint: str) -> IndexMap | None:
@@ -220,7 +234,10 @@ def _store(
     if fs.is_local(path):  # temporary files of killed writers of this very file
         directory, base = fs.split(fs.local_path(path))
         remove_dead_tmp(directory, base.__eq__)
-    batch = pa.record_batch({"indices": pa.array(positions, type=pa.int64())})
+    contiguous: Any = np.ascontiguousarray(positions, dtype=np.int64)
+    data = pa.py_buffer(contiguous)  # zero-copy
+    column = pa.Array.from_buffers(pa.int64(), len(positions), [None, data])
+    batch = pa.record_batch({"indices": column})
     meta = {
         "kind": "indices",
         "fingerprint": meta["fingerprint"],
@@ -228,6 +245,7 @@ def _store(
         "transform": meta["transform"],
         "rows": len(positions),
         "created": time.time(),
+        **({"sources": meta["sources"]} if "sources" in meta else {}),
     }
     write_file(path, [batch], batch.schema, meta=meta, storage_options=storage_options)
     array = open_indices(path, meta["fingerprint"], len(positions), storage_options)
@@ -255,6 +273,42 @@ def open_indices(
             + (f" with {rows} rows." if rows is not None else ".")
         )
     col = table.column("indices")
-    if col.num_chunks == 1:
-        return np.asarray(col.chunk(0).to_numpy(zero_copy_only=True))
+    if col.num_chunks == 1 and col.chunk(0).null_count == 0:
+        # A read-only view of the mapped file (pyarrow's to_numpy would import pandas).
+        chunk: Any = col.chunk(0)
+        data: Any = chunk.buffers()[1]
+        if data is None:
+            return np.empty(0, dtype=np.int64)
+        return np.frombuffer(data, dtype=np.int64)[chunk.offset : chunk.offset + len(chunk)]
     return np.asarray(col.to_numpy(), dtype=np.int64)
+
+
+def find_stored(
+    fingerprint: str,
+    cache_dir: str,
+    rows: int,
+    sources: str,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    shipped: str | None = None,
+) -> tuple[IndexMap, str] | None:
+    """The stored mapping named ``fingerprint`` made from ``sources``, without recomputing it.
+
+    ``sources`` is a digest of everything the mapping was computed from (see
+    :func:`load_or_store`), recorded in the file when it was written: a file that records the
+    same value and ``rows`` positions holds the mapping, so it is memory-mapped without being
+    compared with a recomputed one. None when there is no such file.
+    """
+    name = indices_file_name(fingerprint)
+    places: list[tuple[str, Mapping[str, Any] | None]] = []
+    if shipped is not None and shipped != cache_dir:
+        places.append((os.path.join(shipped, name), None))
+    places.append((fs.join(cache_dir, name), storage_options))
+    for path, so in places:
+        if not fs.exists(path, so):
+            continue
+        with contextlib.suppress(ChunkFileError):  # damaged or foreign: recomputed
+            table = open_table(path, so, check="checksum")
+            if read_meta(table.schema).get("sources") == sources:
+                return IndexMap(array=open_indices(path, fingerprint, rows, so)), path
+    return None

@@ -29,44 +29,14 @@ from arrowmix._storage.atomic import atomic_sink
 from arrowmix._storage.cast import has_null_type
 from arrowmix._storage.chunks import write_batches
 from arrowmix._storage.fs import is_local, local_path, url_to_fs
+from arrowmix._storage.globs import expand_inputs
 from arrowmix._storage.readers import read_batches
 from arrowmix.exceptions import SchemaMismatchError
 
-__all__ = ["expand_inputs", "ingest", "input_batches", "text_format"]
+__all__ = ["ingest", "input_batches", "text_format"]
 
 _READER_VERSION = 1
 _MARKER = "_COMPLETE.json"
-
-
-def expand_inputs(
-    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
-    storage_options: Mapping[str, Any] | None = None,
-) -> list[str]:
-    """Files named by paths, globs, directories (all files inside) or URLs, in order."""
-    import glob as globlib
-
-    specs = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    files: list[str] = []
-    for spec in (os.fspath(s) for s in specs):
-        if is_local(spec):
-            p = local_path(spec)
-            if os.path.isdir(p):
-                found = sorted(
-                    os.path.join(p, n)
-                    for n in os.listdir(p)
-                    if os.path.isfile(os.path.join(p, n)) and not n.startswith(".")
-                )
-            elif globlib.has_magic(p):
-                found = sorted(globlib.glob(p))
-            else:
-                found = [p] if os.path.isfile(p) else []
-        else:
-            fs, p = url_to_fs(spec, storage_options)
-            found = sorted(fs.unstrip_protocol(f) for f in fs.glob(p) if fs.isfile(f))
-        if not found:
-            raise FileNotFoundError(f"No input files found at {spec!r}.")
-        files.extend(found)
-    return files
 
 
 def _content_hash(path: str, storage_options: Mapping[str, Any] | None) -> str:

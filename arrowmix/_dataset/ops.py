@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -24,8 +24,9 @@ from arrowmix._cache.paths import shipped_cache_dir
 from arrowmix._dataset import formats
 from arrowmix._dataset.access import check_column
 from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
-from arrowmix._dataset.indices import IndexMap, load_or_store, to_positions
+from arrowmix._dataset.indices import IndexMap, find_stored, load_or_store, to_positions
 from arrowmix._dataset.map_options import user_fingerprint
+from arrowmix._dataset.permutation import parent_token, permutation, sources
 from arrowmix._dataset.state import num_rows, state_of, view_range
 from arrowmix._dataset.view_options import ViewOptions
 from arrowmix._fingerprint.transform import roll
@@ -65,16 +66,22 @@ _ATTEMPTS = 3
 
 def with_selection(
     ds: Dataset,
-    sel: IndexMap,
+    sel: IndexMap | Callable[[], IndexMap],
     transform: str,
     kwargs: dict[str, Any] | None = None,
     opts: ViewOptions | None = None,
+    *,
+    made_of: str | None = None,
 ) -> Dataset:
     """``ds`` viewed through ``sel`` (positions in ``ds``), composed into one mapping.
 
     The fingerprint rolls forward with ``transform`` and its canonical ``kwargs`` (or is
     ``opts.new_fingerprint``); ``opts`` says where the mapping is stored (HF's
     ``keep_in_memory``, ``indices_cache_file_name``, ``load_from_cache_file``).
+
+    ``sel`` may be a function computing it; with ``made_of`` (a digest of everything it is
+    computed from, ``permutation.sources``), an indices file that records that digest is
+    memory-mapped instead, and ``sel`` is not computed at all.
     """
     opts = opts or ViewOptions()
     if opts.new_fingerprint is not None:
@@ -82,6 +89,15 @@ def with_selection(
     else:
         fingerprint = key = roll(ds.fingerprint, transform, kwargs)
     s = state_of(ds)
+    stored = None
+    default_file = opts.load_from_cache_file and opts.indices_cache_file_name is None
+    if made_of is not None and default_file and not opts.keep_in_memory:
+        where = (key, ds.cache_dir, len(ds), made_of, s.storage_options)
+        stored = find_stored(*where, shipped=shipped_cache_dir(s.files))
+    if stored is not None:
+        return _viewed(s, fingerprint, *stored)
+    if callable(sel):
+        sel = sel()
     mapping = sel if s.indices is None else s.indices.compose(sel)
     path = None
 
@@ -97,6 +113,7 @@ def with_selection(
             path=opts.indices_cache_file_name,
             in_memory=opts.keep_in_memory,
             reuse=opts.load_from_cache_file,
+            sources=made_of,
         )
 
     if mapping.is_range and mapping.start == 0 and mapping.stop == s.table.num_rows:
@@ -111,6 +128,19 @@ def with_selection(
             if attempt == _ATTEMPTS - 1:
                 raise
             result, path = store()
+    return _viewed(s, fingerprint, result, path, own)
+
+
+def _viewed(
+    s: DatasetState,
+    fingerprint: str,
+    result: IndexMap | None,
+    path: str | None,
+    own: tuple[Hold, ...] | None = None,
+) -> Dataset:
+    """The view of ``s`` through ``result`` (stored at ``path``, held by ``own``)."""
+    if own is None:  # a stored file: a cleanup that removed it meanwhile is an error
+        own = hold_cache_files([path] if path else [])
     holds = tuple(h for h in s.holds if h.path != s.indices_file) + own
     return Dataset(
         replace(s, fingerprint=fingerprint, indices=result, indices_file=path, holds=holds)
@@ -125,8 +155,15 @@ def select(ds: Dataset, indices: Any, opts: ViewOptions | None = None) -> Datase
 
 def shuffle(ds: Dataset, seed: int | None, opts: ViewOptions | None = None) -> Dataset:
     seed = check_seed(seed)
-    perm = np.random.default_rng(seed).permutation(len(ds))
-    return with_selection(ds, IndexMap(array=perm), "shuffle", {"seed": seed}, opts)
+    s, n = state_of(ds), len(ds)
+    in_memory = opts is not None and opts.keep_in_memory
+    scratch = None if in_memory or s.indices is not None else ds.cache_dir
+
+    def perm() -> IndexMap:
+        return IndexMap(array=permutation(n, seed, scratch))
+
+    made_of = sources("shuffle", s.fingerprint, parent_token(s.indices, s.indices_file), seed, n)
+    return with_selection(ds, perm, "shuffle", {"seed": seed}, opts, made_of=made_of)
 
 
 def check_seed(seed: int | None) -> int:

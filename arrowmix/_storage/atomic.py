@@ -1,11 +1,20 @@
 """Atomic file writes: write a temporary file in the target directory, then rename.
 
 A reader never sees half a file: the data goes to ``tmp-<pid>-<random>-<name>.partial`` beside
-the target, is flushed and fsynced, and only then renamed over the final name. Any exception,
+the target, is flushed and fsynced, and only then renamed over the final name. Writers of many
+files (a map's segments) pass ``sync=False`` and make them all durable at the end with one
+barrier (:func:`make_durable`): a crash of the process still never leaves half a file under a
+final name (the rename comes after the last write); a power loss before the barrier may leave a
+torn one, which the checksum of a cache file catches on its next check. Any exception,
 ``KeyboardInterrupt`` included, removes the temporary file. A process killed with ``kill -9``
 can leave a ``tmp-*.partial`` file behind; it never has a final name, and the next write of the
 same file (:func:`remove_dead_tmp`) or the cache cleanup removes it once :func:`writer_alive`
 says its writer is gone.
+
+A file the user named (:func:`replace_file`, the exporters) is replaced as a user expects of an
+editor's save: through a symlink the file it points to is replaced and the link kept, the
+previous file's permission bits are kept (a new file gets the umask's), temporaries of the same
+target left by dead writers are removed first, and an ``OSError`` (a full disk) names the file.
 
 fsspec URLs (object stores) follow the same scheme with a temporary *key* and a server-side
 copy to the final key (see :func:`_atomic_remote`); a ``tmp-*`` key left by a killed writer is
@@ -16,22 +25,27 @@ never listed as a chunk; only a map's next run removes it, in a remote cache dir
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import re
 import secrets
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 
+from arrowmix._storage import trust
 from arrowmix._storage.fs import ensure_parent, is_local, local_path, url_to_fs
 
 __all__ = [
     "TMP_PREFIX",
     "TMP_SUFFIX",
     "atomic_sink",
+    "fsync_dir",
+    "make_durable",
     "remove_dead_tmp",
+    "replace_file",
     "tmp_name",
     "writer_alive",
 ]
@@ -125,14 +139,16 @@ def atomic_sink(
     storage_options: Mapping[str, Any] | None = None,
     *,
     finish: Callable[[str], None] | None = None,
+    sync: bool = True,
 ) -> Iterator[pa.NativeFile]:
     """Yield a writable Arrow sink whose content appears at ``path`` only on success.
 
     ``finish`` (local paths only) is called with the temporary file's path once the sink is
-    closed and before the file is synced and renamed (to patch it in place).
+    closed and before the file is synced and renamed (to patch it in place). ``sync=False``
+    renames without syncing (the caller calls :func:`make_durable` later).
     """
     if is_local(path):
-        with _atomic_local(local_path(path), finish) as sink:
+        with _atomic_local(local_path(path), finish, sync) as sink:
             yield sink
     else:
         if finish is not None:
@@ -142,7 +158,46 @@ def atomic_sink(
 
 
 @contextlib.contextmanager
-def _atomic_local(path: str, finish: Callable[[str], None] | None) -> Iterator[pa.NativeFile]:
+def replace_file(
+    path: str, storage_options: Mapping[str, Any] | None = None
+) -> Iterator[pa.NativeFile]:
+    """Like :func:`atomic_sink`, for a file the user named (see the module's docstring)."""
+    if not is_local(path):
+        with _atomic_remote(path, storage_options) as sink:
+            yield sink
+        return
+    target = os.path.realpath(local_path(path))  # through symlinks: the file they point to
+    directory, name = os.path.split(target)
+    remove_dead_tmp(directory, name.__eq__)
+    try:
+        mode: int | None = os.stat(target).st_mode & 0o7777
+    except OSError:
+        mode = None  # a new file: the umask's default, as open() gives
+    try:
+        with _atomic_local(target, None, True, mode=mode) as sink:
+            yield sink
+    except OSError as err:
+        named = _named(err, path)
+        if named is err:
+            raise
+        raise named from err
+
+
+def _named(err: OSError, path: str) -> OSError:
+    """``err`` naming ``path`` when it names no file (Arrow's write errors do not)."""
+    if err.filename is not None or err.errno is None:
+        return err
+    return OSError(err.errno, f"{os.strerror(err.errno)} while writing {path!r}", path)
+
+
+@contextlib.contextmanager
+def _atomic_local(
+    path: str,
+    finish: Callable[[str], None] | None,
+    sync: bool,
+    *,
+    mode: int | None = None,
+) -> Iterator[pa.NativeFile]:
     directory, name = os.path.split(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     tmp = os.path.join(directory, tmp_name(name))
@@ -154,27 +209,80 @@ def _atomic_local(path: str, finish: Callable[[str], None] | None) -> Iterator[p
             sink.close()
         if finish is not None:
             finish(tmp)
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        if sync:
+            _fsync(tmp)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    _fsync_dir(directory)
+    if sync:
+        fsync_dir(directory)
+        with contextlib.suppress(OSError):
+            trust.synced(trust.identity(path))
 
 
-def _fsync_dir(directory: str) -> None:
-    # Make the rename itself durable; not supported everywhere (e.g. Windows), which is fine.
-    with contextlib.suppress(OSError):
+def make_durable(paths: Sequence[str]) -> None:
+    """One durability barrier for local files renamed into place with ``sync=False``.
+
+    Linux: one ``syncfs`` per directory (the data, the renames and the directory entries of
+    that file system at once); elsewhere each file and then each directory is fsynced.
+    """
+    local = [p for p in (local_path(p) for p in paths if is_local(p)) if os.path.exists(p)]
+    directories = sorted({os.path.dirname(os.path.abspath(p)) for p in local})
+    if not all(_syncfs(d) for d in directories):
+        for p in local:
+            with contextlib.suppress(OSError):
+                _fsync(p)
+        for d in directories:
+            fsync_dir(d)
+    for p in local:
+        with contextlib.suppress(OSError):
+            trust.synced(trust.identity(p))
+
+
+def _fsync(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _syncfs(directory: str) -> bool:
+    """``syncfs(2)`` on the file system of ``directory``; False where it is not available."""
+    fn = getattr(_libc(), "syncfs", None) if sys.platform.startswith("linux") else None
+    if fn is None:
+        return False
+    try:
         fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        return int(fn(fd)) == 0
+    finally:
+        os.close(fd)
+
+
+def _libc() -> Any:
+    global _LIBC
+    if _LIBC is None:
         try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+            _LIBC = ctypes.CDLL(None, use_errno=True)
+        except OSError:
+            _LIBC = False
+    return _LIBC or None
+
+
+_LIBC: Any = None
+
+
+def fsync_dir(directory: str) -> None:
+    """Make a rename in ``directory`` durable (where directories can be fsynced)."""
+    with contextlib.suppress(OSError):  # not supported everywhere (e.g. Windows): fine
+        _fsync(directory)
 
 
 @contextlib.contextmanager

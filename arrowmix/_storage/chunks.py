@@ -22,7 +22,6 @@ did not write is refused (:class:`TargetExistsError`), never deleted.
 from __future__ import annotations
 
 import errno
-import glob as globlib
 import json
 import os
 import re
@@ -43,6 +42,7 @@ from arrowmix._storage.digests import (
     write_manifest,
 )
 from arrowmix._storage.fs import ensure_parent, is_local, join, local_path, url_to_fs
+from arrowmix._storage.globs import glob_files, has_magic
 from arrowmix._storage.ipc import META_KEY, read_meta, write_file_hashed
 from arrowmix._storage.swap import STAGING_PREFIX, commit_staged, new_staging, recover_staging
 from arrowmix._validate import check_int
@@ -343,8 +343,10 @@ Spec = str | os.PathLike[str] | Sequence[str | os.PathLike[str]]
 def list_chunk_files(spec: Spec, storage_options: Mapping[str, Any] | None = None) -> list[str]:
     """Resolve a directory, glob, file, URL or list of them to chunk file paths.
 
-    A directory yields its ``*.arrow`` files except arrowmix's own cache, indices and temporary
-    files, in natural order (``chunk-2`` before ``chunk-10``).
+    A directory yields its own ``*.arrow`` files (not those of subdirectories) except
+    arrowmix's cache, indices and temporary files; a glob is expanded as every surface does
+    (``arrowmix._storage.globs``: ``**`` is recursive). Natural order (``chunk-2`` before
+    ``chunk-10``).
     """
     return _each_spec(spec, lambda s: _resolve_one(s, storage_options))
 
@@ -391,8 +393,8 @@ def _resolve_one(s: str, storage_options: Mapping[str, Any] | None) -> list[str]
                 listed = os.listdir(p)
             names = [n for n in listed if n.endswith(".arrow") and not _NOT_DATA.match(n)]
             return sorted((os.path.join(p, n) for n in names), key=natural_key)
-        if globlib.has_magic(p):
-            return sorted(globlib.glob(p), key=natural_key)
+        if has_magic(p):
+            return sorted(glob_files(p), key=natural_key)
         if os.path.isfile(p):
             return [p]
         raise ChunkFileError(f"No such file or directory: {s!r}.")
@@ -411,7 +413,7 @@ def _listed_remote(
     """
     fs, p = url_to_fs(s, storage_options)
     parent, _, name = fs._strip_protocol(p).rstrip("/").rpartition("/")
-    if parents is not None and name.endswith(".arrow") and not globlib.has_magic(p):
+    if parents is not None and name.endswith(".arrow") and not has_magic(p):
         if parent not in parents:
             try:
                 listed = fs.ls(parent, detail=True)
@@ -425,8 +427,8 @@ def _listed_remote(
             return [(fs.unstrip_protocol(entry["name"]), entry)]
         if entry is None:
             raise ChunkFileError(f"No such file or directory: {s!r}.")
-    if globlib.has_magic(p):
-        found = list(fs.glob(p, detail=True).values())
+    if has_magic(p):
+        found = list(glob_files(s, storage_options).values())
     else:
         # One listing says all: a directory (its entries), a file (itself), or nothing.
         try:

@@ -34,7 +34,6 @@ match the digest recorded when it was written (bit rot, or an edit by another to
 from __future__ import annotations
 
 import contextlib
-import glob as globlib
 import os
 import re
 import time
@@ -53,6 +52,7 @@ from arrowmix._storage.digests import (
     version_digest,
 )
 from arrowmix._storage.fs import local_path
+from arrowmix._storage.globs import has_magic
 from arrowmix._storage.ipc import open_table
 from arrowmix.exceptions import ChunkFileError, IncompleteCorpusError
 
@@ -88,7 +88,7 @@ def _watched(spec: Spec) -> list[str]:
     specs = [spec] if isinstance(spec, (str, os.PathLike)) else list(spec)
     out: list[str] = []
     for s in (os.path.abspath(local_path(os.fspath(x))) for x in specs):
-        if not globlib.has_magic(s) and os.path.isdir(s) and s not in out:
+        if not has_magic(s) and os.path.isdir(s) and s not in out:
             out.append(s)
     return out
 

@@ -13,8 +13,10 @@ array of the file has been read yet.
 What is checked when (``open_table(..., check=...)``):
 
 - ``"checksum"`` (cache files): the checksum must be present and match. A file is hashed once
-  per process for as long as its ``stat`` identity (device, inode, size, modification and
-  change times) is unchanged; :func:`touch` keeps that identity after marking a file used.
+  for as long as its ``stat`` identity (device, inode, size, modification and change times)
+  is unchanged: in this process, and in later ones through the record of its directory
+  (:mod:`arrowmix._storage.trust`, which also says what survives a power loss); :func:`touch`
+  keeps a file trusted after marking it used.
 - ``"chunk"`` (chunk files, which cannot be recomputed): a file with a checksum (a cache file
   opened as data) is hashed; any other is structurally validated
   (``RecordBatch.validate(full=True)``: offsets in bounds, valid UTF-8...), so that damaged
@@ -39,6 +41,7 @@ from typing import Any
 import pyarrow as pa
 import xxhash
 
+from arrowmix._storage import trust
 from arrowmix._storage.file_meta import read_meta
 from arrowmix._storage.local import root_dir
 
@@ -178,9 +181,7 @@ def _stream_problem(buf: pa.Buffer) -> str | None:
     return None
 
 
-def _identity(path: str) -> tuple[int, ...]:
-    st = os.stat(path)
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+_identity = trust.identity
 
 
 def _memo_path(path: str) -> str:
@@ -192,10 +193,14 @@ def _memo_path(path: str) -> str:
 def verified(path: str, *, remember: bool) -> tuple[bool, Any]:
     """Whether ``path`` (local) was checked in its current state; and a token for :func:`done`.
 
-    With ``remember`` the on-disk record (chunk files) is consulted too.
+    With ``remember`` the file's own on-disk record (chunk files) is consulted, else the
+    record of its directory (cache files).
     """
     ident = _identity(path)
     if ident in _checked:
+        return True, ident
+    if not remember and trust.trusted(path, ident):
+        _checked.add(ident)
         return True, ident
     if remember:
         with (
@@ -212,6 +217,7 @@ def done(path: str, ident: Any, *, remember: bool) -> None:
     """Record that ``path`` (with ``stat`` identity ``ident``) checked out."""
     _checked.add(ident)
     if not remember:
+        trust.remember(path, ident)
         return
     memo = _memo_path(path)
     with contextlib.suppress(OSError):
@@ -223,10 +229,17 @@ def done(path: str, ident: Any, *, remember: bool) -> None:
 
 
 def touch(paths: Iterable[str]) -> None:
-    """Set local files' modification time to now, keeping them checked for this process."""
-    for p in paths:
-        with contextlib.suppress(OSError):
-            before = _identity(p)
-            os.utime(p)
-            if before in _checked:
-                _checked.add(_identity(p))
+    """Set local files' modification time to now, keeping checked files trusted.
+
+    A file checked in its state before the touch stays so in this process and in its
+    directory's record (written once for all ``paths``).
+    """
+    with trust.batch():
+        for p in paths:
+            with contextlib.suppress(OSError):
+                before = _identity(p)
+                os.utime(p)
+                if before in _checked:
+                    after = _identity(p)
+                    _checked.add(after)
+                    trust.moved(p, before, after)

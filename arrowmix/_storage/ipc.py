@@ -52,8 +52,11 @@ def write_file(
     *,
     meta: Mapping[str, Any] | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    sync: bool = True,
 ) -> int:
     """Write ``batches`` as one Arrow IPC file at ``path``, atomically. Returns the row count.
+
+    ``sync=False``: renamed into place without an fsync (see ``atomic.make_durable``).
 
     With ``meta`` (cache files: segments, filter, indices and flatten files), the file also
     carries a checksum of its content in that metadata (see
@@ -70,7 +73,7 @@ def write_file(
     try:
         if is_local(path) or value is None:
             seal = None if value is None else (lambda tmp: integrity.seal(tmp, value))
-            with atomic_sink(path, storage_options, finish=seal) as sink:
+            with atomic_sink(path, storage_options, finish=seal, sync=sync) as sink:
                 return _write(sink, batches, schema)
         with tempfile.TemporaryDirectory(prefix="arrowmix-") as d:
             local = os.path.join(d, os.path.basename(path))

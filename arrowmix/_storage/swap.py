@@ -33,7 +33,7 @@ import secrets
 import shutil
 from collections.abc import Iterable
 
-from arrowmix._storage.atomic import atomic_sink, writer_alive
+from arrowmix._storage.atomic import atomic_sink, fsync_dir, writer_alive
 
 __all__ = [
     "STAGING_PREFIX",
@@ -67,15 +67,6 @@ def _dead(pid: str, path: str) -> bool:
     except OSError:
         return False
     return not writer_alive(int(pid), written)
-
-
-def _fsync_dir(directory: str) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 def _remove(path: str) -> None:
@@ -158,7 +149,7 @@ def recover_saves(parent: str, base: str | None = None, *, dry_run: bool = False
             elif replaced is not None:
                 os.rename(replaced, target)
                 replaced = None
-            _fsync_dir(parent)
+            fsync_dir(parent)
         for p in (saving, replaced):
             if p is not None:
                 _remove(p)
@@ -206,7 +197,7 @@ def _roll_forward(out_dir: str, staging: str) -> None:
             os.unlink(os.path.join(out_dir, name))
     if os.path.exists(staged_manifest):
         os.replace(staged_manifest, os.path.join(out_dir, _MANIFEST_NAME))
-    _fsync_dir(out_dir)
+    fsync_dir(out_dir)
     shutil.rmtree(staging, ignore_errors=True)
 
 

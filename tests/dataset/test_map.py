@@ -76,9 +76,9 @@ def test_remove_columns(ds):
     assert out["len"] == [1, 2, 3, 4, 5]
 
 
-def test_returned_column_that_is_removed_comes_back_at_the_end(ds):
+def test_returned_column_that_is_removed_keeps_its_place_as_in_hf(ds):
     out = ds.map(lambda row: {"text": row["text"].upper()}, remove_columns="text")
-    assert out.column_names == ["n", "text"]
+    assert out.column_names == ["text", "n"]
     assert out["text"] == ["A", "BB", "CCC", "DDDD", "EEEEE"]
 
 

@@ -61,8 +61,8 @@ def test_returned_input_row_drops_removed_and_deleted_columns():
         return {"d": 1}  # the deletion and the assignment still count, as in HF
 
     assert ds.map(g)[:] == {"a": [0, -1, -2, -3], "d": [1, 1, 1, 1]}
-    # A new dict that returns a removed column keeps it (the function produced it).
-    assert ds.map(lambda r: {"a": r["a"] + 1}, remove_columns=["a"]).column_names == ["b", "a"]
+    # A new dict that returns a removed column keeps it, in its place (as HF).
+    assert ds.map(lambda r: {"a": r["a"] + 1}, remove_columns=["a"]).column_names == ["a", "b"]
 
 
 def test_struct_changed_in_place_is_stored():

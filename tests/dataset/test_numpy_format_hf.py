@@ -90,6 +90,11 @@ def test_rows_batches_and_columns_match_hf(name: str, kwargs: dict[str, Any]) ->
         with pytest.raises(OverflowError, match="column 'i64': the value 1099511627776"):
             am.Dataset.from_arrow(table).with_format("numpy", **kwargs)[2]
         return
+    if kwargs.get("dtype") is np.int32 and name in ("f32", "f64", "f64same", "x", "x32"):
+        # HF truncates 0.5 to 0 in int32; arrowmix refuses to change a value
+        with pytest.raises(ValueError, match=rf"column '{name}': the value .* is not an integer"):
+            am.Dataset.from_arrow(table).with_format("numpy", **kwargs)[:]
+        return
     hf = datasets.Dataset(table).with_format("numpy", **kwargs)
     ours = am.Dataset.from_arrow(table).with_format("numpy", **kwargs)
     for i in range(table.num_rows):

@@ -44,3 +44,40 @@ def test_a_dtype_too_narrow_raises_naming_the_column_and_value(ds, read) -> None
         readers[read]()
     wide = ds.select_columns(["ids"]).with_format("numpy", dtype=np.int32)
     assert wide[0]["ids"].tolist() == [40000, 1]
+
+
+READS = {
+    "batch": lambda fmt: fmt[:2],
+    "column": lambda fmt: fmt["v"],
+    "rows": lambda fmt: [fmt[i] for i in range(len(fmt))],
+}
+CHANGED = [  # (column values, dtype, error, what the message says)
+    (
+        [1e6, 2.0],
+        np.float16,
+        OverflowError,
+        r"1000000\.0 .* float16: it would be silently made inf",
+    ),
+    ([7, 70000], np.float16, OverflowError, r"70000 .* float16"),
+    ([0.5, 2.0], np.int64, ValueError, r"0\.5 is not an integer"),
+    ([[1.0, 2.5]], np.int32, ValueError, r"2\.5 is not an integer"),
+    ([1.0, None], np.int64, ValueError, r"NaN \(null\)"),
+    ([{"a": 1e6}], np.float16, OverflowError, r"1000000\.0 .* float16"),
+]
+
+
+@pytest.mark.parametrize("read", sorted(READS))
+@pytest.mark.parametrize(("values", "dtype", "error", "message"), CHANGED)
+def test_a_dtype_that_would_change_a_value_raises(read, values, dtype, error, message) -> None:
+    if read == "rows":  # a row's scalar keeps its type (as HF): its list values are converted
+        values = [[v] for v in values]
+    fmt = am.Dataset.from_dict({"v": values}).with_format("numpy", dtype=dtype)
+    with pytest.raises(error, match=rf"column 'v': the value {message}|column 'v': .*{message}"):
+        READS[read](fmt)
+
+
+def test_a_dtype_that_holds_every_value_converts_as_numpy() -> None:
+    fmt = am.Dataset.from_dict({"v": [1.0, 2.0, -3.0]}).with_format("numpy", dtype=np.int8)
+    assert fmt["v"].dtype == np.int8 and fmt["v"].tolist() == [1, 2, -3]
+    half = am.Dataset.from_dict({"v": [0.5, float("inf")]}).with_format("numpy", dtype=np.float16)
+    assert half["v"].tolist() == [0.5, float("inf")]  # an infinity stays one

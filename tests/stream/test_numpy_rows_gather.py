@@ -111,6 +111,8 @@ def test_rows_equal_the_views_numpy_rows(view: Any, fmt: dict[str, Any]) -> None
     ds = am.Dataset(pa.concat_tables([mixed().slice(0, 40), mixed().slice(40)]))
     if "dtype" in fmt:  # a null id cast to an integer dtype is numpy's undefined value
         ds = ds.remove_columns(["holes"])
+    if fmt.get("dtype") in (np.int32, np.int64):  # 0.25 as an integer raises (not truncated)
+        ds = ds.remove_columns(["score"])
     if fmt.get("dtype") == np.int32:  # int32 cannot hold the wide values: leave them out
         ds = ds.remove_columns(["wide", "huge"])
     check_rows(view(ds), fmt)

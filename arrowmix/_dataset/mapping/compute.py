@@ -63,7 +63,8 @@ class _Coalescer:
         group, self._group, self._rows, self._bytes = self._group, [], 0, 0
         if len(group) <= 1:
             return group
-        return pa.Table.from_batches(group).combine_chunks().to_batches()
+        # Batches with no rows at all combine into no batch: keep one, it carries the schema.
+        return pa.Table.from_batches(group).combine_chunks().to_batches() or group[:1]
 
 
 class MapSegment:
@@ -105,8 +106,9 @@ class MapSegment:
     def _layout(self, out: Output) -> None:
         removed = set(self._call.remove_columns) | set(out.dropped)
         names = column_names(state_of(self._ds))
-        base = [] if out.whole else [c for c in names if c not in removed]
         out_keys = list(out.columns)
+        # As HF: a removed column the function returns keeps its place among the inputs.
+        base = [] if out.whole else [c for c in names if c not in removed or c in out.columns]
         self.columns = base + [k for k in out_keys if k not in base]
         self._kept = [c for c in base if c not in out_keys]
         self.zero_copy = list(self._kept) if self._zero_copy_ok else []

@@ -31,7 +31,8 @@ import pyarrow as pa
 from arrowmix._cache.segments import CacheWarning, Segment, remove_stale_tmp, touch
 from arrowmix._dataset.mapping.segments import Job, check, compute_segment
 from arrowmix._dataset.progress import Progress, progress_enabled
-from arrowmix._storage import fs
+from arrowmix._storage import fs, trust
+from arrowmix._storage.atomic import make_durable
 from arrowmix.exceptions import CacheCorruptedError
 
 __all__ = ["EXECUTORS", "Executor", "load_complete", "materialise", "resolve_executor"]
@@ -105,12 +106,13 @@ def load_complete(
     ``holds`` receives the registrations of the segments checked (see :func:`materialise`).
     """
     tables: list[pa.Table] = []
-    for seg in segments:
-        found = check(job, seg, holds)
-        if isinstance(found, str):
-            return None
-        tables.append(found)
-    touch([s.path for s in segments])  # ignored for read-only files
+    with trust.batch():  # the records of files checked here: written once
+        for seg in segments:
+            found = check(job, seg, holds)
+            if isinstance(found, str):
+                return None
+            tables.append(found)
+        touch([s.path for s in segments])  # ignored for read-only files
     _log_hit(job, segments, desc)
     return tables
 
@@ -163,7 +165,7 @@ def materialise(
     # No lock in a remote directory: concurrent writers fall back to "last copy wins".
     local = fs.is_local(directory)
     lock = fingerprint_lock(directory, job.fingerprint) if local else contextlib.nullcontext()
-    with lock:
+    with lock, trust.batch():
         names = [fs.split(s.path)[1] for s in segments]
         remove_stale_tmp(directory, names, job.storage_options)
         tables = _reusable(job, segments, holds) if load else {}
@@ -184,6 +186,8 @@ def materialise(
                 cut.joined(job)
             finally:
                 cut.discard(job)
+        # One durability barrier for every segment written, before any is recorded as checked.
+        make_durable([s.path for s in missing])
         for seg in missing:
             found = check(job, seg, holds, reuse=False)
             if isinstance(found, str):

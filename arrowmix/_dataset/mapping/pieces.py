@@ -177,5 +177,6 @@ def _join(job: Job, seg: Segment, parts: list[Segment]) -> None:
         schema,
         meta=meta,
         storage_options=job.storage_options,
+        sync=False,  # made durable once for the whole map (execute.materialise)
     )
     del tables, unified, joined

@@ -20,8 +20,9 @@ import pyarrow as pa
 from arrowmix._cache.paths import shipped_cache_dir
 from arrowmix._cache.segments import Segment, unify_tables
 from arrowmix._dataset import formats
-from arrowmix._dataset.indices import IndexMap, load_or_store
+from arrowmix._dataset.indices import IndexMap, find_stored, load_or_store
 from arrowmix._dataset.mapping.arrays import int64_numpy
+from arrowmix._dataset.permutation import parent_token, scratch, sources
 from arrowmix._dataset.state import (
     DatasetState,
     cache_dir,
@@ -31,6 +32,7 @@ from arrowmix._dataset.state import (
     state_of,
     view_range,
 )
+from arrowmix._storage.integrity import CHECKSUM_KEY
 from arrowmix._storage.ipc import read_meta
 from arrowmix._storage.metadata import kept_metadata as hf_metadata
 from arrowmix.exceptions import SchemaMismatchError
@@ -129,21 +131,55 @@ def filter_result(
     the cache of a filter whose result is in use.
     """
     s = state_of(ds)
-    parts = [int64_numpy(t.column("indices")) for t in tables]  # not pandas' to_numpy
-    sel = IndexMap.from_array(np.concatenate(parts) if parts else np.empty(0, dtype=np.int64))
-    mapping = sel if s.indices is None else s.indices.compose(sel)
+    sources = _sources(s, tables)
+    shipped = shipped_cache_dir(s.files)
+    rows = sum(t.num_rows for t in tables)
     path = None
     result: IndexMap | None = None
-    if not (mapping.is_range and mapping.start == 0 and mapping.stop == s.table.num_rows):
-        result, path = load_or_store(
-            mapping,
-            key,
-            cache_dir(s),
-            s.fingerprint,
-            transform,
-            s.storage_options,
-            shipped=shipped_cache_dir(s.files),
-        )
+    # A rerun maps the stored mapping: the kept positions are neither loaded nor composed.
+    stored = find_stored(key, cache_dir(s), rows, sources, s.storage_options, shipped=shipped)
+    if stored is not None:
+        result, path = stored
+    else:
+        sel = IndexMap.from_array(_kept(tables, None if s.indices is not None else cache_dir(s)))
+        mapping = sel if s.indices is None else s.indices.compose(sel)
+        if not (mapping.is_range and mapping.start == 0 and mapping.stop == s.table.num_rows):
+            result, path = load_or_store(
+                mapping,
+                key,
+                cache_dir(s),
+                s.fingerprint,
+                transform,
+                s.storage_options,
+                shipped=shipped,
+                sources=sources,
+            )
     holds: tuple[Any, ...] = tuple(h for h in s.holds if h.path != s.indices_file)
     holds += hold_cache_files([*paths, *([path] if path else [])])
     return type(ds)(derive(s, fingerprint=fp, indices=result, indices_file=path, holds=holds))
+
+
+def _kept(tables: list[pa.Table], directory: str | None) -> np.ndarray:
+    """The kept positions of every segment, in one array (file-backed when large)."""
+    n = sum(t.num_rows for t in tables)
+    out = scratch(n, directory)
+    if out is None:
+        parts = [int64_numpy(t.column("indices")) for t in tables]  # not pandas' to_numpy
+        return np.concatenate(parts) if parts else np.empty(0, np.int64)
+    at = 0
+    for t in tables:
+        for chunk in t.column("indices").chunks:
+            part = int64_numpy(pa.chunked_array([chunk], pa.int64()))
+            out[at : at + len(part)] = part
+            at += len(part)
+    return out
+
+
+def _sources(s: DatasetState, tables: list[pa.Table]) -> str:
+    """A digest of what a filter's mapping is made of: the parent's view and the segments.
+
+    The segments count by their checksums (each covers its metadata, creation time included,
+    so a recomputed segment gives a new digest).
+    """
+    segments = [read_meta(t.schema).get(CHECKSUM_KEY) for t in tables]
+    return sources(s.fingerprint, parent_token(s.indices, s.indices_file), segments)

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from arrowmix._cache.segments import Segment, check_segment
 from arrowmix._dataset.mapping.call import Call
@@ -169,6 +168,7 @@ class _Map(Kind):
             self.file_schema(job, run.columns, first.schema),
             meta=meta,
             storage_options=job.storage_options,
+            sync=False,  # made durable once for the whole map (execute.materialise)
         )
 
     def file_schema(self, job: Job, columns: list[str] | None, schema: pa.Schema) -> pa.Schema:
@@ -213,12 +213,16 @@ class _Filter(Kind):
             self.file_schema(job, ["indices"], batch.schema),
             meta=meta,
             storage_options=job.storage_options,
+            sync=False,  # made durable once for the whole map (execute.materialise)
         )
 
     def check(self, job: Job, seg: Segment, found: pa.Table, meta: dict[str, Any]) -> str | None:
         if found.num_rows and found.column_names == ["indices"]:
-            lo, hi = pc.min_max(found.column("indices")).values()
-            if lo.as_py() < seg.start or hi.as_py() >= seg.stop:
+            # Kept positions are written in increasing order (and the checksum vouches for
+            # the file), so the first and the last bound them: no need to read them all.
+            col = found.column("indices")
+            lo, hi = col[0].as_py(), col[-1].as_py()
+            if lo < seg.start or hi >= seg.stop or lo > hi:
                 return f"kept positions outside the segment's rows {seg.start}..{seg.stop - 1}"
         elif found.column_names != ["indices"]:
             return f"columns {found.column_names}, expected ['indices']"

@@ -31,7 +31,8 @@ def row_values(
 ) -> list[Any]:
     """Each row's value of ``col`` in the numpy format (as ``ds[i][name]``).
 
-    A ``dtype=`` that cannot hold a value raises ``OverflowError`` naming the column.
+    A ``dtype=`` that would change a value raises an error naming the column
+    (:func:`exact_cast`).
     """
     with _naming(name):
         return _row_values(col, kwargs)
@@ -56,7 +57,7 @@ def _row_values(col: pa.ChunkedArray[Any] | pa.Array[Any], kwargs: Mapping[str, 
     else:
         items = list(arrow_to_numpy(arr))
     if pa.types.is_boolean(t):  # np.bool_ is not a number to HF: a 0-d array
-        return [v if v is None else np.asarray(v, **kwargs) for v in items]
+        return [v if v is None else exact_cast(v, kwargs) for v in items]
     return items
 
 
@@ -72,8 +73,8 @@ def batch_values(
 def _naming(name: str) -> Iterator[None]:
     try:
         yield
-    except OverflowError as exc:
-        raise OverflowError(f"column {name!r}: {exc}") from None
+    except (OverflowError, ValueError) as exc:
+        raise type(exc)(f"column {name!r}: {exc}") from None
 
 
 def _batch_values(
@@ -107,24 +108,57 @@ def consolidate(items: list[Any]) -> np.ndarray:
 
 
 def _hf_array(values: np.ndarray, kwargs: Mapping[str, Any]) -> np.ndarray:
-    """One new array of ``values`` in HF's dtype (``kwargs`` override it)."""
+    """One new array of ``values`` in HF's dtype (``kwargs`` override it, checked)."""
     kind = values.dtype.kind
     dtype: Any = np.int64 if kind in "iu" else np.float32 if kind == "f" else values.dtype
     if kind == "u" and values.size and int(values.max()) > _INT64_MAX:
         dtype = values.dtype  # HF wraps 2**63 and above to negatives: keep them uint64
-    wanted = {"dtype": dtype, **kwargs}
-    if kind in "iu" and values.size and np.dtype(wanted["dtype"]).kind in "iu":
-        info = np.iinfo(wanted["dtype"])
-        low, high = int(values.min()), int(values.max())
-        if low < info.min or high > info.max:
-            bad = high if high > info.max else low
-            raise OverflowError(
-                f"the value {bad} does not fit the numpy format's dtype "
-                f"{np.dtype(wanted['dtype'])}: it would be silently wrapped to another value. "
-                "Pass a wider dtype= to with_format."
-            )
-    out: np.ndarray = np.array(values, copy=True, **wanted)
+    if "dtype" in kwargs:
+        return exact_cast(values, kwargs)
+    out: np.ndarray = np.array(values, copy=True, **{"dtype": dtype, **kwargs})
     return out
+
+
+def exact_cast(values: Any, kwargs: Mapping[str, Any]) -> np.ndarray:
+    """``np.array(values, **kwargs)`` (a new array) that refuses to change a number.
+
+    The one check of a user's ``dtype=``: a value the dtype cannot hold (300 as int8, 1e6 as
+    float16) raises ``OverflowError``; a fraction, NaN (a null) or infinity made an integer
+    raises ``ValueError``. Anything else is numpy's conversion.
+    """
+    src = np.asarray(values)
+    with np.errstate(over="ignore", invalid="ignore"):  # checked below, named
+        out: np.ndarray = np.array(src, copy=True, **kwargs)
+    if not src.size or src.dtype.kind not in "biuf" or out.dtype.kind not in "iuf":
+        return out
+    if out.dtype.kind in "iu":
+        if src.dtype.kind == "f":
+            if not np.isfinite(src).all():
+                raise ValueError(
+                    f"a NaN (null) or infinite value cannot be the numpy format's integer "
+                    f"dtype {out.dtype}. Pass a float dtype= to with_format."
+                )
+            if (np.trunc(src) != src).any():
+                bad = src[np.trunc(src) != src].flat[0]
+                raise ValueError(
+                    f"the value {bad} is not an integer: the numpy format's dtype {out.dtype} "
+                    "would silently truncate it. Pass a float dtype= to with_format."
+                )
+        info = np.iinfo(out.dtype)
+        low, high = src.min(), src.max()
+        if low < info.min or high > info.max:
+            _overflow(high if high > info.max else low, out.dtype, "wrapped to another value")
+    elif (np.isinf(out) & ~np.isinf(src.astype(np.float64))).any():
+        bad = src[np.isinf(out) & ~np.isinf(src.astype(np.float64))].flat[0]
+        _overflow(bad, out.dtype, "made infinite")
+    return out
+
+
+def _overflow(bad: Any, dtype: np.dtype[Any], what: str) -> None:
+    raise OverflowError(
+        f"the value {bad} does not fit the numpy format's dtype {dtype}: it would be "
+        f"silently {what}. Pass a wider dtype= to with_format."
+    )
 
 
 _INT64_MAX = int(np.iinfo(np.int64).max)
@@ -205,7 +239,7 @@ def _field_items(arr: Any, kwargs: Mapping[str, Any], *, per_row: bool) -> list[
     if pa.types.is_struct(t):
         return _struct_items(arr, kwargs, per_row=per_row)
     return [
-        v if v is None or isinstance(v, (str, bytes)) else np.asarray(v, **kwargs)
+        v if v is None or isinstance(v, (str, bytes)) else exact_cast(v, kwargs)
         for v in arr.to_pylist()
     ]
 

@@ -1,0 +1,167 @@
+"""Records of verified cache files, one per cache directory, so a file is hashed once.
+
+A cache file whose checksum matched is recorded against its ``stat`` identity (device, inode,
+size, modification and change times) in ``$ARROWMIX_CACHE/verified/dir-<hash>.json``, one
+JSON file per cache directory (written atomically), so that a later process trusts it without
+reading its bytes. Any write to the file, or a replacement by another file, changes that
+identity and brings the hash back.
+
+Power loss: a record is trusted in another boot only when the file's bytes were on disk when
+it was written: the file was synced by this process before it was recorded (``synced``), or
+its change time predates the boot (its bytes were read from disk). Other records name the
+boot (``/proc/sys/kernel/random/boot_id``) they were made in, and a file they vouch for is
+hashed again after a reboot, so a file torn by a power loss is never trusted.
+
+Several processes may update one record: each merges its entries into what is on disk when
+it writes; an entry lost in a race only costs one more hash.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+from collections.abc import Iterator
+from typing import Any
+
+import xxhash
+
+from arrowmix._storage.local import root_dir
+
+__all__ = ["batch", "flush", "identity", "moved", "remember", "synced", "trusted"]
+
+_Ident = tuple[int, ...]
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii") as f:
+            return f.read().strip()
+    except (OSError, ValueError):
+        return None
+
+
+def _boot_time_ns() -> int | None:
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            return int(next(ln.split()[1] for ln in f if ln.startswith("btime "))) * 10**9
+    except (OSError, StopIteration, ValueError):
+        return None
+
+
+_BOOT = _read("/proc/sys/kernel/random/boot_id")
+_BOOT_NS = _boot_time_ns()
+# identities of files this process synced to disk
+_synced: set[_Ident] = set()
+# loaded records by record path: {name: [*identity, boot, durable]}; changed names
+_records: dict[str, dict[str, list[Any]]] = {}
+_changed: dict[str, set[str]] = {}
+_batching = 0
+# record paths by (root, directory), and the directory of each record
+_paths: dict[tuple[str, str], str] = {}
+_dirs: dict[str, str] = {}
+
+
+def _record_path(directory: str) -> str:
+    root = root_dir()
+    found = _paths.get((root, directory))
+    if found is None:
+        key = xxhash.xxh3_64_hexdigest(os.path.realpath(directory).encode())
+        found = _paths[(root, directory)] = os.path.join(root, "verified", f"dir-{key}.json")
+    return found
+
+
+def _load(record: str) -> dict[str, list[Any]]:
+    with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+        with open(record, encoding="utf-8") as f:
+            files = json.load(f)["files"]
+        if isinstance(files, dict):
+            return {k: v for k, v in files.items() if isinstance(v, list) and len(v) == 7}
+    return {}
+
+
+def _entries(path: str) -> tuple[str, str, dict[str, list[Any]]]:
+    directory, name = os.path.split(os.path.abspath(path))
+    record = _record_path(directory)
+    _dirs[record] = directory
+    if record not in _records:
+        _records[record] = _load(record)
+    return record, name, _records[record]
+
+
+def identity(path: str) -> _Ident:
+    """The ``stat`` identity of ``path``: device, inode, size, modification and change times."""
+    st = os.stat(path)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def trusted(path: str, ident: _Ident) -> bool:
+    """Whether the record of ``path``'s directory vouches for ``path`` in state ``ident``."""
+    _, name, files = _entries(path)
+    entry = files.get(name)
+    if entry is None or tuple(entry[:5]) != ident:
+        return False
+    return bool(entry[6]) or (_BOOT is not None and entry[5] == _BOOT)
+
+
+def synced(ident: _Ident) -> None:
+    """Note that the file with identity ``ident`` was synced to disk by this process."""
+    _synced.add(ident)
+
+
+def remember(path: str, ident: _Ident) -> None:
+    """Record that ``path`` (identity ``ident``) checked out; written at once unless batched."""
+    durable = ident in _synced or (_BOOT_NS is not None and ident[4] < _BOOT_NS)
+    _set(path, [*ident, _BOOT, durable])
+
+
+def moved(path: str, before: _Ident, after: _Ident) -> None:
+    """``path`` went from ``before`` to ``after`` without a content change (a touch)."""
+    _, name, files = _entries(path)
+    entry = files.get(name)
+    if entry is not None and tuple(entry[:5]) == before:
+        _set(path, [*after, *entry[5:]])
+
+
+def _set(path: str, entry: list[Any]) -> None:
+    record, name, files = _entries(path)
+    files[name] = entry
+    _changed.setdefault(record, set()).add(name)
+    if not _batching:
+        flush()
+
+
+@contextlib.contextmanager
+def batch() -> Iterator[None]:
+    """Write the records changed inside the block once, at its end."""
+    global _batching
+    _batching += 1
+    try:
+        yield
+    finally:
+        _batching -= 1
+        if not _batching:
+            flush()
+
+
+def flush() -> None:
+    """Write every changed record (merged into what is on disk now), atomically."""
+    while _changed:
+        record, names = _changed.popitem()
+        ours = _records[record]
+        with contextlib.suppress(OSError):
+            files = {**_load(record), **{n: ours[n] for n in names if n in ours}}
+            present = set(os.listdir(_dirs[record]))  # entries of removed files are dropped
+            files = {n: e for n, e in files.items() if n in present}
+            _records[record] = files
+            os.makedirs(os.path.dirname(record), exist_ok=True)
+            tmp = f"{record}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+            try:
+                with open(tmp, "w", encoding="utf-8") as f:
+                    json.dump({"files": files}, f, separators=(",", ":"))
+                os.replace(tmp, record)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
