@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -57,3 +58,13 @@ def n_tokens(row: dict[str, Any]) -> int:
 
 def budget(longest: dict[str, Any]) -> int:
     return max(1, 600 // int(longest["n_tokens"]))
+
+
+def within(seconds: float, fn: Any) -> Any:
+    """``fn()``, or a failure when it has not returned after ``seconds`` (a hang)."""
+    out: list[Any] = []
+    worker = threading.Thread(target=lambda: out.append(fn()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert out, f"did not end within {seconds} s"
+    return out[0]

@@ -15,7 +15,7 @@ from arrowmix._stream.sources.rows import from_row_source
 from arrowmix.exceptions import SchemaMismatchError
 from arrowmix.stream import Stream, estimate_mix_rows, from_iterable, mix, zip
 
-from .helpers import arrow
+from .helpers import arrow, within
 
 
 def tagged(tag: str, n: int):  # type: ignore[no-untyped-def]
@@ -109,6 +109,41 @@ def test_estimate_equals_produced(counts: list[int], raw: list[float], stopping:
     streams = [from_iterable(range(c)) for c in counts]
     produced = sum(1 for _ in mix(streams, weights, stopping=stopping))
     assert estimate_mix_rows(counts, weights, stopping) == produced
+
+
+@given(
+    counts=st.lists(st.integers(0, 60), min_size=1, max_size=4),
+    raw=st.lists(st.floats(0.001, 10.0), min_size=4, max_size=4),
+    stopping=st.sampled_from(["shortest", "longest_drop", "longest_cycle"]),
+)
+@settings(max_examples=80, deadline=None)
+def test_estimate_equals_produced_for_any_weights(
+    counts: list[int], raw: list[float], stopping: str
+) -> None:
+    # weights whose integer form has a long period (temperature sampling) included
+    weights = raw[: len(counts)]
+    streams = [from_iterable(range(c)) for c in counts]
+    produced = sum(1 for _ in mix(streams, weights, stopping=stopping))
+    assert estimate_mix_rows(counts, weights, stopping) == produced
+
+
+@pytest.mark.parametrize(
+    ("weights", "rows"),
+    [
+        ([n**0.3 for n in [1000, 300, 50]], (260, 1350, 2103)),
+        ([0.99996, 3, 0.01], (401, 1350, 19799)),
+    ],
+)
+def test_estimate_with_a_long_period_ends(weights: list[float], rows: tuple[int, ...]) -> None:
+    # these weights' integer form repeats only every ~10**11 steps
+    got = within(
+        20,
+        lambda: tuple(
+            estimate_mix_rows([1000, 300, 50], weights, stopping)
+            for stopping in ("shortest", "longest_drop", "longest_cycle")
+        ),
+    )
+    assert got == rows
 
 
 def test_estimate_large_counts_is_fast_and_exact() -> None:

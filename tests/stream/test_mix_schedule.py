@@ -23,8 +23,9 @@ from arrowmix.stream import (
 )
 from arrowmix.testing import CheckpointRoundTripTests
 
-from .helpers import arrow
+from .helpers import arrow, within
 from .test_elastic import ROWS_B, A, B, src
+from .token_helpers import token_source
 
 CURRICULUM = WeightSchedule([(0, {"a": 1, "b": 0}), (20, {"a": 1, "b": 1}), (50, {"a": 1, "b": 3})])
 RAMP = WeightSchedule([(0, [3, 1]), (60, [1, 3])], interpolate="linear", every=8)
@@ -351,3 +352,32 @@ def test_a_tiny_weight_is_honoured_never_rounded_to_another_mixture(scheduled: b
     first = Counter(out[:100_000])
     assert 2 <= first["small"] <= 6  # 4 expected in 100 000 (within 1% of the share)
     assert Counter(out) == {"big": 200_000, "small": 10}
+
+
+def _ending_mix() -> Stream[Any]:
+    # "b" runs out early; from step 10 "a", the only input left, has weight 0: the mix ends
+    sched = WeightSchedule([(0, [1, 1]), (10, [0, 1])])
+    return mix([token_source(40), token_source(3, seed=1)], sched)
+
+
+@pytest.mark.parametrize(
+    "stage",
+    [
+        lambda m: [r["input_ids"] for r in m.shuffle(8, seed=0)],
+        lambda m: [x for b in m.batch(4, columnar=True) for x in b["input_ids"]],
+        lambda m: [x for b in m.batch(4).collate("input_ids") for x in b["input_ids"]],
+    ],
+    ids=["shuffle", "batch_columnar", "collate"],
+)
+def test_stages_reading_positions_end_where_the_schedule_ends_the_mix(stage: Any) -> None:
+    rows = [list(r["input_ids"]) for r in _ending_mix()]
+    assert len(rows) == 10
+    got = within(20, lambda: stage(_ending_mix()))
+    tokens = sorted(t for r in rows for t in r)
+    assert sorted(int(t) for d in got for t in d if t) == tokens
+
+
+def test_pack_ends_where_the_schedule_ends_the_mix() -> None:
+    tokens = sorted(t for r in _ending_mix() for t in r["input_ids"])
+    packed = within(20, lambda: list(_ending_mix().pack("input_ids", seq_len=16, tail="pad")))
+    assert sorted(int(t) for b in packed for t in b["input_ids"].ravel() if t) == tokens

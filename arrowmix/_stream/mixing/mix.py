@@ -437,10 +437,9 @@ class WeightedMixIterator(Stream[T]):
                 short = [i for i, p in enumerate(pulled) if len(p) < int((choices == i).sum())]
                 if not short:
                     parts.append(self._assemble(choices, pulled, bases))
-                    if len(choices) == left:
-                        break
-                    left -= len(choices)  # the schedule left no input: next() ends
-                    continue
+                    # all asked for, or a short plan: the schedule left no input to
+                    # choose, and the mix has ended (as next() does)
+                    break
                 # the first step whose input has run dry
                 t = min(int(np.flatnonzero(choices == i)[len(pulled[i])]) for i in short)
                 for s, st in zip(self.streams, states, strict=True):

@@ -36,7 +36,7 @@ from arrowmix._stream.tokens.column import (
 )
 from arrowmix._validate import check_int
 
-__all__ = ["IGNORE_INDEX", "LABELS", "TENSORS", "CollateIterator", "Collator"]
+__all__ = ["IGNORE_INDEX", "LABELS", "TENSORS", "CollateIterator", "Collator", "check_dtype"]
 
 #: Label of positions that do not count in the loss (PyTorch's cross-entropy default).
 IGNORE_INDEX = -100
@@ -44,6 +44,35 @@ OUTPUTS = ("input_ids", "attention_mask", "labels")
 LABELS = (None, "copy", "shift")
 TENSORS = ("np", "pt")
 SIDES = ("right", "left")
+
+
+def check_dtype(
+    dtype: Any, *, pad_id: int, labels: str | None, seq_len: int | None = None
+) -> np.dtype[Any]:
+    """``dtype`` as a numpy integer dtype that holds every value a token stage writes.
+
+    Checked when the stage is built, not at its first batch: ``pad_id``; ``-100``
+    when there are ``labels``; and, for ``pack`` (``seq_len``), the segment ids
+    (up to ``seq_len``) and position ids (up to ``seq_len - 1``).
+    """
+    dt: np.dtype[Any] = np.dtype(dtype)
+    if dt.kind not in "iu":
+        raise TypeError(f"`dtype` must be an integer dtype, got {dt}.")
+    if labels is not None and dt.kind != "i":
+        raise TypeError(
+            f"`labels={labels!r}` needs a signed `dtype` to hold {IGNORE_INDEX}, got {dt}."
+        )
+    info = np.iinfo(dt)
+    values = [("`pad_id`", pad_id)]
+    if seq_len is not None:
+        values.append(("`seq_len` (the largest segment id)", seq_len))
+    for what, v in values:
+        if not info.min <= v <= info.max:
+            raise ValueError(
+                f"`dtype={dt}` cannot hold {what} {v} (range [{info.min}, {info.max}]): "
+                "the value would wrap. Use a wider `dtype`."
+            )
+    return dt
 
 
 def _opt_positive(name: str, v: object) -> int | None:
@@ -105,9 +134,7 @@ class Collator:
             )
         check_int("pad_id", pad_id)
         self.last_batch: tuple[np.ndarray, np.ndarray, int] | None = None
-        self.dtype = np.dtype(dtype)
-        if self.dtype.kind not in "iu":
-            raise TypeError(f"`dtype` must be an integer dtype, got {self.dtype}.")
+        self.dtype = check_dtype(dtype, pad_id=int(pad_id), labels=labels)
         self.column, self.pad_id = column, int(pad_id)
         self.padding_side = padding_side
         self.pad_to_multiple_of = _opt_positive("pad_to_multiple_of", pad_to_multiple_of)
@@ -230,7 +257,7 @@ class Collator:
                     ids[i, :n] = doc[:n]
         cols = np.arange(width)
         mask = (cols >= (width - keep)[:, None]) if left else (cols < keep[:, None])
-        if self.dtype != ids.dtype and ids.size:
+        if self.dtype != ids.dtype:
             real = ids[mask]
             if real.size:
                 check_id_range(self.column, int(real.min()), int(real.max()), self.dtype)

@@ -47,14 +47,10 @@ OUTPUTS = ("segment_ids", "position_ids", "cu_seqlens", "segment_mask")
 DEFAULT_OUTPUTS = ("segment_ids", "position_ids")
 
 
-def check_labels(labels: object, dtype: np.dtype[Any]) -> str | None:
-    """``labels`` checked against :data:`LABELS` and ``dtype`` (which must hold -100)."""
+def check_labels(labels: object) -> str | None:
+    """``labels`` checked against :data:`LABELS` (the dtype: ``collate.check_dtype``)."""
     if labels not in LABELS:
         raise ValueError(f"`labels` must be one of {list(LABELS)}, got {labels!r}.")
-    if labels is not None and dtype.kind != "i":
-        raise TypeError(
-            f"`labels={labels!r}` needs a signed `dtype` to hold {IGNORE_INDEX}, got {dtype}."
-        )
     return labels
 
 

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from arrowmix._stream.base import Stream
 from arrowmix._stream.positions import Positions, no_positions
+from arrowmix._stream.tokens.collate import check_dtype
 from arrowmix._stream.tokens.column import (
     TokenColumn,
     is_token_type,
@@ -231,25 +232,30 @@ class Packed:
             sep_after = off + take == dlen + 1
         owner = None if self.owner is None else self.owner[doc]
         ids = np.empty((b, s), dtype=st.dtype)
-        self.col.gather_spans(
+        # into ``ids`` when numpy casts the ids there (same kind); an unsigned dtype
+        # takes them by assignment (the ids were checked to fit: check_fits)
+        direct = np.can_cast(np.int64, st.dtype, casting="same_kind")
+        flat = self.col.gather_spans(
             owner,
             self.starts[doc] + off,
             tok,
-            out=ids.reshape(-1),
+            out=ids.reshape(-1) if direct else None,
             sep_after=sep_after,
             sep=0 if st.separator is None else st.separator,
         )
+        if not direct:
+            ids.reshape(-1)[:] = flat
         out: dict[str, Any] = {"input_ids": ids}
         if "segment_ids" in st.outputs:
             # ndarray.repeat: np.repeat's dispatch costs more than the repeat at this size
             which = np.arange(len(doc), dtype=np.int64).repeat(take).reshape(b, s)
             seg = out["segment_ids"] = np.empty((b, s), dtype=st.dtype)
-            np.subtract(which, which[:, :1] - 1, out=seg)
+            np.subtract(which, which[:, :1] - 1, out=seg, casting="unsafe")  # checked: fits
         if "position_ids" in st.outputs:
             in_doc = np.arange(lo, hi, dtype=np.int64)
             in_doc -= a.repeat(take)
             pos = out["position_ids"] = np.empty((b, s), dtype=st.dtype)
-            np.minimum(in_doc.reshape(b, s), row_positions(s), out=pos)
+            np.minimum(in_doc.reshape(b, s), row_positions(s), out=pos, casting="unsafe")
         if needs_runs(st.labels, st.outputs):
             # runs: the documents' pieces, cut again where the rows begin
             starts = np.union1d(a - lo, np.arange(0, b * s, s, dtype=np.int64))
@@ -304,11 +310,12 @@ class PackStage:
         self.read_ahead = positive("read_ahead", read_ahead)
         self.pad_id = int(check_int("pad_id", pad_id))
         self.return_tensors = choice("return_tensors", return_tensors, ("np", "pt"))
-        self.dtype = np.dtype(dtype)
-        if self.dtype.kind not in "iu":
-            raise TypeError(f"`dtype` must be an integer dtype, got {self.dtype}.")
-        self.labels = check_labels(labels, self.dtype)
+        self.labels = check_labels(labels)
         self.outputs = check_outputs(outputs)
+        ids = {"segment_ids", "position_ids"} & set(self.outputs)
+        self.dtype = check_dtype(
+            dtype, pad_id=self.pad_id, labels=self.labels, seq_len=self.seq_len if ids else None
+        )
 
     def _common(self) -> dict[str, Any]:
         return {
