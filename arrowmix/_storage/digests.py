@@ -23,6 +23,11 @@ counts must still be whole numbers adding up to the total they record.
 3. otherwise the file is hashed in full (xxh3 runs at several GB/s from the page cache), and
    the result remembered in the digest cache.
 
+A digest-cache record is written atomically (``tmp-<pid>-<rand>-<key>.partial``, renamed into
+place); one left by a killed process is removed by the next record write in its directory, by
+the first record write of every process anywhere in the digest cache, and by
+``arrowmix cleanup-cache`` of the cache root.
+
 Files are never sampled: any change of content yields another digest, so derived results
 can never be served for data they were not computed from. The change time (ctime) is part of
 every stat key because user space cannot set it: a rewrite that restores the size, inode and
@@ -40,6 +45,7 @@ import contextlib
 import json
 import mmap
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,7 +53,7 @@ from typing import Any
 import pyarrow as pa
 import xxhash
 
-from arrowmix._storage.atomic import atomic_sink
+from arrowmix._storage.atomic import atomic_sink, remove_dead_tmp
 from arrowmix._storage.fs import is_local, join, local_path, url_to_fs
 from arrowmix._storage.local import cache_root
 from arrowmix.exceptions import ChunkFileError, IncompleteCorpusError
@@ -59,9 +65,11 @@ __all__ = [
     "HashingWriter",
     "Manifest",
     "content_digest",
+    "digest_shards",
     "file_digest",
     "few",
     "has_manifest_file",
+    "is_digest_record",
     "manifest_problems",
     "mismatch_error",
     "read_local_manifest",
@@ -77,6 +85,8 @@ MANIFEST_NAME = "_manifest.json"
 MANIFEST_FORMAT = 1
 _KIND = "arrowmix-chunks"
 _DIGESTS_DIR = "digests"
+#: A digest-cache record's name: the xxh3-128 of the file version, in ``digests/<key[:2]>/``.
+_RECORD_RE = re.compile(r"^[0-9a-f]{32}$")
 
 
 @dataclass(frozen=True)
@@ -455,9 +465,44 @@ def _read_record(record: str | None) -> str | None:
 def _write_record(record: str | None, digest: str) -> None:
     if record is None:
         return
+    global _swept
+    shard = os.path.dirname(record)
+    if _swept:  # a killed writer's temporary: removed by the next write beside it
+        remove_dead_tmp(shard, _is_record)
+    else:  # and by each process's first write, wherever it is
+        for directory in digest_shards(os.path.dirname(os.path.dirname(shard))):
+            remove_dead_tmp(directory, _is_record)
+        _swept = True
     # A read-only cache root: the file is hashed again next time.
     with contextlib.suppress(OSError), atomic_sink(record) as sink:
         sink.write(digest.encode())
+
+
+_swept = False  # whether this process removed dead writers' records in every shard
+
+
+def _is_record(name: str) -> bool:
+    return _RECORD_RE.match(name) is not None
+
+
+def digest_shards(cache_dir: str) -> list[str]:
+    """The digest cache's record directories (``digests/<xx>/``) under ``cache_dir``."""
+    top = os.path.join(cache_dir, _DIGESTS_DIR)
+    try:
+        names = sorted(os.listdir(top))
+    except OSError:
+        return []
+    return [os.path.join(top, n) for n in names if re.fullmatch(r"[0-9a-f]{2}", n)]
+
+
+def is_digest_record(directory: str, name: str) -> bool:
+    """Whether ``name`` in ``directory`` is the name of a digest-cache record."""
+    parent, shard = os.path.split(os.path.abspath(directory))
+    return (
+        os.path.basename(parent) == _DIGESTS_DIR
+        and _RECORD_RE.match(name) is not None
+        and name[:2] == shard
+    )
 
 
 def manifest_problems(
