@@ -70,6 +70,7 @@ __all__ = [
     "few",
     "has_manifest_file",
     "is_digest_record",
+    "manifest_damage",
     "manifest_problems",
     "mismatch_error",
     "read_local_manifest",
@@ -310,27 +311,61 @@ def _whole(value: Any) -> int:
 def _parse_body(raw: bytes) -> Manifest | None:
     """The manifest ``raw`` holds; None when it is not one, or it is damaged or edited."""
     try:
-        body = json.loads(raw)
-        if body.get("kind") != _KIND or body.get("format") != MANIFEST_FORMAT:
-            return None
-        if "checksum" in body and body["checksum"] != _seal(body):
-            return None  # edited by hand, or damaged
-        entries = [
-            ChunkEntry(
-                name=str(c["name"]),
-                rows=_whole(c["rows"]),
-                size=_whole(c["size"]),
-                digest=str(c["digest"]),
-                inode=c.get("inode"),
-                mtime_ns=c.get("mtime_ns"),
-                ctime_ns=c.get("ctime_ns"),
-            )
-            for c in body["chunks"]
-        ]
-        if "rows" in body and _whole(body["rows"]) != sum(e.rows for e in entries):
-            return None  # its chunks' row counts do not add up to its total
+        return _checked_body(raw)
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def manifest_damage(directory: str) -> str | None:
+    """Why a local directory's manifest is not valid; None when it is valid or absent."""
+    try:
+        with open(os.path.join(directory, MANIFEST_NAME), "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot be read: {exc.strerror or exc}"
+    try:
+        _checked_body(raw)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        return str(exc) if isinstance(exc, ValueError) else f"a malformed entry ({exc!r})"
+    return None
+
+
+def _checked_body(raw: bytes) -> Manifest:
+    """The manifest ``raw`` holds; raises ``ValueError`` saying why it is not a valid one."""
+    if not raw.strip():
+        raise ValueError("it is empty")
+    try:
+        body = json.loads(raw)
+    except ValueError as exc:
+        raise ValueError(f"it is not valid JSON ({exc}), e.g. truncated") from exc
+    if not isinstance(body, dict):
+        raise ValueError("it does not hold a JSON object")
+    if body.get("kind") != _KIND or body.get("format") != MANIFEST_FORMAT:
+        raise ValueError(
+            f"it is not an arrowmix manifest of format {MANIFEST_FORMAT} (kind "
+            f"{body.get('kind')!r}, format {body.get('format')!r})"
+        )
+    if "checksum" in body and body["checksum"] != _seal(body):
+        raise ValueError("its checksum does not match what it records (edited, or damaged)")
+    entries = [
+        ChunkEntry(
+            name=str(c["name"]),
+            rows=_whole(c["rows"]),
+            size=_whole(c["size"]),
+            digest=str(c["digest"]),
+            inode=c.get("inode"),
+            mtime_ns=c.get("mtime_ns"),
+            ctime_ns=c.get("ctime_ns"),
+        )
+        for c in body["chunks"]
+    ]
+    if "rows" in body and _whole(body["rows"]) != sum(e.rows for e in entries):
+        raise ValueError(
+            f"its chunks' row counts add up to {sum(e.rows for e in entries)}, not the "
+            f"{body['rows']} it records"
+        )
     return Manifest({e.name: e for e in entries}, _schema(body.get("schema")))
 
 
