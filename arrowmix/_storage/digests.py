@@ -24,9 +24,8 @@ counts must still be whole numbers adding up to the total they record.
    the result remembered in the digest cache.
 
 A digest-cache record is written atomically (``tmp-<pid>-<rand>-<key>.partial``, renamed into
-place); one left by a killed process is removed by the next record write in its directory, by
-the first record write of every process anywhere in the digest cache, and by
-``arrowmix cleanup-cache`` of the cache root.
+place); one left by a killed process is removed by the next process's first record write in
+its directory (``digests/<xx>/``) and by ``arrowmix cleanup-cache`` of the cache root.
 
 Files are never sampled: any change of content yields another digest, so derived results
 can never be served for data they were not computed from. The change time (ctime) is part of
@@ -500,20 +499,16 @@ def _read_record(record: str | None) -> str | None:
 def _write_record(record: str | None, digest: str) -> None:
     if record is None:
         return
-    global _swept
     shard = os.path.dirname(record)
-    if _swept:  # a killed writer's temporary: removed by the next write beside it
-        remove_dead_tmp(shard, _is_record)
-    else:  # and by each process's first write, wherever it is
-        for directory in digest_shards(os.path.dirname(os.path.dirname(shard))):
-            remove_dead_tmp(directory, _is_record)
-        _swept = True
+    if shard not in _SWEPT:  # once per directory and process: a listing costs ~0.5 ms
+        remove_dead_tmp(shard, _is_record)  # temporaries of killed writers
+        _SWEPT.add(shard)
     # A read-only cache root: the file is hashed again next time.
     with contextlib.suppress(OSError), atomic_sink(record) as sink:
         sink.write(digest.encode())
 
 
-_swept = False  # whether this process removed dead writers' records in every shard
+_SWEPT: set[str] = set()  # record directories this process has removed dead temporaries in
 
 
 def _is_record(name: str) -> bool:
