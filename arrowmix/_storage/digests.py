@@ -501,8 +501,9 @@ def _write_record(record: str | None, digest: str) -> None:
         return
     shard = os.path.dirname(record)
     if shard not in _SWEPT:  # once per directory and process: a listing costs ~0.5 ms
-        remove_dead_tmp(shard, _is_record)  # temporaries of killed writers
         _SWEPT.add(shard)
+        with contextlib.suppress(OSError):  # a read-only cache root: left in place
+            remove_dead_tmp(shard, _is_record)  # temporaries of killed writers
     # A read-only cache root: the file is hashed again next time.
     with contextlib.suppress(OSError), atomic_sink(record) as sink:
         sink.write(digest.encode())
