@@ -29,6 +29,7 @@ from arrowmix._cache.inuse import in_use, lock_held
 from arrowmix._cache.paths import CACHE_FILE_RE, INDICES_FILE_RE
 from arrowmix._storage.atomic import writer_alive
 from arrowmix._storage.chunks import CHUNK_PATTERN
+from arrowmix._storage.digests import digest_shards, is_digest_record
 from arrowmix._storage.ipc import read_meta
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "format_span",
     "lock_path",
     "scan",
+    "scan_with_records",
     "scan_tree",
 ]
 
@@ -153,7 +155,7 @@ def scan(cache_dir: str, *, probe: bool = True) -> list[CacheEntry]:
     for d in dir_entries:
         m = CACHE_FILE_RE.match(d.name) or INDICES_FILE_RE.match(d.name)
         t = TMP_FILE_RE.match(d.name) if m is None else None
-        if (m is None and (t is None or not _is_ours(t.group(3)))) or not d.is_file(
+        if (m is None and (t is None or not _is_ours(cache_dir, t.group(3)))) or not d.is_file(
             follow_symlinks=False
         ):
             continue
@@ -193,6 +195,18 @@ def scan(cache_dir: str, *, probe: bool = True) -> list[CacheEntry]:
             busy = "locked by a writer"
         entries.append(CacheEntry(name, TMP_KIND, fp, (file,), busy=busy, pid=pid))
     return sorted(entries, key=lambda e: e.key)
+
+
+def scan_with_records(cache_dir: str, *, probe: bool = True) -> list[CacheEntry]:
+    """:func:`scan` of ``cache_dir`` and of its digest cache's record directories.
+
+    The record directories hold no cache entries, only temporary files of killed writers.
+    """
+    entries = scan(cache_dir, probe=probe)
+    for shard in digest_shards(cache_dir):
+        with contextlib.suppress(OSError):
+            entries += scan(shard, probe=probe)
+    return entries
 
 
 def scan_tree(top: str, *, probe: bool = True) -> list[CacheEntry]:
@@ -256,11 +270,12 @@ def _read_file(path: str) -> CacheFile:
     return CacheFile(path, st.st_size, st.st_mtime, meta, rows, problem)
 
 
-def _is_ours(final_name: str) -> bool:
+def _is_ours(directory: str, final_name: str) -> bool:
     return bool(
         CACHE_FILE_RE.match(final_name)
         or INDICES_FILE_RE.match(final_name)
         or CHUNK_PATTERN.match(final_name)
+        or is_digest_record(directory, final_name)
     )
 
 

@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from arrowmix._cache.cleanup import plan_cleanup, remove_idle_locks, remove_planned
-from arrowmix._cache.listing import TMP_KIND, scan, scan_tree
+from arrowmix._cache.listing import TMP_KIND, scan_tree, scan_with_records
 from arrowmix._cli.common import resolve_cache_dir
 from arrowmix._cli.humanize import binary_bytes, both_units, parse_duration, parse_size
 from arrowmix._storage.swap import recover_saves, recover_staging
@@ -22,7 +22,8 @@ _FINGERPRINT_RE = re.compile(r"^[0-9a-f]{16}$")
 DESCRIPTION = """\
 Remove cache files (cache-<fp>.arrow, its segments cache-<fp>-<i>-of-<n>.arrow, and
 indices-<fp>.arrow) from CACHE_DIR, and temporary files (tmp-<pid>-...partial) left by writers
-that are gone. With no filter every cache file goes. Never removed: chunk files (the data),
+that are gone (those of the digest cache in CACHE_DIR/digests/ included). With no filter
+every cache file goes. Never removed: chunk files (the data),
 files whose name is not one of these exact patterns, entries a running process is writing
 (a held cache-<fp>.lock), files held by an open dataset, and --keep fingerprints. All segments
 of a fingerprint go together. Lock files nobody holds go too (cache-<fp>.lock, and the
@@ -119,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{verb} interrupted write_chunks  {path}", flush=True)
     for path in recover_saves(directory, dry_run=args.dry_run):
         print(f"{verb} interrupted save_to_disk  {path}", flush=True)
-    entries = scan_tree(directory) if args.recursive else scan(directory)
+    entries = scan_tree(directory) if args.recursive else scan_with_records(directory)
     plan = plan_cleanup(entries, time.time(), args.older_than, args.max_size, args.keep)
     reasons = dict(plan)
     verb = "would remove" if args.dry_run else "removed"

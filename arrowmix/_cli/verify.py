@@ -1,7 +1,8 @@
 """``arrowmix verify PATH``: hash recorded data in full and compare with its recorded digests.
 
 PATH is a directory written by ``write_chunks`` (its ``_manifest.json`` lists each chunk's
-digest) or by ``save_to_disk`` (its ``state.json`` lists each data file's digest). Every file
+digest) or by ``save_to_disk`` (its ``state.json`` lists each data file's digest; a
+DatasetDict's ``dataset_dict.json`` lists its splits, each checked so). Every file
 is read in full (no digest cache): each one missing, not listed, or whose bytes hash to
 another digest is printed, and the exit status is 1.
 """
@@ -20,9 +21,11 @@ EPILOG = """\
 examples:
   arrowmix verify data/chunks        # a write_chunks directory (its _manifest.json)
   arrowmix verify saved/train        # a save_to_disk directory (its state.json)
+  arrowmix verify saved              # a DatasetDict's save (every split)
 
 exit status: 0 every recorded file matches, 1 a file is damaged, missing or not listed (each
-is named), or PATH records no digests, 2 usage error.
+is named), or PATH records no digests (or its manifest is damaged, or an overwrite is under
+way or was killed: the message says which), 2 usage error.
 """
 
 

@@ -19,8 +19,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from arrowmix._storage.atomic import writer_alive
 from arrowmix._storage.chunks import CHUNK_PATTERN
-from arrowmix._storage.digests import MANIFEST_NAME, content_digest, read_manifest
+from arrowmix._storage.digests import (
+    MANIFEST_NAME,
+    content_digest,
+    manifest_damage,
+    read_manifest,
+)
+from arrowmix._storage.swap import STAGING_RE
 
 __all__ = ["DIGESTS_KEY", "Report", "check_chunks", "hash_file"]
 
@@ -53,14 +60,12 @@ def check_chunks(directory: str) -> Report:
     """Hash every chunk ``directory``'s manifest lists; report missing, extra and changed ones.
 
     Raises:
-        ValueError: ``directory`` has no (readable) manifest: nothing is recorded.
+        ValueError: ``directory`` has no valid manifest (the message says why: an overwrite
+            under way or killed, a damaged manifest, or none at all).
     """
     manifest = read_manifest(directory)
     if manifest is None:
-        raise ValueError(
-            f"{directory!r} has no recorded digests: no readable {MANIFEST_NAME} (not a "
-            "`write_chunks` output) and no state.json (not a `save_to_disk` output)."
-        )
+        raise ValueError(_no_manifest(directory))
     report = Report("chunks")
     present = {n for n in os.listdir(directory) if CHUNK_PATTERN.match(n)}
     for name in sorted(present - set(manifest)):
@@ -76,3 +81,39 @@ def check_chunks(directory: str) -> Report:
                 (path, f"content digest {digest}, {entry.digest} recorded when written")
             )
     return report
+
+
+def _no_manifest(directory: str) -> str:
+    """Why ``directory`` has no manifest to check against, and what to do."""
+    try:
+        staged = [m for n in sorted(os.listdir(directory)) if (m := STAGING_RE.match(n))]
+    except OSError:
+        staged = []
+    for m in staged:
+        pid = int(m.group("pid"))
+        path = os.path.join(directory, m.group(0))
+        try:
+            alive = writer_alive(pid, os.lstat(path).st_mtime)
+        except OSError:
+            continue
+        if alive:
+            return (
+                f"{directory!r} is being overwritten by `write_chunks` (process {pid}, "
+                f"staging in {m.group(0)}): verify it when that write is done."
+            )
+        return (
+            f"{directory!r} was left mid-overwrite by a `write_chunks` that was killed "
+            f"(process {pid}, staging in {m.group(0)}): open it with `from_chunks`, or run "
+            f"`arrowmix cleanup-cache {directory}`, which finishes or undoes that write; then "
+            "verify again."
+        )
+    damage = manifest_damage(directory)
+    if damage is not None:
+        return (
+            f"{directory!r} has a damaged manifest {os.path.join(directory, MANIFEST_NAME)!r}: "
+            f"{damage}. Its chunks cannot be checked; rewrite the corpus with `write_chunks`."
+        )
+    return (
+        f"{directory!r} has no recorded digests: no {MANIFEST_NAME} (not a `write_chunks` "
+        "output) and no state.json (not a `save_to_disk` output)."
+    )

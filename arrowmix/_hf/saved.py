@@ -70,6 +70,21 @@ def _local_dir(path: str | os.PathLike[str], what: str) -> str:
     return os.path.abspath(os.path.expanduser(local_path(p)))
 
 
+def save_target(path: str | os.PathLike[str]) -> str:
+    """The directory a save at ``path`` writes: through symbolic links, the one they point to.
+
+    The links stay, and lead to the new save (as an editor saves a file through a link).
+    """
+    return os.path.realpath(_local_dir(path, "save_to_disk"))
+
+
+def not_a_directory(target: str) -> str:
+    """Why ``target``, which exists, cannot be saved to, in the words of an error message."""
+    if os.path.islink(target):  # realpath left a link: a loop
+        return "it is a symbolic link that never reaches a directory (a loop)"
+    return "it is a file, not a directory"
+
+
 def _num_shards(
     ds: Dataset, max_shard_size: int | str | None, num_shards: int | None, num_proc: int | None
 ) -> int:
@@ -144,6 +159,7 @@ def save_to_disk(
 
     ``dataset_path`` must be absent, an empty directory or a directory a previous
     ``save_to_disk`` wrote (which is replaced whole, atomically); anything else is refused.
+    Through a symbolic link, the directory it points to is written and the link kept.
 
     Raises:
         TargetExistsError: ``dataset_path`` is a file, or a non-empty directory that is not a
@@ -154,7 +170,7 @@ def save_to_disk(
         TypeError: a format keyword is not JSON serializable (as in HF).
         ValueError: both or invalid ``max_shard_size``/``num_shards``.
     """
-    target = _local_dir(dataset_path, "save_to_disk")
+    target = save_target(dataset_path)
     parent = os.path.dirname(target)
     recover_saves(parent)  # saves killed earlier beside it: finish or undo them first
     _check_replaceable(target)
@@ -215,7 +231,7 @@ def swapped_in(target: str) -> Iterator[_Swap]:
 def check_not_read_from(named: Iterable[tuple[str, Dataset]], target: str) -> None:
     """Refuse to save over a directory holding files one of the ``(name, dataset)`` reads."""
     for name, ds in named:
-        mine = [os.path.abspath(f) for f in ds.cache_files if is_local(f)]
+        mine = [os.path.realpath(f) for f in ds.cache_files if is_local(f)]
         if any(f == target or f.startswith(target + os.sep) for f in mine):
             raise PermissionError(
                 f"Cannot save to {target!r}: {name} reads files in that directory. Save it "
@@ -287,7 +303,7 @@ def _check_replaceable(target: str) -> None:
         return
     if os.path.islink(target) or not os.path.isdir(target):
         raise TargetExistsError(
-            f"Cannot save to {target!r}: it is a file, not a directory; save_to_disk writes a "
+            f"Cannot save to {target!r}: {not_a_directory(target)}; save_to_disk writes a "
             "directory and never replaces a file it did not write."
         )
     names = sorted(os.listdir(target))
@@ -403,7 +419,8 @@ def load_from_disk(
     """
     _refuse_storage_options(storage_options)
     directory = _local_dir(dataset_path, "load_from_disk")
-    recover_saves(os.path.dirname(directory))  # saves killed earlier: finish or undo them
+    # Saves killed earlier (beside the directory links lead to): finish or undo them.
+    recover_saves(os.path.dirname(os.path.realpath(directory)))
     if is_dict_dir(directory):
         from arrowmix._hf.saved_dict import load_dict
 

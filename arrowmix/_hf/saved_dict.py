@@ -22,6 +22,8 @@ from arrowmix._hf.saved import (
     _local_dir,
     check_not_read_from,
     load_from_disk,
+    not_a_directory,
+    save_target,
     save_to_disk,
     swapped_in,
     write_json,
@@ -42,7 +44,7 @@ def _check_dict_replaceable(target: str) -> None:
         return
     if os.path.islink(target) or not os.path.isdir(target):
         raise TargetExistsError(
-            f"Cannot save to {target!r}: it is a file, not a directory; save_to_disk writes a "
+            f"Cannot save to {target!r}: {not_a_directory(target)}; save_to_disk writes a "
             "directory and never replaces a file it did not write."
         )
     names = sorted(os.listdir(target))
@@ -94,7 +96,7 @@ def save_dict(
 
     for split, _ in dd.items():  # not iter(dd): a SplitPair iterates its Datasets
         check_split_name(split)
-    target = _local_dir(dataset_dict_path, "save_to_disk")
+    target = save_target(dataset_dict_path)
     parent = os.path.dirname(target)
     recover_saves(parent)  # saves killed earlier beside it: finish or undo them first
     _check_dict_replaceable(target)
@@ -143,7 +145,7 @@ def load_dict(
     from arrowmix._hf.dataset_dict import DatasetDict
 
     directory = _local_dir(dataset_dict_path, "load_from_disk")
-    recover_saves(os.path.dirname(directory))
+    recover_saves(os.path.dirname(os.path.realpath(directory)))
     if not os.path.isfile(os.path.join(directory, DICT_NAME)):
         is_ds = all(os.path.isfile(os.path.join(directory, n)) for n in (STATE_NAME, INFO_NAME))
         raise FileNotFoundError(

@@ -1,6 +1,7 @@
 """Check a saved dataset's recorded digests against its files (``arrowmix verify``).
 
-A ``save_to_disk`` directory (HF's layout, ``state.json``) is checked here; a chunk corpus by
+A ``save_to_disk`` directory (HF's layout, ``state.json``) is checked here, and a
+DatasetDict's (``dataset_dict.json``: each split it lists); a chunk corpus by
 :func:`arrowmix._dataset.verify.check_chunks`.
 """
 
@@ -11,9 +12,9 @@ from typing import Any
 
 from arrowmix._dataset.verify import DIGESTS_KEY, Report, check_chunks, hash_file
 from arrowmix._fingerprint.hasher import hash_value
-from arrowmix._hf.saved import CONTENT_KEY, STATE_NAME, read_json
+from arrowmix._hf.saved import CONTENT_KEY, DICT_NAME, STATE_NAME, read_json
 
-__all__ = ["check_path", "check_saved"]
+__all__ = ["check_path", "check_saved", "check_saved_dict"]
 
 
 def check_saved(directory: str, state: dict[str, Any]) -> Report:
@@ -49,8 +50,40 @@ def check_saved(directory: str, state: dict[str, Any]) -> Report:
     return report
 
 
+def check_saved_dict(directory: str) -> Report:
+    """Check each split a DatasetDict's ``dataset_dict.json`` lists, as :func:`check_saved`.
+
+    Raises:
+        ValueError: ``dataset_dict.json`` is damaged, or a split records no digests.
+    """
+    splits = read_json(directory, DICT_NAME).get("splits")
+    if not (isinstance(splits, list) and all(_plain(s) for s in splits)):
+        raise ValueError(
+            f"{os.path.join(directory, DICT_NAME)!r} is damaged: its splits are {splits!r}, "
+            "not a list of split names."
+        )
+    report = Report("saved")
+    for split in splits:
+        where = os.path.join(directory, split)
+        if not os.path.isfile(os.path.join(where, STATE_NAME)):
+            report.problems.append((where, f"listed in {DICT_NAME}, but has no {STATE_NAME}"))
+            continue
+        found = check_saved(where, read_json(where, STATE_NAME))
+        report.files += found.files
+        report.nbytes += found.nbytes
+        report.problems += found.problems
+    return report
+
+
+def _plain(name: object) -> bool:
+    """Whether ``name`` is a split name naming a folder directly inside the directory."""
+    return isinstance(name, str) and name not in ("", ".", "..") and os.sep not in name
+
+
 def check_path(path: str) -> Report:
-    """Check ``path``: a ``save_to_disk`` directory (``state.json``) or a chunk directory.
+    """Check ``path``: a ``save_to_disk`` directory or a chunk directory.
+
+    A save holds ``state.json`` (a Dataset's) or ``dataset_dict.json`` (a DatasetDict's).
 
     Raises:
         FileNotFoundError: ``path`` does not exist.
@@ -66,4 +99,6 @@ def check_path(path: str) -> Report:
         )
     if os.path.isfile(os.path.join(directory, STATE_NAME)):
         return check_saved(directory, read_json(directory, STATE_NAME))
+    if os.path.isfile(os.path.join(directory, DICT_NAME)):
+        return check_saved_dict(directory)
     return check_chunks(directory)

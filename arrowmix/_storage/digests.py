@@ -23,6 +23,10 @@ counts must still be whole numbers adding up to the total they record.
 3. otherwise the file is hashed in full (xxh3 runs at several GB/s from the page cache), and
    the result remembered in the digest cache.
 
+A digest-cache record is written atomically (``tmp-<pid>-<rand>-<key>.partial``, renamed into
+place); one left by a killed process is removed by the next process's first record write in
+its directory (``digests/<xx>/``) and by ``arrowmix cleanup-cache`` of the cache root.
+
 Files are never sampled: any change of content yields another digest, so derived results
 can never be served for data they were not computed from. The change time (ctime) is part of
 every stat key because user space cannot set it: a rewrite that restores the size, inode and
@@ -40,6 +44,7 @@ import contextlib
 import json
 import mmap
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -47,7 +52,7 @@ from typing import Any
 import pyarrow as pa
 import xxhash
 
-from arrowmix._storage.atomic import atomic_sink
+from arrowmix._storage.atomic import atomic_sink, remove_dead_tmp
 from arrowmix._storage.fs import is_local, join, local_path, url_to_fs
 from arrowmix._storage.local import cache_root
 from arrowmix.exceptions import ChunkFileError, IncompleteCorpusError
@@ -59,9 +64,12 @@ __all__ = [
     "HashingWriter",
     "Manifest",
     "content_digest",
+    "digest_shards",
     "file_digest",
     "few",
     "has_manifest_file",
+    "is_digest_record",
+    "manifest_damage",
     "manifest_problems",
     "mismatch_error",
     "read_local_manifest",
@@ -77,6 +85,8 @@ MANIFEST_NAME = "_manifest.json"
 MANIFEST_FORMAT = 1
 _KIND = "arrowmix-chunks"
 _DIGESTS_DIR = "digests"
+#: A digest-cache record's name: the xxh3-128 of the file version, in ``digests/<key[:2]>/``.
+_RECORD_RE = re.compile(r"^[0-9a-f]{32}$")
 
 
 @dataclass(frozen=True)
@@ -300,27 +310,61 @@ def _whole(value: Any) -> int:
 def _parse_body(raw: bytes) -> Manifest | None:
     """The manifest ``raw`` holds; None when it is not one, or it is damaged or edited."""
     try:
-        body = json.loads(raw)
-        if body.get("kind") != _KIND or body.get("format") != MANIFEST_FORMAT:
-            return None
-        if "checksum" in body and body["checksum"] != _seal(body):
-            return None  # edited by hand, or damaged
-        entries = [
-            ChunkEntry(
-                name=str(c["name"]),
-                rows=_whole(c["rows"]),
-                size=_whole(c["size"]),
-                digest=str(c["digest"]),
-                inode=c.get("inode"),
-                mtime_ns=c.get("mtime_ns"),
-                ctime_ns=c.get("ctime_ns"),
-            )
-            for c in body["chunks"]
-        ]
-        if "rows" in body and _whole(body["rows"]) != sum(e.rows for e in entries):
-            return None  # its chunks' row counts do not add up to its total
+        return _checked_body(raw)
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def manifest_damage(directory: str) -> str | None:
+    """Why a local directory's manifest is not valid; None when it is valid or absent."""
+    try:
+        with open(os.path.join(directory, MANIFEST_NAME), "rb") as f:
+            raw = f.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot be read: {exc.strerror or exc}"
+    try:
+        _checked_body(raw)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        return str(exc) if isinstance(exc, ValueError) else f"a malformed entry ({exc!r})"
+    return None
+
+
+def _checked_body(raw: bytes) -> Manifest:
+    """The manifest ``raw`` holds; raises ``ValueError`` saying why it is not a valid one."""
+    if not raw.strip():
+        raise ValueError("it is empty")
+    try:
+        body = json.loads(raw)
+    except ValueError as exc:
+        raise ValueError(f"it is not valid JSON ({exc}), e.g. truncated") from exc
+    if not isinstance(body, dict):
+        raise ValueError("it does not hold a JSON object")
+    if body.get("kind") != _KIND or body.get("format") != MANIFEST_FORMAT:
+        raise ValueError(
+            f"it is not an arrowmix manifest of format {MANIFEST_FORMAT} (kind "
+            f"{body.get('kind')!r}, format {body.get('format')!r})"
+        )
+    if "checksum" in body and body["checksum"] != _seal(body):
+        raise ValueError("its checksum does not match what it records (edited, or damaged)")
+    entries = [
+        ChunkEntry(
+            name=str(c["name"]),
+            rows=_whole(c["rows"]),
+            size=_whole(c["size"]),
+            digest=str(c["digest"]),
+            inode=c.get("inode"),
+            mtime_ns=c.get("mtime_ns"),
+            ctime_ns=c.get("ctime_ns"),
+        )
+        for c in body["chunks"]
+    ]
+    if "rows" in body and _whole(body["rows"]) != sum(e.rows for e in entries):
+        raise ValueError(
+            f"its chunks' row counts add up to {sum(e.rows for e in entries)}, not the "
+            f"{body['rows']} it records"
+        )
     return Manifest({e.name: e for e in entries}, _schema(body.get("schema")))
 
 
@@ -455,9 +499,41 @@ def _read_record(record: str | None) -> str | None:
 def _write_record(record: str | None, digest: str) -> None:
     if record is None:
         return
+    shard = os.path.dirname(record)
+    if shard not in _SWEPT:  # once per directory and process: a listing costs ~0.5 ms
+        _SWEPT.add(shard)
+        with contextlib.suppress(OSError):  # a read-only cache root: left in place
+            remove_dead_tmp(shard, _is_record)  # temporaries of killed writers
     # A read-only cache root: the file is hashed again next time.
     with contextlib.suppress(OSError), atomic_sink(record) as sink:
         sink.write(digest.encode())
+
+
+_SWEPT: set[str] = set()  # record directories this process has removed dead temporaries in
+
+
+def _is_record(name: str) -> bool:
+    return _RECORD_RE.match(name) is not None
+
+
+def digest_shards(cache_dir: str) -> list[str]:
+    """The digest cache's record directories (``digests/<xx>/``) under ``cache_dir``."""
+    top = os.path.join(cache_dir, _DIGESTS_DIR)
+    try:
+        names = sorted(os.listdir(top))
+    except OSError:
+        return []
+    return [os.path.join(top, n) for n in names if re.fullmatch(r"[0-9a-f]{2}", n)]
+
+
+def is_digest_record(directory: str, name: str) -> bool:
+    """Whether ``name`` in ``directory`` is the name of a digest-cache record."""
+    parent, shard = os.path.split(os.path.abspath(directory))
+    return (
+        os.path.basename(parent) == _DIGESTS_DIR
+        and _RECORD_RE.match(name) is not None
+        and name[:2] == shard
+    )
 
 
 def manifest_problems(
