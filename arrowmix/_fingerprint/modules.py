@@ -225,9 +225,14 @@ def _dependencies(
             if attr != "*" and (sub in sys.modules or (full and _module_file(sub))):
                 found.add(sub)
     module = sys.modules.get(name)
-    for value in list(vars(module).values()) if module is not None else ():
+    for key, value in list(vars(module).items()) if module is not None else ():
         if isinstance(value, ModuleType):
-            found.add(value.__name__)
+            # A package's submodule bound by the import machinery when some code imported
+            # it (lazily, perhaps in another thread) is not the package's own dependency: the
+            # digest must not depend on when that import happened. Its own imports of it
+            # were found statically above.
+            if value.__name__ != f"{name}.{key}" or value.__name__ in found:
+                found.add(value.__name__)
         elif isinstance(value, (type, FunctionType)):
             owner = object_module(value)
             if owner is not None and owner != name and owner in sys.modules:

@@ -113,3 +113,29 @@ def test_editing_a_constant_a_helper_imports_invalidates(runs) -> None:
     assert before["imports_lazy_helper"] != after["imports_lazy_helper"]
     assert before["imports_package"] == after["imports_package"]
     assert before["unrelated"] == after["unrelated"]
+
+
+def test_a_submodule_imported_later_by_other_code_leaves_the_package_digest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Importing a package's submodule binds it on the package: that binding, made whenever
+    some code (another thread, a later call) first imports it, must not change the digest of
+    the package, or one function hashes two ways in one process."""
+    from arrowmix._fingerprint.modules import module_source_digest
+
+    pkg = tmp_path / "lazypkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("from .core import f\n")
+    (pkg / "core.py").write_text("def f(x):\n    return x\n")
+    (pkg / "extra.py").write_text("def g(x):\n    return 2 * x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+
+    module = importlib.import_module("lazypkg")
+    before = module_source_digest(module)
+    importlib.import_module("lazypkg.extra")  # someone else's lazy import
+    try:
+        assert module_source_digest(module) == before
+    finally:
+        for name in ("lazypkg", "lazypkg.core", "lazypkg.extra"):
+            sys.modules.pop(name, None)
