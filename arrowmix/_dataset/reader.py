@@ -21,6 +21,7 @@ readers (iteration, ``map``, exports, in-order streams) read ahead at disk speed
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -50,53 +51,65 @@ class TableReader:
         self._offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
         np.cumsum(sizes, out=self._offsets[1:])
         self._mapped = any(_in_mapping(b) for b in self._batches[:1])
-        self._asked = (0, 0)  # rows whose pages were last asked for
+        # rows whose pages were last asked for, and of which columns (None: all)
+        self._asked: tuple[int, int, tuple[int, ...] | None] = (0, 0, None)
         self._last_stop = -1  # where the last slice ended
 
     @property
     def num_rows(self) -> int:
         return self.table.num_rows
 
-    def slice(self, start: int, stop: int) -> pa.Table:
+    def slice(self, start: int, stop: int, reads: Sequence[str] | None = None) -> pa.Table:
         """Rows ``[start, stop)``, zero-copy; their pages and the next rows' are asked for.
 
         One row that does not continue the last slice asks for nothing: asking costs more
-        than the two faults (offsets, then values) that read it.
+        than the two faults (offsets, then values) that read it. ``reads`` names the only
+        columns the caller will read (a map's ``input_columns``): only theirs are asked for.
         """
         if self._mapped and (stop - start > 1 or start == self._last_stop):
-            self._read_ahead(start, stop)
+            self._read_ahead(start, stop, reads)
         else:  # one isolated row (``ds[i]``): its faults read its own pages, no advice
             self._last_stop = stop
             if pages.streamed():
                 pages.random_again()
         return self.table.slice(start, max(0, stop - start))
 
-    def _read_ahead(self, start: int, stop: int) -> None:
+    def _read_ahead(self, start: int, stop: int, reads: Sequence[str] | None = None) -> None:
         """Ask for the pages of rows ``[start, stop)`` and, in a sequential pass, of the next.
 
         The rows after the slice are asked for when it continues the last one. A sequential
         reader asks once per row: a slice inside the rows last asked for, far enough from
         their end, asks for nothing. An isolated slice (``ds[i]``) asks for its own rows only.
         """
-        lo, hi = self._asked
+        lo, hi, asked_for = self._asked
+        cols = None if reads is None else tuple(self.table.schema.get_field_index(c) for c in reads)
         ahead = max(stop - start, _AHEAD_ROWS) if start == self._last_stop else 0
         self._last_stop = stop
+        if cols != asked_for:
+            lo = hi = 0  # other columns than last time: nothing of theirs was asked for
         if lo <= start and stop + ahead // 2 <= hi:
             return
         first = hi if lo <= start <= hi else start
         last = min(stop + ahead, self.num_rows)
-        self._asked = (start, last)
-        prefetch_rows(self._pieces(first, last), large=True)
+        self._asked = (start, last, cols)
+        prefetch_rows(self._pieces(first, last, cols), large=True)
 
-    def _pieces(self, first: int, last: int) -> list[tuple[pa.Array[Any], int, int]]:
-        """``(column of a batch, start, stop)`` of rows ``[first, last)``, batch by batch."""
+    def _pieces(
+        self, first: int, last: int, cols: tuple[int, ...] | None = None
+    ) -> list[tuple[pa.Array[Any], int, int]]:
+        """``(column of a batch, start, stop)`` of rows ``[first, last)``, batch by batch.
+
+        Only the columns at positions ``cols`` when given.
+        """
         b0 = int(np.searchsorted(self._offsets, first, side="right")) - 1
         b1 = int(np.searchsorted(self._offsets, last, side="left"))
         parts: list[tuple[pa.Array[Any], int, int]] = []
         for b in range(max(b0, 0), min(b1, len(self._batches))):
             base = int(self._offsets[b])
             a, z = max(first - base, 0), min(last - base, self._batches[b].num_rows)
-            parts.extend((col, a, z) for col in self._batches[b].columns)
+            columns = self._batches[b].columns
+            wanted = range(len(columns)) if cols is None else cols
+            parts.extend((columns[j], a, z) for j in wanted)
         return parts
 
     def prefetch_ranges(self, starts: np.ndarray, stops: np.ndarray) -> None:

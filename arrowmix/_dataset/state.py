@@ -131,13 +131,21 @@ def gather(
 
 
 def view_range(
-    s: DatasetState, start: int, stop: int, columns: Sequence[str] | None = None
+    s: DatasetState,
+    start: int,
+    stop: int,
+    columns: Sequence[str] | None = None,
+    *,
+    reads: Sequence[str] | None = None,
 ) -> pa.Table:
-    """View rows ``[start, stop)`` as an Arrow table; zero-copy without an array mapping."""
+    """View rows ``[start, stop)`` as an Arrow table; zero-copy without an array mapping.
+
+    ``reads``: the only columns the caller reads (the pages asked for ahead are theirs).
+    """
     ix = s.indices
     if ix is None or ix.is_range:
         off = ix.start if ix is not None else 0
-        table = s.reader.slice(off + start, off + stop)
+        table = s.reader.slice(off + start, off + stop, reads or columns)
     else:
         table = s.reader.take(ix.array[start:stop])  # type: ignore[index]
     return table.select(list(columns)) if columns is not None else table

@@ -130,8 +130,8 @@ class RemoteTable:
         return self
 
     # ---- reading -----------------------------------------------------------------
-    def slice(self, start: int, stop: int) -> pa.Table:
-        """Rows ``[start, stop)`` (copied out of the cache)."""
+    def slice(self, start: int, stop: int, reads: Sequence[str] | None = None) -> pa.Table:
+        """Rows ``[start, stop)`` (copied out of the cache; ``reads`` changes nothing here)."""
         return self.take(np.arange(start, max(start, stop), dtype=np.int64))
 
     def take(self, positions: np.ndarray, visit: ChunkVisitor | None = None) -> pa.Table:

@@ -269,13 +269,19 @@ def _has_json(table: pa.Table) -> bool:
     return any(has_json(t) for t in table.schema.types)
 
 
-def blocks(ds: Dataset, start: int, stop: int, size: int) -> Iterator[tuple[int, pa.Table]]:
-    """View rows ``[start, stop)`` in tables of ``size`` rows, with bounded resident memory."""
+def blocks(
+    ds: Dataset, start: int, stop: int, size: int, reads: Sequence[str] | None = None
+) -> Iterator[tuple[int, pa.Table]]:
+    """View rows ``[start, stop)`` in tables of ``size`` rows, with bounded resident memory.
+
+    ``reads``: the only columns the function reads (``input_columns``), whose pages alone are
+    read ahead; the others stay unread unless touched.
+    """
     s = state_of(ds)
     pages = PageReleaser([*s.files, *([s.indices_file] if s.indices_file else [])])
     for lo in range(start, stop, size):
         hi = min(lo + size, stop)
-        table = view_range(s, lo, hi)
+        table = view_range(s, lo, hi, reads=reads)
         yield lo, table
         pages.read(table.nbytes)
     pages.release()

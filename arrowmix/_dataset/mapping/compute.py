@@ -171,7 +171,7 @@ class MapSegment:
     def _outputs(self, size: int) -> Iterator[tuple[int, pa.Table, Output, dict[str, Any]]]:
         call, invoker = self._call, Invoker(self._call)
         hints: dict[str, Any] = {}
-        it = blocks(self._ds, self._start, self._stop, size)
+        it = blocks(self._ds, self._start, self._stop, size, call.input_columns)
         group = ASYNC_BATCHES if call.batched and call.is_async else 1
         try:
             while True:
@@ -282,7 +282,7 @@ def filter_positions(
     """
     parts = [np.empty(0, dtype=np.int64)]
     invoker = Invoker(call)
-    it = blocks(ds, start, stop, call.block_size(stop - start))
+    it = blocks(ds, start, stop, call.block_size(stop - start), call.input_columns)
     group = ASYNC_BATCHES if call.batched and call.is_async else 1
     try:
         while chunk := list(itertools.islice(it, group)):

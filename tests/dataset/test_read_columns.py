@@ -1,0 +1,60 @@
+"""A map or filter that reads only ``input_columns`` asks the kernel for only their pages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import arrowmix as am
+from arrowmix._dataset import reader
+
+
+def _asked(monkeypatch: pytest.MonkeyPatch) -> list[pa.DataType]:
+    seen: list[pa.DataType] = []
+    real = reader.prefetch_rows
+
+    def record(pieces: Any, **kw: Any) -> int:
+        pieces = list(pieces)
+        seen.extend(arr.type for arr, _, _ in pieces)
+        return real(pieces, **kw)
+
+    monkeypatch.setattr(reader, "prefetch_rows", record)
+    return seen
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> am.Dataset:
+    n = 20_000
+    table = pa.table({"input_ids": [[i, i + 1, i + 2] * 20 for i in range(n)], "n": list(range(n))})
+    am.write_chunks(table, tmp_path / "c", rows_per_chunk=5_000)
+    return am.Dataset.from_chunks(str(tmp_path / "c"))
+
+
+def test_a_filter_on_input_columns_reads_ahead_only_those(
+    corpus: am.Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = _asked(monkeypatch)
+    kept = corpus.filter(
+        lambda n: [x % 2 == 0 for x in n],
+        batched=True,
+        input_columns=["n"],
+        cache_file_name=str(tmp_path / "f.arrow"),
+    )
+    assert len(kept) == 10_000 and kept[1]["n"] == 2  # values as before
+    assert seen and all(t == pa.int64() for t in seen)  # never the token lists
+
+
+def test_a_map_of_the_whole_row_still_reads_every_column_ahead(
+    corpus: am.Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = _asked(monkeypatch)
+    out = corpus.map(
+        lambda b: {"k": [len(x) for x in b["input_ids"]]},
+        batched=True,
+        cache_file_name=str(tmp_path / "m.arrow"),
+    )
+    assert out[3]["k"] == 60
+    assert any(pa.types.is_list(t) for t in seen)
