@@ -121,25 +121,41 @@ def test_a_collator_checkpointed_mid_epoch_loads_into_a_fresh_pipeline(labels: s
     assert all(np.array_equal(a, b) for a, b in zip(again, rest, strict=True))
 
 
+_SUBCLASS_HASHES = """
+import json
+from arrowmix._fingerprint.hasher import hash_value
+from arrowmix.stream import Collator
+
+def once(self, batch):
+    return {"n": 1}
+
+def twice(self, batch):
+    return {"n": 2}
+
+def scaled(method):  # the same class name, other code
+    return type("Scaled", (Collator,), {"from_spans": method})("input_ids")
+
+one, two = scaled(once), scaled(twice)
+hash_value(one)  # a first hash imports what the code imports
+print(json.dumps([hash_value(one), hash_value(one), hash_value(two),
+                  hash_value(Collator("input_ids")), hash_value(Collator("input_ids", pad_id=3))]))
+"""
+
+
 def test_a_collator_subclass_is_identified_by_its_code() -> None:
     """A ``Collator`` is identified by its settings; a user's subclass also by its code, so
-    an edited subclass never takes a checkpoint (or a cached map) of the old one."""
-    from arrowmix._fingerprint.hasher import hash_value
-    from arrowmix.stream import Collator
+    an edited subclass never takes a checkpoint (or a cached map) of the old one.
 
-    def once(self: Collator, batch: Any) -> dict[str, Any]:
-        return {"n": 1}
+    Run in a fresh interpreter, as a training script is: the process running the suite holds
+    the state of every test before this one (threads, imported modules).
+    """
+    import subprocess
+    import sys
 
-    def twice(self: Collator, batch: Any) -> dict[str, Any]:
-        return {"n": 2}
-
-    def scaled(method: Any) -> Collator:  # the same class name, other code
-        cls = type("Scaled", (Collator,), {"from_spans": method, "__module__": __name__})
-        made: Collator = cls("input_ids")
-        return made
-
-    one, two = scaled(once), scaled(twice)
-    hash_value(one)  # a first hash imports what the code imports
-    assert hash_value(one) == hash_value(one)
-    assert hash_value(one) != hash_value(two)
-    assert hash_value(Collator("input_ids")) != hash_value(Collator("input_ids", pad_id=3))
+    out = subprocess.run(
+        [sys.executable, "-c", _SUBCLASS_HASHES], capture_output=True, text=True, check=True
+    )
+    one, again, two, plain, padded = json.loads(out.stdout)
+    assert one == again
+    assert one != two
+    assert plain != padded
