@@ -395,3 +395,26 @@ def print_targets(targets: list[Target]) -> str:
     text = "\n".join(lines)
     print(text, flush=True)
     return text
+
+
+def read_bytes() -> int:
+    """Bytes this process caused to be read from storage (``/proc/self/io``)."""
+    with open("/proc/self/io", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("read_bytes:"):
+                return int(line.split()[1])
+    return 0
+
+
+def drop_file_pages(paths: Iterator[str | os.PathLike[str]] | list[Any]) -> None:
+    """Evict the files' pages from the page cache, so the next read of them is cold.
+
+    Dirty pages (a file just written) cannot be dropped: each file is synced first.
+    """
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)

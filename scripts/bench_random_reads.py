@@ -38,6 +38,7 @@ import time
 from typing import Any
 
 import numpy as np
+from bench_common import drop_file_pages, read_bytes
 
 _PAGE = 4096
 CASES = (
@@ -48,21 +49,8 @@ CASES = (
 OWN_ROWS = ("first", "chunks", "blocks", "open", "column", "iterate", "map")
 
 
-def _disk_read() -> int:
-    with open("/proc/self/io", encoding="ascii") as f:
-        for line in f:
-            if line.startswith("read_bytes"):
-                return int(line.split()[1])
-    return 0
-
-
-def _drop(files: list[str]) -> None:
-    for path in files:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
+_disk_read = read_bytes
+_drop = drop_file_pages
 
 
 def _layout(files: list[str]) -> list[tuple[str, int, int, int, int]]:

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from bench_common import drop_file_pages, read_bytes  # noqa: F401 (read_bytes: re-exported)
 
 DOC_PACKAGE = "linux-doc-6.1"
 SAMPLE_PARAGRAPHS = 60_000
@@ -113,15 +114,6 @@ def resampled_batches(
 
 
 # ---- disk accounting ----------------------------------------------------------------------
-def read_bytes() -> int:
-    """Bytes this process has caused to be read from storage (``/proc/self/io``)."""
-    with open("/proc/self/io") as f:
-        for line in f:
-            if line.startswith("read_bytes:"):
-                return int(line.split()[1])
-    return 0
-
-
 def _status_mib(field: str) -> float:
     with open("/proc/self/status") as f:
         for line in f:
@@ -160,18 +152,9 @@ class AnonPeak:
 
 def drop_pages(root: Path) -> int:
     """Drop the page cache of every file under ``root``; returns the bytes of those files."""
-    total = 0
-    for path in [root] if root.is_file() else sorted(root.rglob("*")):
-        if not path.is_file():
-            continue
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)  # dirty pages (a file just written) cannot be dropped
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
-        total += path.stat().st_size
-    return total
+    files = [p for p in ([root] if root.is_file() else sorted(root.rglob("*"))) if p.is_file()]
+    drop_file_pages(files)
+    return sum(p.stat().st_size for p in files)
 
 
 # ---- the raw loop -------------------------------------------------------------------------

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -50,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bench_common import drop_file_pages, read_bytes
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -76,12 +76,7 @@ def chunk_files(corpus: Path) -> list[Path]:
 
 def drop_pages(corpus: Path) -> None:
     """Evict the corpus's pages from the page cache (a cold read follows)."""
-    for f in chunk_files(corpus):
-        fd = os.open(f, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
+    drop_file_pages(chunk_files(corpus))
 
 
 def resident_share(corpus: Path) -> float:
@@ -105,14 +100,6 @@ def resident_share(corpus: Path) -> float:
             total += pages
             del view
     return resident / max(total, 1)
-
-
-def read_bytes() -> int:
-    with open("/proc/self/io") as f:
-        for line in f:
-            if line.startswith("read_bytes"):
-                return int(line.split()[1])
-    return 0
 
 
 def warm_pages(corpus: Path) -> None:
