@@ -36,6 +36,7 @@ from arrowmix._hf.info import INFO_TEXTS, info_entry
 from arrowmix._hooks import dataset_with_info
 from arrowmix._storage.digests import few, file_digest
 from arrowmix._storage.fs import is_local, local_path
+from arrowmix._storage.snapshot import read_pinned
 from arrowmix._storage.swap import new_save_names, recover_saves
 from arrowmix.exceptions import ArrowmixError, SavedDatasetError, TargetExistsError, WriteError
 
@@ -425,7 +426,7 @@ def load_from_disk(
         from arrowmix._hf.saved_dict import load_dict
 
         return load_dict(directory, keep_in_memory, verify=verify)
-    return _load_dataset(directory, keep_in_memory, verify)
+    return read_pinned(directory, lambda: load_saved(directory, keep_in_memory, verify))
 
 
 def _refuse_storage_options(storage_options: dict[str, Any] | None) -> None:
@@ -436,8 +437,11 @@ def _refuse_storage_options(storage_options: dict[str, Any] | None) -> None:
         )
 
 
-def _load_dataset(directory: str, keep_in_memory: bool | None, verify: bool) -> Dataset:
-    """The ``Dataset`` of the save (not a ``DatasetDict``) at the local ``directory``."""
+def load_saved(directory: str, keep_in_memory: bool | None, verify: bool) -> Dataset:
+    """The ``Dataset`` of the save (not a ``DatasetDict``) at the local ``directory``.
+
+    One attempt, by path: the caller pins the version (:func:`read_pinned`).
+    """
     from arrowmix._dataset.build import from_chunks
 
     state = read_json(directory, STATE_NAME)

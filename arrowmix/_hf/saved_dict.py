@@ -21,7 +21,7 @@ from arrowmix._hf.saved import (
     _check_replaceable,
     _local_dir,
     check_not_read_from,
-    load_from_disk,
+    load_saved,
     not_a_directory,
     save_target,
     save_to_disk,
@@ -29,6 +29,7 @@ from arrowmix._hf.saved import (
     write_json,
 )
 from arrowmix._storage.digests import few
+from arrowmix._storage.snapshot import read_pinned
 from arrowmix._storage.swap import recover_saves
 from arrowmix.exceptions import SavedDatasetError, TargetExistsError
 
@@ -146,6 +147,14 @@ def load_dict(
 
     directory = _local_dir(dataset_dict_path, "load_from_disk")
     recover_saves(os.path.dirname(os.path.realpath(directory)))
+    recover_saves(directory)  # a split saved on its own there and killed
+    # One pin for the whole directory: every split comes from the same save.
+    splits = read_pinned(directory, lambda: _load_splits(directory, keep_in_memory, verify))
+    return DatasetDict(splits)
+
+
+def _load_splits(directory: str, keep_in_memory: bool | None, verify: bool) -> dict[str, Any]:
+    """Each split of the DatasetDict save at ``directory``, by path (one attempt)."""
     if not os.path.isfile(os.path.join(directory, DICT_NAME)):
         is_ds = all(os.path.isfile(os.path.join(directory, n)) for n in (STATE_NAME, INFO_NAME))
         raise FileNotFoundError(
@@ -157,8 +166,7 @@ def load_dict(
                 else "`DatasetDict`, but the directory is not one."
             )
         )
-    out: dict[str, Any] = {}
-    for split in _splits(directory):
-        ds = load_from_disk(os.path.join(directory, split), keep_in_memory, verify=verify)
-        out[split] = ds
-    return DatasetDict(out)
+    return {
+        split: load_saved(os.path.join(directory, split), keep_in_memory, verify)
+        for split in _splits(directory)
+    }

@@ -13,6 +13,7 @@ from typing import Any
 from arrowmix._dataset.verify import DIGESTS_KEY, Report, check_chunks, hash_file
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._hf.saved import CONTENT_KEY, DICT_NAME, STATE_NAME, read_json
+from arrowmix._storage.snapshot import read_pinned
 
 __all__ = ["check_path", "check_saved", "check_saved_dict"]
 
@@ -98,7 +99,12 @@ def check_path(path: str) -> Report:
             "`save_to_disk`."
         )
     if os.path.isfile(os.path.join(directory, STATE_NAME)):
-        return check_saved(directory, read_json(directory, STATE_NAME))
+        # The version pinned, so that a re-save meanwhile is not reported as damage.
+        return read_pinned(directory, lambda: check_saved(directory, _state(directory)))
     if os.path.isfile(os.path.join(directory, DICT_NAME)):
-        return check_saved_dict(directory)
+        return read_pinned(directory, lambda: check_saved_dict(directory))
     return check_chunks(directory)
+
+
+def _state(directory: str) -> dict[str, Any]:
+    return read_json(directory, STATE_NAME)

@@ -1,0 +1,177 @@
+"""A load of a ``save_to_disk`` directory sees exactly one save while another re-saves it.
+
+Each race is staged at a fixed point of the load (a hook between reading ``state.json`` and
+opening the data files, or between two splits), not left to timing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import arrowmix as am
+from arrowmix._cli.main import main as cli_main
+from arrowmix._hf import saved, verify
+from arrowmix._storage import snapshot
+from arrowmix.exceptions import SavedDatasetError
+
+
+def _ds(start: int, n: int = 60) -> am.Dataset:
+    return am.Dataset.from_dict({"x": list(range(start, start + n))})
+
+
+def _dict(start: int) -> am.DatasetDict:
+    return am.DatasetDict({"train": _ds(start), "test": _ds(start + 500, 30)})
+
+
+def _resave_at(
+    monkeypatch: pytest.MonkeyPatch, module: Any, name: str, resave: Callable[[], None], times: int
+) -> None:
+    """Run ``resave`` the first ``times`` calls of ``module.name``, just before it runs."""
+    real = getattr(module, name)
+    calls = {"n": 0}
+
+    def hooked(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] <= times:
+            resave()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, hooked)
+
+
+def _no_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(snapshot.time, "sleep", lambda s: None)
+
+
+@pytest.mark.parametrize("shards", [(2, 2), (2, 3), (3, 1)])
+def test_a_load_during_a_resave_gets_one_whole_save(tmp_path, monkeypatch, shards):
+    d = str(tmp_path / "s")
+    old, new = _ds(0), _ds(1000)
+    old.save_to_disk(d, num_shards=shards[0])
+    # The re-save lands after state.json is read and before the data files are opened.
+    _resave_at(
+        monkeypatch, saved, "_data_files", lambda: new.save_to_disk(d, num_shards=shards[1]), 1
+    )
+    _no_sleep(monkeypatch)
+    back = am.load_from_disk(d)
+    assert back["x"] == new["x"]
+    assert back.fingerprint == new.fingerprint
+
+
+def test_a_load_that_never_settles_names_the_directory(tmp_path, monkeypatch):
+    d = str(tmp_path / "s")
+    versions = [_ds(0), _ds(1000)]
+    versions[0].save_to_disk(d)
+    flip = {"i": 0}
+
+    def resave() -> None:
+        flip["i"] += 1
+        versions[flip["i"] % 2].save_to_disk(d, num_shards=1 + flip["i"] % 2)
+
+    _resave_at(monkeypatch, saved, "_data_files", resave, 10**6)
+    _no_sleep(monkeypatch)
+    with pytest.raises(SavedDatasetError, match="replaced by another save_to_disk") as info:
+        am.load_from_disk(d)
+    assert repr(d) in str(info.value)
+    assert flip["i"] == len(snapshot.PAUSES) + 1  # bounded
+
+
+def test_a_load_between_the_two_renames_of_a_live_save_waits_for_it(tmp_path, monkeypatch):
+    d = tmp_path / "s"
+    _ds(0).save_to_disk(str(d))
+    # A live save (this process) has moved the previous save aside, and not yet renamed
+    # the new one into place.
+    tok = f"{os.getpid()}-abcd0123"
+    _ds(1000).save_to_disk(str(tmp_path / f".s.saving-{tok}"))
+    os.rename(d, tmp_path / f".s.replaced-{tok}")
+
+    def finish_the_swap(seconds: float) -> None:
+        if not d.exists():
+            os.rename(tmp_path / f".s.saving-{tok}", d)
+
+    monkeypatch.setattr(snapshot.time, "sleep", finish_the_swap)
+    assert am.load_from_disk(str(d))["x"] == _ds(1000)["x"]
+
+
+def test_a_missing_directory_is_still_a_file_not_found_error(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        am.load_from_disk(str(tmp_path / "nothing"))
+
+
+def test_a_datasetdict_load_during_a_resave_has_every_split_from_one_save(tmp_path, monkeypatch):
+    d = str(tmp_path / "dd")
+    old, new = _dict(0), _dict(1000)
+    old.save_to_disk(d)
+    # The re-save lands after the first split is loaded, before the second.
+    real = saved._data_files
+    seen = {"n": 0}
+
+    def hooked(directory: str, state: dict[str, Any]) -> list[str]:
+        seen["n"] += 1
+        if seen["n"] == 2:
+            new.save_to_disk(d)
+        return real(directory, state)
+
+    monkeypatch.setattr(saved, "_data_files", hooked)
+    _no_sleep(monkeypatch)
+    back = am.load_from_disk(d)
+    assert {k: back[k]["x"] for k in back} == {k: new[k]["x"] for k in new}
+    assert back["train"].fingerprint == new["train"].fingerprint
+
+
+def test_verify_during_a_resave_checks_the_version_it_read(tmp_path, monkeypatch):
+    d = str(tmp_path / "s")
+    _ds(0).save_to_disk(d, num_shards=2)
+    new = _ds(1000)
+    # The re-save lands after state.json is read and before the files are hashed.
+    _resave_at(monkeypatch, verify, "check_saved", lambda: new.save_to_disk(d, num_shards=2), 1)
+    _no_sleep(monkeypatch)
+    back = am.load_from_disk(d, verify=True)  # an intact save is not called damaged
+    assert back["x"] == new["x"]
+
+
+def test_the_verify_command_during_a_resave_reports_no_damage(tmp_path, monkeypatch, capsys):
+    d = str(tmp_path / "s")
+    _ds(0).save_to_disk(d, num_shards=2)
+    new = _ds(1000)
+    real = verify.check_saved
+    seen = {"n": 0}
+
+    def hooked(directory: str, state: dict[str, Any]) -> Any:
+        seen["n"] += 1
+        if seen["n"] == 1:
+            new.save_to_disk(d, num_shards=2)
+        return real(directory, state)
+
+    monkeypatch.setattr(verify, "check_saved", hooked)
+    _no_sleep(monkeypatch)
+    assert cli_main(["verify", d]) == 0, capsys.readouterr()
+
+
+def test_a_dataset_loaded_before_a_resave_keeps_its_rows(tmp_path):
+    d = str(tmp_path / "s")
+    _ds(0).save_to_disk(d, num_shards=2)
+    back = am.load_from_disk(d)
+    _ds(1000).save_to_disk(d, num_shards=3)  # deletes the files ``back`` mapped
+    assert back["x"] == _ds(0)["x"]
+    assert back.fingerprint == _ds(0).fingerprint
+
+
+def test_saves_written_without_pinning_still_load(tmp_path: Path):
+    """A directory laid out as the previous release wrote it (HF's layout) loads unchanged."""
+    d = tmp_path / "s"
+    ds = _ds(0).with_format("numpy")
+    ds.save_to_disk(str(d), num_shards=2)
+    assert sorted(os.listdir(d)) == [
+        "data-00000-of-00002.arrow",
+        "data-00001-of-00002.arrow",
+        "dataset_info.json",
+        "state.json",
+    ]
+    back = am.load_from_disk(str(d))
+    assert back.fingerprint == ds.fingerprint and back.format["type"] == "numpy"
