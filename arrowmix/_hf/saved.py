@@ -32,6 +32,7 @@ import pyarrow as pa
 
 from arrowmix._dataset.state import estimate_nbytes, state_of, view_range
 from arrowmix._dataset.verify import DIGESTS_KEY
+from arrowmix._hf.carry_over import carry_over
 from arrowmix._hf.info import INFO_TEXTS, info_entry
 from arrowmix._hooks import dataset_with_info
 from arrowmix._storage.digests import few, file_digest
@@ -226,6 +227,7 @@ def swapped_in(target: str) -> Iterator[_Swap]:
         raise
     _fsync(parent)
     if os.path.lexists(old):
+        carry_over(old, target)  # what a live process uses there (a map in progress)
         shutil.rmtree(old, ignore_errors=True)
 
 

@@ -30,6 +30,7 @@ import os
 import re
 import secrets
 import sys
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -54,6 +55,8 @@ TMP_PREFIX = "tmp-"
 TMP_SUFFIX = ".partial"
 #: ``tmp-<pid>-<random>-<final name>.partial``
 TMP_RE = re.compile(rf"^{re.escape(TMP_PREFIX)}(\d+)-[0-9a-f]+-(.+){re.escape(TMP_SUFFIX)}$")
+#: Pauses while a temporary file's directory is being replaced by a re-save (about 0.6 s).
+_MOVE_PAUSES = (0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.15, 0.25)
 # A process that started this long after a file's last write cannot have written it.
 _START_SLACK = 2.0
 
@@ -203,17 +206,21 @@ def _atomic_local(
     tmp = os.path.join(directory, tmp_name(name))
     try:
         sink = pa.OSFile(tmp, "wb")
+        where = _dir_identity(directory)
         try:
             yield sink
         finally:
             sink.close()
-        if finish is not None:
-            finish(tmp)
-        if mode is not None:
-            os.chmod(tmp, mode)
-        if sync:
-            _fsync(tmp)
-        os.replace(tmp, path)
+        for pause in (*_MOVE_PAUSES, None):
+            try:
+                _finish_tmp(tmp, path, finish, mode, sync)
+                break
+            except FileNotFoundError:
+                # A re-save replaced the directory meanwhile and moves the temporary file
+                # into the new one (arrowmix._hf.carry_over): finish it there.
+                if pause is None or _dir_identity(directory) == where:
+                    raise
+                time.sleep(pause)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -222,6 +229,27 @@ def _atomic_local(
         fsync_dir(directory)
         with contextlib.suppress(OSError):
             trust.synced(trust.identity(path))
+
+
+def _dir_identity(directory: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(directory)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _finish_tmp(
+    tmp: str, path: str, finish: Callable[[str], None] | None, mode: int | None, sync: bool
+) -> None:
+    """Patch, chmod and sync the complete temporary file ``tmp``, then rename it to ``path``."""
+    if finish is not None:
+        finish(tmp)
+    if mode is not None:
+        os.chmod(tmp, mode)
+    if sync:
+        _fsync(tmp)
+    os.replace(tmp, path)
 
 
 def make_durable(paths: Sequence[str]) -> None:

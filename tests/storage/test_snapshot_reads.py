@@ -6,8 +6,14 @@ opening the data files, or between two splits), not left to timing.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
-from collections.abc import Callable
+import pickle
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -175,3 +181,140 @@ def test_saves_written_without_pinning_still_load(tmp_path: Path):
     ]
     back = am.load_from_disk(str(d))
     assert back.fingerprint == ds.fingerprint and back.format["type"] == "numpy"
+
+
+# -- a map over a loaded save while the save is replaced -----------------------------------------
+
+
+def _resave_during_writes(
+    monkeypatch: pytest.MonkeyPatch, resave: Callable[[], None], at: str
+) -> None:
+    """Run ``resave`` once while a cache file is written: ``"inside"`` its temporary file's
+    block (written, not yet renamed), or ``"after"`` it is renamed into place."""
+    from arrowmix._storage import atomic, ipc
+
+    real = atomic.atomic_sink
+    done = {"n": 0}
+
+    @contextlib.contextmanager
+    def hooked(path: str, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        with real(path, *args, **kwargs) as sink:
+            yield sink
+            if at == "inside" and "cache-" in path and not done["n"]:
+                done["n"] = 1
+                resave()
+        if at == "after" and "cache-" in path and not done["n"]:
+            done["n"] = 1
+            resave()
+
+    monkeypatch.setattr(ipc, "atomic_sink", hooked)
+
+
+@pytest.mark.parametrize("at", ["inside", "after"])
+def test_a_map_over_a_loaded_save_completes_while_the_save_is_replaced(
+    tmp_path, monkeypatch, small_segments, at
+):
+    d = str(tmp_path / "s")
+    _ds(0, 40).save_to_disk(d, num_shards=2)
+    loaded = am.load_from_disk(d)
+    _resave_during_writes(monkeypatch, lambda: _ds(1000, 40).save_to_disk(d), at)
+    mapped = loaded.map(lambda b: {"y": [v + 1 for v in b["x"]]}, batched=True)
+    assert mapped["y"] == [v + 1 for v in range(40)]
+    assert mapped["x"] == list(range(40))
+    derived = [f for f in mapped.cache_files if "cache-" in f]
+    assert derived and all(os.path.isfile(f) for f in derived)
+    assert pickle.loads(pickle.dumps(mapped))["y"] == mapped["y"]
+    assert am.load_from_disk(d)["x"] == list(range(1000, 1040))  # the new save, whole
+
+
+def test_a_datasetdict_splits_map_completes_while_the_dict_is_replaced(
+    tmp_path, monkeypatch, small_segments
+):
+    d = str(tmp_path / "dd")
+    _dict(0).save_to_disk(d)
+    loaded = am.load_from_disk(d)
+    _resave_during_writes(monkeypatch, lambda: _dict(1000).save_to_disk(d), "after")
+    mapped = loaded["train"].map(lambda r: {"y": r["x"] * 2})
+    assert mapped["y"] == [2 * v for v in range(60)]
+    assert all(os.path.isfile(f) for f in mapped.cache_files if "cache-" in f)
+
+
+def test_a_write_finishes_in_the_new_directory_once_its_temporary_is_moved(tmp_path, monkeypatch):
+    """The window between a re-save's swap and its move of the live temporary files."""
+    from arrowmix._storage import atomic
+
+    target, old = tmp_path / "s", tmp_path / ".s.replaced-1-ab"
+    target.mkdir()
+    moved = {"n": 0}
+
+    def carry(seconds: float) -> None:  # the re-save moves the temporary meanwhile
+        for name in os.listdir(old):
+            os.rename(old / name, target / name)
+            moved["n"] += 1
+
+    monkeypatch.setattr(atomic.time, "sleep", carry)
+    with atomic.atomic_sink(str(target / "cache-0123456789abcdef.arrow")) as sink:
+        sink.write(b"rows")
+        os.rename(target, old)  # the swap: the temporary file is now in the old directory
+        target.mkdir()
+    assert (target / "cache-0123456789abcdef.arrow").read_bytes() == b"rows"
+    assert moved["n"] == 1 and os.listdir(old) == []
+
+
+def test_a_replaced_saves_unused_results_go_and_used_ones_stay(tmp_path):
+    d = tmp_path / "s"
+    _ds(0, 40).save_to_disk(str(d))
+    loaded = am.load_from_disk(str(d))
+    kept = loaded.map(lambda r: {"y": r["x"] + 1})
+    dropped = loaded.map(lambda r: {"z": r["x"] - 1})
+    dropped_files = [f for f in dropped.cache_files if "cache-" in f]
+    del dropped
+    gc.collect()
+    _ds(1000, 40).save_to_disk(str(d))
+    assert all(os.path.isfile(f) for f in kept.cache_files if "cache-" in f)
+    assert not any(os.path.exists(f) for f in dropped_files)
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".")] == []  # nothing left beside
+
+
+_CHILD = """
+import os, sys, time
+import arrowmix as am
+from arrowmix._cache import segments
+segments.SEGMENT_ROWS = segments.MIN_SEGMENT_ROWS = 10
+d, ready, go = sys.argv[1:4]
+loaded = am.load_from_disk(d)
+
+def f(row):
+    if row["x"] == 25:  # in the third segment: two are written, one half computed
+        open(ready, "w").close()
+        while not os.path.exists(go):
+            time.sleep(0.01)
+    return {"y": row["x"] + 1}
+
+mapped = loaded.map(f)
+assert mapped["y"] == [v + 1 for v in range(40)], mapped["y"]
+assert all(os.path.isfile(p) for p in mapped.cache_files if "cache-" in p)
+print("ok")
+"""
+
+
+def test_a_map_in_another_process_completes_while_its_save_is_replaced(tmp_path):
+    d, ready, go = str(tmp_path / "s"), tmp_path / "ready", tmp_path / "go"
+    _ds(0, 40).save_to_disk(d, num_shards=2)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CHILD, d, str(ready), str(go)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    deadline = time.monotonic() + 120
+    while not ready.exists():
+        assert child.poll() is None, child.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    _ds(1000, 40).save_to_disk(d, num_shards=3)  # from this process, mid-map
+    go.touch()
+    out, err = child.communicate(timeout=120)
+    assert child.returncode == 0 and out.strip() == "ok", err
+    assert am.load_from_disk(d)["x"] == list(range(1000, 1040))
