@@ -13,6 +13,7 @@ from arrowmix._cache.cleanup import plan_cleanup, remove_idle_locks, remove_plan
 from arrowmix._cache.listing import TMP_KIND, scan_tree, scan_with_records
 from arrowmix._cli.common import resolve_cache_dir
 from arrowmix._cli.humanize import binary_bytes, both_units, parse_duration, parse_size
+from arrowmix._hf.carry_over import carry_over
 from arrowmix._storage.swap import recover_saves, recover_staging
 
 __all__ = ["add_parser", "run"]
@@ -118,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     verb = "would recover" if args.dry_run else "recovered"
     for path in recover_staging(directory, dry_run=args.dry_run):
         print(f"{verb} interrupted write_chunks  {path}", flush=True)
-    for path in recover_saves(directory, dry_run=args.dry_run):
+    for path in recover_saves(directory, dry_run=args.dry_run, carry=carry_over):
         print(f"{verb} interrupted save_to_disk  {path}", flush=True)
     entries = scan_tree(directory) if args.recursive else scan_with_records(directory)
     plan = plan_cleanup(entries, time.time(), args.older_than, args.max_size, args.keep)

@@ -72,6 +72,11 @@ def _local_dir(path: str | os.PathLike[str], what: str) -> str:
     return os.path.abspath(os.path.expanduser(local_path(p)))
 
 
+def recover(parent: str) -> None:
+    """Finish or undo the saves into ``parent`` of dead writers, keeping what is in use."""
+    recover_saves(parent, carry=carry_over)
+
+
 def save_target(path: str | os.PathLike[str]) -> str:
     """The directory a save at ``path`` writes: through symbolic links, the one they point to.
 
@@ -174,7 +179,7 @@ def save_to_disk(
     """
     target = save_target(dataset_path)
     parent = os.path.dirname(target)
-    recover_saves(parent)  # saves killed earlier beside it: finish or undo them first
+    recover(parent)  # saves killed earlier beside it: finish or undo them first
     _check_replaceable(target)
     check_not_read_from([("the dataset", ds)], target)
     n = _num_shards(ds, max_shard_size, num_shards, num_proc)
@@ -423,7 +428,7 @@ def load_from_disk(
     _refuse_storage_options(storage_options)
     directory = _local_dir(dataset_path, "load_from_disk")
     # Saves killed earlier (beside the directory links lead to): finish or undo them.
-    recover_saves(os.path.dirname(os.path.realpath(directory)))
+    recover(os.path.dirname(os.path.realpath(directory)))
     if is_dict_dir(directory):
         from arrowmix._hf.saved_dict import load_dict
 

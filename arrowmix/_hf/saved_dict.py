@@ -23,6 +23,7 @@ from arrowmix._hf.saved import (
     check_not_read_from,
     load_saved,
     not_a_directory,
+    recover,
     save_target,
     save_to_disk,
     swapped_in,
@@ -30,7 +31,6 @@ from arrowmix._hf.saved import (
 )
 from arrowmix._storage.digests import few
 from arrowmix._storage.snapshot import read_pinned
-from arrowmix._storage.swap import recover_saves
 from arrowmix.exceptions import SavedDatasetError, TargetExistsError
 
 if TYPE_CHECKING:
@@ -99,7 +99,7 @@ def save_dict(
         check_split_name(split)
     target = save_target(dataset_dict_path)
     parent = os.path.dirname(target)
-    recover_saves(parent)  # saves killed earlier beside it: finish or undo them first
+    recover(parent)  # saves killed earlier beside it: finish or undo them first
     _check_dict_replaceable(target)
     check_not_read_from(((f"split {k!r}", ds) for k, ds in dd.items()), target)
     with swapped_in(target) as swap:
@@ -146,8 +146,8 @@ def load_dict(
     from arrowmix._hf.dataset_dict import DatasetDict
 
     directory = _local_dir(dataset_dict_path, "load_from_disk")
-    recover_saves(os.path.dirname(os.path.realpath(directory)))
-    recover_saves(directory)  # a split saved on its own there and killed
+    recover(os.path.dirname(os.path.realpath(directory)))
+    recover(directory)  # a split saved on its own there and killed
     # One pin for the whole directory: every split comes from the same save.
     splits = read_pinned(directory, lambda: _load_splits(directory, keep_in_memory, verify))
     return DatasetDict(splits)

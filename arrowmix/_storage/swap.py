@@ -31,7 +31,7 @@ import os
 import re
 import secrets
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from arrowmix._storage.atomic import atomic_sink, fsync_dir, writer_alive
 
@@ -117,11 +117,19 @@ def save_complete(directory: str) -> bool:
     )
 
 
-def recover_saves(parent: str, base: str | None = None, *, dry_run: bool = False) -> list[str]:
+def recover_saves(
+    parent: str,
+    base: str | None = None,
+    *,
+    dry_run: bool = False,
+    carry: Callable[[str, str], object] | None = None,
+) -> list[str]:
     """Finish or undo the saves into ``parent`` (only of ``base`` if given) of dead writers.
 
     A target that a kill left missing gets the new save when it is complete, else the previous
-    one back. Returns the temporary paths handled (with ``dry_run``: to handle, untouched).
+    one back. ``carry(replaced, target)`` is called before a replaced save is removed while
+    ``target`` holds the new one (to move the files a live process uses there). Returns the
+    temporary paths handled (with ``dry_run``: to handle, untouched).
     """
     try:
         names = os.listdir(parent)
@@ -150,6 +158,8 @@ def recover_saves(parent: str, base: str | None = None, *, dry_run: bool = False
                 os.rename(replaced, target)
                 replaced = None
             fsync_dir(parent)
+        if replaced is not None and carry is not None and os.path.isdir(target):
+            carry(replaced, target)
         for p in (saving, replaced):
             if p is not None:
                 _remove(p)

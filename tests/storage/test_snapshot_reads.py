@@ -10,6 +10,7 @@ import contextlib
 import gc
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import time
@@ -318,3 +319,53 @@ def test_a_map_in_another_process_completes_while_its_save_is_replaced(tmp_path)
     out, err = child.communicate(timeout=120)
     assert child.returncode == 0 and out.strip() == "ok", err
     assert am.load_from_disk(d)["x"] == list(range(1000, 1040))
+
+
+# The child re-saves and kills itself at ``point`` of the swap: "swap" (the previous save
+# moved aside, the new one not in place), "carry" (moving the files in use), "remove"
+# (removing the previous save).
+_KILLER = """
+import os, shutil, signal, sys
+import arrowmix as am
+target, point = sys.argv[1:3]
+real_rename, real_rmtree = os.rename, shutil.rmtree
+
+def rename(src, dst, *a, **k):
+    src, dst = os.fspath(src), os.fspath(dst)
+    if point == "swap" and dst == target or point == "carry" and ".replaced-" in src:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real_rename(src, dst, *a, **k)
+
+def rmtree(path, *a, **k):
+    if point == "remove" and ".replaced-" in os.fspath(path):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real_rmtree(path, *a, **k)
+
+os.rename, shutil.rmtree = rename, rmtree
+am.Dataset.from_dict({"x": list(range(1000, 1040))}).save_to_disk(target)
+"""
+
+
+@pytest.mark.parametrize(
+    ("point", "how"),
+    [("swap", "load"), ("carry", "load"), ("carry", "cleanup-cache"), ("remove", "load")],
+)
+def test_a_resave_killed_at_each_step_keeps_the_results_in_use(tmp_path, point, how):
+    d = tmp_path / "s"
+    _ds(0, 40).save_to_disk(str(d))
+    mapped = am.load_from_disk(str(d)).map(lambda r: {"y": r["x"] + 1})  # holds its result
+    derived = [f for f in mapped.cache_files if "cache-" in f]
+    proc = subprocess.run(
+        [sys.executable, "-c", _KILLER, str(d), point],
+        cwd=Path(__file__).resolve().parents[2],
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == -signal.SIGKILL
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".")], "nothing left to recover"
+    if how == "cleanup-cache":
+        assert cli_main(["cleanup-cache", str(tmp_path)]) == 0
+    assert am.load_from_disk(str(d))["x"] == list(range(1000, 1040))  # the complete new save
+    assert [n for n in os.listdir(tmp_path) if n.startswith(".")] == []
+    assert derived and all(os.path.isfile(f) for f in derived)  # kept where the map wrote it
+    assert pickle.loads(pickle.dumps(mapped))["y"] == [v + 1 for v in range(40)]
