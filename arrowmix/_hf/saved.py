@@ -10,6 +10,9 @@ renames it into place last, so a killed save never leaves a directory that looks
 replaces only a previous save (or an empty directory) and refuses any other path that exists,
 so it never deletes a file it did not write; a save killed between its renames is finished or
 undone by the next save or load of that path (see ``arrowmix._storage.swap``).
+A load pins the directory it read, so it sees one save whole while another process re-saves
+(``arrowmix._storage.snapshot``); a re-save moves the files a live process uses in the old
+directory into the new one (``arrowmix._hf.carry_over``).
 ``state.json`` also records the content fingerprint of the files written
 (``_arrowmix_content``, a key HF ignores): a load keeps the saved fingerprint only while the
 files still have that content, and otherwise names the dataset by its files (so no cached
@@ -408,6 +411,9 @@ def load_from_disk(
     ``save_to_disk`` recorded in ``state.json`` (bit rot is otherwise not seen: see
     ``docs/caching.md``).
 
+    While another process re-saves the directory, the load gets one save whole: it pins the
+    directory it read and starts again on the new one when it was replaced meanwhile.
+
     Raises:
         FileNotFoundError: ``state.json`` or ``dataset_info.json`` (or a data file) is missing.
         SavedDatasetError: ``state.json`` is damaged, has no ``_data_files`` list, or names a
@@ -415,6 +421,7 @@ def load_from_disk(
         ChunkFileError: ``verify=True`` and a data file does not hold what was saved (the
             message names each one).
         ValueError: ``verify=True`` on a directory with no recorded digests (HF wrote it).
+        SavedDatasetError: the directory was re-saved during each of 10 attempts (2.4 s).
 
     Example:
         >>> import arrowmix as am, tempfile, os
