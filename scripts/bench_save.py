@@ -32,16 +32,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench_common import timed
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _median(fn: Callable[[], object], n: int) -> float:
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+    return statistics.median(timed(fn)[0] for _ in range(n))
 
 
 def run(mb: int, repeat: int) -> dict[str, float]:

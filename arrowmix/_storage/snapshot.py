@@ -28,8 +28,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from arrowmix._storage.atomic import writer_alive
-from arrowmix._storage.swap import SAVE_RE
+from arrowmix._storage.swap import save_under_way
 from arrowmix.exceptions import SavedDatasetError
 
 __all__ = ["read_pinned"]
@@ -51,25 +50,6 @@ def _now(directory: str) -> tuple[int, int] | None:
         return None
 
 
-def _saving(directory: str) -> bool:
-    """Whether a live process is swapping a new save in at ``directory`` (its temporaries)."""
-    parent, base = os.path.split(os.path.realpath(directory))
-    try:
-        names = os.listdir(parent)
-    except OSError:
-        return False
-    for name in names:
-        m = SAVE_RE.match(name)
-        if m and m.group("base") == base:
-            try:
-                written = os.lstat(os.path.join(parent, name)).st_mtime
-            except OSError:
-                continue
-            if writer_alive(int(m.group("pid")), written):
-                return True
-    return False
-
-
 def read_pinned(directory: str, read: Callable[[], T]) -> T:
     """``read()``'s result, made while ``directory`` held one version from start to end.
 
@@ -82,7 +62,7 @@ def read_pinned(directory: str, read: Callable[[], T]) -> T:
         try:
             fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
         except FileNotFoundError:
-            if not _saving(directory):
+            if not save_under_way(os.path.realpath(directory)):
                 return read()  # no directory and no save under way: read's own error
             fd = None
         except NotADirectoryError:

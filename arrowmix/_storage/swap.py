@@ -44,6 +44,7 @@ __all__ = [
     "recover_saves",
     "recover_staging",
     "save_complete",
+    "save_under_way",
 ]
 
 #: ``.<name>.saving-<pid>-<token>`` / ``.<name>.replaced-<pid>-<token>`` beside a saved dataset.
@@ -114,6 +115,21 @@ def save_complete(directory: str) -> bool:
     return all(
         isinstance(n, str) and os.path.isfile(os.path.join(directory, os.path.basename(n)))
         for n in names
+    )
+
+
+def save_under_way(target: str) -> bool:
+    """Whether a live process is saving to ``target`` (its temporary directories are beside it)."""
+    parent, base = os.path.split(target)
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return False
+    found = (SAVE_RE.match(n) for n in names)
+    return any(
+        not _dead(m.group("pid"), os.path.join(parent, m.group(0)))
+        for m in found
+        if m and m.group("base") == base
     )
 
 
