@@ -65,8 +65,8 @@ def read_pinned(directory: str, read: Callable[[], T]) -> T:
             if not save_under_way(os.path.realpath(directory)):
                 return read()  # no directory and no save under way: read's own error
             fd = None
-        except NotADirectoryError:
-            return read()  # a file: read's own error
+        except (NotADirectoryError, PermissionError):
+            return read()  # a file, or a directory we may not list: read's own way
         try:
             if fd is not None:
                 pinned = _identity(os.fstat(fd))
