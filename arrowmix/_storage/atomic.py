@@ -211,9 +211,13 @@ def _atomic_local(
             yield sink
         finally:
             sink.close()
+        patched = False
         for pause in (*_MOVE_PAUSES, None):
             try:
-                _finish_tmp(tmp, path, finish, mode, sync)
+                if finish is not None and not patched:
+                    finish(tmp)
+                    patched = True  # once only: it patches the file in place
+                _finish_tmp(tmp, path, mode, sync)
                 break
             except FileNotFoundError:
                 # A re-save replaced the directory meanwhile and moves the temporary file
@@ -239,12 +243,8 @@ def _dir_identity(directory: str) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino)
 
 
-def _finish_tmp(
-    tmp: str, path: str, finish: Callable[[str], None] | None, mode: int | None, sync: bool
-) -> None:
-    """Patch, chmod and sync the complete temporary file ``tmp``, then rename it to ``path``."""
-    if finish is not None:
-        finish(tmp)
+def _finish_tmp(tmp: str, path: str, mode: int | None, sync: bool) -> None:
+    """Chmod and sync the complete temporary file ``tmp``, then rename it to ``path``."""
     if mode is not None:
         os.chmod(tmp, mode)
     if sync:

@@ -369,3 +369,31 @@ def test_a_resave_killed_at_each_step_keeps_the_results_in_use(tmp_path, point, 
     assert [n for n in os.listdir(tmp_path) if n.startswith(".")] == []
     assert derived and all(os.path.isfile(f) for f in derived)  # kept where the map wrote it
     assert pickle.loads(pickle.dumps(mapped))["y"] == [v + 1 for v in range(40)]
+
+
+def test_a_cache_file_moved_after_it_was_sealed_is_renamed_not_sealed_twice(tmp_path, monkeypatch):
+    """The re-save moves the temporary between its checksum and its rename."""
+    import pyarrow as pa
+
+    from arrowmix._storage import atomic, integrity, ipc
+
+    target, old = tmp_path / "s", tmp_path / ".s.replaced-1-ab"
+    target.mkdir()
+    real_seal = integrity.seal
+
+    def seal_then_swap(path: str, value: str) -> None:
+        real_seal(path, value)
+        if not old.exists():
+            os.rename(target, old)
+            target.mkdir()
+
+    def carry(seconds: float) -> None:
+        for name in os.listdir(old):
+            os.rename(old / name, target / name)
+
+    monkeypatch.setattr(integrity, "seal", seal_then_swap)
+    monkeypatch.setattr(atomic.time, "sleep", carry)
+    path = str(target / "cache-0123456789abcdef.arrow")
+    table = pa.table({"x": [1, 2, 3]})
+    ipc.write_file(path, table.to_batches(), table.schema, meta={"rows": 3})
+    assert integrity.problem(pa.memory_map(path).read_buffer(), structural=False) is None
