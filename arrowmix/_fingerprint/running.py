@@ -113,7 +113,15 @@ def _value_in(module: ModuleType, key: str) -> Any:
     return space.get(attr, _MISSING)
 
 
+_LITERAL_TYPES = (int, float, complex, str, bytes, bool, type(None), tuple, list, dict, set)
+
+
 def _equal(running: Any, literal: Any) -> bool:
+    """Whether ``running`` is what the source's ``literal`` made (or not a literal's value)."""
+    if type(running) not in _LITERAL_TYPES:
+        # Made from the literal by a class machinery (an Enum member, a NamedTuple field, a
+        # slots descriptor): not a value the literal describes, nor a rebinding of it.
+        return True
     if type(running) is not type(literal):
         return False
     try:
