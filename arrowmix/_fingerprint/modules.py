@@ -251,7 +251,8 @@ def module_source_digest(module: ModuleType) -> str:
     module level or inside its functions) and those whose functions, classes or submodules
     its namespace holds. Installed modules reached this way enter by name and version.
     Only file contents enter, never paths. File facts are cached per modification time
-    and size.
+    and size. A loaded module enters by what runs when its file no longer describes it
+    (edited after it was hashed, or constants rebound in memory: ``running.py``).
 
     Example:
         >>> import types
