@@ -27,6 +27,7 @@ import numpy as np
 from arrowmix._stream.base import ElasticMode, State, Stream
 from arrowmix._stream.counters import TokensBySource
 from arrowmix._stream.identity import fn_identity
+from arrowmix._stream.mixing.deficits import SCALE_KEY, SCHEDULE_SCALE, upgrade_deficits
 from arrowmix._stream.mixing.mixed_rows import MixedRows
 from arrowmix._stream.mixing.named import WEIGHTS_KEY, from_named, split_named, to_named
 from arrowmix._stream.mixing.schedule import (
@@ -113,7 +114,7 @@ class WeightedMixIterator(Stream[T]):
         if self.names is not None:  # the named state also records the weights
             keys = (*keys, WEIGHTS_KEY)
         if sched is not None:  # and a scheduled one the step it stands at
-            keys = (*keys, self.STEP_KEY)
+            keys = (*keys, self.STEP_KEY, SCALE_KEY)
         self.STATE_KEYS = keys  # type: ignore[misc]
         for i, s in enumerate(self.streams):
             if not isinstance(s, Stream):
@@ -175,6 +176,9 @@ class WeightedMixIterator(Stream[T]):
 
     def reset(self, state: State | None = None) -> None:
         allowed = self.names is not None and self.__dict__.get("_allow_changes")
+        if isinstance(state, dict) and (self.schedule is not None or SCALE_KEY in state):
+            saved = state
+            state = upgrade_deficits(saved, self.schedule is not None, lambda: self._at(saved))
         if state is not None and allowed and isinstance(state, dict):
             # a schedule added or dropped between runs: the step is kept or derived
             state = {**state, self.STEP_KEY: self._state_step(state)}
@@ -213,6 +217,11 @@ class WeightedMixIterator(Stream[T]):
         self._base = step - sum(self._counts)
         if changed:  # another active set or weights: the deficits start again
             self._rule.swrr.restart()
+
+    def _at(self, state: State) -> list[float]:
+        """The weights of the segment a checkpoint stood in (by input)."""
+        assert self.schedule is not None
+        return list(self.schedule.segment(max(self._state_step(state) - 1, 0))[2])
 
     def _state_step(self, state: State) -> int:
         """The step of a checkpoint: recorded by a scheduled mix, else its counts' sum."""
@@ -259,6 +268,7 @@ class WeightedMixIterator(Stream[T]):
             state = to_named(self.names, weights, state)
         if self.schedule is not None:
             state[self.STEP_KEY] = step
+            state[SCALE_KEY] = SCHEDULE_SCALE
         return state
 
     def _step(self) -> int:
