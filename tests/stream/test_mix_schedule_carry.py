@@ -139,13 +139,8 @@ class TestShortStretchesNamed(CheckpointRoundTripTests):
         return mix({"a": a, "b": b}, sched).map(row_id)
 
 
-class TestShortStretchesBulk(CheckpointRoundTripTests):
+class TestShortStretchesBulk(TestShortStretchesNamed):
     """The same schedule read in blocks (the mix's bulk path), list form."""
-
-    iterator_cls = WeightedMixIterator
-
-    def make_iterator(self) -> Stream[Any]:
-        return self.make_sharded(1, 0)
 
     def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
         a = src(A, num_instances, instance_rank, 1)
