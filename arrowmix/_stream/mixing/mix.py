@@ -28,6 +28,7 @@ from arrowmix._stream.base import ElasticMode, State, Stream
 from arrowmix._stream.counters import TokensBySource
 from arrowmix._stream.identity import fn_identity
 from arrowmix._stream.mixing.deficits import SCALE_KEY, SCHEDULE_SCALE, upgrade_deficits
+from arrowmix._stream.mixing.mix_stats import mix_stats
 from arrowmix._stream.mixing.mixed_rows import MixedRows
 from arrowmix._stream.mixing.named import WEIGHTS_KEY, from_named, split_named, to_named
 from arrowmix._stream.mixing.schedule import (
@@ -35,13 +36,14 @@ from arrowmix._stream.mixing.schedule import (
     check_stopping,
     check_weights,
 )
+from arrowmix._stream.mixing.schemas import check_schemas
 from arrowmix._stream.mixing.weight_schedule import WeightSchedule
 from arrowmix._stream.mixing.zipped import ZipIterator, zip_streams
 from arrowmix._stream.positions import Positions
 from arrowmix._stream.rng import derive_rng
 from arrowmix._stream.topology import ElasticRole
 from arrowmix._validate import check_int
-from arrowmix.exceptions import SchemaMismatchError, StateError
+from arrowmix.exceptions import StateError
 
 Weights = Sequence[float] | Mapping[str, float] | WeightSchedule | Callable[[int], Any] | None
 
@@ -53,25 +55,6 @@ _MIN_BULK = 16
 _NOTHING: Any = object()
 _clock = time.perf_counter
 _SAMPLE = 32  # the per-item path times one read in _SAMPLE
-
-
-def check_schemas(streams: Sequence[Stream[Any]]) -> None:
-    """Raise SchemaMismatchError when known input schemas differ (naming columns)."""
-    known = [(i, s.schema) for i, s in enumerate(streams) if s.schema is not None]
-    if len(known) < 2:
-        return
-    i0, ref = known[0]
-    for i, sch in known[1:]:
-        if sch.equals(ref):
-            continue
-        a = {f.name: str(f.type) for f in ref}
-        b = {f.name: str(f.type) for f in sch}
-        diff = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
-        raise SchemaMismatchError(
-            f"streams {i0} and {i} have different schemas; differing columns: {diff} "
-            f"(stream {i0}: {[f'{k}: {a.get(k)}' for k in diff]}, stream {i}: "
-            f"{[f'{k}: {b.get(k)}' for k in diff]})."
-        )
 
 
 class WeightedMixIterator(Stream[T]):
@@ -577,31 +560,7 @@ class WeightedMixIterator(Stream[T]):
         the mix's row positions): the tokens it yielded from each input, in this
         process. A named mix keys the per-input values by source name.
         """
-        k = len(self.streams)
-        counts = list(self._counts) if self._started else [0] * k
-        window = [c - w for c, w in zip(counts, self.__dict__.get("_window", counts), strict=True)]
-        self._window = list(counts)
-        out: dict[str, Any] = {
-            "counts": counts,
-            "ratios": _ratios(counts),
-            "window_counts": window,
-            "window_ratios": _ratios(window),
-            "weights": list(self.weights),
-            "exhausted": list(self._exhausted) if self._started else [False] * k,
-        }
-        tally = self.__dict__.get("_token_tally")
-        if tally is not None:
-            out["tokens"], out["window_tokens"] = tally.read()
-        if self.names is not None:
-            out = {key: dict(zip(self.names, v, strict=True)) for key, v in out.items()}
-        out["wait_seconds"] = self.__dict__.get("_wait", 0.0)
-        out["removed"] = list(self.__dict__.get("removed", []))
-        return out
-
-
-def _ratios(counts: list[int]) -> list[float]:
-    total = sum(counts)
-    return [c / total if total else 0.0 for c in counts]
+        return mix_stats(self)
 
 
 def mix(
