@@ -64,7 +64,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import xxhash
 
 from arrowmix._remote.download import download
 from arrowmix._remote.meta import RemoteChunk
@@ -97,8 +96,6 @@ _IDLE_SHARE = 8
 _SQUEEZE = 1.0
 #: How long a read waits for other readers to release space before CacheLimitError.
 WAIT_FOR_SPACE = 30.0
-# stat identities of copies checked (or downloaded) by this process
-_verified: set[tuple[int, ...]] = set()
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -274,18 +271,10 @@ class ChunkCache:
         """
         try:
             ident = trust.identity(data)
-        except FileNotFoundError:
-            return False
-        if ident in _verified or trust.trusted(data, ident):
-            _verified.add(ident)
-            return True
-        try:
-            why = _copy_problem(chunk, data, ident[2])
-        except FileNotFoundError:  # evicted meanwhile
+            why = trust.check(data, chunk.size, chunk.digest)
+        except FileNotFoundError:  # absent, or evicted meanwhile
             return False
         if why is None:
-            _verified.add(ident)
-            trust.remember(data, ident)
             return True
         dl = self._path(key_of(chunk) + ".dl")
         with _flock(dl, fcntl.LOCK_EX), contextlib.suppress(OSError):
@@ -427,10 +416,7 @@ class ChunkCache:
                     # the copy, never neither (its listing raced with the rename).
                     with _flock(self._path("budget.lock"), fcntl.LOCK_EX):
                         os.replace(partial, final)
-                    ident = trust.identity(final)  # after the rename, which sets its ctime
-                    trust.synced(ident)  # its bytes were synced before the rename
-                    _verified.add(ident)
-                    trust.remember(final, ident)
+                    trust.vouch(final, durable=True)  # synced, then renamed (a new ctime)
                 finally:
                     _unlink(partial)
             finally:
@@ -541,16 +527,6 @@ class ChunkCache:
                 with contextlib.suppress(FileNotFoundError):
                     total += os.stat(self._path(name)).st_size
         return total
-
-
-def _copy_problem(chunk: RemoteChunk, data: str, size: int) -> str | None:
-    """What is wrong with the local copy ``data`` of ``chunk`` (``size`` bytes), or None."""
-    if size != chunk.size:
-        return f"{size} bytes where the chunk has {chunk.size} (truncated or replaced)"
-    digest = xxhash.xxh3_64_hexdigest(memoryview(pa.memory_map(data, "r").read_buffer()))
-    if digest != chunk.digest:
-        return f"damaged: its bytes hash to {digest}, the corpus manifest records {chunk.digest}"
-    return None
 
 
 def _too_small(limit: int, chunk: RemoteChunk) -> str:

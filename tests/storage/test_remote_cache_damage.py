@@ -41,7 +41,7 @@ def new_process():
     for c in list(cache_mod._CACHES.values()):
         c.close_idle()
     cache_mod._CACHES.clear()
-    getattr(cache_mod, "_verified", set()).clear()  # (absent before the check existed)
+    getattr(trust, "_known", set()).clear()  # (absent before the check existed)
     trust._records.clear()
 
 
@@ -119,8 +119,8 @@ def test_a_deleted_copy_is_downloaded_again(corpus):
 def test_an_intact_copy_is_trusted_by_its_identity_not_hashed(corpus, monkeypatch):
     url, so, cache_dir, _ = corpus
     hashed = []
-    real = cache_mod._copy_problem
-    monkeypatch.setattr(cache_mod, "_copy_problem", lambda *a: hashed.append(a) or real(*a))
+    real = trust.file_digest
+    monkeypatch.setattr(trust, "file_digest", lambda p: hashed.append(p) or real(p))
     ds = open_cached(url, so, cache_dir)
     with warnings.catch_warnings():
         warnings.simplefilter("error", CacheWarning)
@@ -136,8 +136,8 @@ def test_a_copy_no_record_vouches_for_is_hashed_once_then_trusted(corpus, monkey
         p.unlink()
         p.write_bytes(data)
     hashed = []
-    real = cache_mod._copy_problem
-    monkeypatch.setattr(cache_mod, "_copy_problem", lambda *a: hashed.append(a) or real(*a))
+    real = trust.file_digest
+    monkeypatch.setattr(trust, "file_digest", lambda p: hashed.append(p) or real(p))
     assert read_all(open_cached(url, so, cache_dir)) == expected()
     assert len(hashed) == 2
     new_process()
