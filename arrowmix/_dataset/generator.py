@@ -30,9 +30,9 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from filelock import FileLock
 
 from arrowmix._cache.inuse import hold
+from arrowmix._cache.lock import fingerprint_lock
 from arrowmix._cache.paths import cache_root, is_caching_enabled, temp_cache_dir
 from arrowmix._dataset.state import derive, state_of
 from arrowmix._fingerprint.functions import fingerprint_function
@@ -111,7 +111,7 @@ def from_generator(
     out = os.path.join(root, fp)
     marker = os.path.join(out, _MARKER)
     os.makedirs(out, exist_ok=True)
-    with FileLock(os.path.join(root, f"{fp}.lock")):
+    with fingerprint_lock(root, fp):  # one writer per corpus; cleanup-cache takes it too
         if os.path.exists(marker):
             why = _problem(out)
             if why is not None:

@@ -237,7 +237,7 @@ def flush() -> None:
             tmp = f"{record}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
             try:
                 with open(tmp, "w", encoding="utf-8") as f:
-                    json.dump({"files": files}, f, separators=(",", ":"))
+                    json.dump({"dir": _dirs[record], "files": files}, f, separators=(",", ":"))
                 os.replace(tmp, record)
             except BaseException:
                 with contextlib.suppress(OSError):
