@@ -9,8 +9,9 @@ import warnings
 import pytest
 
 import arrowmix as am
-from arrowmix._storage import integrity, trust
+from arrowmix._storage import trust
 from arrowmix.exceptions import CacheWarning
+from tests import damage
 
 
 def gen(n, tag, log):
@@ -37,33 +38,13 @@ def expected(tag="a", n=2000):
     return [f"{tag}{i:05d}" for i in range(n)]
 
 
-def new_process():
-    """Forget what this process checked, as a new process starts."""
-    getattr(trust, "_known", set()).clear()  # (absent before the check existed)
-    trust._records.clear()
-    integrity._checked.clear()
-
-
 def chunk_of(ds):
     (path,) = [f for f in ds._s.files if f.endswith(".arrow")]
     return path
 
 
 def flip(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    at = data.index(b"a00042")
-    with open(path, "r+b") as f:
-        f.seek(at + 5)
-        f.write(b"9")
-
-
-def truncate(path):
-    os.truncate(path, os.path.getsize(path) // 2)
-
-
-def empty(path):
-    os.truncate(path, 0)
+    damage.flip(path, b"a00042")
 
 
 def delete(path):
@@ -78,19 +59,19 @@ def damage_manifest(path):
         f.write(text.replace('"rows"', '"rowz"', 1))
 
 
-@pytest.mark.parametrize("damage", [flip, truncate, empty, delete, damage_manifest])
-def test_a_damaged_or_missing_chunk_is_generated_again(tmp_path, damage):
+@pytest.mark.parametrize("harm", [flip, damage.truncate, damage.empty, delete, damage_manifest])
+def test_a_damaged_or_missing_chunk_is_generated_again(tmp_path, harm):
     ds = make(tmp_path)
     path = chunk_of(ds)
     del ds
     calls(tmp_path)
-    damage(path)
-    new_process()
+    harm(path)
+    damage.forget_checks()
     with pytest.warns(CacheWarning, match="Generating it again"):
         again = make(tmp_path)
     assert again["t"] == expected()
     assert calls(tmp_path) == "a"
-    new_process()
+    damage.forget_checks()
     with warnings.catch_warnings():
         warnings.simplefilter("error", CacheWarning)
         assert make(tmp_path)["t"] == expected()  # the new corpus is served as it is
@@ -102,10 +83,8 @@ def test_two_same_size_chunks_swapped_are_both_generated_again(tmp_path):
     pa_, pb = chunk_of(a), chunk_of(b)
     assert os.path.getsize(pa_) == os.path.getsize(pb)
     del a, b
-    os.rename(pa_, pa_ + ".x")
-    os.rename(pb, pa_)
-    os.rename(pa_ + ".x", pb)
-    new_process()
+    damage.swap(pa_, pb)
+    damage.forget_checks()
     calls(tmp_path)
     for tag in "ab":
         with pytest.warns(CacheWarning, match="Generating it again"):
@@ -120,7 +99,7 @@ def test_an_intact_corpus_is_hashed_once_per_version_not_per_run(tmp_path, monke
     monkeypatch.setattr(trust, "file_digest", lambda p: hashed.append(p) or real(p))
     make(tmp_path)
     for _ in range(2):
-        new_process()
+        damage.forget_checks()
         assert make(tmp_path)["t"] == expected()
     assert hashed == [] and calls(tmp_path) == "a"  # the writer's record vouches for the chunk
     path = chunk_of(make(tmp_path))
@@ -130,6 +109,6 @@ def test_an_intact_corpus_is_hashed_once_per_version_not_per_run(tmp_path, monke
     with open(path, "wb") as f:
         f.write(data)  # the same bytes, a new file: hashed once, then trusted
     for _ in range(2):
-        new_process()
+        damage.forget_checks()
         assert make(tmp_path)["t"] == expected()
     assert hashed == [path] and calls(tmp_path) == ""

@@ -8,7 +8,6 @@ download the chunk again, never serve wrong rows or raise a bare pyarrow error.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import warnings
@@ -19,6 +18,7 @@ import arrowmix as am
 from arrowmix._remote import cache as cache_mod
 from arrowmix._storage import trust
 from arrowmix.exceptions import CacheWarning
+from tests import damage
 
 pytestmark = pytest.mark.integration
 
@@ -41,8 +41,7 @@ def new_process():
     for c in list(cache_mod._CACHES.values()):
         c.close_idle()
     cache_mod._CACHES.clear()
-    getattr(trust, "_known", set()).clear()  # (absent before the check existed)
-    trust._records.clear()
+    damage.forget_checks()
 
 
 def copies(ds, cache_dir):
@@ -71,40 +70,21 @@ def corpus(s3_url, s3_storage_options, tmp_path):
 
 
 def flip(path):
-    data = path.read_bytes()
-    at = data.index(b"000042 ")
-    with open(path, "r+b") as f:
-        f.seek(at + 5)
-        f.write(b"9")
+    damage.flip(path, b"000042 ")
 
 
-def truncate(path):
-    os.truncate(path, path.stat().st_size // 2)
-
-
-def empty(path):
-    os.truncate(path, 0)
-
-
-def swap(path, other):
-    tmp = path.with_suffix(".swap")
-    os.rename(path, tmp)
-    os.rename(other, path)
-    os.rename(tmp, other)
-
-
-@pytest.mark.parametrize("damage", [flip, truncate, empty, swap])
-def test_a_damaged_copy_is_downloaded_again_never_served(corpus, damage):
+@pytest.mark.parametrize("harm", [flip, damage.truncate, damage.empty, damage.swap])
+def test_a_damaged_copy_is_downloaded_again_never_served(corpus, harm):
     url, so, cache_dir, paths = corpus
-    if damage is swap:
-        swap(paths[0], paths[1])
+    if harm is damage.swap:
+        damage.swap(paths[0], paths[1])
     else:
-        damage(paths[0])
+        harm(paths[0])
     ds = open_cached(url, so, cache_dir)
     with pytest.warns(CacheWarning, match="downloaded again"):
         assert read_all(ds) == expected()
     stats = cache_mod.chunk_cache(str(cache_dir), 1).stats
-    assert stats.refetched == (2 if damage is swap else 1)
+    assert stats.refetched == (2 if harm is damage.swap else 1)
     assert stats.chunks_downloaded == stats.refetched
 
 
