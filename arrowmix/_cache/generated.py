@@ -30,7 +30,7 @@ from arrowmix._storage.digests import MANIFEST_NAME
 if TYPE_CHECKING:
     from arrowmix._cache.listing import CacheEntry
 
-__all__ = ["GENERATED_KIND", "is_corpus_dir", "remove", "scan_generated", "size_of"]
+__all__ = ["GENERATED_KIND", "clear", "is_corpus_dir", "remove", "scan_generated", "size_of"]
 
 GENERATED_KIND = "generated"
 _DIR = "generated"  # arrowmix._dataset.generator.GENERATED_DIR (not imported: layering)
@@ -124,16 +124,26 @@ def remove(path: str) -> tuple[int, str | None]:
             if not free:
                 return 0, "in use by an open dataset"
             try:
-                files = _files(path)
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(marker)  # first: what is left never looks finished
-                for p, _, _ in sorted(files, key=lambda f: f[0] != marker):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(p)
+                size = clear(path)
             except FileNotFoundError:
                 return 0, "already gone"
             except OSError as exc:
                 return 0, f"cannot remove: {exc.strerror or exc}"
         with contextlib.suppress(OSError):
             os.rmdir(path)  # unless results of maps over the corpus are still there
-    return sum(f[1] for f in files), None
+    return size, None
+
+
+def clear(path: str) -> int:
+    """Remove the corpus files of ``path``, its marker first; the bytes removed.
+
+    The caller holds the corpus's lock. Results of maps stored beside the chunks stay.
+    """
+    files = _files(path)
+    marker = os.path.join(path, _MARKER)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(marker)  # first: what is left never looks finished
+    for p, _, _ in files:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(p)
+    return sum(f[1] for f in files)

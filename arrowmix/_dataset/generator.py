@@ -24,13 +24,13 @@ import functools
 import itertools
 import json
 import os
-import shutil
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from arrowmix._cache import generated
 from arrowmix._cache.inuse import hold
 from arrowmix._cache.lock import fingerprint_lock
 from arrowmix._cache.paths import cache_root, is_caching_enabled, temp_cache_dir
@@ -120,9 +120,7 @@ def from_generator(
                     CacheWarning,
                     stacklevel=3,
                 )
-                os.unlink(marker)  # first: a removal cut short never looks complete
-                shutil.rmtree(out)
-                os.makedirs(out)
+                generated.clear(out)  # the marker first; map results beside the chunks stay
         if not os.path.exists(marker):
             batches = _blocks(iter(generator(**kwargs)), schema)
             first = next(batches, None)

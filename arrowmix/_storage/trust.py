@@ -154,6 +154,8 @@ def check(path: str, size: int, digest: str) -> str | None:
         FileNotFoundError: ``path`` does not exist.
     """
     ident = identity(path)
+    if ident not in _known and not trusted(path, ident):
+        _reload(path)  # another process may have recorded it since this one read the record
     if ident in _known or trusted(path, ident):
         _known.add(ident)
         return None
@@ -166,6 +168,13 @@ def check(path: str, size: int, digest: str) -> str | None:
     return None
 
 
+def _reload(path: str) -> None:
+    """Read ``path``'s directory record again, keeping this process's unwritten entries."""
+    record, _, files = _entries(path)
+    ours = {n: files[n] for n in _changed.get(record, ()) if n in files}
+    _records[record] = {**_load(record), **ours}
+
+
 def _coarse_ns() -> int:
     """Now, on the clock the kernel stamps file times with."""
     clock = getattr(time, "CLOCK_REALTIME_COARSE", None)
@@ -173,9 +182,16 @@ def _coarse_ns() -> int:
 
 
 def _record_settled(path: str, ident: _Ident) -> None:
-    """Record ``path`` in state ``ident`` once its time tick has passed, if still unchanged."""
-    while _coarse_ns() <= max(ident[3], ident[4]):
+    """Record ``path`` in state ``ident`` once its time tick has passed, if still unchanged.
+
+    A file stamped in the future (beyond the wait of at most 0.1 s) is not recorded.
+    """
+    for _ in range(100):
+        if _coarse_ns() > max(ident[3], ident[4]):
+            break
         time.sleep(0.001)
+    else:
+        return
     with contextlib.suppress(FileNotFoundError):
         if identity(path) == ident:
             _known.add(ident)

@@ -4,6 +4,7 @@ damaged or missing, and hashed only once per file version."""
 from __future__ import annotations
 
 import os
+import time
 import warnings
 
 import pytest
@@ -112,3 +113,18 @@ def test_an_intact_corpus_is_hashed_once_per_version_not_per_run(tmp_path, monke
         damage.forget_checks()
         assert make(tmp_path)["t"] == expected()
     assert hashed == [path] and calls(tmp_path) == ""
+
+
+def test_a_chunk_stamped_in_the_future_is_served_checked_each_time(tmp_path, monkeypatch):
+    path = chunk_of(make(tmp_path))
+    day = time.time() + 86400
+    os.utime(path, (day, day))  # a clock set wrong: its identity is never recorded
+    hashed = []
+    real = trust.file_digest
+    monkeypatch.setattr(trust, "file_digest", lambda p: hashed.append(p) or real(p))
+    for _ in range(2):
+        damage.forget_checks()
+        started = time.monotonic()
+        assert make(tmp_path)["t"] == expected()
+        assert time.monotonic() - started < 30
+    assert hashed == [path, path] and calls(tmp_path) == "a"

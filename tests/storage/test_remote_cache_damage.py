@@ -142,3 +142,27 @@ def test_a_flipped_byte_is_not_served_to_a_new_interpreter(corpus):
         [sys.executable, "-c", code, arg], capture_output=True, text=True, check=True
     )
     assert json.loads(out.stdout) == expected()[42]
+
+
+def test_a_copy_another_process_downloaded_meanwhile_is_trusted_unhashed(
+    s3_url, s3_storage_options, tmp_path, monkeypatch
+):
+    write(s3_url, s3_storage_options)
+    cache_dir = tmp_path / "chunks"
+    ds = open_cached(s3_url, s3_storage_options, cache_dir)
+    assert ds[0]["text"] == expected()[0]  # chunk 0 here: this process has read the record
+    code = (
+        "import json, sys, arrowmix as am\n"
+        "url, so, d = json.loads(sys.argv[1])\n"
+        "ds = am.Dataset.from_chunks(url, storage_options=so, cache_limit='64MB',"
+        " chunk_cache_dir=d)\n"
+        f"assert ds[{ROWS}]['id'] == {ROWS}\n"
+    )
+    arg = json.dumps([s3_url, s3_storage_options, str(cache_dir)])
+    subprocess.run([sys.executable, "-c", code, arg], check=True)  # a rank downloads chunk 1
+    hashed = []
+    real = trust.file_digest
+    monkeypatch.setattr(trust, "file_digest", lambda p: hashed.append(p) or real(p))
+    assert read_all(ds) == expected()
+    assert hashed == []  # its record was read again: the other rank's check is trusted
+    assert cache_mod.chunk_cache(str(cache_dir), 1).stats.chunks_downloaded == 1
