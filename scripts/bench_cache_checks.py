@@ -61,9 +61,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         out["tokens"] = tokens
         out["downloaded"] = ds._s.table.cache.stats.bytes_downloaded
     else:
-        ds = am.Dataset.from_generator(
-            gen_rows, gen_kwargs={"n": args.rows}, cache_dir=args.cache
-        )
+        ds = am.Dataset.from_generator(gen_rows, gen_kwargs={"n": args.rows}, cache_dir=args.cache)
         out["sum"] = int(np.asarray(ds.with_format("numpy")["i"]).sum())
     out["seconds"] = time.perf_counter() - started
     return out
@@ -99,7 +97,6 @@ def main() -> None:
 
     import numpy as np
     import pyarrow as pa
-
     from bench_remote import BUCKET, s3_options, start_s3
 
     sys.path.insert(0, ROOT)
@@ -139,7 +136,8 @@ def main() -> None:
     print("| case | this (median s) | baseline (median s) | this / baseline | runs |")
     print("| --- | --- | --- | --- | --- |")
     for case in ("remote", "generator"):
-        a, b = statistics.median(times[(case, "this")]), statistics.median(times[(case, "baseline")])
+        a = statistics.median(times[(case, "this")])
+        b = statistics.median(times[(case, "baseline")])
         print(f"| {case} rerun | {a:.3f} | {b:.3f} | {a / b:.2f}x | {args.rounds} |")
     print(json.dumps({f"{c}/{n}": v for (c, n), v in times.items()}))
 
