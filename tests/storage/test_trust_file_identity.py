@@ -2,9 +2,10 @@
 
 A reproducible release tarball extracted over a corpus, or pyarrow rewriting a chunk in
 place, keeps the file's inode, size and modification time; only its change time (which user
-space cannot set) moves. Such a rewrite must change the fingerprint (never serve results of
-the old bytes), and an unpickled dataset (spawn workers, a Pool, Ray) must refuse files
-rewritten since it was pickled instead of reading new rows under the old fingerprint.
+space cannot set) moves. Such a rewrite must be refused (a file a manifest lists) or change
+the fingerprint (never serve results of the old bytes), and an unpickled dataset (spawn
+workers, a Pool, Ray) must refuse files rewritten since it was pickled instead of reading new
+rows under the old fingerprint.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ def _other_version_bytes(tmp_path: Path, name: str) -> bytes:
     return (other / name).read_bytes()
 
 
-def test_stat_identical_rewrite_of_a_manifest_corpus_changes_the_fingerprint(
+def test_stat_identical_rewrite_of_a_manifest_corpus_is_refused(
     tmp_path: Path,
 ) -> None:
     d = tmp_path / "corpus"
@@ -61,7 +62,11 @@ def test_stat_identical_rewrite_of_a_manifest_corpus_changes_the_fingerprint(
     _rewrite_in_place(
         str(d / "chunk-00000.arrow"), _other_version_bytes(tmp_path, "chunk-00000.arrow")
     )
-    again = am.Dataset.from_chunks(str(d))
+    # Not the bytes the manifest records: refused, never served (nor the stale cached result).
+    with pytest.raises(ChunkFileError, match=r"chunk-00000\.arrow.*manifest"):
+        am.Dataset.from_chunks(str(d))
+    (d / "_manifest.json").unlink()  # the user declares the corpus foreign: it opens
+    again = am.Dataset.from_chunks(str(d), allow_incomplete=True)
     assert again["x"][:2] == [2, 12]
     assert again.fingerprint != before
     redone = again.map(lambda b: {"y": [v * 2 for v in b["x"]]}, batched=True)
