@@ -9,7 +9,6 @@ an error naming the file and how to repair it; the files not damaged still open.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -18,6 +17,8 @@ import pytest
 
 import arrowmix as am
 from arrowmix.exceptions import ChunkFileError
+from tests.storage.fresh import run_python
+from tests.storage.in_place import write_in_place
 
 ROWS = 400
 
@@ -41,19 +42,10 @@ def _buffer_at(path: Path, column: str, which: int) -> int:
 
 def _flip(path: Path, offset: int, mask: int = 1) -> None:
     """Flip bits of one byte in place, keeping size, inode and modification time."""
-    st = os.stat(path)
-    with open(path, "r+b") as f:
+    with open(path, "rb") as f:
         f.seek(offset)
         byte = f.read(1)[0]
-        f.seek(offset)
-        f.write(bytes([byte ^ mask]))
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-    after = os.stat(path)
-    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
-        st.st_ino,
-        st.st_size,
-        st.st_mtime_ns,
-    )
+    write_in_place(path, bytes([byte ^ mask]), offset)
 
 
 # (column, buffer, byte within it, mask) in a file starting at row 200: a value, validity
@@ -95,9 +87,6 @@ def test_a_damaged_chunk_is_refused_at_its_first_open(corpus: Path, kind: str) -
 
 
 def test_a_damaged_chunk_is_refused_in_a_fresh_process(corpus: Path) -> None:
-    import subprocess
-    import sys
-
     rotten = corpus / "chunk-00001.arrow"
     _flip(rotten, _buffer_at(rotten, "x", 1) + 16, 0x04)
     code = (
@@ -105,14 +94,7 @@ def test_a_damaged_chunk_is_refused_in_a_fresh_process(corpus: Path) -> None:
         "try:\n    am.Dataset.from_chunks(sys.argv[1])\n"
         "except am.exceptions.ChunkFileError as e:\n    print('refused', e)\n"
     )
-    root = Path(__file__).resolve().parents[2]
-    out = subprocess.run(
-        [sys.executable, "-c", code, str(corpus)],
-        env={**os.environ, "PYTHONPATH": str(root)},
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    out = run_python(code, str(corpus))
     assert out.startswith("refused") and "chunk-00001.arrow" in out
 
 
