@@ -46,7 +46,7 @@ import mmap
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -100,8 +100,9 @@ class ChunkEntry:
     inode: int | None = None
     mtime_ns: int | None = None
     ctime_ns: int | None = None
-    #: Per record batch ``[start, end, rows, digest]`` of its bytes (see ``damage.py``).
-    batches: Any = None
+    #: Per record batch ``[start, end, rows, digest]`` of its bytes (see ``damage.py``); not
+    #: compared (the file's digest covers them) and not hashed (JSON lists).
+    batches: Any = field(default=None, compare=False)
 
     def as_json(self) -> dict[str, Any]:
         """The manifest's JSON object for this chunk (stat fields only when known)."""
