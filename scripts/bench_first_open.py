@@ -7,12 +7,14 @@ the disk bytes read (``/proc/self/io``), in three states:
 - ``recorded``: the file as written (its ``stat`` identity is the one its manifest records:
   the recorded digest is used, nothing is read);
 - ``new version, warm``: a copy of it (``cp -r``), touched (``os.utime``) before each run,
-  so its identity is new: it is validated and hashed in full once, from the page cache;
+  so its identity is new: it is validated and hashed in full once, from the page cache
+  (the file is read just before the run);
 - ``new version, cold``: the same after dropping the file's pages
   (``POSIX_FADV_DONTNEED``).
 
 ``--baseline DIR`` runs another checkout's arrowmix (the main branch, say) in the same rounds,
-interleaved, for a side-by-side comparison. Medians of ``--repeat`` rounds.
+interleaved (which one runs first alternates by round), for a side-by-side comparison.
+Medians of ``--repeat`` rounds.
 
 Usage (from the repository root)::
 
@@ -92,13 +94,20 @@ def main() -> None:
     for root in roots.values():
         _run(root, recorded)  # warm-up: the recorded state's records exist
     results: dict[tuple[str, str], list[dict[str, float]]] = {}
-    for _ in range(args.repeat):
+    for round_no in range(args.repeat):
+        order = list(roots.items())
+        if round_no % 2:
+            order.reverse()  # the first run after a touch may find pages evicted: alternate
         for case in ("recorded", "new version, warm", "new version, cold"):
-            for name, root in roots.items():
+            for name, root in order:
                 if case != "recorded":
                     os.utime(chunk)
                 if case.endswith("cold"):
                     drop_file_pages([chunk])
+                elif case.endswith("warm"):
+                    with open(chunk, "rb") as f:  # bring the pages in: warm means cached
+                        while f.read(2**24):
+                            pass
                 r = _run(root, recorded if case == "recorded" else touched)
                 results.setdefault((case, name), []).append(r)
                 print(json.dumps({"case": case, "lib": name, **r}), flush=True)

@@ -38,7 +38,13 @@ from arrowmix._storage.damage import BATCHES_KEY, batch_record, mismatch
 from arrowmix._storage.digests import few, file_digest
 from arrowmix._storage.fs import is_local, local_path
 from arrowmix._storage.swap import new_save_names, recover_saves
-from arrowmix.exceptions import ArrowmixError, SavedDatasetError, TargetExistsError, WriteError
+from arrowmix.exceptions import (
+    ArrowmixError,
+    ChunkFileError,
+    SavedDatasetError,
+    TargetExistsError,
+    WriteError,
+)
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
@@ -474,19 +480,30 @@ def _check_recorded(
         for f in files:
             want = recorded.get(os.path.basename(f))
             if isinstance(want, str) and (got := file_digest(f)) != want:
+                _unless_resaved(directory, state)
                 record = state.get(BATCHES_KEY)
                 batches = record.get(os.path.basename(f)) if isinstance(record, dict) else None
                 raise mismatch(f, got, want, f"its save's {STATE_NAME}", repair, batches)
         return
     content = state.get(CONTENT_KEY)
     if isinstance(content, str) and content != content_fp:
-        from arrowmix.exceptions import ChunkFileError
-
+        _unless_resaved(directory, state)
         raise ChunkFileError(
             f"{directory!r} is damaged: its data files do not hold what {STATE_NAME} recorded "
             f"when it was saved (content fingerprint {content_fp}, {content} recorded; damaged "
             f"on disk, or changed in place by another tool). {repair}"
         )
+
+
+def _unless_resaved(directory: str, state: dict[str, Any]) -> None:
+    """Raise a clear error if the save at ``directory`` is no longer the one ``state`` read."""
+    with contextlib.suppress(OSError, ValueError):
+        if read_json(directory, STATE_NAME) == state:
+            return
+    raise ChunkFileError(
+        f"{directory!r} was saved again (or removed) while it was being loaded: its files are "
+        f"not the ones its {STATE_NAME} listed when the load began. Load it again."
+    )
 
 
 def _with_saved_state(ds: Dataset, state: dict[str, Any], info: dict[str, Any]) -> Dataset:
@@ -523,7 +540,6 @@ def is_dict_dir(directory: str) -> bool:
 def _verify(directory: str, state: dict[str, Any]) -> None:
     """Raise ``ChunkFileError`` naming each data file whose bytes differ from the record."""
     from arrowmix._hf.verify import check_saved
-    from arrowmix.exceptions import ChunkFileError
 
     problems = check_saved(directory, state).problems
     if problems:

@@ -208,3 +208,23 @@ def test_the_error_names_the_damaged_batch_of_a_save(tmp_path: Path) -> None:
     _flip(rotten, _buffer_at(rotten, "s", 2) + 1, 0x02)
     with pytest.raises(ChunkFileError, match=r"record batch 0 \(rows 0 to 199 of the file\)"):
         am.load_from_disk(str(d))
+
+
+def test_a_save_replaced_during_a_load_is_not_called_damaged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from arrowmix._dataset import build
+
+    d = _saved(tmp_path)
+    real = build.from_chunks
+
+    def resave_first(*args, **kwargs):  # type: ignore[no-untyped-def]
+        monkeypatch.setattr(build, "from_chunks", real)
+        am.Dataset.from_arrow(_table().slice(0, 10)).save_to_disk(str(d), num_shards=2)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(build, "from_chunks", resave_first)  # state.json read, files not yet
+    with pytest.raises(ChunkFileError, match=r"saved again .* Load it again") as info:
+        am.load_from_disk(str(d))
+    assert "damaged" not in str(info.value)
+    assert am.load_from_disk(str(d)).num_rows == 10
