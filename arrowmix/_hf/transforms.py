@@ -45,8 +45,8 @@ class HFTransforms:
             >>> import arrowmix as am
             >>> ds = am.Dataset.from_dict({"text": ["a b", "c"]})
             >>> up = ds.with_transform(lambda b: {"n": [len(t.split()) for t in b["text"]]})
-            >>> up[0], up[:2], up["n"]
-            ({'n': 2}, {'n': [2, 1]}, [2, 1])
+            >>> up[0], up[:2], list(up)
+            ({'n': 2}, {'n': [2, 1]}, [{'n': 2}, {'n': 1}])
         """
         if transform is None:
             return _dataset(self).with_format(None, columns, output_all_columns)
