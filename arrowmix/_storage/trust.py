@@ -12,6 +12,11 @@ its change time predates the boot (its bytes were read from disk). Other records
 boot (``/proc/sys/kernel/random/boot_id``) they were made in, and a file they vouch for is
 hashed again after a reboot, so a file torn by a power loss is never trusted.
 
+An entry may also hold *facts* about the file (:func:`note`, :func:`facts`): what a reader
+learnt from it once checked (rows, metadata), so that a later process can plan with a file it
+has not opened yet. Facts count only while the entry vouches for the file's current identity;
+they are kept under their own key of the record, which older readers ignore.
+
 Several processes may update one record: each merges its entries into what is on disk when
 it writes; an entry lost in a race only costs one more hash.
 """
@@ -29,7 +34,17 @@ import xxhash
 
 from arrowmix._storage.local import root_dir
 
-__all__ = ["batch", "flush", "identity", "moved", "remember", "synced", "trusted"]
+__all__ = [
+    "batch",
+    "facts",
+    "flush",
+    "identity",
+    "moved",
+    "note",
+    "remember",
+    "synced",
+    "trusted",
+]
 
 _Ident = tuple[int, ...]
 
@@ -54,30 +69,40 @@ _BOOT = _read("/proc/sys/kernel/random/boot_id")
 _BOOT_NS = _boot_time_ns()
 # identities of files this process synced to disk
 _synced: set[_Ident] = set()
-# loaded records by record path: {name: [*identity, boot, durable]}; changed names
+# loaded records by record path: {name: [*identity, boot, durable(, facts)]}; changed names
 _records: dict[str, dict[str, list[Any]]] = {}
 _changed: dict[str, set[str]] = {}
 _batching = 0
-# record paths by (root, directory), and the directory of each record
-_paths: dict[tuple[str, str], str] = {}
+# record paths by (what the root depends on, directory), and the directory of each record
+_paths: dict[tuple[str | None, str | None, str], str] = {}
 _dirs: dict[str, str] = {}
 
 
 def _record_path(directory: str) -> str:
-    root = root_dir()
-    found = _paths.get((root, directory))
+    env = os.environ
+    where = (env.get("ARROWMIX_CACHE"), env.get("HOME"), directory)  # what root_dir reads
+    found = _paths.get(where)
     if found is None:
         key = xxhash.xxh3_64_hexdigest(os.path.realpath(directory).encode())
-        found = _paths[(root, directory)] = os.path.join(root, "verified", f"dir-{key}.json")
+        found = _paths[where] = os.path.join(root_dir(), "verified", f"dir-{key}.json")
     return found
 
 
 def _load(record: str) -> dict[str, list[Any]]:
+    """The entries of ``record``, each with its facts when it has some.
+
+    Facts are kept under their own key on disk, so an arrowmix that knows none reads the rest.
+    """
     with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
         with open(record, encoding="utf-8") as f:
-            files = json.load(f)["files"]
-        if isinstance(files, dict):
-            return {k: v for k, v in files.items() if isinstance(v, list) and len(v) == 7}
+            data = json.load(f)
+        files, noted = data["files"], data.get("facts") or {}
+        if isinstance(files, dict) and isinstance(noted, dict):
+            out = {k: v[:7] for k, v in files.items() if isinstance(v, list) and len(v) == 7}
+            for k, v in noted.items():
+                if k in out and isinstance(v, dict):
+                    out[k].append(v)
+            return out
     return {}
 
 
@@ -103,6 +128,23 @@ def trusted(path: str, ident: _Ident) -> bool:
     if entry is None or tuple(entry[:5]) != ident:
         return False
     return bool(entry[6]) or (_BOOT is not None and entry[5] == _BOOT)
+
+
+def facts(path: str, ident: _Ident) -> dict[str, Any] | None:
+    """The facts noted about ``path`` when the record vouches for it in state ``ident``."""
+    if not trusted(path, ident):
+        return None
+    entry = _entries(path)[2][os.path.basename(path)]
+    found = entry[7] if len(entry) == 8 else None
+    return found if isinstance(found, dict) else None
+
+
+def note(path: str, ident: _Ident, found: dict[str, Any]) -> None:
+    """Keep ``found`` (JSON values) with the entry vouching for ``path`` in state ``ident``."""
+    _, name, files = _entries(path)
+    entry = files.get(name)
+    if entry is not None and tuple(entry[:5]) == ident and entry[7:] != [found]:
+        _set(path, [*entry[:7], found])
 
 
 def synced(ident: _Ident) -> None:
@@ -158,8 +200,12 @@ def flush() -> None:
             os.makedirs(os.path.dirname(record), exist_ok=True)
             tmp = f"{record}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
             try:
+                data = {
+                    "files": {n: e[:7] for n, e in files.items()},
+                    "facts": {n: e[7] for n, e in files.items() if len(e) == 8},
+                }
                 with open(tmp, "w", encoding="utf-8") as f:
-                    json.dump({"files": files}, f, separators=(",", ":"))
+                    f.write(json.dumps(data, separators=(",", ":")))  # C encoder: 10x dump
                 os.replace(tmp, record)
             except BaseException:
                 with contextlib.suppress(OSError):
