@@ -75,17 +75,33 @@ _changed: dict[str, set[str]] = {}
 _batching = 0
 # record paths by (what the root depends on, directory), and the directory of each record
 _paths: dict[tuple[str | None, str | None, str], str] = {}
+_batch_paths: dict[str, str] = {}
+# the on-disk state (inode, size, mtime) of each record as this process last read or wrote it
+_stamps: dict[str, tuple[int, ...] | None] = {}
 _dirs: dict[str, str] = {}
 
 
 def _record_path(directory: str) -> str:
+    found = _batch_paths.get(directory)  # the root cannot change inside a batch
+    if found is not None:
+        return found
     env = os.environ
     where = (env.get("ARROWMIX_CACHE"), env.get("HOME"), directory)  # what root_dir reads
     found = _paths.get(where)
     if found is None:
         key = xxhash.xxh3_64_hexdigest(os.path.realpath(directory).encode())
         found = _paths[where] = os.path.join(root_dir(), "verified", f"dir-{key}.json")
+    if _batching:
+        _batch_paths[directory] = found
     return found
+
+
+def _stamp(record: str) -> tuple[int, ...] | None:
+    try:
+        st = os.stat(record)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _load(record: str) -> dict[str, list[Any]]:
@@ -111,6 +127,7 @@ def _entries(path: str) -> tuple[str, str, dict[str, list[Any]]]:
     record = _record_path(directory)
     _dirs[record] = directory
     if record not in _records:
+        _stamps[record] = _stamp(record)
         _records[record] = _load(record)
     return record, name, _records[record]
 
@@ -121,21 +138,24 @@ def identity(path: str) -> _Ident:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def trusted(path: str, ident: _Ident) -> bool:
-    """Whether the record of ``path``'s directory vouches for ``path`` in state ``ident``."""
+def _vouched(path: str, ident: _Ident) -> list[Any] | None:
+    """The entry of ``path`` when it vouches for ``path`` in state ``ident``."""
     _, name, files = _entries(path)
     entry = files.get(name)
     if entry is None or tuple(entry[:5]) != ident:
-        return False
-    return bool(entry[6]) or (_BOOT is not None and entry[5] == _BOOT)
+        return None
+    return entry if entry[6] or (_BOOT is not None and entry[5] == _BOOT) else None
+
+
+def trusted(path: str, ident: _Ident) -> bool:
+    """Whether the record of ``path``'s directory vouches for ``path`` in state ``ident``."""
+    return _vouched(path, ident) is not None
 
 
 def facts(path: str, ident: _Ident) -> dict[str, Any] | None:
     """The facts noted about ``path`` when the record vouches for it in state ``ident``."""
-    if not trusted(path, ident):
-        return None
-    entry = _entries(path)[2][os.path.basename(path)]
-    found = entry[7] if len(entry) == 8 else None
+    entry = _vouched(path, ident)
+    found = entry[7] if entry is not None and len(entry) == 8 else None
     return found if isinstance(found, dict) else None
 
 
@@ -184,6 +204,7 @@ def batch() -> Iterator[None]:
     finally:
         _batching -= 1
         if not _batching:
+            _batch_paths.clear()
             flush()
 
 
@@ -193,7 +214,9 @@ def flush() -> None:
         record, names = _changed.popitem()
         ours = _records[record]
         with contextlib.suppress(OSError):
-            files = {**_load(record), **{n: ours[n] for n in names if n in ours}}
+            files = ours  # unless another process wrote the record since this one read it
+            if _stamps.get(record, ()) != _stamp(record):
+                files = {**_load(record), **{n: ours[n] for n in names if n in ours}}
             present = set(os.listdir(_dirs[record]))  # entries of removed files are dropped
             files = {n: e for n, e in files.items() if n in present}
             _records[record] = files
@@ -207,6 +230,7 @@ def flush() -> None:
                 with open(tmp, "w", encoding="utf-8") as f:
                     f.write(json.dumps(data, separators=(",", ":")))  # C encoder: 10x dump
                 os.replace(tmp, record)
+                _stamps[record] = _stamp(record)
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
