@@ -12,16 +12,29 @@ its change time predates the boot (its bytes were read from disk). Other records
 boot (``/proc/sys/kernel/random/boot_id``) they were made in, and a file they vouch for is
 hashed again after a reboot, so a file torn by a power loss is never trusted.
 
+An entry may also hold *facts* about the file (:func:`note`, :func:`facts`): what a reader
+learnt from it once checked (rows, metadata), so that a later process can plan with a file it
+has not opened yet. Facts count only while the entry vouches for the file's current identity;
+they are kept under their own key of the record, which older readers ignore.
+
 Several processes may update one record: each merges its entries into what is on disk when
 it writes; an entry lost in a race only costs one more hash.
+
+:func:`check` serves caches that know each file's size and content digest (remote copies,
+generated corpora): a file is hashed once per ``stat`` identity, then trusted by it. File
+times come from the kernel's coarse clock (a tick of 1-10 ms), so a write within the tick of
+the identity checked would leave it unchanged: :func:`check` and :func:`vouch` record a file
+only once that tick has passed (waiting for it if needed), and only if it is still unchanged.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import mmap
 import os
 import secrets
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,7 +42,20 @@ import xxhash
 
 from arrowmix._storage.local import root_dir
 
-__all__ = ["batch", "flush", "identity", "moved", "remember", "synced", "trusted"]
+__all__ = [
+    "batch",
+    "check",
+    "facts",
+    "file_digest",
+    "flush",
+    "identity",
+    "moved",
+    "note",
+    "remember",
+    "synced",
+    "trusted",
+    "vouch",
+]
 
 _Ident = tuple[int, ...]
 
@@ -52,32 +78,59 @@ def _boot_time_ns() -> int | None:
 
 _BOOT = _read("/proc/sys/kernel/random/boot_id")
 _BOOT_NS = _boot_time_ns()
-# identities of files this process synced to disk
+# identities of files this process synced to disk, and of files it checked by digest
 _synced: set[_Ident] = set()
-# loaded records by record path: {name: [*identity, boot, durable]}; changed names
+_known: set[_Ident] = set()
+# loaded records by record path: {name: [*identity, boot, durable(, facts)]}; changed names
 _records: dict[str, dict[str, list[Any]]] = {}
 _changed: dict[str, set[str]] = {}
 _batching = 0
-# record paths by (root, directory), and the directory of each record
-_paths: dict[tuple[str, str], str] = {}
+# record paths by (what the root depends on, directory), and the directory of each record
+_paths: dict[tuple[str | None, str | None, str], str] = {}
+_batch_paths: dict[str, str] = {}
+# the on-disk state (inode, size, mtime) of each record as this process last read or wrote it
+_stamps: dict[str, tuple[int, ...] | None] = {}
 _dirs: dict[str, str] = {}
 
 
 def _record_path(directory: str) -> str:
-    root = root_dir()
-    found = _paths.get((root, directory))
+    found = _batch_paths.get(directory)  # the root cannot change inside a batch
+    if found is not None:
+        return found
+    env = os.environ
+    where = (env.get("ARROWMIX_CACHE"), env.get("HOME"), directory)  # what root_dir reads
+    found = _paths.get(where)
     if found is None:
         key = xxhash.xxh3_64_hexdigest(os.path.realpath(directory).encode())
-        found = _paths[(root, directory)] = os.path.join(root, "verified", f"dir-{key}.json")
+        found = _paths[where] = os.path.join(root_dir(), "verified", f"dir-{key}.json")
+    if _batching:
+        _batch_paths[directory] = found
     return found
 
 
+def _stamp(record: str) -> tuple[int, ...] | None:
+    try:
+        st = os.stat(record)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def _load(record: str) -> dict[str, list[Any]]:
+    """The entries of ``record``, each with its facts when it has some.
+
+    Facts are kept under their own key on disk, so an arrowmix that knows none reads the rest.
+    """
     with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
         with open(record, encoding="utf-8") as f:
-            files = json.load(f)["files"]
-        if isinstance(files, dict):
-            return {k: v for k, v in files.items() if isinstance(v, list) and len(v) == 7}
+            data = json.load(f)
+        files, noted = data["files"], data.get("facts") or {}
+        if isinstance(files, dict) and isinstance(noted, dict):
+            out = {k: v[:7] for k, v in files.items() if isinstance(v, list) and len(v) == 7}
+            for k, v in noted.items():
+                if k in out and isinstance(v, dict):
+                    out[k].append(v)
+            return out
     return {}
 
 
@@ -86,6 +139,7 @@ def _entries(path: str) -> tuple[str, str, dict[str, list[Any]]]:
     record = _record_path(directory)
     _dirs[record] = directory
     if record not in _records:
+        _stamps[record] = _stamp(record)
         _records[record] = _load(record)
     return record, name, _records[record]
 
@@ -96,13 +150,33 @@ def identity(path: str) -> _Ident:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def trusted(path: str, ident: _Ident) -> bool:
-    """Whether the record of ``path``'s directory vouches for ``path`` in state ``ident``."""
+def _vouched(path: str, ident: _Ident) -> list[Any] | None:
+    """The entry of ``path`` when it vouches for ``path`` in state ``ident``."""
     _, name, files = _entries(path)
     entry = files.get(name)
     if entry is None or tuple(entry[:5]) != ident:
-        return False
-    return bool(entry[6]) or (_BOOT is not None and entry[5] == _BOOT)
+        return None
+    return entry if entry[6] or (_BOOT is not None and entry[5] == _BOOT) else None
+
+
+def trusted(path: str, ident: _Ident) -> bool:
+    """Whether the record of ``path``'s directory vouches for ``path`` in state ``ident``."""
+    return _vouched(path, ident) is not None
+
+
+def facts(path: str, ident: _Ident) -> dict[str, Any] | None:
+    """The facts noted about ``path`` when the record vouches for it in state ``ident``."""
+    entry = _vouched(path, ident)
+    found = entry[7] if entry is not None and len(entry) == 8 else None
+    return found if isinstance(found, dict) else None
+
+
+def note(path: str, ident: _Ident, found: dict[str, Any]) -> None:
+    """Keep ``found`` (JSON values) with the entry vouching for ``path`` in state ``ident``."""
+    _, name, files = _entries(path)
+    entry = files.get(name)
+    if entry is not None and tuple(entry[:5]) == ident and entry[7:] != [found]:
+        _set(path, [*entry[:7], found])
 
 
 def synced(ident: _Ident) -> None:
@@ -124,6 +198,80 @@ def moved(path: str, before: _Ident, after: _Ident) -> None:
         _set(path, [*after, *entry[5:]])
 
 
+def check(path: str, size: int, digest: str) -> str | None:
+    """What is wrong with ``path`` if it does not hold ``size`` bytes of xxh3-64 ``digest``.
+
+    None when it does: known from an earlier check of the file in its current ``stat``
+    identity (in this process, or recorded), else hashed now and recorded.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+    """
+    ident = identity(path)
+    if ident not in _known and not trusted(path, ident):
+        _reload(path)  # another process may have recorded it since this one read the record
+    if ident in _known or trusted(path, ident):
+        _known.add(ident)
+        return None
+    if ident[2] != size:
+        return f"{ident[2]} bytes where {size} were recorded (truncated or replaced)"
+    got = file_digest(path)
+    if got != digest:
+        return f"damaged: its bytes hash to {got} where {digest} was recorded"
+    _record_settled(path, ident)
+    return None
+
+
+def _reload(path: str) -> None:
+    """Read ``path``'s directory record again, keeping this process's unwritten entries."""
+    record, _, files = _entries(path)
+    ours = {n: files[n] for n in _changed.get(record, ()) if n in files}
+    _records[record] = {**_load(record), **ours}
+
+
+def _coarse_ns() -> int:
+    """Now, on the clock the kernel stamps file times with."""
+    clock = getattr(time, "CLOCK_REALTIME_COARSE", None)
+    return time.clock_gettime_ns(clock) if clock is not None else time.time_ns() - 20_000_000
+
+
+def _record_settled(path: str, ident: _Ident) -> None:
+    """Record ``path`` in state ``ident`` once its time tick has passed, if still unchanged.
+
+    A file stamped in the future (beyond the wait of at most 0.1 s) is not recorded.
+    """
+    for _ in range(100):
+        if _coarse_ns() > max(ident[3], ident[4]):
+            break
+        time.sleep(0.001)
+    else:
+        return
+    with contextlib.suppress(FileNotFoundError):
+        if identity(path) == ident:
+            _known.add(ident)
+            remember(path, ident)
+
+
+def file_digest(path: str) -> str:
+    """The xxh3-64 digest of the whole (non-empty) file at ``path``."""
+    with open(path, "rb") as f:
+        if not os.fstat(f.fileno()).st_size:
+            return xxhash.xxh3_64_hexdigest(b"")
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            return xxhash.xxh3_64_hexdigest(m)
+
+
+def vouch(path: str, *, durable: bool = False) -> None:
+    """Record ``path`` as checked in its current state (its writer checked its bytes).
+
+    ``durable``: its bytes were synced to disk before its current identity (e.g. a rename).
+    """
+    ident = identity(path)
+    if durable:
+        _synced.add(ident)
+    _record_settled(path, ident)
+
+
 def _set(path: str, entry: list[Any]) -> None:
     record, name, files = _entries(path)
     files[name] = entry
@@ -142,6 +290,7 @@ def batch() -> Iterator[None]:
     finally:
         _batching -= 1
         if not _batching:
+            _batch_paths.clear()
             flush()
 
 
@@ -151,16 +300,24 @@ def flush() -> None:
         record, names = _changed.popitem()
         ours = _records[record]
         with contextlib.suppress(OSError):
-            files = {**_load(record), **{n: ours[n] for n in names if n in ours}}
+            files = ours  # unless another process wrote the record since this one read it
+            if _stamps.get(record, ()) != _stamp(record):
+                files = {**_load(record), **{n: ours[n] for n in names if n in ours}}
             present = set(os.listdir(_dirs[record]))  # entries of removed files are dropped
             files = {n: e for n, e in files.items() if n in present}
             _records[record] = files
             os.makedirs(os.path.dirname(record), exist_ok=True)
             tmp = f"{record}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
             try:
+                data = {
+                    "dir": _dirs[record],
+                    "files": {n: e[:7] for n, e in files.items()},
+                    "facts": {n: e[7] for n, e in files.items() if len(e) == 8},
+                }
                 with open(tmp, "w", encoding="utf-8") as f:
-                    json.dump({"files": files}, f, separators=(",", ":"))
+                    f.write(json.dumps(data, separators=(",", ":")))  # C encoder: 10x dump
                 os.replace(tmp, record)
+                _stamps[record] = _stamp(record)
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
