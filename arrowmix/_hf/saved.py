@@ -447,7 +447,7 @@ def load_from_disk(
         from arrowmix._hf.saved_dict import load_dict
 
         return load_dict(directory, keep_in_memory, verify=verify)
-    return read_pinned(directory, lambda: load_saved(directory, keep_in_memory, verify))
+    return load_saved(directory, keep_in_memory, verify)
 
 
 def _refuse_storage_options(storage_options: dict[str, Any] | None) -> None:
@@ -461,8 +461,14 @@ def _refuse_storage_options(storage_options: dict[str, Any] | None) -> None:
 def load_saved(directory: str, keep_in_memory: bool | None, verify: bool) -> Dataset:
     """The ``Dataset`` of the save (not a ``DatasetDict``) at the local ``directory``.
 
-    One attempt, by path: the caller pins the version (:func:`read_pinned`).
+    Read pinned to one version of the directory (:func:`read_pinned`): a re-save meanwhile
+    makes it read the new version whole, never a mix, and never calls either one damaged.
     """
+    return read_pinned(directory, lambda: _load_once(directory, keep_in_memory, verify))
+
+
+def _load_once(directory: str, keep_in_memory: bool | None, verify: bool) -> Dataset:
+    """One attempt at :func:`load_saved`, by path."""
     from arrowmix._dataset.build import from_chunks
 
     state = read_json(directory, STATE_NAME)
@@ -490,7 +496,9 @@ def _check_recorded(
 
     The digests compared are those ``from_chunks`` just mapped the files under (remembered
     per file version, so nothing is hashed again). A save of an older arrowmix records one
-    content fingerprint for all files, and a save by HF nothing.
+    content fingerprint for all files, and a save by HF nothing. Files of a save that
+    replaced the one read meanwhile also differ: the caller's pin then reads again
+    (:func:`load_saved`), so only damage to the version read reaches the user.
     """
     recorded = state.get(DIGESTS_KEY)
     repair = f"Save the dataset again (`save_to_disk`) from its source, or restore {directory!r}."
@@ -498,30 +506,17 @@ def _check_recorded(
         for f in files:
             want = recorded.get(os.path.basename(f))
             if isinstance(want, str) and (got := file_digest(f)) != want:
-                _unless_resaved(directory, state)
                 record = state.get(BATCHES_KEY)
                 batches = record.get(os.path.basename(f)) if isinstance(record, dict) else None
                 raise mismatch(f, got, want, f"its save's {STATE_NAME}", repair, batches)
         return
     content = state.get(CONTENT_KEY)
     if isinstance(content, str) and content != content_fp:
-        _unless_resaved(directory, state)
         raise ChunkFileError(
             f"{directory!r} is damaged: its data files do not hold what {STATE_NAME} recorded "
             f"when it was saved (content fingerprint {content_fp}, {content} recorded; damaged "
             f"on disk, or changed in place by another tool). {repair}"
         )
-
-
-def _unless_resaved(directory: str, state: dict[str, Any]) -> None:
-    """Raise a clear error if the save at ``directory`` is no longer the one ``state`` read."""
-    with contextlib.suppress(OSError, ValueError):
-        if read_json(directory, STATE_NAME) == state:
-            return
-    raise ChunkFileError(
-        f"{directory!r} was saved again (or removed) while it was being loaded: its files are "
-        f"not the ones its {STATE_NAME} listed when the load began. Load it again."
-    )
 
 
 def _with_saved_state(ds: Dataset, state: dict[str, Any], info: dict[str, Any]) -> Dataset:

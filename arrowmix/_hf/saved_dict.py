@@ -148,13 +148,14 @@ def load_dict(
     directory = _local_dir(dataset_dict_path, "load_from_disk")
     recover(os.path.dirname(os.path.realpath(directory)))
     recover(directory)  # a split saved on its own there and killed
-    # One pin for the whole directory: every split comes from the same save.
+    # One pin for the whole directory: every split comes from the same save (each split is
+    # pinned too, for a split re-saved on its own: see load_saved).
     splits = read_pinned(directory, lambda: _load_splits(directory, keep_in_memory, verify))
     return DatasetDict(splits)
 
 
 def _load_splits(directory: str, keep_in_memory: bool | None, verify: bool) -> dict[str, Any]:
-    """Each split of the DatasetDict save at ``directory``, by path (one attempt)."""
+    """Each split of the DatasetDict save at ``directory`` (one attempt at the whole dict)."""
     if not os.path.isfile(os.path.join(directory, DICT_NAME)):
         is_ds = all(os.path.isfile(os.path.join(directory, n)) for n in (STATE_NAME, INFO_NAME))
         raise FileNotFoundError(

@@ -5,7 +5,8 @@ directory beside the target and renames it over the target (:mod:`arrowmix._stor
 A version is therefore one directory *inode*: its files never change, and a re-save puts
 another inode at the path. :func:`read_pinned` reads a version by that identity:
 
-1. it opens the directory at the path (the descriptor keeps its inode from being reused);
+1. it opens the directory at the path (the descriptor keeps its inode from being reused; on
+   Linux with ``O_PATH``, which needs no permission to list it);
 2. it runs the read, which looks up ``state.json``, ``dataset_info.json`` (or a DatasetDict's
    ``dataset_dict.json`` and its splits) and maps the data files by path;
 3. if the path still names the same directory inode at the end, every lookup in between
@@ -37,6 +38,8 @@ T = TypeVar("T")
 
 #: Pauses between attempts while a directory is being re-saved (about 2.4 s in all).
 PAUSES = (0.005, 0.01, 0.02, 0.04, 0.08, 0.15, 0.3, 0.6, 1.2)
+#: A descriptor that only pins the inode (``O_PATH``: no read permission needed, no listing).
+_PIN_FLAGS = getattr(os, "O_PATH", os.O_RDONLY) | os.O_DIRECTORY
 
 
 def _identity(st: os.stat_result) -> tuple[int, int]:
@@ -60,13 +63,13 @@ def read_pinned(directory: str, read: Callable[[], T]) -> T:
     last: BaseException | None = None
     for pause in (*PAUSES, None):
         try:
-            fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+            fd = os.open(directory, _PIN_FLAGS)
         except FileNotFoundError:
             if not save_under_way(os.path.realpath(directory)):
                 return read()  # no directory and no save under way: read's own error
             fd = None
         except (NotADirectoryError, PermissionError):
-            return read()  # a file, or a directory we may not list: read's own way
+            return read()  # a file, or a path we may not reach: read's own error
         try:
             if fd is not None:
                 pinned = _identity(os.fstat(fd))

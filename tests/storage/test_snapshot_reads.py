@@ -131,6 +131,25 @@ def test_a_datasetdict_load_during_a_resave_has_every_split_from_one_save(tmp_pa
     assert back["train"].fingerprint == new["train"].fingerprint
 
 
+def test_a_split_resaved_on_its_own_during_a_dict_load_is_read_whole(tmp_path, monkeypatch):
+    d = str(tmp_path / "dd")
+    _dict(0).save_to_disk(d)
+    new_train = _ds(1000)
+    # The split's own directory is replaced (a Dataset saved over it), not the dict's.
+    _resave_at(
+        monkeypatch,
+        saved,
+        "_data_files",
+        lambda: new_train.save_to_disk(os.path.join(d, "train"), num_shards=2),
+        1,
+    )
+    _no_sleep(monkeypatch)
+    back = am.load_from_disk(d)
+    assert back["train"]["x"] == new_train["x"]  # not called damaged, not a mix
+    assert back["train"].fingerprint == new_train.fingerprint
+    assert back["test"]["x"] == _dict(0)["test"]["x"]
+
+
 def test_verify_during_a_resave_checks_the_version_it_read(tmp_path, monkeypatch):
     d = str(tmp_path / "s")
     _ds(0).save_to_disk(d, num_shards=2)
