@@ -7,6 +7,7 @@ DatasetDict's (``dataset_dict.json``: each split it lists); a chunk corpus by
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any
 
@@ -69,7 +70,8 @@ def check_saved_dict(directory: str) -> Report:
         if not os.path.isfile(os.path.join(where, STATE_NAME)):
             report.problems.append((where, f"listed in {DICT_NAME}, but has no {STATE_NAME}"))
             continue
-        found = check_saved(where, read_json(where, STATE_NAME))
+        # Each split pinned too, for a split saved again on its own (as a load does).
+        found = read_pinned(where, functools.partial(_check_saved_at, where))
         report.files += found.files
         report.nbytes += found.nbytes
         report.problems += found.problems
@@ -100,7 +102,7 @@ def check_path(path: str) -> Report:
         )
     if os.path.isfile(os.path.join(directory, STATE_NAME)):
         # The version pinned, so that a re-save meanwhile is not reported as damage.
-        return read_pinned(directory, lambda: check_saved(directory, _state(directory)))
+        return read_pinned(directory, functools.partial(_check_saved_at, directory))
     if os.path.isfile(os.path.join(directory, DICT_NAME)):
         return read_pinned(directory, lambda: check_saved_dict(directory))
     return check_chunks(directory)
@@ -108,3 +110,7 @@ def check_path(path: str) -> Report:
 
 def _state(directory: str) -> dict[str, Any]:
     return read_json(directory, STATE_NAME)
+
+
+def _check_saved_at(directory: str) -> Report:
+    return check_saved(directory, _state(directory))

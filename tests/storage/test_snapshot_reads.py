@@ -179,6 +179,23 @@ def test_the_verify_command_during_a_resave_reports_no_damage(tmp_path, monkeypa
     assert cli_main(["verify", d]) == 0, capsys.readouterr()
 
 
+def test_the_verify_command_during_a_split_resave_reports_no_damage(tmp_path, monkeypatch, capsys):
+    d = str(tmp_path / "dd")
+    _dict(0).save_to_disk(d)
+    real = verify.check_saved
+    seen = {"n": 0}
+
+    def hooked(directory: str, state: dict[str, Any]) -> Any:
+        seen["n"] += 1
+        if seen["n"] == 1:  # state.json of the first split read, its files not yet hashed
+            _ds(1000).save_to_disk(os.path.join(d, "train"), num_shards=2)
+        return real(directory, state)
+
+    monkeypatch.setattr(verify, "check_saved", hooked)
+    _no_sleep(monkeypatch)
+    assert cli_main(["verify", d]) == 0, capsys.readouterr()
+
+
 def test_a_dataset_loaded_before_a_resave_keeps_its_rows(tmp_path):
     d = str(tmp_path / "s")
     _ds(0).save_to_disk(d, num_shards=2)
