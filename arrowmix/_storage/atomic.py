@@ -219,11 +219,19 @@ def _atomic_local(
                     patched = True  # once only: it patches the file in place
                 _finish_tmp(tmp, path, mode, sync)
                 break
-            except FileNotFoundError:
+            except FileNotFoundError as exc:
                 # A re-save replaced the directory meanwhile and moves the temporary file
                 # into the new one (arrowmix._hf.carry_over): finish it there.
-                if pause is None or _dir_identity(directory) == where:
+                if _dir_identity(directory) == where:
                     raise
+                if pause is None:
+                    raise FileNotFoundError(
+                        exc.errno,
+                        f"Cannot finish writing {path!r}: its directory was replaced while "
+                        "the file was written (saved again by another process, or removed), "
+                        "and the file was not moved into the new one. Run it again.",
+                        path,
+                    ) from exc
                 time.sleep(pause)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

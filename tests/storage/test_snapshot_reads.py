@@ -298,6 +298,25 @@ def test_a_write_finishes_in_the_new_directory_once_its_temporary_is_moved(tmp_p
     assert moved["n"] == 1 and os.listdir(old) == []
 
 
+def test_a_map_whose_file_was_not_moved_says_its_directory_was_replaced(
+    tmp_path, monkeypatch, small_segments
+):
+    """The window the move cannot cover: a temporary file made after the re-save listed."""
+    from arrowmix._storage import atomic
+
+    d = str(tmp_path / "s")
+    _ds(0, 40).save_to_disk(d, num_shards=2)
+    loaded = am.load_from_disk(d)
+    monkeypatch.setattr(saved, "carry_over", lambda old, new: [])  # nothing moved
+    monkeypatch.setattr(atomic.time, "sleep", lambda s: None)
+    _resave_during_writes(monkeypatch, lambda: _ds(1000, 40).save_to_disk(d), "inside")
+    with pytest.raises(FileNotFoundError, match="its directory was replaced") as info:
+        loaded.map(lambda b: {"y": [v + 1 for v in b["x"]]}, batched=True)
+    assert os.path.join(d, "cache-") in str(info.value)  # the file, and what to do
+    assert "Run it again" in str(info.value)
+    assert am.load_from_disk(d)["x"] == list(range(1000, 1040))  # the new save is whole
+
+
 def test_a_replaced_saves_unused_results_go_and_used_ones_stay(tmp_path):
     d = tmp_path / "s"
     _ds(0, 40).save_to_disk(str(d))
