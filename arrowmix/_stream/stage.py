@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import pyarrow as pa
 
+from arrowmix._stream.consumers import claiming_init
 from arrowmix._stream.topology import ElasticRole
 from arrowmix.exceptions import StateError
 
@@ -88,6 +89,13 @@ class Stage(Generic[T]):
     #: What elastic resume does with this stage (see ``ElasticRole``); ``None``:
     #: undeclared, so elastic resume refuses the pipeline with a clear error.
     ELASTIC_ROLE: ClassVar[ElasticRole | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every stage claims its inputs once built (one consumer per stream)."""
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is not None:
+            cls.__init__ = claiming_init(init)  # type: ignore[method-assign]
 
     def __init__(self) -> None:
         self._started = False
@@ -216,12 +224,16 @@ class Stage(Generic[T]):
             c.close()
 
 
-def attribute_streams(node: object) -> list[Any]:
-    """The stages held by ``node``'s attributes (directly, or in a list or tuple)."""
+def attribute_streams(node: object, *, unique: bool = True) -> list[Any]:
+    """The stages held by ``node``'s attributes (directly, or in a list or tuple).
+
+    ``unique=False`` lists a stage held twice twice (one consumer per stream checks it).
+    """
     out: list[Any] = []
     for value in vars(node).values():
         for item in value if isinstance(value, (list, tuple)) else (value,):
-            if isinstance(item, Stage) and item is not node and all(item is not o for o in out):
+            fresh = not unique or all(item is not o for o in out)
+            if isinstance(item, Stage) and item is not node and fresh:
                 out.append(item)
     return out
 
