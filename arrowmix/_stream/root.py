@@ -177,6 +177,11 @@ class PipelineRoot(Stage[T]):
         from arrowmix._stream.identity import describe_mismatch, warn_unhashed
 
         mine = self.pipeline_fingerprint()
+        if state[_PIPELINE_KEY] != mine:
+            from arrowmix._stream.stages.map import adopt_map_forms
+
+            if adopt_map_forms(self._as_stream(), state[_PIPELINE_KEY], state.get(_NODES_KEY)):
+                mine = state[_PIPELINE_KEY]  # only maps' worker counts differ
         if state[_PIPELINE_KEY] != mine and not allow_changes:
             raise StateError(
                 f"checkpoint was taken from a different pipeline (fingerprint "
