@@ -15,16 +15,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
 
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import PassThrough, State, Stream, checked_fn, fn_id
+from arrowmix._stream.positions import Positions
 from arrowmix._stream.stage import config_tree
 from arrowmix._validate import check_int
 from arrowmix.exceptions import StateError
 
 __all__ = ["FilterIterator", "MapIterator", "ParallelMapIterator", "adopt_map_forms"]
+
+if TYPE_CHECKING:
+    from arrowmix._stream.row_source import RowSource
 
 _OTHER_FORM = "_other_form"  # set on a map whose next restore reads the other form
 
@@ -70,6 +76,10 @@ class MapIterator(PassThrough[U]):
 class FilterIterator(PassThrough[T]):
     """Items of ``source`` for which ``fn(item)`` is true.
 
+    Over an index stream it streams positions too (``batch(columnar=True)``, ``shuffle``
+    and ``collate`` after it keep their fast path): ``fn`` sees the rows gathered at a
+    block of positions, as it would see them one by one, and the kept positions pass on.
+
     State:
         The source's state, unchanged. Replay cost: none.
     """
@@ -84,6 +94,32 @@ class FilterIterator(PassThrough[T]):
     @property
     def schema(self) -> Any:
         return self.source.schema
+
+    def row_source(self) -> RowSource | None:
+        return self.source.row_source()
+
+    def as_positions(self) -> Positions | None:
+        """The kept positions of the source's positions (``None`` if it has none)."""
+        inner = self.source.as_positions()
+        if inner is None:
+            return None
+        fn = self.fn
+
+        def pull(n: int) -> np.ndarray:
+            parts: list[np.ndarray] = []
+            got = 0
+            while got < n:
+                # Never pull more than could still be kept: the source state stays exact.
+                pos = inner.pull(n - got)
+                if not len(pos):
+                    break
+                items = inner.items(inner.rows.take(pos))
+                keep = np.fromiter((bool(fn(x)) for x in items), dtype=bool, count=len(pos))
+                parts.append(pos[keep])
+                got += int(keep.sum())
+            return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
+        return Positions(inner.rows, pull, inner.to_rows)
 
     def next(self) -> T:
         fn, nxt = self.fn, self.source.next
