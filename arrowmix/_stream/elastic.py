@@ -238,7 +238,10 @@ class ElasticRun:
         self.steps: list[list[int | None]] = []  # schedule steps of the old instances
         # Stages that merge their own state (take): the old instances' states while
         # planning, then this instance's share, held across its tasks.
-        self.merging = [n for n in self.nodes if merges(n)]
+        # Below a dealer every instance reads the same stream: the dealer's window start
+        # carries their state, nothing is merged there.
+        below = {id(x) for d in dealers for x in walk(d)}
+        self.merging = [n for n in self.nodes if merges(n) and id(n) not in below]
         self.olds: list[list[Any]] = []
         self.own: list[Any] | None = None
         self.mode = PLAIN

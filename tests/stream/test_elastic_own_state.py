@@ -160,3 +160,40 @@ class TestTakeHarness(CheckpointRoundTripTests):
 
     def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
         return PIPELINES["shuffle_take"](num_instances, instance_rank)
+
+
+def _budget(n: int, r: int, take_below: int | None, take_above: int | None) -> Stream[Any]:
+    s: Stream[Any] = from_row_source(rows(96), seed=0, infinite=False).map(ident)
+    if take_below is not None:
+        s = s.take(take_below)
+    s = s.map(_as_row).budget_bucket(
+        "n", 10_000, 12, num_instances=n, instance_rank=r, max_batch_size=2, seed=1
+    )
+    return s if take_above is None else s.take(take_above)
+
+
+def _as_row(i: int) -> dict[str, int]:
+    return {"n": 1, "id": i}
+
+
+@pytest.mark.parametrize(("below", "above"), [(36, None), (None, 7), (48, 5)])
+@pytest.mark.parametrize(("n", "m"), [(2, 3), (3, 2), (2, 2)])
+def test_take_around_a_dealer(below: int | None, above: int | None, n: int, m: int) -> None:
+    """Below the dealer every instance reads the same rows: its take is not shared out."""
+
+    def build(k: int, r: int) -> Stream[Any]:
+        return _budget(k, r, below, above)
+
+    want = [i for r in range(n) for b in build(n, r) for i in (x["id"] for x in b)]
+    seen, merged = _resize(build, n, m, 6 // n)  # the window's 6 batches were all dealt
+    rest = []
+    for r in range(m):
+        s = build(m, r)
+        s.load_state_dict(merged)
+        rest.extend(s)
+    got = [x["id"] for b in seen + rest for x in b]
+    assert len(got) == len(set(got))
+    if above is None:
+        assert sorted(got) == sorted(want)
+    else:
+        assert len(got) == len(want)
