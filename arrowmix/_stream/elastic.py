@@ -34,6 +34,13 @@ instance's frontier, i.e. replays one window per old instance.
 A checkpoint taken during a drain holds the remaining tasks, so it can be merged and
 resized again.
 
+A transparent stage's own state (``take``'s count, a user stage's) is merged by the
+stage's hooks: ``elastic_state()`` is read from each old instance once restored,
+``merge_elastic_states(states, M)`` gives each new instance its share, held by
+``load_elastic_state`` across the instance's tasks and saved in its checkpoint
+(``"own"``). ``take`` thus keeps the run's total (N -> M instances yield what N would
+have). Below a dealer nothing is merged: every instance reads the same rows.
+
 The pipeline is read only through its declared elastic roles
 (:class:`~arrowmix._stream.topology.ElasticRole`): sources deal positions, buffering
 stages replay their open window, transparent stages pass through, a dealer stage deals
