@@ -45,3 +45,29 @@ def test_a_shuffle_after_a_filter_reads_positions() -> None:
     want = sorted(int(r["id"]) for r in _filtered())
     s = _filtered().shuffle(8, seed=3).batch(4, columnar=True)
     assert sorted(_ids(list(s))) == want
+
+
+def test_a_user_stage_offers_positions_through_the_public_protocol() -> None:
+    from arrowmix.stream import PassThrough, Positions
+
+    class Evens(PassThrough[Any]):
+        """Keeps rows at even positions (a user filter-like stage)."""
+
+        def next(self) -> Any:
+            raise AssertionError("read through positions only")
+
+        def row_source(self) -> Any:
+            return self.source.row_source()
+
+        def as_positions(self) -> Positions | None:
+            inner = self.source.as_positions()
+            assert inner is not None
+
+            def pull(n: int) -> Any:
+                pos = inner.pull(n)
+                return pos[pos % 2 == 0]
+
+            return Positions(inner.rows, pull, inner.to_rows)
+
+    s = Evens(from_row_source(rows(20), seed=None, shuffle=None, infinite=False))
+    assert _ids(list(s.batch(30, columnar=True))) == list(range(0, 20, 2))
