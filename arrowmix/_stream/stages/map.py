@@ -103,23 +103,24 @@ class FilterIterator(PassThrough[T]):
         inner = self.source.as_positions()
         if inner is None:
             return None
-        fn = self.fn
+        self._inner = inner
+        return Positions(inner.rows, self.pull_positions, inner.to_rows)
 
-        def pull(n: int) -> np.ndarray:
-            parts: list[np.ndarray] = []
-            got = 0
-            while got < n:
-                # Never pull more than could still be kept: the source state stays exact.
-                pos = inner.pull(n - got)
-                if not len(pos):
-                    break
-                items = inner.items(inner.rows.take(pos))
-                keep = np.fromiter((bool(fn(x)) for x in items), dtype=bool, count=len(pos))
-                parts.append(pos[keep])
-                got += int(keep.sum())
-            return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
-
-        return Positions(inner.rows, pull, inner.to_rows)
+    def pull_positions(self, n: int) -> np.ndarray:
+        """Up to ``n`` next kept positions (after ``as_positions``), fewer only at the end."""
+        inner, fn = self._inner, self.fn
+        parts: list[np.ndarray] = []
+        got = 0
+        while got < n:
+            # Never pull more than could still be kept: the source state stays exact.
+            pos = inner.pull(n - got)
+            if not len(pos):
+                break
+            items = inner.items(inner.rows.take(pos))
+            keep = np.fromiter((bool(fn(x)) for x in items), dtype=bool, count=len(pos))
+            parts.append(pos[keep])
+            got += int(keep.sum())
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
     def next(self) -> T:
         fn, nxt = self.fn, self.source.next
