@@ -3,7 +3,8 @@
 :func:`plan_cleanup` decides from a :func:`~arrowmix._cache.listing.scan` snapshot alone (no
 I/O), so ``--dry-run`` and the tests see exactly what a real run removes:
 
-1. Temporary files of dead writers are always removed; a live writer's never.
+1. Temporary files of dead writers, and stale records of verified files, are always
+   removed; a live writer's temporary never.
 2. Entries that are busy (a writer holds ``cache-<fp>.lock``, an open dataset holds a file)
    or listed in ``keep`` are never removed.
 3. Without filters every other entry is removed. ``older_than`` removes entries not used for
@@ -14,8 +15,9 @@ I/O), so ``--dry-run`` and the tests see exactly what a real run removes:
 :func:`remove_planned` deletes the plan file by file and re-checks each file just before it
 goes, because the snapshot may be stale: it takes the writer's lock and an exclusive lock on
 the file (see :mod:`arrowmix._cache.inuse`), and refuses any name that is not a cache,
-indices or temporary file of ours, whatever the plan says. Chunk files (the data) are never
-touched.
+indices or temporary file of ours, a generated corpus (:mod:`arrowmix._cache.generated`) or a
+record of verified files (:mod:`arrowmix._cache.records`), whatever the plan says. Chunk files
+(the data) are never touched, except as part of a generated corpus.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import re
 from collections.abc import Callable, Collection, Iterator, Sequence, Set
 from dataclasses import dataclass, field
 
+from arrowmix._cache import generated, records
 from arrowmix._cache.inuse import exclusive, lock_held, writer_lock
 from arrowmix._cache.listing import (
     TMP_FILE_RE,
@@ -81,7 +84,9 @@ def plan_cleanup(
     for e in entries:
         if e.kind == TMP_KIND and e.busy is None:
             plan += [(p, f"stale temporary file: writer pid {e.pid} is gone") for p in e.paths]
-    data = [e for e in entries if e.kind != TMP_KIND]
+        elif e.stale is not None and e.busy is None:
+            plan += [(p, e.stale) for p in e.paths]
+    data = [e for e in entries if e.kind != TMP_KIND and e.stale is None]
     free = sorted(
         (e for e in data if e.busy is None and e.fingerprint not in keep_set),
         key=lambda e: (e.last_used, e.key),
@@ -158,17 +163,23 @@ def remove_planned(
 
 def _measure(path: str) -> tuple[int, str | None]:
     try:
+        if generated.is_corpus_dir(path):
+            return generated.size_of(path)[0], None
         return os.stat(path, follow_symlinks=False).st_size, None
     except FileNotFoundError:
         return 0, "already gone"
 
 
 def remove_file(path: str) -> tuple[int, str | None]:
-    """Delete one cache, indices or stale temporary file if nobody uses it.
+    """Delete one cache, indices or stale temporary file, generated corpus or record if unused.
 
     Returns:
         ``(bytes freed, None)`` on success, ``(0, why)`` when the file was left in place.
     """
+    if generated.is_corpus_dir(path):
+        return generated.remove(path)
+    if records.is_record(path):
+        return records.remove(path)
     directory, name = os.path.split(path)
     tmp = TMP_FILE_RE.match(name)
     named = CACHE_FILE_RE.match(name) or INDICES_FILE_RE.match(name)

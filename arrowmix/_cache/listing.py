@@ -8,7 +8,9 @@ fingerprint (all its segments) into one :class:`CacheEntry` and explains it with
 arrowmix records in each file's schema (kind, parent, rows, creation time). Only footers are
 read, through a memory map: listing a directory of terabytes touches a few kilobytes per file.
 Every regular file whose name matches none of our exact patterns is ignored, and so are
-symbolic links and chunk files.
+symbolic links and chunk files. The corpora of ``from_generator`` (``generated/<fp>/``,
+:mod:`arrowmix._cache.generated`) and the records of verified files (``verified/``,
+:mod:`arrowmix._cache.records`) below a directory are entries of that directory too.
 
 "Last used" is the newest modification time of an entry's files: writes set it and ``map``
 touches its cache file on every cache hit.
@@ -25,8 +27,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from arrowmix._cache.generated import scan_generated
 from arrowmix._cache.inuse import in_use, lock_held
 from arrowmix._cache.paths import CACHE_FILE_RE, INDICES_FILE_RE
+from arrowmix._cache.records import scan_records
 from arrowmix._storage.atomic import writer_alive
 from arrowmix._storage.chunks import CHUNK_PATTERN
 from arrowmix._storage.digests import digest_shards, is_digest_record
@@ -78,6 +82,8 @@ class CacheEntry:
         num_segments: ``n`` of ``-of-<n>`` names (None for an unsegmented file).
         busy: Why the entry must not be removed now (in use, locked, being written), or None.
         pid: Writer pid of a temporary file.
+        stale: Why the entry is useless (a record vouching for nothing), or None; a cleanup
+            always removes a stale entry that is not busy.
     """
 
     key: str
@@ -89,6 +95,7 @@ class CacheEntry:
     num_segments: int | None = None
     busy: str | None = None
     pid: int | None = None
+    stale: str | None = None
 
     @property
     def size(self) -> int:
@@ -194,6 +201,7 @@ def scan(cache_dir: str, *, probe: bool = True) -> list[CacheEntry]:
         elif locked(fp):
             busy = "locked by a writer"
         entries.append(CacheEntry(name, TMP_KIND, fp, (file,), busy=busy, pid=pid))
+    entries += scan_generated(cache_dir, probe=probe) + scan_records(cache_dir, probe=probe)
     return sorted(entries, key=lambda e: e.key)
 
 

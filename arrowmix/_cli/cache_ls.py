@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 from arrowmix._cache.listing import TMP_KIND, CacheEntry, scan, scan_tree
+from arrowmix._cache.records import VERIFIED_KIND
 from arrowmix._cli.common import resolve_cache_dir
 from arrowmix._cli.humanize import ago, binary_bytes, both_units, table
 
@@ -18,7 +19,8 @@ EPILOG = """\
 columns:
   FINGERPRINT  the fingerprint in the file name (cache-<fp>*.arrow, indices-<fp>.arrow)
   KIND         what made it: map, filter, indices, flatten, shard ("?" if unrecorded,
-               "tmp" for a file being written)
+               "tmp" for a file being written); "generated" for a from_generator corpus;
+               "verified" for the records of files already checked (one line for all)
   FILES        number of files; "3/8" = 3 of 8 segments present (an interrupted map)
   SIZE         KiB/MiB/GiB = powers of 1024; the total also in KB/MB/GB (powers of 1000)
   LAST USED    newest modification time (map touches its cache file on every hit)
@@ -74,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     directory = resolve_cache_dir(args.cache_dir)
     recursive = args.recursive or default
     now = time.time()
-    found = scan_tree(directory) if recursive else scan(directory)
+    found = _records_as_one(scan_tree(directory) if recursive else scan(directory))
     entries = sorted(found, key=lambda e: (-e.last_used, e.directory, e.key))
     if args.json:
         print(json.dumps(to_json(directory, entries), indent=2))
@@ -114,6 +116,23 @@ def run(args: argparse.Namespace) -> int:
                 "files: `arrowmix cache ls DIR` lists them"
             )
     return 0
+
+
+def _records_as_one(entries: list[CacheEntry]) -> list[CacheEntry]:
+    """The entries, with the records of verified files of each directory as one entry."""
+    records: dict[str, list[CacheEntry]] = {}
+    out = []
+    for e in entries:
+        if e.kind == VERIFIED_KIND:
+            records.setdefault(e.directory, []).append(e)
+        else:
+            out.append(e)
+    for directory, group in records.items():
+        files = tuple(f for e in group for f in e.files)
+        stale = sum(1 for e in group if e.stale)
+        why = f"{stale} stale" if stale else None
+        out.append(CacheEntry(os.path.basename(directory), VERIFIED_KIND, None, files, stale=why))
+    return out
 
 
 def summary(entries: list[CacheEntry], directory: str) -> str:
@@ -161,6 +180,8 @@ def status(e: CacheEntry) -> str:
         return f"writing (pid {e.pid})" if e.busy.startswith("being written") else "locked"
     if e.busy:
         return e.busy.replace(" by an open dataset", "").replace(" by a writer", "")
+    if e.stale:
+        return e.stale
     if e.problem:
         return "unreadable"
     if e.num_segments is not None and len(e.files) < e.num_segments:

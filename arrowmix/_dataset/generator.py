@@ -7,6 +7,15 @@ the chunks and never calls the generator. Rows are streamed in blocks into chunk
 stays bounded by a block and a chunk). A directory counts as finished only once its
 ``_COMPLETE.json`` marker exists, written atomically last: a generator that raises midway
 leaves no marker, and the next call writes the chunks again.
+
+The chunks are a cache and are checked like one: a rerun compares each chunk with the size
+and digest its ``_manifest.json`` records, hashing a chunk only once per ``stat`` identity
+(:func:`arrowmix._storage.trust.check`; the writer records the chunks it wrote), so a rerun of
+an intact corpus costs a ``stat`` per chunk. A changed, truncated or missing chunk, or a
+damaged manifest, makes the rerun generate the corpus again (with a
+:class:`~arrowmix.exceptions.CacheWarning`). A dataset over the corpus holds its marker
+(:func:`arrowmix._cache.inuse.hold`), so that ``cleanup-cache`` leaves it alone while in use;
+every rerun touches the marker, which is the corpus's last use.
 """
 
 from __future__ import annotations
@@ -15,26 +24,37 @@ import functools
 import itertools
 import json
 import os
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from filelock import FileLock
 
+from arrowmix._cache import generated
+from arrowmix._cache.inuse import hold
+from arrowmix._cache.lock import fingerprint_lock
 from arrowmix._cache.paths import cache_root, is_caching_enabled, temp_cache_dir
+from arrowmix._dataset.state import derive, state_of
 from arrowmix._fingerprint.functions import fingerprint_function
 from arrowmix._fingerprint.hasher import hash_value
+from arrowmix._storage import trust
 from arrowmix._storage.atomic import atomic_sink
 from arrowmix._storage.chunks import write_batches
+from arrowmix._storage.digests import read_manifest
 from arrowmix._storage.fs import is_local, local_path
+from arrowmix.exceptions import CacheWarning
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
 
-__all__ = ["from_generator"]
+__all__ = ["GENERATED_DIR", "MARKER", "from_generator"]
 
 _VERSION = 2  # 2: tokenizer-shaped columns in HF's optimized int types
-_MARKER = "_COMPLETE.json"
+#: The directory below a cache root holding one corpus per generator fingerprint.
+GENERATED_DIR = "generated"
+#: Written last into a corpus directory: the corpus is complete.
+MARKER = "_COMPLETE.json"
+_MARKER = MARKER
 _ROWS_PER_BLOCK = 1000
 
 
@@ -87,11 +107,20 @@ def from_generator(
         raise TypeError(f"`generator` must be a callable; got {type(generator).__name__}.")
     kwargs = dict(gen_kwargs or {})
     fp = fingerprint or generator_fingerprint(generator, kwargs, schema)
-    root = os.path.join(_root(cache_dir), "generated")
+    root = os.path.join(_root(cache_dir), GENERATED_DIR)
     out = os.path.join(root, fp)
     marker = os.path.join(out, _MARKER)
     os.makedirs(out, exist_ok=True)
-    with FileLock(os.path.join(root, f"{fp}.lock")):
+    with fingerprint_lock(root, fp):  # one writer per corpus; cleanup-cache takes it too
+        if os.path.exists(marker):
+            why = _problem(out)
+            if why is not None:
+                warnings.warn(
+                    f"The generated corpus {out!r} cannot be used: {why}. Generating it again.",
+                    CacheWarning,
+                    stacklevel=3,
+                )
+                generated.clear(out)  # the marker first; map results beside the chunks stay
         if not os.path.exists(marker):
             batches = _blocks(iter(generator(**kwargs)), schema)
             first = next(batches, None)
@@ -100,7 +129,30 @@ def from_generator(
                     raise ValueError("The generator yielded no rows and no `features` were given.")
                 first = pa.RecordBatch.from_pylist([], schema=schema)
             chunks = write_batches(itertools.chain([first], batches), out, overwrite=True)
+            with trust.batch():  # written and hashed just now (the manifest's digests)
+                for path in chunks:
+                    trust.vouch(path)
             info = {"fingerprint": fp, "chunks": [os.path.basename(p) for p in chunks]}
             with atomic_sink(marker) as sink:
                 sink.write(json.dumps(info, indent=1).encode())
-    return from_chunks(out)
+        else:
+            os.utime(marker)  # the corpus's last use (see cleanup-cache)
+        ds = from_chunks(out)
+        state = state_of(ds)
+        return type(ds)(derive(state, holds=(*state.holds, hold(marker))))
+
+
+def _problem(out: str) -> str | None:
+    """Why the finished corpus in ``out`` must not be served, or None when it checks out."""
+    entries = read_manifest(out)
+    if not entries:
+        return f"its manifest {os.path.join(out, '_manifest.json')!r} is missing or damaged"
+    with trust.batch():
+        for name, entry in entries.items():
+            try:
+                why = trust.check(os.path.join(out, name), entry.size, entry.digest)
+            except FileNotFoundError:
+                why = "it is missing"
+            if why is not None:
+                return f"chunk {name!r}: {why}"
+    return None

@@ -20,11 +20,12 @@ FingerprintRecord` can tell which one changed:
 - ``__dict__``: attributes set on the function (``functools.wraps``'
   ``__wrapped__``...).
 
-What a function reads when it runs is not hashed: the environment and the ``random``
-module's global generator. A user function (or helper) that names them through its globals
-(``os.environ``, ``os.getenv``, ``from os import environ``, ``random.random()``,
-``from random import choice``) is listed in ``FunctionHasher.hidden_inputs``, for one
-:class:`~arrowmix.exceptions.FingerprintWarning` (arrowmix's own functions are not).
+What a function reads when it runs is not hashed: the environment and the global generators
+of ``random`` and ``numpy.random``. A user function (or helper) that names them through its
+globals (``os.environ``, ``os.getenv``, ``from os import environ``, ``random.random()``,
+``from random import choice``, ``np.random.rand()``) is listed in
+``FunctionHasher.hidden_inputs``, for one :class:`~arrowmix.exceptions.FingerprintWarning`
+(arrowmix's own functions are not).
 
 Helpers (user functions and classes reached through any part) are hashed the same way,
 recursively; a function that is already being hashed (recursion, mutual recursion, a
@@ -148,7 +149,33 @@ def hidden_reads(
             out.append(f"{name} (os.getenv)")
         elif getattr(value, "__self__", None) is getattr(random, "_inst", None):
             out.append(f"{name} (random.{getattr(value, '__name__', name)}, the global generator)")
+        else:
+            out += _numpy_global_draws(value, chains)
     return out
+
+
+# numpy.random names that are not its global generator: seeded generators, their parts.
+_NUMPY_OWN_STATE = frozenset(
+    {
+        "default_rng", "Generator", "RandomState", "SeedSequence", "BitGenerator",
+        "PCG64", "PCG64DXSM", "MT19937", "Philox", "SFC64", "bit_generator", "mtrand",
+    }
+)  # fmt: skip
+
+
+def _numpy_global_draws(value: object, chains: frozenset[tuple[str, ...]]) -> list[str]:
+    """Uses of numpy's legacy global generator (``np.random.rand()``) through ``value``."""
+    np_random = sys.modules.get("numpy.random")
+    if np_random is None:  # numpy not imported: nothing can name its generator
+        return []
+    if value is sys.modules.get("numpy"):
+        chains = frozenset(c[1:] for c in chains if len(c) > 1 and c[0] == "random")
+        value = np_random
+    if value is np_random:
+        return [f"numpy.random.{c[0]}()" for c in sorted(chains) if c[0] not in _NUMPY_OWN_STATE]
+    # ``from numpy.random import rand`` binds a method of the global RandomState: a global
+    # value the function names, hashed with that generator's state, so it is seen.
+    return []
 
 
 class FunctionHasher:
@@ -415,7 +442,7 @@ def warn_hidden_inputs(subject: str, reads: list[str], *, stacklevel: int) -> No
         f"{subject} reads {'; '.join(reads)}, which the fingerprint does not see: its cached "
         "result is reused when only an environment variable or the global random state "
         "changed. Pass such values as arguments (`fn_kwargs=`), use a seeded generator "
-        "(`random.Random(seed)`), or pass `new_fingerprint=`.",
+        "(`random.Random(seed)`, `np.random.default_rng(seed)`), or pass `new_fingerprint=`.",
         FingerprintWarning,
         stacklevel=stacklevel + 1,
     )

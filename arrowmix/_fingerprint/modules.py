@@ -22,11 +22,11 @@ import importlib.util
 import os
 import sys
 import sysconfig
-import warnings
-from types import CodeType, FunctionType, ModuleType
-from typing import Any
+from types import FunctionType, ModuleType
 
 import xxhash
+
+from arrowmix._fingerprint.running import loaded_module_part
 
 __all__ = [
     "file_is_installed",
@@ -251,7 +251,8 @@ def module_source_digest(module: ModuleType) -> str:
     module level or inside its functions) and those whose functions, classes or submodules
     its namespace holds. Installed modules reached this way enter by name and version.
     Only file contents enter, never paths. File facts are cached per modification time
-    and size.
+    and size. A loaded module enters by what runs when its file no longer describes it
+    (edited after it was hashed, or constants rebound in memory: ``running.py``).
 
     Example:
         >>> import types
@@ -268,9 +269,8 @@ def module_source_digest(module: ModuleType) -> str:
         name, file = todo.pop()
         digest, imports = _source_facts(file)
         loaded = sys.modules.get(name)
-        running = None if loaded is None else running_code_digest(loaded, file)
-        # Edited since import: hash what runs, not (only) the file.
-        parts.append((name, digest if running is None else f"{digest}+running-{running}"))
+        # Edited since import, or values changed in memory: hash what runs, not the file.
+        parts.append((name, digest if loaded is None else loaded_module_part(loaded, file, digest)))
         for dep in sorted(_dependencies(name, file, imports) - seen):
             seen.add(dep)
             dep_file = _module_file(dep)
@@ -288,99 +288,3 @@ def module_source_digest(module: ModuleType) -> str:
                 parts.append((dep, "no-file"))
     own = parts[0][1]
     return xxhash.xxh3_64_hexdigest(repr((own, sorted(parts[1:]))).encode())
-
-
-def _qualname(code: CodeType) -> str:
-    # ``co_qualname`` is Python 3.11+; older code objects only know their short name.
-    return str(getattr(code, "co_qualname", code.co_name))
-
-
-@functools.lru_cache(maxsize=256)
-def _compiled_code(path: str, mtime_ns: int, size: int) -> dict[str, list[CodeType]]:
-    """Every code object compiled from the source file, by qualified name."""
-    out: dict[str, list[CodeType]] = {}
-    try:
-        with open(path, "rb") as f:
-            todo = [compile(f.read(), path, "exec", dont_inherit=True)]
-    except (OSError, SyntaxError, ValueError):
-        return out
-    while todo:
-        code = todo.pop()
-        out.setdefault(_qualname(code), []).append(code)
-        todo.extend(c for c in code.co_consts if isinstance(c, CodeType))
-    return out
-
-
-def _own_functions(module: ModuleType, path: str) -> list[FunctionType]:
-    """The functions and methods the module's namespace holds that were compiled from ``path``."""
-    name = module.__name__
-    found: list[FunctionType] = []
-
-    def take(obj: Any) -> None:
-        if isinstance(obj, (staticmethod, classmethod)):
-            obj = obj.__func__
-        if isinstance(obj, property):
-            for part in (obj.fget, obj.fset, obj.fdel):
-                take(part)
-            return
-        if isinstance(obj, FunctionType) and obj.__code__.co_filename == path:
-            found.append(obj)
-
-    for value in list(vars(module).values()):
-        if isinstance(value, FunctionType) and value.__module__ == name:
-            take(value)
-        elif isinstance(value, type) and value.__module__ == name:
-            for member in list(vars(value).values()):
-                take(member)
-    return found
-
-
-_RUNNING: dict[tuple[Any, ...], str | None] = {}
-
-
-def running_code_digest(module: ModuleType, path: str) -> str | None:
-    """Digest of the code running from ``module`` when it is not what ``path`` now holds.
-
-    A module edited on disk after it was imported (a notebook whose helper file changed)
-    keeps running its old code. Its functions and methods are compared with the code the
-    file compiles to now; when one differs or is gone, a
-    :class:`~arrowmix.exceptions.FingerprintWarning` names them (once per file version) and
-    the digest of the running code is returned, so that results are fingerprinted by the
-    code that computed them, never by the file's new code. None when the running code is the
-    file's (or the module holds no function of that file). Module-level values (constants)
-    are not compared.
-    """
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    if not path.endswith(".py"):
-        return None
-    running = tuple(fn.__code__ for fn in _own_functions(module, path))
-    # Keyed by the running code objects themselves (compared by value): a reload is seen.
-    key = (path, st.st_mtime_ns, st.st_size, st.st_ctime_ns, running)
-    if key in _RUNNING:
-        return _RUNNING[key]
-    result = None
-    compiled = _compiled_code(path, st.st_mtime_ns, st.st_size)
-    stale = sorted(
-        {_qualname(code) for code in running if code not in compiled.get(_qualname(code), ())}
-    )
-    if stale:
-        from arrowmix._fingerprint.bytecode import code_digest_of
-        from arrowmix.exceptions import FingerprintWarning
-
-        codes = sorted((_qualname(code), code_digest_of(code)) for code in running)
-        result = xxhash.xxh3_64_hexdigest(repr(codes).encode())
-        warnings.warn(
-            f"User module {module.__name__!r} was edited after it was imported ({path}): "
-            f"the code running ({', '.join(stale)}) is not the file's. Results are "
-            "fingerprinted by the running code, so they are not reused for the new code; "
-            "reload the module (importlib.reload) or restart to run the edited file.",
-            FingerprintWarning,
-            stacklevel=2,
-        )
-    if len(_RUNNING) > 4096:
-        _RUNNING.clear()
-    _RUNNING[key] = result
-    return result

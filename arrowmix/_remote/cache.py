@@ -9,7 +9,8 @@ Layout of the cache directory (one byte budget per directory, whatever the proce
   checked, so a download killed mid-way is never taken for a chunk.
 - ``<key>.pin``: readers hold a shared ``flock`` on it while they read the copy; eviction
   takes it exclusively without waiting, so a chunk in use by any process is never evicted,
-  and removes it with the copy.
+  and removes it with the copy. Its modification time is the copy's last use (touched on
+  every open and close), so the copy itself keeps the ``stat`` identity it was verified in.
 - ``<key>.dl``: held exclusively while the chunk is downloaded (one download per chunk),
   and removed by the downloader when done. A lock taken on a lock file that its holder
   removed meanwhile is taken again on the current file, so removing them is safe.
@@ -23,9 +24,9 @@ the limit; before it forks, it closes its idle copies, and a forked child drops 
 inherited (its parent's to release).
 
 Space is the sum of the sizes of the copies and of the reserved downloads. Before a download,
-the least recently used copies (by modification time, touched on every open) that nobody
-pins are removed until the new chunk fits; when the pinned copies alone leave no room, the
-download waits for readers to finish and then raises
+the least recently used copies (by the newer modification time of the copy and of its
+``.pin``) that nobody pins are removed until the new chunk fits; when the pinned copies
+alone leave no room, the download waits for readers to finish and then raises
 :class:`~arrowmix.exceptions.CacheLimitError`. A partial download whose downloader died is
 removed when its ``.dl`` lock is free.
 
@@ -38,6 +39,15 @@ rewritten; otherwise the object's version tag is asked afresh, and a new version
 corpus are never mixed. The copy is then checked like a local chunk file (its checksum,
 or its arrays), and a damaged one raises :class:`~arrowmix.exceptions.ChunkFileError` naming
 the object. Locks need ``fcntl`` (Linux, macOS).
+
+A copy is trusted only in the state it was checked in: the downloader records it, once
+checked, against its ``stat`` identity (:mod:`arrowmix._storage.trust`, the record the local
+cache files use). A process that opens a copy it did not download itself and that no record
+vouches for in its current state (another boot's unsynced record, a copy written to, truncated,
+replaced or renamed since) hashes it once: a copy of the wrong size or whose digest is not the
+manifest's is removed and downloaded again (counted in ``refetched``, with a
+:class:`~arrowmix.exceptions.CacheWarning`), never served. Opening a trusted copy costs one
+``stat`` and a dictionary lookup.
 """
 
 from __future__ import annotations
@@ -48,6 +58,7 @@ import os
 import secrets
 import threading
 import time
+import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -57,9 +68,9 @@ import pyarrow as pa
 from arrowmix._remote.download import download
 from arrowmix._remote.meta import RemoteChunk
 from arrowmix._remote.stats import CacheStats, count, counting, parse_size
-from arrowmix._storage import integrity
+from arrowmix._storage import integrity, trust
 from arrowmix._storage.local import root_dir, same_file
-from arrowmix.exceptions import CacheLimitError, ChunkFileError
+from arrowmix.exceptions import CacheLimitError, CacheWarning, ChunkFileError
 
 try:
     import fcntl
@@ -159,7 +170,7 @@ class Pinned:
         self.table = None  # type: ignore[assignment]  # drop the mapping before unpinning
         self._batches = {}
         with contextlib.suppress(OSError):  # the last use is the eviction order (LRU)
-            os.utime(os.path.join(self._cache.directory, self.key + ".arrow"))
+            os.utime(self._fd)  # the pin's: the copy keeps its verified identity
         with contextlib.suppress(OSError):
             os.close(self._fd)
 
@@ -217,7 +228,7 @@ class ChunkCache:
         assert fd is not None  # a blocking lock
         try:
             data = self._path(key + ".arrow")
-            if not os.path.exists(data):
+            if not self._usable(chunk, data):
                 started = time.perf_counter()
                 if not self._download(chunk, storage_options, wait):
                     os.close(fd)
@@ -228,7 +239,13 @@ class ChunkCache:
                     with self._lock:
                         self.stats.wait_seconds += waited
                         count("wait_seconds", waited)
-            os.utime(data)
+                if not self._usable(chunk, data):  # damaged again meanwhile: not ours to fix
+                    raise ChunkFileError(
+                        f"The local copy {data!r} of remote chunk {chunk.url!r} was damaged "
+                        "again right after it was downloaded; check the disk of "
+                        f"`chunk_cache_dir` {self.directory!r}."
+                    )
+            os.utime(fd)  # the last use is the pin's modification time (see the docstring)
             table = pa.ipc.open_file(pa.memory_map(data, "r").read_buffer()).read_all()
         except BaseException:
             os.close(fd)
@@ -245,6 +262,34 @@ class ChunkCache:
             self._open[key] = pinned
             self._trim(self.keep_open)
         return pinned
+
+    def _usable(self, chunk: RemoteChunk, data: str) -> bool:
+        """Whether the copy ``data`` exists and holds ``chunk``'s bytes (a bad one is removed).
+
+        Trusted by ``stat`` identity once checked (see the module docstring); otherwise
+        hashed once and compared with the manifest's digest.
+        """
+        try:
+            ident = trust.identity(data)
+            why = trust.check(data, chunk.size, chunk.digest)
+        except FileNotFoundError:  # absent, or evicted meanwhile
+            return False
+        if why is None:
+            return True
+        dl = self._path(key_of(chunk) + ".dl")
+        with _flock(dl, fcntl.LOCK_EX), contextlib.suppress(OSError):
+            if trust.identity(data) == ident:  # not replaced by a new download meanwhile
+                os.unlink(data)
+        with self._lock:
+            self.stats.refetched += 1
+            count("refetched", 1)
+        warnings.warn(
+            f"The local copy {data!r} of remote chunk {chunk.url!r} is {why}; it was removed "
+            "and is downloaded again.",
+            CacheWarning,
+            stacklevel=2,
+        )
+        return False
 
     def _drop_pin(self, chunk: RemoteChunk) -> None:
         """Remove the ``.pin`` of a chunk that has no copy (a failed or refused download)."""
@@ -371,6 +416,7 @@ class ChunkCache:
                     # the copy, never neither (its listing raced with the rename).
                     with _flock(self._path("budget.lock"), fcntl.LOCK_EX):
                         os.replace(partial, final)
+                    trust.vouch(final, durable=True)  # synced, then renamed (a new ctime)
                 finally:
                     _unlink(partial)
             finally:
@@ -431,6 +477,7 @@ class ChunkCache:
     def _make_room(self, need: int) -> tuple[int, int]:
         """Evict unpinned copies, least recently used first; ``(bytes used, pinned)``."""
         copies: list[tuple[float, int, str]] = []
+        pins: dict[str, float] = {}
         used = 0
         for name in os.listdir(self.directory):
             path = self._path(name)
@@ -438,11 +485,14 @@ class ChunkCache:
                 st = os.stat(path)
             except FileNotFoundError:
                 continue
-            if name.endswith(".arrow"):
+            if name.endswith(".pin"):
+                pins[name[: -len(".pin")]] = st.st_mtime
+            elif name.endswith(".arrow"):
                 copies.append((st.st_mtime, st.st_size, name))
                 used += st.st_size
             elif name.endswith(".partial") and not self._stale_partial(name):
                 used += st.st_size
+        copies = [(max(t, pins.get(n[: -len(".arrow")], t)), size, n) for t, size, n in copies]
         pinned = 0
         for _, size, name in sorted(copies):
             if used + need <= self.limit:

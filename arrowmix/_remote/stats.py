@@ -55,12 +55,15 @@ class CacheStats:
         chunks_downloaded: copies made.
         wait_seconds: time readers spent waiting for a chunk to be downloaded.
         evicted: copies removed to make room.
+        refetched: local copies that failed their check (damaged, truncated, swapped) and
+            were downloaded again.
     """
 
     bytes_downloaded: int = 0
     chunks_downloaded: int = 0
     wait_seconds: float = 0.0
     evicted: int = 0
+    refetched: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """The counters as a plain dict."""
@@ -69,6 +72,7 @@ class CacheStats:
             "chunks_downloaded": self.chunks_downloaded,
             "wait_seconds": round(self.wait_seconds, 6),
             "evicted": self.evicted,
+            "refetched": self.refetched,
         }
 
 

@@ -14,14 +14,22 @@ hashed again after a reboot, so a file torn by a power loss is never trusted.
 
 Several processes may update one record: each merges its entries into what is on disk when
 it writes; an entry lost in a race only costs one more hash.
+
+:func:`check` serves caches that know each file's size and content digest (remote copies,
+generated corpora): a file is hashed once per ``stat`` identity, then trusted by it. File
+times come from the kernel's coarse clock (a tick of 1-10 ms), so a write within the tick of
+the identity checked would leave it unchanged: :func:`check` and :func:`vouch` record a file
+only once that tick has passed (waiting for it if needed), and only if it is still unchanged.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import mmap
 import os
 import secrets
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,7 +37,18 @@ import xxhash
 
 from arrowmix._storage.local import root_dir
 
-__all__ = ["batch", "flush", "identity", "moved", "remember", "synced", "trusted"]
+__all__ = [
+    "batch",
+    "check",
+    "file_digest",
+    "flush",
+    "identity",
+    "moved",
+    "remember",
+    "synced",
+    "trusted",
+    "vouch",
+]
 
 _Ident = tuple[int, ...]
 
@@ -52,8 +71,9 @@ def _boot_time_ns() -> int | None:
 
 _BOOT = _read("/proc/sys/kernel/random/boot_id")
 _BOOT_NS = _boot_time_ns()
-# identities of files this process synced to disk
+# identities of files this process synced to disk, and of files it checked by digest
 _synced: set[_Ident] = set()
+_known: set[_Ident] = set()
 # loaded records by record path: {name: [*identity, boot, durable]}; changed names
 _records: dict[str, dict[str, list[Any]]] = {}
 _changed: dict[str, set[str]] = {}
@@ -124,6 +144,80 @@ def moved(path: str, before: _Ident, after: _Ident) -> None:
         _set(path, [*after, *entry[5:]])
 
 
+def check(path: str, size: int, digest: str) -> str | None:
+    """What is wrong with ``path`` if it does not hold ``size`` bytes of xxh3-64 ``digest``.
+
+    None when it does: known from an earlier check of the file in its current ``stat``
+    identity (in this process, or recorded), else hashed now and recorded.
+
+    Raises:
+        FileNotFoundError: ``path`` does not exist.
+    """
+    ident = identity(path)
+    if ident not in _known and not trusted(path, ident):
+        _reload(path)  # another process may have recorded it since this one read the record
+    if ident in _known or trusted(path, ident):
+        _known.add(ident)
+        return None
+    if ident[2] != size:
+        return f"{ident[2]} bytes where {size} were recorded (truncated or replaced)"
+    got = file_digest(path)
+    if got != digest:
+        return f"damaged: its bytes hash to {got} where {digest} was recorded"
+    _record_settled(path, ident)
+    return None
+
+
+def _reload(path: str) -> None:
+    """Read ``path``'s directory record again, keeping this process's unwritten entries."""
+    record, _, files = _entries(path)
+    ours = {n: files[n] for n in _changed.get(record, ()) if n in files}
+    _records[record] = {**_load(record), **ours}
+
+
+def _coarse_ns() -> int:
+    """Now, on the clock the kernel stamps file times with."""
+    clock = getattr(time, "CLOCK_REALTIME_COARSE", None)
+    return time.clock_gettime_ns(clock) if clock is not None else time.time_ns() - 20_000_000
+
+
+def _record_settled(path: str, ident: _Ident) -> None:
+    """Record ``path`` in state ``ident`` once its time tick has passed, if still unchanged.
+
+    A file stamped in the future (beyond the wait of at most 0.1 s) is not recorded.
+    """
+    for _ in range(100):
+        if _coarse_ns() > max(ident[3], ident[4]):
+            break
+        time.sleep(0.001)
+    else:
+        return
+    with contextlib.suppress(FileNotFoundError):
+        if identity(path) == ident:
+            _known.add(ident)
+            remember(path, ident)
+
+
+def file_digest(path: str) -> str:
+    """The xxh3-64 digest of the whole (non-empty) file at ``path``."""
+    with open(path, "rb") as f:
+        if not os.fstat(f.fileno()).st_size:
+            return xxhash.xxh3_64_hexdigest(b"")
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            return xxhash.xxh3_64_hexdigest(m)
+
+
+def vouch(path: str, *, durable: bool = False) -> None:
+    """Record ``path`` as checked in its current state (its writer checked its bytes).
+
+    ``durable``: its bytes were synced to disk before its current identity (e.g. a rename).
+    """
+    ident = identity(path)
+    if durable:
+        _synced.add(ident)
+    _record_settled(path, ident)
+
+
 def _set(path: str, entry: list[Any]) -> None:
     record, name, files = _entries(path)
     files[name] = entry
@@ -159,7 +253,7 @@ def flush() -> None:
             tmp = f"{record}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
             try:
                 with open(tmp, "w", encoding="utf-8") as f:
-                    json.dump({"files": files}, f, separators=(",", ":"))
+                    json.dump({"dir": _dirs[record], "files": files}, f, separators=(",", ":"))
                 os.replace(tmp, record)
             except BaseException:
                 with contextlib.suppress(OSError):

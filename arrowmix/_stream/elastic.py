@@ -59,13 +59,13 @@ from typing import Any
 from arrowmix._stream.base import FORMAT_VERSION, PLAIN, ElasticMode, State, Stream
 from arrowmix._stream.dealing import Generation
 from arrowmix._stream.identity import describe_mismatch
+from arrowmix._stream.mixing.changes import check_changes
 from arrowmix._stream.stages.map import adopt_map_forms
 from arrowmix._stream.topology import (
     ElasticRole,
     elastic_sources,
     merges,
     open_for_changes,
-    refuse_replayed_changes,
     replay_open_windows,
     source_keys,
     walk,
@@ -324,11 +324,7 @@ class ElasticRun:
         ):
             changed = False  # only maps' worker counts differ
         if changed and self.allow_changes:
-            nodes = self.nodes_of.get(task["pipeline"])
-            what = "another fingerprint"
-            if nodes:
-                what = describe_mismatch(nodes, self.root, hint=False)
-            refuse_replayed_changes(self.root, what)
+            check_changes(self.nodes_of.get(task["pipeline"]), self.root)
             open_for_changes(self.root)
         elif changed:
             nodes = self.nodes_of.get(task["pipeline"])
@@ -536,6 +532,7 @@ class ElasticRun:
         tasks[0] = {**tasks[0], "state": state["state"], "pipeline": state["pipeline"]}
         run.tasks = tasks
         run.allow_changes = allow_changes
+        run.nodes_of = {state["pipeline"]: state.get("nodes")}
         run.epoch = int(state.get("epoch", 0))
         run.home = tuple(tasks[-1]["sharding"])
         if run.merging:
@@ -568,10 +565,12 @@ class ElasticRun:
         elastic: dict[str, Any] = {"tasks": tasks}
         if self.own is not None and self.merging:
             elastic["own"] = [n.elastic_state() for n in self.merging]
+        fingerprint, nodes = self.root._identity()
         out = {
             "format": FORMAT_VERSION,
-            "pipeline": self.root.pipeline_fingerprint(),
+            "pipeline": fingerprint,
             "state": state,
+            "nodes": nodes,
             ELASTIC_KEY: elastic,
         }
         if self.epoch:

@@ -23,7 +23,16 @@ from arrowmix.exceptions import FingerprintWarning
 if TYPE_CHECKING:
     from arrowmix._stream.base import Stream
 
-__all__ = ["describe_mismatch", "fn_identity", "node_summaries", "warn_unhashed"]
+__all__ = [
+    "describe_mismatch",
+    "fn_identity",
+    "name_digest",
+    "node_difference",
+    "node_summaries",
+    "node_summary",
+    "source_names",
+    "warn_unhashed",
+]
 
 _CACHE = "_fn_ids"  # per node: {id(fn): (fn, identity, problem)}; never pickled
 _DIGITS = 4
@@ -78,21 +87,44 @@ def _digest(value: Any) -> str:
     return hash_value(value)[:_DIGITS]
 
 
-def node_summaries(root: Stream[Any]) -> list[str]:
-    """One short string per node, depth-first: digests of its class and of each field.
+def source_names(node: Stream[Any]) -> list[str] | None:
+    """The source names of a named mix (None for any other node)."""
+    names = getattr(node, "child_names", None)
+    out: list[str] | None = names() if callable(names) else None
+    return out
+
+
+def name_digest(name: str) -> str:
+    """8-hex digest of a source name, as a named mix's summary records it."""
+    return hash_value(name)[:8]
+
+
+def node_summary(node: Stream[Any]) -> str:
+    """Digests of ``node``'s class and of each field; a named mix adds its sources' shape.
 
     ``"<class>.<field 1>.<field 2>..."`` with fields in name order, each a 4-hex digest
-    of its value: about 5 characters per field, enough to name what differs.
+    of its value. A named mix appends ``"|<name digest>:<nodes>"`` per source (the
+    number of nodes of the source's sub-pipeline), so that a checkpoint's stages can be
+    matched source by source when the mixture changed.
     """
     from arrowmix._stream.topology import walk
 
-    out = []
-    for node in walk(root):
-        fields = node.describe()
-        parts = [_digest(type(node).__qualname__)]
-        parts += [_digest([k, fields[k]]) for k in sorted(fields)]
-        out.append(".".join(parts))
+    fields = node.describe()
+    parts = [_digest(type(node).__qualname__)]
+    parts += [_digest([k, fields[k]]) for k in sorted(fields)]
+    out = ".".join(parts)
+    names = source_names(node)
+    if names is not None:
+        shape = zip(names, node.children(), strict=True)
+        out += "".join(f"|{name_digest(n)}:{len(walk(c))}" for n, c in shape)
     return out
+
+
+def node_summaries(root: Stream[Any]) -> list[str]:
+    """One :func:`node_summary` per node, depth-first: about 5 characters per field."""
+    from arrowmix._stream.topology import walk
+
+    return [node_summary(node) for node in walk(root)]
 
 
 def describe_mismatch(saved: Any, root: Stream[Any], *, hint: bool = True) -> str:
@@ -110,43 +142,48 @@ def describe_mismatch(saved: Any, root: Stream[Any], *, hint: bool = True) -> st
             f"is {root.explain():.300}"
         )
     for k, (old, new, node) in enumerate(zip(saved, mine, nodes, strict=False)):
-        if old == new:
-            continue
-        name = type(node).__qualname__
-        old_parts, new_parts = old.split("."), new.split(".")
-        if old_parts[0] != new_parts[0]:
-            return f"node {k} is another stage in the checkpoint than {name} here" + (
-                " (map(fn) and map(fn, num_workers=N) keep different states)"
-                if name in ("MapIterator", "ParallelMapIterator")
-                else ""
-            )
-        fields = node.describe()
-        keys = sorted(fields)
-        if len(old_parts) != len(new_parts):
-            return f"node {k} ({name}) has other fields in the checkpoint: {keys} here"
-        for key, a, b in zip(keys, old_parts[1:], new_parts[1:], strict=True):
-            if a != b:
-                what = f"node {k} ({name}) differs in `{key}` (here: {fields[key]!r:.60})"
-                if not hint:
-                    return what
-                if key == "num_instances":
-                    what += "." + _HINT_SHARDING
-                elif key == "instance_rank":
-                    what += (
-                        ": the state belongs to another instance (rank or DataLoader "
-                        "worker); load each instance's own state, and pass merge_states "
-                        "the states of every instance in instance order"
-                    )
-                elif key in ("weights", "names") and name == "WeightedMixIterator":
-                    what += (
-                        ": load_state_dict(state, allow_changes=True) resumes a named mix "
-                        "(mix({name: stream})) into another mixture"
-                        if "names" in fields
-                        else ": only a named mix (mix({name: stream})) resumes into another mixture"
-                    )
-                elif isinstance(fields[key], str) and "@" in fields[key]:
-                    what += ": the function's code, constants or globals changed"
-                return what
+        if old != new and ("|" in old or old != new.split("|")[0]):  # older: no shape
+            return node_difference(k, old, node, hint=hint)
     if len(saved) != len(mine):
         return f"the checkpoint has {len(saved)} nodes, this pipeline {len(mine)}"
     return "the stages match field by field; a value hashed in full differs"
+
+
+def node_difference(k: int, old: str, node: Stream[Any], *, hint: bool = True) -> str:
+    """What differs between node ``k`` of a checkpoint (its summary ``old``) and ``node``."""
+    name = type(node).__qualname__
+    old_parts, new_parts = old.split("|")[0].split("."), node_summary(node).split("|")[0].split(".")
+    if old_parts[0] != new_parts[0]:
+        return f"node {k} is another stage in the checkpoint than {name} here" + (
+            " (map(fn) and map(fn, num_workers=N) keep different states)"
+            if name in ("MapIterator", "ParallelMapIterator")
+            else ""
+        )
+    fields = node.describe()
+    keys = sorted(fields)
+    if len(old_parts) != len(new_parts):
+        return f"node {k} ({name}) has other fields in the checkpoint: {keys} here"
+    for key, a, b in zip(keys, old_parts[1:], new_parts[1:], strict=True):
+        if a != b:
+            what = f"node {k} ({name}) differs in `{key}` (here: {fields[key]!r:.60})"
+            if not hint:
+                return what
+            if key == "num_instances":
+                what += "." + _HINT_SHARDING
+            elif key == "instance_rank":
+                what += (
+                    ": the state belongs to another instance (rank or DataLoader "
+                    "worker); load each instance's own state, and pass merge_states "
+                    "the states of every instance in instance order"
+                )
+            elif key in ("weights", "names") and name == "WeightedMixIterator":
+                what += (
+                    ": load_state_dict(state, allow_changes=True) resumes a named mix "
+                    "(mix({name: stream})) into another mixture"
+                    if "names" in fields
+                    else ": only a named mix (mix({name: stream})) resumes into another mixture"
+                )
+            elif isinstance(fields[key], str) and "@" in fields[key]:
+                what += ": the function's code, constants or globals changed"
+            return what
+    return f"node {k} ({name}) has other sources in the checkpoint"

@@ -140,8 +140,9 @@ class PipelineRoot(Stage[T]):
         ``allow_changes=True`` resumes a checkpoint of a pipeline whose named mixes
         (``mix({name: stream, ...})``) have other weights or sources: each kept source
         continues where it stopped, a new one starts at its beginning, a removed one is
-        reported. The rest of the pipeline must be the same (it is not fingerprinted
-        then; each stage still checks its own state). A changed mix followed by a
+        reported. Every other stage must be the same, stage by stage, and so must each
+        kept source (a source under a kept name that is another sub-pipeline is
+        refused: give it a new name to read it from its beginning). A changed mix followed by a
         buffering stage (``shuffle``, ``map(num_workers=N)``, ``prefetch``, bucketing,
         ``pack``) is refused with a ``StateError``: that stage would replay its open
         window under the new mixture, i.e. other rows.
@@ -195,11 +196,11 @@ class PipelineRoot(Stage[T]):
         if epoch != self.chosen_epoch:
             self.apply_epoch(epoch)
         if allow_changes:
-            from arrowmix._stream.topology import open_for_changes, refuse_replayed_changes
+            from arrowmix._stream.mixing.changes import check_changes
+            from arrowmix._stream.topology import open_for_changes
 
             if state[_PIPELINE_KEY] != mine:
-                what = describe_mismatch(state.get(_NODES_KEY), self._as_stream(), hint=False)
-                refuse_replayed_changes(self._as_stream(), what)
+                check_changes(state.get(_NODES_KEY), self._as_stream())
             open_for_changes(self._as_stream())
         self.reset_pipeline(state[_STATE_KEY])
 

@@ -20,7 +20,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from arrowmix._validate import check_int
-from arrowmix.exceptions import ElasticResumeError, ShardingError, StateError
+from arrowmix.exceptions import ElasticResumeError, ShardingError
 
 if TYPE_CHECKING:
     from arrowmix._stream.base import Stream
@@ -118,41 +118,6 @@ def stage_name(node: object) -> str:
     """The short name of ``node`` in stats paths (the builder's name, else the class's)."""
     cls = type(node).__name__
     return _NAMES.get(cls, cls)
-
-
-def refuse_replayed_changes(root: Stream[Any], change: str) -> None:
-    """Refuse a changed mixture that a buffering stage after it would replay.
-
-    A buffering stage (``BUFFERING`` or ``DEALER``: shuffle, parallel map, prefetch,
-    bucket, budget_bucket, pack; or one declaring ``REPLAYS_ON_RESTORE``: window) restores
-    by reading again, from its input, the items it had read but not yet yielded. Under
-    another mixture those are other items, so rows would be lost and repeated: loading a
-    checkpoint with ``allow_changes=True`` (``change`` says what differs) is refused when
-    such a stage follows a named mix.
-    """
-
-    def visit(node: Stream[Any], buffers: list[str]) -> None:
-        names = getattr(node, "child_names", None)
-        if buffers and callable(names) and names() is not None:
-            raise StateError(
-                f"load_state_dict(allow_changes=True): the named mix "
-                f"mix({names()}) changed ({change}), and {buffers[-1]} after it "
-                "restores by reading again the items it had buffered when the checkpoint "
-                "was taken: under the new mixture these are other items, so rows would be "
-                "lost and repeated. What works: resume with the unchanged mixture (on any "
-                "number of ranks), or change the mixture in a pipeline where no buffering "
-                "stage (shuffle, map with num_workers, prefetch, bucket, budget_bucket, "
-                "pack, window) follows the mix, e.g. shuffle each source before mixing."
-            )
-        role = getattr(type(node), "ELASTIC_ROLE", None)
-        if role in (ElasticRole.BUFFERING, ElasticRole.DEALER) or getattr(
-            type(node), "REPLAYS_ON_RESTORE", False
-        ):
-            buffers = [*buffers, f"`{stage_name(node)}` ({type(node).__name__})"]
-        for child in node.children():
-            visit(child, buffers)
-
-    visit(root, [])
 
 
 def check_sharding(num_instances: object, instance_rank: object) -> None:

@@ -9,7 +9,10 @@ from os import environ, getenv
 from random import choice
 from typing import Any
 
+import numpy as np
+import numpy.random as npr
 import pytest
+from numpy.random import rand as np_rand
 
 import arrowmix as am
 from arrowmix.exceptions import FingerprintWarning
@@ -104,3 +107,56 @@ def test_an_imported_environ_is_still_seen_after_os_environ_was_replaced(
     monkeypatch.setattr(os, "environ", copy.deepcopy(os.environ))
     with pytest.warns(FingerprintWarning, match="os.environ"):
         _ds().map(reads_imported_environ)
+
+
+def draws_numpy_global(row: dict[str, Any]) -> dict[str, Any]:
+    return {"y": float(np.random.rand())}
+
+
+def draws_imported_numpy_rand(row: dict[str, Any]) -> dict[str, Any]:
+    return {"y": float(np_rand())}
+
+
+def draws_numpy_random_module(row: dict[str, Any]) -> dict[str, Any]:
+    return {"y": int(npr.randint(10))}
+
+
+@pytest.mark.parametrize(
+    ("fn", "named"),
+    [
+        (draws_numpy_global, "numpy.random.rand"),
+        (draws_numpy_random_module, "numpy.random.randint"),
+    ],
+)
+def test_a_function_drawing_from_numpys_global_generator_warns(fn: Any, named: str) -> None:
+    np.random.seed(0)
+    with pytest.warns(FingerprintWarning, match=named) as record:
+        first = _ds().map(fn)["y"]
+    assert len(record) == 1
+    np.random.seed(1)  # another seed: the cached values of seed 0 are served, as warned
+    with pytest.warns(FingerprintWarning, match=named):
+        assert _ds().map(fn)["y"] == first
+
+
+def numpy_seeded_generator(row: dict[str, Any]) -> dict[str, Any]:
+    return {"y": float(np.random.default_rng(row["x"]).random())}
+
+
+def numpy_not_random(row: dict[str, Any]) -> dict[str, Any]:
+    return {"y": float(np.sqrt(row["x"]))}
+
+
+@pytest.mark.parametrize("fn", [numpy_seeded_generator, numpy_not_random])
+def test_numpy_functions_without_global_state_do_not_warn(fn: Any) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(_ds().map(fn)) == 3
+
+
+def test_an_imported_global_numpy_draw_is_hashed_with_the_generators_state() -> None:
+    # `from numpy.random import rand` names a method of the global RandomState, a value
+    # hashed with its state: another seed recomputes, so there is nothing to warn about.
+    np.random.seed(0)
+    first = _ds().map(draws_imported_numpy_rand)["y"]
+    np.random.seed(1)
+    assert _ds().map(draws_imported_numpy_rand)["y"] != first

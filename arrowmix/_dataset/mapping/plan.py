@@ -100,9 +100,13 @@ def _transform_fingerprint(
         # An "arrow" view's output became the returned columns only (HF's rule): a new key,
         # so results stored under the earlier rule are not reused.
         "arrow_whole_output": call.fmt == "arrow",
+        # A returned column also in remove_columns keeps its place among the inputs (HF's
+        # order; it used to come last): a new key, so results in the old order are not reused.
+        "removed_returned_in_place": bool(call.remove_columns) and call.fmt != "arrow",
     }
     defaults = dict.fromkeys(kwargs) | {
         "arrow_whole_output": False,
+        "removed_returned_in_place": False,
         "batched": False,
         "with_indices": False,
         "with_rank": False,

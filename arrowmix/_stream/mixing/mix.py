@@ -27,6 +27,8 @@ import numpy as np
 from arrowmix._stream.base import ElasticMode, State, Stream
 from arrowmix._stream.counters import TokensBySource
 from arrowmix._stream.identity import fn_identity
+from arrowmix._stream.mixing.deficits import SCALE_KEY, SCHEDULE_SCALE, upgrade_deficits
+from arrowmix._stream.mixing.mix_stats import mix_stats
 from arrowmix._stream.mixing.mixed_rows import MixedRows
 from arrowmix._stream.mixing.named import WEIGHTS_KEY, from_named, split_named, to_named
 from arrowmix._stream.mixing.schedule import (
@@ -34,13 +36,14 @@ from arrowmix._stream.mixing.schedule import (
     check_stopping,
     check_weights,
 )
+from arrowmix._stream.mixing.schemas import check_schemas
 from arrowmix._stream.mixing.weight_schedule import WeightSchedule
 from arrowmix._stream.mixing.zipped import ZipIterator, zip_streams
 from arrowmix._stream.positions import Positions
 from arrowmix._stream.rng import derive_rng
 from arrowmix._stream.topology import ElasticRole
 from arrowmix._validate import check_int
-from arrowmix.exceptions import SchemaMismatchError, StateError
+from arrowmix.exceptions import StateError
 
 Weights = Sequence[float] | Mapping[str, float] | WeightSchedule | Callable[[int], Any] | None
 
@@ -52,25 +55,6 @@ _MIN_BULK = 16
 _NOTHING: Any = object()
 _clock = time.perf_counter
 _SAMPLE = 32  # the per-item path times one read in _SAMPLE
-
-
-def check_schemas(streams: Sequence[Stream[Any]]) -> None:
-    """Raise SchemaMismatchError when known input schemas differ (naming columns)."""
-    known = [(i, s.schema) for i, s in enumerate(streams) if s.schema is not None]
-    if len(known) < 2:
-        return
-    i0, ref = known[0]
-    for i, sch in known[1:]:
-        if sch.equals(ref):
-            continue
-        a = {f.name: str(f.type) for f in ref}
-        b = {f.name: str(f.type) for f in sch}
-        diff = sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
-        raise SchemaMismatchError(
-            f"streams {i0} and {i} have different schemas; differing columns: {diff} "
-            f"(stream {i0}: {[f'{k}: {a.get(k)}' for k in diff]}, stream {i}: "
-            f"{[f'{k}: {b.get(k)}' for k in diff]})."
-        )
 
 
 class WeightedMixIterator(Stream[T]):
@@ -114,7 +98,7 @@ class WeightedMixIterator(Stream[T]):
         if self.names is not None:  # the named state also records the weights
             keys = (*keys, WEIGHTS_KEY)
         if sched is not None:  # and a scheduled one the step it stands at
-            keys = (*keys, self.STEP_KEY)
+            keys = (*keys, self.STEP_KEY, SCALE_KEY)
         self.STATE_KEYS = keys  # type: ignore[misc]
         for i, s in enumerate(self.streams):
             if not isinstance(s, Stream):
@@ -176,6 +160,9 @@ class WeightedMixIterator(Stream[T]):
 
     def reset(self, state: State | None = None) -> None:
         allowed = self.names is not None and self.__dict__.get("_allow_changes")
+        if isinstance(state, dict) and (self.schedule is not None or SCALE_KEY in state):
+            saved = state
+            state = upgrade_deficits(saved, self.schedule is not None, lambda: self._at(saved))
         if state is not None and allowed and isinstance(state, dict):
             # a schedule added or dropped between runs: the step is kept or derived
             state = {**state, self.STEP_KEY: self._state_step(state)}
@@ -214,6 +201,11 @@ class WeightedMixIterator(Stream[T]):
         self._base = step - sum(self._counts)
         if changed:  # another active set or weights: the deficits start again
             self._rule.swrr.restart()
+
+    def _at(self, state: State) -> list[float]:
+        """The weights of the segment a checkpoint stood in (by input)."""
+        assert self.schedule is not None
+        return list(self.schedule.segment(max(self._state_step(state) - 1, 0))[2])
 
     def _state_step(self, state: State) -> int:
         """The step of a checkpoint: recorded by a scheduled mix, else its counts' sum."""
@@ -260,6 +252,7 @@ class WeightedMixIterator(Stream[T]):
             state = to_named(self.names, weights, state)
         if self.schedule is not None:
             state[self.STEP_KEY] = step
+            state[SCALE_KEY] = SCHEDULE_SCALE
         return state
 
     def _step(self) -> int:
@@ -568,31 +561,7 @@ class WeightedMixIterator(Stream[T]):
         the mix's row positions): the tokens it yielded from each input, in this
         process. A named mix keys the per-input values by source name.
         """
-        k = len(self.streams)
-        counts = list(self._counts) if self._started else [0] * k
-        window = [c - w for c, w in zip(counts, self.__dict__.get("_window", counts), strict=True)]
-        self._window = list(counts)
-        out: dict[str, Any] = {
-            "counts": counts,
-            "ratios": _ratios(counts),
-            "window_counts": window,
-            "window_ratios": _ratios(window),
-            "weights": list(self.weights),
-            "exhausted": list(self._exhausted) if self._started else [False] * k,
-        }
-        tally = self.__dict__.get("_token_tally")
-        if tally is not None:
-            out["tokens"], out["window_tokens"] = tally.read()
-        if self.names is not None:
-            out = {key: dict(zip(self.names, v, strict=True)) for key, v in out.items()}
-        out["wait_seconds"] = self.__dict__.get("_wait", 0.0)
-        out["removed"] = list(self.__dict__.get("removed", []))
-        return out
-
-
-def _ratios(counts: list[int]) -> list[float]:
-    total = sum(counts)
-    return [c / total if total else 0.0 for c in counts]
+        return mix_stats(self)
 
 
 def mix(

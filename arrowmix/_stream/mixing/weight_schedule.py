@@ -104,7 +104,7 @@ class WeightSchedule:
             ...     return [1.0, min(1.0, step / 8)]
             >>> s = WeightSchedule.from_function(ramp, every=4)
             >>> "".join(mix([from_iterable("a" * 8), from_iterable("b" * 4)], weights=s))
-            'aaaaabaaabbb'
+            'aaaaabaababb'
         """
         self = cls([(0, [1.0])], every=every)
         self.fn = check_callable("fn", fn)
