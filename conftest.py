@@ -9,8 +9,10 @@ real ``~/.cache``. Every test then gets its own cache root on top of that.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
+from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -73,3 +75,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.nodeid.split("::", 1)[0] in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line per reason tests were skipped, counted, instead of one line per test.
+
+    The round-trip harness skips the checks a stage class opts out of (``Test<Stage> defines
+    no make_sharded``): those reasons are counted together, with the class names left out.
+    """
+    reasons: Counter[str] = Counter()
+    for report in terminalreporter.stats.get("skipped", []):
+        if isinstance(report.longrepr, tuple):
+            reason = report.longrepr[2].removeprefix("Skipped: ")
+            reasons[re.sub(r"^\w+ defines no", "a test class defines no", reason)] += 1
+    if reasons:
+        terminalreporter.write_sep("-", f"{sum(reasons.values())} skipped, by reason")
+        for reason, n in reasons.most_common():
+            terminalreporter.write_line(f"{n:5d}  {reason}")

@@ -16,6 +16,7 @@ from arrowmix._fingerprint.pickler import register_fingerprint
 from arrowmix._fingerprint.record import FingerprintRecord
 from arrowmix._fingerprint.record import explain as explain_fingerprint
 from arrowmix._hf.dataset_dict import DatasetDict
+from arrowmix._hf.interleave import interleave_datasets
 from arrowmix._hf.saved import load_from_disk
 from arrowmix._version import __version__
 
@@ -29,6 +30,7 @@ __all__ = [
     "disable_caching",
     "enable_caching",
     "explain_fingerprint",
+    "interleave_datasets",
     "is_caching_enabled",
     "load_from_disk",
     "register_fingerprint",

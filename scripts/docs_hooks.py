@@ -8,6 +8,9 @@ mkdocs.yml).
   tutorial's script, which the tests run as it is).
 - ``<!-- api-summary -->`` in an API page is replaced by a table of the names the page renders
   (its ``::: name`` blocks, in order), each linked to its entry, with its docstring's first line.
+- Code blocks of interactive examples (``>>>`` prompts) get a ``data-copy`` attribute holding
+  only their code, prompts and output removed, which the theme's copy button copies: pasted
+  examples run.
 - ``SphinxRoles`` renders the reST roles of the docstrings (``:class:`Dataset```,
   ``:meth:`~arrowmix.Dataset.map```...) as links to the API reference when the name is
   documented there, and as code otherwise; the docstrings stay as written.
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import html
 import importlib
 import inspect
 import os
@@ -81,6 +85,43 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
     if SUMMARY in markdown:
         markdown = markdown.replace(SUMMARY, api_summary(_DIRECTIVE.findall(markdown)))
     return markdown
+
+
+_BLOCK = re.compile(
+    r'<div class="(language-[\w-]+ )?highlight"(?P<attrs>[^>]*)>(?P<body>.*?</code></pre>)', re.S
+)
+_TAG = re.compile(r"<[^>]+>")
+
+
+def runnable(text: str) -> str | None:
+    """The code of an interactive example (``>>>``/``...`` lines, prompts removed).
+
+    ``None`` when ``text`` has no prompt: a plain code block is copied as it is.
+
+    >>> runnable(">>> x = [1,\n...      2]\n>>> x\n[1, 2]\n")
+    'x = [1,\n     2]\nx'
+    """
+    lines = text.splitlines()
+    if not any(line.startswith(">>>") for line in lines):
+        return None
+    code = [
+        line[4:] for line in lines if line.startswith((">>> ", "... ")) or line in (">>>", "...")
+    ]
+    return "\n".join(code).rstrip()
+
+
+def on_page_content(html_text: str, page: Any, config: Any, files: Any) -> str:
+    """Give each interactive example's block a ``data-copy`` of its runnable code."""
+
+    def mark(m: re.Match[str]) -> str:
+        code = runnable(html.unescape(_TAG.sub("", m.group("body"))))
+        if code is None or "data-copy" in m.group("attrs"):
+            return m.group(0)
+        start = m.group(0)[: m.start("attrs") - m.start(0)]
+        copy = html.escape(code, quote=True).replace("\n", "&#10;")
+        return f'{start} data-copy="{copy}"{m.group(0)[m.start("attrs") - m.start(0) :]}'
+
+    return _BLOCK.sub(mark, html_text)
 
 
 def api_summary(names: list[str]) -> str:

@@ -104,6 +104,8 @@ def run(args: argparse.Namespace) -> int:
         shift = 1 if recursive else 0
         print("\n".join(table(rows, right=[3 + shift, 4 + shift, 5 + shift])))
     print(summary(entries, directory))
+    if not recursive and not entries:
+        print_recursive_hint(directory, "arrowmix cache ls")
     if default:
         corpora = corpora_with_results(os.getcwd(), exclude=directory)
         if corpora:
@@ -143,6 +145,18 @@ def summary(entries: list[CacheEntry], directory: str) -> str:
         f"{len(entries)} {'entry' if len(entries) == 1 else 'entries'}, {files} "
         f"{'file' if files == 1 else 'files'}, {both_units(total)} in {directory}"
     )
+
+
+def print_recursive_hint(directory: str, command: str) -> None:
+    """Say so when ``directory`` holds no entry itself but directories below it do."""
+    below = [e for e in scan_tree(directory) if e.kind != TMP_KIND]
+    if below:
+        dirs = len({e.directory for e in below})
+        print(
+            f"{len(below)} {'entry' if len(below) == 1 else 'entries'} in {dirs} "
+            f"{'directory' if dirs == 1 else 'directories'} below it; add -r to include "
+            f"{'it' if len(below) == 1 else 'them'}: `{command} -r {directory}`"
+        )
 
 
 def corpora_with_results(top: str, exclude: str) -> list[tuple[str, list[CacheEntry]]]:

@@ -135,7 +135,11 @@ def _locate(arg: str, cache_dir: str | None) -> str:
         if m is not None and m.group(1) == arg:
             names.append(name)
     if not names:
-        raise CommandError(f"No cache file of fingerprint {arg} in {directory}.")
+        raise CommandError(
+            f"No cache file of fingerprint {arg} in {directory}. Results of a corpus on local "
+            "disk lie beside its chunk files: pass that directory with --cache-dir DIR, or "
+            "give the cache files' paths."
+        )
     return os.path.join(directory, names[0])
 
 

@@ -40,8 +40,18 @@ class Parser(argparse.ArgumentParser):
     """
 
     def error(self, message: str) -> NoReturn:
-        """Print ``<prog>: error: <message> (see <prog> --help)`` and exit with status 2."""
+        """Print ``<prog>: error: <message> (see <prog> --help)`` and exit with status 2.
+
+        A command users guess under another name gets its real name too.
+        """
+        for guess, real in GUESSED_NAMES.items():
+            if f"invalid choice: '{guess}'" in message and self.prog.endswith(" cache"):
+                message += f"; to remove cache entries use `arrowmix {real}`"
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+#: ``arrowmix cache <guess>`` -> the command that does it.
+GUESSED_NAMES = {"cleanup": "cleanup-cache", "clean": "cleanup-cache", "rm": "cleanup-cache"}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -9,6 +9,11 @@ integer type as ``int64``, every float type as ``float32``, unless ``format_kwar
 ``dtype``), strings as Python strings, structs as dicts of tensors (torch is imported only when
 this format is used).
 
+``"custom"`` (``with_transform``): the batch as Python objects, passed through the user's
+``transform`` (``format_kwargs["transform"]``) at access time, as HF's custom formatter: a
+row is a batch of one, a column the transform's output for that column. HF's short names
+(``"np"``, ``"pt"``, ``"pa"``/``"pyarrow"``, ``"pd"``, ``"pl"``) name the same formats.
+
 A :class:`Format` may restrict the formatted columns (``columns``); the other columns are then
 left out, or returned as Python objects with ``output_all_columns=True`` (as in HF).
 """
@@ -34,17 +39,29 @@ __all__ = [
     "transmit_columns",
 ]
 
-FORMATS = (None, "python", "numpy", "arrow", "torch", "pandas", "polars")
+FORMATS = (None, "python", "numpy", "arrow", "torch", "pandas", "polars", "custom")
+#: HF's other names of the formats (``datasets.formatting``'s aliases).
+ALIASES = {
+    "np": "numpy",
+    "pt": "torch",
+    "pa": "arrow",
+    "pyarrow": "arrow",
+    "pd": "pandas",
+    "pl": "polars",
+}
 #: Formats whose batches and rows are data frames (one-row frames for rows, series for columns).
 FRAMES = ("pandas", "polars")
 
 
 def check_format(fmt: str | None) -> str | None:
-    """Validate a format name; ``"python"`` is normalised to ``None``."""
+    """Validate a format name; ``"python"`` is normalised to ``None``, aliases to their name."""
+    if isinstance(fmt, str):
+        fmt = ALIASES.get(fmt, fmt)
     if fmt not in FORMATS:
         raise ValueError(
             f"Unknown format {fmt!r}; expected one of None, 'python', 'numpy', 'arrow', "
-            "'torch', 'pandas', 'polars'."
+            "'torch', 'pandas', 'polars', 'custom' (with_transform), or HF's aliases "
+            f"{sorted(ALIASES)}."
         )
     if fmt == "torch":
         _torch()
@@ -88,6 +105,9 @@ class Format:
             return format_batch(table, self.type, kw)
         inside = [c for c in table.column_names if c in self.columns]
         formatted = format_batch(table.select(inside), self.type, kw)
+        if self.type == "custom":  # the transform's columns, then the others (as HF)
+            others = {n: table.column(n).to_pylist() for n in table.column_names}
+            return {**formatted, **{n: v for n, v in others.items() if n not in inside}}
         return {
             name: formatted[name] if name in formatted else table.column(name).to_pylist()
             for name in table.column_names
@@ -102,6 +122,9 @@ class Format:
             return [{k: v[i] for k, v in cols.items()} for i in range(table.num_rows)]
         if self.columns is None or not self.output_all_columns or self.type in ("arrow", *FRAMES):
             return format_rows(table, self.type, dict(self.kwargs) if self.kwargs else None)
+        if self.type == "custom":
+            batch = self._batch(table)
+            return [{k: v[i] for k, v in batch.items()} for i in range(table.num_rows)]
         inside = [c for c in table.column_names if c in self.columns]
         kw = dict(self.kwargs) if self.kwargs else None
         formatted = format_rows(table.select(inside), self.type, kw)
@@ -178,6 +201,14 @@ def format_column(
     """One column of a view (``name``: the column's, for errors)."""
     if fmt is None:
         return col.to_pylist()
+    if fmt == "custom":
+        out = _transformed(pa.table({name: col}), kwargs)
+        if name not in out:
+            raise KeyError(
+                f"the with_transform function returned no column {name!r} (it returned "
+                f"{sorted(out)}) for the column {name!r} asked for."
+            )
+        return out[name]
     if fmt == "arrow":
         return col
     if fmt in FRAMES:
@@ -191,6 +222,8 @@ def format_batch(table: pa.Table, fmt: str | None, kwargs: Mapping[str, Any] | N
     """A batch: dict of lists / arrays / tensors, or the table itself for ``"arrow"``."""
     if fmt is None:
         return table.to_pydict()
+    if fmt == "custom":
+        return _transformed(table, kwargs)
     if fmt == "arrow":
         return table
     if fmt in FRAMES:
@@ -213,6 +246,9 @@ def format_rows(
         return [table.slice(i, 1) for i in range(table.num_rows)]
     if fmt in FRAMES:
         return [frame(table.slice(i, 1), fmt) for i in range(table.num_rows)]
+    if fmt == "custom":
+        batch = _transformed(table, kwargs)
+        return [{k: v[i] for k, v in batch.items()} for i in range(table.num_rows)]
     if fmt == "numpy":
         names = table.column_names
         values = [row_values(table.column(i), kwargs or {}, n) for i, n in enumerate(names)]
@@ -223,6 +259,20 @@ def format_rows(
         )
     cols = format_batch(table, fmt, kwargs)
     return [{k: v[i] for k, v in cols.items()} for i in range(table.num_rows)]
+
+
+def _transformed(table: pa.Table, kwargs: Mapping[str, Any] | None) -> Any:
+    """``with_transform``'s function applied to ``table`` as a batch of Python objects."""
+    transform = (kwargs or {}).get("transform")
+    if transform is None:
+        raise ValueError("the 'custom' format needs a transform: use with_transform(fn).")
+    out = transform(table.to_pydict())
+    if not isinstance(out, Mapping):
+        raise TypeError(
+            f"the with_transform function {getattr(transform, '__name__', transform)!r} "
+            f"returned {type(out).__name__}; it must return a dict of columns (a batch)."
+        )
+    return out
 
 
 def _column_to_numpy(col: pa.ChunkedArray[Any]) -> np.ndarray:

@@ -1,7 +1,9 @@
-"""Progress bars for ``map``/``filter``: rows/s and segments done, on stderr.
+"""Progress of ``map``/``filter``: rows/s and segments done, on stderr.
 
-Shown when stderr is a terminal; ``ARROWMIX_PROGRESS=0`` silences them and
-``ARROWMIX_PROGRESS=1`` forces them on (e.g. in a notebook or a log file).
+A bar when stderr is a terminal. When it is not (a log file, a batch job's output), a map
+that runs longer than ``LOG_EVERY`` seconds writes one plain line every ``LOG_EVERY`` seconds
+and a last one when it ends; shorter maps write nothing. ``ARROWMIX_PROGRESS=0`` silences
+both and ``ARROWMIX_PROGRESS=1`` forces the bar (e.g. in a notebook).
 """
 
 from __future__ import annotations
@@ -11,18 +13,38 @@ import sys
 from types import TracebackType
 from typing import Any
 
-__all__ = ["Progress", "progress_enabled"]
+__all__ = ["LOG_EVERY", "Progress", "progress_enabled"]
+
+#: Seconds between two progress lines in a log (and before the first one).
+LOG_EVERY = 30.0
 
 
 def progress_enabled() -> bool:
     """Whether progress bars are shown (see the module docstring)."""
+    return _mode() == "bar"
+
+
+def _mode() -> str:
+    """``"bar"``, ``"lines"`` (stderr is not a terminal) or ``"off"``."""
     env = os.environ.get("ARROWMIX_PROGRESS", "").strip()
     if env in ("0", "1"):
-        return env == "1"
+        return "bar" if env == "1" else "off"
     try:
-        return sys.stderr.isatty()
+        return "bar" if sys.stderr.isatty() else "lines"
     except (AttributeError, ValueError):
-        return False
+        return "off"
+
+
+class _Lines:
+    """A file for tqdm that writes each refresh as one line (no carriage returns)."""
+
+    def write(self, text: str) -> None:
+        text = text.strip("\r\n")
+        if text:
+            sys.stderr.write(text + "\n")
+
+    def flush(self) -> None:
+        sys.stderr.flush()
 
 
 class Progress:
@@ -33,7 +55,8 @@ class Progress:
         self._segments = num_segments
         self._done = done_segments
         self._cached = done_segments
-        if progress_enabled():
+        mode = _mode()
+        if mode == "bar":
             from tqdm.auto import tqdm
 
             self._bar = tqdm(
@@ -43,6 +66,22 @@ class Progress:
                 unit_scale=True,
                 dynamic_ncols=True,
                 file=sys.stderr,
+            )
+            self._postfix()
+        elif mode == "lines":
+            from tqdm import tqdm as plain
+
+            self._bar = plain(
+                total=total_rows,
+                desc=desc,
+                unit=" rows",
+                unit_scale=True,
+                ncols=100,
+                ascii=True,
+                file=_Lines(),
+                mininterval=LOG_EVERY,
+                maxinterval=LOG_EVERY,
+                delay=LOG_EVERY,
             )
             self._postfix()
 

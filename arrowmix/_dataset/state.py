@@ -11,7 +11,7 @@ so the map engine and the ops can use it without calling back into ``dataset.py`
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DatasetState",
+    "DeferredTable",
     "cache_dir",
     "cache_files",
     "column_names",
@@ -44,8 +45,51 @@ __all__ = [
     "remove_unused_cache_files",
     "set_state",
     "state_of",
+    "stored_table",
     "view_range",
 ]
+
+
+class DeferredTable:
+    """A table known by its rows and schema, built by ``load`` when it is first used.
+
+    A cached map result whose segment files have not been opened yet (see
+    ``arrowmix._dataset.mapping.deferred``).
+    """
+
+    def __init__(self, num_rows: int, schema: pa.Schema, load: Callable[[], pa.Table]) -> None:
+        self.num_rows = num_rows
+        self.schema = schema
+        self._load = load
+
+    @property
+    def column_names(self) -> list[str]:
+        """Column names, in order."""
+        return list(self.schema.names)
+
+    def load(self) -> pa.Table:
+        """The table (built once: later calls return the same one)."""
+        table = self._load()
+        self._load = lambda: table
+        return table
+
+
+class _TableSlot:
+    """``DatasetState.table``: a :class:`DeferredTable` is built on the first read of it.
+
+    :func:`stored_table` reads the slot without building it.
+    """
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            raise AttributeError("table")  # no default value for the dataclass field
+        value = obj.__dict__["_table"]
+        if isinstance(value, DeferredTable):
+            value = obj.__dict__["_table"] = value.load()
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__["_table"] = value
 
 
 @dataclass(frozen=True)
@@ -77,7 +121,7 @@ class DatasetState:
         """The output format (built on first use)."""
         from arrowmix._storage.mixed_json import has_json
 
-        json = any(has_json(t) for t in self.table.schema.types)
+        json = any(has_json(t) for t in stored_table(self).schema.types)
         return formats.Format(self.fmt, self.fmt_columns, self.fmt_all, self.fmt_kwargs, json)
 
     @cached_property
@@ -90,6 +134,11 @@ class DatasetState:
         if isinstance(self.table, RemoteTable):
             return self.table
         return TableReader(self.table)
+
+
+# Set after the class is made: the dataclass field keeps no default, and its __init__
+# stores the table through the slot.
+setattr(DatasetState, "table", _TableSlot())  # noqa: B010
 
 
 def state_of(ds: Dataset) -> DatasetState:
@@ -107,18 +156,28 @@ def set_state(ds: Dataset, state: DatasetState) -> None:
 
 
 def derive(s: DatasetState, **changes: Any) -> DatasetState:
-    """A new state: ``s`` with ``changes`` (the state is immutable; ``s`` is unchanged)."""
+    """A new state: ``s`` with ``changes`` (the state is immutable; ``s`` is unchanged).
+
+    A table not built yet (:class:`DeferredTable`) is passed on unbuilt.
+    """
+    changes.setdefault("table", stored_table(s))
     return replace(s, **changes)
+
+
+def stored_table(s: DatasetState) -> pa.Table | RemoteTable | DeferredTable:
+    """The state's table as stored: a :class:`DeferredTable` is not built."""
+    found: pa.Table | RemoteTable | DeferredTable = s.__dict__["_table"]
+    return found
 
 
 def num_rows(s: DatasetState) -> int:
     """Rows in the view (the indices mapping's length, or the table's)."""
-    return len(s.indices) if s.indices is not None else s.table.num_rows
+    return len(s.indices) if s.indices is not None else stored_table(s).num_rows
 
 
 def column_names(s: DatasetState) -> list[str]:
     """Column names, in order."""
-    return list(s.table.column_names)
+    return list(stored_table(s).column_names)
 
 
 def gather(
@@ -183,16 +242,19 @@ def cache_files(s: DatasetState) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
-def hold_cache_files(paths: Sequence[str]) -> tuple[Hold, ...]:
+def hold_cache_files(paths: Sequence[str], held: Sequence[Hold] = ()) -> tuple[Hold, ...]:
     """Register this process as a reader of the local cache and indices files among ``paths``.
 
-    Chunk files are never removed by a cleanup, so they need no registration.
+    Chunk files are never removed by a cleanup, so they need no registration. A registration
+    among ``held`` that is still active is reused.
     """
+    reuse = {h.path: h for h in held if h.active}
     out = []
     for p in paths:
         name = os.path.basename(p)
         if "://" not in p and (CACHE_FILE_RE.match(name) or INDICES_FILE_RE.match(name)):
-            out.append(hold(p))
+            found = reuse.get(p)
+            out.append(found if found is not None else hold(p))
     return tuple(out)
 
 

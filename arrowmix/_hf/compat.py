@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from arrowmix._hf.columns import HFColumns
 from arrowmix._hf.state import set_state, state_of
+from arrowmix._hf.transforms import HFTransforms
 from arrowmix._validate import check_int
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ def _dataset(obj: HFCompat) -> Dataset:
     return cast("Dataset", obj)
 
 
-class HFCompat(HFColumns):
+class HFCompat(HFColumns, HFTransforms):
     """Mixin of :class:`~arrowmix.Dataset`: HF ``datasets``' names beside arrowmix's own."""
 
     @property

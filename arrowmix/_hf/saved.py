@@ -11,9 +11,9 @@ replaces only a previous save (or an empty directory) and refuses any other path
 so it never deletes a file it did not write; a save killed between its renames is finished or
 undone by the next save or load of that path (see ``arrowmix._storage.swap``).
 ``state.json`` also records the content fingerprint of the files written
-(``_arrowmix_content``, a key HF ignores): a load keeps the saved fingerprint only while the
-files still have that content, and otherwise names the dataset by its files (so no cached
-result of the old rows is ever served for changed ones).
+(``_arrowmix_content``, a key HF ignores) and each file's digest: a load refuses files that
+no longer hold what was saved (bit rot, an edit in place), naming the file, instead of
+serving their rows.
 """
 
 from __future__ import annotations
@@ -34,10 +34,17 @@ from arrowmix._dataset.state import estimate_nbytes, state_of, view_range
 from arrowmix._dataset.verify import DIGESTS_KEY
 from arrowmix._hf.info import INFO_TEXTS, info_entry
 from arrowmix._hooks import dataset_with_info
+from arrowmix._storage.damage import BATCHES_KEY, batch_record, mismatch
 from arrowmix._storage.digests import few, file_digest
 from arrowmix._storage.fs import is_local, local_path
 from arrowmix._storage.swap import new_save_names, recover_saves
-from arrowmix.exceptions import ArrowmixError, SavedDatasetError, TargetExistsError, WriteError
+from arrowmix.exceptions import (
+    ArrowmixError,
+    ChunkFileError,
+    SavedDatasetError,
+    TargetExistsError,
+    WriteError,
+)
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
@@ -259,6 +266,7 @@ def _saved_state(ds: Dataset, tmp: str, names: list[str]) -> dict[str, Any]:
     state = _state(ds, names)
     state[CONTENT_KEY] = from_chunks([os.path.join(tmp, x) for x in names]).fingerprint
     state[DIGESTS_KEY] = {x: file_digest(os.path.join(tmp, x)) for x in names}  # verify
+    state[BATCHES_KEY] = {x: batch_record(os.path.join(tmp, x)) for x in names}  # locate
     return state
 
 
@@ -393,19 +401,18 @@ def load_from_disk(
     The rows are memory-mapped (``keep_in_memory=True`` copies them into memory), with the
     saved format, features, description texts and fingerprint. The fingerprint is the saved
     one while the data files still hold what arrowmix wrote (a directory HF wrote keeps
-    HF's, as HF does); after a change of their content it is that of the files. Only local
-    directories (``storage_options`` None).
+    HF's, as HF does). Only local directories (``storage_options`` None).
 
-    ``verify=True`` first hashes every data file in full and compares it with the digest
-    ``save_to_disk`` recorded in ``state.json`` (bit rot is otherwise not seen: see
-    ``docs/caching.md``).
+    A data file whose ``stat`` identity changed since it was hashed is hashed at its first
+    load and must match the digest ``save_to_disk`` recorded in ``state.json``.
+    ``verify=True`` first hashes every data file in full, whatever its identity (see
+    ``docs/guarantees.md``).
 
     Raises:
         FileNotFoundError: ``state.json`` or ``dataset_info.json`` (or a data file) is missing.
         SavedDatasetError: ``state.json`` is damaged, has no ``_data_files`` list, or names a
             data file outside the directory.
-        ChunkFileError: ``verify=True`` and a data file does not hold what was saved (the
-            message names each one).
+        ChunkFileError: a data file does not hold what was saved (the message names it).
         ValueError: ``verify=True`` on a directory with no recorded digests (HF wrote it).
 
     Example:
@@ -448,12 +455,55 @@ def _load_dataset(directory: str, keep_in_memory: bool | None, verify: bool) -> 
             raise FileNotFoundError(f"Data file {f!r} listed in {STATE_NAME} is missing.")
     if verify:
         _verify(directory, state)
-    ds = _with_saved_state(from_chunks(files), state, info)
+    mapped = from_chunks(files)
+    _check_recorded(directory, state, files, mapped.fingerprint)
+    ds = _with_saved_state(mapped, state, info)
     if keep_in_memory:
         from arrowmix._dataset.in_memory import in_memory_copy
 
         ds = in_memory_copy(ds)
     return ds
+
+
+def _check_recorded(
+    directory: str, state: dict[str, Any], files: list[str], content_fp: str
+) -> None:
+    """Raise ``ChunkFileError`` if a data file mapped is not what the save recorded.
+
+    The digests compared are those ``from_chunks`` just mapped the files under (remembered
+    per file version, so nothing is hashed again). A save of an older arrowmix records one
+    content fingerprint for all files, and a save by HF nothing.
+    """
+    recorded = state.get(DIGESTS_KEY)
+    repair = f"Save the dataset again (`save_to_disk`) from its source, or restore {directory!r}."
+    if isinstance(recorded, dict):
+        for f in files:
+            want = recorded.get(os.path.basename(f))
+            if isinstance(want, str) and (got := file_digest(f)) != want:
+                _unless_resaved(directory, state)
+                record = state.get(BATCHES_KEY)
+                batches = record.get(os.path.basename(f)) if isinstance(record, dict) else None
+                raise mismatch(f, got, want, f"its save's {STATE_NAME}", repair, batches)
+        return
+    content = state.get(CONTENT_KEY)
+    if isinstance(content, str) and content != content_fp:
+        _unless_resaved(directory, state)
+        raise ChunkFileError(
+            f"{directory!r} is damaged: its data files do not hold what {STATE_NAME} recorded "
+            f"when it was saved (content fingerprint {content_fp}, {content} recorded; damaged "
+            f"on disk, or changed in place by another tool). {repair}"
+        )
+
+
+def _unless_resaved(directory: str, state: dict[str, Any]) -> None:
+    """Raise a clear error if the save at ``directory`` is no longer the one ``state`` read."""
+    with contextlib.suppress(OSError, ValueError):
+        if read_json(directory, STATE_NAME) == state:
+            return
+    raise ChunkFileError(
+        f"{directory!r} was saved again (or removed) while it was being loaded: its files are "
+        f"not the ones its {STATE_NAME} listed when the load began. Load it again."
+    )
 
 
 def _with_saved_state(ds: Dataset, state: dict[str, Any], info: dict[str, Any]) -> Dataset:
@@ -490,7 +540,6 @@ def is_dict_dir(directory: str) -> bool:
 def _verify(directory: str, state: dict[str, Any]) -> None:
     """Raise ``ChunkFileError`` naming each data file whose bytes differ from the record."""
     from arrowmix._hf.verify import check_saved
-    from arrowmix.exceptions import ChunkFileError
 
     problems = check_saved(directory, state).problems
     if problems:

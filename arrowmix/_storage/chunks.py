@@ -8,8 +8,10 @@ into place when complete. Names sort naturally: ``chunk-00000.arrow``, ``chunk-0
 
 Each chunk's schema metadata marks it as written by arrowmix (``{"kind": "chunk"}`` under the
 ``arrowmix`` key), its bytes are hashed on the way out, and the manifest ``_manifest.json``
-listing every chunk with its rows, size and digest is written last (see ``digests.py``): a
-directory of marked chunks without a manifest is a write that did not finish.
+listing every chunk with its rows, size and digest (and each record batch's byte range,
+rows and digest, which locate damage: see ``damage.py``) is written last (see
+``digests.py``): a directory of marked chunks without a manifest is a write that did not
+finish.
 
 Rewriting a local corpus (``overwrite=True``) writes the new one whole into a staging directory
 inside ``out_dir`` and then swaps it in (see ``swap.py``): until the swap the old corpus is
@@ -152,11 +154,13 @@ def _write_all(
         name = f"chunk-{len(entries):05d}.arrow"
         path = join(dest, name)
         part = _validated(pending.take_chunk(rows_per_chunk, bytes_per_chunk), name)
-        rows, size, digest = write_file_hashed(path, part, marked, storage_options=storage_options)
+        rows, size, digest, ranges = write_file_hashed(
+            path, part, marked, storage_options=storage_options
+        )
         if is_local(path):
-            entries.append(stat_entry(local_path(path), rows, size, digest))
+            entries.append(stat_entry(local_path(path), rows, size, digest, ranges))
         else:
-            entries.append(ChunkEntry(name, rows, size, digest))
+            entries.append(ChunkEntry(name, rows, size, digest, batches=ranges))
         pending.peek()
     return entries, marked
 

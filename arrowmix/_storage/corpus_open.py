@@ -11,13 +11,15 @@ the digests describe the bytes actually mapped:
 3. its digest is the manifest's only when the mapped file is exactly the version recorded
    there (same inode, size, mtime and ctime); otherwise the digest of that very version
    (:func:`~arrowmix._storage.digests.version_digest`, which refuses to answer for a file
-   replaced while being hashed);
+   replaced while being hashed), which must then be the digest the manifest records: a
+   listed file whose bytes differ (bit rot, an edit in place) raises
+   :class:`~arrowmix.exceptions.ChunkFileError` naming it (:mod:`arrowmix._storage.damage`);
 4. if a directory's manifest (its inode, size, mtime, ctime) differs at the end of the open
    from the start, a rewrite started or ended meanwhile: the files mapped may be a mix of
    versions, and the open is torn. When the manifest stayed and every file mapped is the
    version it lists, the open is one version (no listing needed); otherwise (no manifest, or
-   a file edited in place since) the chunk files present at the end must be those mapped. A
-   corpus edited in place without a rewrite opens under the digests of the bytes mapped.
+   a file no manifest lists) the chunk files present at the end must be those mapped. A file
+   no manifest lists opens under the digest of the bytes mapped.
 
 A torn open, or an error raised while the directory is visibly changing (its manifest is
 another than at the start of the attempt, a live writer's temporary chunk or manifest is in
@@ -43,6 +45,7 @@ import pyarrow as pa
 
 from arrowmix._storage.atomic import TMP_RE, writer_alive
 from arrowmix._storage.chunks import list_chunk_files
+from arrowmix._storage.damage import mismatch
 from arrowmix._storage.digests import (
     MANIFEST_NAME,
     ChunkEntry,
@@ -69,6 +72,10 @@ _SETTLE = 0.02
 _NOT_DATA = re.compile(r"^(cache-|indices-|tmp-)")
 #: Pauses between attempts while a directory is being rewritten (about 1.2 s in all).
 _PAUSES = (0.005, 0.01, 0.02, 0.04, 0.08, 0.15, 0.3, 0.6)
+_REWRITE = (
+    "Rewrite the corpus from its source (`write_chunks(..., overwrite=True)`), or restore "
+    "this file from a copy."
+)
 
 
 class _Torn(Exception):
@@ -250,15 +257,26 @@ def _open_one(path: str, entry: ChunkEntry | None, verify: bool) -> tuple[pa.Tab
         if _ident(hashed) != _ident(st):
             raise _Torn
         if digest != entry.digest:
-            raise ChunkFileError(
-                f"Chunk file {path!r} does not hold what its manifest {MANIFEST_NAME} recorded "
-                f"when it was written: its bytes hash to {digest}, {entry.digest} recorded "
-                "(damaged on disk, or changed by another tool). Rewrite it from its source."
-            )
+            raise _damaged(path, digest, entry)
         return table, digest, entry.matches(st)
     if entry is not None and entry.matches(st):
         return table, entry.digest, True
     found = version_digest(path, st)
     if found is None:
         raise _Torn
+    if entry is not None and found != entry.digest:
+        if _listed(path) != entry:
+            raise _Torn  # the manifest changed meanwhile: a rewrite, not damage
+        raise _damaged(path, found, entry)
     return table, found, False
+
+
+def _damaged(path: str, digest: str, entry: ChunkEntry) -> ChunkFileError:
+    return mismatch(
+        path, digest, entry.digest, f"its manifest {MANIFEST_NAME}", _REWRITE, entry.batches
+    )
+
+
+def _listed(path: str) -> ChunkEntry | None:
+    """The entry of ``path`` in its directory's manifest, read now."""
+    return (read_manifest(os.path.dirname(os.path.abspath(path))) or {}).get(os.path.basename(path))

@@ -46,7 +46,7 @@ import mmap
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -100,6 +100,9 @@ class ChunkEntry:
     inode: int | None = None
     mtime_ns: int | None = None
     ctime_ns: int | None = None
+    #: Per record batch ``[start, end, rows, digest]`` of its bytes (see ``damage.py``); not
+    #: compared (the file's digest covers them) and not hashed (JSON lists).
+    batches: Any = field(default=None, compare=False)
 
     def as_json(self) -> dict[str, Any]:
         """The manifest's JSON object for this chunk (stat fields only when known)."""
@@ -114,6 +117,8 @@ class ChunkEntry:
             out["mtime_ns"] = self.mtime_ns
         if self.ctime_ns is not None:
             out["ctime_ns"] = self.ctime_ns
+        if self.batches is not None:
+            out["batches"] = self.batches
         return out
 
     def matches(self, st: os.stat_result) -> bool:
@@ -133,6 +138,8 @@ class HashingWriter:
     def __init__(self, sink: Any) -> None:
         self._sink = sink
         self._h = xxhash.xxh3_64()
+        self._part = xxhash.xxh3_64()
+        self._mark = 0
         self.size = 0
         self.closed = False
 
@@ -140,6 +147,7 @@ class HashingWriter:
         """Hash ``data`` and pass it on."""
         view = memoryview(data)
         self._h.update(view)
+        self._part.update(view)
         self.size += view.nbytes
         self._sink.write(view)
         return view.nbytes
@@ -159,6 +167,13 @@ class HashingWriter:
     def hexdigest(self) -> str:
         """xxh3-64 of everything written (equal to hashing the finished file)."""
         return self._h.hexdigest()
+
+    def mark(self) -> tuple[int, int, str]:
+        """``(start, end, digest)`` of the bytes written since the last mark (or the start)."""
+        out = (self._mark, self.size, self._part.hexdigest())
+        self._mark = self.size
+        self._part.reset()
+        return out
 
 
 @dataclass(frozen=True)
@@ -357,6 +372,7 @@ def _checked_body(raw: bytes) -> Manifest:
             inode=c.get("inode"),
             mtime_ns=c.get("mtime_ns"),
             ctime_ns=c.get("ctime_ns"),
+            batches=c.get("batches"),
         )
         for c in body["chunks"]
     ]
@@ -378,7 +394,7 @@ def _schema(recorded: Any) -> pa.Schema | None:
         return None
 
 
-def stat_entry(path: str, rows: int, size: int, digest: str) -> ChunkEntry:
+def stat_entry(path: str, rows: int, size: int, digest: str, batches: Any = None) -> ChunkEntry:
     """A manifest entry for a just-written local file (its inode, mtime and ctime included)."""
     st = os.stat(path)
     return ChunkEntry(
@@ -389,6 +405,7 @@ def stat_entry(path: str, rows: int, size: int, digest: str) -> ChunkEntry:
         inode=st.st_ino,
         mtime_ns=st.st_mtime_ns,
         ctime_ns=st.st_ctime_ns,
+        batches=batches,
     )
 
 

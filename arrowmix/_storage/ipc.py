@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -96,11 +96,13 @@ def write_file_hashed(
     schema: pa.Schema,
     *,
     storage_options: Mapping[str, Any] | None = None,
-) -> tuple[int, int, str]:
+) -> tuple[int, int, str, list[list[Any]]]:
     """Write a chunk file (``schema`` as given) atomically, hashing the bytes written.
 
-    Returns ``(rows, size, digest)``: the digest is the xxh3-64 of the whole file, computed
-    on the way out (the file is not read back).
+    Returns ``(rows, size, digest, batches)``: the digest is the xxh3-64 of the whole file,
+    computed on the way out (the file is not read back); ``batches`` holds, per record batch,
+    ``[start, end, rows, digest]`` of the bytes written for it (the first one's include the
+    file's magic and schema).
 
     Raises:
         OSError: writing failed (e.g. ``ENOSPC``); the message names ``path``.
@@ -111,16 +113,28 @@ def write_file_hashed(
         with atomic_sink(path, storage_options) as sink:
             hashing = HashingWriter(sink)
             target = pa.PythonFile(hashing, mode="w")  # type: ignore[arg-type]  # duck-typed
-            rows = _write(target, batches, schema)
+            ranges: list[list[Any]] = []
+
+            def mark(n: int) -> None:
+                start, end, digest = hashing.mark()
+                ranges.append([start, end, n, digest])
+
+            rows = _write(target, batches, schema, mark)
             target.close()
     except OSError as exc:
         if isinstance(exc, ChunkFileError) or path in str(exc):
             raise
         raise OSError(exc.errno, f"Cannot write {path!r}: {exc.strerror or exc}") from exc
-    return rows, hashing.size, hashing.hexdigest()
+    return rows, hashing.size, hashing.hexdigest(), ranges
 
 
-def _write(sink: pa.NativeFile, batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> int:
+def _write(
+    sink: pa.NativeFile,
+    batches: Iterable[pa.RecordBatch],
+    schema: pa.Schema,
+    written: Callable[[int], None] | None = None,
+) -> int:
+    """Write the IPC file; ``written(rows)`` is called after each record batch."""
     rows = 0
     with pa.ipc.new_file(sink, schema) as writer:
         for batch in batches:
@@ -128,6 +142,8 @@ def _write(sink: pa.NativeFile, batches: Iterable[pa.RecordBatch], schema: pa.Sc
                 batch = pa.RecordBatch.from_arrays(batch.columns, schema=schema)
             writer.write_batch(batch)
             rows += batch.num_rows
+            if written is not None:
+                written(batch.num_rows)
     return rows
 
 
@@ -199,7 +215,10 @@ def _check(path: str, local: str, buf: pa.Buffer, check: str) -> None:
     why = integrity.problem(pa.memory_map(local, "r").read_buffer(), structural=remember)
     if why is not None:
         if remember:
-            raise ChunkFileError(f"Chunk file {path!r} is damaged and cannot be used: {why}.")
+            raise ChunkFileError(
+                f"Chunk file {path!r} is damaged and cannot be used: {why}. Write it again "
+                "from its source (`write_chunks`, `save_to_disk`), or restore it from a copy."
+            )
         raise CacheCorruptedError(f"Cache file {path!r} fails its integrity check: {why}.")
     integrity.done(local, ident, remember=remember)
 

@@ -12,6 +12,11 @@ its change time predates the boot (its bytes were read from disk). Other records
 boot (``/proc/sys/kernel/random/boot_id``) they were made in, and a file they vouch for is
 hashed again after a reboot, so a file torn by a power loss is never trusted.
 
+An entry may also hold *facts* about the file (:func:`note`, :func:`facts`): what a reader
+learnt from it once checked (rows, metadata), so that a later process can plan with a file it
+has not opened yet. Facts count only while the entry vouches for the file's current identity;
+they are kept under their own key of the record, which older readers ignore.
+
 Several processes may update one record: each merges its entries into what is on disk when
 it writes; an entry lost in a race only costs one more hash.
 
@@ -40,10 +45,12 @@ from arrowmix._storage.local import root_dir
 __all__ = [
     "batch",
     "check",
+    "facts",
     "file_digest",
     "flush",
     "identity",
     "moved",
+    "note",
     "remember",
     "synced",
     "trusted",
@@ -74,30 +81,56 @@ _BOOT_NS = _boot_time_ns()
 # identities of files this process synced to disk, and of files it checked by digest
 _synced: set[_Ident] = set()
 _known: set[_Ident] = set()
-# loaded records by record path: {name: [*identity, boot, durable]}; changed names
+# loaded records by record path: {name: [*identity, boot, durable(, facts)]}; changed names
 _records: dict[str, dict[str, list[Any]]] = {}
 _changed: dict[str, set[str]] = {}
 _batching = 0
-# record paths by (root, directory), and the directory of each record
-_paths: dict[tuple[str, str], str] = {}
+# record paths by (what the root depends on, directory), and the directory of each record
+_paths: dict[tuple[str | None, str | None, str], str] = {}
+_batch_paths: dict[str, str] = {}
+# the on-disk state (inode, size, mtime) of each record as this process last read or wrote it
+_stamps: dict[str, tuple[int, ...] | None] = {}
 _dirs: dict[str, str] = {}
 
 
 def _record_path(directory: str) -> str:
-    root = root_dir()
-    found = _paths.get((root, directory))
+    found = _batch_paths.get(directory)  # the root cannot change inside a batch
+    if found is not None:
+        return found
+    env = os.environ
+    where = (env.get("ARROWMIX_CACHE"), env.get("HOME"), directory)  # what root_dir reads
+    found = _paths.get(where)
     if found is None:
         key = xxhash.xxh3_64_hexdigest(os.path.realpath(directory).encode())
-        found = _paths[(root, directory)] = os.path.join(root, "verified", f"dir-{key}.json")
+        found = _paths[where] = os.path.join(root_dir(), "verified", f"dir-{key}.json")
+    if _batching:
+        _batch_paths[directory] = found
     return found
 
 
+def _stamp(record: str) -> tuple[int, ...] | None:
+    try:
+        st = os.stat(record)
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def _load(record: str) -> dict[str, list[Any]]:
+    """The entries of ``record``, each with its facts when it has some.
+
+    Facts are kept under their own key on disk, so an arrowmix that knows none reads the rest.
+    """
     with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
         with open(record, encoding="utf-8") as f:
-            files = json.load(f)["files"]
-        if isinstance(files, dict):
-            return {k: v for k, v in files.items() if isinstance(v, list) and len(v) == 7}
+            data = json.load(f)
+        files, noted = data["files"], data.get("facts") or {}
+        if isinstance(files, dict) and isinstance(noted, dict):
+            out = {k: v[:7] for k, v in files.items() if isinstance(v, list) and len(v) == 7}
+            for k, v in noted.items():
+                if k in out and isinstance(v, dict):
+                    out[k].append(v)
+            return out
     return {}
 
 
@@ -106,6 +139,7 @@ def _entries(path: str) -> tuple[str, str, dict[str, list[Any]]]:
     record = _record_path(directory)
     _dirs[record] = directory
     if record not in _records:
+        _stamps[record] = _stamp(record)
         _records[record] = _load(record)
     return record, name, _records[record]
 
@@ -116,13 +150,33 @@ def identity(path: str) -> _Ident:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def trusted(path: str, ident: _Ident) -> bool:
-    """Whether the record of ``path``'s directory vouches for ``path`` in state ``ident``."""
+def _vouched(path: str, ident: _Ident) -> list[Any] | None:
+    """The entry of ``path`` when it vouches for ``path`` in state ``ident``."""
     _, name, files = _entries(path)
     entry = files.get(name)
     if entry is None or tuple(entry[:5]) != ident:
-        return False
-    return bool(entry[6]) or (_BOOT is not None and entry[5] == _BOOT)
+        return None
+    return entry if entry[6] or (_BOOT is not None and entry[5] == _BOOT) else None
+
+
+def trusted(path: str, ident: _Ident) -> bool:
+    """Whether the record of ``path``'s directory vouches for ``path`` in state ``ident``."""
+    return _vouched(path, ident) is not None
+
+
+def facts(path: str, ident: _Ident) -> dict[str, Any] | None:
+    """The facts noted about ``path`` when the record vouches for it in state ``ident``."""
+    entry = _vouched(path, ident)
+    found = entry[7] if entry is not None and len(entry) == 8 else None
+    return found if isinstance(found, dict) else None
+
+
+def note(path: str, ident: _Ident, found: dict[str, Any]) -> None:
+    """Keep ``found`` (JSON values) with the entry vouching for ``path`` in state ``ident``."""
+    _, name, files = _entries(path)
+    entry = files.get(name)
+    if entry is not None and tuple(entry[:5]) == ident and entry[7:] != [found]:
+        _set(path, [*entry[:7], found])
 
 
 def synced(ident: _Ident) -> None:
@@ -236,6 +290,7 @@ def batch() -> Iterator[None]:
     finally:
         _batching -= 1
         if not _batching:
+            _batch_paths.clear()
             flush()
 
 
@@ -245,16 +300,24 @@ def flush() -> None:
         record, names = _changed.popitem()
         ours = _records[record]
         with contextlib.suppress(OSError):
-            files = {**_load(record), **{n: ours[n] for n in names if n in ours}}
+            files = ours  # unless another process wrote the record since this one read it
+            if _stamps.get(record, ()) != _stamp(record):
+                files = {**_load(record), **{n: ours[n] for n in names if n in ours}}
             present = set(os.listdir(_dirs[record]))  # entries of removed files are dropped
             files = {n: e for n, e in files.items() if n in present}
             _records[record] = files
             os.makedirs(os.path.dirname(record), exist_ok=True)
             tmp = f"{record}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
             try:
+                data = {
+                    "dir": _dirs[record],
+                    "files": {n: e[:7] for n, e in files.items()},
+                    "facts": {n: e[7] for n, e in files.items() if len(e) == 8},
+                }
                 with open(tmp, "w", encoding="utf-8") as f:
-                    json.dump({"dir": _dirs[record], "files": files}, f, separators=(",", ":"))
+                    f.write(json.dumps(data, separators=(",", ":")))  # C encoder: 10x dump
                 os.replace(tmp, record)
+                _stamps[record] = _stamp(record)
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)

@@ -33,6 +33,7 @@ from arrowmix._stream.topology import shard_points, split
 from arrowmix.exceptions import StateError
 
 __all__ = [
+    "check_dataloader_workers",
     "load_dataloader_state",
     "shardable_sources",
     "split_for_worker",
@@ -103,6 +104,21 @@ def _saved_workers(state: dict[str, Any]) -> int:
     return len(snapshot.get("_worker_snapshots", {}))
 
 
+def check_dataloader_workers(dataloader: Any, state: dict[str, Any]) -> None:
+    """Raise ``StateError`` when ``state`` was saved with another ``num_workers``."""
+    saved, mine = _saved_workers(state), int(getattr(dataloader, "num_workers", 0))
+    if saved != mine:
+        raise StateError(
+            f"this DataLoader state was saved with num_workers={saved}, the DataLoader has "
+            f"num_workers={mine}: torchdata restores each worker's state on the worker of "
+            "the same id, so it cannot load it. Use num_workers="
+            f"{saved}, or resume on the new count with an elastic resume: "
+            "dataset.load_state_dict({'stream': arrowmix.stream.merge_states(states)}) on a "
+            "fresh dataset and DataLoader, where states are worker_stream_states(state) of "
+            "every rank, concatenated in rank order."
+        )
+
+
 def load_dataloader_state(dataloader: Any, state: dict[str, Any]) -> None:
     """``dataloader.load_state_dict(state)``, refusing another worker count clearly.
 
@@ -116,17 +132,7 @@ def load_dataloader_state(dataloader: Any, state: dict[str, Any]) -> None:
         StateError: the state was saved with another ``num_workers``; the message
             names both counts and how to resume anyway (``merge_states``).
     """
-    saved, mine = _saved_workers(state), int(getattr(dataloader, "num_workers", 0))
-    if saved != mine:
-        raise StateError(
-            f"this DataLoader state was saved with num_workers={saved}, the DataLoader has "
-            f"num_workers={mine}: torchdata restores each worker's state on the worker of "
-            "the same id, so it cannot load it. Use num_workers="
-            f"{saved}, or resume on the new count with an elastic resume: "
-            "dataset.load_state_dict({'stream': arrowmix.stream.merge_states(states)}) on a "
-            "fresh dataset and DataLoader, where states are worker_stream_states(state) of "
-            "every rank, concatenated in rank order."
-        )
+    check_dataloader_workers(dataloader, state)
     dataloader.load_state_dict(state)
 
 

@@ -7,12 +7,14 @@ Python 3.14) receive the dataset pickled, i.e. the stream's configuration and st
 
 from __future__ import annotations
 
+import sys
+from multiprocessing.context import get_spawning_popen
 from typing import Any
 
 import torch
 
 from arrowmix._stream.base import State, Stream
-from arrowmix._stream.topology import check_sharding, shard_points, split
+from arrowmix._stream.topology import check_sharding, shard_points, split, stage_name
 from arrowmix.exceptions import StateError
 
 __all__ = ["TorchStream"]
@@ -33,6 +35,36 @@ def _worker_split(base: list[tuple[int, int]]) -> tuple[int, int]:
     return world * workers, rank * workers + worker
 
 
+#: Stages whose items are whole batches; ``prefetch``/``take`` pass them through.
+_BATCHING = frozenset({"batch", "bucket", "budget_bucket", "collate", "pack"})
+_PASSING = frozenset({"prefetch", "take"})
+
+
+def _yields_batches(stream: Stream[Any]) -> bool:
+    node: Any = stream
+    while stage_name(node) in _PASSING and len(node.children()) == 1:
+        node = node.children()[0]
+    return stage_name(node) in _BATCHING
+
+
+def _refuse_loader_batching(stream: Stream[Any]) -> None:
+    """Refuse a DataLoader that would stack this stream's batches into ``(k, B, L)``.
+
+    Looks at the caller of ``iter(dataset)``: torch's iterable fetcher, whose
+    ``auto_collation`` is true when the DataLoader has a ``batch_size``.
+    """
+    caller: Any = sys._getframe(2).f_locals.get("self")
+    if type(caller).__name__ != "_IterableDatasetFetcher" or not caller.auto_collation:
+        return
+    if _yields_batches(stream):
+        raise ValueError(
+            f"this stream yields batches ({stage_name(stream)}), and the DataLoader has a "
+            "batch_size (its default is 1), so it would stack each batch into a "
+            "(batch_size, B, L) tensor. Pass batch_size=None to the DataLoader, or use "
+            "stream.to_torch().loader(num_workers=...), which sets it."
+        )
+
+
 class TorchStream(_IterableDataset):  # type: ignore[misc]  # torch's class is untyped here
     """An IterableDataset whose iterator is the worker's checkpointable stream.
 
@@ -48,6 +80,27 @@ class TorchStream(_IterableDataset):  # type: ignore[misc]  # torch's class is u
         self._pending: State | None = None
         self._split: tuple[int, int] | None = None
         self._epoch: int | None = None
+        self._report: tuple[Any, float] | None = None
+
+    def report_stats(self, queue: Any, every: float) -> None:
+        """Have each worker send ``(worker id, pipeline_stats())`` to ``queue`` (``every`` s)."""
+        self._report = (queue, every)
+
+    def __getstate__(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        if get_spawning_popen() is None:  # a queue travels only to a worker being started
+            d["_report"] = None
+        return d
+
+    def loader(self, num_workers: int = 0, **kwargs: Any) -> Any:
+        """A ``StreamLoader`` over this dataset (needs torchdata): see its docs.
+
+        ``batch_size=None`` (the stream yields batches), ``load_state_dict`` checks the
+        worker count, and ``pipeline_stats()`` adds up the workers' counters.
+        """
+        from arrowmix.integrations.torch_loader import StreamLoader
+
+        return StreamLoader(self, num_workers, **kwargs)
 
     def set_epoch(self, epoch: int) -> None:
         """Read epoch ``epoch`` next (finite streams reshuffle per epoch; see ``Stream``)."""
@@ -55,7 +108,8 @@ class TorchStream(_IterableDataset):  # type: ignore[misc]  # torch's class is u
         self._epoch = epoch
         self._pending = None
 
-    def __iter__(self) -> Stream[Any]:
+    def __iter__(self) -> Any:
+        _refuse_loader_batching(self.stream)
         split_ = _worker_split(self._base)
         if split_ != self._split:
             split(self.stream, self._base, *split_)
@@ -68,6 +122,11 @@ class TorchStream(_IterableDataset):  # type: ignore[misc]  # torch's class is u
             except StateError as exc:
                 raise StateError(f"DataLoader worker {split_[1]} of {split_[0]}: {exc}") from exc
         self._pending = None
+        info = torch.utils.data.get_worker_info()
+        if self._report is not None and info is not None:
+            from arrowmix.integrations.torch_loader import ReportingIterator
+
+            return ReportingIterator(self.stream, self._report[0], info.id, self._report[1])
         return self.stream
 
     def state_dict(self) -> dict[str, Any]:

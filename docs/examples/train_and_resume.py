@@ -15,9 +15,9 @@ import signal
 from pathlib import Path
 
 import torch
-from torchdata.stateful_dataloader import StatefulDataLoader
 
 import arrowmix as am
+from arrowmix.integrations.torch_loader import StreamLoader
 
 VOCAB = 256  # byte-level "tokenizer": one id per byte
 
@@ -37,14 +37,14 @@ def tokenize(batch: dict[str, list[str]]) -> dict[str, list[list[int]]]:
 
 
 # 3. The training stream: shuffled, batched by a token budget, padded into torch tensors,
-#    and handed to a StatefulDataLoader whose workers each read their own share.
-def make_loader(ds: am.Dataset, workers: int) -> StatefulDataLoader:
+#    and handed to its loader (a StatefulDataLoader) whose workers each read their own share.
+def make_loader(ds: am.Dataset, workers: int) -> StreamLoader:
     stream = (
         ds.to_stream(shuffle="global", seed=0)
         .budget_bucket("ids", 4096, read_ahead=2000, seed=0, remainder="pad")
         .collate("ids", labels="shift", return_tensors="pt")
     )
-    return StatefulDataLoader(stream.to_torch(), batch_size=None, num_workers=workers)
+    return stream.to_torch().loader(num_workers=workers)
 
 
 class TinyLM(torch.nn.Module):

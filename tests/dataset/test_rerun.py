@@ -1,4 +1,5 @@
-"""A cached rerun costs metadata: no cache file is hashed again, no kept position loaded."""
+"""A cached rerun costs metadata: no cache file is hashed again, no kept position loaded, and
+one segment file opened per result."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ import numpy as np
 import pytest
 
 import arrowmix as am
+from arrowmix._cache import inuse
+from arrowmix._dataset.state import DeferredTable, state_of, stored_table
 from arrowmix._storage import integrity, trust
-from arrowmix.exceptions import CacheWarning
+from arrowmix.exceptions import CacheCorruptedError, CacheWarning
 
 ROWS = 300_000  # three map segments; 150,000 kept positions: an indices file
 
@@ -226,3 +229,72 @@ def test_a_first_filter_gathers_kept_positions_outside_memory(corpus):
     kept, peak = _traced_peak(lambda: mapped.filter(_even, batched=True))
     assert peak < ROWS // 2 * 8 // 2, f"peak {peak} bytes: kept positions gathered in memory"
     np.testing.assert_array_equal(kept._s.indices.array, np.arange(0, ROWS, 2))
+
+
+# ---- a rerun opens one segment per result; the others when their rows are first read ----
+def _count_opens(monkeypatch):
+    from arrowmix._cache import segments as cache_segments
+
+    opened = []
+    open_table = cache_segments.open_table
+
+    def counting(path, *args, **kwargs):
+        opened.append(os.path.basename(path))
+        return open_table(path, *args, **kwargs)
+
+    monkeypatch.setattr(cache_segments, "open_table", counting)
+    return opened
+
+
+def _of(cache, ds):
+    """The segment files of the result ``ds``."""
+    return _segments(cache, f"cache-{state_of(ds).fingerprint}-")
+
+
+def _stored_only(corpus):
+    path, cache = corpus
+    return am.Dataset.from_chunks(path, cache_dir=cache).map(
+        _lengths, batched=True, remove_columns=["v"]
+    )
+
+
+def test_rerun_opens_the_first_segment_of_each_result(corpus, monkeypatch):
+    model_map, model = _run(corpus)
+    model_rows, model_stored = model_map[:], _stored_only(corpus)[:]
+    _new_process(monkeypatch)
+    opened = _count_opens(monkeypatch)
+    mapped, kept = _run(corpus)
+    stored = _stored_only(corpus)  # no column of the parent referenced
+    assert len(opened) == 3, opened  # one segment of each map and of the filter
+    assert len(kept) == ROWS // 2 and len(mapped) == ROWS and len(stored) == ROWS
+    for ds in (mapped, stored):
+        table = stored_table(state_of(ds))
+        assert isinstance(table, DeferredTable)
+        assert all(inuse.in_use(p) for p in _of(corpus[1], ds))  # no cleanup removes them
+    assert kept[:] == model[:]  # now read: the other map segments are opened and checked
+    assert sorted(opened[3:]) == [os.path.basename(p) for p in _of(corpus[1], mapped)[1:]]
+    before = stored_table(state_of(mapped)).schema
+    assert mapped[:] == model_rows and stored[:] == model_stored
+    assert state_of(mapped).table.schema.equals(before, check_metadata=True)
+    assert before.equals(state_of(model_map).table.schema, check_metadata=True)
+
+
+def test_a_segment_damaged_after_the_rerun_is_never_read(corpus, monkeypatch):
+    _run(corpus)
+    _new_process(monkeypatch)
+    mapped = _run(corpus)[0]
+    victim = _of(corpus[1], mapped)[2]
+    _flip_byte(victim, in_place=True)
+    with pytest.raises(CacheCorruptedError, match="checksum mismatch") as err:
+        mapped["m"]
+    assert os.path.basename(victim) in str(err.value)
+
+
+def test_a_segment_replaced_after_the_rerun_by_another_result_is_refused(corpus, monkeypatch):
+    _run(corpus)
+    _new_process(monkeypatch)
+    mapped = _run(corpus)[0]
+    first, victim = _of(corpus[1], mapped)[:2]
+    os.replace(first, victim)  # a valid file of the same result, but of other rows
+    with pytest.raises(CacheCorruptedError, match="metadata segment=0, expected 1"):
+        mapped["m"]

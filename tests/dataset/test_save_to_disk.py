@@ -9,6 +9,7 @@ import pytest
 
 import arrowmix as am
 from arrowmix._hf import saved
+from arrowmix.exceptions import ChunkFileError
 
 
 def _ds(n=10):
@@ -32,13 +33,15 @@ def test_round_trip_keeps_rows_format_and_fingerprint(tmp_path):
     assert again.cache_files == [] and again.fingerprint == view.fingerprint
 
 
-def test_changed_files_get_their_own_fingerprint(tmp_path):
+def test_changed_files_are_refused_naming_the_file(tmp_path):
     ds = _ds(4)
     ds.save_to_disk(tmp_path / "d")
     other = tmp_path / "o"
     _ds(5).save_to_disk(other)
     os.replace(other / "data-00000-of-00001.arrow", tmp_path / "d" / "data-00000-of-00001.arrow")
-    back = am.load_from_disk(tmp_path / "d")
+    with pytest.raises(ChunkFileError, match=r"data-00000-of-00001\.arrow.*save_to_disk"):
+        am.load_from_disk(tmp_path / "d")  # not what was saved: never served as the save
+    back = am.Dataset.from_chunks([str(tmp_path / "d" / "data-00000-of-00001.arrow")])
     assert back["x"] == list(range(5)) and back.fingerprint != ds.fingerprint
 
 

@@ -11,6 +11,7 @@ import pytest
 
 import arrowmix as am
 from arrowmix._storage import digests, integrity
+from arrowmix.exceptions import ChunkFileError
 
 
 def _foreign_chunk(path, table: pa.Table) -> None:
@@ -124,14 +125,19 @@ def test_foreign_in_place_edit_outside_any_sample_changes_fingerprint(tmp_path, 
     assert after.fingerprint != before.fingerprint
 
 
-def test_chunk_replaced_behind_the_manifest_is_hashed(tmp_path):
+def test_chunk_replaced_behind_the_manifest_is_hashed_and_refused(tmp_path):
     am.write_chunks(({"v": i} for i in range(20)), tmp_path / "a", rows_per_chunk=10)
     am.write_chunks(({"v": -i} for i in range(20)), tmp_path / "b", rows_per_chunk=10)
     fp_a = am.Dataset.from_chunks(str(tmp_path / "a")).fingerprint
     # Another tool replaces chunk 1 of `a` with chunk 1 of `b`; a's manifest still lists the
-    # old digest, but the file's inode and mtime no longer match it.
+    # old digest, but the file's inode and mtime no longer match it: it is hashed, and its
+    # bytes are not those recorded, so it is refused (never served as `a`'s data).
     shutil.copy(tmp_path / "b" / "chunk-00001.arrow", tmp_path / "a" / "chunk-00001.arrow")
-    ds = am.Dataset.from_chunks(str(tmp_path / "a"))
+    with pytest.raises(ChunkFileError, match=r"chunk-00001\.arrow.*_manifest\.json"):
+        am.Dataset.from_chunks(str(tmp_path / "a"))
+    shutil.copy(tmp_path / "b" / "chunk-00001.arrow", tmp_path / "a" / "chunk-00000.arrow")
+    (tmp_path / "a" / "_manifest.json").unlink()  # no record: opens under its bytes' digests
+    ds = am.Dataset.from_chunks(str(tmp_path / "a"), allow_incomplete=True)
     assert ds["v"][10:12] == [-10, -11]
     assert ds.fingerprint != fp_a
 

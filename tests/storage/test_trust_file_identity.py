@@ -2,17 +2,16 @@
 
 A reproducible release tarball extracted over a corpus, or pyarrow rewriting a chunk in
 place, keeps the file's inode, size and modification time; only its change time (which user
-space cannot set) moves. Such a rewrite must change the fingerprint (never serve results of
-the old bytes), and an unpickled dataset (spawn workers, a Pool, Ray) must refuse files
-rewritten since it was pickled instead of reading new rows under the old fingerprint.
+space cannot set) moves. Such a rewrite must be refused (a file a manifest lists) or change
+the fingerprint (never serve results of the old bytes), and an unpickled dataset (spawn
+workers, a Pool, Ray) must refuse files rewritten since it was pickled instead of reading new
+rows under the old fingerprint.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,6 +19,8 @@ import pytest
 
 import arrowmix as am
 from arrowmix.exceptions import ChunkFileError
+from tests.storage.fresh import run_python
+from tests.storage.in_place import write_in_place
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,17 +31,8 @@ def _table(v: int, rows: int = 1000) -> pa.Table:
 
 def _rewrite_in_place(path: str, data: bytes) -> None:
     """Write ``data`` over ``path`` keeping its inode, size and modification time."""
-    st = os.stat(path)
-    assert len(data) == st.st_size
-    with open(path, "r+b") as f:
-        f.write(data)
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
-    after = os.stat(path)
-    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (
-        st.st_ino,
-        st.st_size,
-        st.st_mtime_ns,
-    )
+    assert len(data) == os.path.getsize(path)
+    write_in_place(path, data)
 
 
 def _other_version_bytes(tmp_path: Path, name: str) -> bytes:
@@ -49,7 +41,7 @@ def _other_version_bytes(tmp_path: Path, name: str) -> bytes:
     return (other / name).read_bytes()
 
 
-def test_stat_identical_rewrite_of_a_manifest_corpus_changes_the_fingerprint(
+def test_stat_identical_rewrite_of_a_manifest_corpus_is_refused(
     tmp_path: Path,
 ) -> None:
     d = tmp_path / "corpus"
@@ -61,7 +53,11 @@ def test_stat_identical_rewrite_of_a_manifest_corpus_changes_the_fingerprint(
     _rewrite_in_place(
         str(d / "chunk-00000.arrow"), _other_version_bytes(tmp_path, "chunk-00000.arrow")
     )
-    again = am.Dataset.from_chunks(str(d))
+    # Not the bytes the manifest records: refused, never served (nor the stale cached result).
+    with pytest.raises(ChunkFileError, match=r"chunk-00000\.arrow.*manifest"):
+        am.Dataset.from_chunks(str(d))
+    (d / "_manifest.json").unlink()  # the user declares the corpus foreign: it opens
+    again = am.Dataset.from_chunks(str(d), allow_incomplete=True)
     assert again["x"][:2] == [2, 12]
     assert again.fingerprint != before
     redone = again.map(lambda b: {"y": [v * 2 for v in b["x"]]}, batched=True)
@@ -87,14 +83,7 @@ def test_stat_identical_rewrite_of_a_foreign_file_changes_the_fingerprint(
     assert again.fingerprint != before
     # A fresh process: the digest records on disk must not answer for the new bytes.
     code = "import arrowmix as am, sys; print(am.Dataset.from_chunks(sys.argv[1]).fingerprint)"
-    out = subprocess.run(
-        [sys.executable, "-c", code, str(d)],
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.strip()
-    assert out == again.fingerprint
+    assert run_python(code, str(d)).strip() == again.fingerprint
 
 
 def test_unpickling_after_a_same_size_rewrite_raises(tmp_path: Path) -> None:

@@ -1,10 +1,10 @@
 """``verify``: recorded digests are checked against the bytes on request (bit rot is found).
 
-A chunk whose digest is in ``_manifest.json``, or a file ``save_to_disk`` wrote (its content
-fingerprint in ``state.json``), whose values changed while its structure stayed valid, is
-served without a word by a plain open. ``from_chunks(..., verify=True)``,
-``load_from_disk(..., verify=True)`` and ``arrowmix verify PATH`` hash the files in full and
-name each file that no longer holds what was recorded.
+A chunk whose digest is in ``_manifest.json``, or a file ``save_to_disk`` wrote (its digest
+in ``state.json``), whose values changed while its structure stayed valid, is refused by a
+plain open once its ``stat`` identity changed. ``from_chunks(..., verify=True)``,
+``load_from_disk(..., verify=True)`` and ``arrowmix verify PATH`` hash the files in full
+whatever their identity and name each file that no longer holds what was recorded.
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ def test_from_chunks_verify_names_the_rotten_chunk(tmp_path: Path, capsys) -> No
     assert main(["verify", str(d)]) == 0
     assert "4 file(s) ok" in capsys.readouterr().out
     _rot(d / "chunk-00003.arrow")
-    assert MARK + 1 in am.Dataset.from_chunks(str(d))["x"]  # a plain open does not check
+    with pytest.raises(ChunkFileError, match=r"chunk-00003\.arrow"):
+        am.Dataset.from_chunks(str(d))  # a plain open compares the recorded digest too
     with pytest.raises(ChunkFileError, match=r"chunk-00003\.arrow"):
         am.Dataset.from_chunks(str(d), verify=True)
     assert main(["verify", str(d)]) == 1
@@ -64,7 +65,8 @@ def test_load_from_disk_verify_names_the_rotten_file(tmp_path: Path, capsys) -> 
     capsys.readouterr()
     rotten = d / "data-00001-of-00002.arrow"
     _rot(rotten)
-    assert MARK + 1 in am.load_from_disk(str(d))["x"]
+    with pytest.raises(ChunkFileError, match=r"data-00001-of-00002\.arrow"):
+        am.load_from_disk(str(d))
     with pytest.raises(ChunkFileError, match=r"data-00001-of-00002\.arrow"):
         am.load_from_disk(str(d), verify=True)
     assert main(["verify", str(d)]) == 1

@@ -29,7 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 import pyarrow as pa
 
 from arrowmix._cache.segments import CacheWarning, Segment, remove_stale_tmp, touch
-from arrowmix._dataset.mapping.segments import Job, check, compute_segment
+from arrowmix._dataset.mapping.segments import Found, Job, check, check_pending, compute_segment
 from arrowmix._dataset.progress import Progress, progress_enabled
 from arrowmix._storage import fs, trust
 from arrowmix._storage.atomic import make_durable
@@ -100,19 +100,24 @@ def _log_hit(job: Job, segments: list[Segment], desc: str | None) -> None:
 
 def load_complete(
     job: Job, segments: list[Segment], holds: list[Any] | None = None, desc: str | None = None
-) -> list[pa.Table] | None:
-    """Every segment's table when all are on disk and valid (no lock taken), else None.
+) -> list[Found] | None:
+    """Every segment when all are on disk and valid (no lock taken), else None.
 
-    ``holds`` receives the registrations of the segments checked (see :func:`materialise`).
+    The first segment is opened; the others are :class:`~.deferred.Pending` where the
+    records of their directory vouch for them (opened when the result's rows are first
+    read), else opened and checked. ``holds`` receives the registrations of the segments
+    (see :func:`materialise`). Only the first file is marked used: the cleanup ages a result
+    by the newest of its files.
     """
-    tables: list[pa.Table] = []
+    tables: list[Found] = []
+    held: list[Any] = [] if holds is None else holds
     with trust.batch():  # the records of files checked here: written once
         for seg in segments:
-            found = check(job, seg, holds)
+            found = check_pending(job, seg, held) if tables else check(job, seg, held)
             if isinstance(found, str):
                 return None
             tables.append(found)
-        touch([s.path for s in segments])  # ignored for read-only files
+        touch([segments[0].path])  # ignored for read-only files
     _log_hit(job, segments, desc)
     return tables
 
@@ -143,7 +148,7 @@ def materialise(
     executor: Executor | None = None,
     holds: list[Any] | None = None,
     align: int = 1,
-) -> list[pa.Table]:
+) -> list[Found]:
     """The tables of ``segments``, reused or computed; ``holds`` receives their registrations.
 
     Keep ``holds`` alive until the result holds the files itself: a cleanup cannot remove a

@@ -12,39 +12,48 @@ and wraps the new state in a ``Dataset``; it calls nothing above it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
+from arrowmix._cache.inuse import Hold
 from arrowmix._cache.paths import shipped_cache_dir
 from arrowmix._cache.segments import Segment, unify_tables
 from arrowmix._dataset import formats
 from arrowmix._dataset.indices import IndexMap, find_stored, load_or_store
 from arrowmix._dataset.mapping.arrays import int64_numpy
+from arrowmix._dataset.mapping.deferred import Pending, schema_digest
 from arrowmix._dataset.permutation import parent_token, scratch, sources
 from arrowmix._dataset.state import (
     DatasetState,
+    DeferredTable,
     cache_dir,
     column_names,
     derive,
     hold_cache_files,
     state_of,
+    stored_table,
     view_range,
 )
+from arrowmix._storage.cast import has_null_type
 from arrowmix._storage.integrity import CHECKSUM_KEY
 from arrowmix._storage.ipc import read_meta
 from arrowmix._storage.metadata import kept_metadata as hf_metadata
-from arrowmix.exceptions import SchemaMismatchError
+from arrowmix.exceptions import CacheCorruptedError, SchemaMismatchError
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
 
-__all__ = ["filter_result", "map_result"]
+__all__ = ["Found", "filter_result", "map_result"]
+
+#: A segment's table, or a segment planned with by its recorded facts (opened on first use).
+Found = pa.Table | Pending
 
 
 def _columns(
-    tables: list[pa.Table], segments: list[Segment], name: str, keep_unchanged: bool = False
+    metas: list[dict[str, Any]], segments: list[Segment], name: str, keep_unchanged: bool = False
 ) -> tuple[list[str], list[str]] | None:
     """``(columns, zero_copy)`` shared by every segment; None when nothing changed.
 
@@ -53,7 +62,6 @@ def _columns(
     Raises:
         SchemaMismatchError: segments with different columns.
     """
-    metas = [read_meta(t.schema) for t in tables]
     if not keep_unchanged and all(m.get("unchanged") for m in metas):
         return None
     columns, zero_copy = metas[0]["columns"], metas[0].get("zero_copy") or []
@@ -66,46 +74,112 @@ def _columns(
     return columns, zero_copy
 
 
+def _meta(found: Found) -> dict[str, Any]:
+    return dict(found.meta) if isinstance(found, Pending) else read_meta(found.schema)
+
+
+def _rows(found: Found) -> int:
+    return found.rows if isinstance(found, Pending) else int(found.num_rows)
+
+
+def _opened(
+    found: list[Found], open_segment: Callable[[Segment], pa.Table] | None
+) -> list[pa.Table]:
+    """Every segment's table: the pending ones opened (and checked) now.
+
+    Raises:
+        CacheCorruptedError: a pending segment's file now holds other rows than planned.
+    """
+    out = []
+    for f in found:
+        if not isinstance(f, Pending):
+            out.append(f)
+            continue
+        assert open_segment is not None, "pending segments need an opener"
+        table = open_segment(f.seg)
+        if table.num_rows != f.rows or schema_digest(table.schema) != f.schema:
+            raise CacheCorruptedError(
+                f"Cache file {f.seg.path!r} changed after the cached result was opened: it "
+                f"holds {table.num_rows} rows of schema {table.schema.remove_metadata()}, "
+                f"where {f.rows} rows were planned. Run the map or filter again."
+            )
+        out.append(table)
+    return out
+
+
+def _deferrable(found: list[Found]) -> bool:
+    """Whether the result's schema is the first segment's, so it is known without the others."""
+    first = found[0]
+    if not isinstance(first, pa.Table) or not any(isinstance(f, Pending) for f in found):
+        return False
+    if any(has_null_type(t) for t in first.schema.types):
+        return False  # a later segment may fix a null column's type
+    digest = schema_digest(first.schema)
+    return all(isinstance(f, pa.Table) or f.schema == digest for f in found[1:])
+
+
 def map_result(
     ds: Dataset,
     name: str,
     fp: str,
-    tables: list[pa.Table],
+    found: list[Found],
     segments: list[Segment],
     *,
     keep_unchanged: bool = False,
+    open_segment: Callable[[Segment], pa.Table] | None = None,
+    held: Sequence[Hold] = (),
 ) -> Dataset:
     """The result of a map of ``ds`` (by the function called ``name``) with fingerprint ``fp``.
 
     A function that changed nothing gives ``ds`` itself, unless ``keep_unchanged`` (the user
-    named the file): then, as in HF, the dataset backed by that file.
+    named the file): then, as in HF, the dataset backed by that file. Pending segments are
+    opened by ``open_segment`` when the result's table is first used (at once when its
+    schema depends on them).
     """
-    found = _columns(tables, segments, name, keep_unchanged)
-    if found is None:
+    columns_found = _columns([_meta(f) for f in found], segments, name, keep_unchanged)
+    if columns_found is None:
         return ds  # the function returned None and removed nothing: HF keeps the dataset
-    columns, zero_copy = found
+    columns, zero_copy = columns_found
+    if not _deferrable(found):
+        found = list(_opened(found, open_segment))
     s = state_of(ds)
     paths = [seg.path for seg in segments]
-    stored = pa.concat_tables(unify_tables(tables, paths))
     # Row boundaries of the segments: the "chunks" a stream over the result shuffles.
-    offsets = tuple(int(x) for x in np.cumsum([0, *(t.num_rows for t in tables)]))
-    if zero_copy:  # drop_last_batch can only shorten the end
-        parent = view_range(s, 0, offsets[-1], zero_copy)
-        owner = [parent if c in zero_copy else stored for c in columns]
-        fields = [t.schema.field(c) for t, c in zip(owner, columns, strict=True)]
-        arrays = [t.column(c) for t, c in zip(owner, columns, strict=True)]
-        table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+    offsets = tuple(int(x) for x in np.cumsum([0, *(_rows(f) for f in found)]))
+
+    def build() -> pa.Table:
+        tables = _opened(found, open_segment)
+        stored = pa.concat_tables(unify_tables(tables, paths))
+        if zero_copy:  # drop_last_batch can only shorten the end
+            parent = view_range(s, 0, offsets[-1], zero_copy)
+            owner = [parent if c in zero_copy else stored for c in columns]
+            fields = [t.schema.field(c) for t, c in zip(owner, columns, strict=True)]
+            arrays = [t.column(c) for t, c in zip(owner, columns, strict=True)]
+            table = pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+        else:
+            table = stored.select(columns)
+        if hf:
+            table = table.replace_schema_metadata({**(table.schema.metadata or {}), **hf})
+        return table
+
+    first = found[0]
+    assert isinstance(first, pa.Table), "the first segment is always opened"
+    hf = hf_metadata(first.schema)  # the HF features of the output, written with it
+    if zero_copy:
         files = (*s.files, *paths)
-        holds = (*s.holds, *hold_cache_files(paths))  # the parent's files stay in use
+        holds = (*s.holds, *hold_cache_files(paths, held))  # the parent's files stay in use
     else:
-        table = stored.select(columns)
         files = tuple(paths)
-        holds = hold_cache_files(paths)
-    hf = hf_metadata(tables[0].schema)  # the HF features of the output, written with it
-    if hf:
-        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **hf})
+        holds = hold_cache_files(paths, held)
+    if any(isinstance(f, Pending) for f in found):
+        parent_schema = stored_table(s).schema
+        fields = [(parent_schema if c in zero_copy else first.schema).field(c) for c in columns]
+        schema = pa.schema(fields, metadata=dict(hf.items()) if hf else None)
+        table: pa.Table | DeferredTable = DeferredTable(offsets[-1], schema, build)
+    else:
+        table = build()
     state = DatasetState(
-        table=table,
+        table=table,  # type: ignore[arg-type]  # the slot builds a deferred table when read
         fingerprint=fp,
         files=files,
         file_offsets=offsets,
@@ -122,18 +196,27 @@ def map_result(
 
 
 def filter_result(
-    ds: Dataset, transform: str, key: str, fp: str, tables: list[pa.Table], paths: list[str]
+    ds: Dataset,
+    transform: str,
+    key: str,
+    fp: str,
+    found: list[Found],
+    segments: list[Segment],
+    open_segment: Callable[[Segment], pa.Table] | None = None,
+    held: Sequence[Hold] = (),
 ) -> Dataset:
     """``ds`` viewed through the kept positions, composed into its indices mapping.
 
     ``key`` names the indices file and ``transform`` is recorded in it. The result holds its
     segments (the kept positions) as well as its indices file, so a cleanup never removes
-    the cache of a filter whose result is in use.
+    the cache of a filter whose result is in use. Pending segments are opened (by
+    ``open_segment``) only when the mapping is not stored yet.
     """
     s = state_of(ds)
-    sources = _sources(s, tables)
+    paths = [seg.path for seg in segments]
+    sources = _sources(s, found)
     shipped = shipped_cache_dir(s.files)
-    rows = sum(t.num_rows for t in tables)
+    rows = sum(_rows(f) for f in found)
     path = None
     result: IndexMap | None = None
     # A rerun maps the stored mapping: the kept positions are neither loaded nor composed.
@@ -141,9 +224,11 @@ def filter_result(
     if stored is not None:
         result, path = stored
     else:
+        tables = _opened(found, open_segment)
         sel = IndexMap.from_array(_kept(tables, None if s.indices is not None else cache_dir(s)))
         mapping = sel if s.indices is None else s.indices.compose(sel)
-        if not (mapping.is_range and mapping.start == 0 and mapping.stop == s.table.num_rows):
+        table_rows = stored_table(s).num_rows
+        if not (mapping.is_range and mapping.start == 0 and mapping.stop == table_rows):
             result, path = load_or_store(
                 mapping,
                 key,
@@ -155,7 +240,7 @@ def filter_result(
                 sources=sources,
             )
     holds: tuple[Any, ...] = tuple(h for h in s.holds if h.path != s.indices_file)
-    holds += hold_cache_files([*paths, *([path] if path else [])])
+    holds += hold_cache_files([*paths, *([path] if path else [])], held)
     return type(ds)(derive(s, fingerprint=fp, indices=result, indices_file=path, holds=holds))
 
 
@@ -175,11 +260,11 @@ def _kept(tables: list[pa.Table], directory: str | None) -> np.ndarray:
     return out
 
 
-def _sources(s: DatasetState, tables: list[pa.Table]) -> str:
+def _sources(s: DatasetState, found: list[Found]) -> str:
     """A digest of what a filter's mapping is made of: the parent's view and the segments.
 
     The segments count by their checksums (each covers its metadata, creation time included,
     so a recomputed segment gives a new digest).
     """
-    segments = [read_meta(t.schema).get(CHECKSUM_KEY) for t in tables]
+    segments = [_meta(f).get(CHECKSUM_KEY) for f in found]
     return sources(s.fingerprint, parent_token(s.indices, s.indices_file), segments)

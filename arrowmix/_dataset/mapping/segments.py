@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -24,15 +24,28 @@ import pyarrow as pa
 
 from arrowmix._cache.segments import Segment, check_segment
 from arrowmix._dataset.mapping.call import Call
-from arrowmix._dataset.mapping.result import filter_result, map_result
+from arrowmix._dataset.mapping.deferred import Pending, note_facts, pending
+from arrowmix._dataset.mapping.result import Found, filter_result, map_result
 from arrowmix._dataset.state import column_names, state_of
 from arrowmix._fingerprint.record import RECORD_METADATA_KEY
 from arrowmix._storage.ipc import read_meta, write_file
+from arrowmix.exceptions import CacheCorruptedError
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
 
-__all__ = ["FILTER", "KINDS", "MAP", "MAP_VERSION", "Job", "check", "compute_segment"]
+__all__ = [
+    "FILTER",
+    "KINDS",
+    "MAP",
+    "MAP_VERSION",
+    "Found",
+    "Job",
+    "check",
+    "check_pending",
+    "compute_segment",
+    "opener",
+]
 
 #: Bump when the stored layout or semantics of map/filter results change.
 MAP_VERSION = 1
@@ -125,12 +138,25 @@ class Kind:
         """Why the valid file ``found`` of ``seg`` cannot be reused, or None."""
         raise NotImplementedError
 
+    def check_facts(self, job: Job, seg: Segment, rows: int, meta: Mapping[str, Any]) -> str | None:
+        """Why a file of ``seg`` with ``rows`` rows and ``meta`` cannot be reused, or None.
+
+        What :meth:`check` decides from the job rather than from the file's content (which
+        the checks of the file, once passed, vouch for while its identity is unchanged).
+        """
+        return None
+
     def file_schema(self, job: Job, columns: list[str] | None, schema: pa.Schema) -> pa.Schema:
         """The schema (with its metadata) of a file storing ``schema``'s columns."""
         return job.schema(schema)
 
-    def result(self, job: Job, fp: str, tables: list[pa.Table], segments: list[Segment]) -> Any:
-        """The Dataset the segments' ``tables`` make, with fingerprint ``fp``."""
+    def result(
+        self, job: Job, fp: str, tables: list[Found], segments: list[Segment], held: Any = ()
+    ) -> Any:
+        """The Dataset the segments' ``tables`` make, with fingerprint ``fp``.
+
+        ``held``: registrations of the segments already taken (reused by the result).
+        """
         raise NotImplementedError
 
     def __reduce__(self) -> str:
@@ -175,6 +201,9 @@ class _Map(Kind):
         return job.schema(schema.with_metadata(_hf_metadata(job, columns, schema)))
 
     def check(self, job: Job, seg: Segment, found: pa.Table, meta: dict[str, Any]) -> str | None:
+        return self.check_facts(job, seg, found.num_rows, meta)
+
+    def check_facts(self, job: Job, seg: Segment, rows: int, meta: Mapping[str, Any]) -> str | None:
         zero_copy = meta.get("zero_copy") or []
         if zero_copy and not job.zero_copy_ok:
             return (
@@ -184,13 +213,22 @@ class _Map(Kind):
         names = column_names(state_of(job.ds))
         if any(c not in names for c in zero_copy):
             return f"it references parent columns {zero_copy} missing from {names}"
-        if (zero_copy or not job.call.batched) and found.num_rows != seg.num_input_rows:
-            return f"{found.num_rows} rows for {seg.num_input_rows} input rows"
+        if (zero_copy or not job.call.batched) and rows != seg.num_input_rows:
+            return f"{rows} rows for {seg.num_input_rows} input rows"
         return None
 
-    def result(self, job: Job, fp: str, tables: list[pa.Table], segments: list[Segment]) -> Any:
+    def result(
+        self, job: Job, fp: str, tables: list[Found], segments: list[Segment], held: Any = ()
+    ) -> Any:
         return map_result(
-            job.ds, job.call.name, fp, tables, segments, keep_unchanged=job.named_file
+            job.ds,
+            job.call.name,
+            fp,
+            tables,
+            segments,
+            keep_unchanged=job.named_file,
+            open_segment=opener(job),
+            held=held,
         )
 
 
@@ -228,9 +266,12 @@ class _Filter(Kind):
             return f"columns {found.column_names}, expected ['indices']"
         return None
 
-    def result(self, job: Job, fp: str, tables: list[pa.Table], segments: list[Segment]) -> Any:
-        paths = [seg.path for seg in segments]
-        return filter_result(job.ds, job.transform, job.fingerprint, fp, tables, paths)
+    def result(
+        self, job: Job, fp: str, tables: list[Found], segments: list[Segment], held: Any = ()
+    ) -> Any:
+        return filter_result(
+            job.ds, job.transform, job.fingerprint, fp, tables, segments, opener(job), held
+        )
 
 
 MAP: Kind = _Map()
@@ -275,4 +316,35 @@ def check(
     if reuse and meta.get("unchanged"):
         return "missing"
     problem = job.kind.check(job, seg, found, meta)
+    if problem is not None:
+        return problem
+    note_facts(seg.path, found, meta)
+    return found
+
+
+def check_pending(job: Job, seg: Segment, holds: list[Any]) -> pa.Table | Pending | str:
+    """:func:`check`, or a :class:`Pending` segment where its recorded facts suffice."""
+    found = pending(seg, job.expect(seg), holds)
+    if found is None:
+        return check(job, seg, holds)
+    problem = job.kind.check_facts(job, seg, found.rows, found.meta)
     return found if problem is None else problem
+
+
+def opener(job: Job) -> Callable[[Segment], pa.Table]:
+    """Opens and checks one segment of ``job`` (a pending one, when its rows are first read).
+
+    Raises:
+        CacheCorruptedError: the file changed since it was planned with, and fails a check.
+    """
+
+    def open_segment(seg: Segment) -> pa.Table:
+        found = check(job, seg)
+        if isinstance(found, str):
+            raise CacheCorruptedError(
+                f"Cache file {seg.path!r} is not usable ({found}): it changed after the cached "
+                "result was opened. Run the map or filter again to recompute it."
+            )
+        return found
+
+    return open_segment

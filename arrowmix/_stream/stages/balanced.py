@@ -258,8 +258,12 @@ class BudgetBucketIterator(AnchoredStage[list[Any]], ShareReader):
         super().reset(state)
 
     def _warn_dropped(self, window: int, sizes: list[int]) -> None:
-        """Warn once per stage how much ``remainder="drop"`` drops, and what to do."""
-        if self.__dict__.get("_warned"):
+        """Warn once per pipeline how much ``remainder="drop"`` drops, and what to do.
+
+        Every instance plans the same batches and drops the same ones, so only instance 0
+        (rank 0's first DataLoader worker) says so: one warning per job, not per worker.
+        """
+        if self.__dict__.get("_warned") or self.instance_rank != 0:
             return
         self._warned = True
         n, b = self.num_instances, len(sizes)
