@@ -120,7 +120,6 @@ def _transform_fingerprint(
         call.function,
         kwargs,
         defaults,
-        stacklevel=7,  # transform_record < this < plan < run < map_dataset < Dataset.map < user
     )
     return record.fingerprint, record.to_dict()
 

@@ -23,7 +23,6 @@ instance already yielded and the seed; restoring re-reads and re-plans one windo
 from __future__ import annotations
 
 import operator
-import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -38,6 +37,7 @@ from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.tokens.column import key_spans
 from arrowmix._stream.topology import ElasticRole, check_sharding, walk
 from arrowmix._validate import check_int
+from arrowmix._warn import warn
 from arrowmix.exceptions import DroppedDataWarning
 
 __all__ = ["REMAINDERS", "BudgetBucketIterator", "deal_batches", "plan_batches"]
@@ -269,7 +269,7 @@ class BudgetBucketIterator(AnchoredStage[list[Any]], ShareReader):
         n, b = self.num_instances, len(sizes)
         dropped = sum(sizes[b - b % n :])
         share = dropped / max(1, sum(sizes))
-        warnings.warn(
+        warn(
             f"budget_bucket(remainder='drop') on {n} instances dropped {b % n} of the {b} "
             f"batches of read-ahead window {window} ({dropped} rows, {share:.1%}); each "
             f"window drops up to {n - 1} batches, so about {n - 1} / (batches per window) "
@@ -277,7 +277,6 @@ class BudgetBucketIterator(AnchoredStage[list[Any]], ShareReader):
             f"{n} batches (budget / typical length * {n} * 20 rows keeps it under 5%), or "
             "use remainder='pad'.",
             DroppedDataWarning,
-            stacklevel=4,
         )
 
     def describe(self) -> dict[str, Any]:
