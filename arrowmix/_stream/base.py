@@ -235,7 +235,7 @@ class Stream(PipelineRoot[T]):
             shuffle: Yield the batches of a window in a seeded random order.
             seed: Seed of that order; None draws one (stored in the state).
         """
-        from arrowmix._stream.stages.balanced import BudgetBucketIterator
+        from arrowmix._stream.stages.budget_bucket import BudgetBucketIterator
 
         return BudgetBucketIterator(
             self,

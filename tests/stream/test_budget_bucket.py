@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from arrowmix._stream.row_source import TableRowSource
 from arrowmix._stream.sources.rows import ArrowSource
-from arrowmix._stream.stages.balanced import BudgetBucketIterator, deal_batches
+from arrowmix._stream.stages.budget_bucket import BudgetBucketIterator, deal_batches
 from arrowmix.exceptions import DroppedDataWarning, StateError
 from arrowmix.stream import Stream, from_iterable, merge_states, plan_batches
 from arrowmix.testing import CheckpointRoundTripTests

@@ -28,7 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 import pyarrow as pa
 
 from arrowmix._cache.segments import CacheWarning, Segment, remove_stale_tmp, touch
-from arrowmix._dataset.mapping.segments import Found, Job, check, check_pending, compute_segment
+from arrowmix._dataset.mapping.jobs import Found, Job, check, check_pending, compute_segment
 from arrowmix._dataset.progress import Progress, progress_enabled
 from arrowmix._storage import fs, trust
 from arrowmix._storage.atomic import make_durable

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import PassThrough, Stream, checked_fn, fn_id
+from arrowmix._stream.replay import AnchoredStage
 from arrowmix._validate import check_int
 
 __all__ = ["FilterIterator", "MapIterator", "ParallelMapIterator"]

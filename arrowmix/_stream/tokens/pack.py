@@ -49,9 +49,9 @@ from typing import Any
 
 import numpy as np
 
-from arrowmix._stream.anchored import WindowReplayStage
 from arrowmix._stream.base import State, Stream
 from arrowmix._stream.counters import SourceTokens, Tally, wait_clock
+from arrowmix._stream.replay import WindowReplayStage
 from arrowmix._stream.tokens.column import (
     TokenColumn,
     check_id_range,

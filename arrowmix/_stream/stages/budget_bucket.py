@@ -15,7 +15,7 @@ that ran out of data.
 Only the length column of the window is read by every instance; each instance reads the
 rows of its own batches only (one gather per window).
 
-Checkpointing: anchor and replay (see :mod:`arrowmix._stream.anchored`): the state is
+Checkpointing: anchor and replay (see :mod:`arrowmix._stream.replay`): the state is
 the source's state at the window start, the window number, the batches of this
 instance already yielded and the seed; restoring re-reads and re-plans one window.
 """
@@ -28,11 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import State, Stream, fn_id
 from arrowmix._stream.counters import Tally, wait_clock
 from arrowmix._stream.dealing import ShareReader
 from arrowmix._stream.positions import PositionBatches, Positions, no_positions
+from arrowmix._stream.replay import AnchoredStage
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.tokens.column import key_spans
 from arrowmix._stream.topology import ElasticRole, check_sharding, walk
