@@ -15,6 +15,7 @@ from arrowmix._stream.mixing.mix import zip_streams as zip
 from arrowmix._stream.mixing.schedule import estimate_mix_rows
 from arrowmix._stream.mixing.weight_schedule import WeightSchedule
 from arrowmix._stream.positions import PositionBatches, Positions
+from arrowmix._stream.replay import WindowReplayStage
 from arrowmix._stream.rng import SeedHolder, derive_rng
 from arrowmix._stream.row_source import RowSource, TableRowSource
 from arrowmix._stream.sources.chunks import from_chunks
