@@ -67,6 +67,18 @@ class DatasetDict(dict[str, "Dataset"]):
         [2, 3]
     """
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        from arrowmix._dataset.constructors import split_name
+
+        # HF's NamedSplit keys (datasets.Split.TRAIN) are kept as their names: they compare
+        # and hash as those strings, so ``dd[datasets.Split.TRAIN]`` and ``dd["train"]`` agree.
+        super().__init__({split_name(k): v for k, v in dict(*args, **kwargs).items()})
+
+    def __setitem__(self, key: Any, value: Dataset) -> None:
+        from arrowmix._dataset.constructors import split_name
+
+        super().__setitem__(split_name(key), value)
+
     def _check_values_type(self) -> None:
         from arrowmix._dataset.dataset import Dataset
 
@@ -106,6 +118,9 @@ class DatasetDict(dict[str, "Dataset"]):
         return {k: call(ds) for k, ds in self.items()}
 
     def __getitem__(self, k: Any) -> Dataset:
+        from arrowmix._dataset.constructors import split_name
+
+        k = split_name(k)
         if isinstance(k, str) and k not in self and len(self) > 0:
             raise KeyError(f"Unknown split {k!r}; available splits: {list(self.keys())}.")
         if isinstance(k, str) or len(self) == 0:

@@ -26,13 +26,30 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["decode", "decode_pydict", "encode_as", "has_json", "mixed_array", "no_mixed_types"]
+__all__ = [
+    "decode",
+    "decode_pydict",
+    "dumps",
+    "encode_as",
+    "has_json",
+    "mixed_array",
+    "no_mixed_types",
+]
 
 #: ``on_mixed_types`` values: None (raise on mixed types) or HF's ``"use_json"``.
 ON_MIXED_TYPES = (None, "use_json")
 
 _Path = tuple[Any, ...]  # str: a dict key; 0: the items of a list
 _LIST = 0
+
+
+def dumps(value: Any) -> str:
+    """``value`` as JSON text laid out as HF's ``Json()`` writes it (no spaces: ``{"a":1}``).
+
+    Non-ASCII characters are escaped as HF's encoder escapes them; floats keep every digit
+    (HF's encoder rounds them to 10 significant digits) and ``/`` is not escaped.
+    """
+    return json.dumps(value, separators=(",", ":"))
 
 
 def no_mixed_types(value: Any) -> str | None:
@@ -110,7 +127,7 @@ def _encode_at(value: Any, path: _Path) -> Any:
     if value is None:
         return None
     if not path:
-        return json.dumps(value)
+        return dumps(value)
     head, rest = path[0], path[1:]
     if head == _LIST:
         return [_encode_at(v, rest) for v in value]
@@ -148,7 +165,7 @@ def _encode_typed(value: Any, t: pa.DataType) -> Any:
     if value is None:
         return None
     if is_json(t):
-        return json.dumps(value)
+        return dumps(value)
     if pa.types.is_struct(t) and isinstance(value, dict):
         return {
             k: _encode_typed(v, t.field(k).type) if k in t.names else v for k, v in value.items()

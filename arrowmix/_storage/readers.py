@@ -67,63 +67,94 @@ def _text_batch(lines: list[bytes], path: str, first_line: int) -> pa.RecordBatc
     return pa.record_batch({"text": pa.array(texts, type=pa.string())})
 
 
+#: Bytes of JSON Lines parsed at once (HF's JSON ``chunksize``): the keys and types of the
+#: first chunk of a file are its columns.
+_JSON_CHUNK = 10 << 20
+
+
 def read_json(path: str, storage_options: Mapping[str, Any] | None) -> Iterator[pa.RecordBatch]:
-    """JSON Lines: one object per line; blank lines skipped; keys from the first block of rows.
+    """JSON Lines, typed as HF ``datasets`` types them (``pyarrow.json``'s inference).
 
-    A key first seen after the first block raises, naming its line; each block's types are
-    inferred on their own (see ``ingest.input_batches`` for how blocks are made one schema).
+    The file is parsed in chunks of 10 MiB (whole lines), as HF's JSON builder does: the
+    columns are every key of the first chunk (rows without one get ``None``), in order of
+    first appearance; ISO 8601 date and time strings become ``timestamp[s]`` where every value
+    of the column in the chunk is one. Blank lines are skipped. A malformed line (invalid
+    JSON or UTF-8, not an object) raises naming its line; later chunks are made one schema
+    with the first by ``ingest.input_batches``.
     """
-    schema: pa.Schema | None = None
-    rows: list[Any] = []
-    first = 1
+    import codecs
+
+    line = 1
     with _open(path, storage_options) as f:
-        for line_no, raw in _numbered_lines(f, path):
-            if not raw.strip():
+        while chunk := f.read(_JSON_CHUNK):
+            if line == 1 and chunk.startswith(codecs.BOM_UTF8):
+                chunk = chunk[len(codecs.BOM_UTF8) :]
+            chunk += f.readline()
+            table = _json_table(chunk, path, line)
+            line += chunk.count(b"\n")
+            if table.num_columns:
+                yield from table.to_batches(max_chunksize=_ROWS)
+
+
+def _json_table(chunk: bytes, path: str, first_line: int) -> pa.Table:
+    """One chunk of JSON Lines parsed by ``pyarrow.json`` with HF's block sizes."""
+    import io
+
+    import pyarrow.json as paj
+
+    block = max(_JSON_CHUNK // 32, 16 << 10)
+    if len(chunk) // 8 > block:
+        block = len(chunk)
+    while True:
+        try:
+            table = paj.read_json(io.BytesIO(chunk), read_options=paj.ReadOptions(block_size=block))
+            table.validate()
+            return table
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            if ("straddling" in str(exc) or "JSON conversion to" in str(exc)) and block < len(
+                chunk
+            ):
+                block *= 2
                 continue
-            try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise InputFormatError(f"{path}:{line_no}: invalid JSON: {exc}") from exc
-            if not isinstance(obj, dict):
-                raise InputFormatError(
-                    f"{path}:{line_no}: expected a JSON object per line, got {type(obj).__name__}."
-                )
-            rows.append(obj)
-            if len(rows) == _ROWS:
-                batch = _rows_batch(rows, schema, path, first)
-                schema = batch.schema
-                yield batch
-                rows, first = [], line_no + 1
-    if rows:
-        yield _rows_batch(rows, schema, path, first)
+            # The line-by-line parser names the bad line (or reads what pyarrow refused).
+            return pa.Table.from_batches([_lines_batch(chunk, path, first_line)])
 
 
-def _numbered_lines(f: Any, path: str) -> Iterator[tuple[int, str]]:
-    """Decode a binary file line by line, so an encoding error names its exact line."""
-    for line_no, raw in enumerate(f, start=1):
+def _lines_batch(chunk: bytes, path: str, first_line: int) -> pa.RecordBatch:
+    rows: list[Any] = []
+    for line_no, raw in _numbered_lines(chunk.split(b"\n"), path, first_line):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InputFormatError(f"{path}:{line_no}: invalid JSON: {exc}") from exc
+        if not isinstance(obj, dict):
+            raise InputFormatError(
+                f"{path}:{line_no}: expected a JSON object per line, got {type(obj).__name__}."
+            )
+        rows.append(obj)
+    return _rows_batch(rows, path, first_line)
+
+
+def _numbered_lines(f: Any, path: str, start: int = 1) -> Iterator[tuple[int, str]]:
+    """Decode binary lines one by one, so an encoding error names its exact line."""
+    for line_no, raw in enumerate(f, start=start):
         try:
             yield line_no, raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InputFormatError(f"{path}:{line_no}: not valid UTF-8 ({exc.reason}).") from exc
 
 
-def _rows_batch(rows: list[Any], schema: pa.Schema | None, path: str, first: int) -> pa.RecordBatch:
+def _rows_batch(rows: list[Any], path: str, first: int) -> pa.RecordBatch:
     try:
-        if schema is not None:
-            extra = {k for r in rows for k in r} - set(schema.names)
-            if extra:
-                raise InputFormatError(
-                    f"{path}: rows from line {first} on have key(s) {sorted(extra)} that earlier "
-                    f"rows did not; known keys: {schema.names}."
-                )
         # Every key of every row (pyarrow's from_pylist keeps the first row's only), each
-        # column inferred on its own: casting to earlier rows' types is the caller's, without
-        # loss (a schema given to from_pylist would truncate 2.5 to 2).
+        # column inferred on its own.
         names = list(dict.fromkeys(k for r in rows for k in r))
         return pa.RecordBatch.from_pydict({n: [r.get(n) for r in rows] for n in names})
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise InputFormatError(
-            f"{path}: rows from line {first} on do not fit the types of earlier rows: {exc}"
+            f"{path}: the rows from line {first} on mix types in a column: {exc}"
         ) from exc
 
 
@@ -132,21 +163,31 @@ def read_csv(
     storage_options: Mapping[str, Any] | None,
     column_types: Mapping[str, pa.DataType] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """CSV with a header row; values are kept as strings unless every value of a column parses.
+    """CSV with a header row, with the values and types HF ``datasets`` gives (pandas' rules).
 
-    Types are inferred from the first block by pyarrow, except for ``column_types`` (a later
-    file of a corpus is read with the first file's types: ``007`` stays a string where the
-    first file has text, instead of becoming 7); ragged rows name their line.
+    See :mod:`arrowmix._storage.csv_values`: missing and NA cells are nulls, types come from
+    the first rows, dates stay text. ``column_types``: a later file of a corpus is read with
+    the first file's types (``007`` stays a string where the first file has text, instead of
+    becoming 7); ragged rows name their line.
     """
     import pyarrow.csv as pacsv
 
-    convert = pacsv.ConvertOptions(column_types=dict(column_types or {}))
-    with _open(path, storage_options) as f:
-        try:
-            reader = pacsv.open_csv(f, convert_options=convert)
-            yield from reader
-        except pa.ArrowInvalid as exc:
-            raise InputFormatError(_locate_csv_error(path, storage_options, exc)) from exc
+    from arrowmix._storage.csv_values import csv_convert_options, header_names, typed_batches
+
+    try:
+        with _open(path, storage_options) as f:
+            raw = pacsv.open_csv(f).schema.names
+        names = header_names(raw)
+        read = pacsv.ReadOptions(column_names=names, skip_rows=1)
+        with _open(path, storage_options) as f:
+            reader = pacsv.open_csv(
+                f, read_options=read, convert_options=csv_convert_options(names)
+            )
+            yield from typed_batches(iter(reader), path, column_types)
+    except pa.ArrowInvalid as exc:
+        if "Empty CSV file" in str(exc):
+            return
+        raise InputFormatError(_locate_csv_error(path, storage_options, exc)) from exc
 
 
 def _locate_csv_error(path: str, storage_options: Mapping[str, Any] | None, exc: Exception) -> str:
