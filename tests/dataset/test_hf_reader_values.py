@@ -208,3 +208,10 @@ def test_a_json_key_first_seen_after_line_65536_fills_earlier_rows(tmp_path: Any
     _, ours = _same("json", _jsonl(tmp_path / "late.jsonl", rows), tmp_path)
     assert ours[0] == {"a": 0, "late": None}
     assert ours[-1] == {"a": 0, "late": "x"}
+
+
+def test_the_na_strings_are_pandas_defaults() -> None:
+    parsers = pytest.importorskip("pandas._libs.parsers")
+    from arrowmix._storage.csv_values import NA_VALUES
+
+    assert sorted(NA_VALUES) == sorted(parsers.STR_NA_VALUES)
