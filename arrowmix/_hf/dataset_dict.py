@@ -498,6 +498,22 @@ class DatasetDict(dict[str, "Dataset"]):
         shards = _per_split("num_shards", num_shards, list(self.keys()))
         save_dict(self, dataset_dict_path, max_shard_size, shards, num_proc)
 
+    def to_hub_folder(
+        self,
+        folder: str | os.PathLike[str],
+        *,
+        config_name: str = "default",
+        data_dir: str | None = None,
+        max_shard_size: int | str | None = None,
+        num_shards: dict[str, int] | None = None,
+    ) -> list[str]:
+        """Write the folder HF's ``push_to_hub`` would upload, every split; see Dataset's."""
+        from arrowmix._hf.hub_folder import write_hub_folder
+
+        self._check_values_type()
+        shards = _per_split("num_shards", num_shards, list(self.keys()))
+        return write_hub_folder(self, folder, config_name, data_dir, max_shard_size, shards)
+
     @staticmethod
     def load_from_disk(
         dataset_dict_path: str | os.PathLike[str],

@@ -32,10 +32,12 @@ from arrowmix.exceptions import InputFormatError
 __all__ = ["INFER_ROWS", "NA_VALUES", "csv_convert_options", "header_names", "typed_batches"]
 
 #: pandas' default NA strings (``pandas._libs.parsers.STR_NA_VALUES``), which HF keeps.
-NA_VALUES = tuple(
-    "|#N/A|#N/A N/A|#NA|-1.#IND|-1.#QNAN|-NaN|-nan|1.#IND|1.#QNAN|<NA>|N/A|NA|NULL|NaN|None|n/a"
-    "|nan|null".split("|")
+# fmt: off
+NA_VALUES = (
+    "", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+    "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null",
 )
+# fmt: on
 #: Rows a column's type is inferred from (HF's CSV ``chunksize``).
 INFER_ROWS = 10_000
 _TRUE = ("True", "TRUE", "true")
