@@ -45,7 +45,7 @@ def hub_readme(config_name: str, data_dir: str, splits: list[str]) -> str:
     lines = ["---", "configs:", f"- config_name: {_scalar(config_name)}", "  data_files:"]
     for split in splits:
         lines += [f"  - split: {_scalar(split)}", f"    path: {_scalar(f'{data_dir}/{split}-*')}"]
-    return "\n".join([*lines, "---", ""]) + "\n"
+    return "\n".join([*lines, "---", ""])
 
 
 def write_hub_folder(

@@ -87,7 +87,7 @@ def test_a_dataset_dict_writes_hfs_layout_and_card(tmp_path: Any) -> None:
     ]
     ours = (tmp_path / "repo" / "README.md").read_text()
     hf = _hf_card(tmp_path, ["train", "test"], "default", "data")
-    assert ours.rstrip("\n") == _without_dataset_info(hf).rstrip("\n")
+    assert ours == _without_dataset_info(hf)
     assert _front_matter(ours)["configs"] == _front_matter(hf)["configs"]
 
 
