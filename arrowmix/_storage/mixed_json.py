@@ -31,9 +31,11 @@ __all__ = [
     "decode_pydict",
     "dumps",
     "encode_as",
+    "encode_at",
     "has_json",
     "mixed_array",
     "no_mixed_types",
+    "retyped",
 ]
 
 #: ``on_mixed_types`` values: None (raise on mixed types) or HF's ``"use_json"``.
@@ -123,26 +125,28 @@ def mixed_paths(values: Sequence[Any]) -> list[_Path]:
     return found
 
 
-def _encode_at(value: Any, path: _Path) -> Any:
+def encode_at(value: Any, path: _Path) -> Any:
+    """``value`` with its place ``path`` (keys, 0 for list items) replaced by JSON text."""
     if value is None:
         return None
     if not path:
         return dumps(value)
     head, rest = path[0], path[1:]
     if head == _LIST:
-        return [_encode_at(v, rest) for v in value]
-    return {**value, head: _encode_at(value.get(head), rest)}
+        return [encode_at(v, rest) for v in value]
+    return {**value, head: encode_at(value.get(head), rest)}
 
 
-def _retyped(t: pa.DataType, path: _Path) -> pa.DataType:
+def retyped(t: pa.DataType, path: _Path) -> pa.DataType:
+    """``t`` with the type at ``path`` replaced by ``arrow.json``."""
     if not path:
         return pa.json_()
     head, rest = path[0], path[1:]
     if head == _LIST:
-        inner = _retyped(t.value_type, rest)  # type: ignore[attr-defined]  # a list type
+        inner = retyped(t.value_type, rest)  # type: ignore[attr-defined]  # a list type
         return pa.large_list(inner) if pa.types.is_large_list(t) else pa.list_(inner)
     fields = [t.field(i) for i in range(t.num_fields)]
-    return pa.struct([f.with_type(_retyped(f.type, rest)) if f.name == head else f for f in fields])
+    return pa.struct([f.with_type(retyped(f.type, rest)) if f.name == head else f for f in fields])
 
 
 def mixed_array(values: Sequence[Any]) -> pa.Array[Any] | None:
@@ -152,11 +156,11 @@ def mixed_array(values: Sequence[Any]) -> pa.Array[Any] | None:
         return None
     encoded = list(values)
     for path in paths:
-        encoded = [_encode_at(v, path) for v in encoded]
+        encoded = [encode_at(v, path) for v in encoded]
     arr = pa.array(encoded)
     target = arr.type
     for path in paths:
-        target = _retyped(target, path)
+        target = retyped(target, path)
     out: pa.Array[Any] = arr.cast(target)
     return out
 

@@ -9,7 +9,6 @@ local paths or fsspec URLs, compressed or not (the compression is inferred from 
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -67,95 +66,17 @@ def _text_batch(lines: list[bytes], path: str, first_line: int) -> pa.RecordBatc
     return pa.record_batch({"text": pa.array(texts, type=pa.string())})
 
 
-#: Bytes of JSON Lines parsed at once (HF's JSON ``chunksize``): the keys and types of the
-#: first chunk of a file are its columns.
-_JSON_CHUNK = 10 << 20
-
-
 def read_json(path: str, storage_options: Mapping[str, Any] | None) -> Iterator[pa.RecordBatch]:
-    """JSON Lines, typed as HF ``datasets`` types them (``pyarrow.json``'s inference).
+    """JSON Lines typed as HF ``datasets`` types them: :mod:`arrowmix._storage.json_values`.
 
-    The file is parsed in chunks of 10 MiB (whole lines), as HF's JSON builder does: the
-    columns are every key of the first chunk (rows without one get ``None``), in order of
-    first appearance; ISO 8601 date and time strings become ``timestamp[s]`` where every value
-    of the column in the chunk is one. Blank lines are skipped. A malformed line (invalid
-    JSON or UTF-8, not an object) raises naming its line; later chunks are made one schema
-    with the first by ``ingest.input_batches``.
+    Every key of the file's first 10 MiB is a column, ISO 8601 dates are timestamps, values
+    of mixed types are JSON text; a malformed line raises naming it. Later chunks are made
+    one schema with the first by ``ingest.input_batches``.
     """
-    import codecs
+    from arrowmix._storage.json_values import json_batches
 
-    line = 1
     with _open(path, storage_options) as f:
-        while chunk := f.read(_JSON_CHUNK):
-            if line == 1 and chunk.startswith(codecs.BOM_UTF8):
-                chunk = chunk[len(codecs.BOM_UTF8) :]
-            chunk += f.readline()
-            table = _json_table(chunk, path, line)
-            line += chunk.count(b"\n")
-            if table.num_columns:
-                yield from table.to_batches(max_chunksize=_ROWS)
-
-
-def _json_table(chunk: bytes, path: str, first_line: int) -> pa.Table:
-    """One chunk of JSON Lines parsed by ``pyarrow.json`` with HF's block sizes."""
-    import io
-
-    import pyarrow.json as paj
-
-    block = max(_JSON_CHUNK // 32, 16 << 10)
-    if len(chunk) // 8 > block:
-        block = len(chunk)
-    while True:
-        try:
-            table = paj.read_json(io.BytesIO(chunk), read_options=paj.ReadOptions(block_size=block))
-            table.validate()
-            return table
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-            if ("straddling" in str(exc) or "JSON conversion to" in str(exc)) and block < len(
-                chunk
-            ):
-                block *= 2
-                continue
-            # The line-by-line parser names the bad line (or reads what pyarrow refused).
-            return pa.Table.from_batches([_lines_batch(chunk, path, first_line)])
-
-
-def _lines_batch(chunk: bytes, path: str, first_line: int) -> pa.RecordBatch:
-    rows: list[Any] = []
-    for line_no, raw in _numbered_lines(chunk.split(b"\n"), path, first_line):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise InputFormatError(f"{path}:{line_no}: invalid JSON: {exc}") from exc
-        if not isinstance(obj, dict):
-            raise InputFormatError(
-                f"{path}:{line_no}: expected a JSON object per line, got {type(obj).__name__}."
-            )
-        rows.append(obj)
-    return _rows_batch(rows, path, first_line)
-
-
-def _numbered_lines(f: Any, path: str, start: int = 1) -> Iterator[tuple[int, str]]:
-    """Decode binary lines one by one, so an encoding error names its exact line."""
-    for line_no, raw in enumerate(f, start=start):
-        try:
-            yield line_no, raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputFormatError(f"{path}:{line_no}: not valid UTF-8 ({exc.reason}).") from exc
-
-
-def _rows_batch(rows: list[Any], path: str, first: int) -> pa.RecordBatch:
-    try:
-        # Every key of every row (pyarrow's from_pylist keeps the first row's only), each
-        # column inferred on its own.
-        names = list(dict.fromkeys(k for r in rows for k in r))
-        return pa.RecordBatch.from_pydict({n: [r.get(n) for r in rows] for n in names})
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise InputFormatError(
-            f"{path}: the rows from line {first} on mix types in a column: {exc}"
-        ) from exc
+        yield from json_batches(f, path)
 
 
 def read_csv(

@@ -215,3 +215,27 @@ def test_the_na_strings_are_pandas_defaults() -> None:
     from arrowmix._storage.csv_values import NA_VALUES
 
     assert sorted(NA_VALUES) == sorted(parsers.STR_NA_VALUES)
+
+
+MIXED_JSON = {
+    "scalars": [{"a": 1}, {"a": "x"}, {"a": None}],
+    "dict_keys": [{"m": {"x": 1}}, {"m": {"y": "z"}}],
+    "struct_field": [{"s": {"k": 1, "v": 2}}, {"s": {"k": 2, "v": "two"}}],
+    "list_items": [{"l": [1, "a"]}, {"l": [2]}],
+    "chat": [
+        {"c": [{"role": "user", "content": "hi"}]},
+        {"c": [{"role": "assistant", "content": [{"type": "text"}]}]},
+    ],
+    "bool_int": [{"a": True}, {"a": 1}],
+    "str_list": [{"a": "x"}, {"a": ["y"]}],
+    "empty_dict": [{"m": {"x": 1}}, {"m": {}}],
+    "deep": [{"a": {"b": [{"c": 1}, {"c": "x"}]}}],
+}
+
+
+@pytest.mark.parametrize("case", sorted(MIXED_JSON))
+def test_json_values_of_mixed_types_are_json_as_in_hf(tmp_path: Any, case: str) -> None:
+    path = _jsonl(tmp_path / f"{case}.jsonl", MIXED_JSON[case])
+    hf, ours = _same("json", path, tmp_path)
+    assert ours.to_list() == MIXED_JSON[case]
+    assert ours.with_format("arrow")[:].to_pydict() == hf.data.to_pydict()  # the stored text
