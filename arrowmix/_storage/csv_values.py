@@ -40,8 +40,9 @@ NA_VALUES = (
 # fmt: on
 #: Rows a column's type is inferred from (HF's CSV ``chunksize``).
 INFER_ROWS = 10_000
-_TRUE = ("True", "TRUE", "true")
-_FALSE = ("False", "FALSE", "false")
+# Regular expressions, not value arrays: building an array (``pa.array``) imports pandas.
+_TRUE = r"^(True|TRUE|true)$"
+_BOOL = r"^(True|TRUE|true|False|FALSE|false)$"
 _INT = r"^\s*[+-]?[0-9]+\s*$"
 
 
@@ -79,6 +80,23 @@ def _numbers(arr: pa.Array[Any], to: pa.DataType) -> pa.Array[Any]:
     return pc.cast(text, to)
 
 
+def _ints(arr: pa.Array[Any], to: pa.DataType) -> pa.Array[Any]:
+    """Integer cells as ``to``; raises ``ArrowInvalid`` for any other cell.
+
+    pyarrow's own cast first (plain digits: the common case, one pass); it also reads hex
+    (``0x10``), which pandas does not, so a cell with an ``x`` takes the checked path.
+    """
+    try:
+        out: pa.Array[Any] = pc.cast(arr, to)
+        if not pc.any(pc.match_substring(arr, "x", ignore_case=True)).as_py():
+            return out
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    if not _is_int(arr.drop_null()):
+        raise pa.ArrowInvalid("not an integer")
+    return _numbers(arr, to)
+
+
 def _is_int(arr: pa.Array[Any]) -> bool:
     return bool(pc.all(pc.match_substring_regex(arr, _INT)).as_py() is not False)
 
@@ -101,7 +119,7 @@ def _infer(arr: pa.Array[Any]) -> pa.DataType:
         return pa.float64()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
-    if pc.all(pc.is_in(values, pa.array(_TRUE + _FALSE, pa.large_string()))).as_py():
+    if pc.all(pc.match_substring_regex(values, _BOOL)).as_py():
         return pa.bool_()
     return pa.large_string()
 
@@ -111,21 +129,17 @@ def _convert(arr: pa.Array[Any], to: pa.DataType) -> pa.Array[Any]:
     if to == pa.large_string():
         return arr
     if pa.types.is_boolean(to):
-        truth = pc.is_in(arr, pa.array(_TRUE, pa.large_string()))
-        known = pc.or_(truth, pc.is_in(arr, pa.array(_FALSE, pa.large_string())))
-        if not pc.all(pc.or_kleene(known, pc.is_null(arr))).as_py():
+        if pc.all(pc.match_substring_regex(arr, _BOOL)).as_py() is False:
             raise pa.ArrowInvalid("not True or False")
-        out: pa.Array[Any] = pc.if_else(pc.is_null(arr), pa.scalar(None, pa.bool_()), truth)
-        return out
+        truth: pa.Array[Any] = pc.match_substring_regex(arr, _TRUE)  # null where arr is
+        return truth
     if pa.types.is_integer(to):
-        if not _is_int(arr.drop_null()):
-            raise pa.ArrowInvalid("not an integer")
-        return _numbers(arr, to)
+        return _ints(arr, to)
     if pa.types.is_floating(to):
-        values = arr.drop_null()
-        if len(values) and _is_int(values):
-            return pc.cast(_numbers(arr, pa.int64()), to)
-        return pc.cast(pc.utf8_trim_whitespace(arr), to)
+        try:
+            return pc.cast(arr, to)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return pc.cast(pc.utf8_trim_whitespace(arr), to)  # pandas allows spaces around
     return pc.cast(arr, to)
 
 

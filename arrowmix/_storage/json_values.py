@@ -7,8 +7,9 @@ the column is one. As HF's default ``on_mixed_types="use_json"``, the places whe
 disagree (dicts with different keys, a str among ints, containers among scalars: the rule of
 :mod:`arrowmix._storage.mixed_json`) are stored as JSON text in Arrow's ``arrow.json`` type,
 HF's ``Json()`` feature, and read back as the values given. The first chunk is also read line
-by line, as HF reads it to find those places; so is any chunk ``pyarrow.json`` refuses, which
-names the first malformed line (invalid JSON or UTF-8, not an object).
+by line to find those places, as HF reads it, when it holds objects (a flat chunk cannot
+hold such places without ``pyarrow.json`` refusing it); so is any chunk ``pyarrow.json``
+refuses, which names the first malformed line (invalid JSON or UTF-8, not an object).
 """
 
 from __future__ import annotations
@@ -49,9 +50,21 @@ def json_batches(f: Any, path: str) -> Iterator[pa.RecordBatch]:
 def _chunk_table(
     chunk: bytes, path: str, line: int, places: list[_Path], scan: bool
 ) -> tuple[pa.Table, list[_Path]]:
-    """One chunk as a table, and the JSON places known after it."""
-    rows = _rows(chunk, path, line) if scan else None
-    if rows is not None:
+    """One chunk as a table, and the JSON places known after it.
+
+    ``scan``: look for places line by line too, unless ``pyarrow.json`` reads the chunk with
+    no struct anywhere (then no dicts can differ in their keys, and a scalar of another type
+    would have made it fail).
+    """
+    rows = None
+    if scan:
+        try:
+            table = _parsed(chunk, None, places, path, line)
+            if not any(map(_has_struct, table.schema.types)):
+                return table, places
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass
+        rows = _rows(chunk, path, line)
         places = _merged(places, _mixed(rows))
     try:
         return _parsed(chunk, rows, places, path, line), places
@@ -99,6 +112,13 @@ def _pyarrow_json(chunk: bytes) -> pa.Table:
             if not straddles or block >= len(chunk):
                 raise
             block *= 2
+
+
+def _has_struct(t: pa.DataType) -> bool:
+    if pa.types.is_struct(t):
+        return True
+    inner = getattr(t, "value_type", None)  # list types
+    return inner is not None and _has_struct(inner)
 
 
 def _rows(chunk: bytes, path: str, first_line: int) -> list[dict[str, Any]]:
