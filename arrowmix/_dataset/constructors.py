@@ -310,8 +310,10 @@ def _read_splits(
     from arrowmix._dataset.state import derive, state_of
     from arrowmix._hooks import dataset_dict
 
+    types = _csv_types(features) if fmt == "csv" else None
+
     def one(files: Any, name: str) -> Dataset:
-        ds = ingest(files, fmt, storage_options, source_column, cache_dir)
+        ds = ingest(files, fmt, storage_options, source_column, cache_dir, types)
         ds = _finish(ds, features, keep_in_memory)
         return type(ds)(derive(state_of(ds), split=name))
 
@@ -362,6 +364,30 @@ def check_split_name(name: Any) -> None:
             f"Split name should match '^\\w+(\\.\\w+)*$' but got {name!r}: letters, digits "
             "and underscores, optionally separated by dots."
         )
+
+
+def _csv_types(features: Any) -> dict[str, pa.DataType] | None:
+    """The types HF parses CSV columns as, given ``features``: its ``Value`` ones.
+
+    HF reads such a column straight as its type (``"007"`` stays text in a string column);
+    the others (class labels, media, nested) are parsed as usual and cast after
+    (``_finish``). A ``pyarrow.Schema`` gives every scalar column.
+    """
+    import json
+
+    schema = None if features is None else _schema_of(None, features)
+    if schema is None:
+        return None
+    raw = (schema.metadata or {}).get(b"huggingface")
+    kinds = json.loads(raw).get("info", {}).get("features", {}) if raw else {}
+    found = {
+        f.name: f.type
+        for f in schema
+        if not pa.types.is_nested(f.type)
+        and not isinstance(f.type, pa.ExtensionType)
+        and kinds.get(f.name, {}).get("_type", "Value") == "Value"
+    }
+    return found or None
 
 
 def _finish(ds: Dataset, features: Any, keep_in_memory: bool) -> Dataset:

@@ -239,3 +239,22 @@ def test_json_values_of_mixed_types_are_json_as_in_hf(tmp_path: Any, case: str) 
     hf, ours = _same("json", path, tmp_path)
     assert ours.to_list() == MIXED_JSON[case]
     assert ours.with_format("arrow")[:].to_pydict() == hf.data.to_pydict()  # the stored text
+
+
+def test_csv_features_are_the_types_the_cells_are_read_as_in_hf(tmp_path: Any) -> None:
+    path = tmp_path / "codes.csv"
+    path.write_text("code,n,label\n007,1,pos\n008,2,neg\n")
+    features = datasets.Features(
+        {
+            "code": datasets.Value("string"),
+            "n": datasets.Value("int32"),
+            "label": datasets.ClassLabel(names=["neg", "pos"]),
+        }
+    )
+    hf = datasets.Dataset.from_csv(str(path), features=features, cache_dir=str(tmp_path / "hf"))
+    ours = am.Dataset.from_csv(str(path), features=features, cache_dir=str(tmp_path / "am"))
+    assert ours.to_dict() == hf.to_dict() == {"code": ["007", "008"], "n": [1, 2], "label": [1, 0]}
+    assert ours.schema.remove_metadata() == hf.data.schema.remove_metadata()
+    assert ours.features == hf.features
+    plain = am.Dataset.from_csv(str(path), cache_dir=str(tmp_path / "am"))
+    assert plain["code"] == [7, 8]  # without features: pandas' rule, as HF
