@@ -258,3 +258,10 @@ def test_csv_features_are_the_types_the_cells_are_read_as_in_hf(tmp_path: Any) -
     assert ours.features == hf.features
     plain = am.Dataset.from_csv(str(path), cache_dir=str(tmp_path / "am"))
     assert plain["code"] == [7, 8]  # without features: pandas' rule, as HF
+
+
+def test_json_rows_the_new_reader_leaves_unchanged_keep_their_fingerprint(tmp_path: Any) -> None:
+    # The fingerprint of ingested rows is their content's: the new reader's version in the
+    # cache key re-reads old caches but moves no pin where the rows are the same.
+    path = _jsonl(tmp_path / "simple.jsonl", [{"a": 1, "t": "x"}, {"a": 2, "t": "y"}])
+    assert _ours("json", path, tmp_path).fingerprint == "f0d0dac324c5afc9"  # as before
