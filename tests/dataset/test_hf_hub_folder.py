@@ -100,7 +100,8 @@ def test_hf_load_dataset_reads_the_folder_back_equal(tmp_path: Any) -> None:
     for split, ds in dd.items():
         assert back[split].to_dict() == ds.to_dict()
         assert back[split].features == _features()  # ClassLabel names kept
-    by_dir = datasets.load_dataset("parquet", data_dir=str(tmp_path / "repo" / "data"), cache_dir=cache)
+    data_dir = str(tmp_path / "repo" / "data")
+    by_dir = datasets.load_dataset("parquet", data_dir=data_dir, cache_dir=cache)
     assert {k: v.to_dict() for k, v in by_dir.items()} == {k: v.to_dict() for k, v in dd.items()}
 
 
@@ -120,7 +121,7 @@ def test_a_folder_already_written_is_refused_and_left_alone(tmp_path: Any) -> No
     ds = _splits()["train"]
     ds.to_hub_folder(tmp_path / "repo")
     before = sorted(os.listdir(tmp_path / "repo" / "data"))
-    with pytest.raises(FileExistsError, match="README.md"):
+    with pytest.raises(FileExistsError, match=r"README\.md"):
         ds.to_hub_folder(tmp_path / "repo")
     assert sorted(os.listdir(tmp_path / "repo" / "data")) == before
     with pytest.raises(ValueError, match="'data'"):
