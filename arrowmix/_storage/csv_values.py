@@ -163,7 +163,7 @@ def _typed(
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             i = _first_bad(arr, to)
             raise InputFormatError(
-                f"{path}: column {name!r} is {to} (as its first rows say) but its row "
+                f"{path}: column {name!r} is {to} (as the first rows read fixed it) but its row "
                 f"{row + i + 1} (1-based, header not counted) holds {arr[i].as_py()!r}: {exc}. "
                 "Pass `features=` to read the column as another type."
             ) from exc
