@@ -265,3 +265,29 @@ def test_json_rows_the_new_reader_leaves_unchanged_keep_their_fingerprint(tmp_pa
     # cache key re-reads old caches but moves no pin where the rows are the same.
     path = _jsonl(tmp_path / "simple.jsonl", [{"a": 1, "t": "x"}, {"a": 2, "t": "y"}])
     assert _ours("json", path, tmp_path).fingerprint == "f0d0dac324c5afc9"  # as before
+
+
+def test_text_modes_give_hfs_rows_or_differ_as_documented(tmp_path: Any) -> None:
+    plain = tmp_path / "plain.txt"
+    plain.write_text("first line\nsecond\n\nnext paragraph\nmore\n\nlast")
+    for mode in ("line", "paragraph", "document"):
+        hf = datasets.Dataset.from_text(str(plain), sample_by=mode, cache_dir=str(tmp_path / "hf"))
+        ours = am.Dataset.from_text(str(plain), sample_by=mode, cache_dir=str(tmp_path / "am"))
+        assert ours["text"] == list(hf["text"]), mode
+    odd = tmp_path / "odd.txt"
+    odd.write_bytes(b"a\r\nb\rc\n\n\n  \nd\n")
+    read = {
+        mode: (
+            list(
+                datasets.Dataset.from_text(
+                    str(odd), sample_by=mode, cache_dir=str(tmp_path / "hf")
+                )["text"]
+            ),
+            am.Dataset.from_text(str(odd), sample_by=mode, cache_dir=str(tmp_path / "am"))["text"],
+        )
+        for mode in ("line", "paragraph", "document")
+    }
+    # docs/migrating-from-datasets.md, "What changes, and why": the three rules
+    assert read["line"] == (["a", "b", "c", "", "", "  ", "d"], ["a", "b\rc", "", "", "  ", "d"])
+    assert read["paragraph"] == (["a\nb\nc", "\n  \nd\n"], ["a\nb\rc", "d"])
+    assert read["document"] == (["a\nb\nc\n\n\n  \nd\n"], ["a\r\nb\rc\n\n\n  \nd\n"])
