@@ -96,13 +96,18 @@ def read_csv(
     from arrowmix._storage.csv_values import csv_convert_options, header_names, typed_batches
 
     try:
+        # Quoted values may span lines, as pandas (HF) reads them.
+        parse = pacsv.ParseOptions(newlines_in_values=True)
         with _open(path, storage_options) as f:
-            raw = pacsv.open_csv(f).schema.names
+            raw = pacsv.open_csv(f, parse_options=parse).schema.names
         names = header_names(raw)
         read = pacsv.ReadOptions(column_names=names, skip_rows=1)
         with _open(path, storage_options) as f:
             reader = pacsv.open_csv(
-                f, read_options=read, convert_options=csv_convert_options(names)
+                f,
+                read_options=read,
+                parse_options=parse,
+                convert_options=csv_convert_options(names),
             )
             yield from typed_batches(iter(reader), path, column_types)
     except pa.ArrowInvalid as exc:
