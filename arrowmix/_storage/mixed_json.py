@@ -49,7 +49,8 @@ def dumps(value: Any) -> str:
     """``value`` as JSON text laid out as HF's ``Json()`` writes it (no spaces: ``{"a":1}``).
 
     Non-ASCII characters are escaped as HF's encoder escapes them; floats keep every digit
-    (HF's encoder rounds them to 10 significant digits) and ``/`` is not escaped.
+    (HF's encoder rounds them to 10 decimal places: ``1e-12`` becomes ``0.0``) and ``/`` is
+    not escaped.
     """
     return json.dumps(value, separators=(",", ":"))
 
