@@ -112,3 +112,12 @@ def test_from_files_take_a_named_split(tmp_path: Any, kind: str) -> None:
     assert ours["text"] == list(hf["text"])
     one = getattr(am.Dataset, f"from_{kind}")({split: str(path)})
     assert list(one) == ["test"] and one[split]["text"] == ["a", "b"]
+
+
+def test_json_floats_keep_every_digit_where_hfs_encoder_rounds() -> None:
+    # docs/migrating-from-datasets.md, "What changes, and why": a documented difference
+    rows = {"m": [1e-12, "x", 3.141592653589793]}
+    hf = datasets.Dataset.from_dict(rows, on_mixed_types="use_json")
+    ours = am.Dataset.from_dict(rows, on_mixed_types="use_json")
+    assert ours["m"] == rows["m"]
+    assert list(hf["m"]) == [0.0, "x", 3.1415926536]
