@@ -43,14 +43,14 @@ class DatasetConstructors:
         are kept for ``ds.info``; ``split`` is ignored. Without a schema, HF's
         ``on_mixed_types="use_json"`` stores the places of a column whose values have mixed
         types (a str among ints, dicts with different keys) as JSON, read back as the values
-        given (``docs/migrating-from-datasets.md``).
+        given (``docs/migrating-from-datasets.md``). ``split`` (a name or HF's ``NamedSplit``)
+        is the result's ``ds.split``, as in HF (``None`` when not given).
         """
         from arrowmix._dataset import build
         from arrowmix._hooks import dataset_with_info
 
-        del split  # HF's split name: arrowmix datasets have none
         built = build.from_dict(mapping, _schema_of(schema, features, info), on_mixed_types)
-        return dataset_with_info(built, info)
+        return with_split(dataset_with_info(built, info), split)
 
     @classmethod
     def from_pylist(
@@ -67,9 +67,8 @@ class DatasetConstructors:
         from arrowmix._dataset import build
         from arrowmix._hooks import dataset_with_info
 
-        del split  # as in from_dict
         built = build.from_pylist(rows, _schema_of(schema, features, info), on_mixed_types)
-        return dataset_with_info(built, info)
+        return with_split(dataset_with_info(built, info), split)
 
     @classmethod
     def from_list(
@@ -112,18 +111,18 @@ class DatasetConstructors:
         batch's header). HF's arguments: ``in_memory=True`` reads the file into memory
         instead of mapping it; ``indices_filename`` (an Arrow file of one column of row
         positions, as HF writes them) views the rows through it; ``info`` gives the column
-        types as in :meth:`from_dict`; ``split`` is ignored.
+        types as in :meth:`from_dict`; ``split`` is ``ds.split``, as in from_dict.
         """
         from arrowmix._dataset import build
 
-        del split  # as in from_dict
-        return build.from_file(
+        built = build.from_file(
             path,
             storage_options,
             in_memory=in_memory,
             schema=_schema_of(None, None, info),
             indices_filename=indices_filename,
         )
+        return with_split(built, split)
 
     @classmethod
     def from_chunks(
@@ -311,15 +310,19 @@ def _read_splits(
     from arrowmix._dataset.state import derive, state_of
     from arrowmix._hooks import dataset_dict
 
+    types = _csv_types(features) if fmt == "csv" else None
+
     def one(files: Any, name: str) -> Dataset:
-        ds = ingest(files, fmt, storage_options, source_column, cache_dir)
+        ds = ingest(files, fmt, storage_options, source_column, cache_dir, types)
         ds = _finish(ds, features, keep_in_memory)
         return type(ds)(derive(state_of(ds), split=name))
 
     if split is not None:
+        split = split_name(split)
         check_split_name(split)
     if not isinstance(paths, Mapping):
         return one(paths, split or "train")
+    paths = {split_name(name): files for name, files in paths.items()}
     for name in paths:
         check_split_name(name)
     if split is not None:
@@ -327,6 +330,25 @@ def _read_splits(
             raise ValueError(f"Unknown split {split!r}; the files are given for {list(paths)}.")
         return one(paths[split], split)
     return dataset_dict({name: one(files, name) for name, files in paths.items()})
+
+
+def with_split(ds: Dataset, split: Any) -> Dataset:
+    """``ds`` named as the split ``split`` (``ds.split``; unchanged when ``split`` is None)."""
+    from arrowmix._dataset.state import derive, state_of
+
+    if split is None:
+        return ds
+    return type(ds)(derive(state_of(ds), split=str(split_name(split))))
+
+
+def split_name(name: Any) -> Any:
+    """A split name as a ``str``: HF's ``NamedSplit`` (``datasets.Split.TRAIN``) by its name.
+
+    Anything else is returned as it is (for :func:`check_split_name` to judge).
+    """
+    if not isinstance(name, str) and type(name).__name__ == "NamedSplit":
+        return str(name)
+    return name
 
 
 def check_split_name(name: Any) -> None:
@@ -342,6 +364,30 @@ def check_split_name(name: Any) -> None:
             f"Split name should match '^\\w+(\\.\\w+)*$' but got {name!r}: letters, digits "
             "and underscores, optionally separated by dots."
         )
+
+
+def _csv_types(features: Any) -> dict[str, pa.DataType] | None:
+    """The types HF parses CSV columns as, given ``features``: its ``Value`` ones.
+
+    HF reads such a column straight as its type (``"007"`` stays text in a string column);
+    the others (class labels, media, nested) are parsed as usual and cast after
+    (``_finish``). A ``pyarrow.Schema`` gives every scalar column.
+    """
+    import json
+
+    schema = None if features is None else _schema_of(None, features)
+    if schema is None:
+        return None
+    raw = (schema.metadata or {}).get(b"huggingface")
+    kinds = json.loads(raw).get("info", {}).get("features", {}) if raw else {}
+    found = {
+        f.name: f.type
+        for f in schema
+        if not pa.types.is_nested(f.type)
+        and not isinstance(f.type, pa.ExtensionType)
+        and kinds.get(f.name, {}).get("_type", "Value") == "Value"
+    }
+    return found or None
 
 
 def _finish(ds: Dataset, features: Any, keep_in_memory: bool) -> Dataset:

@@ -46,7 +46,9 @@ class DatasetExtras:
         streamed to the files in blocks (bounded memory); a generator that raises leaves
         nothing that a rerun takes for finished. ``features`` (HF ``Features`` or a
         ``pyarrow.Schema``) types the columns; ``num_proc`` is accepted and the generator
-        runs in this process; ``split`` is ignored.
+        runs in this process. As in HF, ``split`` (a name or a ``NamedSplit``; ``"train"``
+        when not given) is ``ds.split``, and ``fingerprint`` is the result's fingerprint (the
+        root of the fingerprints of what is computed from it).
 
         Example:
             >>> import arrowmix as am
@@ -56,16 +58,18 @@ class DatasetExtras:
             >>> am.Dataset.from_generator(squares, gen_kwargs={"n": 4})["sq"]
             [0, 1, 4, 9]
         """
-        from arrowmix._dataset.constructors import _finish, _schema_of
+        from arrowmix._dataset.constructors import _finish, _schema_of, with_split
         from arrowmix._dataset.generator import from_generator
+        from arrowmix._dataset.state import derive, state_of
 
-        del split
         if num_proc is not None:
             check_int("num_proc", num_proc, minimum=1)
         ds = from_generator(
             generator, _schema_of(None, features), gen_kwargs, cache_dir, fingerprint
         )
-        return _finish(ds, None, keep_in_memory)
+        if fingerprint is not None:
+            ds = type(ds)(derive(state_of(ds), fingerprint=fingerprint))
+        return with_split(_finish(ds, None, keep_in_memory), "train" if split is None else split)
 
     @classmethod
     def from_pandas(

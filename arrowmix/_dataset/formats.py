@@ -189,7 +189,23 @@ def frame(table: pa.Table, fmt: str) -> Any:
     """``table`` as a pandas or polars data frame (HF's ``"pandas"``/``"polars"`` formats)."""
     if fmt == "polars":
         return _polars().from_arrow(table)
-    return table.to_pandas()
+    from arrowmix._storage.mixed_json import decode, has_json
+
+    df = table.to_pandas()
+    for f in table.schema:
+        if has_json(f.type):  # HF's Json(): the values, not their JSON text
+            values = [decode(v, f.type) for v in table.column(f.name).to_pylist()]
+            df[f.name] = _objects(values, df.index)
+    return df
+
+
+def _objects(values: list[Any], index: Any) -> Any:
+    """A pandas series of Python objects (dicts and lists kept whole, not expanded)."""
+    import pandas as pd  # type: ignore[import-untyped]  # the pandas format: installed
+
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return pd.Series(out, index=index, dtype=object)
 
 
 def format_column(

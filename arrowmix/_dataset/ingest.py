@@ -36,6 +36,10 @@ from arrowmix.exceptions import SchemaMismatchError
 __all__ = ["ingest", "input_batches", "text_format"]
 
 _READER_VERSION = 1
+#: Formats whose reader changed the values it gives since version 1 (HF's CSV and JSON
+#: rules): their key names the version, so a cache of the old values is never reused. The
+#: other formats' keys, and so their fingerprints, are unchanged.
+_FORMAT_VERSIONS = {"csv": 2, "json": 2}
 _MARKER = "_COMPLETE.json"
 
 
@@ -58,6 +62,7 @@ def input_batches(
     fmt: str,
     storage_options: Mapping[str, Any] | None = None,
     source_column: str | None = None,
+    column_types: Mapping[str, pa.DataType] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Record batches of all ``files`` in order, in one schema, every value kept.
 
@@ -66,11 +71,13 @@ def input_batches(
     ``map`` rule (``arrowmix._dataset.mapping.conform``): a column all-null so far takes a
     later type, later values are cast when none changes, otherwise an error names the
     column, both types, the file and the row. ``source_column``: also a string column of that
-    name holding each row's file.
+    name holding each row's file. ``column_types``: CSV columns parsed as these types (HF's
+    ``features`` of a CSV: ``"007"`` stays text in a string column).
     """
     conform = Conformer(f"the {fmt} reader", verb="read by")
     names: list[str] | None = None
-    types: dict[str, pa.DataType] = {}  # CSV: later files parsed as the first file's types
+    # CSV: later files parsed as the first file's types
+    types: dict[str, pa.DataType] = dict(column_types or {})
     for path in files:
         row = 0
         for batch in read_batches(path, fmt, storage_options, types):
@@ -130,18 +137,24 @@ def ingest(
     storage_options: Mapping[str, Any] | None = None,
     source_column: str | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
+    column_types: Mapping[str, pa.DataType] | None = None,
 ) -> Dataset:
     """Convert input files to Arrow chunks once (cached by content) and open them.
 
-    With ``source_column`` the files' paths are part of the result, so of its fingerprint.
+    With ``source_column`` the files' paths are part of the result, so of its fingerprint;
+    so are ``column_types`` (see :func:`input_batches`).
     ``cache_dir`` (a local directory) replaces the cache root as the home of the chunks (and
     so of the results derived from them), as HF's ``cache_dir`` does.
     """
     files = expand_inputs(paths, storage_options)
     digests = [_content_hash(f, storage_options) for f in files]
     key: tuple[Any, ...] = ("ingest", fmt, _READER_VERSION, digests)
+    if fmt in _FORMAT_VERSIONS:
+        key = (*key, ("reader", _FORMAT_VERSIONS[fmt]))
     if source_column is not None:
         key = (*key, source_column, files)
+    if column_types:
+        key = (*key, ("types", sorted((k, str(t)) for k, t in column_types.items())))
     fp = hash_value(key)
     if cache_dir is not None:
         root = os.fspath(cache_dir)
@@ -155,7 +168,7 @@ def ingest(
     os.makedirs(out, exist_ok=True)
     with FileLock(os.path.join(root, "ingested", f"{fp}.lock")):
         if not os.path.exists(marker):
-            batches = input_batches(files, fmt, storage_options, source_column)
+            batches = input_batches(files, fmt, storage_options, source_column, column_types)
             first = next(batches, None)
             if first is None:
                 raise ValueError(f"The {fmt} input {files} holds no rows.")

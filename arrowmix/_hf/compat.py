@@ -312,6 +312,36 @@ class HFCompat(HFColumns, HFTransforms):
             )
         save_to_disk(_dataset(self), dataset_path, max_shard_size, num_shards, num_proc)
 
+    def to_hub_folder(
+        self,
+        folder: str | os.PathLike[str],
+        split: str | None = None,
+        *,
+        config_name: str = "default",
+        data_dir: str | None = None,
+        max_shard_size: int | str | None = None,
+        num_shards: int | None = None,
+    ) -> list[str]:
+        """Write the folder HF's ``push_to_hub`` would upload; the files written, relative.
+
+        No network call: ``data/<split>-0000i-of-0000N.parquet`` (HF's names and shard
+        count) and a ``README.md`` whose ``configs:`` front matter maps the split to its
+        files, as HF writes it. Upload it with ``huggingface_hub``'s ``HfApi().upload_folder(
+        folder_path=folder, repo_id=..., repo_type="dataset")``; HF's ``load_dataset`` reads
+        it, before and after the upload (``docs/migrating-from-datasets.md``). ``split``:
+        the dataset's own split, else ``"train"``, as in HF.
+
+        Raises:
+            FileExistsError: ``folder`` holds a ``README.md`` or this split's files already.
+        """
+        from arrowmix._hf.hub_folder import split_of, write_hub_folder
+
+        ds = _dataset(self)
+        name = split_of(ds, split)
+        return write_hub_folder(
+            {name: ds}, folder, config_name, data_dir, max_shard_size, {name: num_shards}
+        )
+
     def _estimate_nbytes(self) -> int:
         """The Arrow bytes of the view's rows (HF's private estimate, used for shard sizes).
 

@@ -68,6 +68,18 @@ class DatasetDict(dict[str, "Dataset"]):
         [2, 3]
     """
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        from arrowmix._dataset.constructors import split_name
+
+        # HF's NamedSplit keys (datasets.Split.TRAIN) are kept as their names: they compare
+        # and hash as those strings, so ``dd[datasets.Split.TRAIN]`` and ``dd["train"]`` agree.
+        super().__init__({split_name(k): v for k, v in dict(*args, **kwargs).items()})
+
+    def __setitem__(self, key: Any, value: Dataset) -> None:
+        from arrowmix._dataset.constructors import split_name
+
+        super().__setitem__(split_name(key), value)
+
     def _check_values_type(self) -> None:
         from arrowmix._dataset.dataset import Dataset
 
@@ -107,6 +119,9 @@ class DatasetDict(dict[str, "Dataset"]):
         return {k: call(ds) for k, ds in self.items()}
 
     def __getitem__(self, k: Any) -> Dataset:
+        from arrowmix._dataset.constructors import split_name
+
+        k = split_name(k)
         if isinstance(k, str) and k not in self and len(self) > 0:
             raise KeyError(f"Unknown split {k!r}; available splits: {list(self.keys())}.")
         if isinstance(k, str) or len(self) == 0:
@@ -482,6 +497,22 @@ class DatasetDict(dict[str, "Dataset"]):
         self._check_values_type()
         shards = _per_split("num_shards", num_shards, list(self.keys()))
         save_dict(self, dataset_dict_path, max_shard_size, shards, num_proc)
+
+    def to_hub_folder(
+        self,
+        folder: str | os.PathLike[str],
+        *,
+        config_name: str = "default",
+        data_dir: str | None = None,
+        max_shard_size: int | str | None = None,
+        num_shards: dict[str, int] | None = None,
+    ) -> list[str]:
+        """Write the folder HF's ``push_to_hub`` would upload, every split; see Dataset's."""
+        from arrowmix._hf.hub_folder import write_hub_folder
+
+        self._check_values_type()
+        shards = _per_split("num_shards", num_shards, list(self.keys()))
+        return write_hub_folder(self, folder, config_name, data_dir, max_shard_size, shards)
 
     @staticmethod
     def load_from_disk(

@@ -26,13 +26,33 @@ from typing import Any
 
 import pyarrow as pa
 
-__all__ = ["decode", "decode_pydict", "encode_as", "has_json", "mixed_array", "no_mixed_types"]
+__all__ = [
+    "decode",
+    "decode_pydict",
+    "dumps",
+    "encode_as",
+    "encode_at",
+    "has_json",
+    "mixed_array",
+    "no_mixed_types",
+    "retyped",
+]
 
 #: ``on_mixed_types`` values: None (raise on mixed types) or HF's ``"use_json"``.
 ON_MIXED_TYPES = (None, "use_json")
 
 _Path = tuple[Any, ...]  # str: a dict key; 0: the items of a list
 _LIST = 0
+
+
+def dumps(value: Any) -> str:
+    """``value`` as JSON text laid out as HF's ``Json()`` writes it (no spaces: ``{"a":1}``).
+
+    Non-ASCII characters are escaped as HF's encoder escapes them; floats keep every digit
+    (HF's encoder rounds them to 10 decimal places: ``1e-12`` becomes ``0.0``) and ``/`` is
+    not escaped.
+    """
+    return json.dumps(value, separators=(",", ":"))
 
 
 def no_mixed_types(value: Any) -> str | None:
@@ -106,26 +126,28 @@ def mixed_paths(values: Sequence[Any]) -> list[_Path]:
     return found
 
 
-def _encode_at(value: Any, path: _Path) -> Any:
+def encode_at(value: Any, path: _Path) -> Any:
+    """``value`` with its place ``path`` (keys, 0 for list items) replaced by JSON text."""
     if value is None:
         return None
     if not path:
-        return json.dumps(value)
+        return dumps(value)
     head, rest = path[0], path[1:]
     if head == _LIST:
-        return [_encode_at(v, rest) for v in value]
-    return {**value, head: _encode_at(value.get(head), rest)}
+        return [encode_at(v, rest) for v in value]
+    return {**value, head: encode_at(value.get(head), rest)}
 
 
-def _retyped(t: pa.DataType, path: _Path) -> pa.DataType:
+def retyped(t: pa.DataType, path: _Path) -> pa.DataType:
+    """``t`` with the type at ``path`` replaced by ``arrow.json``."""
     if not path:
         return pa.json_()
     head, rest = path[0], path[1:]
     if head == _LIST:
-        inner = _retyped(t.value_type, rest)  # type: ignore[attr-defined]  # a list type
+        inner = retyped(t.value_type, rest)  # type: ignore[attr-defined]  # a list type
         return pa.large_list(inner) if pa.types.is_large_list(t) else pa.list_(inner)
     fields = [t.field(i) for i in range(t.num_fields)]
-    return pa.struct([f.with_type(_retyped(f.type, rest)) if f.name == head else f for f in fields])
+    return pa.struct([f.with_type(retyped(f.type, rest)) if f.name == head else f for f in fields])
 
 
 def mixed_array(values: Sequence[Any]) -> pa.Array[Any] | None:
@@ -135,11 +157,11 @@ def mixed_array(values: Sequence[Any]) -> pa.Array[Any] | None:
         return None
     encoded = list(values)
     for path in paths:
-        encoded = [_encode_at(v, path) for v in encoded]
+        encoded = [encode_at(v, path) for v in encoded]
     arr = pa.array(encoded)
     target = arr.type
     for path in paths:
-        target = _retyped(target, path)
+        target = retyped(target, path)
     out: pa.Array[Any] = arr.cast(target)
     return out
 
@@ -148,7 +170,7 @@ def _encode_typed(value: Any, t: pa.DataType) -> Any:
     if value is None:
         return None
     if is_json(t):
-        return json.dumps(value)
+        return dumps(value)
     if pa.types.is_struct(t) and isinstance(value, dict):
         return {
             k: _encode_typed(v, t.field(k).type) if k in t.names else v for k, v in value.items()

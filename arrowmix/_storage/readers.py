@@ -9,7 +9,6 @@ local paths or fsspec URLs, compressed or not (the compression is inferred from 
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -68,63 +67,16 @@ def _text_batch(lines: list[bytes], path: str, first_line: int) -> pa.RecordBatc
 
 
 def read_json(path: str, storage_options: Mapping[str, Any] | None) -> Iterator[pa.RecordBatch]:
-    """JSON Lines: one object per line; blank lines skipped; keys from the first block of rows.
+    """JSON Lines typed as HF ``datasets`` types them: :mod:`arrowmix._storage.json_values`.
 
-    A key first seen after the first block raises, naming its line; each block's types are
-    inferred on their own (see ``ingest.input_batches`` for how blocks are made one schema).
+    Every key of the file's first 10 MiB is a column, ISO 8601 dates are timestamps, values
+    of mixed types are JSON text; a malformed line raises naming it. Later chunks are made
+    one schema with the first by ``ingest.input_batches``.
     """
-    schema: pa.Schema | None = None
-    rows: list[Any] = []
-    first = 1
+    from arrowmix._storage.json_values import json_batches
+
     with _open(path, storage_options) as f:
-        for line_no, raw in _numbered_lines(f, path):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise InputFormatError(f"{path}:{line_no}: invalid JSON: {exc}") from exc
-            if not isinstance(obj, dict):
-                raise InputFormatError(
-                    f"{path}:{line_no}: expected a JSON object per line, got {type(obj).__name__}."
-                )
-            rows.append(obj)
-            if len(rows) == _ROWS:
-                batch = _rows_batch(rows, schema, path, first)
-                schema = batch.schema
-                yield batch
-                rows, first = [], line_no + 1
-    if rows:
-        yield _rows_batch(rows, schema, path, first)
-
-
-def _numbered_lines(f: Any, path: str) -> Iterator[tuple[int, str]]:
-    """Decode a binary file line by line, so an encoding error names its exact line."""
-    for line_no, raw in enumerate(f, start=1):
-        try:
-            yield line_no, raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputFormatError(f"{path}:{line_no}: not valid UTF-8 ({exc.reason}).") from exc
-
-
-def _rows_batch(rows: list[Any], schema: pa.Schema | None, path: str, first: int) -> pa.RecordBatch:
-    try:
-        if schema is not None:
-            extra = {k for r in rows for k in r} - set(schema.names)
-            if extra:
-                raise InputFormatError(
-                    f"{path}: rows from line {first} on have key(s) {sorted(extra)} that earlier "
-                    f"rows did not; known keys: {schema.names}."
-                )
-        # Every key of every row (pyarrow's from_pylist keeps the first row's only), each
-        # column inferred on its own: casting to earlier rows' types is the caller's, without
-        # loss (a schema given to from_pylist would truncate 2.5 to 2).
-        names = list(dict.fromkeys(k for r in rows for k in r))
-        return pa.RecordBatch.from_pydict({n: [r.get(n) for r in rows] for n in names})
-    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise InputFormatError(
-            f"{path}: rows from line {first} on do not fit the types of earlier rows: {exc}"
-        ) from exc
+        yield from json_batches(f, path)
 
 
 def read_csv(
@@ -132,21 +84,36 @@ def read_csv(
     storage_options: Mapping[str, Any] | None,
     column_types: Mapping[str, pa.DataType] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """CSV with a header row; values are kept as strings unless every value of a column parses.
+    """CSV with a header row, with the values and types HF ``datasets`` gives (pandas' rules).
 
-    Types are inferred from the first block by pyarrow, except for ``column_types`` (a later
-    file of a corpus is read with the first file's types: ``007`` stays a string where the
-    first file has text, instead of becoming 7); ragged rows name their line.
+    See :mod:`arrowmix._storage.csv_values`: missing and NA cells are nulls, types come from
+    the first rows, dates stay text. ``column_types``: a later file of a corpus is read with
+    the first file's types (``007`` stays a string where the first file has text, instead of
+    becoming 7); ragged rows name their line.
     """
     import pyarrow.csv as pacsv
 
-    convert = pacsv.ConvertOptions(column_types=dict(column_types or {}))
-    with _open(path, storage_options) as f:
-        try:
-            reader = pacsv.open_csv(f, convert_options=convert)
-            yield from reader
-        except pa.ArrowInvalid as exc:
-            raise InputFormatError(_locate_csv_error(path, storage_options, exc)) from exc
+    from arrowmix._storage.csv_values import csv_convert_options, header_names, typed_batches
+
+    try:
+        # Quoted values may span lines, as pandas (HF) reads them.
+        parse = pacsv.ParseOptions(newlines_in_values=True)
+        with _open(path, storage_options) as f:
+            raw = pacsv.open_csv(f, parse_options=parse).schema.names
+        names = header_names(raw)
+        read = pacsv.ReadOptions(column_names=names, skip_rows=1)
+        with _open(path, storage_options) as f:
+            reader = pacsv.open_csv(
+                f,
+                read_options=read,
+                parse_options=parse,
+                convert_options=csv_convert_options(names),
+            )
+            yield from typed_batches(iter(reader), path, column_types)
+    except pa.ArrowInvalid as exc:
+        if "Empty CSV file" in str(exc):
+            return
+        raise InputFormatError(_locate_csv_error(path, storage_options, exc)) from exc
 
 
 def _locate_csv_error(path: str, storage_options: Mapping[str, Any] | None, exc: Exception) -> str:

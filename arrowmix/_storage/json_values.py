@@ -1,0 +1,168 @@
+"""JSON Lines typed as HF ``datasets``' JSON builder types them.
+
+HF parses a file in chunks of 10 MiB (whole lines) with ``pyarrow.json``, and so does this
+module: every key of a file's first chunk is a column (rows without it get ``None``), in the
+order keys first appear, and ISO 8601 date strings are ``timestamp[s]`` where every value of
+the column is one. As HF's default ``on_mixed_types="use_json"``, the places where values
+disagree (dicts with different keys, a str among ints, containers among scalars: the rule of
+:mod:`arrowmix._storage.mixed_json`) are stored as JSON text in Arrow's ``arrow.json`` type,
+HF's ``Json()`` feature, and read back as the values given. The first chunk is also read line
+by line to find those places, as HF reads it, when it holds objects (a flat chunk cannot
+hold such places without ``pyarrow.json`` refusing it); so is any chunk ``pyarrow.json``
+refuses, which names the first malformed line (invalid JSON or UTF-8, not an object).
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+
+from arrowmix._storage.mixed_json import encode_at, mixed_paths, retyped
+from arrowmix.exceptions import InputFormatError
+
+__all__ = ["JSON_CHUNK", "json_batches"]
+
+#: Bytes of JSON Lines parsed at once (HF's JSON ``chunksize``).
+JSON_CHUNK = 10 << 20
+_ROWS = 65536
+_Path = tuple[Any, ...]  # (column, then struct keys or 0 for list items)
+
+
+def json_batches(f: Any, path: str) -> Iterator[pa.RecordBatch]:
+    """The record batches of the JSON Lines file open as ``f`` (binary), named ``path``."""
+    places: list[_Path] = []
+    line = 1
+    while chunk := f.read(JSON_CHUNK):
+        if line == 1 and chunk.startswith(codecs.BOM_UTF8):
+            chunk = chunk[len(codecs.BOM_UTF8) :]
+        chunk += f.readline()
+        table, places = _chunk_table(chunk, path, line, places, scan=line == 1)
+        line += chunk.count(b"\n")
+        if table.num_columns:
+            yield from table.to_batches(max_chunksize=_ROWS)
+
+
+def _chunk_table(
+    chunk: bytes, path: str, line: int, places: list[_Path], scan: bool
+) -> tuple[pa.Table, list[_Path]]:
+    """One chunk as a table, and the JSON places known after it.
+
+    ``scan``: look for places line by line too, unless ``pyarrow.json`` reads the chunk with
+    no struct anywhere (then no dicts can differ in their keys, and a scalar of another type
+    would have made it fail).
+    """
+    rows = None
+    if scan:
+        try:
+            table = _parsed(chunk, None, places, path, line)
+            if not any(map(_has_struct, table.schema.types)):
+                return table, places
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            pass
+        rows = _rows(chunk, path, line)
+        places = _merged(places, _mixed(rows))
+    try:
+        return _parsed(chunk, rows, places, path, line), places
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        if rows is None:
+            rows = _rows(chunk, path, line)  # raises naming a malformed line
+        more = _merged(places, _mixed(rows))
+        if more == places:
+            raise InputFormatError(
+                f"{path}: the rows from line {line} on cannot be read as one table: {exc}"
+            ) from exc
+        return _parsed(chunk, rows, more, path, line), more
+
+
+def _parsed(
+    chunk: bytes, rows: list[dict[str, Any]] | None, places: list[_Path], path: str, line: int
+) -> pa.Table:
+    if places:
+        rows = rows if rows is not None else _rows(chunk, path, line)
+        chunk = _encoded(rows, places)
+    table = _pyarrow_json(chunk)
+    for place in places:
+        name, inner = place[0], place[1:]
+        if name in table.column_names:
+            i = table.column_names.index(name)
+            col = table.column(i)
+            table = table.set_column(i, name, col.cast(retyped(col.type, inner)))
+    return table
+
+
+def _pyarrow_json(chunk: bytes) -> pa.Table:
+    """``chunk`` parsed by ``pyarrow.json`` with HF's block sizes (raises ``ArrowInvalid``)."""
+    import pyarrow.json as paj
+
+    block = max(JSON_CHUNK // 32, 16 << 10)
+    if len(chunk) // 8 > block:
+        block = len(chunk)
+    while True:
+        try:
+            table = paj.read_json(io.BytesIO(chunk), read_options=paj.ReadOptions(block_size=block))
+            table.validate()
+            return table
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            straddles = "straddling" in str(exc) or "JSON conversion to" in str(exc)
+            if not straddles or block >= len(chunk):
+                raise
+            block *= 2
+
+
+def _has_struct(t: pa.DataType) -> bool:
+    if pa.types.is_struct(t):
+        return True
+    inner = getattr(t, "value_type", None)  # list types
+    return inner is not None and _has_struct(inner)
+
+
+def _rows(chunk: bytes, path: str, first_line: int) -> list[dict[str, Any]]:
+    """The objects of ``chunk``, line by line (blank lines skipped); a bad line is named."""
+    rows: list[dict[str, Any]] = []
+    for line_no, raw in enumerate(chunk.split(b"\n"), start=first_line):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise InputFormatError(f"{path}:{line_no}: not valid UTF-8 ({exc.reason}).") from exc
+        except json.JSONDecodeError as exc:
+            raise InputFormatError(f"{path}:{line_no}: invalid JSON: {exc}") from exc
+        if not isinstance(obj, dict):
+            raise InputFormatError(
+                f"{path}:{line_no}: expected a JSON object per line, got {type(obj).__name__}."
+            )
+        rows.append(obj)
+    return rows
+
+
+def _mixed(rows: list[dict[str, Any]]) -> list[_Path]:
+    """The places of ``rows`` whose values need JSON, each column on its own."""
+    names = dict.fromkeys(k for r in rows for k in r)
+    return [(name, *p) for name in names for p in mixed_paths([r.get(name) for r in rows])]
+
+
+def _merged(places: list[_Path], found: list[_Path]) -> list[_Path]:
+    """``places`` and ``found``; a place inside another is covered by it (HF's rule)."""
+    out = list(places)
+    for place in found:
+        if any(place[: len(p)] == p for p in out):
+            continue
+        out = [p for p in out if p[: len(place)] != place] + [place]
+    return out
+
+
+def _encoded(rows: list[dict[str, Any]], places: list[_Path]) -> bytes:
+    """The rows as JSON Lines with the values at ``places`` replaced by their JSON text."""
+    out = []
+    for row in rows:
+        for place in places:
+            if place[0] in row:
+                row = {**row, place[0]: encode_at(row[place[0]], place[1:])}
+        out.append(json.dumps(row))
+    return "\n".join(out).encode()
