@@ -283,7 +283,7 @@ class IterableDataset:
             seed = SeedHolder(seed).value
             rng = np.random.default_rng(seed)
         try:
-            node = self._node.shuffle_sources(rng)
+            node = self._node.shuffle_sources(rng, seed)
         except SourcesOrderFixed:
             node = self._node
         return self._derive(
@@ -377,7 +377,7 @@ class IterableDataset:
         node = self._node
         if self._epoch:
             with contextlib.suppress(SourcesOrderFixed):  # take/skip fix the shard order
-                node = node.shuffle_sources(np.random.default_rng(self._epoch))
+                node = node.shuffle_sources(np.random.default_rng(self._epoch), self._epoch)
             node = node.shift_rngs(self._epoch)
         if self._distributed is not None:
             rank, world, strategy = self._distributed
@@ -520,8 +520,12 @@ def _listed(features: Any) -> Any:
     return type(features)({k: List(v) for k, v in features.items()})
 
 
-def to_iterable_dataset(ds: Dataset, num_shards: int = 1) -> IterableDataset:
-    """``ds`` as an :class:`IterableDataset` of ``num_shards`` contiguous shards."""
+def to_iterable_dataset(ds: Dataset, num_shards: int = 1, split: Any = None) -> IterableDataset:
+    """``ds`` as an :class:`IterableDataset` of ``num_shards`` contiguous shards.
+
+    Its ``split`` is ``split`` (None by default, as HF's ``to_iterable_dataset`` gives;
+    ``load_dataset(..., streaming=True)`` names it).
+    """
     from arrowmix._dataset.state import state_of
 
     check_int("num_shards", num_shards, minimum=1)
@@ -537,6 +541,6 @@ def to_iterable_dataset(ds: Dataset, num_shards: int = 1) -> IterableDataset:
         node,
         ds.features,
         format_type=fmt if fmt != "custom" else None,
-        split=ds.split,
+        split=split,
         info=getattr(ds, "info", None),
     )

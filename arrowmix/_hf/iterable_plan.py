@@ -14,6 +14,9 @@ rows each worker, node and epoch reads, and their order without a shuffle buffer
 - :class:`Interleave`: several recipes read in HF's interleaving order
   (:mod:`arrowmix._hf.interleave_stream`).
 
+``shuffle_sources(rng, seed)`` takes HF's generator (``rng``, reordering shards) and the seed it
+was made from (HF hands the same generator to a random interleave, which draws from it).
+
 :func:`build` turns a recipe into a checkpointable stream (:mod:`arrowmix.stream`): the source
 is ``Dataset.to_stream(shuffle=None, infinite=False)`` over the worker's rows.
 """
@@ -83,7 +86,7 @@ class Source:
     def num_shards(self) -> int:
         return len(self.bounds)
 
-    def shuffle_sources(self, rng: np.random.Generator) -> Source:
+    def shuffle_sources(self, rng: np.random.Generator, seed: int) -> Source:
         order = list(range(len(self.bounds)))
         copy.deepcopy(rng).shuffle(order)
         return replace(self, bounds=tuple(self.bounds[i] for i in order))
@@ -137,10 +140,10 @@ class Op:
         n: int = self.parent.num_shards
         return n
 
-    def shuffle_sources(self, rng: np.random.Generator) -> Op:
+    def shuffle_sources(self, rng: np.random.Generator, seed: int) -> Op:
         if self.kind in _COUNTED:
             raise SourcesOrderFixed
-        return replace(self, parent=self.parent.shuffle_sources(rng))
+        return replace(self, parent=self.parent.shuffle_sources(rng, seed))
 
     def shard(self, num_shards: int, index: int, contiguous: bool) -> Op:
         params = self.params
@@ -175,8 +178,10 @@ class Interleave:
     def num_shards(self) -> int:
         return min((c.num_shards for c in self.children), default=0)
 
-    def shuffle_sources(self, rng: np.random.Generator) -> Interleave:
-        return replace(self, children=tuple(c.shuffle_sources(rng) for c in self.children))
+    def shuffle_sources(self, rng: np.random.Generator, seed: int) -> Interleave:
+        """HF reorders the children's shards and takes the shuffle's generator (``seed``)."""
+        kids = tuple(c.shuffle_sources(rng, seed) for c in self.children)
+        return replace(self, children=kids, seeds=(seed,))
 
     def shard(self, num_shards: int, index: int, contiguous: bool) -> Interleave:
         mine = self.num_shards
