@@ -67,6 +67,19 @@ def _register_with_torch() -> None:
     _TORCH_REGISTERED = True
 
 
+def _epoch_cell(epoch: Any) -> Any:
+    """The epoch, in shared memory once torch is imported (as HF keeps it).
+
+    Persistent DataLoader workers keep their copy of the dataset between epochs; a tensor in
+    shared memory lets ``set_epoch`` in the main process reach them.
+    """
+    if "torch" not in sys.modules or not isinstance(epoch, int):
+        return epoch
+    import torch
+
+    return torch.tensor(epoch, dtype=torch.int64).share_memory_()  # type: ignore[no-untyped-call]
+
+
 def _worker() -> tuple[int, int] | None:
     """``(num_workers, id)`` inside a DataLoader worker, else None."""
     if "torch" not in sys.modules:
@@ -131,7 +144,7 @@ class IterableDataset:
         self._split = split
         self._info = info
         self._distributed = distributed
-        self._epoch = 0
+        self._epoch: Any = _epoch_cell(0)
         self._starting: State | None = None
         self._live: Stream[Any] | None = None
         _register_with_torch()
@@ -194,7 +207,7 @@ class IterableDataset:
     @property
     def epoch(self) -> int:
         """The epoch chosen by :meth:`set_epoch` (0 by default)."""
-        return self._epoch
+        return int(self._epoch)
 
     @property
     def format(self) -> dict[str, Any]:
@@ -292,7 +305,11 @@ class IterableDataset:
 
     def set_epoch(self, epoch: int) -> None:
         """Read epoch ``epoch`` next: a new shard order (as HF) and new shuffle windows."""
-        self._epoch = check_int("epoch", epoch, minimum=0)
+        epoch = check_int("epoch", epoch, minimum=0)
+        if isinstance(self._epoch, int):
+            self._epoch = epoch
+        else:  # shared with persistent DataLoader workers: change it in place
+            self._epoch.fill_(epoch)
 
     def skip(self, n: int) -> IterableDataset:
         """Every row after the first ``n`` (split among DataLoader workers as in HF)."""
@@ -374,11 +391,11 @@ class IterableDataset:
     # ------------------------------------------------------------------ iteration
     def _plan(self, worker: tuple[int, int] | None) -> Any:
         """The recipe this process reads: epoch order, node split, worker split."""
-        node = self._node
-        if self._epoch:
+        node, epoch = self._node, self.epoch
+        if epoch:
             with contextlib.suppress(SourcesOrderFixed):  # take/skip fix the shard order
-                node = node.shuffle_sources(np.random.default_rng(self._epoch), self._epoch)
-            node = node.shift_rngs(self._epoch)
+                node = node.shuffle_sources(np.random.default_rng(epoch), epoch)
+            node = node.shift_rngs(epoch)
         if self._distributed is not None:
             rank, world, strategy = self._distributed
             if strategy == "shards" and node.num_shards < world:
@@ -411,10 +428,11 @@ class IterableDataset:
         stream: Stream[Any] = from_iterable(()) if node is None else node.build()
         if formatted and self._format is not None:
             stream = FormatRows(stream, self._format)
-        if self._epoch:
-            stream.set_epoch(self._epoch)
+        epoch = self.epoch
+        if epoch:
+            stream.set_epoch(epoch)
         start = self._starting
-        if start is not None and start.get("epoch", 0) == self._epoch and start.get("stream"):
+        if start is not None and start.get("epoch", 0) == epoch and start.get("stream"):
             stream.load_state_dict(start["stream"])
         self._live = stream
         return stream
@@ -439,10 +457,8 @@ class IterableDataset:
         any iteration, the state loaded last (or the start).
         """
         if self._live is None:
-            return (
-                dict(self._starting) if self._starting else {"epoch": self._epoch, "stream": None}
-            )
-        return {"epoch": self._epoch, "stream": self._live.state_dict()}
+            return dict(self._starting) if self._starting else {"epoch": self.epoch, "stream": None}
+        return {"epoch": self.epoch, "stream": self._live.state_dict()}
 
     def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
         """Resume from ``state_dict()`` at the next iteration (of the same epoch, as in HF)."""
@@ -460,6 +476,7 @@ class IterableDataset:
 
     def __setstate__(self, d: dict[str, Any]) -> None:
         self.__dict__.update(d)
+        self._epoch = _epoch_cell(self._epoch)
         _register_with_torch()
 
 

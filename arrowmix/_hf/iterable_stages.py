@@ -120,9 +120,16 @@ class ColumnOp(PassThrough[dict[str, Any]]):
             return {c: row[c] for c in self.arg}
         if self.kind == "remove":
             return {k: v for k, v in row.items() if k not in self.arg}
-        missing = [c for c in self.arg if c not in row]
-        if missing:
-            raise ValueError(f"rename_columns: columns {missing} are not in the dataset.")
+        olds, news = list(self.arg), list(self.arg.values())
+        missing = [c for c in olds if c not in row]
+        taken = [c for c in news if c in row]
+        if missing or taken:
+            problem = (
+                f"columns {missing} are not in the dataset"
+                if missing
+                else f"columns {taken} are already in the dataset"
+            )
+            raise ValueError(f"Error when renaming {olds} to {news}: {problem}.")
         kept = {k: v for k, v in row.items() if k not in self.arg}
         return {**kept, **{new: row[old] for old, new in self.arg.items()}}
 

@@ -175,6 +175,10 @@ def test_errors_name_the_problem():
         am.split_dataset_by_node(ids, 0, 2, strategy="rows")
     with pytest.raises(ValueError, match="IterableDataset"):
         am.interleave_datasets([ids, ds])
+    with pytest.raises(
+        ValueError, match=r"renaming \['a'\] to \['b'\]: columns \['b'\] are already"
+    ):
+        list(ids.map(lambda r: {"b": 1}).rename_column("a", "b"))
     with pytest.raises(ValueError, match="Column lengths mismatch"):
         list(ids.map(lambda b: {"x": [1, 2, 3]}, batched=True))
 

@@ -123,3 +123,15 @@ def test_set_epoch_reaches_the_workers():
         seen.append(got)
         assert sorted(x for b in got for x in b) == DATA["a"]
     assert seen[0] != seen[1]
+
+
+def test_set_epoch_reaches_persistent_workers():
+    """The epoch lives in shared memory (as HF keeps it): persistent workers see it."""
+    ds = am.Dataset.from_dict(DATA).to_iterable_dataset(4).shuffle(seed=0, buffer_size=5)
+    loader = torch.utils.data.DataLoader(ds, 5, num_workers=2, persistent_workers=True)
+    for epoch in (0, 1, 2):
+        ds.set_epoch(epoch)
+        fresh = am.Dataset.from_dict(DATA).to_iterable_dataset(4).shuffle(seed=0, buffer_size=5)
+        fresh.set_epoch(epoch)
+        want = batches(torch.utils.data.DataLoader(fresh, 5, num_workers=2))
+        assert batches(loader) == want
