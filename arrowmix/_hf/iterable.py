@@ -29,13 +29,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from arrowmix._dataset.formats import check_format
+from arrowmix._hf.iterable_calls import hf_filter, hf_map
 from arrowmix._hf.iterable_plan import Op, Source, SourcesOrderFixed, shard_bounds, worker_shards
 from arrowmix._hf.iterable_stages import (
     ColumnOp,
     EveryNth,
     FormatRows,
-    HFFilter,
-    HFMap,
     SkipRows,
     format_examples_batch,
 )
@@ -495,11 +494,11 @@ def _batch_fn(batch: Mapping[str, Any]) -> dict[str, list[Any]]:
 
 
 def _make_map(stream: Stream[Any], function: Callable[..., Any], **kwargs: Any) -> Stream[Any]:
-    return HFMap(stream, function, **kwargs)
+    return hf_map(stream, function, **kwargs)
 
 
 def _make_filter(stream: Stream[Any], function: Callable[..., Any], **kwargs: Any) -> Stream[Any]:
-    return HFFilter(stream, function, **kwargs)
+    return hf_filter(stream, function, **kwargs)
 
 
 def _make_take(stream: Stream[Any], n: int) -> Stream[Any]:

@@ -16,7 +16,15 @@ import pytest
 
 import arrowmix as am
 from arrowmix._hf.interleave_stream import HFInterleave
-from arrowmix._hf.iterable_stages import ColumnOp, EveryNth, FormatRows, HFFilter, HFMap, SkipRows
+from arrowmix._hf.iterable_calls import (
+    FilterBatches,
+    FilterRows,
+    MapBatches,
+    MapRows,
+    hf_filter,
+    hf_map,
+)
+from arrowmix._hf.iterable_stages import ColumnOp, EveryNth, FormatRows, SkipRows
 from arrowmix.stream import Stream, from_iterable
 from arrowmix.testing import CheckpointRoundTripTests
 
@@ -152,28 +160,40 @@ def even_mask(batch: dict[str, list[Any]]) -> list[bool]:
     return [a % 2 == 0 for a in batch["a"]]
 
 
-class TestHFMap(CheckpointRoundTripTests):
-    iterator_cls = HFMap
+def odd(row: dict[str, Any], idx: int) -> bool:
+    return idx % 2 == 1
+
+
+class TestMapRows(CheckpointRoundTripTests):
+    iterator_cls = MapRows
     picklable = True
 
     def make_iterator(self) -> Stream[Any]:
-        return HFMap(rows(), plus_index, with_indices=True)
+        return hf_map(rows(), plus_index, with_indices=True)
 
 
-class TestHFMapBatched(CheckpointRoundTripTests):
-    iterator_cls = HFMap
+class TestMapBatches(CheckpointRoundTripTests):
+    iterator_cls = MapBatches
     picklable = True
 
     def make_iterator(self) -> Stream[Any]:
-        return HFMap(rows(), grow, batched=True, batch_size=6, remove_columns=["t"])
+        return hf_map(rows(), grow, batched=True, batch_size=6, remove_columns=["t"])
 
 
-class TestHFFilterBatched(CheckpointRoundTripTests):
-    iterator_cls = HFFilter
+class TestFilterRows(CheckpointRoundTripTests):
+    iterator_cls = FilterRows
     picklable = True
 
     def make_iterator(self) -> Stream[Any]:
-        return HFFilter(rows(), even_mask, batched=True, batch_size=7)
+        return hf_filter(rows(), odd, with_indices=True)
+
+
+class TestFilterBatches(CheckpointRoundTripTests):
+    iterator_cls = FilterBatches
+    picklable = True
+
+    def make_iterator(self) -> Stream[Any]:
+        return hf_filter(rows(), even_mask, batched=True, batch_size=7)
 
 
 class TestSkipRows(CheckpointRoundTripTests):
