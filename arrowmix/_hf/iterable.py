@@ -35,6 +35,7 @@ from arrowmix._hf.iterable_stages import (
     ColumnOp,
     EveryNth,
     FormatRows,
+    RepeatRows,
     SkipRows,
     format_examples_batch,
 )
@@ -318,6 +319,12 @@ class IterableDataset:
         """The first ``n`` rows (split among DataLoader workers as in HF)."""
         return self._derive(self._op("take", _make_take, n=check_int("n", n, minimum=0)))
 
+    def repeat(self, num_times: int | None) -> IterableDataset:
+        """The rows ``num_times`` times over, in the same order; None repeats forever."""
+        if num_times is not None:
+            check_int("num_times", num_times, minimum=0)
+        return self._derive(self._op("repeat", _make_repeat, num_times=num_times))
+
     def shard(self, num_shards: int, index: int, contiguous: bool = True) -> IterableDataset:
         """Part ``index`` of ``num_shards``: whole shards of this dataset, as HF's ``shard``."""
         check_int("num_shards", num_shards, minimum=1)
@@ -517,6 +524,10 @@ def _make_shuffle(stream: Stream[Any], buffer_size: int, seed: int) -> Stream[An
     return stream.shuffle(buffer_size, seed=seed)
 
 
+def _make_repeat(stream: Stream[Any], num_times: int | None) -> Stream[Any]:
+    return RepeatRows(stream, num_times)
+
+
 def _make_step(stream: Stream[Any], step: int, offset: int) -> Stream[Any]:
     return EveryNth(stream, step, offset)
 
@@ -550,13 +561,24 @@ def to_iterable_dataset(ds: Dataset, num_shards: int = 1, split: Any = None) -> 
             f"Unable to shard a dataset of size {len(ds)} into {num_shards} shards (the number "
             "of shards exceeds the number of samples)."
         )
-    fmt = state_of(ds).format.type
+    form = state_of(ds).format
+    fmt = form.type
+    if fmt is not None and (
+        fmt == "custom"
+        or form.kwargs
+        or (form.columns is not None and set(form.columns) != set(ds.column_names))
+    ):
+        raise NotImplementedError(
+            "Converting a formatted dataset with kwargs or selected columns to a formatted "
+            "iterable dataset is not implemented (as in HF datasets). Use "
+            "`ds.with_format(None).to_iterable_dataset()`, then `.with_format(type)` or `.map`."
+        )
     plain = ds.with_format(None) if fmt is not None else ds
     node = Source(plain, shard_bounds(len(ds), num_shards))
     return IterableDataset(
         node,
         ds.features,
-        format_type=fmt if fmt != "custom" else None,
+        format_type=fmt,
         split=split,
         info=getattr(ds, "info", None),
     )

@@ -5,6 +5,7 @@ dataset resumes exactly wherever it stands (``map`` and ``filter`` are in
 :mod:`arrowmix._hf.iterable_calls`):
 
 - :class:`SkipRows` (``skip``): the state is the source's plus the rows skipped so far.
+- :class:`RepeatRows` (``repeat``): the state is the source's plus the repetitions done.
 - :class:`EveryNth` (``split_dataset_by_node`` by examples): row ``offset`` of every ``step``.
 - :class:`FormatRows` and :class:`ColumnOp`: per-row conversions with no state of their own.
 
@@ -28,6 +29,7 @@ __all__ = [
     "ColumnOp",
     "EveryNth",
     "FormatRows",
+    "RepeatRows",
     "SkipRows",
     "batch_to_examples",
     "examples_to_batch",
@@ -196,3 +198,60 @@ class EveryNth(PassThrough[Any]):
         if len(group) <= self.offset:
             raise StopIteration
         return group[self.offset]
+
+
+class RepeatRows(Stream[Any]):
+    """The rows of ``source`` ``num_times`` times over (None: forever), as HF's ``repeat``.
+
+    Each repetition reads the source from its start, in the same order. Forever stops when a
+    whole repetition gives no row.
+
+    State:
+        ``source``: the source's state. ``repeat``: repetitions finished. Replay cost: none.
+    """
+
+    SOURCE_KEY = "source"
+    REPEAT_KEY = "repeat"
+    STATE_KEYS = (SOURCE_KEY, REPEAT_KEY)
+    ELASTIC_ROLE = ElasticRole.REFUSING  # a repetition restarts one instance's rows
+
+    def __init__(self, source: Stream[Any], num_times: int | None) -> None:
+        super().__init__()
+        self.source = source
+        self.num_times = num_times
+
+    def children(self) -> list[Stream[Any]]:
+        return [self.source]
+
+    def describe(self) -> dict[str, Any]:
+        return {"num_times": self.num_times}
+
+    def reset(self, state: State | None = None) -> None:
+        super().reset(state)
+        self._repeat, self._got, self._first = 0, False, True
+        if state is None:
+            self.source.reset(None)
+            return
+        repeat = state[self.REPEAT_KEY]
+        if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 0:
+            raise StateError(f"RepeatRows: bad `repeat` {repeat!r} in state.")
+        self.source.reset(state[self.SOURCE_KEY])
+        self._repeat = repeat
+
+    def get_state(self) -> State:
+        return {self.SOURCE_KEY: self.source.get_state(), self.REPEAT_KEY: self._repeat}
+
+    def next(self) -> Any:
+        while self.num_times is None or self._repeat < self.num_times:
+            try:
+                item = self.source.next()
+            except StopIteration:
+                if self.num_times is None and not self._got and not self._first:
+                    break  # a whole repetition without a row: forever would never yield
+                self._first, self._got = False, False
+                self._repeat += 1
+                self.source.reset(None)
+                continue
+            self._got = True
+            return item
+        raise StopIteration

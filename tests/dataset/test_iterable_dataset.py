@@ -94,6 +94,9 @@ PIPELINES = {
     "skip": lambda d: d.skip(9),
     "skip_take": lambda d: d.skip(3).take(11),
     "take_more_than_all": lambda d: d.take(100),
+    "repeat": lambda d: d.filter(lambda r: r["a"] < 7).repeat(3),
+    "repeat_forever_take": lambda d: d.repeat(None).skip(20).take(30),
+    "repeat_zero": lambda d: d.repeat(0),
     "batch": lambda d: d.batch(5),
     "batch_drop_last": lambda d: d.batch(5, drop_last_batch=True),
     "select_columns": lambda d: d.select_columns(["v", "a"]),
@@ -181,6 +184,13 @@ def test_errors_name_the_problem():
         list(ids.map(lambda r: {"b": 1}).rename_column("a", "b"))
     with pytest.raises(ValueError, match="Column lengths mismatch"):
         list(ids.map(lambda b: {"x": [1, 2, 3]}, batched=True))
+
+
+def test_formats_hf_cannot_convert_are_refused_as_in_hf():
+    ds = am.Dataset.from_dict({"a": [1, 2], "b": [3, 4]})
+    for view in (ds.with_format("torch", columns=["a"]), ds.with_transform(lambda b: b)):
+        with pytest.raises(NotImplementedError, match="with_format"):
+            view.to_iterable_dataset()
 
 
 def test_to_iterable_dataset_keeps_the_format_not_the_split():

@@ -24,7 +24,7 @@ from arrowmix._hf.iterable_calls import (
     hf_filter,
     hf_map,
 )
-from arrowmix._hf.iterable_stages import ColumnOp, EveryNth, FormatRows, SkipRows
+from arrowmix._hf.iterable_stages import ColumnOp, EveryNth, FormatRows, RepeatRows, SkipRows
 from arrowmix.stream import Stream, from_iterable
 from arrowmix.testing import CheckpointRoundTripTests
 
@@ -53,6 +53,7 @@ PIPELINES = {
     "filter_batched": lambda: base().filter(keep_batch, batched=True, batch_size=7),
     "skip_take": lambda: base().skip(5).take(20),
     "batch": lambda: base().batch(6),
+    "repeat_shuffled": lambda: base(n=9).shuffle(seed=0, buffer_size=4).repeat(3),
     "shuffle": lambda: base().shuffle(seed=3, buffer_size=8),
     "shuffle_map_batch": lambda: base(5).shuffle(seed=1, buffer_size=10).map(times_ten).batch(3),
     "map_shuffle_filter": lambda: (
@@ -237,3 +238,11 @@ class TestHFInterleave(CheckpointRoundTripTests):
         return HFInterleave(
             streams, probabilities=[0.3, 0.3, 0.4], seeds=[5], stopping_strategy="all_exhausted"
         )
+
+
+class TestRepeatRows(CheckpointRoundTripTests):
+    iterator_cls = RepeatRows
+    picklable = True
+
+    def make_iterator(self) -> Stream[Any]:
+        return RepeatRows(rows(9), 4)
