@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from arrowmix._hf.iterable_stages import (
+    CountingStage,
     batch_to_examples,
     examples_to_batch,
     format_example,
@@ -30,9 +31,7 @@ from arrowmix._hf.iterable_stages import (
     plain,
 )
 from arrowmix._stream.anchored import WindowReplayStage
-from arrowmix._stream.base import State, Stream, fn_id
-from arrowmix._stream.topology import ElasticRole
-from arrowmix.exceptions import StateError
+from arrowmix._stream.base import Stream, fn_id
 
 __all__ = [
     "Call",
@@ -109,7 +108,7 @@ def merge(inputs: Any, out: Any, remove_columns: Sequence[str], *, same: bool) -
     return {**inputs, **out}
 
 
-class _PerRow(Stream[Any]):
+class _PerRow(CountingStage):
     """A stage calling the function once per row; it counts the rows it read.
 
     State:
@@ -117,40 +116,20 @@ class _PerRow(Stream[Any]):
         Replay cost: none.
     """
 
-    SOURCE_KEY = "source"
-    INDEX_KEY = "index"
-    STATE_KEYS = (SOURCE_KEY, INDEX_KEY)
-    ELASTIC_ROLE = ElasticRole.REFUSING  # the index counts one instance's rows
+    COUNT_KEY = "index"
+    STATE_KEYS = ("source", COUNT_KEY)
 
     def __init__(self, source: Stream[Any], call: Call) -> None:
-        super().__init__()
-        self.source, self.call = source, call
-
-    def children(self) -> list[Stream[Any]]:
-        return [self.source]
+        super().__init__(source)
+        self.call = call
 
     def describe(self) -> dict[str, Any]:
         return self.call.describe(self)
 
-    def reset(self, state: State | None = None) -> None:
-        super().reset(state)
-        self._index = 0
-        if state is None:
-            self.source.reset(None)
-            return
-        index = state[self.INDEX_KEY]
-        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
-            raise StateError(f"{type(self).__name__}: bad `index` {index!r} in state.")
-        self.source.reset(state[self.SOURCE_KEY])
-        self._index = index
-
-    def get_state(self) -> State:
-        return {self.SOURCE_KEY: self.source.get_state(), self.INDEX_KEY: self._index}
-
     def _read(self) -> tuple[Any, int]:
         row = self.call.row(self.source.next())
-        self._index += 1
-        return row, self._index - 1
+        self.count += 1
+        return row, self.count - 1
 
 
 class MapRows(_PerRow):

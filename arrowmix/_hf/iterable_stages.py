@@ -27,6 +27,7 @@ from arrowmix.exceptions import StateError
 
 __all__ = [
     "ColumnOp",
+    "CountingStage",
     "EveryNth",
     "FormatRows",
     "RepeatRows",
@@ -133,48 +134,65 @@ class ColumnOp(PassThrough[dict[str, Any]]):
         return {**kept, **{new: row[old] for old, new in self.arg.items()}}
 
 
-class SkipRows(Stream[Any]):
+class CountingStage(Stream[Any]):
+    """Base of the stages whose state is their source's plus one counter, ``COUNT_KEY``.
+
+    Subclasses set ``COUNT_KEY`` and ``STATE_KEYS = ("source", COUNT_KEY)``, keep the count in
+    ``self.count`` and implement ``next()``.
+
+    State:
+        ``source``: the source's state. ``COUNT_KEY``: the counter. Replay cost: none.
+    """
+
+    SOURCE_KEY = "source"
+    COUNT_KEY = "count"
+    STATE_KEYS = (SOURCE_KEY, COUNT_KEY)
+    ELASTIC_ROLE = ElasticRole.REFUSING  # the counter counts one instance's rows
+
+    def __init__(self, source: Stream[Any]) -> None:
+        super().__init__()
+        self.source = source
+
+    def children(self) -> list[Stream[Any]]:
+        return [self.source]
+
+    def reset(self, state: State | None = None) -> None:
+        super().reset(state)
+        self.count = 0
+        if state is None:
+            self.source.reset(None)
+            return
+        count = state[self.COUNT_KEY]
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise StateError(f"{type(self).__name__}: bad `{self.COUNT_KEY}` {count!r} in state.")
+        self.source.reset(state[self.SOURCE_KEY])
+        self.count = count
+
+    def get_state(self) -> State:
+        return {self.SOURCE_KEY: self.source.get_state(), self.COUNT_KEY: self.count}
+
+
+class SkipRows(CountingStage):
     """Every row of ``source`` after the first ``n`` (HF's ``skip``).
 
     State:
         ``source``: the source's state. ``skipped``: rows skipped so far. Replay cost: none.
     """
 
-    SOURCE_KEY = "source"
-    SKIPPED_KEY = "skipped"
-    STATE_KEYS = (SOURCE_KEY, SKIPPED_KEY)
-    ELASTIC_ROLE = ElasticRole.REFUSING  # the rows to skip are counted on one instance
+    COUNT_KEY = "skipped"
+    STATE_KEYS = ("source", COUNT_KEY)
 
     def __init__(self, source: Stream[Any], n: int) -> None:
-        super().__init__()
-        self.source = source
+        super().__init__(source)
         self.n = n
-
-    def children(self) -> list[Stream[Any]]:
-        return [self.source]
 
     def describe(self) -> dict[str, Any]:
         return {"n": self.n}
 
-    def reset(self, state: State | None = None) -> None:
-        super().reset(state)
-        self._skipped = 0
-        if state is None:
-            self.source.reset(None)
-            return
-        skipped = state[self.SKIPPED_KEY]
-        if isinstance(skipped, bool) or not isinstance(skipped, int) or not 0 <= skipped <= self.n:
-            raise StateError(f"SkipRows: bad `skipped` {skipped!r} (n={self.n}).")
-        self.source.reset(state[self.SOURCE_KEY])
-        self._skipped = skipped
-
-    def get_state(self) -> State:
-        return {self.SOURCE_KEY: self.source.get_state(), self.SKIPPED_KEY: self._skipped}
-
     def next(self) -> Any:
-        while self._skipped < self.n:
+        while self.count < self.n:
             self.source.next()
-            self._skipped += 1
+            self.count += 1
         return self.source.next()
 
 
@@ -200,7 +218,7 @@ class EveryNth(PassThrough[Any]):
         return group[self.offset]
 
 
-class RepeatRows(Stream[Any]):
+class RepeatRows(CountingStage):
     """The rows of ``source`` ``num_times`` times over (None: forever), as HF's ``repeat``.
 
     Each repetition reads the source from its start, in the same order. Forever stops when a
@@ -210,46 +228,29 @@ class RepeatRows(Stream[Any]):
         ``source``: the source's state. ``repeat``: repetitions finished. Replay cost: none.
     """
 
-    SOURCE_KEY = "source"
-    REPEAT_KEY = "repeat"
-    STATE_KEYS = (SOURCE_KEY, REPEAT_KEY)
-    ELASTIC_ROLE = ElasticRole.REFUSING  # a repetition restarts one instance's rows
+    COUNT_KEY = "repeat"
+    STATE_KEYS = ("source", COUNT_KEY)
 
     def __init__(self, source: Stream[Any], num_times: int | None) -> None:
-        super().__init__()
-        self.source = source
+        super().__init__(source)
         self.num_times = num_times
-
-    def children(self) -> list[Stream[Any]]:
-        return [self.source]
 
     def describe(self) -> dict[str, Any]:
         return {"num_times": self.num_times}
 
     def reset(self, state: State | None = None) -> None:
         super().reset(state)
-        self._repeat, self._got, self._first = 0, False, True
-        if state is None:
-            self.source.reset(None)
-            return
-        repeat = state[self.REPEAT_KEY]
-        if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 0:
-            raise StateError(f"RepeatRows: bad `repeat` {repeat!r} in state.")
-        self.source.reset(state[self.SOURCE_KEY])
-        self._repeat = repeat
-
-    def get_state(self) -> State:
-        return {self.SOURCE_KEY: self.source.get_state(), self.REPEAT_KEY: self._repeat}
+        self._got, self._first = False, True  # a resumed repetition may be at its end
 
     def next(self) -> Any:
-        while self.num_times is None or self._repeat < self.num_times:
+        while self.num_times is None or self.count < self.num_times:
             try:
                 item = self.source.next()
             except StopIteration:
                 if self.num_times is None and not self._got and not self._first:
                     break  # a whole repetition without a row: forever would never yield
                 self._first, self._got = False, False
-                self._repeat += 1
+                self.count += 1
                 self.source.reset(None)
                 continue
             self._got = True
