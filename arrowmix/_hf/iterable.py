@@ -22,23 +22,30 @@ import contextlib
 import copy
 import itertools
 import logging
-import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from arrowmix._dataset.formats import check_format
-from arrowmix._hf.iterable_calls import hf_filter, hf_map
-from arrowmix._hf.iterable_plan import Op, Source, SourcesOrderFixed, shard_bounds, worker_shards
-from arrowmix._hf.iterable_stages import (
-    ColumnOp,
-    EveryNth,
-    FormatRows,
-    RepeatRows,
-    SkipRows,
-    format_examples_batch,
+from arrowmix._hf.iterable_ops import (
+    batch_fn,
+    identity,
+    keep,
+    listed,
+    make_columns,
+    make_filter,
+    make_map,
+    make_repeat,
+    make_shuffle,
+    make_skip,
+    make_step,
+    make_take,
+    subset,
 )
+from arrowmix._hf.iterable_plan import Op, Source, SourcesOrderFixed, shard_bounds, worker_shards
+from arrowmix._hf.iterable_stages import FormatRows, format_examples_batch
+from arrowmix._hf.iterable_torch import epoch_cell, register_with_torch, worker
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._validate import check_int
 
@@ -49,45 +56,6 @@ if TYPE_CHECKING:
 __all__ = ["IterableDataset", "to_iterable_dataset"]
 
 logger = logging.getLogger(__name__)
-_TORCH_REGISTERED = False
-
-
-def _register_with_torch() -> None:
-    """Make ``IterableDataset`` a ``torch.utils.data.IterableDataset`` once torch is imported.
-
-    torch's class is an ABC: registering makes the DataLoader treat our datasets as
-    iterable-style (each worker iterates its own copy) without importing torch here.
-    """
-    global _TORCH_REGISTERED  # once per process
-    if _TORCH_REGISTERED or "torch" not in sys.modules:
-        return
-    import torch.utils.data
-
-    torch.utils.data.IterableDataset.register(IterableDataset)
-    _TORCH_REGISTERED = True
-
-
-def _epoch_cell(epoch: Any) -> Any:
-    """The epoch, in shared memory once torch is imported (as HF keeps it).
-
-    Persistent DataLoader workers keep their copy of the dataset between epochs; a tensor in
-    shared memory lets ``set_epoch`` in the main process reach them.
-    """
-    if "torch" not in sys.modules or not isinstance(epoch, int):
-        return epoch
-    import torch
-
-    return torch.tensor(epoch, dtype=torch.int64).share_memory_()  # type: ignore[no-untyped-call]
-
-
-def _worker() -> tuple[int, int] | None:
-    """``(num_workers, id)`` inside a DataLoader worker, else None."""
-    if "torch" not in sys.modules:
-        return None
-    import torch.utils.data
-
-    info = torch.utils.data.get_worker_info()
-    return None if info is None else (info.num_workers, info.id)
 
 
 def _names(columns: str | Sequence[str]) -> list[str]:
@@ -144,10 +112,10 @@ class IterableDataset:
         self._split = split
         self._info = info
         self._distributed = distributed
-        self._epoch: Any = _epoch_cell(0)
+        self._epoch: Any = epoch_cell(0)
         self._starting: State | None = None
         self._live: Stream[Any] | None = None
-        _register_with_torch()
+        register_with_torch(IterableDataset)
 
     def _derive(self, node: Any = None, **changes: Any) -> IterableDataset:
         kwargs: dict[str, Any] = {
@@ -239,8 +207,8 @@ class IterableDataset:
         """
         op = self._op(
             "map",
-            _make_map,
-            function=function if function is not None else _identity,
+            make_map,
+            function=function if function is not None else identity,
             with_indices=with_indices,
             input_columns=None if input_columns is None else _names(input_columns),
             batched=batched,
@@ -264,8 +232,8 @@ class IterableDataset:
         """Keep the rows for which ``function`` is true (one bool per row when batched)."""
         op = self._op(
             "filter",
-            _make_filter,
-            function=function if function is not None else _keep,
+            make_filter,
+            function=function if function is not None else keep,
             with_indices=with_indices,
             input_columns=None if input_columns is None else _names(input_columns),
             batched=batched,
@@ -300,7 +268,7 @@ class IterableDataset:
         except SourcesOrderFixed:
             node = self._node
         return self._derive(
-            Op(node, "shuffle", _make_shuffle, {"buffer_size": buffer_size, "seed": seed})
+            Op(node, "shuffle", make_shuffle, {"buffer_size": buffer_size, "seed": seed})
         )
 
     def set_epoch(self, epoch: int) -> None:
@@ -313,17 +281,17 @@ class IterableDataset:
 
     def skip(self, n: int) -> IterableDataset:
         """Every row after the first ``n`` (split among DataLoader workers as in HF)."""
-        return self._derive(self._op("skip", _make_skip, n=check_int("n", n, minimum=0)))
+        return self._derive(self._op("skip", make_skip, n=check_int("n", n, minimum=0)))
 
     def take(self, n: int) -> IterableDataset:
         """The first ``n`` rows (split among DataLoader workers as in HF)."""
-        return self._derive(self._op("take", _make_take, n=check_int("n", n, minimum=0)))
+        return self._derive(self._op("take", make_take, n=check_int("n", n, minimum=0)))
 
     def repeat(self, num_times: int | None) -> IterableDataset:
         """The rows ``num_times`` times over, in the same order; None repeats forever."""
         if num_times is not None:
             check_int("num_times", num_times, minimum=0)
-        return self._derive(self._op("repeat", _make_repeat, num_times=num_times))
+        return self._derive(self._op("repeat", make_repeat, num_times=num_times))
 
     def shard(self, num_shards: int, index: int, contiguous: bool = True) -> IterableDataset:
         """Part ``index`` of ``num_shards``: whole shards of this dataset, as HF's ``shard``."""
@@ -341,17 +309,17 @@ class IterableDataset:
             raise NotImplementedError("IterableDataset.batch(by_column=...) is not supported.")
         check_int("batch_size", batch_size, minimum=1)
         ds = self.map(
-            _batch_fn, batched=True, batch_size=batch_size, drop_last_batch=drop_last_batch
+            batch_fn, batched=True, batch_size=batch_size, drop_last_batch=drop_last_batch
         )
-        return ds._derive(ds._node, features=_listed(self._features))
+        return ds._derive(ds._node, features=listed(self._features))
 
     def select_columns(self, column_names: str | Sequence[str]) -> IterableDataset:
         """Only ``column_names``, in that order."""
         cols = _names(column_names)
         self._check_columns(cols)
-        features = None if self._features is None else _subset(self._features, cols)
+        features = None if self._features is None else subset(self._features, cols)
         return self._derive(
-            self._op("select", _make_columns, how="select", arg=cols), features=features
+            self._op("select", make_columns, how="select", arg=cols), features=features
         )
 
     def remove_columns(self, column_names: str | Sequence[str]) -> IterableDataset:
@@ -359,9 +327,9 @@ class IterableDataset:
         cols = _names(column_names)
         features = None
         if self._features is not None:
-            features = _subset(self._features, [c for c in self._features if c not in cols])
+            features = subset(self._features, [c for c in self._features if c not in cols])
         return self._derive(
-            self._op("remove", _make_columns, how="remove", arg=cols), features=features
+            self._op("remove", make_columns, how="remove", arg=cols), features=features
         )
 
     def rename_column(self, original_column_name: str, new_column_name: str) -> IterableDataset:
@@ -377,7 +345,7 @@ class IterableDataset:
                 {mapping.get(k, k): v for k, v in self._features.items()}
             )
         return self._derive(
-            self._op("rename", _make_columns, how="rename", arg=mapping), features=features
+            self._op("rename", make_columns, how="rename", arg=mapping), features=features
         )
 
     def with_format(self, type: str | None = None) -> IterableDataset:  # HF's name
@@ -412,7 +380,7 @@ class IterableDataset:
             if strategy == "shards" or (strategy == "auto" and node.num_shards % world == 0):
                 node = node.shard(world, rank, contiguous=False)
             else:
-                node = Op(node, "step", _make_step, {"step": world, "offset": rank})
+                node = Op(node, "step", make_step, {"step": world, "offset": rank})
         if worker is not None:
             workers, index = worker
             if not worker_shards(node.num_shards, workers, index, contiguous=False):
@@ -430,7 +398,7 @@ class IterableDataset:
     def _start(self, formatted: bool = True) -> Stream[Any]:
         from arrowmix._stream.sources.iterable import from_iterable
 
-        node = self._plan(_worker())
+        node = self._plan(worker())
         stream: Stream[Any] = from_iterable(()) if node is None else node.build()
         if formatted and self._format is not None:
             stream = FormatRows(stream, self._format)
@@ -482,69 +450,8 @@ class IterableDataset:
 
     def __setstate__(self, d: dict[str, Any]) -> None:
         self.__dict__.update(d)
-        self._epoch = _epoch_cell(self._epoch)
-        _register_with_torch()
-
-
-# ---------------------------------------------------------------------- stage makers
-# Module-level functions so that a recipe pickles (DataLoader workers).
-def _identity(x: Any) -> Any:
-    return x
-
-
-def _keep(x: Any) -> bool:
-    return True
-
-
-def _batch_fn(batch: Mapping[str, Any]) -> dict[str, list[Any]]:
-    return {k: [v] for k, v in batch.items()}
-
-
-def _make_map(stream: Stream[Any], function: Callable[..., Any], **kwargs: Any) -> Stream[Any]:
-    return hf_map(stream, function, **kwargs)
-
-
-def _make_filter(stream: Stream[Any], function: Callable[..., Any], **kwargs: Any) -> Stream[Any]:
-    return hf_filter(stream, function, **kwargs)
-
-
-def _make_take(stream: Stream[Any], n: int) -> Stream[Any]:
-    return stream.take(n)
-
-
-def _make_skip(stream: Stream[Any], n: int) -> Stream[Any]:
-    return SkipRows(stream, n)
-
-
-def _make_columns(stream: Stream[Any], how: str, arg: Any) -> Stream[Any]:
-    return ColumnOp(stream, how, arg)
-
-
-def _make_shuffle(stream: Stream[Any], buffer_size: int, seed: int) -> Stream[Any]:
-    return stream.shuffle(buffer_size, seed=seed)
-
-
-def _make_repeat(stream: Stream[Any], num_times: int | None) -> Stream[Any]:
-    return RepeatRows(stream, num_times)
-
-
-def _make_step(stream: Stream[Any], step: int, offset: int) -> Stream[Any]:
-    return EveryNth(stream, step, offset)
-
-
-def _subset(features: Any, cols: Sequence[str]) -> Any:
-    return type(features)({c: features[c] for c in cols})
-
-
-def _listed(features: Any) -> Any:
-    """The features of ``batch``: each column a list of the column's feature (HF's ``List``)."""
-    if features is None:
-        return None
-    try:
-        from datasets import List  # type: ignore[import-untyped, import-not-found, unused-ignore]
-    except ImportError:
-        return None
-    return type(features)({k: List(v) for k, v in features.items()})
+        self._epoch = epoch_cell(self._epoch)
+        register_with_torch(IterableDataset)
 
 
 def to_iterable_dataset(ds: Dataset, num_shards: int = 1, split: Any = None) -> IterableDataset:
