@@ -29,6 +29,7 @@ import numpy as np
 
 from arrowmix._dataset.formats import check_format
 from arrowmix._hf.iterable_ops import (
+    IterableColumn,
     batch_fn,
     identity,
     keep,
@@ -181,6 +182,10 @@ class IterableDataset:
     def format(self) -> dict[str, Any]:
         """``{"type": ...}``: the output format."""
         return {"type": self._format}
+
+    def __getitem__(self, column_name: str) -> IterableColumn:
+        """The values of column ``column_name``, row after row (HF's ``IterableColumn``)."""
+        return IterableColumn(self, column_name)
 
     def __repr__(self) -> str:
         cols = self.column_names if self._features is not None else "Unknown"

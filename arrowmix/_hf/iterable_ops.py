@@ -7,7 +7,7 @@ functions so that a recipe pickles (DataLoader workers receive the dataset pickl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from arrowmix._hf.iterable_calls import hf_filter, hf_map
@@ -15,6 +15,7 @@ from arrowmix._hf.iterable_stages import ColumnOp, EveryNth, RepeatRows, SkipRow
 from arrowmix._stream.base import Stream
 
 __all__ = [
+    "IterableColumn",
     "batch_fn",
     "identity",
     "keep",
@@ -92,3 +93,17 @@ def listed(features: Any) -> Any:
     except ImportError:
         return None
     return type(features)({k: List(v) for k, v in features.items()})
+
+
+class IterableColumn:
+    """``ids["col"]``: the values of one column, row after row (``["a"]["b"]`` for nested)."""
+
+    def __init__(self, source: Iterable[Any], column_name: str) -> None:
+        self.source, self.column_name = source, column_name
+
+    def __iter__(self) -> Iterator[Any]:
+        for row in self.source:
+            yield row[self.column_name]
+
+    def __getitem__(self, column_name: str) -> IterableColumn:
+        return IterableColumn(self, column_name)

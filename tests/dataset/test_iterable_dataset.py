@@ -162,6 +162,13 @@ def test_split_dataset_by_node_as_hf(n_shards, world, strategy):
         assert a.n_shards == h.n_shards
 
 
+def test_column_access_as_hf():
+    data = {"m": [{"s": i, "k": str(i)} for i in range(5)], "a": list(range(5))}
+    ours, theirs = both(2, data)
+    assert list(ours["a"]) == list(theirs["a"]) == list(range(5))
+    assert list(ours["m"]["k"]) == list(theirs["m"]["k"])
+
+
 def test_split_dataset_by_node_of_a_dataset_is_its_shard():
     ds = am.Dataset.from_dict(DATA)
     assert am.split_dataset_by_node(ds, 1, 3)["a"] == ds.shard(3, 1)["a"]
