@@ -45,7 +45,7 @@ from arrowmix._hf.iterable_ops import (
     subset,
 )
 from arrowmix._hf.iterable_plan import Op, Source, SourcesOrderFixed, shard_bounds, worker_shards
-from arrowmix._hf.iterable_stages import FormatRows, format_examples_batch
+from arrowmix._hf.iterable_stages import FormatRows, format_examples_batch, schema_of
 from arrowmix._hf.iterable_torch import epoch_cell, register_with_torch, worker
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._validate import check_int
@@ -222,6 +222,8 @@ class IterableDataset:
             remove_columns=None if remove_columns is None else _names(remove_columns),
             fn_kwargs=dict(fn_kwargs or {}),
             input_format=self._format,
+            input_schema=schema_of(self._features) if self._format else None,
+            input_typed=self._node.typed,
         )
         return self._derive(op, features=features)
 
@@ -245,6 +247,8 @@ class IterableDataset:
             batch_size=batch_size,
             fn_kwargs=dict(fn_kwargs or {}),
             input_format=self._format,
+            input_schema=schema_of(self._features) if self._format else None,
+            input_typed=self._node.typed,
         )
         return self._derive(op)
 
@@ -406,7 +410,9 @@ class IterableDataset:
         node = self._plan(worker())
         stream: Stream[Any] = from_iterable(()) if node is None else node.build()
         if formatted and self._format is not None:
-            stream = FormatRows(stream, self._format)
+            stream = FormatRows(
+                stream, self._format, schema_of(self._features), typed=self._node.typed
+            )
         epoch = self.epoch
         if epoch:
             stream.set_epoch(epoch)
@@ -423,11 +429,12 @@ class IterableDataset:
         """Batches of ``batch_size`` rows: dicts of lists (of tensors or arrays in a format)."""
         check_int("batch_size", batch_size, minimum=1)
         stream = self._start(formatted=False)
+        schema = schema_of(self._features)
         while True:
             rows = list(itertools.islice(stream, batch_size))
             if not rows or (drop_last_batch and len(rows) < batch_size):
                 return
-            yield format_examples_batch(rows, self._format)
+            yield format_examples_batch(rows, self._format, schema)
 
     def state_dict(self) -> dict[str, Any]:
         """``{"epoch": e, "stream": <stream checkpoint>}`` after the last row yielded.

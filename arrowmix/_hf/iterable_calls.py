@@ -3,7 +3,8 @@
 :class:`Call` is what HF does around the function: the inputs (the row, a batch, or some
 ``input_columns``), the indices (``with_indices``: the rows the stage has read, counted from
 the start of the pass), ``fn_kwargs``, and the format of the inputs (a format set by
-``with_format`` before the ``map`` applies to what the function receives).
+``with_format`` before the ``map`` applies to what the function receives, typed by the
+features known then, as HF encodes them).
 
 Four stages use it, so that each pays only for what it needs:
 
@@ -22,14 +23,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import pyarrow as pa
+
 from arrowmix._hf.iterable_stages import (
     CountingStage,
     batch_to_examples,
     examples_to_batch,
     format_example,
     format_examples_batch,
+    format_typed_rows,
     plain,
 )
+from arrowmix._hf.iterable_tensorize import TENSOR_FORMATS, tensorize
 from arrowmix._stream.anchored import WindowReplayStage
 from arrowmix._stream.base import Stream, fn_id
 
@@ -55,8 +60,12 @@ class Call:
         input_columns: Sequence[str] | None = None,
         fn_kwargs: Mapping[str, Any] | None = None,
         input_format: str | None = None,
+        input_schema: pa.Schema | None = None,
+        input_typed: bool = True,
     ) -> None:
         self.function = function
+        self.input_schema = input_schema
+        self.input_typed = input_typed
         self.with_indices = with_indices
         self.input_columns = list(input_columns) if input_columns is not None else None
         self.fn_kwargs = dict(fn_kwargs or {})
@@ -78,15 +87,34 @@ class Call:
             args.append(indices)
         return self.function(*args, **self.fn_kwargs)
 
+    def rows(self, rows: list[Any]) -> list[Any]:
+        """The rows as the function receives them (copies; formatted in a format, as HF).
+
+        Rows still read from Arrow are formatted as one batch and cut again; rows a
+        function produced are tensorized one by one (numpy and torch).
+        """
+        fmt = self.input_format
+        if fmt is None:
+            return [dict(r) for r in rows]
+        if fmt in TENSOR_FORMATS and not self.input_typed:
+            return [tensorize(r, fmt) for r in rows]
+        if fmt in TENSOR_FORMATS:
+            return format_typed_rows(rows, fmt, self.input_schema)
+        return [format_example(r, fmt, self.input_schema) for r in rows]
+
     def row(self, row: Any) -> Any:
-        """The row as the function receives it (a copy; formatted in a format)."""
-        return dict(row) if self.input_format is None else format_example(row, self.input_format)
+        """One row as the function receives it."""
+        return self.rows([row])[0]
 
     def batch(self, rows: list[Any]) -> Any:
-        """The rows as one batch, as the function receives it."""
-        if self.input_format is None:
-            return examples_to_batch(rows)
-        return format_examples_batch(rows, self.input_format)
+        """The rows as one batch, as the function receives it (tensorized in a format)."""
+        batch = examples_to_batch(self.rows(rows))
+        fmt = self.input_format
+        if fmt is None:
+            return batch
+        if fmt in TENSOR_FORMATS:
+            return tensorize(batch, fmt)
+        return format_examples_batch(rows, fmt, self.input_schema)
 
 
 def merge(inputs: Any, out: Any, remove_columns: Sequence[str], *, same: bool) -> dict[str, Any]:

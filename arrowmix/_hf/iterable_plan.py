@@ -86,6 +86,11 @@ class Source:
     def num_shards(self) -> int:
         return len(self.bounds)
 
+    @property
+    def typed(self) -> bool:
+        """Rows still come from Arrow tables (HF's ``iter_arrow``): formats use the types."""
+        return True
+
     def shuffle_sources(self, rng: np.random.Generator, seed: int) -> Source:
         order = list(range(len(self.bounds)))
         copy.deepcopy(rng).shuffle(order)
@@ -124,6 +129,8 @@ def _in_order(bounds: tuple[tuple[int, int], ...], n: int) -> bool:
 
 #: Op kinds that keep HF's shard order fixed and split their count between workers.
 _COUNTED = ("take", "skip")
+#: Op kinds whose rows are still their source's Arrow rows in HF (the others are HF maps).
+_KEEP_TYPES = ("take", "skip", "repeat", "step", "select", "shuffle")
 
 
 @dataclass(frozen=True)
@@ -139,6 +146,10 @@ class Op:
     def num_shards(self) -> int:
         n: int = self.parent.num_shards
         return n
+
+    @property
+    def typed(self) -> bool:
+        return self.kind in _KEEP_TYPES and bool(self.parent.typed)
 
     def shuffle_sources(self, rng: np.random.Generator, seed: int) -> Op:
         if self.kind in _COUNTED:
@@ -177,6 +188,10 @@ class Interleave:
     @property
     def num_shards(self) -> int:
         return min((c.num_shards for c in self.children), default=0)
+
+    @property
+    def typed(self) -> bool:
+        return all(c.typed for c in self.children)
 
     def shuffle_sources(self, rng: np.random.Generator, seed: int) -> Interleave:
         """HF reorders the children's shards and takes the shuffle's generator (``seed``)."""

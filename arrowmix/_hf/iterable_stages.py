@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from arrowmix._dataset.formats import format_batch, format_rows
+from arrowmix._hf.iterable_tensorize import TENSOR_FORMATS, tensorize
 from arrowmix._stream.base import PassThrough, State, Stream
 from arrowmix._stream.topology import ElasticRole
 from arrowmix.exceptions import StateError
@@ -36,7 +37,9 @@ __all__ = [
     "examples_to_batch",
     "format_example",
     "format_examples_batch",
+    "format_typed_rows",
     "plain",
+    "schema_of",
 ]
 
 
@@ -65,37 +68,77 @@ def plain(value: Any) -> Any:
     return value
 
 
-def _table(examples: Sequence[Mapping[str, Any]]) -> pa.Table:
+def schema_of(features: Any) -> pa.Schema | None:
+    """The Arrow schema of HF ``features`` (None when unknown)."""
+    schema = getattr(features, "arrow_schema", None)
+    return schema.remove_metadata() if isinstance(schema, pa.Schema) else None
+
+
+def _table(examples: Sequence[Mapping[str, Any]], schema: pa.Schema | None) -> pa.Table:
+    """The rows as a table of ``schema``, or of the types Arrow infers.
+
+    ``schema`` (the dataset's features, as HF encodes rows with them) applies when the rows
+    have its columns; without features the types are inferred, as HF infers them.
+    """
     batch = {k: [plain(v) for v in vs] for k, vs in examples_to_batch(examples).items()}
+    if schema is not None and list(batch) == schema.names:
+        try:
+            return pa.Table.from_pydict(batch, schema=schema)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+            pass  # values the features do not describe: inferred, as without features
     return pa.Table.from_pydict(batch)
 
 
-def format_example(example: Mapping[str, Any], fmt: str | None) -> Any:
-    """``example`` in format ``fmt`` (HF's formatter on a one-row table)."""
+def format_example(
+    example: Mapping[str, Any], fmt: str | None, schema: pa.Schema | None = None
+) -> Any:
+    """``example`` in format ``fmt`` (HF's formatter on a one-row table of ``schema``)."""
     if fmt is None:
         return dict(example)
-    return format_rows(_table([example]), fmt)[0]
+    return format_rows(_table([example], schema), fmt)[0]
 
 
-def format_examples_batch(examples: Sequence[Mapping[str, Any]], fmt: str | None) -> Any:
+def format_examples_batch(
+    examples: Sequence[Mapping[str, Any]], fmt: str | None, schema: pa.Schema | None = None
+) -> Any:
     """A batch of ``examples`` in format ``fmt`` (tensors stacked, as HF's ``iter`` gives)."""
     if fmt is None:
         return examples_to_batch(examples)
-    return format_batch(_table(examples), fmt)
+    return format_batch(_table(examples, schema), fmt)
+
+
+def format_typed_rows(
+    rows: Sequence[Mapping[str, Any]], fmt: str, schema: pa.Schema | None
+) -> list[Any]:
+    """Rows read from Arrow, formatted as one batch and cut again (HF's formatted inputs)."""
+    return batch_to_examples(format_batch(_table(rows, schema), fmt))
 
 
 class FormatRows(PassThrough[Any]):
-    """Every row in format ``fmt``. State: the source's, unchanged (no replay)."""
+    """Every row in format ``fmt``, as HF formats the rows it yields.
 
-    def __init__(self, source: Stream[Any], fmt: str) -> None:
+    ``typed`` rows (still the source's Arrow rows) are formatted from a table of ``schema``
+    (the features), with each column's type; the rows a function produced are tensorized
+    value by value (:mod:`arrowmix._hf.iterable_tensorize`).
+
+    State: the source's, unchanged (no replay).
+    """
+
+    def __init__(
+        self, source: Stream[Any], fmt: str, schema: pa.Schema | None = None, typed: bool = True
+    ) -> None:
         super().__init__(source)
-        self.fmt = fmt
+        self.fmt, self.types, self.typed = fmt, schema, typed
 
     def describe(self) -> dict[str, Any]:
-        return {"format": self.fmt}
+        types = None if self.types is None else str(self.types)
+        return {"format": self.fmt, "types": types, "typed": self.typed}
 
     def next(self) -> Any:
-        return format_example(self.source.next(), self.fmt)
+        row = self.source.next()
+        if not self.typed and self.fmt in TENSOR_FORMATS:
+            return tensorize(row, self.fmt)
+        return format_example(row, self.fmt, self.types)
 
 
 class ColumnOp(PassThrough[dict[str, Any]]):

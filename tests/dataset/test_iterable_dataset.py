@@ -162,6 +162,48 @@ def test_split_dataset_by_node_as_hf(n_shards, world, strategy):
         assert a.n_shards == h.n_shards
 
 
+@pytest.mark.parametrize("fmt", ["numpy", "torch"])
+def test_formats_keep_the_column_types_as_hf(fmt):
+    """Rows are typed by the features (int32 stays int32 in numpy), also as map inputs."""
+    import pyarrow as pa
+
+    t = pa.table(
+        {
+            "a": pa.array(range(6), pa.int32()),
+            "f": pa.array([i / 4 for i in range(6)], pa.float32()),
+            "l": pa.array([[i, i] for i in range(6)], pa.list_(pa.int16())),
+        }
+    )
+    for pipe in (
+        lambda d: d.with_format(fmt),
+        lambda d: d.with_format(fmt).filter(lambda r: int(r["a"]) != 2),
+        lambda d: d.with_format(fmt).map(lambda r: {"ty": str(type(r["a"]))}),
+        lambda d: d.with_format(fmt).map(
+            lambda b: {"n": [len(b["a"])] * len(b["a"])}, batched=True
+        ),
+        lambda d: d.map(lambda r: {"g": [r["a"] / 2, 1.0], "s": "x"}).with_format(fmt),
+        lambda d: d.with_format(fmt).remove_columns("f").take(4),
+        lambda d: d.select_columns(["l", "a"]).skip(1).with_format(fmt),
+        lambda d: d.rename_column("a", "z").with_format(fmt).batch(4),
+    ):
+        ours = pipe(am.Dataset(t).to_iterable_dataset(2))
+        theirs = pipe(hf.Dataset(t).to_iterable_dataset(2))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            want = [canon(row) for row in theirs]
+        assert [canon(row) for row in ours] == want
+    shuffled = [  # another order (a shuffle buffer), the same typed values
+        sorted(
+            (repr(canon(row)) for row in d.to_iterable_dataset(2).shuffle(seed=0).with_format(fmt)),
+        )
+        for d in (am.Dataset(t), hf.Dataset(t))
+    ]
+    assert shuffled[0] == shuffled[1]
+    got = list(am.Dataset(t).to_iterable_dataset().with_format(fmt).iter(4))
+    want = list(hf.Dataset(t).to_iterable_dataset().with_format(fmt).iter(4))
+    assert [canon(b) for b in got] == [canon(b) for b in want]
+
+
 def test_column_access_as_hf():
     data = {"m": [{"s": i, "k": str(i)} for i in range(5)], "a": list(range(5))}
     ours, theirs = both(2, data)
