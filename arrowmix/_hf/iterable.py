@@ -45,7 +45,13 @@ from arrowmix._hf.iterable_ops import (
     subset,
 )
 from arrowmix._hf.iterable_plan import Op, Source, SourcesOrderFixed, shard_bounds, worker_shards
-from arrowmix._hf.iterable_stages import FormatRows, format_examples_batch, schema_of
+from arrowmix._hf.iterable_stages import (
+    FormatRows,
+    examples_to_batch,
+    format_examples_batch,
+    schema_of,
+)
+from arrowmix._hf.iterable_tensorize import TENSOR_FORMATS, tensorize
 from arrowmix._hf.iterable_torch import epoch_cell, register_with_torch, worker
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._validate import check_int
@@ -428,13 +434,17 @@ class IterableDataset:
     def iter(self, batch_size: int, drop_last_batch: bool = False) -> Iterator[Any]:
         """Batches of ``batch_size`` rows: dicts of lists (of tensors or arrays in a format)."""
         check_int("batch_size", batch_size, minimum=1)
-        stream = self._start(formatted=False)
+        typed = self._node.typed or self._format not in TENSOR_FORMATS
+        stream = self._start(formatted=not typed)  # rows a function made: tensorized first
         schema = schema_of(self._features)
         while True:
             rows = list(itertools.islice(stream, batch_size))
             if not rows or (drop_last_batch and len(rows) < batch_size):
                 return
-            yield format_examples_batch(rows, self._format, schema)
+            if typed:  # one batch of the table, as HF formats it
+                yield format_examples_batch(rows, self._format, schema)
+            else:  # HF stacks the tensorized rows
+                yield tensorize(examples_to_batch(rows), str(self._format))
 
     def state_dict(self) -> dict[str, Any]:
         """``{"epoch": e, "stream": <stream checkpoint>}`` after the last row yielded.

@@ -138,12 +138,16 @@ def test_set_epoch_reorders_shards_as_hf(name, epoch):
     assert [canon(r) for r in ours] == [canon(r) for r in theirs]
 
 
+@pytest.mark.parametrize("mapped", [False, True])
 @pytest.mark.parametrize("fmt", [None, "numpy", "torch"])
 @pytest.mark.parametrize(("batch_size", "drop"), [(4, False), (4, True), (23, False), (50, False)])
-def test_iter_batches_as_hf(fmt, batch_size, drop):
-    ours, theirs = (d.with_format(fmt) for d in both(3))
+def test_iter_batches_as_hf(fmt, batch_size, drop, mapped):
+    ours, theirs = (d.map(add_b) if mapped else d for d in both(3))
+    ours, theirs = ours.with_format(fmt), theirs.with_format(fmt)
     got = list(ours.iter(batch_size, drop_last_batch=drop))
-    want = list(theirs.iter(batch_size, drop_last_batch=drop))
+    with warnings.catch_warnings():  # HF's torch formatter warns when it copies a tensor
+        warnings.simplefilter("ignore", UserWarning)
+        want = list(theirs.iter(batch_size, drop_last_batch=drop))
     assert [canon(b) for b in got] == [canon(b) for b in want]
 
 
