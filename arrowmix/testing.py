@@ -91,6 +91,10 @@ class CheckpointRoundTripTests:
         elastic_grid: ``(old, new)`` instance counts checked by
             ``test_elastic_resume_exactly_once`` (with ``make_sharded``).
         elastic_steps: items each old instance yields before the checkpoint.
+        elastic_exact: elastic resume delivers exactly the units of the uninterrupted
+            run. ``False`` for a pipeline that stops after a number of items (``take``):
+            the new dealing decides which units come after the resize, so the check is
+            their number, and that none comes twice.
     """
 
     iterator_cls: ClassVar[type[Any]] = Stream
@@ -99,6 +103,7 @@ class CheckpointRoundTripTests:
     picklable: ClassVar[bool] = False
     elastic_grid: ClassVar[tuple[tuple[int, int], ...]] = ((1, 2), (2, 3), (3, 2), (2, 1))
     elastic_steps: ClassVar[tuple[int, ...]] = (0, 1, 3)
+    elastic_exact: ClassVar[bool] = True
 
     def make_iterator(self, **kwargs: Any) -> Stream[Any]:
         """A fresh, finite pipeline (about 200 items at most) on every call."""
@@ -401,6 +406,14 @@ class CheckpointRoundTripTests:
                     rest.extend(_drain(new))
                     new.close()
                 got = self._unit_counts(seen + rest)
+                if not self.elastic_exact:
+                    twice = sorted(k for k, c in got.items() if c > max(1, want[k]))[:5]
+                    assert (got.total(), twice) == (want.total(), []), (
+                        f"elastic resume {n} -> {m} instances{where} after {steps} items "
+                        f"each: {got.total()} units where the uninterrupted run has "
+                        f"{want.total()}, duplicated: {twice}"
+                    )
+                    continue
                 lost = sorted((want - got).elements())[:5]
                 twice = sorted((got - want).elements())[:5]
                 assert got == want, (

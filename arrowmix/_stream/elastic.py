@@ -34,6 +34,13 @@ instance's frontier, i.e. replays one window per old instance.
 A checkpoint taken during a drain holds the remaining tasks, so it can be merged and
 resized again.
 
+A transparent stage's own state (``take``'s count, a user stage's) is merged by the
+stage's hooks: ``elastic_state()`` is read from each old instance once restored,
+``merge_elastic_states(states, M)`` gives each new instance its share, held by
+``load_elastic_state`` across the instance's tasks and saved in its checkpoint
+(``"own"``). ``take`` thus keeps the run's total (N -> M instances yield what N would
+have). Below a dealer nothing is merged: every instance reads the same rows.
+
 The pipeline is read only through its declared elastic roles
 (:class:`~arrowmix._stream.topology.ElasticRole`): sources deal positions, buffering
 stages replay their open window, transparent stages pass through, a dealer stage deals
@@ -53,9 +60,11 @@ from arrowmix._stream.base import FORMAT_VERSION, PLAIN, ElasticMode, State, Str
 from arrowmix._stream.dealing import Generation
 from arrowmix._stream.identity import describe_mismatch
 from arrowmix._stream.mixing.changes import check_changes
+from arrowmix._stream.stages.map import adopt_map_forms
 from arrowmix._stream.topology import (
     ElasticRole,
     elastic_sources,
+    merges,
     open_for_changes,
     replay_open_windows,
     source_keys,
@@ -234,10 +243,63 @@ class ElasticRun:
         self.nodes_of: dict[Any, Any] = {}  # pipeline hash -> its checkpoint's "nodes"
         self.allow_changes = False  # load_state_dict(..., allow_changes=True)
         self.steps: list[list[int | None]] = []  # schedule steps of the old instances
+        # Stages that merge their own state (take): the old instances' states while
+        # planning, then this instance's share, held across its tasks.
+        # Below a dealer every instance reads the same stream: the dealer's window start
+        # carries their state, nothing is merged there.
+        below = {id(x) for d in dealers for x in walk(d)}
+        self.merging = [n for n in self.nodes if merges(n) and id(n) not in below]
+        self.olds: list[list[Any]] = []
+        self.own: list[Any] | None = None
+        self.mode = PLAIN
 
     def set_mode(self, mode: ElasticMode) -> None:
+        self.mode = mode
         for node in self.nodes:
             node.set_elastic_mode(mode)
+
+    def _hold_own(self) -> None:
+        """Give the merging stages this instance's share, once the task's windows replayed.
+
+        Replaying first keeps what an old instance had read before its checkpoint out
+        of the share (a ``take`` below a ``shuffle`` counted its buffer then).
+        """
+        if self.own is None or not self.merging:
+            return
+        for node in self.merging:  # the replay reads as the old instance did
+            node.load_elastic_state(None)
+        mode = self.mode
+        self.set_mode(ElasticMode(draining=mode.draining, synchronous=True))
+        try:
+            replay_open_windows(self.root)
+        finally:
+            self.set_mode(mode)
+        for node, state in zip(self.merging, self.own, strict=True):
+            node.load_elastic_state(state)
+
+    def _record_own(self) -> None:
+        """Note the merging stages' own state as an old instance left it."""
+        if self.merging:
+            self.olds.append([n.elastic_state() for n in self.merging])
+
+    def _merge_own(self, merged: list[State]) -> None:
+        """This instance's share of the merging stages' states (old instances' merged)."""
+        if not self.merging:
+            return
+        t, j = self.home
+        olds = [
+            st[ELASTIC_KEY].get("own") or mine if ELASTIC_KEY in st else mine
+            for st, mine in zip(merged, self.olds, strict=True)
+        ]
+        self.own = []
+        for i, node in enumerate(self.merging):
+            shares = type(node).merge_elastic_states([o[i] for o in olds], t)
+            if not isinstance(shares, list) or len(shares) != t:
+                raise StateError(
+                    f"{type(node).__qualname__}.merge_elastic_states must return one state "
+                    f"per new instance ({t}), got {shares!r:.80}."
+                )
+            self.own.append(shares[j])
 
     # -------------------------------------------------------------- configuration
     def configure(self, task: dict[str, Any]) -> None:
@@ -257,6 +319,10 @@ class ElasticRun:
             src.deal(gens, limit, None if spec["seed"] is None else int(spec["seed"]))
         mine = self.root.pipeline_fingerprint()
         changed = task["state"] is not None and task["pipeline"] != mine
+        if changed and adopt_map_forms(
+            self.root, task["pipeline"], self.nodes_of.get(task["pipeline"])
+        ):
+            changed = False  # only maps' worker counts differ
         if changed and self.allow_changes:
             check_changes(self.nodes_of.get(task["pipeline"]), self.root)
             open_for_changes(self.root)
@@ -288,6 +354,7 @@ class ElasticRun:
                 if step is not None:
                     node.start_schedule_at(int(step))
         self.root.reset_pipeline(task["state"])
+        self._hold_own()
 
     def _scheduled(self) -> list[Any]:
         """The nodes whose weights follow a schedule of their step (mixes), in walk order."""
@@ -309,8 +376,12 @@ class ElasticRun:
     def frontier(self, task: dict[str, Any]) -> list[list[int]]:
         """Where the sources of ``task`` stand once its windows are replayed."""
         if task["state"] is None:
+            if self.merging:  # its own state as a fresh start leaves it
+                self.configure(task)
+                self._record_own()
             return [[0, 0] for _ in self.sources]
         self.replay(task)
+        self._record_own()
         self.steps.append([n.schedule_step() for n in self._scheduled()])
         return [list(s.frontier()) for s in self.sources]
 
@@ -336,6 +407,7 @@ class ElasticRun:
             if main["state"] is None:
                 raise StateError(f"merge_states: instance {k} had not started.")
             self.replay(main)
+            self._record_own()
             ds = dealer.get_state()
             if buffering:
                 own = main["override"] or {"start": None, "generations": []}
@@ -391,6 +463,7 @@ class ElasticRun:
         drains, mains = _old_tasks(merged, ns, run.keys)
         if run.shared:
             new_drains, main_task = run.plan_shared(mains)
+            run._merge_own(merged)
             t, j = run.home
             run.tasks = [*[*drains, *new_drains][j::t], main_task]
             run.configure(run.tasks[0])
@@ -418,6 +491,7 @@ class ElasticRun:
         if any(x is not None for x in steps):  # schedules continue where the old ones were
             main[STEPS_KEY] = steps
         run.tasks = [*drains[j::t], main]
+        run._merge_own(merged)
         run.configure(run.tasks[0])
         return run
 
@@ -461,6 +535,8 @@ class ElasticRun:
         run.nodes_of = {state["pipeline"]: state.get("nodes")}
         run.epoch = int(state.get("epoch", 0))
         run.home = tuple(tasks[-1]["sharding"])
+        if run.merging:
+            run.own = state[ELASTIC_KEY].get("own")
         run.configure(tasks[0])
         return run
 
@@ -472,6 +548,8 @@ class ElasticRun:
             except StopIteration:
                 if len(self.tasks) == 1:
                     raise
+                if self.own is not None:  # carried into the next task
+                    self.own = [n.elastic_state() for n in self.merging]
                 self.tasks.pop(0)
                 self.configure(self.tasks[0])
 
@@ -484,13 +562,16 @@ class ElasticRun:
             for task in tasks:
                 for spec, key in zip(task["sources"], self.keys, strict=True):
                     spec["key"] = key
+        elastic: dict[str, Any] = {"tasks": tasks}
+        if self.own is not None and self.merging:
+            elastic["own"] = [n.elastic_state() for n in self.merging]
         fingerprint, nodes = self.root._identity()
         out = {
             "format": FORMAT_VERSION,
             "pipeline": fingerprint,
             "state": state,
             "nodes": nodes,
-            ELASTIC_KEY: {"tasks": tasks},
+            ELASTIC_KEY: elastic,
         }
         if self.epoch:
             out["epoch"] = self.epoch
@@ -504,4 +585,6 @@ class ElasticRun:
             src.deal([], None, None)
         if self.shared:
             self.dealers[0].deal_remaining(None)
+        for node in self.merging:
+            node.load_elastic_state(None)
         self.set_mode(PLAIN)

@@ -10,10 +10,12 @@ request calls ``reset(None)`` (or the pending restore).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from arrowmix._fingerprint.hasher import hash_value
+from arrowmix._stream.consumers import CONSUMER
 from arrowmix._stream.stage import Stage, State, check_keys, config_tree
 from arrowmix._validate import check_int
 from arrowmix.exceptions import StateError
@@ -176,6 +178,11 @@ class PipelineRoot(Stage[T]):
         from arrowmix._stream.identity import describe_mismatch, warn_unhashed
 
         mine = self.pipeline_fingerprint()
+        if state[_PIPELINE_KEY] != mine:
+            from arrowmix._stream.stages.map import adopt_map_forms
+
+            if adopt_map_forms(self._as_stream(), state[_PIPELINE_KEY], state.get(_NODES_KEY)):
+                mine = state[_PIPELINE_KEY]  # only maps' worker counts differ
         if state[_PIPELINE_KEY] != mine and not allow_changes:
             raise StateError(
                 f"checkpoint was taken from a different pipeline (fingerprint "
@@ -251,6 +258,7 @@ class PipelineRoot(Stage[T]):
         d = dict(self.__dict__)
         d.pop("_fn_ids", None)  # function digests: recomputed from the code where loaded
         d.pop("_identity_cache", None)
+        d.pop(CONSUMER, None)  # a weak reference; the consumer claims it again
         for cls in type(self).__mro__:
             for name in getattr(cls, "TRANSIENT", ()):
                 d.pop(name, None)
@@ -264,6 +272,8 @@ class PipelineRoot(Stage[T]):
 
     def __setstate__(self, d: dict[str, Any]) -> None:
         self.__dict__.update(d)
+        for child in self.children():
+            child.__dict__[CONSUMER] = weakref.ref(self)
 
     def to_torch(self) -> Any:
         """A ``torch.utils.data.IterableDataset`` over this pipeline (needs torch).

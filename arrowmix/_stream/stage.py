@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import pyarrow as pa
 
+from arrowmix._stream.consumers import claiming_init
 from arrowmix._stream.topology import ElasticRole
 from arrowmix.exceptions import StateError
 
@@ -89,6 +90,19 @@ class Stage(Generic[T]):
     #: undeclared, so elastic resume refuses the pipeline with a clear error.
     ELASTIC_ROLE: ClassVar[ElasticRole | None] = None
 
+    #: Elastic resume starts this stage's own state afresh on the new instances (a
+    #: ``TRANSPARENT`` stage whose state is counters the new run may restart, as a mix's
+    #: deficits). Otherwise a ``TRANSPARENT`` stage with state keys of its own must
+    #: merge it (``merge_elastic_states``) or elastic resume refuses it.
+    ELASTIC_STATE_RESTARTS: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every stage claims its inputs once built (one consumer per stream)."""
+        super().__init_subclass__(**kwargs)
+        init = cls.__dict__.get("__init__")
+        if init is not None:
+            cls.__init__ = claiming_init(init)  # type: ignore[method-assign]
+
     def __init__(self) -> None:
         self._started = False
         self._reset_called = False
@@ -159,6 +173,34 @@ class Stage(Generic[T]):
         it; the default ignores it.
         """
 
+    # ---------------------------------------------------- own state across a resize
+    def elastic_state(self) -> Any:
+        """This stage's own state as elastic resume merges it (JSON-able; a hook).
+
+        Read once the stage is restored to an old instance's checkpoint (and its open
+        windows replayed), and during an elastic run (after ``load_elastic_state``).
+        """
+        return None
+
+    @classmethod
+    def merge_elastic_states(cls, states: list[Any], num_instances: int) -> list[Any] | None:
+        """Merge the ``elastic_state()`` of N old instances into ``num_instances`` (a hook).
+
+        Returns one state per new instance, in instance order. The default returns
+        ``None``: the stage declares no merge, and elastic resume refuses it if it keeps
+        state of its own. ``take`` shares its remaining count: N -> M instances yield the
+        total of the uninterrupted run.
+        """
+        return None
+
+    def load_elastic_state(self, state: Any) -> None:
+        """Hold ``state`` (one of ``merge_elastic_states``) for an elastic run (a hook).
+
+        Called after each task of the run is restored, so that the state carries from an
+        old instance's drain to the new main task; ``None`` ends the run (back to the
+        stage's plain state).
+        """
+
     @property
     def schema(self) -> pa.Schema | None:
         """The Arrow schema of the rows, when known."""
@@ -216,20 +258,28 @@ class Stage(Generic[T]):
             c.close()
 
 
-def attribute_streams(node: object) -> list[Any]:
-    """The stages held by ``node``'s attributes (directly, or in a list or tuple)."""
+def attribute_streams(node: object, *, unique: bool = True) -> list[Any]:
+    """The stages held by ``node``'s attributes (directly, or in a list or tuple).
+
+    ``unique=False`` lists a stage held twice twice (one consumer per stream checks it).
+    """
     out: list[Any] = []
     for value in vars(node).values():
         for item in value if isinstance(value, (list, tuple)) else (value,):
-            if isinstance(item, Stage) and item is not node and all(item is not o for o in out):
+            fresh = not unique or all(item is not o for o in out)
+            if isinstance(item, Stage) and item is not node and fresh:
                 out.append(item)
     return out
 
 
-def config_tree(node: Stage[Any]) -> list[Any]:
-    """``[class, describe(), [children's trees]]``: what a pipeline fingerprint hashes."""
+def config_tree(node: Stage[Any], names: dict[int, str] | None = None) -> list[Any]:
+    """``[class, describe(), [children's trees]]``: what a pipeline fingerprint hashes.
+
+    ``names`` replaces the class name of the nodes whose ``id`` it holds.
+    """
+    name = type(node).__qualname__ if names is None else names.get(id(node))
     return [
-        type(node).__qualname__,
+        name or type(node).__qualname__,
         node.describe(),
-        [config_tree(c) for c in node.children()],
+        [config_tree(c, names) for c in node.children()],
     ]

@@ -29,6 +29,8 @@ __all__ = [
     "ElasticRole",
     "check_sharding",
     "elastic_sources",
+    "merges",
+    "own_state_keys",
     "replay_open_windows",
     "shard_points",
     "source_keys",
@@ -219,6 +221,16 @@ def elastic_sources(root: Stream[Any]) -> tuple[list[Any], list[Any]]:
         elif role is ElasticRole.DEALER:
             dealers.append(node)
             under_dealer.update(id(x) for x in walk(node))
+        elif role is ElasticRole.TRANSPARENT and own_state_keys(node) and not merges(node):
+            raise ElasticResumeError(
+                f"elastic resume cannot carry the state of {name}: it keeps state of its "
+                f"own ({', '.join(own_state_keys(node))}) that the old instances' "
+                "checkpoints hold N times. Declare how N states become M: implement "
+                "elastic_state(), merge_elastic_states(states, num_instances) and "
+                "load_elastic_state(state) (see 'Writing a stage'), or set "
+                "ELASTIC_STATE_RESTARTS = True if the new run may start it afresh; "
+                "resume on the same number of instances meanwhile."
+            )
         elif role is ElasticRole.BUFFERING and _inherits_replay(node):
             raise ElasticResumeError(
                 f"{name} declares ElasticRole.BUFFERING but does not implement "
@@ -259,6 +271,25 @@ def source_keys(root: Stream[Any]) -> list[str] | None:
         paths = [path if names is None else f"{path}/{names[i]}" for i in range(len(kids))]
         todo.extend(reversed(list(zip(kids, paths, strict=True))))
     return keys if named else None
+
+
+#: State keys that hold the inputs' states, not a stage's own.
+_INPUT_KEYS = frozenset({"source", "sources"})
+
+
+def own_state_keys(node: Stream[Any]) -> list[str]:
+    """The state keys of ``node`` beyond its inputs' (none if it restarts them)."""
+    keys = node.STATE_KEYS
+    if keys is None or type(node).ELASTIC_STATE_RESTARTS:
+        return []
+    return [k for k in keys if k not in _INPUT_KEYS]
+
+
+def merges(node: Stream[Any]) -> bool:
+    """Whether ``node`` declares how elastic resume merges its own state."""
+    from arrowmix._stream.stage import Stage
+
+    return any("merge_elastic_states" in vars(c) for c in type(node).__mro__ if c is not Stage)
 
 
 def _inherits_replay(node: Stream[Any]) -> bool:

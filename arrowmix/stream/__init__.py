@@ -3,8 +3,9 @@
 The stage kit for writing your own stages: :class:`Stream` (the base), the
 :class:`PassThrough` and :class:`WindowReplayStage` bases, :class:`ElasticRole`, the
 row-source protocol :class:`RowSource` with :class:`TableRowSource` and
-:func:`from_row_source`, and the seeded-RNG helpers :func:`derive_rng` and
-:class:`SeedHolder`. See ``docs/streams.md``, "Writing a stage".
+:func:`from_row_source`, the positions protocol (:class:`Positions`,
+:class:`PositionBatches`: a stage's items as row positions), and the seeded-RNG helpers
+:func:`derive_rng` and :class:`SeedHolder`. See ``docs/streams.md``, "Writing a stage".
 """
 
 from arrowmix._stream.anchored import WindowReplayStage
@@ -14,6 +15,7 @@ from arrowmix._stream.mixing.mix import mix
 from arrowmix._stream.mixing.mix import zip_streams as zip
 from arrowmix._stream.mixing.schedule import estimate_mix_rows
 from arrowmix._stream.mixing.weight_schedule import WeightSchedule
+from arrowmix._stream.positions import PositionBatches, Positions
 from arrowmix._stream.rng import SeedHolder, derive_rng
 from arrowmix._stream.row_source import RowSource, TableRowSource
 from arrowmix._stream.sources.chunks import from_chunks
@@ -29,6 +31,8 @@ __all__ = [
     "ElasticMode",
     "ElasticRole",
     "PassThrough",
+    "PositionBatches",
+    "Positions",
     "RowSource",
     "SeedHolder",
     "Stream",

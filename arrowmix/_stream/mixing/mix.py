@@ -78,6 +78,7 @@ class WeightedMixIterator(Stream[T]):
     STATE_KEYS: ClassVar[tuple[str, ...] | None] = (*_PER_INPUT_KEYS, SEED_KEY)
     TRANSIENT = ("_held", "_mixed_rows", "_allow_changes")
     ELASTIC_ROLE = ElasticRole.TRANSPARENT
+    ELASTIC_STATE_RESTARTS = True  # the new run's deficits start afresh
 
     def __init__(
         self,

@@ -58,7 +58,7 @@ class BatchIterator(PassThrough[Any]):
             if self._input is None:
                 raise ValueError(
                     "`columnar=True` needs an index stream (read straight from a Dataset or "
-                    "row source, through shuffle or mix, not map/filter); this stream "
+                    "row source, through shuffle, mix or filter, not map); this stream "
                     "carries Python objects."
                 )
 

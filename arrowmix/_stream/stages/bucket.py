@@ -225,7 +225,7 @@ class LengthBucketIterator(AnchoredStage[list[Any]]):
             raise ValueError(
                 "`columnar=True` needs an index stream: a column-name `key` (and "
                 "`boundary_key`) on a stream read straight from a Dataset or row source "
-                "(through shuffle, not map/filter); this stream carries Python objects."
+                "(through shuffle or filter, not map); this stream carries Python objects."
             )
 
     def describe(self) -> dict[str, Any]:

@@ -5,19 +5,34 @@ return their source's state unchanged (restore cost: the source's). The parallel
 computes chunks of ``num_workers * chunk_factor`` items in a thread pool and is an
 anchored stage: its state is the source's state at the chunk start plus the outputs
 already emitted, and a restore recomputes at most one chunk.
+
+The worker count is a performance knob: a checkpoint of ``map(fn)`` loads into
+``map(fn, num_workers=N)`` and back (:func:`adopt_map_forms`), each stage reading the
+other's state form.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+import numpy as np
+
+from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._stream.anchored import AnchoredStage
-from arrowmix._stream.base import PassThrough, Stream, checked_fn, fn_id
+from arrowmix._stream.base import PassThrough, State, Stream, checked_fn, fn_id
+from arrowmix._stream.positions import Positions
+from arrowmix._stream.stage import config_tree
 from arrowmix._validate import check_int
+from arrowmix.exceptions import StateError
 
-__all__ = ["FilterIterator", "MapIterator", "ParallelMapIterator"]
+__all__ = ["FilterIterator", "MapIterator", "ParallelMapIterator", "adopt_map_forms"]
+
+if TYPE_CHECKING:
+    from arrowmix._stream.row_source import RowSource
+
+_OTHER_FORM = "_other_form"  # set on a map whose next restore reads the other form
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -37,6 +52,19 @@ class MapIterator(PassThrough[U]):
     def describe(self) -> dict[str, Any]:
         return {"fn": fn_id(self, self.fn)}
 
+    def reset(self, state: State | None = None) -> None:
+        if state is not None and self.__dict__.pop(_OTHER_FORM, False):
+            # ``map(fn, num_workers=N)``'s state: the source at its chunk start and the
+            # outputs emitted since; skip as many source items (one per output).
+            emitted = state.get("emitted") if isinstance(state, dict) else None
+            if isinstance(emitted, bool) or not isinstance(emitted, int) or emitted < 0:
+                raise StateError(f"MapIterator: bad parallel map state {state!r:.80}.")
+            super().reset(state["source"])
+            if len(self.source.pull(emitted)) != emitted:
+                raise StateError("MapIterator: the source ended inside the checkpoint's chunk.")
+            return
+        super().reset(state)
+
     def next(self) -> U:
         return self.fn(self.source.next())
 
@@ -47,6 +75,10 @@ class MapIterator(PassThrough[U]):
 
 class FilterIterator(PassThrough[T]):
     """Items of ``source`` for which ``fn(item)`` is true.
+
+    Over an index stream it streams positions too (``batch(columnar=True)``, ``shuffle``
+    and ``collate`` after it keep their fast path): ``fn`` sees the rows gathered at a
+    block of positions, as it would see them one by one, and the kept positions pass on.
 
     State:
         The source's state, unchanged. Replay cost: none.
@@ -62,6 +94,33 @@ class FilterIterator(PassThrough[T]):
     @property
     def schema(self) -> Any:
         return self.source.schema
+
+    def row_source(self) -> RowSource | None:
+        return self.source.row_source()
+
+    def as_positions(self) -> Positions | None:
+        """The kept positions of the source's positions (``None`` if it has none)."""
+        inner = self.source.as_positions()
+        if inner is None:
+            return None
+        self._inner = inner
+        return Positions(inner.rows, self.pull_positions, inner.to_rows)
+
+    def pull_positions(self, n: int) -> np.ndarray:
+        """Up to ``n`` next kept positions (after ``as_positions``), fewer only at the end."""
+        inner, fn = self._inner, self.fn
+        parts: list[np.ndarray] = []
+        got = 0
+        while got < n:
+            # Never pull more than could still be kept: the source state stays exact.
+            pos = inner.pull(n - got)
+            if not len(pos):
+                break
+            items = inner.items(inner.rows.take(pos))
+            keep = np.fromiter((bool(fn(x)) for x in items), dtype=bool, count=len(pos))
+            parts.append(pos[keep])
+            got += int(keep.sum())
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
 
     def next(self) -> T:
         fn, nxt = self.fn, self.source.next
@@ -111,6 +170,12 @@ class ParallelMapIterator(AnchoredStage[U]):
         # The worker count does not change the items: it stays out of the fingerprint.
         return {"fn": fn_id(self, self.fn)}
 
+    def reset(self, state: State | None = None) -> None:
+        if state is not None and self.__dict__.pop(_OTHER_FORM, False):
+            # ``map(fn)``'s state is its source's: a chunk that starts there.
+            state = {self.SOURCE_KEY: state, self.WINDOW_KEY: 0, self.EMITTED_KEY: 0}
+        super().reset(state)
+
     def compute(self, window: int) -> list[U] | None:
         # A restored window re-reads at least what was emitted of it (another worker
         # count had another chunk size).
@@ -128,3 +193,35 @@ class ParallelMapIterator(AnchoredStage[U]):
             pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
         super().close()
+
+
+_FORMS = {"MapIterator": "ParallelMapIterator", "ParallelMapIterator": "MapIterator"}
+
+
+def adopt_map_forms(root: Stream[Any], fingerprint: str, nodes: Any) -> bool:
+    """Whether a checkpoint differs from ``root`` only in maps' worker counts.
+
+    ``fingerprint`` and ``nodes`` are the checkpoint's (``nodes``: its per-node class
+    and field digests, in walk order). When naming each map whose checkpoint was taken
+    with(out) ``num_workers`` by the other class gives ``fingerprint``, those maps are
+    told to read the other state form on their next restore, and True is returned.
+    """
+    from arrowmix._stream.topology import walk
+
+    if not isinstance(nodes, list) or not all(isinstance(x, str) for x in nodes):
+        return False
+    walked = walk(root)
+    if len(nodes) != len(walked):
+        return False
+    names: dict[int, str] = {}
+    for node, saved in zip(walked, nodes, strict=True):
+        other = _FORMS.get(type(node).__name__)
+        mark = saved.split(".")[0]
+        if other is not None and hash_value(other)[: len(mark)] == mark:
+            names[id(node)] = other
+    if not names or hash_value(config_tree(root, names)) != fingerprint:
+        return False
+    for node in walked:
+        if id(node) in names:
+            node.__dict__[_OTHER_FORM] = True
+    return True
