@@ -17,7 +17,10 @@ from arrowmix._fingerprint.record import FingerprintRecord
 from arrowmix._fingerprint.record import explain as explain_fingerprint
 from arrowmix._hf.dataset_dict import DatasetDict
 from arrowmix._hf.interleave import interleave_datasets
+from arrowmix._hf.iterable import IterableDataset
+from arrowmix._hf.iterable_dict import IterableDatasetDict
 from arrowmix._hf.saved import load_from_disk
+from arrowmix._hf.split_by_node import split_dataset_by_node
 from arrowmix._version import __version__
 
 __all__ = [
@@ -25,6 +28,8 @@ __all__ = [
     "Dataset",
     "DatasetDict",
     "FingerprintRecord",
+    "IterableDataset",
+    "IterableDatasetDict",
     "__version__",
     "concatenate_datasets",
     "disable_caching",
@@ -34,5 +39,6 @@ __all__ = [
     "is_caching_enabled",
     "load_from_disk",
     "register_fingerprint",
+    "split_dataset_by_node",
     "write_chunks",
 ]

@@ -20,6 +20,7 @@ from arrowmix._warn import warn
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
+    from arrowmix._hf.iterable_dict import IterableDatasetDict
 
 __all__ = ["DatasetDict", "SplitPair"]
 
@@ -469,6 +470,15 @@ class DatasetDict(dict[str, "Dataset"]):
             keep_in_memory=keep_in_memory,
             load_from_cache_file=load_from_cache_file,
             writer_batch_size=writer_batch_size,
+        )
+
+    def to_iterable_dataset(self, num_shards: int | dict[str, int] = 1) -> IterableDatasetDict:
+        """``Dataset.to_iterable_dataset`` on every split (``num_shards``: one or per split)."""
+        from arrowmix._hf.iterable_dict import IterableDatasetDict
+
+        per = num_shards if isinstance(num_shards, Mapping) else dict.fromkeys(self, num_shards)
+        return IterableDatasetDict(
+            {split: ds.to_iterable_dataset(per.get(split, 1)) for split, ds in self.items()}
         )
 
     # -- files -----------------------------------------------------------------------------

@@ -11,6 +11,12 @@ The result is an index view over the datasets concatenated: no rows are copied. 
   given all its rows (``"first_exhausted"``, stopping after that row), every source has
   (``"all_exhausted"``, a finished source starting over), or every source has without any
   starting over (``"all_exhausted_without_replacement"``: a finished source's draws give no row).
+
+Iterable datasets (:class:`~arrowmix.IterableDataset`, all of the same kind, as HF requires)
+interleave in the order HF gives *iterable* datasets, which differs from the map-style order:
+HF reads each source one row ahead and counts a source as exhausted right after its last row,
+so round robin with ``"all_exhausted"`` stops after the longest source's last row
+(:mod:`arrowmix._hf.interleave_stream`). The result resumes exactly.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from arrowmix._dataset.dataset import Dataset
+    from arrowmix._hf.iterable import IterableDataset
 
 __all__ = ["interleave_datasets"]
 
@@ -31,15 +37,18 @@ _BLOCK = 1000
 
 
 def interleave_datasets(
-    datasets: Sequence[Dataset],
+    datasets: Sequence[Any],
     probabilities: Sequence[float] | None = None,
     seed: int | None = None,
     info: Any = None,
     split: str | None = None,
     stopping_strategy: str = "first_exhausted",
     **select_kwargs: Any,
-) -> Dataset:
-    """Interleave map-style datasets into one index view, in HF ``datasets``' order.
+) -> Any:
+    """Interleave datasets in HF ``datasets``' order: map-style into one index view.
+
+    Iterable datasets (all of them) give an :class:`~arrowmix.IterableDataset` in the order HF
+    gives iterable datasets (see the module docs).
 
     Args:
         datasets: Datasets with the same columns.
@@ -69,6 +78,8 @@ def interleave_datasets(
         raise ValueError(
             f"stopping_strategy must be one of {list(STRATEGIES)}, got {stopping_strategy!r}."
         )
+    if _same_kind(datasets):
+        return _interleave_iterables(datasets, probabilities, seed, split, stopping_strategy)
     lengths = np.array([len(d) for d in datasets], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     if probabilities is None:
@@ -152,3 +163,57 @@ def _drawn(
         keep = ranks < lengths[sources]
         return sources[keep], ranks[keep]
     return sources, ranks % lengths[sources]
+
+
+def _same_kind(datasets: Sequence[Any]) -> bool:
+    """True for iterable datasets, False for map-style ones; a mix raises as in HF."""
+    from arrowmix._hf.iterable import IterableDataset
+
+    kinds = [isinstance(d, IterableDataset) for d in datasets]
+    for i, kind in enumerate(kinds):
+        if kind != kinds[0]:
+            raise ValueError(
+                f"Unable to interleave a {type(datasets[0]).__name__} (at position 0) with a "
+                f"{type(datasets[i]).__name__} (at position {i}). Expected a list of Dataset "
+                "objects or a list of IterableDataset objects."
+            )
+    return kinds[0]
+
+
+def _interleave_iterables(
+    datasets: Sequence[IterableDataset],
+    probabilities: Sequence[float] | None,
+    seed: int | None,
+    split: Any,
+    stopping_strategy: str,
+) -> IterableDataset:
+    from arrowmix._hf.iterable import IterableDataset
+    from arrowmix._hf.iterable_plan import Interleave
+    from arrowmix._stream.rng import SeedHolder
+
+    if probabilities is not None and len(probabilities) != len(datasets):
+        raise ValueError(
+            f"probabilities has {len(probabilities)} values for {len(datasets)} datasets."
+        )
+    first = datasets[0]
+    for i, d in enumerate(datasets):
+        if d._distributed != first._distributed:  # the same class
+            raise ValueError(
+                "Datasets should be identically split_by_node before interleaving, but got "
+                f"{first._distributed}!={d._distributed} at index 0 and {i}"
+            )
+    node = Interleave(
+        children=tuple(d._node for d in datasets),  # the same class
+        probabilities=None if probabilities is None else tuple(float(p) for p in probabilities),
+        seeds=(SeedHolder(seed).value,),
+        stopping_strategy=stopping_strategy,
+    )
+    names = [d.column_names for d in datasets]
+    features = first.features if all(n is not None and n == names[0] for n in names) else None
+    return IterableDataset(
+        node,
+        features,
+        split=split,
+        info=first.info,
+        distributed=first._distributed,
+    )

@@ -1,6 +1,7 @@
 """HF ``datasets``' access-time transforms and row helpers (a mixin of ``Dataset``).
 
-``with_transform``/``set_transform``, ``take``, ``skip`` and ``batch``.
+``with_transform``/``set_transform``, ``take``, ``skip``, ``batch`` and
+``to_iterable_dataset``.
 
 A transform is a format (``"custom"``, as in HF): it runs when rows are read (``ds[i]``,
 ``ds[a:b]``, ``ds["col"]``, iteration, and the batches a ``map`` receives), on a batch of Python
@@ -17,6 +18,7 @@ from arrowmix._validate import check_int
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
+    from arrowmix._hf.iterable import IterableDataset
 
 __all__ = ["HFTransforms"]
 
@@ -109,6 +111,22 @@ class HFTransforms:
             num_proc=num_proc,
             desc="Batching examples",
         )
+
+    def to_iterable_dataset(self, num_shards: int = 1) -> IterableDataset:
+        """An :class:`~arrowmix.IterableDataset` of this view, cut in ``num_shards`` shards.
+
+        HF's ``to_iterable_dataset``: contiguous shards (DataLoader workers read whole
+        shards), the view's format kept; built on ``to_stream``, so it resumes exactly.
+
+        Example:
+            >>> import arrowmix as am
+            >>> ids = am.Dataset.from_dict({"x": [1, 2, 3]}).to_iterable_dataset()
+            >>> [r["x"] for r in ids.map(lambda r: {"x": r["x"] + 1})]
+            [2, 3, 4]
+        """
+        from arrowmix._hf.iterable import to_iterable_dataset
+
+        return to_iterable_dataset(_dataset(self), num_shards)
 
 
 def _batch_rows(batch: dict[str, list[Any]]) -> dict[str, list[Any]]:

@@ -1,0 +1,231 @@
+"""The recipe of an :class:`~arrowmix.IterableDataset`: a small tree of nodes, HF's shard logic.
+
+HF ``datasets`` describes an iterable dataset as a tree of "examples iterables" and decides
+which rows each DataLoader worker and node reads by asking that tree to *shard its data
+sources* (keep some of its shards) and, at each epoch, to *shuffle its data sources* (reorder
+its shards). The nodes here answer the same two questions with HF's arithmetic, so that the
+rows each worker, node and epoch reads, and their order without a shuffle buffer, are HF's:
+
+- :class:`Source`: a Dataset cut into ``num_shards`` contiguous shards (``Dataset.shard``'s
+  bounds); a worker reads the rows of its shards, shard after shard.
+- :class:`Op`: a stage over one input (``map``, ``filter``, ``take``, ``skip``, column ops, a
+  shuffle buffer, every ``step``-th row). ``take``/``skip`` fix the shard order (HF refuses to
+  reorder shards under them) and split their count between workers as HF does.
+- :class:`Interleave`: several recipes read in HF's interleaving order
+  (:mod:`arrowmix._hf.interleave_stream`).
+
+``shuffle_sources(rng, seed)`` takes HF's generator (``rng``, reordering shards) and the seed it
+was made from (HF hands the same generator to a random interleave, which draws from it).
+
+:func:`build` turns a recipe into a checkpointable stream (:mod:`arrowmix.stream`): the source
+is ``Dataset.to_stream(shuffle=None, infinite=False)`` over the worker's rows.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from arrowmix._dataset.dataset import Dataset
+    from arrowmix._stream.base import Stream
+
+__all__ = [
+    "Interleave",
+    "Op",
+    "Source",
+    "SourcesOrderFixed",
+    "build",
+    "shard_bounds",
+    "split_number",
+    "worker_shards",
+]
+
+
+class SourcesOrderFixed(Exception):  # a signal between nodes, never raised to users
+    """Raised by ``shuffle_sources`` under ``take``/``skip``: the shard order must not change."""
+
+
+def shard_bounds(num_rows: int, num_shards: int) -> tuple[tuple[int, int], ...]:
+    """``(start, stop)`` of each of ``num_shards`` contiguous shards (``Dataset.shard``'s)."""
+    div, mod = divmod(num_rows, num_shards)
+    out = []
+    for i in range(num_shards):
+        start = div * i + min(i, mod)
+        out.append((start, start + div + (1 if i < mod else 0)))
+    return tuple(out)
+
+
+def worker_shards(total: int, num_shards: int, index: int, contiguous: bool) -> list[int]:
+    """The shards of part ``index`` of ``num_shards`` among ``total`` (HF's split)."""
+    if contiguous:
+        div, mod = divmod(total, num_shards)
+        start = div * index + min(index, mod)
+        return list(range(start, start + div + (1 if index < mod else 0)))
+    return list(range(index, total, num_shards))
+
+
+def split_number(num: int, parts: int) -> list[int]:
+    """``num`` split into ``parts`` counts, the first ones one larger (HF's split)."""
+    quotient, remainder = divmod(num, parts)
+    return [quotient + (1 if i < remainder else 0) for i in range(parts)]
+
+
+@dataclass(frozen=True)
+class Source:
+    """A Dataset read shard after shard; ``bounds`` are the shards' row ranges, in order."""
+
+    ds: Dataset
+    bounds: tuple[tuple[int, int], ...]
+
+    @property
+    def num_shards(self) -> int:
+        return len(self.bounds)
+
+    @property
+    def typed(self) -> bool:
+        """Rows still come from Arrow tables (HF's ``iter_arrow``): formats use the types."""
+        return True
+
+    def shuffle_sources(self, rng: np.random.Generator, seed: int) -> Source:
+        order = list(range(len(self.bounds)))
+        copy.deepcopy(rng).shuffle(order)
+        return replace(self, bounds=tuple(self.bounds[i] for i in order))
+
+    def shard(self, num_shards: int, index: int, contiguous: bool) -> Source:
+        keep = worker_shards(len(self.bounds), num_shards, index, contiguous)
+        return replace(self, bounds=tuple(self.bounds[i] for i in keep))
+
+    def shift_rngs(self, value: int) -> Source:
+        return self
+
+    def build(self) -> Stream[Any]:
+        from arrowmix._stream.sources.iterable import from_iterable
+
+        n = len(self.ds)
+        if self.bounds == ((0, n),) or (len(self.bounds) > 1 and _in_order(self.bounds, n)):
+            view = self.ds
+        elif not self.bounds or all(a == b for a, b in self.bounds):
+            return from_iterable(())
+        elif len(self.bounds) == 1 or _contiguous(self.bounds):
+            view = self.ds.select(range(self.bounds[0][0], self.bounds[-1][1]))
+        else:
+            view = self.ds.select(np.concatenate([np.arange(a, b) for a, b in self.bounds]))
+        stream: Stream[Any] = view.to_stream(shuffle=None, infinite=False)
+        return stream
+
+
+def _contiguous(bounds: tuple[tuple[int, int], ...]) -> bool:
+    return all(bounds[i][1] == bounds[i + 1][0] for i in range(len(bounds) - 1))
+
+
+def _in_order(bounds: tuple[tuple[int, int], ...], n: int) -> bool:
+    return bounds[0][0] == 0 and bounds[-1][1] == n and _contiguous(bounds)
+
+
+#: Op kinds that keep HF's shard order fixed and split their count between workers.
+_COUNTED = ("take", "skip")
+#: Op kinds whose rows are still their source's Arrow rows in HF (the others are HF maps).
+_KEEP_TYPES = ("take", "skip", "repeat", "step", "select", "shuffle")
+
+
+@dataclass(frozen=True)
+class Op:
+    """One stage over ``parent``: ``make(stream, **params) -> stream`` when built."""
+
+    parent: Any
+    kind: str
+    make: Callable[..., Stream[Any]]
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def num_shards(self) -> int:
+        n: int = self.parent.num_shards
+        return n
+
+    @property
+    def typed(self) -> bool:
+        return self.kind in _KEEP_TYPES and bool(self.parent.typed)
+
+    def shuffle_sources(self, rng: np.random.Generator, seed: int) -> Op:
+        if self.kind in _COUNTED:
+            raise SourcesOrderFixed
+        return replace(self, parent=self.parent.shuffle_sources(rng, seed))
+
+    def shard(self, num_shards: int, index: int, contiguous: bool) -> Op:
+        params = self.params
+        if self.kind in _COUNTED:  # HF splits the count among the parts that get shards
+            parts = min(num_shards, self.num_shards)
+            n = split_number(params["n"], parts)[index] if index < parts else 0
+            params = {**params, "n": n}
+        parent = self.parent.shard(num_shards, index, contiguous)
+        return replace(self, parent=parent, params=params)
+
+    def shift_rngs(self, value: int) -> Op:
+        return replace(self, parent=self.parent.shift_rngs(value))
+
+    def build(self) -> Stream[Any]:
+        return self.make(self.parent.build(), **self.params)
+
+
+@dataclass(frozen=True)
+class Interleave:
+    """Recipes read in HF's interleaving order (round robin, or drawn by probabilities).
+
+    ``seeds`` is HF's generator as a chain: ``default_rng(seeds[0])``, re-seeded once per
+    ``shift_rngs(value)`` (HF shifts it per epoch and per DataLoader worker).
+    """
+
+    children: tuple[Any, ...]
+    probabilities: tuple[float, ...] | None
+    seeds: tuple[int, ...]
+    stopping_strategy: str
+
+    @property
+    def num_shards(self) -> int:
+        return min((c.num_shards for c in self.children), default=0)
+
+    @property
+    def typed(self) -> bool:
+        return all(c.typed for c in self.children)
+
+    def shuffle_sources(self, rng: np.random.Generator, seed: int) -> Interleave:
+        """HF reorders the children's shards and takes the shuffle's generator (``seed``)."""
+        kids = tuple(c.shuffle_sources(rng, seed) for c in self.children)
+        return replace(self, children=kids, seeds=(seed,))
+
+    def shard(self, num_shards: int, index: int, contiguous: bool) -> Interleave:
+        mine = self.num_shards
+        if num_shards < mine:
+            kids = tuple(c.shard(num_shards, index, contiguous) for c in self.children)
+        elif index < mine:
+            kids = tuple(c.shard(mine, index, contiguous) for c in self.children)
+        else:
+            kids = ()
+        return replace(self, children=kids)
+
+    def shift_rngs(self, value: int) -> Interleave:
+        kids = tuple(c.shift_rngs(value) for c in self.children)
+        if self.probabilities is None:
+            return replace(self, children=kids)
+        return replace(self, children=kids, seeds=(*self.seeds, value))
+
+    def build(self) -> Stream[Any]:
+        from arrowmix._hf.interleave_stream import HFInterleave
+
+        return HFInterleave(
+            [c.build() for c in self.children],
+            probabilities=self.probabilities,
+            seeds=self.seeds,
+            stopping_strategy=self.stopping_strategy,
+        )
+
+
+def build(node: Any) -> Stream[Any]:
+    """The checkpointable stream of recipe ``node``."""
+    stream: Stream[Any] = node.build()
+    return stream
