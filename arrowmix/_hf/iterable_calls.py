@@ -35,7 +35,7 @@ from arrowmix._hf.iterable_stages import (
     plain,
 )
 from arrowmix._hf.iterable_tensorize import TENSOR_FORMATS, tensorize
-from arrowmix._stream.anchored import WindowReplayStage
+from arrowmix._stream.replay import WindowReplayStage
 from arrowmix._stream.base import Stream, fn_id
 
 __all__ = [
