@@ -343,3 +343,25 @@ class TestTokenMixSchedulePositions(TestTokenMixNamed):
 
 def ids(batch: dict[str, Any]) -> list[int]:
     return [int(x) for x in batch["id"]]
+
+
+@pytest.mark.parametrize("seed", [None, 4])
+@pytest.mark.parametrize("stopping", STOPPING)
+@pytest.mark.parametrize("scheduled", [False, True])
+def test_row_positions_choose_as_rows_do(seed: int | None, stopping: str, scheduled: bool) -> None:
+    """The bulk position path (read-ahead, rewound) yields the per-item path's rows."""
+
+    def build() -> Any:
+        weights: Any = WeightSchedule.from_function(wobble, every=3) if scheduled else [2, 1]
+        return mix(
+            [src(TA, 1, 0, 1), src(TB, 1, 0, 2)],
+            weights,
+            tokens="input_ids",
+            seed=seed,
+            stopping=stopping,
+        )
+
+    rows = [row_id(r) for r in build().take(300)]
+    batches = [i for b in build().batch(16, columnar=True).take(300 // 16 + 1) for i in ids(b)]
+    assert batches[: len(rows)] == rows
+    assert len(batches) == len(rows) or len(rows) == 300

@@ -32,11 +32,22 @@ from typing import Any
 
 import numpy as np
 
+from arrowmix._stream.rng import derive_rng
 from arrowmix._validate import check_int
 
-__all__ = ["TokenCount", "charge", "epoch_caps", "most_behind", "token_draw_weights"]
+__all__ = [
+    "TokenCount",
+    "charge",
+    "draw",
+    "epoch_caps",
+    "most_behind",
+    "run_draws",
+    "run_most_behind",
+    "uniforms",
+]
 
 TokensArg = str | Callable[[Any], int] | None
+_BLOCK = 1024  # draws per random block (as the row rule's)
 
 
 class TokenCount:
@@ -75,6 +86,8 @@ class TokenCount:
                 raise ValueError(f"mix: `tokens` function must return an int >= 0, got {n!r}.")
             return int(n)
         col = self.column
+        if type(item) is dict and col in item:
+            return len(item[col])
         if isinstance(item, Mapping):
             try:
                 return len(item[col])
@@ -129,20 +142,147 @@ def charge(cur: list[int], ints: Sequence[int], mask: Sequence[bool], i: int, n:
     cur[i] -= total * n
 
 
-def token_draw_weights(
-    weights: Sequence[float], mask: Sequence[bool], tokens: Sequence[int], counts: Sequence[int]
-) -> np.ndarray:
-    """Draw weights of the random token rule: weight / mean item length so far."""
+def draw(
+    u: float,
+    weights: Sequence[float],
+    mask: Sequence[bool],
+    tokens: Sequence[int],
+    counts: Sequence[int],
+) -> int:
+    """The random token rule's choice for the uniform draw ``u``.
+
+    By weight / mean item length so far (the mean over all inputs for one not read yet),
+    among ``mask``; the same arithmetic as the row rule's draw otherwise.
+    """
     seen = sum(counts)
     overall = sum(tokens) / seen if seen else 1.0
-    out = np.zeros(len(weights))
+    cum: list[float] = []
+    total = 0.0
+    last = -1
     for j, on in enumerate(mask):
-        if on:
+        if on and weights[j] > 0:
             mean = tokens[j] / counts[j] if counts[j] else overall
-            out[j] = weights[j] / max(mean, 1e-9)
-    if not out.any():  # every input drawn from has given empty items only
-        out = np.where(np.asarray(mask), np.asarray(weights, dtype=np.float64), 0.0)
+            total += weights[j] / max(mean, 1e-3)
+            last = j
+        cum.append(total)
+    x = u * total
+    for j, c in enumerate(cum):
+        if c > x:
+            return j
+    return last
+
+
+def run_most_behind(
+    cur: list[int],
+    ints: Sequence[int],
+    rank: Sequence[int],
+    mask: Sequence[bool],
+    sizes: list[list[int]],
+    used: list[int],
+    n: int,
+) -> list[int]:
+    """Up to ``n`` choices of the deterministic rule over read-ahead token counts.
+
+    ``sizes[j][used[j]]`` is the token count of input ``j``'s next item; stops early
+    when the input chosen has none left. ``cur`` and ``used`` are updated in place.
+    """
+    order = [i for i in rank if mask[i]]
+    on = [(j, ints[j]) for j in range(len(mask)) if mask[j]]
+    total = sum(a for _, a in on)
+    out: list[int] = []
+    for _ in range(n):
+        best = order[0]
+        best_v = cur[best]
+        for i in order:
+            if cur[i] > best_v:
+                best, best_v = i, cur[i]
+        u = used[best]
+        if u == len(sizes[best]):
+            break
+        size = sizes[best][u]
+        used[best] = u + 1
+        if size:
+            for j, a in on:
+                cur[j] += a * size
+            cur[best] -= total * size
+        out.append(best)
     return out
+
+
+def run_draws(
+    uniforms: Sequence[float],
+    weights: Sequence[float],
+    mask: Sequence[bool],
+    tokens: list[int],
+    counts: list[int],
+    sizes: list[list[int]],
+    used: list[int],
+) -> list[int]:
+    """Choices of the random rule for these draws over read-ahead token counts.
+
+    Stops early when the input chosen has no item left; ``tokens``, ``counts`` and
+    ``used`` are updated in place.
+    """
+    out: list[int] = []
+    on = [j for j in range(len(mask)) if mask[j] and weights[j] > 0]
+    last = on[-1]
+    seen, total_tokens = sum(counts), sum(tokens)
+    dw = [0.0] * len(mask)  # weight / mean length, as draw() computes it
+
+    def reweigh(j: int) -> None:
+        c = counts[j]
+        mean = tokens[j] / c if c else (total_tokens / seen if seen else 1.0)
+        dw[j] = weights[j] / (mean if mean > 1e-3 else 1e-3)
+
+    unseen = True
+    for u in uniforms:
+        if unseen:  # an input not read yet has the overall mean, which moves
+            for j in on:
+                reweigh(j)
+            unseen = any(counts[j] == 0 for j in on)
+        total = 0.0
+        for j in on:
+            total += dw[j]
+        x = u * total
+        acc = 0.0
+        i = last
+        for j in on:
+            acc += dw[j]
+            if acc > x:
+                i = j
+                break
+        k = used[i]
+        if k == len(sizes[i]):
+            break
+        used[i] = k + 1
+        size = sizes[i][k]
+        tokens[i] += size
+        counts[i] += 1
+        seen += 1
+        total_tokens += size
+        reweigh(i)
+        out.append(i)
+    return out
+
+
+def uniforms(
+    seed: int, step: int, n: int, cache: tuple[int, list[float]] | None
+) -> tuple[tuple[int, list[float]], list[float]]:
+    """``(cache, draws)``: the uniform draws at steps ``[step, step + n)``.
+
+    The draw at step ``t`` is ``derive_rng(seed, t // 1024).random(1024)[t % 1024]``, as
+    in :func:`arrowmix._stream.mixing.schedule.random_plan`; ``cache`` holds one block.
+    """
+    out: list[float] = []
+    while len(out) < n:
+        at = step + len(out)
+        block = at // _BLOCK
+        if cache is None or cache[0] != block:
+            cache = (block, derive_rng(seed, block).random(_BLOCK).tolist())
+        lo = at % _BLOCK
+        out.extend(cache[1][lo : lo + n - len(out)])
+    assert cache is not None
+    return cache, out
 
 
 def epoch_caps(

@@ -31,9 +31,10 @@ from arrowmix._stream.mixing.by_tokens import (
     TokenCount,
     TokensArg,
     charge,
+    draw,
     epoch_caps,
     most_behind,
-    token_draw_weights,
+    uniforms,
 )
 from arrowmix._stream.mixing.deficits import SCALE_KEY, SCHEDULE_SCALE, upgrade_deficits
 from arrowmix._stream.mixing.mix_positions import as_positions, pull_positions
@@ -49,7 +50,6 @@ from arrowmix._stream.mixing.schemas import check_schemas
 from arrowmix._stream.mixing.weight_schedule import WeightSchedule
 from arrowmix._stream.mixing.zipped import ZipIterator, zip_streams
 from arrowmix._stream.positions import Positions
-from arrowmix._stream.rng import derive_rng
 from arrowmix._stream.topology import ElasticRole
 from arrowmix._validate import check_int
 from arrowmix.exceptions import ColumnNotFoundError, StateError
@@ -60,7 +60,6 @@ Caps = int | Sequence[int | None] | Mapping[str, int | None] | None
 __all__ = ["WeightedMixIterator", "ZipIterator", "check_schemas", "mix", "zip_streams"]
 
 T = TypeVar("T")
-_BLOCK = 1024
 _MIN_BULK = 16
 _NOTHING: Any = object()
 _clock = time.perf_counter
@@ -209,7 +208,7 @@ class WeightedMixIterator(Stream[T]):
         # (missing after a restore: read again when needed).
         self._pre: list[State | None] = [None] * k
         self._held: list[Any] = [_NOTHING] * k
-        self._u: tuple[int, np.ndarray] | None = None
+        self._u: tuple[int, list[float]] | None = None
         self._wait = 0.0
         self._tick = _SAMPLE
         self._window = [0] * k
@@ -366,17 +365,19 @@ class WeightedMixIterator(Stream[T]):
             return rule.swrr.choose(active)
         # Same arithmetic as schedule.random_plan, with the block's draws cached.
         step = self._step()
-        block = step // _BLOCK
-        if self._u is None or self._u[0] != block:
-            self._u = (block, derive_rng(self.seed, block).random(_BLOCK))
-        u = self._u[1][step % _BLOCK]
-        if self.tokens is None:
-            w = np.where(np.asarray(active), np.asarray(self.weights), 0.0)
-        else:
-            w = token_draw_weights(self.weights, active, self._tokens, self._counts)
+        u = self._uniforms(step, 1)[0]
+        if self.tokens is not None:
+            return draw(u, self.weights, active, self._tokens, self._counts)
+        w = np.where(np.asarray(active), np.asarray(self.weights), 0.0)
         cum = np.cumsum(w)
         last = int(np.flatnonzero(w)[-1])
         return min(int(np.searchsorted(cum, u * cum[-1], side="right")), last)
+
+    def _uniforms(self, step: int, n: int) -> list[float]:
+        """The random rule's uniform draws at steps ``[step, step + n)``."""
+        assert self.seed is not None
+        self._u, out = uniforms(self.seed, step, n, self._u)
+        return out
 
     def _plan(self, n: int) -> list[int]:
         """The next ``n`` choices (fewer when the schedule leaves no input to choose)."""
@@ -514,10 +515,12 @@ class WeightedMixIterator(Stream[T]):
         except StopIteration:  # an empty input cannot be cycled
             return _NOTHING
 
-    def _charge(self, i: int, item: Any) -> None:
-        """Count the tokens of ``item`` from input ``i`` (and the token rule's deficits)."""
+    def _charge(self, i: int, item: Any, n: int = -1) -> None:
+        """Count the ``n`` tokens of ``item`` from input ``i`` (and the rule's deficits)."""
         assert self.tokens is not None
-        if self.__dict__.get("_views") is None:
+        if n >= 0:
+            pass
+        elif self.__dict__.get("_views") is None:
             n = self.tokens.of(item)
         else:
             n = self.tokens.of_position(self.row_source(), item)
