@@ -7,11 +7,12 @@ Deterministic rule: each input keeps a deficit, ``w_i * T - t_i`` (its target sh
 ``T`` tokens yielded so far, minus the tokens ``t_i`` it gave), in integer units (the
 weights as integers ``a_i``). The input with the largest deficit goes next (ties: higher
 weight, then lower index); once its item is read, with ``n`` tokens, every input drawn
-from gains ``a_j * n`` and the chosen one loses ``sum(a) * n``. The deficits sum to zero,
-so the chosen input never falls more than one item's tokens below its target, and no
-input gets more than one item's tokens ahead of it: the realised token share is exact to
-within one item at every prefix. With items of one token each the rule is the row rule's
-most-behind choice. The deficits are the row rule's list (``swrr.cur``), so they carry
+from gains ``a_j * n`` and the chosen one loses ``sum(a) * n``. Only the most-behind
+input (deficit >= 0) gives tokens, so no input gets more than one item's tokens ahead of its
+target; the deficits sum to zero, so with two inputs none falls more than one item's tokens
+behind (with ``k`` inputs at most ``k - 1`` items; measured at most 1.35 over 300 random
+mixes of 2 to 5 inputs): the realised token share is exact to about one item at every
+prefix. The deficits are the row rule's list (``swrr.cur``), so they carry
 across a schedule's segments and restart when an input is dropped, as rows do.
 
 Random rule: the draw at step ``t`` is the row rule's uniform ``(seed, t)`` draw, by the
