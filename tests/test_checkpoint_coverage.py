@@ -8,8 +8,8 @@ import pkgutil
 from pathlib import Path
 
 import arrowmix._stream as stream_pkg
-from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import PassThrough, Stream
+from arrowmix._stream.replay import AnchoredStage
 from arrowmix.testing import CheckpointRoundTripTests
 
 # Bases that exist only to be subclassed; each concrete subclass is checked instead.

@@ -54,10 +54,19 @@ def _outside(imports: dict[str, list[str]], allowed: tuple[str, ...]) -> list[st
     ]
 
 
+#: Leaf modules every room may use: they import nothing of arrowmix's (checked below).
+LEAVES = ("arrowmix.exceptions", "arrowmix._warn")
+
+
+def test_the_leaves_import_nothing_of_arrowmix() -> None:
+    assert _room_imports("exceptions") == {"exceptions.py": []}
+    assert _room_imports("_warn") == {"_warn.py": []}
+
+
 def test_storage_is_the_ground_floor() -> None:
     allowed = (
         "arrowmix._storage",
-        "arrowmix.exceptions",
+        *LEAVES,
         "arrowmix._validate",
         "arrowmix._version",
     )
@@ -65,17 +74,17 @@ def test_storage_is_the_ground_floor() -> None:
 
 
 def test_the_remote_chunk_cache_imports_only_storage() -> None:
-    allowed = ("arrowmix._remote", "arrowmix._storage", "arrowmix.exceptions")
+    allowed = ("arrowmix._remote", "arrowmix._storage", *LEAVES)
     assert _outside(_room_imports("_remote"), allowed) == []
 
 
 def test_the_cache_layer_imports_only_storage_below_it() -> None:
-    allowed = ("arrowmix._cache", "arrowmix._storage", "arrowmix.exceptions")
+    allowed = ("arrowmix._cache", "arrowmix._storage", *LEAVES)
     assert _outside(_room_imports("_cache"), allowed) == []
 
 
 def test_the_core_hooks_import_nothing_above_storage() -> None:
-    allowed = ("arrowmix._storage", "arrowmix.exceptions")
+    allowed = ("arrowmix._storage", *LEAVES)
     assert _outside(_room_imports("_hooks"), allowed) == []
 
 
@@ -88,3 +97,19 @@ def test_only_dataset_and_the_facade_import_the_hf_layer() -> None:
         and any(m == "arrowmix._hf" or m.startswith("arrowmix._hf.") for m in _imports(path))
     )
     assert importers == ["__init__.py", "_dataset/dataset.py"]
+
+
+def test_the_stream_layer_never_imports_the_dataset_layer() -> None:
+    # A stream reads tables through its sources; Dataset.to_stream builds them from above.
+    reaches = [
+        f"{module} imports {name}"
+        for module, names in _room_imports("_stream").items()
+        for name in names
+        if name == "arrowmix._dataset" or name.startswith("arrowmix._dataset.")
+    ]
+    assert reaches == []
+
+
+def test_fingerprints_import_only_the_leaves() -> None:
+    allowed = ("arrowmix._fingerprint", "arrowmix._version", *LEAVES)
+    assert _outside(_room_imports("_fingerprint"), allowed) == []

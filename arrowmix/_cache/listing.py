@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from arrowmix._cache.generated import scan_generated
 from arrowmix._cache.inuse import in_use, lock_held
-from arrowmix._cache.paths import CACHE_FILE_RE, INDICES_FILE_RE
+from arrowmix._cache.paths import CACHE_FILE_RE, INDICES_FILE_RE, lock_file_name
 from arrowmix._cache.records import scan_records
 from arrowmix._storage.atomic import writer_alive
 from arrowmix._storage.chunks import CHUNK_PATTERN
@@ -139,7 +139,7 @@ class CacheEntry:
 
 def lock_path(directory: str, fingerprint: str) -> str:
     """The writer's lock file for ``fingerprint``: ``cache-<fp>.lock``."""
-    return os.path.join(directory, f"cache-{fingerprint}.lock")
+    return os.path.join(directory, lock_file_name(fingerprint))
 
 
 def scan(cache_dir: str, *, probe: bool = True) -> list[CacheEntry]:

@@ -24,6 +24,7 @@ import os
 import sys
 from collections.abc import Iterator
 
+from arrowmix._cache.paths import lock_file_name
 from arrowmix._storage.local import same_file
 
 __all__ = ["fingerprint_lock", "lock_path", "remove_idle_lock", "try_lock"]
@@ -38,7 +39,7 @@ _TRIES = 5
 
 def lock_path(directory: str, fingerprint: str) -> str:
     """``<directory>/cache-<fingerprint>.lock``."""
-    return os.path.join(directory, f"cache-{fingerprint}.lock")
+    return os.path.join(directory, lock_file_name(fingerprint))
 
 
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only

@@ -21,6 +21,7 @@ from arrowmix._storage.local import cache_root
 __all__ = [
     "CACHE_FILE_RE",
     "INDICES_FILE_RE",
+    "SAVED_DIR_FILE_RE",
     "cache_file_name",
     "cache_root",
     "dataset_cache_dir",
@@ -28,12 +29,20 @@ __all__ = [
     "enable_caching",
     "indices_file_name",
     "is_caching_enabled",
+    "lock_file_name",
+    "shard_path",
     "shipped_cache_dir",
     "temp_cache_dir",
 ]
 
 CACHE_FILE_RE = re.compile(r"^cache-([0-9a-f]{16})(?:-(\d+)-of-(\d+))?\.arrow$")
 INDICES_FILE_RE = re.compile(r"^indices-([0-9a-f]{16})\.arrow$")
+#: What a ``save_to_disk`` directory may hold besides its JSONs: its data files, the caches
+#: arrowmix derived from a loaded save (files, locks, indices) and atomic-write temporaries.
+SAVED_DIR_FILE_RE = re.compile(
+    r"^(data-\d+-of-\d+\.arrow|cache-[0-9a-f]{16}(-\d+-of-\d+)?\.(arrow|lock)"
+    r"|indices-[0-9a-f]{16}\.arrow|tmp-\d+-[0-9a-f]+-.+\.partial)$"
+)
 
 _caching_enabled = True
 _temp_dir: str | None = None
@@ -79,6 +88,22 @@ def cache_file_name(fingerprint: str, segment: int | None = None, of: int | None
     if segment is None:
         return f"cache-{fingerprint}.arrow"
     return f"cache-{fingerprint}-{segment:05d}-of-{of:05d}.arrow"
+
+
+def shard_path(path: str, segment: int, of: int) -> str:
+    """HF's name for segment ``segment`` of ``of`` of a user-named file: ``<stem>-<i>-of-<n><ext>``.
+
+    Example:
+        >>> shard_path("/data/tok.arrow", 1, 4)
+        '/data/tok-00001-of-00004.arrow'
+    """
+    stem, ext = os.path.splitext(path)
+    return f"{stem}-{segment:05d}-of-{of:05d}{ext}"
+
+
+def lock_file_name(fingerprint: str) -> str:
+    """``cache-<fp>.lock``: the writer's lock beside the result it is writing."""
+    return f"cache-{fingerprint}.lock"
 
 
 def indices_file_name(fingerprint: str) -> str:

@@ -20,7 +20,6 @@ read through their local read-through copies (``arrowmix._storage.ipc``).
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from typing import Any
 import pyarrow as pa
 
 from arrowmix._cache.inuse import Hold, hold
-from arrowmix._cache.paths import cache_file_name
+from arrowmix._cache.paths import cache_file_name, shard_path
 from arrowmix._storage import fs, integrity
 from arrowmix._storage.atomic import TMP_RE, remove_dead_tmp, writer_alive
 from arrowmix._storage.cast import (
@@ -117,8 +116,7 @@ def plan_segments(
     out = []
     for i in range(n):
         if user_path is not None:
-            stem, ext = os.path.splitext(user_path)
-            path = user_path if n == 1 else f"{stem}-{i:05d}-of-{n:05d}{ext}"
+            path = user_path if n == 1 else shard_path(user_path, i, n)
         else:
             name = cache_file_name(fingerprint) if n == 1 else cache_file_name(fingerprint, i, n)
             path = fs.join(cache_dir, name)

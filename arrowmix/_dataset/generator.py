@@ -24,7 +24,6 @@ import functools
 import itertools
 import json
 import os
-import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +41,7 @@ from arrowmix._storage.atomic import atomic_sink
 from arrowmix._storage.chunks import write_batches
 from arrowmix._storage.digests import read_manifest
 from arrowmix._storage.fs import is_local, local_path
+from arrowmix._warn import warn
 from arrowmix.exceptions import CacheWarning
 
 if TYPE_CHECKING:
@@ -115,10 +115,9 @@ def from_generator(
         if os.path.exists(marker):
             why = _problem(out)
             if why is not None:
-                warnings.warn(
+                warn(
                     f"The generated corpus {out!r} cannot be used: {why}. Generating it again.",
                     CacheWarning,
-                    stacklevel=3,
                 )
                 generated.clear(out)  # the marker first; map results beside the chunks stay
         if not os.path.exists(marker):

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +23,7 @@ from arrowmix._cache.paths import indices_file_name
 from arrowmix._storage import fs
 from arrowmix._storage.atomic import remove_dead_tmp
 from arrowmix._storage.ipc import open_table, read_meta, write_file
+from arrowmix._warn import warn
 from arrowmix.exceptions import (
     CacheCorruptedError,
     CacheWarning,
@@ -188,7 +188,7 @@ def load_or_store(
         try:
             stored = open_indices(path, fingerprint, len(mapping), storage_options)
         except ChunkFileError as exc:  # damaged or foreign: written again below
-            warnings.warn(f"{exc} Rewriting it.", CacheWarning, stacklevel=4)
+            warn(f"{exc} Rewriting it.", CacheWarning)
         else:
             # The mapping is at hand: a file is only ever used when it holds exactly it (a
             # `new_fingerprint` given twice for different rows names the same file).
@@ -196,11 +196,10 @@ def load_or_store(
             if equal and (sources is None or _sources_of(path, storage_options) == sources):
                 return IndexMap(array=stored), path
             if not equal:  # (else: the same rows, written again to record their sources)
-                warnings.warn(
+                warn(
                     f"Indices file {path!r} holds other row positions than the view of "
                     f"fingerprint {fingerprint!r} it is named for; rewriting it.",
                     CacheWarning,
-                    stacklevel=4,
                 )
     meta = {"fingerprint": fingerprint, "parent": parent, "transform": transform}
     if sources is not None:

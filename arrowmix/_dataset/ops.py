@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, Literal
@@ -38,6 +37,7 @@ from arrowmix._storage.integrity import touch
 from arrowmix._storage.ipc import open_table, read_meta, write_file
 from arrowmix._storage.metadata import kept_metadata as hf_metadata
 from arrowmix._validate import check_index, check_int
+from arrowmix._warn import warn as warn_user
 from arrowmix.exceptions import (
     CacheCorruptedError,
     CacheWarning,
@@ -290,7 +290,7 @@ def _open_flattened(
             + ("." if same_parent else f" flattened from another dataset than {parent!r}.")
         )
     if warn:
-        warnings.warn(f"{why} Recomputing it.", CacheWarning, stacklevel=4)
+        warn_user(f"{why} Recomputing it.", CacheWarning)
     return None
 
 

@@ -20,12 +20,12 @@ memory as free. Unknown on other systems: no warning.
 
 from __future__ import annotations
 
-import warnings
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from arrowmix._dataset.state import num_rows
+from arrowmix._warn import warn
 from arrowmix.exceptions import PerformanceWarning
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ def warn_global_past_memory(s: DatasetState) -> None:
     available = available_memory()
     if available is None or size <= available:
         return
-    warnings.warn(
+    warn(
         f"to_stream(shuffle='global') reads rows in a random order from {size / 2**30:.1f} GiB "
         f"of memory-mapped data, more than the {available / 2**30:.1f} GiB of memory available "
         "for the page cache: each row will be a random disk read, often 10-100x slower than "
@@ -98,5 +98,4 @@ def warn_global_past_memory(s: DatasetState) -> None:
         "windows: see block_size= and window_blocks=) for near-sequential reads, or "
         "shuffle='global' explicitly to keep this order without this warning.",
         PerformanceWarning,
-        stacklevel=3,
     )

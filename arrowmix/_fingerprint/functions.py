@@ -47,7 +47,6 @@ import importlib
 import importlib.util
 import sys
 import types
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +55,7 @@ from arrowmix._fingerprint.canonical import random_fingerprint
 from arrowmix._fingerprint.hasher import hash_bytes, hash_value
 from arrowmix._fingerprint.modules import file_is_installed, is_user_module
 from arrowmix._fingerprint.pickler import UnhashableError, dumps, reference, short_repr
+from arrowmix._warn import warn
 from arrowmix.exceptions import FingerprintWarning
 
 __all__ = [
@@ -417,32 +417,32 @@ def fingerprint_function(fn: Any) -> str:
     if not hasher.problems:
         return digest
     fingerprint = random_fingerprint()
-    warn_unhashable(f"function {label!r}", hasher.problems, fingerprint, stacklevel=2)
+    warn_unhashable(f"function {label!r}", hasher.problems, fingerprint)
     return fingerprint
 
 
 def warn_unhashable(
-    subject: str, problems: list[Problem], fingerprint: str, *, stacklevel: int
+    subject: str, problems: list[Problem], fingerprint: str, *, extra: int = 0
 ) -> None:
     """Emit the one :class:`~arrowmix.exceptions.FingerprintWarning` of a transform."""
     details = "; ".join(p.message() for p in problems)
-    warnings.warn(
+    warn(
         f"{subject} cannot be fingerprinted ({details}), so it gets the random "
         f"fingerprint {fingerprint} and its result will not be reused from cache by "
         "later runs. Make the object hashable (a `__fingerprint__()` method or "
         "`register_fingerprint`), stop capturing it, or pass `new_fingerprint=`.",
         FingerprintWarning,
-        stacklevel=stacklevel + 1,
+        extra=extra,
     )
 
 
-def warn_hidden_inputs(subject: str, reads: list[str], *, stacklevel: int) -> None:
+def warn_hidden_inputs(subject: str, reads: list[str], *, extra: int = 0) -> None:
     """Warn that a hashed function reads what its fingerprint cannot see (env, global RNG)."""
-    warnings.warn(
+    warn(
         f"{subject} reads {'; '.join(reads)}, which the fingerprint does not see: its cached "
         "result is reused when only an environment variable or the global random state "
         "changed. Pass such values as arguments (`fn_kwargs=`), use a seeded generator "
         "(`random.Random(seed)`, `np.random.default_rng(seed)`), or pass `new_fingerprint=`.",
         FingerprintWarning,
-        stacklevel=stacklevel + 1,
+        extra=extra,
     )

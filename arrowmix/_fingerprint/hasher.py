@@ -50,11 +50,6 @@ class Hasher:
         """Add one value to the hash."""
         _encode(self._h, value)
 
-    def update_bytes(self, data: bytes | memoryview) -> None:
-        """Add raw bytes (length-prefixed, so consecutive calls stay unambiguous)."""
-        self._h.update(struct.pack("<cQ", b"R", len(data)))
-        self._h.update(data)
-
     def hexdigest(self) -> str:
         """The 16-hex-character digest."""
         return self._h.hexdigest()

@@ -26,7 +26,6 @@ from __future__ import annotations
 import ast
 import functools
 import os
-import warnings
 import weakref
 from dataclasses import dataclass
 from types import CodeType, FunctionType, ModuleType
@@ -34,6 +33,7 @@ from typing import Any
 
 import xxhash
 
+from arrowmix._warn import warn
 from arrowmix.exceptions import FingerprintWarning
 
 __all__ = ["loaded_module_part", "running_code_digest"]
@@ -190,13 +190,12 @@ def loaded_module_part(module: ModuleType, path: str, digest: str) -> str:
     ):
         if digest != seen.digest and (path, digest) not in _WARNED:
             _WARNED.add((path, digest))
-            warnings.warn(
+            warn(
                 f"User module {module.__name__!r} was edited after it was imported "
                 f"({path}): it still runs the code and values it was loaded with. "
                 "Results are fingerprinted by what runs, so they are not reused for the "
                 "edited file; reload the module (importlib.reload) or restart to run it.",
                 FingerprintWarning,
-                stacklevel=4,
             )
         values = _changed_values(module, seen.literals)
         return seen.part if values is None else f"{seen.part}+values-{values}"
@@ -288,13 +287,12 @@ def running_code_digest(module: ModuleType, path: str) -> str | None:
 
         codes = sorted((_qualname(code), code_digest_of(code)) for code in running)
         result = xxhash.xxh3_64_hexdigest(repr(codes).encode())
-        warnings.warn(
+        warn(
             f"User module {module.__name__!r} was edited after it was imported ({path}): "
             f"the code running ({', '.join(stale)}) is not the file's. Results are "
             "fingerprinted by the running code, so they are not reused for the new code; "
             "reload the module (importlib.reload) or restart to run the edited file.",
             FingerprintWarning,
-            stacklevel=2,
         )
     if len(_RUNNING) > 4096:
         _RUNNING.clear()

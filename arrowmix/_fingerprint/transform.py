@@ -105,13 +105,13 @@ def transform_record(
     )
     if hasher.hidden_inputs and not record.unhashable:
         subject = f"{transform_name} with function {record.function!r}"
-        warn_hidden_inputs(subject, hasher.hidden_inputs, stacklevel=stacklevel)
+        warn_hidden_inputs(subject, hasher.hidden_inputs, extra=stacklevel - 2)
     if record.unhashable:
         from arrowmix._fingerprint.functions import Problem, warn_unhashable
 
         problems = [Problem(p["path"], p["object"], p["reason"]) for p in record.unhashable]
         subject = f"{transform_name} with function {record.function!r}"
-        warn_unhashable(subject, problems, record.fingerprint, stacklevel=stacklevel)
+        warn_unhashable(subject, problems, record.fingerprint, extra=stacklevel - 2)
     return record
 
 
@@ -143,7 +143,8 @@ def fingerprint_transform(
         defaults: Their defaults.
         ignore: Names of kwargs that never change the result (e.g.
             :data:`MAP_IGNORED_KWARGS`: ``num_proc``, ``desc``, ...); they are dropped.
-        stacklevel: Passed to ``warnings.warn`` (2: the caller of this function).
+        stacklevel: Where a warning points when this is called from outside arrowmix
+            (2: the caller of this function; a wrapper of it passes 3).
 
     Returns:
         16 hex characters.
@@ -167,5 +168,5 @@ def fingerprint_transform(
         kwargs,
         defaults,
         ignore=ignore,
-        stacklevel=stacklevel + 1,
+        stacklevel=stacklevel,
     ).fingerprint

@@ -13,9 +13,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+from arrowmix._warn import warn
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
@@ -207,13 +208,12 @@ class DatasetDict(dict[str, "Dataset"]):
         out = self._forward("class_encode_column", column, include_nulls=include_nulls)
         names = {k: list(getattr(ds.features[column], "names", [])) for k, ds in out.items()}
         if len({tuple(v) for v in names.values()}) > 1:
-            warnings.warn(
+            warn(
                 f"class_encode_column({column!r}): the splits hold different classes, so the "
                 f"same label gets other numbers in different splits: {names}. Encode every "
                 f"split with one list of names: cast_column({column!r}, "
                 "ClassLabel(names=[...])).",
                 UserWarning,
-                stacklevel=2,
             )
         return out
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from arrowmix._cache.paths import SAVED_DIR_FILE_RE
 from arrowmix._dataset.state import estimate_nbytes, state_of, view_range
 from arrowmix._dataset.verify import DIGESTS_KEY
 from arrowmix._hf.info import INFO_TEXTS, info_entry
@@ -61,10 +61,7 @@ _MAX_SHARD_SIZE = "500MB"
 #: Rows per record batch in a saved file (HF's ``DEFAULT_MAX_BATCH_SIZE``).
 _BATCH_ROWS = 1000
 #: Files a previous save (and arrowmix's caches of a loaded save) may hold besides the JSONs.
-_SAVED_FILE_RE = re.compile(
-    r"^(data-\d+-of-\d+\.arrow|cache-[0-9a-f]{16}(-\d+-of-\d+)?\.(arrow|lock)"
-    r"|indices-[0-9a-f]{16}\.arrow|tmp-\d+-[0-9a-f]+-.+\.partial)$"
-)
+_SAVED_FILE_RE = SAVED_DIR_FILE_RE
 
 
 def _local_dir(path: str | os.PathLike[str], what: str) -> str:

@@ -58,7 +58,6 @@ import os
 import secrets
 import threading
 import time
-import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -70,6 +69,7 @@ from arrowmix._remote.meta import RemoteChunk
 from arrowmix._remote.stats import CacheStats, count, counting, parse_size
 from arrowmix._storage import integrity, trust
 from arrowmix._storage.local import root_dir, same_file
+from arrowmix._warn import warn
 from arrowmix.exceptions import CacheLimitError, CacheWarning, ChunkFileError
 
 try:
@@ -283,11 +283,10 @@ class ChunkCache:
         with self._lock:
             self.stats.refetched += 1
             count("refetched", 1)
-        warnings.warn(
+        warn(
             f"The local copy {data!r} of remote chunk {chunk.url!r} is {why}; it was removed "
             "and is downloaded again.",
             CacheWarning,
-            stacklevel=2,
         )
         return False
 
@@ -518,15 +517,6 @@ class ChunkCache:
                 _unlink(self._path(name))
                 _unlink(self._path(key + ".dl"))
             return free
-
-    def usage(self) -> int:
-        """Bytes of the copies and reserved downloads in the directory now."""
-        total = 0
-        for name in os.listdir(self.directory):
-            if name.endswith((".arrow", ".partial")):
-                with contextlib.suppress(FileNotFoundError):
-                    total += os.stat(self._path(name)).st_size
-        return total
 
 
 def _too_small(limit: int, chunk: RemoteChunk) -> str:

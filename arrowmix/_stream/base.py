@@ -30,7 +30,6 @@ from arrowmix._validate import check_callable
 __all__ = [
     "FORMAT_VERSION",
     "PLAIN",
-    "CheckpointableIterator",
     "ElasticMode",
     "PassThrough",
     "State",
@@ -47,10 +46,6 @@ def checked_fn(fn: F) -> F:
     """Return ``fn`` if it is callable, else raise TypeError naming it."""
     checked: F = check_callable("fn", fn)
     return checked
-
-
-def fn_name(fn: object) -> str:
-    return str(getattr(fn, "__qualname__", None) or type(fn).__qualname__)
 
 
 def fn_id(owner: Stream[Any], fn: Any) -> str:
@@ -240,7 +235,7 @@ class Stream(PipelineRoot[T]):
             shuffle: Yield the batches of a window in a seeded random order.
             seed: Seed of that order; None draws one (stored in the state).
         """
-        from arrowmix._stream.stages.balanced import BudgetBucketIterator
+        from arrowmix._stream.stages.budget_bucket import BudgetBucketIterator
 
         return BudgetBucketIterator(
             self,
@@ -385,7 +380,3 @@ class PassThrough(Stream[T]):
 
     def get_state(self) -> State:
         return self.source.get_state()
-
-
-#: The name used in the style guide; the same class.
-CheckpointableIterator = Stream

@@ -13,11 +13,11 @@ instead of two long reprs, at about 5 bytes per field.
 
 from __future__ import annotations
 
-import warnings
 from typing import TYPE_CHECKING, Any
 
 from arrowmix._fingerprint.functions import FunctionHasher
 from arrowmix._fingerprint.hasher import hash_value
+from arrowmix._warn import warn
 from arrowmix.exceptions import FingerprintWarning
 
 if TYPE_CHECKING:
@@ -74,12 +74,11 @@ def warn_unhashed(root: Stream[Any]) -> None:
     for node in walk(root):
         for _, identity, problem in node.__dict__.get(_CACHE, {}).values():
             if problem:
-                warnings.warn(
+                warn(
                     f"{type(node).__name__}: function {identity!r} cannot be hashed by "
                     f"value ({problem}); the checkpoint is matched to it by its name only, "
                     "so a changed body would go unnoticed.",
                     FingerprintWarning,
-                    stacklevel=3,
                 )
 
 

@@ -125,7 +125,7 @@ def _source(ray: Any, ds: Dataset) -> _Source:
 
 def _segment_task(payload: tuple[Any, ...], seg: Segment) -> int:
     """Run in a Ray worker: rebuild the job around the reopened input, compute one segment."""
-    from arrowmix._dataset.mapping.segments import Job
+    from arrowmix._dataset.mapping.jobs import Job
     from arrowmix._dataset.mapping.worker import prepare_worker
 
     prepare_worker()

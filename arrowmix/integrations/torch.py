@@ -29,39 +29,16 @@ from __future__ import annotations
 from typing import Any
 
 from arrowmix._stream.base import State, Stream
-from arrowmix._stream.topology import shard_points, split
 from arrowmix.exceptions import StateError
 
 __all__ = [
     "check_dataloader_workers",
     "load_dataloader_state",
-    "shardable_sources",
-    "split_for_worker",
     "to_torch",
     "worker_stream_states",
 ]
 
 _INSTALL = "Stream.to_torch() needs PyTorch: pip install 'arrowmix[torch]'"
-
-
-def shardable_sources(stream: Stream[Any]) -> tuple[list[Any], list[Stream[Any]]]:
-    """The nodes that deal rows to workers, and the sources that cannot be sharded.
-
-    A ``budget_bucket`` stage counts as a source: it deals the batches, so the sources
-    below it stay unsharded (see :func:`arrowmix._stream.topology.shard_points`).
-    """
-    return shard_points(stream)
-
-
-def split_for_worker(
-    stream: Stream[Any], base: list[tuple[int, int]], parts: int, index: int
-) -> None:
-    """Re-shard ``stream``'s sources into ``parts`` and keep part ``index``.
-
-    A source that was rank ``r`` of ``n`` becomes rank ``r + n * index`` of
-    ``n * parts``: the parts are disjoint and their union is the original share.
-    """
-    split(stream, base, parts, index)
 
 
 def worker_stream_states(dataloader_state: dict[str, Any]) -> list[State]:

@@ -8,7 +8,6 @@ row-source protocol :class:`RowSource` with :class:`TableRowSource` and
 :func:`derive_rng` and :class:`SeedHolder`. See ``docs/streams.md``, "Writing a stage".
 """
 
-from arrowmix._stream.anchored import WindowReplayStage
 from arrowmix._stream.base import ElasticMode, PassThrough, Stream
 from arrowmix._stream.elastic import merge_states
 from arrowmix._stream.mixing.mix import mix
@@ -16,13 +15,14 @@ from arrowmix._stream.mixing.mix import zip_streams as zip
 from arrowmix._stream.mixing.schedule import estimate_mix_rows
 from arrowmix._stream.mixing.weight_schedule import WeightSchedule
 from arrowmix._stream.positions import PositionBatches, Positions
+from arrowmix._stream.replay import WindowReplayStage
 from arrowmix._stream.rng import SeedHolder, derive_rng
 from arrowmix._stream.row_source import RowSource, TableRowSource
 from arrowmix._stream.sources.chunks import from_chunks
 from arrowmix._stream.sources.iterable import from_iterable
 from arrowmix._stream.sources.rows import from_row_source
-from arrowmix._stream.stages.balanced import plan_batches
 from arrowmix._stream.stages.batch import pad_batch
+from arrowmix._stream.stages.budget_bucket import plan_batches
 from arrowmix._stream.tokens.collate import Collator
 from arrowmix._stream.topology import ElasticRole
 

@@ -16,6 +16,7 @@ import arrowmix as am
 from arrowmix._cache.cleanup import remove_file
 from arrowmix._cache.inuse import hold, in_use
 from arrowmix._dataset.mapping import plan as map_module
+from arrowmix._dataset.state import state_of
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -52,7 +53,7 @@ def test_segments_are_held_from_their_check_on(tmp_path, monkeypatch, small_segm
     got = run(am.Dataset.from_chunks(str(tmp_path / "c")))
     assert refused == ["in use by an open dataset"]
     assert got.to_table().to_pylist() == want
-    assert all(in_use(p) for p in got._s.files if os.path.basename(p).startswith("cache-"))
+    assert all(in_use(p) for p in state_of(got).files if os.path.basename(p).startswith("cache-"))
 
 
 def test_hold_never_registers_a_removed_file(tmp_path):

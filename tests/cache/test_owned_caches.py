@@ -12,6 +12,7 @@ import sys
 import arrowmix as am
 from arrowmix._cache.listing import scan
 from arrowmix._cli.main import main
+from arrowmix._dataset.state import state_of
 
 
 def gen(n, log):
@@ -56,7 +57,7 @@ def test_cleanup_max_size_0_removes_unused_corpora_and_keeps_one_in_use(tmp_path
     assert main(["cleanup-cache", str(tmp_path / "c"), "--max-size", "0"]) == 0
     out = capsys.readouterr().out
     left = corpora(tmp_path / "c")
-    assert list(left) == [os.path.basename(os.path.dirname(kept._s.files[0]))]
+    assert list(left) == [os.path.basename(os.path.dirname(state_of(kept).files[0]))]
     assert "in use by an open dataset" in out
     assert kept["i"] == list(range(100))  # the kept corpus is whole
     assert generated(tmp_path, 200)["i"] == list(range(200))  # generated again

@@ -16,6 +16,7 @@ from arrowmix._cache import lock as lockmod
 from arrowmix._cache.cleanup import remove_idle_locks
 from arrowmix._cache.inuse import lock_held
 from arrowmix._dataset import indices
+from arrowmix._dataset.state import state_of
 from arrowmix._storage.atomic import writer_alive
 
 
@@ -86,7 +87,7 @@ def test_ingestion_rerun_removes_temporary_files_of_a_killed_run(tmp_path, monke
     src = tmp_path / "a.txt"
     src.write_text("one\ntwo\n")
     first = am.Dataset.from_text(str(src))
-    out = os.path.dirname(first._s.files[0])
+    out = os.path.dirname(state_of(first).files[0])
     os.unlink(os.path.join(out, "_COMPLETE.json"))  # as if killed before the marker
     stale = [_stale(out, "chunk-00001.arrow"), _stale(out, "_COMPLETE.json")]
     assert am.Dataset.from_text(str(src))["text"] == ["one", "two"]

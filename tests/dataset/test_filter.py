@@ -7,6 +7,7 @@ import pyarrow as pa
 import pytest
 
 import arrowmix as am
+from arrowmix._dataset.state import state_of
 
 
 @pytest.fixture
@@ -47,7 +48,7 @@ def test_no_column_data_copied(ds, tmp_path):
     am.write_chunks(ds, tmp_path / "c", rows_per_chunk=7)
     chunked = am.Dataset.from_chunks(str(tmp_path / "c"))
     kept = chunked.filter(lambda r: r["n"] > 4)
-    assert kept._s.table is chunked._s.table  # the same memory-mapped table
+    assert state_of(kept).table is state_of(chunked).table  # the same memory-mapped table
     assert kept["n"] == list(range(5, 20))
 
 
@@ -58,7 +59,7 @@ def test_composes_with_select_and_shuffle(ds):
     again = kept.select([2, 0]).filter(lambda r: r["n"] > 0).shuffle(seed=1)
     model = [n for n in [kept["n"][2], kept["n"][0]] if n > 0]
     assert sorted(again["n"]) == sorted(model)
-    assert again._s.table is ds._s.table  # one composed mapping over the base table
+    assert state_of(again).table is state_of(ds).table  # one composed mapping over the base table
 
 
 def test_keep_all_and_keep_none(ds):

@@ -10,6 +10,7 @@ import warnings
 import pytest
 
 import arrowmix as am
+from arrowmix._dataset.state import state_of
 from arrowmix._storage import trust
 from arrowmix.exceptions import CacheWarning
 from tests import damage
@@ -40,7 +41,7 @@ def expected(tag="a", n=2000):
 
 
 def chunk_of(ds):
-    (path,) = [f for f in ds._s.files if f.endswith(".arrow")]
+    (path,) = [f for f in state_of(ds).files if f.endswith(".arrow")]
     return path
 
 

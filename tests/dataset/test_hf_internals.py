@@ -17,6 +17,7 @@ import pytest
 
 import arrowmix as am
 from arrowmix._dataset.indices import INDICES_FILE_MIN_ROWS
+from arrowmix._dataset.state import state_of
 from arrowmix.exceptions import FingerprintError
 
 
@@ -384,14 +385,14 @@ def test_concatenation_keeps_the_features_entries_of_its_inputs():
     x = am.Dataset(pa.table({"label": [0, 1]}).replace_schema_metadata(meta))
     y = am.Dataset.from_dict({"label": [1], "other": ["z"]})
     out = am.concatenate_datasets([y, x])
-    kept = json.loads(out._s.table.schema.metadata[b"huggingface"])["info"]["features"]
+    kept = json.loads(state_of(out).table.schema.metadata[b"huggingface"])["info"]["features"]
     assert kept == entry
     side = am.concatenate_datasets([am.Dataset.from_dict({"s": ["p", "q"]}), x], axis=1)
-    kept = json.loads(side._s.table.schema.metadata[b"huggingface"])["info"]["features"]
+    kept = json.loads(state_of(side).table.schema.metadata[b"huggingface"])["info"]["features"]
     assert kept == entry
     strings = am.Dataset.from_dict({"label": ["s"]})  # another type: not described so
     out = am.concatenate_datasets([strings, x.cast(pa.schema([("label", pa.string())]))])
-    assert b"ClassLabel" not in (out._s.table.schema.metadata or {}).get(b"huggingface", b"")
+    assert b"ClassLabel" not in (state_of(out).table.schema.metadata or {}).get(b"huggingface", b"")
 
 
 def test_ingesting_constructors_take_features(tmp_path):

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import arrowmix as am
 from arrowmix._dataset import indices as indices_mod
+from arrowmix._dataset.state import state_of
 
 
 def test_shuffle_select_sort_compose():
@@ -23,12 +24,12 @@ def test_shuffle_select_sort_compose():
 def test_contiguous_selections_stay_ranges():
     ds = am.Dataset.from_dict({"n": list(range(100))})
     view = ds.select(range(10, 90)).shard(num_shards=4, index=1).select([0, 1, 2])
-    assert view._s.indices.is_range and (
-        view._s.indices.start,
-        view._s.indices.stop,
+    assert state_of(view).indices.is_range and (
+        state_of(view).indices.start,
+        state_of(view).indices.stop,
     ) == (30, 33)
     assert view["n"] == [30, 31, 32]
-    assert ds.select(range(100))._s.indices is None  # identity collapses
+    assert state_of(ds.select(range(100))).indices is None  # identity collapses
 
 
 def test_shard_contiguous_and_strided_cover_everything():
@@ -89,7 +90,7 @@ def test_large_mapping_lives_in_an_indices_file(tmp_path, monkeypatch):
     (ix_file,) = [f for f in view.cache_files if "indices-" in f]
     assert os.path.dirname(ix_file) == str(tmp_path)
     assert os.path.basename(ix_file) == f"indices-{view.fingerprint}.arrow"
-    assert not view._s.indices.array.flags.writeable  # memory-mapped, read-only
+    assert not state_of(view).indices.array.flags.writeable  # memory-mapped, read-only
     again = ds.shuffle(seed=1)  # reopens the same file
     assert again["n"] == view["n"] and again.cache_files == view.cache_files
     assert sorted(view["n"]) == list(range(5000))
@@ -112,7 +113,7 @@ def test_flatten_indices_writes_a_reusable_cache_file(tmp_path):
     am.write_chunks(({"n": i} for i in range(10)), tmp_path, rows_per_chunk=3)
     ds = am.Dataset.from_chunks(str(tmp_path)).shuffle(seed=5)
     flat = ds.flatten_indices()
-    assert flat["n"] == ds["n"] and flat._s.indices is None
+    assert flat["n"] == ds["n"] and state_of(flat).indices is None
     (path,) = flat.cache_files
     assert os.path.basename(path) == f"cache-{flat.fingerprint}.arrow"
     inode = os.stat(path).st_ino  # a hit reuses the file (its "last used" time is refreshed)

@@ -15,6 +15,7 @@ import pytest
 
 import arrowmix as am
 from arrowmix._cache.inuse import in_use
+from arrowmix._dataset.state import state_of
 from arrowmix._storage.mapped import table_ref
 from arrowmix.exceptions import ChunkFileError
 
@@ -55,13 +56,13 @@ def test_chunks_pickle_as_references(big):
     data, again = _round_trip(big)
     assert len(data) < SMALL
     _assert_same(big, again)
-    assert again._s.file_offsets == big._s.file_offsets
-    assert table_ref(again._s.table) is not None  # memory-mapped again, not copied
+    assert state_of(again).file_offsets == state_of(big).file_offsets
+    assert table_ref(state_of(again).table) is not None  # memory-mapped again, not copied
 
 
 def test_shuffled_view_ships_its_small_array(big):
     view = big.select(np.arange(0, ROWS, 37)).shuffle(seed=1)
-    assert view._s.indices_file is None and view._s.indices.array is not None
+    assert state_of(view).indices_file is None and state_of(view).indices.array is not None
     data, again = _round_trip(view)
     assert len(data) < SMALL
     _assert_same(view, again)
@@ -70,19 +71,21 @@ def test_shuffled_view_ships_its_small_array(big):
 
 def test_large_view_reopens_its_indices_file(big):
     view = big.shuffle(seed=0)
-    path = view._s.indices_file
+    path = state_of(view).indices_file
     assert path is not None and os.path.basename(path).startswith("indices-")
     data, again = _round_trip(view)
     assert len(data) < SMALL  # 960 KB of positions stay in the file
-    assert again._s.indices_file == path and not again._s.indices.array.flags.writeable
-    np.testing.assert_array_equal(again._s.indices.array, view._s.indices.array)
+    assert (
+        state_of(again).indices_file == path and not state_of(again).indices.array.flags.writeable
+    )
+    np.testing.assert_array_equal(state_of(again).indices.array, state_of(view).indices.array)
     _assert_same(view, again)
 
 
 def test_map_result_reusing_parent_columns(big):
     mapped = big.map(lambda b: {"n": [len(t) % 7 for t in b["text"]]}, batched=True)
-    assert any("cache-" in f for f in mapped._s.files)
-    assert any(f.endswith("chunk-00000.arrow") for f in mapped._s.files)
+    assert any("cache-" in f for f in state_of(mapped).files)
+    assert any(f.endswith("chunk-00000.arrow") for f in state_of(mapped).files)
     data, again = _round_trip(mapped)
     assert len(data) < SMALL
     _assert_same(mapped, again)
@@ -90,15 +93,15 @@ def test_map_result_reusing_parent_columns(big):
 
 def test_unpickled_dataset_holds_cache_files(big):
     mapped = big.map(lambda b: {"k": [i * 3 for i in b["id"]]}, batched=True).shuffle(seed=2)
-    held = [h.path for h in mapped._s.holds]
-    assert mapped._s.indices_file in held and any("cache-" in p for p in held)
+    held = [h.path for h in state_of(mapped).holds]
+    assert state_of(mapped).indices_file in held and any("cache-" in p for p in held)
     again = pickle.loads(pickle.dumps(mapped))
-    assert [h.path for h in again._s.holds] == held
-    for h in mapped._s.holds:
+    assert [h.path for h in state_of(again).holds] == held
+    for h in state_of(mapped).holds:
         h.release()
-    assert all(h.active for h in again._s.holds)
+    assert all(h.active for h in state_of(again).holds)
     assert all(in_use(p) for p in held)  # the copy's own registrations
-    for h in again._s.holds:
+    for h in state_of(again).holds:
         h.release()
     assert not any(in_use(p) for p in held)
 
@@ -154,7 +157,9 @@ def test_copies_share_the_state(big):
     import copy
 
     view = big.shuffle(seed=0)
-    assert copy.copy(view)._s is view._s and copy.deepcopy(view)._s is view._s
+    assert state_of(copy.copy(view)) is state_of(view) and state_of(
+        copy.deepcopy(view)
+    ) is state_of(view)
 
 
 @pytest.fixture
@@ -181,7 +186,7 @@ def test_rewritten_file_is_detected(small, tmp_path):
 def test_missing_indices_file_is_named(big):
     view = big.shuffle(seed=99)  # a file of its own: no other test reads it
     data = pickle.dumps(view)
-    os.remove(view._s.indices_file)
+    os.remove(state_of(view).indices_file)
     with pytest.raises(ChunkFileError, match=r"indices-[0-9a-f]{16}\.arrow"):
         pickle.loads(data)
 

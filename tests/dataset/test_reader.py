@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import arrowmix as am
 from arrowmix._dataset.reader import TableReader
+from arrowmix._dataset.state import state_of
 
 
 def _table(sizes: list[int]) -> pa.Table:
@@ -97,7 +98,7 @@ def test_shuffled_dataset_over_chunk_files_reads_the_permutation(tmp_path):
     rows = [{"id": i, "text": f"row {i}"} for i in range(5000)]
     am.write_chunks(rows, tmp_path / "c", rows_per_chunk=1200)
     ds = am.Dataset.from_chunks(tmp_path / "c")
-    assert ds._s.reader.table.column("id").num_chunks > 3
+    assert state_of(ds).reader.table.column("id").num_chunks > 3
     perm = np.random.default_rng(7).permutation(5000)
     shuffled = ds.shuffle(seed=7)
     got = [i for batch in shuffled.iter(batch_size=1000) for i in batch["id"]]
@@ -116,4 +117,7 @@ def test_sorted_positions_with_repeats_are_not_a_slice(positions):
     ds = am.Dataset.from_dict({"n": [0, 1, 2, 3]})
     assert ds.select(positions)["n"] == positions
     assert ds[positions] == {"n": positions}
-    assert TableReader(ds._s.table).take(np.array(positions)).column("n").to_pylist() == positions
+    assert (
+        TableReader(state_of(ds).table).take(np.array(positions)).column("n").to_pylist()
+        == positions
+    )

@@ -148,7 +148,7 @@ def test_rerun_of_a_filter_loads_no_kept_positions(corpus, monkeypatch):
     finally:
         tracemalloc.stop()
     assert peak < ROWS // 2 * 8 // 2, f"peak {peak} bytes: kept positions loaded"
-    arr = kept._s.indices.array
+    arr = state_of(kept).indices.array
     assert not arr.flags.owndata and not arr.flags.writeable  # a view of the mapped file
     np.testing.assert_array_equal(arr, np.arange(0, ROWS, 2))
     assert kept["v"][-1] == ROWS - 2
@@ -204,7 +204,7 @@ def test_shuffle_holds_no_permutation_in_memory_and_a_rerun_maps_it(corpus, monk
         _new_process(monkeypatch)
         shuffled, peak = _traced_peak(lambda: ds.shuffle(seed=5))
         assert peak < ROWS * 8 // 4, f"{run}: peak {peak} bytes, the permutation in memory"
-        arr = shuffled._s.indices.array
+        arr = state_of(shuffled).indices.array
         assert not arr.flags.owndata and not arr.flags.writeable, run
         np.testing.assert_array_equal(arr, model)
         assert shuffled["v"][:3] == model[:3].tolist()
@@ -228,7 +228,7 @@ def test_a_first_filter_gathers_kept_positions_outside_memory(corpus):
     mapped.select(range(10)).filter(_even, batched=True)  # what a first call imports
     kept, peak = _traced_peak(lambda: mapped.filter(_even, batched=True))
     assert peak < ROWS // 2 * 8 // 2, f"peak {peak} bytes: kept positions gathered in memory"
-    np.testing.assert_array_equal(kept._s.indices.array, np.arange(0, ROWS, 2))
+    np.testing.assert_array_equal(state_of(kept).indices.array, np.arange(0, ROWS, 2))
 
 
 # ---- a rerun opens one segment per result; the others when their rows are first read ----

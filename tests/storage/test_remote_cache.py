@@ -11,6 +11,7 @@ import pytest
 
 import arrowmix as am
 import arrowmix.stream
+from arrowmix._dataset.state import state_of
 from arrowmix._remote import meta as remote_meta
 from arrowmix._remote.retry import remote_fs
 from arrowmix.exceptions import CacheLimitError, ObjectChangedError, RemoteReadError
@@ -321,16 +322,16 @@ def test_a_killed_download_is_never_taken_for_a_chunk(s3_url, s3_storage_options
     ds = am.Dataset.from_chunks(
         s3_url, storage_options=so, cache_limit=size + 10, chunk_cache_dir=str(cache)
     )  # room for one chunk: the dead partial must go for a download to fit
-    key = ds._s.table.chunks[1].key
+    key = state_of(ds).table.chunks[1].key
     cache.mkdir()
     # What `kill -9` during a download leaves: a partial file at its full (sparse) size, of
     # another chunk, and a half-written one of the chunk about to be read.
-    (cache / f"dl-{ds._s.table.chunks[0].key}-99999-dead.partial").write_bytes(b"\0" * size)
+    (cache / f"dl-{state_of(ds).table.chunks[0].key}-99999-dead.partial").write_bytes(b"\0" * size)
     (cache / f"dl-{key}-99998-dead.partial").write_bytes(b"ARROW1" + b"\0" * 100)
     assert ds[250]["id"] == 250  # the dead partials were removed, not counted or read
     assert ds[0]["id"] == 0  # chunk 1 evicted to make room for chunk 0
     left = [n for n in os.listdir(cache) if n.endswith((".arrow", ".partial"))]
-    assert left == [f"{ds._s.table.chunks[0].key}.arrow"]
+    assert left == [f"{state_of(ds).table.chunks[0].key}.arrow"]
 
 
 def test_a_chunk_pinned_by_another_reader_is_never_evicted(
@@ -350,18 +351,18 @@ def test_a_chunk_pinned_by_another_reader_is_never_evicted(
     assert ds[0]["id"] == 0
     # Another process reading chunk 0 holds a shared flock on its pin file (a lock taken
     # through another open file description conflicts exactly as another process's does).
-    ds._s.table.cache._trim(0)  # this process is done with it
-    fd = os.open(cache / f"{ds._s.table.chunks[0].key}.pin", os.O_RDWR)
+    state_of(ds).table.cache._trim(0)  # this process is done with it
+    fd = os.open(cache / f"{state_of(ds).table.chunks[0].key}.pin", os.O_RDWR)
     fcntl.flock(fd, fcntl.LOCK_SH)
     monkeypatch.setattr(remote_cache, "WAIT_FOR_SPACE", 0.3)
     try:
         with pytest.raises(CacheLimitError, match=r"cannot make room .*chunk-00001\.arrow"):
             ds[250]
-        assert (cache / f"{ds._s.table.chunks[0].key}.arrow").exists()
+        assert (cache / f"{state_of(ds).table.chunks[0].key}.arrow").exists()
     finally:
         os.close(fd)
     assert ds[250]["id"] == 250  # released: now chunk 0 may go
-    assert not (cache / f"{ds._s.table.chunks[0].key}.arrow").exists()
+    assert not (cache / f"{state_of(ds).table.chunks[0].key}.arrow").exists()
 
 
 def test_cleanup_cache_never_takes_a_download_in_progress_for_a_dead_writers_file():

@@ -15,6 +15,7 @@ import warnings
 import pytest
 
 import arrowmix as am
+from arrowmix._dataset.state import state_of
 from arrowmix._remote import cache as cache_mod
 from arrowmix._storage import trust
 from arrowmix.exceptions import CacheWarning
@@ -45,7 +46,7 @@ def new_process():
 
 
 def copies(ds, cache_dir):
-    return [cache_dir / f"{c.key}.arrow" for c in ds._s.table.chunks]
+    return [cache_dir / f"{c.key}.arrow" for c in state_of(ds).table.chunks]
 
 
 def read_all(ds):

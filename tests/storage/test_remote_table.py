@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import arrowmix as am
+from arrowmix._dataset.state import state_of
 from arrowmix._remote.meta import _batch_length, _footer_blocks
 
 
@@ -191,7 +192,7 @@ def test_room_is_made_from_the_chunk_a_read_moved_on_from(memory_url, tmp_path):
     listing = fs.ls(memory_url[len("memory://") :], detail=False)
     size = max(fs.size(p) for p in listing if p.endswith(".arrow"))
     ds = open_bounded(memory_url, tmp_path, limit=2 * size + 10)  # room for two chunks
-    cache = ds._s.table.cache
+    cache = state_of(ds).table.cache
     # One read that ends in chunk 0 (as a block ends in the window a stream goes on with),
     # then chunk 2: the room must come from chunk 1, the chunk the reader moved on from.
     assert ds[[60, 61, 3, 4]]["id"] == [60, 61, 3, 4]
@@ -238,7 +239,7 @@ def test_read_ahead_keeps_the_window_being_read_and_makes_room_from_passed_chunk
     fs = fsspec.filesystem("memory")
     size = max(fs.size(p) for p in fs.ls(memory_url[len("memory://") :], detail=False))
     ds = open_bounded(memory_url, tmp_path, limit=4 * size)
-    table, cache = ds._s.table, ds._s.table.cache
+    table, cache = state_of(ds).table, state_of(ds).table.cache
     # Three windows of two chunks each, read interleaved (a shuffled window's order).
     order = [r + k for w in (0, 20, 40) for k in range(10) for r in (w, w + 10)]
     ahead = ReadAhead(table, chunks=2)

@@ -7,13 +7,8 @@ import pickle
 
 import pytest
 
-from arrowmix._stream.base import CheckpointableIterator, Stream
 from arrowmix.exceptions import StateError
 from arrowmix.stream import from_iterable
-
-
-def test_style_guide_alias() -> None:
-    assert CheckpointableIterator is Stream
 
 
 def test_lazy_start_and_state_dict_before_next() -> None:

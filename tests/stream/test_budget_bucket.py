@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from arrowmix._stream.row_source import TableRowSource
 from arrowmix._stream.sources.rows import ArrowSource
-from arrowmix._stream.stages.balanced import BudgetBucketIterator, deal_batches
+from arrowmix._stream.stages.budget_bucket import BudgetBucketIterator, deal_batches
 from arrowmix.exceptions import DroppedDataWarning, StateError
 from arrowmix.stream import Stream, from_iterable, merge_states, plan_batches
 from arrowmix.testing import CheckpointRoundTripTests
@@ -242,7 +242,7 @@ def test_elastic_resize_twice_and_window_mismatch() -> None:
 
 
 def test_to_torch_split_shards_the_stage_not_the_source() -> None:
-    from arrowmix.integrations.torch import shardable_sources, split_for_worker
+    from arrowmix._stream.topology import shard_points, split
 
     rows = skewed(800, "zipf", seed=9)
 
@@ -253,9 +253,9 @@ def test_to_torch_split_shards_the_stage_not_the_source() -> None:
     parts = []
     for j in range(3):
         s = build()
-        shardable, other = shardable_sources(s)
+        shardable, other = shard_points(s)
         assert [type(x).__name__ for x in shardable] == ["BudgetBucketIterator"] and not other
-        split_for_worker(s, [(1, 0)], 3, j)
+        split(s, [(1, 0)], 3, j)
         assert s.source.sharding == (1, 0) and s.sharding == (3, j)
         parts.append([[r["id"] for r in b] for b in s])
     assert len({len(p) for p in parts}) == 1

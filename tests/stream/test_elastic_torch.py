@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from arrowmix.integrations.torch import split_for_worker, worker_stream_states
+from arrowmix._stream.topology import split
+from arrowmix.integrations.torch import worker_stream_states
 
 from . import dist_elastic_worker as worker
 
@@ -61,10 +62,10 @@ def test_two_ranks_two_workers_resume_on_three_workers(tmp_path: Path) -> None:
 
 
 def test_in_process_workers_any_split() -> None:
-    # The same path without processes: old 3 instances, new 5 (split_for_worker).
+    # The same path without processes: old 3 instances, new 5 (topology.split).
     def instance(parts: int, index: int) -> Any:
         s = worker.build()
-        split_for_worker(s, [(1, 0)], parts, index)
+        split(s, [(1, 0)], parts, index)
         return s
 
     old = [instance(3, k) for k in range(3)]

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 import arrowmix as am
-from arrowmix._stream.stages.balanced import BudgetBucketIterator
+from arrowmix._stream.stages.budget_bucket import BudgetBucketIterator
 from arrowmix._stream.tokens.collate import CollateIterator
 from arrowmix._stream.tokens.pack import BinPackIterator, ConcatPackIterator
 from arrowmix.stream import Stream, mix

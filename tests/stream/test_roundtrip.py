@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.mixing.mix import WeightedMixIterator, ZipIterator
+from arrowmix._stream.replay import AnchoredStage
 from arrowmix._stream.sources.blocks import BlockShape
 from arrowmix._stream.sources.chunks import ChunkSource
 from arrowmix._stream.sources.iterable import IterableSource

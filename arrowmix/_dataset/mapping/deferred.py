@@ -3,7 +3,7 @@
 Opening a segment costs a memory map, a footer and schema read and a record batch header read
 per file (a few pages from disk each when the cache is cold): thousands of segments make a
 cached rerun cost seconds. So, once a segment has passed every check of
-:func:`arrowmix._dataset.mapping.segments.check`, what a rerun needs from it (rows, the
+:func:`arrowmix._dataset.mapping.jobs.check`, what a rerun needs from it (rows, the
 metadata it is checked against, a digest of its schema) is noted beside its trusted ``stat``
 identity in its directory's record (:func:`arrowmix._storage.trust.note`).
 

@@ -22,17 +22,17 @@ from __future__ import annotations
 import contextlib
 import importlib
 import logging
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import pyarrow as pa
 
 from arrowmix._cache.segments import CacheWarning, Segment, remove_stale_tmp, touch
-from arrowmix._dataset.mapping.segments import Found, Job, check, check_pending, compute_segment
+from arrowmix._dataset.mapping.jobs import Found, Job, check, check_pending, compute_segment
 from arrowmix._dataset.progress import Progress, progress_enabled
 from arrowmix._storage import fs, trust
 from arrowmix._storage.atomic import make_durable
+from arrowmix._warn import warn
 from arrowmix.exceptions import CacheCorruptedError
 
 __all__ = ["EXECUTORS", "Executor", "load_complete", "materialise", "resolve_executor"]
@@ -130,11 +130,7 @@ def _reusable(job: Job, segments: list[Segment], holds: list[Any] | None) -> dic
         if not isinstance(found, str):
             tables[seg.index] = found
         elif found != "missing":
-            warnings.warn(
-                f"Cache file {seg.path!r} is not usable ({found}); recomputing it.",
-                CacheWarning,
-                stacklevel=6,  # < _reusable < materialise < run < map_dataset < Dataset.map
-            )
+            warn(f"Cache file {seg.path!r} is not usable ({found}); recomputing it.", CacheWarning)
     return tables
 
 

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 from arrowmix._dataset.map_options import check_cache_file_name, check_suffix_template
 from arrowmix._dataset.mapping.call import Call
 from arrowmix._dataset.mapping.execute import resolve_executor
+from arrowmix._dataset.mapping.jobs import FILTER, MAP, MAP_VERSION
 from arrowmix._dataset.mapping.plan import run
-from arrowmix._dataset.mapping.segments import FILTER, MAP, MAP_VERSION
 from arrowmix._dataset.state import column_names, num_rows, state_of
 from arrowmix._hooks import features_schema
 from arrowmix._storage.mixed_json import no_mixed_types

@@ -26,7 +26,7 @@ from typing import Any
 import pyarrow as pa
 
 from arrowmix._cache.segments import Segment, unify_tables
-from arrowmix._dataset.mapping.segments import Job
+from arrowmix._dataset.mapping.jobs import Job
 from arrowmix._dataset.state import column_names, state_of
 from arrowmix._storage import fs
 from arrowmix._storage.atomic import tmp_name

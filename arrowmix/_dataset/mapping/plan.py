@@ -25,7 +25,7 @@ from arrowmix._cache.segments import Segment, plan_segments
 from arrowmix._dataset.map_options import user_fingerprint
 from arrowmix._dataset.mapping.call import Call
 from arrowmix._dataset.mapping.execute import Executor, load_complete, materialise
-from arrowmix._dataset.mapping.segments import MAP_VERSION, Found, Job, Kind
+from arrowmix._dataset.mapping.jobs import MAP_VERSION, Found, Job, Kind
 from arrowmix._dataset.state import cache_dir, num_rows, state_of, stored_table
 from arrowmix._fingerprint.transform import validate_fingerprint
 from arrowmix._remote.table import RemoteTable
@@ -120,7 +120,6 @@ def _transform_fingerprint(
         call.function,
         kwargs,
         defaults,
-        stacklevel=7,  # transform_record < this < plan < run < map_dataset < Dataset.map < user
     )
     return record.fingerprint, record.to_dict()
 

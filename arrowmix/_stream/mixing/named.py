@@ -11,11 +11,11 @@ stopped, a new source starts at its beginning, and a removed source is reported 
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from arrowmix._stream.stage import State
+from arrowmix._warn import warn
 from arrowmix.exceptions import DroppedDataWarning, StateError
 
 __all__ = ["WEIGHTS_KEY", "Change", "from_named", "split_named", "to_named"]
@@ -118,11 +118,10 @@ def from_named(
             "where it stopped."
         )
     if change.removed:
-        warnings.warn(
+        warn(
             f"mix: sources {change.removed} of the checkpoint are not in this mixture; "
             "their remaining items are not read.",
             DroppedDataWarning,
-            stacklevel=4,
         )
     fresh = {"sources": None, "counts": 0, "deficits": 0, "exhausted": False}
     fresh |= {"active": True, "peeked": False, "tokens": 0, "epochs": 1}

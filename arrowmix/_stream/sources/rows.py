@@ -16,7 +16,6 @@ block. Infinite sources start a new epoch (with an epoch-derived order) when one
 from __future__ import annotations
 
 import functools
-import warnings
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -33,6 +32,7 @@ from arrowmix._stream.row_source import RowSource, optional_member
 from arrowmix._stream.sources.blocks import BlockShape
 from arrowmix._stream.sources.order import MODES, SHARDS, PositionOrder
 from arrowmix._stream.topology import ElasticRole, check_sharding
+from arrowmix._warn import warn
 from arrowmix.exceptions import DroppedDataWarning, StateError
 
 __all__ = ["ArrowSource", "Row", "Upcoming", "from_row_source", "row_builder", "table_to_rows"]
@@ -191,14 +191,13 @@ class ArrowSource(Stream[Row], DealtSource):
         if dropped and self.__dict__.get("_warned_drop") != n:
             self._warned_drop = n
             same = "the same rows" if self.shuffle_mode is None else "other rows"
-            warnings.warn(
+            warn(
                 f"shard='chunks' gives each of the {n} instances {self._order.count} of the "
                 f"{self.rows.num_rows} rows per epoch: the last {dropped} rows of each "
                 f"epoch's chunk order ({same} every epoch) are not read. Use shard='rows' to "
                 "read every row (then every rank reads rows of every chunk), or a row count "
                 f"divisible by {n}.",
                 DroppedDataWarning,
-                stacklevel=3,
             )
 
     @property

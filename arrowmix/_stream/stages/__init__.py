@@ -5,9 +5,9 @@ budget_bucket, prefetch). Each reads its input through ``pull``/``next`` or, ove
 stream, through the positions protocol (:mod:`arrowmix._stream.positions`).
 """
 
-from arrowmix._stream.stages.balanced import BudgetBucketIterator
 from arrowmix._stream.stages.batch import BatchIterator
 from arrowmix._stream.stages.bucket import LengthBucketIterator
+from arrowmix._stream.stages.budget_bucket import BudgetBucketIterator
 from arrowmix._stream.stages.flat_map import FlatMapIterator
 from arrowmix._stream.stages.limit import LimitIterator
 from arrowmix._stream.stages.map import FilterIterator, MapIterator, ParallelMapIterator

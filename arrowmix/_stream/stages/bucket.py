@@ -30,10 +30,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import State, Stream, fn_id
 from arrowmix._stream.counters import Tally, wait_clock
 from arrowmix._stream.positions import PositionBatches, Positions
+from arrowmix._stream.replay import AnchoredStage
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.tokens.column import is_token_type, key_values
 from arrowmix._validate import check_int

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import Stream, checked_fn, fn_id
+from arrowmix._stream.replay import AnchoredStage
 
 __all__ = ["FlatMapIterator"]
 

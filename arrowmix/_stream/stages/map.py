@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from arrowmix._fingerprint.hasher import hash_value
-from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import PassThrough, State, Stream, checked_fn, fn_id
 from arrowmix._stream.positions import Positions
+from arrowmix._stream.replay import AnchoredStage
 from arrowmix._stream.stage import config_tree
 from arrowmix._validate import check_int
 from arrowmix.exceptions import StateError

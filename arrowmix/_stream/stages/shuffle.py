@@ -4,7 +4,7 @@ Each window is read whole and permuted with ``default_rng([seed, window])``. An 
 moves at most ``buffer_size - 1`` places; combine with a shuffled source (``"global"``
 or ``"chunks"``) for a shuffle across the whole corpus.
 
-Checkpointing: anchor and replay (see :mod:`arrowmix._stream.anchored`): the state is
+Checkpointing: anchor and replay (see :mod:`arrowmix._stream.replay`): the state is
 the source's state at the window start, the window number, the outputs emitted and the
 seed; restoring re-reads one window (at most ``buffer_size`` items). The buffer and the
 generator are never stored, so the state size does not depend on ``buffer_size``.
@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import State, Stream
 from arrowmix._stream.positions import Positions
+from arrowmix._stream.replay import AnchoredStage
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.row_source import RowSource
 from arrowmix._validate import check_int

@@ -44,15 +44,14 @@ before it, its offset, the documents read since); restoring re-reads those docum
 from __future__ import annotations
 
 import copy
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from arrowmix._stream.anchored import WindowReplayStage
 from arrowmix._stream.base import State, Stream
 from arrowmix._stream.counters import SourceTokens, Tally, wait_clock
+from arrowmix._stream.replay import WindowReplayStage
 from arrowmix._stream.tokens.column import (
     TokenColumn,
     check_id_range,
@@ -68,6 +67,7 @@ from arrowmix._stream.tokens.packing import (
     choice,
 )
 from arrowmix._stream.topology import ElasticRole
+from arrowmix._warn import warn
 from arrowmix.exceptions import DroppedDataWarning, StateError
 
 __all__ = ["LONG_DOCS", "STRATEGIES", "TAILS", "BinPackIterator", "ConcatPackIterator"]
@@ -319,12 +319,11 @@ class ConcatPackIterator(PackStage, Stream[dict[str, Any]]):
             if self.tail == "drop":
                 pend.start = int(pend.cum[-1])
                 self._tally.drop(tokens=left)
-                warnings.warn(
+                warn(
                     f"pack(tail='drop') dropped the last {left} tokens of the stream: they "
                     f"do not fill a batch of {self.batch_size} x {self.seq_len}. "
                     "Use tail='pad' to yield them padded.",
                     DroppedDataWarning,
-                    stacklevel=3,
                 )
                 raise StopIteration
             avail = left

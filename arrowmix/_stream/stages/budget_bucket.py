@@ -15,7 +15,7 @@ that ran out of data.
 Only the length column of the window is read by every instance; each instance reads the
 rows of its own batches only (one gather per window).
 
-Checkpointing: anchor and replay (see :mod:`arrowmix._stream.anchored`): the state is
+Checkpointing: anchor and replay (see :mod:`arrowmix._stream.replay`): the state is
 the source's state at the window start, the window number, the batches of this
 instance already yielded and the seed; restoring re-reads and re-plans one window.
 """
@@ -23,21 +23,21 @@ instance already yielded and the seed; restoring re-reads and re-plans one windo
 from __future__ import annotations
 
 import operator
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from arrowmix._stream.anchored import AnchoredStage
 from arrowmix._stream.base import State, Stream, fn_id
 from arrowmix._stream.counters import Tally, wait_clock
 from arrowmix._stream.dealing import ShareReader
 from arrowmix._stream.positions import PositionBatches, Positions, no_positions
+from arrowmix._stream.replay import AnchoredStage
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.tokens.column import key_spans
 from arrowmix._stream.topology import ElasticRole, check_sharding, walk
 from arrowmix._validate import check_int
+from arrowmix._warn import warn
 from arrowmix.exceptions import DroppedDataWarning
 
 __all__ = ["REMAINDERS", "BudgetBucketIterator", "deal_batches", "plan_batches"]
@@ -269,7 +269,7 @@ class BudgetBucketIterator(AnchoredStage[list[Any]], ShareReader):
         n, b = self.num_instances, len(sizes)
         dropped = sum(sizes[b - b % n :])
         share = dropped / max(1, sum(sizes))
-        warnings.warn(
+        warn(
             f"budget_bucket(remainder='drop') on {n} instances dropped {b % n} of the {b} "
             f"batches of read-ahead window {window} ({dropped} rows, {share:.1%}); each "
             f"window drops up to {n - 1} batches, so about {n - 1} / (batches per window) "
@@ -277,7 +277,6 @@ class BudgetBucketIterator(AnchoredStage[list[Any]], ShareReader):
             f"{n} batches (budget / typical length * {n} * 20 rows keeps it under 5%), or "
             "use remainder='pad'.",
             DroppedDataWarning,
-            stacklevel=4,
         )
 
     def describe(self) -> dict[str, Any]:
