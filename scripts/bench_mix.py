@@ -6,6 +6,7 @@ Usage (from the repository root; needs ``pip install 'ray[data]'``):
     python scripts/bench_mix.py --quick        # 60k rows, 2 repeats
     python scripts/bench_mix.py --skip-map     # only the mixing comparison
     python scripts/bench_mix.py --schedules    # weight schedules vs constant weights (no Ray)
+    python scripts/bench_mix.py --tokens       # mixing by tokens vs by rows (no Ray)
 
 Mixing: three sources of small rows (``{"src", "id", "text"}``, ~20 characters of text) with
 sizes in the ratio of the weights 0.5/0.3/0.2, stored as arrowmix chunk files of
@@ -21,6 +22,13 @@ Schedules (``--schedules``, no Ray): the same mix with constant weights, with a 
 table of 4 breakpoints (round weights), a linear ramp (``every=256``) and a function
 (``every=1024``), moving the weights from 0.5/0.3/0.2 to 0.2/0.3/0.5 over the run; ratio of
 each to constant weights.
+
+Tokens (``--tokens``, no Ray): three sources of token documents (``input_ids``, lognormal
+lengths: means about 20, 200 and 60 tokens) mixed 0.5/0.3/0.2 by rows and by tokens
+(``tokens="input_ids"``), deterministic and seeded, read as row dicts, in ``.batch(1024)``
+lists, and as row positions (``.batch(1024, columnar=True)``), interleaved; ratio of the
+token mode to the row mode, and the realised token share's largest deviation from the
+weights over the run.
 
 Map: an expensive per-row function (repeated SHA-256 of the text) over ``--map-rows`` rows of
 arrowmix chunks, recomputed each time (``load_from_cache_file=False``): one local process,
@@ -40,6 +48,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_common import (  # the scripts folder is not a package
@@ -172,12 +181,91 @@ def bench_schedules(sources: list[am.Dataset], repeats: int) -> None:
         print(f"| {name} | {fmt_rate(tm.rate)} | {tm.rate / t[base[name]].rate:.2f}x |")
 
 
+def make_token_sources(root: Path, total: int, block_rows: int) -> list[am.Dataset]:
+    """Three chunked token datasets (``input_ids``) of different mean lengths."""
+    out = []
+    rng = np.random.default_rng(1)
+    for src, (w, mean) in enumerate(zip(WEIGHTS, (20, 200, 60), strict=True)):
+        n = int(total * w)
+        path = root / f"tok{src}-{n}-{block_rows}"
+        if not path.exists():
+            lengths = rng.lognormal(np.log(mean), 0.6, n).astype(np.int64).clip(1, 4096)
+            offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+            values = pa.array(rng.integers(0, 50_000, int(offsets[-1]), dtype=np.int32))
+            ids = pa.ListArray.from_arrays(pa.array(offsets), values)
+            src_col = pa.array(np.full(n, src, np.int8))
+            table = pa.table({"src": src_col, "input_ids": ids})
+            tmp = path.with_suffix(".tmp")
+            am.write_chunks(table, tmp, rows_per_chunk=block_rows, overwrite=True)
+            os.rename(tmp, path)
+        out.append(am.Dataset.from_chunks(str(path)))
+    return out
+
+
+def run_tokens(sources: list[am.Dataset], tokens: str | None, seed: int | None, how: str) -> Any:
+    """Read the mix to the end; return the tokens each source gave."""
+    streams = [ds.to_stream(shuffle=None, infinite=False) for ds in sources]
+    mixed = mix(streams, list(WEIGHTS), seed=seed, tokens=tokens)
+    got = np.zeros(3, dtype=np.int64)
+    if how == "rows":
+        for r in mixed:
+            got[r["src"]] += len(r["input_ids"])
+    elif how == "lists":
+        for b in mixed.batch(1024):
+            for r in b:
+                got[r["src"]] += len(r["input_ids"])
+    else:
+        for b in mixed.batch(1024, columnar=True):
+            lengths = pa.compute.list_value_length(b["input_ids"]).to_numpy()
+            np.add.at(got, np.asarray(b["src"]), lengths)
+    return got
+
+
+def bench_tokens(sources: list[am.Dataset], repeats: int) -> None:
+    n = sum(len(ds) for ds in sources)
+    cases: dict[str, Any] = {}
+    for seed in (None, 0):
+        for how in ("rows", "lists", "positions"):
+            for tokens in (None, "input_ids"):
+                name = (
+                    f"{'seeded' if seed is not None else 'deterministic'}, {how}, "
+                    f"by {'tokens' if tokens else 'rows'}"
+                )
+                cases[name] = lambda t=tokens, s=seed, h=how: run_tokens(sources, t, s, h)
+    t = interleaved(cases, repeats, work=n, warmup=1)
+    print(f"\n### Mixing by tokens: {n:,} token documents of 3 sources\n")
+    print("| case | rows/s | by tokens / by rows |\n|---|---|---|")
+    for name, tm in t.items():
+        base = t[name.replace("by tokens", "by rows")]
+        print(f"| {name} | {fmt_rate(tm.rate)} | {tm.rate / base.rate:.2f}x |")
+    # the realised token share while every source is still read (first 40% of the rows)
+    streams = [ds.to_stream(shuffle=None, infinite=False) for ds in sources]
+    for tokens in (None, "input_ids"):
+        m = mix(
+            [ds.to_stream(shuffle=None, infinite=False) for ds in sources],
+            list(WEIGHTS),
+            tokens=tokens,
+        )
+        for _ in m.take(int(0.4 * n)):
+            pass
+        share = m.stats()["token_ratios"] if tokens else None
+        if share is None:
+            got = run_tokens(sources, None, None, "positions")
+            share = (got / got.sum()).tolist()
+        print(
+            f"token shares, by {'tokens' if tokens else 'rows'}: "
+            + ", ".join(f"{x:.3f}" for x in share)
+        )
+    del streams
+
+
 def main() -> None:
     p = base_parser(__doc__.split("\n", 1)[0])
     p.add_argument("--block-rows", type=int, default=10_000, help="rows per chunk / Ray block")
     p.add_argument("--map-rows", type=int, default=100_000, help="rows of the map comparison")
     p.add_argument("--skip-map", action="store_true", help="only the mixing comparison")
     p.add_argument("--schedules", action="store_true", help="schedules vs constant weights")
+    p.add_argument("--tokens", action="store_true", help="mixing by tokens vs by rows")
     p.set_defaults(rows=300_000)
     args = p.parse_args()
     total = 60_000 if args.quick and args.rows == 300_000 else args.rows
@@ -189,6 +277,10 @@ def main() -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")]))
     print("command: python scripts/bench_mix.py " + " ".join(sys.argv[1:]))
     print(machine_summary())
+    if args.tokens:
+        with workdir_from_args(args, "arrowmix-bench-mix-") as work:
+            bench_tokens(make_token_sources(work, total, args.block_rows), repeats)
+        return
     if args.schedules:
         with workdir_from_args(args, "arrowmix-bench-mix-") as work:
             bench_schedules(make_sources(work, total, args.block_rows), repeats)

@@ -286,7 +286,10 @@ def flatten(stats: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-_WINDOWED = (("counts", "window_counts", "window_ratios"), ("tokens", "window_tokens", None))
+_WINDOWED = (
+    ("counts", "window_counts", "window_ratios"),
+    ("tokens", "window_tokens", "window_token_ratios"),
+)
 
 
 def rewindow(

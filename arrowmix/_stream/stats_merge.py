@@ -1,7 +1,8 @@
 """Add up the ``pipeline_stats()`` of several instances of one pipeline (DataLoader workers).
 
 Counts, tokens and seconds are summed; a flag (``exhausted``) holds when it holds in every
-instance; ``weights`` are the pipeline's own; an ``epoch`` is the furthest one; ratios and
+instance; ``weights`` are the pipeline's own; an ``epoch`` (a mix's ``epochs``) is the
+furthest one; ratios (of counts and of tokens) and
 ``padding_efficiency`` are recomputed from the sums. Values a mix keys by source name, or
 lists by input index, are merged element by element.
 """
@@ -13,8 +14,14 @@ from typing import Any
 __all__ = ["merge_stats"]
 
 _FIRST = frozenset({"weights"})
-_MAX = frozenset({"epoch"})
+_MAX = frozenset({"epoch", "epochs"})
 _UNION = frozenset({"removed"})
+_RATIOS = (
+    ("counts", "ratios"),
+    ("window_counts", "window_ratios"),
+    ("tokens", "token_ratios"),
+    ("window_tokens", "window_token_ratios"),
+)
 
 
 def merge_stats(instances: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
@@ -39,7 +46,7 @@ def _merge_stage(parts: list[dict[str, Any]]) -> dict[str, Any]:
     if "padding_efficiency" in out:
         padded = out.get("padded_tokens")
         out["padding_efficiency"] = out["tokens"] / padded if padded else None
-    for counts, ratios in (("counts", "ratios"), ("window_counts", "window_ratios")):
+    for counts, ratios in _RATIOS:
         if counts in out and ratios in out:
             out[ratios] = _shares(out[counts])
     return out

@@ -27,7 +27,17 @@ import numpy as np
 from arrowmix._stream.base import ElasticMode, State, Stream
 from arrowmix._stream.counters import TokensBySource
 from arrowmix._stream.identity import fn_identity
+from arrowmix._stream.mixing.by_tokens import (
+    TokenCount,
+    TokensArg,
+    charge,
+    draw,
+    epoch_caps,
+    most_behind,
+    uniforms,
+)
 from arrowmix._stream.mixing.deficits import SCALE_KEY, SCHEDULE_SCALE, upgrade_deficits
+from arrowmix._stream.mixing.mix_positions import as_positions, pull_positions
 from arrowmix._stream.mixing.mix_stats import mix_stats
 from arrowmix._stream.mixing.mixed_rows import MixedRows
 from arrowmix._stream.mixing.named import WEIGHTS_KEY, from_named, split_named, to_named
@@ -40,17 +50,16 @@ from arrowmix._stream.mixing.schemas import check_schemas
 from arrowmix._stream.mixing.weight_schedule import WeightSchedule
 from arrowmix._stream.mixing.zipped import ZipIterator, zip_streams
 from arrowmix._stream.positions import Positions
-from arrowmix._stream.rng import derive_rng
 from arrowmix._stream.topology import ElasticRole
 from arrowmix._validate import check_int
-from arrowmix.exceptions import StateError
+from arrowmix.exceptions import ColumnNotFoundError, StateError
 
 Weights = Sequence[float] | Mapping[str, float] | WeightSchedule | Callable[[int], Any] | None
+Caps = int | Sequence[int | None] | Mapping[str, int | None] | None
 
 __all__ = ["WeightedMixIterator", "ZipIterator", "check_schemas", "mix", "zip_streams"]
 
 T = TypeVar("T")
-_BLOCK = 1024
 _MIN_BULK = 16
 _NOTHING: Any = object()
 _clock = time.perf_counter
@@ -74,6 +83,8 @@ class WeightedMixIterator(Stream[T]):
     PEEKED_KEY = "peeked"
     SEED_KEY = "seed"
     STEP_KEY = "step"
+    TOKENS_KEY = "tokens"  # token mode: tokens taken from each input
+    EPOCHS_KEY = "epochs"  # with max_epochs: the pass each input is in
     _PER_INPUT_KEYS = (SOURCES_KEY, COUNTS_KEY, DEFICITS_KEY, EXHAUSTED_KEY, ACTIVE_KEY, PEEKED_KEY)
     STATE_KEYS: ClassVar[tuple[str, ...] | None] = (*_PER_INPUT_KEYS, SEED_KEY)
     TRANSIENT = ("_held", "_mixed_rows", "_allow_changes")
@@ -87,6 +98,8 @@ class WeightedMixIterator(Stream[T]):
         *,
         stopping: str = "longest_drop",
         seed: int | None = None,
+        tokens: TokensArg = None,
+        max_epochs: Caps = None,
     ) -> None:
         super().__init__()
         if callable(weights) and not isinstance(weights, WeightSchedule):
@@ -94,7 +107,12 @@ class WeightedMixIterator(Stream[T]):
         sched = weights if isinstance(weights, WeightSchedule) else None
         self.names, inputs, plain = split_named(streams, None if sched else weights)
         self.streams: list[Stream[T]] = inputs
-        keys: tuple[str, ...] = (*self._PER_INPUT_KEYS, self.SEED_KEY)
+        self.tokens = None if tokens is None else TokenCount(tokens)
+        self.caps = epoch_caps(max_epochs, self.names, len(inputs))
+        extra: tuple[str, ...] = (self.TOKENS_KEY,) if self.tokens is not None else ()
+        extra += (self.EPOCHS_KEY,) if self.caps is not None else ()
+        self._per_input: tuple[str, ...] = (*self._PER_INPUT_KEYS, *extra)
+        keys: tuple[str, ...] = (*self._per_input, self.SEED_KEY)
         if self.names is not None:  # the named state also records the weights
             keys = (*keys, WEIGHTS_KEY)
         if sched is not None:  # and a scheduled one the step it stands at
@@ -107,6 +125,12 @@ class WeightedMixIterator(Stream[T]):
         self.stopping = check_stopping(stopping)
         self.seed: int | None = check_int("seed", seed, minimum=0, none_ok=True)
         check_schemas(self.streams)
+        col = None if self.tokens is None else self.tokens.column
+        if col is not None and self.schema is not None and col not in self.schema.names:
+            raise ColumnNotFoundError(
+                f"mix(tokens={col!r}): the inputs have no column {col!r}; their columns are "
+                f"{self.schema.names}."
+            )
         plain = None if sched else check_weights(plain, len(self.streams))
         self._rule = Weighting(plain or [], self.schedule)
         # Elastic drains (arrowmix._stream.elastic): inputs that end are dropped.
@@ -148,6 +172,11 @@ class WeightedMixIterator(Stream[T]):
         out["seed"] = self.seed
         if self.names is not None:
             out["names"] = list(self.names)
+        if self.tokens is not None:  # only when set: row mixes keep their fingerprints
+            fn = self.tokens.fn
+            out["tokens"] = self.tokens.column if fn is None else fn_identity(self, fn)
+        if self.caps is not None:
+            out["max_epochs"] = list(self.caps)
         return out
 
     def allow_changes(self, allowed: bool) -> None:
@@ -179,10 +208,13 @@ class WeightedMixIterator(Stream[T]):
         # (missing after a restore: read again when needed).
         self._pre: list[State | None] = [None] * k
         self._held: list[Any] = [_NOTHING] * k
-        self._u: tuple[int, np.ndarray] | None = None
+        self._u: tuple[int, list[float]] | None = None
         self._wait = 0.0
         self._tick = _SAMPLE
         self._window = [0] * k
+        self._tokens = [0] * k
+        self._window_tokens = [0] * k
+        self._epochs = [1] * k
         self.removed: list[str] = []
         if state is None:
             self._base = int(self.__dict__.pop("_start_step", 0))
@@ -195,7 +227,7 @@ class WeightedMixIterator(Stream[T]):
         self._rule.start(step)
         if self.names is not None:
             allowed = bool(self.__dict__.pop("_allow_changes", False))
-            state, change = from_named(self.names, self.weights, state, allowed)
+            state, change = from_named(self.names, self.weights, state, allowed, self._per_input)
             self.removed, changed = change.removed, bool(change)
         self._restore(state)
         self._base = step - sum(self._counts)
@@ -226,7 +258,8 @@ class WeightedMixIterator(Stream[T]):
             raise StateError(
                 f"WeightedMixIterator: checkpoint seed {state[self.SEED_KEY]!r} != {self.seed!r}."
             )
-        lists = [state[key] for key in self._PER_INPUT_KEYS]
+        fresh = {self.TOKENS_KEY: [0] * k, self.EPOCHS_KEY: [1] * k}
+        lists = [state.get(key, fresh.get(key)) for key in self._per_input]
         if any(not isinstance(v, list) or len(v) != k for v in lists):
             raise StateError(
                 f"WeightedMixIterator: the state is for another number of streams than {k}."
@@ -239,6 +272,11 @@ class WeightedMixIterator(Stream[T]):
         self._exhausted = [bool(x) for x in state[self.EXHAUSTED_KEY]]
         self._active = [bool(x) for x in state[self.ACTIVE_KEY]]
         self._drawn = None
+        if self.tokens is not None:
+            self._tokens = [int(t) for t in state.get(self.TOKENS_KEY, self._tokens)]
+            self._window_tokens = list(self._tokens)
+        if self.caps is not None:
+            self._epochs = [int(e) for e in state.get(self.EPOCHS_KEY, self._epochs)]
         for i, (s, peeked) in enumerate(zip(self.streams, state[self.PEEKED_KEY], strict=True)):
             if peeked:
                 self._pre[i] = s.get_state()
@@ -249,7 +287,7 @@ class WeightedMixIterator(Stream[T]):
         if self.schedule is not None:  # the weights of the last item yielded, as restored
             weights = list(self.schedule.segment(max(step - 1, 0))[2])
         if self.names is not None:
-            state = to_named(self.names, weights, state)
+            state = to_named(self.names, weights, state, self._per_input)
         if self.schedule is not None:
             state[self.STEP_KEY] = step
             state[SCALE_KEY] = SCHEDULE_SCALE
@@ -271,7 +309,11 @@ class WeightedMixIterator(Stream[T]):
             self.ACTIVE_KEY: list(self._active),
             self.PEEKED_KEY: [pre is not None for pre in self._pre],
             self.SEED_KEY: self.seed,
-        }
+        } | self._extra_state()
+
+    def _extra_state(self) -> State:
+        out = {self.TOKENS_KEY: list(self._tokens)} if self.tokens is not None else {}
+        return out | ({self.EPOCHS_KEY: list(self._epochs)} if self.caps is not None else {})
 
     def _read(self, i: int) -> T:
         """The next item of input ``i`` (the looked-ahead one first)."""
@@ -318,17 +360,24 @@ class WeightedMixIterator(Stream[T]):
             if not some:
                 return -1
         if self.seed is None:
+            if self.tokens is not None:
+                return most_behind(rule.swrr.cur, rule.swrr._rank, active)
             return rule.swrr.choose(active)
         # Same arithmetic as schedule.random_plan, with the block's draws cached.
         step = self._step()
-        block = step // _BLOCK
-        if self._u is None or self._u[0] != block:
-            self._u = (block, derive_rng(self.seed, block).random(_BLOCK))
-        u = self._u[1][step % _BLOCK]
+        u = self._uniforms(step, 1)[0]
+        if self.tokens is not None:
+            return draw(u, self.weights, active, self._tokens, self._counts)
         w = np.where(np.asarray(active), np.asarray(self.weights), 0.0)
         cum = np.cumsum(w)
         last = int(np.flatnonzero(w)[-1])
         return min(int(np.searchsorted(cum, u * cum[-1], side="right")), last)
+
+    def _uniforms(self, step: int, n: int) -> list[float]:
+        """The random rule's uniform draws at steps ``[step, step + n)``."""
+        assert self.seed is not None
+        self._u, out = uniforms(self.seed, step, n, self._u)
+        return out
 
     def _plan(self, n: int) -> list[int]:
         """The next ``n`` choices (fewer when the schedule leaves no input to choose)."""
@@ -341,7 +390,7 @@ class WeightedMixIterator(Stream[T]):
         block start and the exact per-item path handles the exhaustion.
         """
         cycling = self.stopping == "longest_cycle" and any(self._exhausted)
-        if n < _MIN_BULK or not any(self._active) or cycling or any(self._pre):
+        if n < _MIN_BULK or not any(self._active) or cycling or any(self._pre) or self.tokens:
             return super().pull(n)
         states = [s.get_state() for s in self.streams]
         rule = self._rule.snapshot()
@@ -397,81 +446,11 @@ class WeightedMixIterator(Stream[T]):
 
         Taking the view makes the mix read its inputs through their own views.
         """
-        rows = self.row_source()
-        if rows is None:
-            return None
-        if self.__dict__.get("_views") is None:
-            views = [s.as_positions() for s in self.streams]
-            if any(v is None for v in views):
-                return None
-            self._views: list[Positions] | None = views  # type: ignore[assignment]
-        return Positions(rows, self.pull_positions)
+        return as_positions(self)
 
     def pull_positions(self, n: int) -> np.ndarray:
-        """Up to ``n`` positions in :class:`MixedRows` numbering, chosen as ``next`` would.
-
-        Bulk path: plan the choices, pull each input's share at once. When an input runs
-        dry inside the block, everything is rewound, the choices before that step are
-        pulled in bulk, and that one step goes through the exact per-item rule (``next``,
-        which applies the stopping rule); then bulk resumes. While inputs are looked
-        ahead (``longest_cycle``), every step is exact.
-        """
-        rows = self.row_source()
-        if rows is None or self.__dict__.get("_views") is None:
-            raise TypeError("mix streams row positions only when every input does.")
-        bases = rows.bases
-        parts: list[np.ndarray] = []
-        left = n
-        while left > 0 and any(self._active):
-            cycling = self.stopping == "longest_cycle" and any(self._exhausted)
-            if not (cycling or any(pre is not None for pre in self._pre)):
-                states = [s.get_state() for s in self.streams]
-                rule = self._rule.snapshot()
-                choices, pulled = self._bulk(left)
-                short = [i for i, p in enumerate(pulled) if len(p) < int((choices == i).sum())]
-                if not short:
-                    parts.append(self._assemble(choices, pulled, bases))
-                    # all asked for, or a short plan: the schedule left no input to
-                    # choose, and the mix has ended (as next() does)
-                    break
-                # the first step whose input has run dry
-                t = min(int(np.flatnonzero(choices == i)[len(pulled[i])]) for i in short)
-                for s, st in zip(self.streams, states, strict=True):
-                    s.reset(st)
-                self._rule.restore(rule)
-                if t:
-                    choices, pulled = self._bulk(t)
-                    parts.append(self._assemble(choices, pulled, bases))
-                    left -= t
-            try:
-                parts.append(np.array([self.next()], dtype=np.int64))
-            except StopIteration:
-                break
-            left -= 1
-        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
-
-    def _bulk(self, n: int) -> tuple[np.ndarray, list[np.ndarray]]:
-        """The next ``n`` choices and each input's share of positions (maybe short)."""
-        choices = np.asarray(self._plan(n), dtype=np.int64)
-        need = np.bincount(choices, minlength=len(self.streams)).tolist()
-        views = self.__dict__["_views"]
-        t0 = _clock()
-        pulled = [
-            v.pull(c) if c else np.empty(0, dtype=np.int64)
-            for v, c in zip(views, need, strict=True)
-        ]
-        self._wait += _clock() - t0
-        return choices, pulled
-
-    def _assemble(
-        self, choices: np.ndarray, pulled: list[np.ndarray], bases: np.ndarray
-    ) -> np.ndarray:
-        out = np.empty(len(choices), dtype=np.int64)
-        for i, p in enumerate(pulled):
-            if len(p):
-                out[choices == i] = p + bases[i]
-                self._counts[i] += len(p)
-        return out
+        """Up to ``n`` positions in :class:`MixedRows` numbering, chosen as ``next`` would."""
+        return pull_positions(self, n)
 
     def _mask(self) -> tuple[list[bool], bool]:
         """The inputs that may be chosen in this segment, and whether there is one."""
@@ -491,12 +470,8 @@ class WeightedMixIterator(Stream[T]):
             i = self._choose()
             if i < 0:
                 raise StopIteration
-            if (
-                self._exhausted[i]
-                and self.stopping == "longest_cycle"
-                and not self._drain
-                and self._first_pass_over()
-            ):
+            cycle = self.stopping == "longest_cycle" and not self._drain
+            if self._exhausted[i] and cycle and self._first_pass_over():
                 self._undo_choice(i)
                 raise StopIteration
             try:
@@ -506,30 +481,58 @@ class WeightedMixIterator(Stream[T]):
                     self._drop(i)
                     continue
                 self._exhausted[i] = True
-                if self.stopping == "shortest" or (
-                    self.stopping == "longest_cycle" and all(self._exhausted)
-                ):
+                if cycle and (all(self._exhausted) or self._first_pass_over()):
                     self._undo_choice(i)
                     raise
-                if self.stopping == "longest_drop":
+                item = self._again(i)  # its next pass, if it has one
+                if item is _NOTHING:  # it counts as exhausted
+                    if self.stopping == "shortest":
+                        self._undo_choice(i)
+                        raise
                     self._drop(i)
                     continue
-                if self._first_pass_over():
-                    self._undo_choice(i)
-                    raise
-                self.streams[i].reset(None)  # longest_cycle: start the input again
-                try:
-                    item = self._fetch(i)
-                except StopIteration:
-                    self._drop(i)  # an empty input cannot be cycled
-                    continue
             self._counts[i] += 1
+            if self.tokens is not None:
+                self._charge(i, item)
             return item
         raise StopIteration
 
+    def _again(self, i: int) -> Any:
+        """The first item of input ``i``'s next pass (``_NOTHING``: no pass, or empty).
+
+        The mix starts an ended input again while it has passes left (``max_epochs``;
+        by default only under ``"longest_cycle"``).
+        """
+        cap = None if self.caps is None else self.caps[i]
+        if cap is None and self.stopping != "longest_cycle":
+            return _NOTHING
+        if cap is not None and self._epochs[i] >= cap:
+            return _NOTHING
+        self.streams[i].reset(None)
+        self._epochs[i] += 1
+        try:
+            return self._fetch(i)
+        except StopIteration:  # an empty input cannot be cycled
+            return _NOTHING
+
+    def _charge(self, i: int, item: Any, n: int = -1) -> None:
+        """Count the ``n`` tokens of ``item`` from input ``i`` (and the rule's deficits)."""
+        assert self.tokens is not None
+        if n >= 0:
+            pass
+        elif self.__dict__.get("_views") is None:
+            n = self.tokens.of(item)
+        else:
+            n = self.tokens.of_position(self.row_source(), item)
+        self._tokens[i] += n
+        if self.seed is None:
+            rule = self._rule
+            mask = self._active if self.schedule is None else self._mask()[0]
+            charge(rule.swrr.cur, rule.ints, mask, i, n)
+
     def _undo_choice(self, i: int) -> None:
         # Stopping leaves the deficits as they were, so next() stops again identically.
-        if self.seed is None:
+        if self.seed is None and self.tokens is None:  # the token rule charges after reading
             rule = self._rule
             active = self._mask()[0]
             total = sum(a for a, on in zip(rule.ints, active, strict=True) if on)
@@ -548,19 +551,7 @@ class WeightedMixIterator(Stream[T]):
         tally.add(positions, lengths)
 
     def stats(self) -> dict[str, Any]:
-        """Counters of the mix (cheap: no per-item bookkeeping beyond the counts).
-
-        ``counts`` and ``ratios``: items taken from each input since the start (a
-        restored checkpoint's counts included); ``window_counts`` and
-        ``window_ratios``: the same since the previous ``stats()`` call (the window a
-        logger sees); ``weights``; ``exhausted``; ``wait_seconds``: time spent
-        waiting on the inputs since this process started the mix (item-by-item reads
-        are sampled, one in 32); ``removed``: named
-        sources of a loaded checkpoint that this mixture no longer has;
-        ``tokens`` and ``window_tokens`` (only when a ``collate`` or ``pack`` reads
-        the mix's row positions): the tokens it yielded from each input, in this
-        process. A named mix keys the per-input values by source name.
-        """
+        """Counters of the mix (cheap): see :func:`~arrowmix._stream.mixing.mix_stats.mix_stats`."""
         return mix_stats(self)
 
 
@@ -570,6 +561,8 @@ def mix(
     *,
     stopping: str = "longest_drop",
     seed: int | None = None,
+    tokens: TokensArg = None,
+    max_epochs: Caps = None,
 ) -> WeightedMixIterator[T]:
     """Interleave ``streams`` by ``weights`` (normalised; equal when omitted).
 
@@ -585,6 +578,14 @@ def mix(
         stopping: ``"shortest"``, ``"longest_drop"`` or ``"longest_cycle"``.
         seed: ``None`` for the deterministic most-behind rule, else a random draw by
             weight that depends only on ``(seed, step)``.
+        tokens: ``None``: the weights are shares of items. A column name
+            (``"input_ids"``: an item's tokens are ``len(row[column])``, summed over a
+            batch's rows) or a function ``item -> int``: the weights are shares of
+            tokens, exact to within one item at every prefix (deterministic rule).
+        max_epochs: passes the mix may make over an input that ends (an int for all,
+            a list, or ``{name: int}``): the mix restarts an ended input while it has
+            passes left; after its last one it counts as exhausted. Default: one pass,
+            unlimited under ``"longest_cycle"``.
 
     Example:
         >>> from arrowmix.stream import from_iterable, mix
@@ -594,4 +595,6 @@ def mix(
         >>> m.stats()["counts"]
         [6, 2]
     """
-    return WeightedMixIterator(streams, weights, stopping=stopping, seed=seed)
+    return WeightedMixIterator(
+        streams, weights, stopping=stopping, seed=seed, tokens=tokens, max_epochs=max_epochs
+    )

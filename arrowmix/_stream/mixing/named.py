@@ -47,9 +47,14 @@ def split_named(streams: Any, weights: Any) -> tuple[list[str] | None, list[Any]
     return names, list(streams.values()), [weights[n] for n in names]
 
 
-def to_named(names: Sequence[str], weights: Sequence[float], state: State) -> State:
-    """The list-form state re-keyed by source name (plus the weights)."""
-    out: State = {k: dict(zip(names, state[k], strict=True)) for k in _PER_INPUT}
+def to_named(
+    names: Sequence[str], weights: Sequence[float], state: State, keys: Sequence[str] = _PER_INPUT
+) -> State:
+    """The list-form state re-keyed by source name (plus the weights).
+
+    ``keys``: the per-input keys (token mode and ``max_epochs`` add ``tokens``, ``epochs``).
+    """
+    out: State = {k: dict(zip(names, state[k], strict=True)) for k in keys}
     out["seed"] = state["seed"]
     out[WEIGHTS_KEY] = dict(zip(names, weights, strict=True))
     return out
@@ -93,11 +98,16 @@ def _check_shape(state: State) -> Mapping[str, float]:
 
 
 def from_named(
-    names: Sequence[str], weights: Sequence[float], state: State, allow_changes: bool
+    names: Sequence[str],
+    weights: Sequence[float],
+    state: State,
+    allow_changes: bool,
+    keys: Sequence[str] = _PER_INPUT,
 ) -> tuple[State, Change]:
     """The list-form state for this mixture from a named state, and what changed.
 
-    New sources get ``None`` (start at the beginning), zero counts, active flags.
+    New sources get ``None`` (start at the beginning), zero counts (and tokens), active
+    flags, their first pass. A per-input key the checkpoint lacks is left out.
     """
     old = _check_shape(state)
     change = Change(old, names, weights)
@@ -114,7 +124,11 @@ def from_named(
             DroppedDataWarning,
         )
     fresh = {"sources": None, "counts": 0, "deficits": 0, "exhausted": False}
-    fresh |= {"active": True, "peeked": False}
-    out: State = {k: [state[k][n] if n in old else fresh[k] for n in names] for k in _PER_INPUT}
+    fresh |= {"active": True, "peeked": False, "tokens": 0, "epochs": 1}
+    out: State = {
+        k: [state[k].get(n, fresh[k]) if n in old else fresh[k] for n in names]
+        for k in keys
+        if isinstance(state.get(k), dict)
+    }
     out["seed"] = state["seed"]
     return out, change

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from arrowmix._stream.mixing.by_tokens import epoch_caps
 from arrowmix._stream.mixing.deficits import scaled_ints
 from arrowmix._stream.mixing.weight_schedule import FOREVER, BoundSchedule, WeightSchedule
 from arrowmix._stream.rng import derive_rng
@@ -305,6 +306,9 @@ def estimate_mix_rows(
     counts: Sequence[int] | Mapping[str, int],
     weights: Sequence[float] | Mapping[str, float] | WeightSchedule | None,
     stopping: str,
+    *,
+    tokens: Sequence[int] | Mapping[str, int] | None = None,
+    max_epochs: int | Sequence[int | None] | Mapping[str, int | None] | None = None,
 ) -> int:
     """Rows a deterministic ``mix`` of inputs with these row counts yields.
 
@@ -317,6 +321,11 @@ def estimate_mix_rows(
             :class:`WeightSchedule` (exact too; with ``"longest_cycle"`` the rule is
             run item by item).
         stopping: The ``stopping`` rule given to ``mix``.
+        tokens: For a mix by tokens (``mix(..., tokens=...)``): the total tokens of
+            each input. Closed form (``arrowmix._stream.mixing.estimate_tokens``):
+            exact for ``"longest_drop"``, within a few items per input otherwise;
+            with a schedule the token rule is run over inputs of mean-length items.
+        max_epochs: The ``max_epochs`` given to ``mix`` (exact).
 
     Example:
         >>> from arrowmix.stream import estimate_mix_rows
@@ -330,6 +339,11 @@ def estimate_mix_rows(
     remaining = [int(c) for c in (counts.values() if isinstance(counts, Mapping) else counts)]
     if any(c < 0 for c in remaining):
         raise ValueError(f"`counts` must be >= 0, got {counts!r}.")
+    caps = epoch_caps(max_epochs, names, len(remaining))
+    if tokens is not None or (caps is not None and stopping == "longest_cycle"):
+        return _tokens_or_cycle(remaining, weights, stopping, tokens, caps, names)
+    if caps is not None:  # a restart keeps the deficits: k passes are k times the rows
+        remaining = [c * (p or 1) for c, p in zip(remaining, caps, strict=True)]
     if isinstance(weights, WeightSchedule):
         bound = weights.bind(names, len(remaining))
         if stopping == "longest_cycle":
@@ -417,12 +431,67 @@ def _simulate_cycle(
     counts: list[int],
     weights: Sequence[float] | WeightSchedule | None,
     names: list[str] | None = None,
+    *,
+    max_epochs: list[int | None] | None = None,
+    tokens: list[int] | None = None,
+    stopping: str = "longest_cycle",
 ) -> int:
-    # Rare cases (an empty input, or a schedule, under "longest_cycle"): run the rule.
+    # Rare cases (an empty input, a schedule or caps under "longest_cycle", a schedule by
+    # tokens): run the rule. By tokens, input i's items have its mean length.
     from arrowmix._stream.mixing.mix import WeightedMixIterator
     from arrowmix._stream.sources.iterable import IterableSource
 
-    streams: Any = [IterableSource(range(c)) for c in counts]
+    def lengths(c: int, t: int) -> list[int]:
+        return [t * (j + 1) // c - t * j // c for j in range(c)]
+
+    items = [
+        range(c) if tokens is None else lengths(c, t)
+        for c, t in zip(counts, tokens or counts, strict=True)
+    ]
+    streams: Any = [IterableSource(x) for x in items]
     if names is not None:
         streams = dict(zip(names, streams, strict=True))
-    return sum(1 for _ in WeightedMixIterator(streams, weights, stopping="longest_cycle"))
+    caps: Any = (
+        max_epochs
+        if names is None or max_epochs is None
+        else dict(zip(names, max_epochs, strict=True))
+    )
+    by: Any = None if tokens is None else _length
+    m = WeightedMixIterator(streams, weights, stopping=stopping, tokens=by, max_epochs=caps)
+    return sum(1 for _ in m)
+
+
+def _length(item: int) -> int:
+    return item
+
+
+def _tokens_or_cycle(
+    counts: list[int],
+    weights: Any,
+    stopping: str,
+    tokens: Sequence[int] | Mapping[str, int] | None,
+    caps: list[int | None] | None,
+    names: list[str] | None,
+) -> int:
+    """Rows of a mix by tokens, or of a capped ``"longest_cycle"`` mix (run item by item)."""
+    from arrowmix._stream.mixing.estimate_tokens import token_rows
+
+    if tokens is None:
+        return _simulate_cycle(counts, weights, names, max_epochs=caps)
+    if isinstance(tokens, Mapping):
+        if names is None or sorted(tokens) != sorted(names):
+            raise ValueError(f"`tokens` must give the tokens of every source {names}.")
+        tokens = [tokens[n] for n in names]
+    totals = [int(t) for t in tokens]
+    if len(totals) != len(counts) or any(t < 0 for t in totals):
+        raise ValueError(f"`tokens` must be {len(counts)} totals >= 0, got {tokens!r}.")
+    if isinstance(weights, WeightSchedule):  # run the token rule over mean-length items
+        return _simulate_cycle(
+            counts, weights, names, max_epochs=caps, tokens=totals, stopping=stopping
+        )
+    if isinstance(weights, Mapping):
+        weights = [weights[n] for n in names or []]
+    w = check_weights(weights, len(counts))
+    default = math.inf if stopping == "longest_cycle" else 1
+    passes = [default if c is None else c for c in (caps or [None] * len(counts))]
+    return token_rows(counts, totals, w, stopping, passes)
