@@ -17,6 +17,7 @@ from arrowmix._fingerprint.record import FingerprintRecord
 from arrowmix._fingerprint.record import explain as explain_fingerprint
 from arrowmix._hf.dataset_dict import DatasetDict
 from arrowmix._hf.interleave import interleave_datasets
+from arrowmix._hf.load import load_dataset
 from arrowmix._hf.saved import load_from_disk
 from arrowmix._version import __version__
 
@@ -32,6 +33,7 @@ __all__ = [
     "explain_fingerprint",
     "interleave_datasets",
     "is_caching_enabled",
+    "load_dataset",
     "load_from_disk",
     "register_fingerprint",
     "write_chunks",

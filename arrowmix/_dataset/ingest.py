@@ -58,6 +58,7 @@ def input_batches(
     fmt: str,
     storage_options: Mapping[str, Any] | None = None,
     source_column: str | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Record batches of all ``files`` in order, in one schema, every value kept.
 
@@ -66,14 +67,14 @@ def input_batches(
     ``map`` rule (``arrowmix._dataset.mapping.conform``): a column all-null so far takes a
     later type, later values are cast when none changes, otherwise an error names the
     column, both types, the file and the row. ``source_column``: also a string column of that
-    name holding each row's file.
+    name holding each row's file. ``options``: the reader's options (``read_batches``).
     """
     conform = Conformer(f"the {fmt} reader", verb="read by")
     names: list[str] | None = None
     types: dict[str, pa.DataType] = {}  # CSV: later files parsed as the first file's types
     for path in files:
         row = 0
-        for batch in read_batches(path, fmt, storage_options, types):
+        for batch in read_batches(path, fmt, storage_options, types, options):
             n = batch.num_rows
             if names is None:
                 names = batch.schema.names
@@ -130,18 +131,23 @@ def ingest(
     storage_options: Mapping[str, Any] | None = None,
     source_column: str | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Dataset:
     """Convert input files to Arrow chunks once (cached by content) and open them.
 
     With ``source_column`` the files' paths are part of the result, so of its fingerprint.
     ``cache_dir`` (a local directory) replaces the cache root as the home of the chunks (and
-    so of the results derived from them), as HF's ``cache_dir`` does.
+    so of the results derived from them), as HF's ``cache_dir`` does. ``options``: the
+    reader's options (``read_batches``); given ones are part of the fingerprint.
     """
     files = expand_inputs(paths, storage_options)
     digests = [_content_hash(f, storage_options) for f in files]
     key: tuple[Any, ...] = ("ingest", fmt, _READER_VERSION, digests)
     if source_column is not None:
         key = (*key, source_column, files)
+    options = {k: v for k, v in (options or {}).items() if v is not None}
+    if options:
+        key = (*key, sorted(options.items()))
     fp = hash_value(key)
     if cache_dir is not None:
         root = os.fspath(cache_dir)
@@ -155,7 +161,7 @@ def ingest(
     os.makedirs(out, exist_ok=True)
     with FileLock(os.path.join(root, "ingested", f"{fp}.lock")):
         if not os.path.exists(marker):
-            batches = input_batches(files, fmt, storage_options, source_column)
+            batches = input_batches(files, fmt, storage_options, source_column, options)
             first = next(batches, None)
             if first is None:
                 raise ValueError(f"The {fmt} input {files} holds no rows.")

@@ -15,6 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from arrowmix._storage import text_lines
 from arrowmix._storage.fs import is_local, local_path
 from arrowmix.exceptions import InputFormatError
 
@@ -67,12 +68,26 @@ def _text_batch(lines: list[bytes], path: str, first_line: int) -> pa.RecordBatc
     return pa.record_batch({"text": pa.array(texts, type=pa.string())})
 
 
-def read_json(path: str, storage_options: Mapping[str, Any] | None) -> Iterator[pa.RecordBatch]:
+def read_json(
+    path: str, storage_options: Mapping[str, Any] | None, field: str | None = None
+) -> Iterator[pa.RecordBatch]:
     """JSON Lines: one object per line; blank lines skipped; keys from the first block of rows.
 
     A key first seen after the first block raises, naming its line; each block's types are
     inferred on their own (see ``ingest.input_batches`` for how blocks are made one schema).
+    A file that is one JSON array, or ``field`` (the member of the file's object holding the
+    rows), is read whole by :mod:`arrowmix._storage.json_docs`.
     """
+    from arrowmix._storage import json_docs
+
+    with _open(path, storage_options) as f:
+        whole = field is not None or json_docs.is_json_array(f.read(4096))
+        if whole:
+            f.seek(0)
+            data = f.read()
+    if whole:
+        yield from json_docs.read_json_document(data, path, field)
+        return
     schema: pa.Schema | None = None
     rows: list[Any] = []
     first = 1
@@ -131,27 +146,33 @@ def read_csv(
     path: str,
     storage_options: Mapping[str, Any] | None,
     column_types: Mapping[str, pa.DataType] | None = None,
+    delimiter: str = ",",
 ) -> Iterator[pa.RecordBatch]:
-    """CSV with a header row; values are kept as strings unless every value of a column parses.
+    r"""CSV with a header row; values are kept as strings unless every value of a column parses.
 
     Types are inferred from the first block by pyarrow, except for ``column_types`` (a later
     file of a corpus is read with the first file's types: ``007`` stays a string where the
-    first file has text, instead of becoming 7); ragged rows name their line.
+    first file has text, instead of becoming 7); ragged rows name their line. ``delimiter``
+    separates the fields (one character: ``"\t"`` for TSV).
     """
     import pyarrow.csv as pacsv
 
     convert = pacsv.ConvertOptions(column_types=dict(column_types or {}))
+    parse = pacsv.ParseOptions(delimiter=delimiter)
     with _open(path, storage_options) as f:
         try:
-            reader = pacsv.open_csv(f, convert_options=convert)
+            reader = pacsv.open_csv(f, parse_options=parse, convert_options=convert)
             yield from reader
         except pa.ArrowInvalid as exc:
-            raise InputFormatError(_locate_csv_error(path, storage_options, exc)) from exc
+            where = _locate_csv_error(path, storage_options, exc, delimiter)
+            raise InputFormatError(where) from exc
 
 
-def _locate_csv_error(path: str, storage_options: Mapping[str, Any] | None, exc: Exception) -> str:
+def _locate_csv_error(
+    path: str, storage_options: Mapping[str, Any] | None, exc: Exception, delimiter: str = ","
+) -> str:
     with _open(path, storage_options, text=True) as f:
-        rows = csv.reader(f)
+        rows = csv.reader(f, delimiter=delimiter)
         try:
             width = len(next(rows))
             for row in rows:
@@ -229,10 +250,13 @@ def read_document(path: str, storage_options: Mapping[str, Any] | None) -> Itera
     yield pa.record_batch({"text": pa.array([text], type=pa.string())})
 
 
-FORMATS: dict[str, Callable[[str, Mapping[str, Any] | None], Iterator[pa.RecordBatch]]] = {
+FORMATS: dict[str, Callable[..., Iterator[pa.RecordBatch]]] = {
     "text": read_text,
     "text-paragraph": read_paragraphs,
     "text-document": read_document,
+    "text:line": text_lines.read_lines,
+    "text:paragraph": text_lines.read_paragraphs,
+    "text:document": text_lines.read_document,
     "json": read_json,
     "csv": read_csv,
     "parquet": read_parquet,
@@ -244,13 +268,17 @@ def read_batches(
     fmt: str,
     storage_options: Mapping[str, Any] | None = None,
     column_types: Mapping[str, pa.DataType] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Record batches of one input file in format ``fmt`` (text, json, csv, parquet).
 
     ``column_types``: the types to parse CSV columns as (other formats carry their types).
+    ``options``: the format's reader options by keyword (``delimiter`` for CSV, ``field``
+    for JSON, ``keep_linebreaks`` for ``"text:line"``).
     """
     if fmt not in FORMATS:
         raise ValueError(f"Unknown input format {fmt!r}; expected one of {sorted(FORMATS)}.")
+    kwargs = dict(options or {})
     if fmt == "csv" and column_types:
-        return read_csv(path, storage_options, column_types)
-    return FORMATS[fmt](path, storage_options)
+        kwargs["column_types"] = column_types
+    return FORMATS[fmt](path, storage_options, **kwargs)
