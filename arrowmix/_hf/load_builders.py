@@ -82,7 +82,10 @@ def build_split(
     cast = features if columns is None else None
     ds: Dataset = _read_splits(files, fmt, name, None, None, cache_dir, cast, keep_in_memory)
     if columns is not None:
-        ds = ds.select_columns(list(columns))
+        missing = sorted(set(columns) - set(ds.column_names))
+        if missing:
+            raise ValueError(f"`columns` names no column of the files: {missing}.")
+        ds = ds.select_columns([c for c in ds.column_names if c in columns])  # file order
         if features is not None:
             ds = ds.cast(features)
     return ds

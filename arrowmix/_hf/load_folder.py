@@ -26,6 +26,7 @@ from typing import Any
 import pyarrow as pa
 
 from arrowmix._dataset.dataset import Dataset
+from arrowmix._dataset.state import derive, state_of
 from arrowmix._hf.load_files import EXTENSION_TO_BUILDER, FOLDER_METADATA
 
 __all__ = ["build_folder"]
@@ -66,7 +67,7 @@ def build_folder(
         ds = Dataset.from_arrow(table)
         if features is not None:
             ds = ds.cast(features)
-        out[split] = ds
+        out[split] = type(ds)(derive(state_of(ds), split=split))
     return out
 
 
