@@ -78,7 +78,7 @@ def read_json(
     A file that is one JSON array, or ``field`` (the member of the file's object holding the
     rows), is read whole by :mod:`arrowmix._storage.json_docs`.
     """
-    from arrowmix._storage import json_docs
+    from arrowmix._storage import json_docs, json_fast
 
     with _open(path, storage_options) as f:
         whole = field is not None or json_docs.is_json_array(f.read(4096))
@@ -89,33 +89,45 @@ def read_json(
         yield from json_docs.read_json_document(data, path, field)
         return
     schema: pa.Schema | None = None
-    rows: list[Any] = []
-    first = 1
     with _open(path, storage_options) as f:
-        for line_no, raw in _numbered_lines(f, path):
-            if not raw.strip():
-                continue
-            try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise InputFormatError(f"{path}:{line_no}: invalid JSON: {exc}") from exc
-            if not isinstance(obj, dict):
-                raise InputFormatError(
-                    f"{path}:{line_no}: expected a JSON object per line, got {type(obj).__name__}."
-                )
-            rows.append(obj)
-            if len(rows) == _ROWS:
-                batch = _rows_batch(rows, schema, path, first)
-                schema = batch.schema
+        for block, line in json_fast.blocks(f, _BLOCK):
+            fast = json_fast.parse_block(block, schema)
+            batches = fast if fast is not None else _json_rows(block, line, path, schema)
+            for batch in batches:
+                schema = schema or batch.schema
                 yield batch
-                rows, first = [], line_no + 1
+
+
+def _json_rows(
+    block: bytes, line: int, path: str, schema: pa.Schema | None
+) -> Iterator[pa.RecordBatch]:
+    """The rows of ``block`` (whose first line is ``line``) parsed one line at a time."""
+    rows: list[Any] = []
+    first = line
+    for line_no, raw in _numbered_lines(block.splitlines(keepends=True), path, line):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InputFormatError(f"{path}:{line_no}: invalid JSON: {exc}") from exc
+        if not isinstance(obj, dict):
+            raise InputFormatError(
+                f"{path}:{line_no}: expected a JSON object per line, got {type(obj).__name__}."
+            )
+        rows.append(obj)
+        if len(rows) == _ROWS:
+            batch = _rows_batch(rows, schema, path, first)
+            schema = schema or batch.schema
+            yield batch
+            rows, first = [], line_no + 1
     if rows:
         yield _rows_batch(rows, schema, path, first)
 
 
-def _numbered_lines(f: Any, path: str) -> Iterator[tuple[int, str]]:
-    """Decode a binary file line by line, so an encoding error names its exact line."""
-    for line_no, raw in enumerate(f, start=1):
+def _numbered_lines(f: Any, path: str, start: int = 1) -> Iterator[tuple[int, str]]:
+    """Decode binary lines one by one, so an encoding error names its exact line."""
+    for line_no, raw in enumerate(f, start=start):
         try:
             yield line_no, raw.decode("utf-8")
         except UnicodeDecodeError as exc:
