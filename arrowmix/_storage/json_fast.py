@@ -23,12 +23,29 @@ _PARSE_BLOCK = 2**20
 
 
 def blocks(f: Any, size: int) -> Iterator[tuple[bytes, int]]:
-    """``(block, its first line's 1-based number)``: about ``size`` bytes of whole lines."""
-    line = 1
-    while block := f.read(size):
+    """``(block, its first line's 1-based number)``: about ``size`` bytes of whole lines.
+
+    The first block holds at most ``_ROWS`` lines: the keys of the file are those of its
+    first ``_ROWS`` rows, as for the line-by-line reader.
+    """
+    line, rest = 1, b""
+    while block := rest + f.read(size):
         block += f.readline()
+        rest = b""
+        if line == 1:
+            block, rest = _first_lines(block, _ROWS)
         yield block, line
         line += block.count(b"\n")
+
+
+def _first_lines(block: bytes, n: int) -> tuple[bytes, bytes]:
+    """``block`` cut after its ``n``-th line, and the rest."""
+    end = -1
+    for _ in range(n):
+        end = block.find(b"\n", end + 1)
+        if end < 0:
+            return block, b""
+    return block[: end + 1], block[end + 1 :]
 
 
 def _temporal(t: pa.DataType) -> bool:
