@@ -25,7 +25,7 @@ ROWS = [
         "big": 2**62 + i,
         "x": i / 7,
         "mixed": i if i % 2 else i + 0.5,
-        "text": f"é{i}\u2028 \"quoted\" \\ {'z' * (i % 50)}",
+        "text": f'é{i}\u2028 "quoted" \\ {"z" * (i % 50)}',
         "tags": [f"t{j}" for j in range(i % 4)],
         "nested": {"a": i, "b": [float(i), None], "c": {"d": str(i)}},
         "maybe": None if i % 3 else i,
