@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -80,27 +81,42 @@ def main() -> None:
     ap.add_argument("--size-mb", type=int, default=1024)
     ap.add_argument("--dir", default="/tmp/bench_load")
     ap.add_argument("--formats", default="jsonl,csv,parquet")
+    ap.add_argument("--repeats", type=int, default=1, help="median of this many runs per cell")
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     try:
         paths = make_files(args.dir, args.size_mb * 2**20)
         sizes = ", ".join(f"{k} {os.path.getsize(p) / 2**20:.0f} MB" for k, p in paths.items())
-        print(f"files: {sizes}")
+        print(f"files: {sizes}", flush=True)
+        base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        # bytecode of both libraries compiled once, as in an installed environment
+        base["PYTHONPYCACHEPREFIX"] = os.path.join(args.dir, "pycache")
+        subprocess.run([sys.executable, "-c", "import arrowmix, datasets"], env=base, check=True)
         builders = {"jsonl": "json", "csv": "csv", "parquet": "parquet"}
-        print(f"{'format':8} {'run':6} {'arrowmix s':>10} {'HF s':>8} {'ratio':>6}")
+        print(f"{'format':8} {'run':6} {'arrowmix s':>10} {'HF s':>8} {'ratio':>6}", flush=True)
         for fmt in args.formats.split(","):
-            env = {
-                **os.environ,
-                "ARROWMIX_CACHE": os.path.join(args.dir, f"am-{fmt}"),
-                "HF_DATASETS_CACHE": os.path.join(args.dir, f"hf-{fmt}"),
-                "HF_DATASETS_OFFLINE": "1",
-                "HF_HUB_OFFLINE": "1",
-            }
+            times: dict[tuple[str, str], list[float]] = {}
+            for _ in range(args.repeats):
+                env = {
+                    **base,
+                    "ARROWMIX_CACHE": os.path.join(args.dir, f"am-{fmt}"),
+                    "HF_DATASETS_CACHE": os.path.join(args.dir, f"hf-{fmt}"),
+                    "HF_DATASETS_OFFLINE": "1",
+                    "HF_HUB_OFFLINE": "1",
+                }
+                for cache in (env["ARROWMIX_CACHE"], env["HF_DATASETS_CACHE"]):
+                    shutil.rmtree(cache, ignore_errors=True)
+                for label in ("first", "rerun"):
+                    for lib in ("arrowmix", "datasets"):
+                        t = run(lib, builders[fmt], paths[fmt], env, {})
+                        times.setdefault((label, lib), []).append(t)
             for label in ("first", "rerun"):
-                ours = run("arrowmix", builders[fmt], paths[fmt], env, {})
-                theirs = run("datasets", builders[fmt], paths[fmt], env, {})
-                print(f"{fmt:8} {label:6} {ours:10.2f} {theirs:8.2f} {ours / theirs:6.2f}")
+                ours = statistics.median(times[(label, "arrowmix")])
+                theirs = statistics.median(times[(label, "datasets")])
+                print(
+                    f"{fmt:8} {label:6} {ours:10.2f} {theirs:8.2f} {ours / theirs:6.2f}", flush=True
+                )
     finally:
         if not args.keep:
             shutil.rmtree(args.dir, ignore_errors=True)

@@ -28,6 +28,7 @@ from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage.atomic import atomic_sink
 from arrowmix._storage.cast import has_null_type
 from arrowmix._storage.chunks import write_batches
+from arrowmix._storage.digests import file_digest
 from arrowmix._storage.fs import is_local, local_path, url_to_fs
 from arrowmix._storage.globs import expand_inputs
 from arrowmix._storage.readers import read_batches
@@ -40,12 +41,10 @@ _MARKER = "_COMPLETE.json"
 
 
 def _content_hash(path: str, storage_options: Mapping[str, Any] | None) -> str:
-    h = xxhash.xxh3_64()
+    """xxh3-64 of the file's bytes; a local file's is remembered per version (digests.py)."""
     if is_local(path):
-        with open(local_path(path), "rb") as f:
-            while block := f.read(8 * 2**20):
-                h.update(block)
-        return h.hexdigest()
+        return file_digest(path, manifest={})
+    h = xxhash.xxh3_64()
     fs, p = url_to_fs(path, storage_options)
     with fs.open(p, "rb") as f:
         while block := f.read(8 * 2**20):
