@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -69,11 +70,19 @@ def make_files(d: str, size: int) -> dict[str, str]:
     return paths
 
 
-def run(lib: str, builder: str, path: str, env: dict[str, str], kwargs: dict) -> float:
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def run(
+    lib: str, builder: str, path: str, env: dict[str, str], kwargs: dict
+) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system, all threads) of one load in a fresh process."""
     code = LOAD.format(lib=lib, builder=builder, path=path, kwargs=kwargs)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _children_cpu()
     subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, _children_cpu() - c0
 
 
 def main() -> None:
@@ -94,9 +103,13 @@ def main() -> None:
         base["PYTHONPYCACHEPREFIX"] = os.path.join(args.dir, "pycache")
         subprocess.run([sys.executable, "-c", "import arrowmix, datasets"], env=base, check=True)
         builders = {"jsonl": "json", "csv": "csv", "parquet": "parquet"}
-        print(f"{'format':8} {'run':6} {'arrowmix s':>10} {'HF s':>8} {'ratio':>6}", flush=True)
+        print(
+            "| format | run | arrowmix s | datasets s | arrowmix / datasets "
+            "| CPU s (arrowmix; datasets) | CPU ratio |"
+        )
+        print("| --- | --- | --- | --- | --- | --- | --- |", flush=True)
         for fmt in args.formats.split(","):
-            times: dict[tuple[str, str], list[float]] = {}
+            times: dict[tuple[str, str], list[tuple[float, float]]] = {}
             for _ in range(args.repeats):
                 env = {
                     **base,
@@ -112,10 +125,15 @@ def main() -> None:
                         t = run(lib, builders[fmt], paths[fmt], env, {})
                         times.setdefault((label, lib), []).append(t)
             for label in ("first", "rerun"):
-                ours = statistics.median(times[(label, "arrowmix")])
-                theirs = statistics.median(times[(label, "datasets")])
+                ours = [statistics.median(x) for x in zip(*times[(label, "arrowmix")], strict=True)]
+                theirs = [
+                    statistics.median(x) for x in zip(*times[(label, "datasets")], strict=True)
+                ]
                 print(
-                    f"{fmt:8} {label:6} {ours:10.2f} {theirs:8.2f} {ours / theirs:6.2f}", flush=True
+                    f"| {fmt} | {label} | {ours[0]:.2f} | {theirs[0]:.2f} | "
+                    f"{ours[0] / theirs[0]:.2f}x | {ours[1]:.1f}; {theirs[1]:.1f} | "
+                    f"{ours[1] / theirs[1]:.2f}x |",
+                    flush=True,
                 )
     finally:
         if not args.keep:
