@@ -23,6 +23,7 @@ __all__ = ["FORMATS", "read_batches"]
 
 _BLOCK = 16 * 2**20
 _ROWS = 65536
+_PARQUET_ROWS = 256 * 1024  # chunks._BATCH_ROWS: the record batches of the chunks written
 
 
 def _open(path: str, storage_options: Mapping[str, Any] | None, text: bool = False) -> Any:
@@ -199,7 +200,7 @@ def _locate_csv_error(
 
 
 def read_parquet(path: str, storage_options: Mapping[str, Any] | None) -> Iterator[pa.RecordBatch]:
-    """Parquet row groups as record batches."""
+    """Parquet row groups as record batches, of the chunk writer's batch size (no re-batching)."""
     import pyarrow.parquet as pq
 
     with _open(path, storage_options) as f:
@@ -207,7 +208,7 @@ def read_parquet(path: str, storage_options: Mapping[str, Any] | None) -> Iterat
             pf = pq.ParquetFile(f)
         except (pa.ArrowInvalid, OSError) as exc:
             raise InputFormatError(f"{path}: not a readable Parquet file: {exc}") from exc
-        yield from pf.iter_batches(batch_size=_ROWS)
+        yield from pf.iter_batches(batch_size=_PARQUET_ROWS)
 
 
 def _decode(raw: bytes, path: str, line_no: int) -> str:
