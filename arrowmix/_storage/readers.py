@@ -267,12 +267,17 @@ FORMATS: dict[str, Callable[..., Iterator[pa.RecordBatch]]] = {
     "text": read_text,
     "text-paragraph": read_paragraphs,
     "text-document": read_document,
-    "text:line": text_lines.read_lines,
-    "text:paragraph": text_lines.read_paragraphs,
-    "text:document": text_lines.read_document,
     "json": read_json,
     "csv": read_csv,
     "parquet": read_parquet,
+}
+
+#: HF's text builder's modes (``load_dataset("text")``, ``from_text(keep_linebreaks=True)``);
+#: not ``arrowmix chunk`` formats.
+_HF_TEXT: dict[str, Callable[..., Iterator[pa.RecordBatch]]] = {
+    "text:line": text_lines.read_lines,
+    "text:paragraph": text_lines.read_paragraphs,
+    "text:document": text_lines.read_document,
 }
 
 
@@ -289,9 +294,10 @@ def read_batches(
     ``options``: the format's reader options by keyword (``delimiter`` for CSV, ``field``
     for JSON, ``keep_linebreaks`` for ``"text:line"``).
     """
-    if fmt not in FORMATS:
+    reader = FORMATS.get(fmt) or _HF_TEXT.get(fmt)
+    if reader is None:
         raise ValueError(f"Unknown input format {fmt!r}; expected one of {sorted(FORMATS)}.")
     kwargs = dict(options or {})
     if fmt == "csv" and column_types:
         kwargs["column_types"] = column_types
-    return FORMATS[fmt](path, storage_options, **kwargs)
+    return reader(path, storage_options, **kwargs)

@@ -242,3 +242,26 @@ def test_audiofolder_paths(tmp_path):
     assert ds[0]["audio"] == {"bytes": None, "path": str(root / "train" / "no" / "2.wav")}
     assert ds.features["label"].names == ["no", "yes"]
     assert type(ds.features["audio"]).__name__ == "Audio"
+
+
+def test_from_star_options_as_hf(tmp_path, hf_load):
+    """``from_text(keep_linebreaks=)``, ``from_json(field=)``, ``from_csv(sep=)`` as HF's."""
+    d = stdlib_text(tmp_path)
+    files = [str(p) for p in sorted(d.glob("*.txt"))]
+    cache = str(tmp_path / "hf-from")
+    same(
+        am.Dataset.from_text(files, keep_linebreaks=True),
+        hf.Dataset.from_text(files, keep_linebreaks=True, cache_dir=cache),
+    )
+    doc = tmp_path / "doc.json"
+    doc.write_text(json.dumps({"data": ROWS[:5], "other": 1}))
+    same(
+        am.Dataset.from_json(str(doc), field="data"),
+        hf.Dataset.from_json(str(doc), field="data", cache_dir=cache),
+    )
+    semi = tmp_path / "semi.csv"
+    semi.write_text("a;b\n1;2.5\n3;4.0\n")
+    same(
+        am.Dataset.from_csv(str(semi), sep=";"),
+        hf.Dataset.from_csv(str(semi), sep=";", cache_dir=cache),
+    )
