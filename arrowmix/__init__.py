@@ -19,6 +19,7 @@ from arrowmix._hf.dataset_dict import DatasetDict
 from arrowmix._hf.interleave import interleave_datasets
 from arrowmix._hf.iterable import IterableDataset
 from arrowmix._hf.iterable_dict import IterableDatasetDict
+from arrowmix._hf.load import load_dataset
 from arrowmix._hf.saved import load_from_disk
 from arrowmix._hf.split_by_node import split_dataset_by_node
 from arrowmix._version import __version__
@@ -37,6 +38,7 @@ __all__ = [
     "explain_fingerprint",
     "interleave_datasets",
     "is_caching_enabled",
+    "load_dataset",
     "load_from_disk",
     "register_fingerprint",
     "split_dataset_by_node",

@@ -21,6 +21,7 @@ __all__ = [
     "IncompleteCorpusError",
     "InputFormatError",
     "InvalidTypeError",
+    "NotLocalError",
     "ObjectChangedError",
     "PerformanceWarning",
     "RemoteReadError",
@@ -91,6 +92,16 @@ class FingerprintError(ArrowmixError, ValueError):
 
 class InputFormatError(ArrowmixError, ValueError):
     """An input file being ingested is malformed; the message names the file and line.
+
+    .. versionadded:: 0.1
+    """
+
+
+class NotLocalError(ArrowmixError, FileNotFoundError, ValueError):
+    """``load_dataset`` was asked for something that needs the network (a Hub name, a script).
+
+    arrowmix loads local files only; the message says how to download a local copy. Both a
+    ``FileNotFoundError`` and a ``ValueError``.
 
     .. versionadded:: 0.1
     """

@@ -187,8 +187,9 @@ class DatasetConstructors:
         keep_in_memory: bool = False,
         features: Any = None,
         split: str | None = None,
+        keep_linebreaks: bool = False,
     ) -> Any:
-        """Ingest text files into cached chunks of rows ``{"text": ...}``.
+        r"""Ingest text files into cached chunks of rows ``{"text": ...}``.
 
         ``sample_by`` (HF's text builder's modes): ``"line"`` (default) one row per line;
         ``"paragraph"`` one row per run of non-blank lines (joined by newlines);
@@ -207,10 +208,18 @@ class DatasetConstructors:
         ``split`` names the result's split (``ds.split``; ``"train"`` when not given, as in
         HF). ``paths`` as a dict ``{split: files}`` gives a ``DatasetDict`` of those splits
         (or only ``split``'s Dataset when ``split`` is given).
+
+        ``keep_linebreaks=True`` (HF's, with ``sample_by="line"``) keeps each line's ``"\n"``;
+        the lines are then read as HF's text builder reads them, with universal newlines
+        (``"\r\n"`` and ``"\r"`` end a line and are kept as ``"\n"``).
         """
         from arrowmix._dataset.ingest import text_format
 
-        fmt = text_format(sample_by)
+        fmt: Any = text_format(sample_by)
+        if keep_linebreaks:
+            if sample_by != "line":
+                raise ValueError("`keep_linebreaks=True` applies to `sample_by='line'` only.")
+            fmt = ("text:line", {"keep_linebreaks": True})
         return _read_splits(
             paths, fmt, split, storage_options, source_column, cache_dir, features, keep_in_memory
         )
@@ -226,11 +235,17 @@ class DatasetConstructors:
         keep_in_memory: bool = False,
         features: Any = None,
         split: str | None = None,
+        field: str | None = None,
     ) -> Any:
-        """Ingest JSON Lines files (one object per line) into cached chunks; see from_text."""
+        """Ingest JSON files into cached chunks; see from_text.
+
+        JSON Lines (one object per line), or a file that is one JSON array (of objects, or of
+        other values read as ``{"text": value}``), or, with ``field``, one JSON object whose
+        member ``field`` holds the rows (an array, or ``{column: [values...]}``).
+        """
         return _read_splits(
             paths,
-            "json",
+            ("json", {"field": field}),
             split,
             storage_options,
             source_column,
@@ -250,10 +265,27 @@ class DatasetConstructors:
         keep_in_memory: bool = False,
         features: Any = None,
         split: str | None = None,
+        sep: str | None = None,
+        delimiter: str | None = None,
     ) -> Any:
-        """Ingest CSV files (with a header row) into cached chunks; see from_text."""
+        r"""Ingest CSV files (with a header row) into cached chunks; see from_text.
+
+        ``sep`` (or its alias ``delimiter``, as in HF and pandas): the one-character field
+        separator, ``","`` by default (``"\t"`` for TSV).
+        """
+        given = delimiter if delimiter is not None else sep
+        if given is not None and (not isinstance(given, str) or len(given) != 1):
+            raise ValueError(f"`sep` must be one character, got {given!r}.")
+        options = {"delimiter": given} if given not in (None, ",") else {}
         return _read_splits(
-            paths, "csv", split, storage_options, source_column, cache_dir, features, keep_in_memory
+            paths,
+            ("csv", options),
+            split,
+            storage_options,
+            source_column,
+            cache_dir,
+            features,
+            keep_in_memory,
         )
 
     @classmethod
@@ -303,6 +335,8 @@ def _read_splits(
 ) -> Any:
     """The files as one Dataset, or a ``{split: files}`` dict as a ``DatasetDict``.
 
+    ``fmt``: the reader's format, or ``(format, its options)``.
+
     One Dataset's ``split`` is ``split`` or ``"train"`` (as in HF); with a dict and ``split``
     given, only that split's Dataset.
     """
@@ -310,10 +344,19 @@ def _read_splits(
     from arrowmix._dataset.state import derive, state_of
     from arrowmix._hooks import dataset_dict
 
+    fmt, options = fmt if isinstance(fmt, tuple) else (fmt, None)
     types = _csv_types(features) if fmt == "csv" else None
 
     def one(files: Any, name: str) -> Dataset:
-        ds = ingest(files, fmt, storage_options, source_column, cache_dir, types)
+        ds = ingest(
+            files,
+            fmt,
+            storage_options,
+            source_column,
+            cache_dir,
+            column_types=types,
+            options=options,
+        )
         ds = _finish(ds, features, keep_in_memory)
         return type(ds)(derive(state_of(ds), split=name))
 

@@ -28,6 +28,7 @@ from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage.atomic import atomic_sink
 from arrowmix._storage.cast import has_null_type
 from arrowmix._storage.chunks import write_batches
+from arrowmix._storage.digests import file_digest
 from arrowmix._storage.fs import is_local, local_path, url_to_fs
 from arrowmix._storage.globs import expand_inputs
 from arrowmix._storage.readers import read_batches
@@ -44,12 +45,10 @@ _MARKER = "_COMPLETE.json"
 
 
 def _content_hash(path: str, storage_options: Mapping[str, Any] | None) -> str:
-    h = xxhash.xxh3_64()
+    """xxh3-64 of the file's bytes; a local file's is remembered per version (digests.py)."""
     if is_local(path):
-        with open(local_path(path), "rb") as f:
-            while block := f.read(8 * 2**20):
-                h.update(block)
-        return h.hexdigest()
+        return file_digest(path, manifest={})
+    h = xxhash.xxh3_64()
     fs, p = url_to_fs(path, storage_options)
     with fs.open(p, "rb") as f:
         while block := f.read(8 * 2**20):
@@ -63,6 +62,7 @@ def input_batches(
     storage_options: Mapping[str, Any] | None = None,
     source_column: str | None = None,
     column_types: Mapping[str, pa.DataType] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Record batches of all ``files`` in order, in one schema, every value kept.
 
@@ -72,7 +72,8 @@ def input_batches(
     later type, later values are cast when none changes, otherwise an error names the
     column, both types, the file and the row. ``source_column``: also a string column of that
     name holding each row's file. ``column_types``: CSV columns parsed as these types (HF's
-    ``features`` of a CSV: ``"007"`` stays text in a string column).
+    ``features`` of a CSV: ``"007"`` stays text in a string column). ``options``: the
+    reader's options (``read_batches``).
     """
     conform = Conformer(f"the {fmt} reader", verb="read by")
     names: list[str] | None = None
@@ -80,7 +81,7 @@ def input_batches(
     types: dict[str, pa.DataType] = dict(column_types or {})
     for path in files:
         row = 0
-        for batch in read_batches(path, fmt, storage_options, types):
+        for batch in read_batches(path, fmt, storage_options, types, options):
             n = batch.num_rows
             if names is None:
                 names = batch.schema.names
@@ -138,13 +139,15 @@ def ingest(
     source_column: str | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
     column_types: Mapping[str, pa.DataType] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Dataset:
     """Convert input files to Arrow chunks once (cached by content) and open them.
 
     With ``source_column`` the files' paths are part of the result, so of its fingerprint;
     so are ``column_types`` (see :func:`input_batches`).
     ``cache_dir`` (a local directory) replaces the cache root as the home of the chunks (and
-    so of the results derived from them), as HF's ``cache_dir`` does.
+    so of the results derived from them), as HF's ``cache_dir`` does. ``options``: the
+    reader's options (``read_batches``); given ones are part of the fingerprint.
     """
     files = expand_inputs(paths, storage_options)
     digests = [_content_hash(f, storage_options) for f in files]
@@ -155,6 +158,9 @@ def ingest(
         key = (*key, source_column, files)
     if column_types:
         key = (*key, ("types", sorted((k, str(t)) for k, t in column_types.items())))
+    options = {k: v for k, v in (options or {}).items() if v is not None}
+    if options:
+        key = (*key, sorted(options.items()))
     fp = hash_value(key)
     if cache_dir is not None:
         root = os.fspath(cache_dir)
@@ -168,7 +174,9 @@ def ingest(
     os.makedirs(out, exist_ok=True)
     with FileLock(os.path.join(root, "ingested", f"{fp}.lock")):
         if not os.path.exists(marker):
-            batches = input_batches(files, fmt, storage_options, source_column, column_types)
+            batches = input_batches(
+                files, fmt, storage_options, source_column, column_types, options
+            )
             first = next(batches, None)
             if first is None:
                 raise ValueError(f"The {fmt} input {files} holds no rows.")

@@ -35,8 +35,8 @@ from arrowmix._hf.iterable_stages import (
     plain,
 )
 from arrowmix._hf.iterable_tensorize import TENSOR_FORMATS, tensorize
-from arrowmix._stream.replay import WindowReplayStage
 from arrowmix._stream.base import Stream, fn_id
+from arrowmix._stream.replay import WindowReplayStage
 
 __all__ = [
     "Call",

@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from arrowmix._storage import text_lines
 from arrowmix._storage.fs import is_local, local_path
 from arrowmix.exceptions import InputFormatError
 
@@ -21,6 +22,7 @@ __all__ = ["FORMATS", "read_batches"]
 
 _BLOCK = 16 * 2**20
 _ROWS = 65536
+_PARQUET_ROWS = 256 * 1024  # chunks._BATCH_ROWS: the record batches of the chunks written
 
 
 def _open(path: str, storage_options: Mapping[str, Any] | None, text: bool = False) -> Any:
@@ -66,15 +68,28 @@ def _text_batch(lines: list[bytes], path: str, first_line: int) -> pa.RecordBatc
     return pa.record_batch({"text": pa.array(texts, type=pa.string())})
 
 
-def read_json(path: str, storage_options: Mapping[str, Any] | None) -> Iterator[pa.RecordBatch]:
-    """JSON Lines typed as HF ``datasets`` types them: :mod:`arrowmix._storage.json_values`.
+def read_json(
+    path: str, storage_options: Mapping[str, Any] | None, field: str | None = None
+) -> Iterator[pa.RecordBatch]:
+    """JSON typed as HF ``datasets`` types it: :mod:`arrowmix._storage.json_values`.
 
-    Every key of the file's first 10 MiB is a column, ISO 8601 dates are timestamps, values
-    of mixed types are JSON text; a malformed line raises naming it. Later chunks are made
-    one schema with the first by ``ingest.input_batches``.
+    JSON Lines: every key of the file's first 10 MiB is a column, ISO 8601 dates are
+    timestamps, values of mixed types are JSON text; a malformed line raises naming it. Later
+    chunks are made one schema with the first by ``ingest.input_batches``. A file that is one
+    JSON array, or ``field`` (the member of the file's object holding the rows), is read whole
+    by :mod:`arrowmix._storage.json_docs`.
     """
+    from arrowmix._storage import json_docs
     from arrowmix._storage.json_values import json_batches
 
+    with _open(path, storage_options) as f:
+        whole = field is not None or json_docs.is_json_array(f.read(4096))
+        if whole:
+            f.seek(0)
+            data = f.read()
+    if whole:
+        yield from json_docs.read_json_document(data, path, field)
+        return
     with _open(path, storage_options) as f:
         yield from json_batches(f, path)
 
@@ -83,13 +98,15 @@ def read_csv(
     path: str,
     storage_options: Mapping[str, Any] | None,
     column_types: Mapping[str, pa.DataType] | None = None,
+    delimiter: str = ",",
 ) -> Iterator[pa.RecordBatch]:
-    """CSV with a header row, with the values and types HF ``datasets`` gives (pandas' rules).
+    r"""CSV with a header row, with the values and types HF ``datasets`` gives (pandas' rules).
 
     See :mod:`arrowmix._storage.csv_values`: missing and NA cells are nulls, types come from
     the first rows, dates stay text. ``column_types``: a later file of a corpus is read with
     the first file's types (``007`` stays a string where the first file has text, instead of
-    becoming 7); ragged rows name their line.
+    becoming 7); ragged rows name their line. ``delimiter`` separates the fields (one
+    character: ``"\t"`` for TSV).
     """
     import pyarrow.csv as pacsv
 
@@ -97,7 +114,7 @@ def read_csv(
 
     try:
         # Quoted values may span lines, as pandas (HF) reads them.
-        parse = pacsv.ParseOptions(newlines_in_values=True)
+        parse = pacsv.ParseOptions(newlines_in_values=True, delimiter=delimiter)
         with _open(path, storage_options) as f:
             raw = pacsv.open_csv(f, parse_options=parse).schema.names
         names = header_names(raw)
@@ -113,12 +130,14 @@ def read_csv(
     except pa.ArrowInvalid as exc:
         if "Empty CSV file" in str(exc):
             return
-        raise InputFormatError(_locate_csv_error(path, storage_options, exc)) from exc
+        raise InputFormatError(_locate_csv_error(path, storage_options, exc, delimiter)) from exc
 
 
-def _locate_csv_error(path: str, storage_options: Mapping[str, Any] | None, exc: Exception) -> str:
+def _locate_csv_error(
+    path: str, storage_options: Mapping[str, Any] | None, exc: Exception, delimiter: str = ","
+) -> str:
     with _open(path, storage_options, text=True) as f:
-        rows = csv.reader(f)
+        rows = csv.reader(f, delimiter=delimiter)
         try:
             width = len(next(rows))
             for row in rows:
@@ -133,7 +152,7 @@ def _locate_csv_error(path: str, storage_options: Mapping[str, Any] | None, exc:
 
 
 def read_parquet(path: str, storage_options: Mapping[str, Any] | None) -> Iterator[pa.RecordBatch]:
-    """Parquet row groups as record batches."""
+    """Parquet row groups as record batches, of the chunk writer's batch size (no re-batching)."""
     import pyarrow.parquet as pq
 
     with _open(path, storage_options) as f:
@@ -141,7 +160,7 @@ def read_parquet(path: str, storage_options: Mapping[str, Any] | None) -> Iterat
             pf = pq.ParquetFile(f)
         except (pa.ArrowInvalid, OSError) as exc:
             raise InputFormatError(f"{path}: not a readable Parquet file: {exc}") from exc
-        yield from pf.iter_batches(batch_size=_ROWS)
+        yield from pf.iter_batches(batch_size=_PARQUET_ROWS)
 
 
 def _decode(raw: bytes, path: str, line_no: int) -> str:
@@ -196,7 +215,7 @@ def read_document(path: str, storage_options: Mapping[str, Any] | None) -> Itera
     yield pa.record_batch({"text": pa.array([text], type=pa.string())})
 
 
-FORMATS: dict[str, Callable[[str, Mapping[str, Any] | None], Iterator[pa.RecordBatch]]] = {
+FORMATS: dict[str, Callable[..., Iterator[pa.RecordBatch]]] = {
     "text": read_text,
     "text-paragraph": read_paragraphs,
     "text-document": read_document,
@@ -205,19 +224,32 @@ FORMATS: dict[str, Callable[[str, Mapping[str, Any] | None], Iterator[pa.RecordB
     "parquet": read_parquet,
 }
 
+#: HF's text builder's modes (``load_dataset("text")``, ``from_text(keep_linebreaks=True)``);
+#: not ``arrowmix chunk`` formats.
+_HF_TEXT: dict[str, Callable[..., Iterator[pa.RecordBatch]]] = {
+    "text:line": text_lines.read_lines,
+    "text:paragraph": text_lines.read_paragraphs,
+    "text:document": text_lines.read_document,
+}
+
 
 def read_batches(
     path: str,
     fmt: str,
     storage_options: Mapping[str, Any] | None = None,
     column_types: Mapping[str, pa.DataType] | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Record batches of one input file in format ``fmt`` (text, json, csv, parquet).
 
     ``column_types``: the types to parse CSV columns as (other formats carry their types).
+    ``options``: the format's reader options by keyword (``delimiter`` for CSV, ``field``
+    for JSON, ``keep_linebreaks`` for ``"text:line"``).
     """
-    if fmt not in FORMATS:
+    reader = FORMATS.get(fmt) or _HF_TEXT.get(fmt)
+    if reader is None:
         raise ValueError(f"Unknown input format {fmt!r}; expected one of {sorted(FORMATS)}.")
+    kwargs = dict(options or {})
     if fmt == "csv" and column_types:
-        return read_csv(path, storage_options, column_types)
-    return FORMATS[fmt](path, storage_options)
+        kwargs["column_types"] = column_types
+    return reader(path, storage_options, **kwargs)

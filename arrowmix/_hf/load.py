@@ -1,0 +1,227 @@
+"""``load_dataset`` for local data, with HF ``datasets``' rules (see ``docs/load_dataset.md``).
+
+Where the files are and what reads them: :mod:`arrowmix._hf.load_files`; the builders:
+:mod:`arrowmix._hf.load_builders` and :mod:`arrowmix._hf.load_folder`; the ``split=``
+grammar: :mod:`arrowmix._hf.load_split`. Nothing here opens a network connection: a name that
+is not a local path or a builder raises :class:`~arrowmix.exceptions.NotLocalError`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from arrowmix._hf.load_files import BUILDERS, resolve_data_files
+from arrowmix.exceptions import NotLocalError
+
+__all__ = ["load_dataset"]
+
+#: HF's loading arguments that change nothing for local files read once into the cache.
+_LOADER_ARGS = (
+    "download_config",
+    "download_mode",
+    "verification_mode",
+    "save_infos",
+    "token",
+    "use_auth_token",
+    "num_proc",
+    "storage_options",
+    "revision",
+    "trust_remote_code",
+)
+#: HF builders arrowmix does not have.
+_OTHER_BUILDERS = (
+    "conll",
+    "eval",
+    "hdf5",
+    "lance",
+    "pandas",
+    "pdffolder",
+    "spark",
+    "sql",
+    "videofolder",
+    "webdataset",
+    "xml",
+    "generator",
+)
+
+
+def _download_hint(path: str) -> str:
+    return (
+        "arrowmix's load_dataset reads local files only and never uses the network. To use a "
+        "dataset of the Hugging Face Hub, download it once, e.g. `huggingface-cli download "
+        f"{path} --repo-type dataset --local-dir DIR` (or `hf download {path} --repo-type "
+        "dataset --local-dir DIR`), then call `load_dataset(DIR)` (with `data_dir=` or "
+        "`data_files=` to pick a configuration's files)."
+    )
+
+
+def _check_local(path: str, data_files: Any) -> None:
+    """Raise :class:`NotLocalError` for anything that would need the network."""
+    if path.endswith(".py"):
+        raise NotLocalError(
+            f"{path!r} is a dataset script: HF datasets no longer runs them and arrowmix never "
+            "did. Convert the data to files (JSON Lines, CSV, Parquet...) and load those. "
+            + _download_hint("NAME")
+        )
+    if "://" in path or path.startswith("buckets/"):
+        raise NotLocalError(f"{path!r} is a remote location. " + _download_hint(path))
+    if path in _OTHER_BUILDERS:
+        raise ValueError(
+            f"arrowmix's load_dataset has no {path!r} builder; its builders are "
+            f"{', '.join(BUILDERS)}, and local directories or files read by them."
+        )
+    if path not in BUILDERS and not os.path.exists(os.path.expanduser(path)):
+        raise NotLocalError(
+            f"{path!r} is neither a local directory or file nor one of the builders "
+            f"({', '.join(BUILDERS)}). " + _download_hint(path)
+        )
+    for pattern in _patterns(data_files):
+        if "://" in pattern and not pattern.startswith("file://"):
+            raise NotLocalError(f"The data file {pattern!r} is remote. " + _download_hint(path))
+
+
+def _patterns(data_files: Any) -> list[str]:
+    if data_files is None:
+        return []
+    if isinstance(data_files, (str, os.PathLike)):
+        return [os.fspath(data_files)]
+    if isinstance(data_files, Mapping):
+        return [p for v in data_files.values() for p in _patterns(v)]
+    out: list[str] = []
+    for item in data_files:
+        out += _patterns(item.get("path") if isinstance(item, Mapping) else item)
+    return out
+
+
+def _needed(split: Any, available: Sequence[str]) -> list[str]:
+    """The splits a ``split=`` spec reads, checked against ``available``."""
+    from arrowmix._hf.load_split import parse_split
+
+    specs = split if isinstance(split, (list, tuple)) else [split]
+    names: list[str] = []
+    for spec in specs:
+        text = str(spec)
+        terms = list(available) if text == "all" else [t.split for t in parse_split(text)]
+        for name in terms:
+            if name not in available:
+                raise ValueError(f'Unknown split "{name}". Should be one of {list(available)}.')
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def load_dataset(
+    path: str,
+    name: str | None = None,
+    data_dir: str | None = None,
+    data_files: Any = None,
+    split: Any = None,
+    cache_dir: str | None = None,
+    features: Any = None,
+    streaming: bool = False,
+    keep_in_memory: bool | None = None,
+    **builder_kwargs: Any,
+) -> Any:
+    """Load local data files as HF ``datasets.load_dataset`` does, cached by their content.
+
+    ``path``: a builder (``"json"``, ``"csv"``, ``"parquet"``, ``"text"``, ``"arrow"``,
+    ``"imagefolder"``, ``"audiofolder"``) with ``data_files=`` or ``data_dir=``; or a local
+    directory or file, whose builder is inferred from the file extensions. ``data_files``: a
+    path, glob (``**`` recursive), list, or ``{split: files}``; without it, a directory's files
+    are split by HF's naming rules (``train``/``validation``/``test`` in file or directory
+    names, else all ``"train"``). ``split``: ``None`` (a :class:`DatasetDict` of every split),
+    or HF's grammar (``"train"``, ``"train[:5%]"``, ``"train[10:20]"``, ``"train+test"``,
+    ``"all"``...), or a list of those (a list of Datasets). Builder options go by keyword
+    (``field=``, ``sep=``/``delimiter=``, ``keep_linebreaks=``, ``sample_by=``,
+    ``columns=``, ``drop_labels=``...). ``features`` casts the columns; ``name`` (a
+    configuration's name) and HF's download arguments are accepted and change nothing.
+
+    The files are read once: the result is cached by their content (under ``cache_dir`` when
+    given), so a rerun, in this process or another, only hashes them. ``streaming=True``
+    gives each Dataset's ``to_iterable_dataset()``.
+
+    Raises:
+        NotLocalError: ``path`` is not a local path or a builder (a Hub name), or the call
+            needs the network; the message says how to download a local copy.
+        FileNotFoundError: no file matches ``data_files`` or is in the directory.
+        ValueError: an unknown split (the message lists the splits), a bad ``split`` spec,
+            an option the builder does not take.
+    """
+    del name  # HF's configuration name: the files say everything here
+    for arg in _LOADER_ARGS:
+        builder_kwargs.pop(arg, None)
+    path = os.fspath(path)
+    if data_files is not None and not data_files:
+        raise ValueError(f"Empty 'data_files': {data_files!r}. It should be non-empty or None.")
+    if os.path.isfile(os.path.join(path, "state.json")) and os.path.isfile(
+        os.path.join(path, "dataset_info.json")
+    ):
+        raise ValueError(
+            "You are trying to load a dataset that was saved using `save_to_disk`. "
+            "Please use `load_from_disk` instead."
+        )
+    _check_local(path, data_files)
+    builder, defaults, files = resolve_data_files(path, data_dir, data_files)
+    options = {**defaults, **builder_kwargs}
+    from arrowmix._hf.load_builders import check_options
+
+    check_options(builder, options)
+    wanted = list(files) if split is None else _needed(split, list(files))
+    splits = _build(
+        builder, {s: files[s] for s in wanted}, options, cache_dir, features, keep_in_memory
+    )
+    if split is None:
+        from arrowmix._hf.dataset_dict import DatasetDict
+
+        result: Any = DatasetDict(splits)
+    else:
+        from arrowmix._hf.load_split import select_split
+
+        result = (
+            [select_split(splits, s) for s in split]
+            if isinstance(split, (list, tuple))
+            else select_split(splits, split)
+        )
+    return _streaming(result) if streaming else result
+
+
+def _build(
+    builder: str,
+    files: Mapping[str, list[str]],
+    options: Mapping[str, Any],
+    cache_dir: str | None,
+    features: Any,
+    keep_in_memory: bool | None,
+) -> dict[str, Any]:
+    from arrowmix._hf.load_builders import build_split
+    from arrowmix._hf.load_folder import build_folder
+
+    if builder in ("imagefolder", "audiofolder"):
+        return build_folder(builder, files, options, features)
+    return {
+        s: build_split(builder, f, s, options, cache_dir, features, bool(keep_in_memory))
+        for s, f in files.items()
+    }
+
+
+def _streaming(result: Any) -> Any:
+    """Each Dataset of ``result`` as its ``to_iterable_dataset()``."""
+    from arrowmix._dataset.dataset import Dataset
+
+    if not hasattr(Dataset, "to_iterable_dataset"):
+        raise NotImplementedError(
+            "load_dataset(..., streaming=True) needs Dataset.to_iterable_dataset, which this "
+            "arrowmix does not have; load without streaming (the files are memory-mapped, "
+            "not read into memory) or use `ds.to_stream()`."
+        )
+    if isinstance(result, list):
+        return [_iterable(ds) for ds in result]
+    if isinstance(result, Dataset):
+        return _iterable(result)
+    return {name: _iterable(ds) for name, ds in result.items()}
+
+
+def _iterable(ds: Any) -> Any:
+    return ds.to_iterable_dataset()
