@@ -207,21 +207,20 @@ def _build(
 
 
 def _streaming(result: Any) -> Any:
-    """Each Dataset of ``result`` as its ``to_iterable_dataset()``."""
+    """``result`` as HF's ``streaming=True`` gives it: iterable datasets named by their split.
+
+    A DatasetDict becomes an ``IterableDatasetDict``; the rows are those of the (memory-mapped,
+    cached) Datasets, read in order.
+    """
     from arrowmix._dataset.dataset import Dataset
+    from arrowmix._hf.iterable import to_iterable_dataset
+    from arrowmix._hf.iterable_dict import IterableDatasetDict
 
-    if not hasattr(Dataset, "to_iterable_dataset"):
-        raise NotImplementedError(
-            "load_dataset(..., streaming=True) needs Dataset.to_iterable_dataset, which this "
-            "arrowmix does not have; load without streaming (the files are memory-mapped, "
-            "not read into memory) or use `ds.to_stream()`."
-        )
+    def one(ds: Any) -> Any:
+        return to_iterable_dataset(ds, 1, split=ds.split)
+
     if isinstance(result, list):
-        return [_iterable(ds) for ds in result]
+        return [one(ds) for ds in result]
     if isinstance(result, Dataset):
-        return _iterable(result)
-    return {name: _iterable(ds) for name, ds in result.items()}
-
-
-def _iterable(ds: Any) -> Any:
-    return ds.to_iterable_dataset()
+        return one(result)
+    return IterableDatasetDict({name: one(ds) for name, ds in result.items()})

@@ -97,6 +97,10 @@ def _read_metadata(path: str) -> pa.Table:
     return pa.Table.from_batches(list(read_batches(path, fmt)))
 
 
+def _is_text(t: pa.DataType) -> bool:
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t))
+
+
 def _media_column(name: str) -> str | None:
     if name == "file_name":
         return ""
@@ -118,7 +122,7 @@ def _from_metadata(meta_files: list[str], builder: str) -> pa.Table:
     first = tables[0][1]
     for name in first.column_names:
         target = _media_column(name)
-        if target is None or not pa.types.is_string(first.schema.field(name).type):
+        if target is None or not _is_text(first.schema.field(name).type):
             names.append(name)
             chunks: list[Any] = [c for _, t in tables for c in t.column(name).chunks]
             cols.append(pa.chunked_array(chunks, type=first.schema.field(name).type))

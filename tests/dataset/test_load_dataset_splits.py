@@ -168,13 +168,22 @@ def test_hub_names_raise_one_clear_error(args, kwargs):
         assert f"huggingface-cli download {args[0]} --repo-type dataset" in str(info.value)
 
 
-def test_streaming_uses_to_iterable_dataset(corpus):
-    if hasattr(am.Dataset, "to_iterable_dataset"):
-        it = am.load_dataset(str(corpus), split="test", streaming=True)
-        assert [r["idx"] for r in it] == list(range(41))
-    else:
-        with pytest.raises(NotImplementedError, match="to_iterable_dataset"):
-            am.load_dataset(str(corpus), split="test", streaming=True)
+def test_streaming_gives_hf_iterable_datasets(corpus, hf_load):
+    it = am.load_dataset(str(corpus), split="test", streaming=True)
+    theirs = hf_load(str(corpus), split="test", streaming=True)
+    assert isinstance(it, am.IterableDataset) and it.split == "test"
+    assert list(it) == list(theirs)
+    every = am.load_dataset(str(corpus), streaming=True)
+    assert isinstance(every, am.IterableDatasetDict)
+    assert sorted(every) == sorted(hf_load(str(corpus), streaming=True))
+    assert [r["idx"] for r in every["test"].take(3)] == [0, 1, 2]
+    state = None
+    for n, row in enumerate(it):
+        if n == 9:
+            state = it.state_dict()
+            break
+    it.load_state_dict(state)
+    assert [r["idx"] for r in it] == list(range(10, 41))
 
 
 def test_rerun_in_a_fresh_process_reads_no_file(corpus, tmp_path):
