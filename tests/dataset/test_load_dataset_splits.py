@@ -178,7 +178,7 @@ def test_streaming_gives_hf_iterable_datasets(corpus, hf_load):
     assert sorted(every) == sorted(hf_load(str(corpus), streaming=True))
     assert [r["idx"] for r in every["test"].take(3)] == [0, 1, 2]
     state = None
-    for n, row in enumerate(it):
+    for n, _row in enumerate(it):
         if n == 9:
             state = it.state_dict()
             break
