@@ -113,3 +113,16 @@ def test_splits_open_in_place(tmp_path: Path) -> None:
     a, b = _write(tmp_path / "a.parquet"), _write(tmp_path / "b.parquet", start=5, n=10)
     dd = am.Dataset.from_parquet({"train": a, "test": b}, in_place=True)
     assert len(dd["train"]) == 400 and dd["test"][0]["x"] == 5 and dd["test"].split == "test"
+
+
+def test_map_results_leave_the_data_directory_as_it_was(tmp_path: Path) -> None:
+    d = tmp_path / "data"
+    d.mkdir()
+    _write(d / "a.parquet")
+    before = sorted(os.listdir(d))
+    ds = am.Dataset.from_parquet(str(d), in_place=True)
+    out = ds.map(lambda b: {"y": [x + 1 for x in b["x"]]}, batched=True)
+    assert out["y"][:3] == [1, 2, 3]
+    assert all(not f.startswith(str(d)) for f in out.cache_files)
+    assert sorted(os.listdir(d)) == before
+    assert len(am.Dataset.from_parquet(str(d), in_place=True)) == 400  # reopens the directory

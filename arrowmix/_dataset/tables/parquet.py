@@ -19,6 +19,9 @@ raises :class:`~arrowmix.exceptions.ChunkFileError` naming it, never rows of ano
 row groups whose statistics exclude every row, then keeps the matching rows of the others
 (the view's indices, computed once at open from the filter's columns only).
 
+``map``/``filter`` results go to ``cache_dir=`` or ``<cache root>/in-place``, never beside the
+Parquet files.
+
 Random access: ``ds[i]`` decodes the row group holding ``i`` (its read columns) once; the
 next rows of that row group are then served from the cache.
 """
@@ -536,6 +539,20 @@ def from_parquet_in_place(
         files=tuple(files),
         file_offsets=offsets,  # row groups: the chunks a stream reads whole
         indices=None if kept is None else IndexMap.from_array(kept),
-        cache_dir=None if cache_dir is None else os.fspath(cache_dir),
+        cache_dir=_results_dir(cache_dir),
     )
     return Dataset(state)
+
+
+def _results_dir(cache_dir: str | os.PathLike[str] | None) -> str | None:
+    """Where ``map``/``filter`` results go: ``cache_dir``, else ``<cache root>/in-place``.
+
+    Not beside the Parquet files: the user's data directory stays as it was (and a later
+    ``from_parquet(directory)`` finds only Parquet files there). None while caching is
+    disabled (each call's own temporary files).
+    """
+    from arrowmix._cache.paths import cache_root, is_caching_enabled
+
+    if cache_dir is not None:
+        return os.fspath(cache_dir)
+    return os.path.join(cache_root(), "in-place") if is_caching_enabled() else None
