@@ -211,3 +211,24 @@ def test_chunks_of_the_stream_are_row_groups(files: list[str]) -> None:
     owner = np.searchsorted(np.cumsum(rows), ranks[0], side="right")
     other = np.searchsorted(np.cumsum(rows), ranks[1], side="right")
     assert len(set(owner.tolist()) & set(other.tolist())) <= 1
+
+
+def test_views_read_the_same_rows_as_pyarrow(files: list[str]) -> None:
+    ds = am.Dataset.from_parquet(files, in_place=True, columns=["i16", "s"])
+    ref = _ref(files, columns=["i16", "s"])
+    shuffled = ds.shuffle(seed=4)
+    order = shuffled["i16"]
+    assert sorted(order) == list(range(N))
+    assert _arrow(shuffled).equals(ref.take(order))
+    picked = ds.select([5, 999, 0]).rename_column("s", "text")
+    assert picked[:] == {
+        "i16": [5, 999, 0],
+        "text": [ref.column("s")[k].as_py() for k in (5, 999, 0)],
+    }
+    assert ds.flatten_indices()["i16"] == list(range(N))
+
+
+def test_concatenation_is_refused_naming_the_kind(files: list[str]) -> None:
+    ds = am.Dataset.from_parquet(files, in_place=True)
+    with pytest.raises(ValueError, match="in_place=True"):
+        am.concatenate_datasets([ds, ds])

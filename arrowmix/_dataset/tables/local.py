@@ -20,7 +20,6 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._dataset.reader import TableReader
-from arrowmix._storage.mapped import table_ref
 
 if TYPE_CHECKING:
     from arrowmix._dataset.page_ahead import PageAhead
@@ -77,6 +76,8 @@ class LocalTable(TableReader):
 
     def pickled(self) -> Any:
         """A reference into the mapped files, or the table itself (not file-backed)."""
+        from arrowmix._storage.mapped import table_ref
+
         ref = table_ref(self.table)
         return ref if ref is not None else self.table
 
