@@ -168,6 +168,7 @@ class ParquetTable(NamedColumns):
         self._decoded = decoded if decoded is not None else Decoded(cache_size)
         self._handles: dict[int, Any] = {}
         self._lock = threading.Lock()
+        self._reading = threading.Lock()  # one decode at a time per table and process
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickles as its description: the other process opens the files and checks them.
@@ -213,7 +214,9 @@ class ParquetTable(NamedColumns):
             pf = self.files[f]
             pf.check()
             try:
-                table = self._handle(f).read_row_group(g, columns=missing, use_threads=False)
+                handle = self._handle(f)
+                with self._reading:
+                    table = handle.read_row_group(g, columns=missing, use_threads=False)
             except (OSError, pa.ArrowException) as exc:
                 raise ChunkFileError(
                     f"Parquet file {pf.path!r}: row group {g} cannot be decoded: {exc}"
@@ -243,6 +246,8 @@ class ParquetTable(NamedColumns):
         stop = min(stop, self.num_rows)
         if stop <= start:
             return self._empty()
+        if not self.names:  # no columns: the rows only
+            return pa.table({"_": pa.nulls(stop - start)}).drop_columns(["_"])
         first = int(np.searchsorted(self.offsets, start, side="right")) - 1
         last = int(np.searchsorted(self.offsets, stop, side="left"))
         parts = []
@@ -250,7 +255,7 @@ class ParquetTable(NamedColumns):
             base = int(self.offsets[k])
             a, z = max(start, base) - base, min(stop, int(self.offsets[k + 1])) - base
             parts.append(self._group_table(k, self.names).slice(a, z - a))
-        return pa.concat_tables(parts)
+        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
     def take(self, positions: np.ndarray) -> pa.Table:
         """Rows at ``positions``, gathered row group by row group.
@@ -267,6 +272,8 @@ class ParquetTable(NamedColumns):
             raise IndexError(f"Row {bad} is out of range for a table of {self.num_rows} rows.")
         if not self.names:
             return pa.table({"_": pa.nulls(len(idx))}).drop_columns(["_"])
+        if len(idx) == 1:  # ds[i]: a zero-copy slice of the decoded row group
+            return self.slice(lo, lo + 1)
         schema = self.schema.remove_metadata()
         stored = [src for src, _ in self.names]
         parts: list[pa.Table] = []
