@@ -10,6 +10,7 @@ this source instead; and one mix of Parquet with arrowmix chunks.
 from __future__ import annotations
 
 import functools
+import os
 import tempfile
 from typing import Any
 
@@ -31,7 +32,8 @@ ROWS, CACHE = 120, 8 << 10
 @functools.cache
 def corpus() -> list[str]:
     """Two Parquet files of 60 documents each, in row groups of 15, written once."""
-    d = tempfile.mkdtemp(prefix="arrowmix-parquet-tokens-")
+    # under the test session's home directory (conftest), removed when the session ends
+    d = tempfile.mkdtemp(prefix="parquet-tokens-", dir=os.path.expanduser("~"))
     t = token_table(ROWS, 0)
     paths = [f"{d}/part-0.parquet", f"{d}/part-1.parquet"]
     pq.write_table(t.slice(0, 60), paths[0], row_group_size=15)
