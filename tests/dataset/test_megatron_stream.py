@@ -16,7 +16,7 @@ from arrowmix._stream.tokens.pack import ConcatPackIterator
 from arrowmix.stream import Stream, mix
 from arrowmix.testing import CheckpointRoundTripTests
 
-from ..stream.token_helpers import tokens_of
+from tests.stream.token_helpers import tokens_of
 from .megatron_helpers import build_with_megatron
 
 pytestmark = pytest.mark.filterwarnings("ignore::arrowmix.exceptions.DroppedDataWarning")
