@@ -15,8 +15,8 @@ from arrowmix._stream.stages.balanced import BudgetBucketIterator
 from arrowmix._stream.tokens.pack import ConcatPackIterator
 from arrowmix.stream import Stream, mix
 from arrowmix.testing import CheckpointRoundTripTests
-
 from tests.stream.token_helpers import tokens_of
+
 from .megatron_helpers import build_with_megatron
 
 pytestmark = pytest.mark.filterwarnings("ignore::arrowmix.exceptions.DroppedDataWarning")
