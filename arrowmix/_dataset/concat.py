@@ -21,7 +21,6 @@ from arrowmix._dataset.dataset import Dataset, DatasetState, hold_cache_files
 from arrowmix._dataset.indices import IndexMap, load_or_store
 from arrowmix._dataset.state import state_of, view_range
 from arrowmix._fingerprint.hasher import hash_value
-from arrowmix._remote.table import RemoteTable
 from arrowmix.exceptions import SchemaMismatchError
 
 __all__ = ["concatenate_datasets"]
@@ -50,12 +49,13 @@ def concatenate_datasets(datasets: Sequence[Dataset], axis: int = 0) -> Dataset:
         raise ValueError("`concatenate_datasets` needs at least one dataset.")
     if axis not in (0, 1):
         raise ValueError(f"`axis` must be 0 (rows) or 1 (columns), got {axis!r}.")
-    if any(isinstance(state_of(d).table, RemoteTable) for d in dsets):
-        raise ValueError(
-            "`concatenate_datasets` cannot join datasets read through a bounded remote cache "
-            "(`from_chunks(..., cache_limit=...)`); open all their chunks with one "
-            "`from_chunks([url, ...], cache_limit=...)` call, or mix their streams."
-        )
+    for d in dsets:
+        if state_of(d).reader.arrow is None:
+            raise ValueError(
+                f"`concatenate_datasets` cannot join datasets read through "
+                f"{state_of(d).reader.opened_as}: their rows are read on demand. Open all "
+                "their files with one call, or mix their streams."
+            )
     if axis == 1:
         return _concat_columns(dsets)
     if not any(len(d) for d in dsets):
@@ -137,6 +137,12 @@ def _aligned_schema(dsets: Sequence[Dataset]) -> pa.Schema:
     )
 
 
+def _arrow(ds: Dataset) -> pa.Table:
+    table = state_of(ds).reader.arrow
+    assert table is not None  # refused by concatenate_datasets
+    return table
+
+
 def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """``table`` with ``schema``'s columns: missing or all-null columns become typed nulls."""
     table = table.replace_schema_metadata(None)
@@ -153,7 +159,7 @@ def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 def _concat_rows(dsets: Sequence[Dataset]) -> Dataset:
     schema = _aligned_schema(dsets)
-    table = pa.concat_tables([_conform(state_of(d).table, schema) for d in dsets])  # type: ignore[arg-type]  # RemoteTable refused above
+    table = pa.concat_tables([_conform(_arrow(d), schema) for d in dsets])
     table = table.replace_schema_metadata(_hf_metadata(dsets, table.schema))
     mapping = None
     if any(state_of(d).indices is not None for d in dsets):

@@ -28,10 +28,10 @@ from arrowmix._dataset.indices import IndexMap, find_stored, load_or_store, to_p
 from arrowmix._dataset.map_options import user_fingerprint
 from arrowmix._dataset.permutation import parent_token, permutation, sources
 from arrowmix._dataset.state import num_rows, state_of, view_range
+from arrowmix._dataset.tables import Table
 from arrowmix._dataset.view_options import ViewOptions
 from arrowmix._fingerprint.transform import roll
 from arrowmix._hooks import renamed_entry
-from arrowmix._remote.table import RemoteTable
 from arrowmix._storage import fs
 from arrowmix._storage.atomic import remove_dead_tmp
 from arrowmix._storage.integrity import touch
@@ -428,7 +428,7 @@ def _names(column_names: str | Sequence[str]) -> list[str]:
 
 def _with_table(
     ds: Dataset,
-    table: pa.Table | RemoteTable,
+    table: pa.Table | Table,
     transform: str,
     kwargs: dict[str, Any],
     renamed: dict[str, str] | None = None,

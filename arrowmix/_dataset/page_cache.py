@@ -23,8 +23,6 @@ from __future__ import annotations
 import warnings
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
 from arrowmix._dataset.state import num_rows
 from arrowmix.exceptions import PerformanceWarning
 
@@ -75,11 +73,12 @@ def mapped_bytes(s: DatasetState) -> int:
     From the buffers' sizes (metadata: nothing is read), scaled by the share of the table's
     rows the view holds. In-memory tables and remote corpora count 0.
     """
-    if not s.files or not isinstance(s.table, pa.Table) or s.table.num_rows == 0:
+    whole = s.reader.arrow
+    if not s.files or whole is None or whole.num_rows == 0:
         return 0
     columns = s.format.read_columns()
-    table = s.table if columns is None else s.table.select(list(columns))
-    return table.get_total_buffer_size() * num_rows(s) // s.table.num_rows
+    table = whole if columns is None else whole.select(list(columns))
+    return table.get_total_buffer_size() * num_rows(s) // whole.num_rows
 
 
 def warn_global_past_memory(s: DatasetState) -> None:

@@ -38,8 +38,8 @@ from arrowmix._cache.inuse import Hold, hold
 from arrowmix._cache.paths import INDICES_FILE_RE
 from arrowmix._dataset.indices import IndexMap, open_indices
 from arrowmix._dataset.state import state_of
-from arrowmix._remote.table import RemoteTable
-from arrowmix._storage.mapped import TableRef, table_ref
+from arrowmix._dataset.tables import Table
+from arrowmix._storage.mapped import TableRef
 from arrowmix.exceptions import ChunkFileError
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class DatasetRef:
     """What a pickled Dataset carries: references to its files, or its data as a fallback."""
 
     #: The table by reference into its files, or the table itself (not file-backed).
-    table: TableRef | pa.Table | RemoteTable
+    table: TableRef | pa.Table | Table
     #: Rows of the table: neither form keeps the row count of a table without columns.
     num_rows: int
     fingerprint: str
@@ -92,10 +92,9 @@ def _indices_fp(path: str | None, ix: IndexMap | None) -> str | None:
 def describe(ds: Dataset) -> DatasetRef:
     """``ds`` as references (see the module docstring); data only where it has no file."""
     s = state_of(ds)
-    ref = table_ref(s.table) if isinstance(s.table, pa.Table) else None
     ix_fp = _indices_fp(s.indices_file, s.indices)
     return DatasetRef(
-        table=ref if ref is not None else s.table,
+        table=s.reader.pickled(),
         num_rows=s.table.num_rows,
         fingerprint=s.fingerprint,
         files=s.files,
@@ -151,7 +150,7 @@ def rebuild(cls: type[Dataset], ref: DatasetRef) -> Dataset:
     from arrowmix._dataset.dataset import DatasetState
 
     holds = _take_holds(ref)
-    table: pa.Table | RemoteTable
+    table: pa.Table | Table
     if isinstance(ref.table, TableRef):
         try:
             table = ref.table.open()

@@ -15,7 +15,7 @@ one probed, or a size other than the manifest's, is probed again or refused as b
 (after one more read of the manifest: one that changed meanwhile is a rewrite, not an
 incomplete corpus).
 
-The dataset's table is a :class:`~arrowmix._remote.table.RemoteTable` that downloads a
+The dataset's table is a :class:`~arrowmix._dataset.tables.remote.RemoteRows` that downloads a
 chunk into the bounded cache directory when a read first needs it; each copy is checked
 against the digest the manifest records, so a corpus rewritten while it was opened is never
 read under the other version's fingerprint; it raises
@@ -40,12 +40,12 @@ from typing import Any
 import pyarrow as pa
 
 from arrowmix._dataset.dataset import Dataset, DatasetState
+from arrowmix._dataset.tables.remote import RemoteRows
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._remote.cache import check_fits, parse_size
 from arrowmix._remote.meta import RemoteChunk, probe, version_tag
 from arrowmix._remote.retry import remote_fs
 from arrowmix._remote.rewrite import directory_rewritten, rewritten_error
-from arrowmix._remote.table import RemoteTable
 from arrowmix._storage.chunks import Spec, list_chunk_files, list_remote_chunks, natural_key
 from arrowmix._storage.digests import (
     MANIFEST_NAME,
@@ -340,7 +340,7 @@ def from_remote_chunks(
     ]
     check_fits(limit, chunks)
     # No directory given: each process (each node of a cluster) uses its own default one.
-    table = RemoteTable(chunks, schema, chunk_cache_dir, limit, storage_options)
+    table = RemoteRows(chunks, schema, chunk_cache_dir, limit, storage_options)
     offsets = tuple(itertools.accumulate((c.num_rows for c in chunks), initial=0))
     fp = hash_value(("from_chunks", [c.digest for c in chunks]))
     state = DatasetState(

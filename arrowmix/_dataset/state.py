@@ -23,8 +23,7 @@ from arrowmix._cache.inuse import Hold, hold
 from arrowmix._cache.paths import CACHE_FILE_RE, INDICES_FILE_RE, dataset_cache_dir
 from arrowmix._dataset import formats
 from arrowmix._dataset.indices import IndexMap
-from arrowmix._dataset.reader import TableReader
-from arrowmix._remote.table import RemoteTable
+from arrowmix._dataset.tables import Table, as_table
 from arrowmix._storage import fs
 
 if TYPE_CHECKING:
@@ -44,6 +43,7 @@ __all__ = [
     "num_rows",
     "remove_unused_cache_files",
     "set_state",
+    "by_reference",
     "state_of",
     "stored_table",
     "view_range",
@@ -96,7 +96,8 @@ class _TableSlot:
 class DatasetState:
     """Everything a Dataset is made of; transforms build new states, never mutate one."""
 
-    table: pa.Table | RemoteTable
+    #: A ``pyarrow.Table`` or another kind of :class:`~arrowmix._dataset.tables.Table`.
+    table: pa.Table | Table
     fingerprint: str
     files: tuple[str, ...] = ()
     file_offsets: tuple[int, ...] | None = None
@@ -125,15 +126,13 @@ class DatasetState:
         return formats.Format(self.fmt, self.fmt_columns, self.fmt_all, self.fmt_kwargs, json)
 
     @cached_property
-    def reader(self) -> TableReader | RemoteTable:
-        """Batch-aware gatherer over ``table`` (built on first use).
+    def reader(self) -> Table:
+        """``table`` as a :class:`~arrowmix._dataset.tables.Table` (built on first use).
 
-        A :class:`~arrowmix._remote.table.RemoteTable` (remote chunks read through a
-        bounded cache) is its own reader.
+        A ``pyarrow.Table`` is adapted (a batch-aware gatherer over it); any other kind
+        is its own reader.
         """
-        if isinstance(self.table, RemoteTable):
-            return self.table
-        return TableReader(self.table)
+        return as_table(self.table)
 
 
 # Set after the class is made: the dataclass field keeps no default, and its __init__
@@ -164,10 +163,18 @@ def derive(s: DatasetState, **changes: Any) -> DatasetState:
     return replace(s, **changes)
 
 
-def stored_table(s: DatasetState) -> pa.Table | RemoteTable | DeferredTable:
+def stored_table(s: DatasetState) -> pa.Table | Table | DeferredTable:
     """The state's table as stored: a :class:`DeferredTable` is not built."""
-    found: pa.Table | RemoteTable | DeferredTable = s.__dict__["_table"]
+    found: pa.Table | Table | DeferredTable = s.__dict__["_table"]
     return found
+
+
+def by_reference(s: DatasetState) -> bool:
+    """Whether a map result may reference the columns it keeps from ``s``'s table.
+
+    A table not built yet (:class:`DeferredTable`: cache files, memory-mapped) may.
+    """
+    return isinstance(stored_table(s), DeferredTable) or s.reader.by_reference
 
 
 def num_rows(s: DatasetState) -> int:
@@ -216,14 +223,14 @@ def estimate_nbytes(s: DatasetState) -> int:
     Exact for a contiguous view (a zero-copy slice); for a shuffled or filtered view, the
     table's bytes per row times the rows (nothing is gathered).
     """
-    n, ix, table = num_rows(s), s.indices, s.table
+    n, ix, table = num_rows(s), s.indices, s.reader.arrow
     if not n:
         return 0
     if ix is None or ix.is_range:
         return int(view_range(s, 0, n).nbytes)
-    if isinstance(table, pa.Table):
+    if table is not None:
         return int(table.nbytes * n // max(table.num_rows, 1))
-    sample = min(n, 1000)  # remote chunks: the bytes of the first rows, scaled
+    sample = min(n, 1000)  # rows read on demand: the bytes of the first rows, scaled
     return int(view_range(s, 0, sample).nbytes * n // sample)
 
 

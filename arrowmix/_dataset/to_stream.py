@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from arrowmix._dataset.rows import DatasetRows
 from arrowmix._dataset.state import state_of
-from arrowmix._remote.table import RemoteTable
+from arrowmix._dataset.tables import Table, as_table
 from arrowmix._stream.sources import ArrowSource, NumpyRows, from_row_source
 from arrowmix._stream.sources.blocks import BlockShape
 
@@ -51,27 +51,22 @@ def to_stream(
     mode = kwargs.get("shuffle", "global")
     kwargs["blocks"] = BlockShape.for_mode(mode, block_size, window_blocks)
     if shard is None:
-        bounded = isinstance(state_of(ds).table, RemoteTable)
+        bounded = state_of(ds).reader.bounded
         by_chunks = mode not in ("global", "blocks")  # these read rows of every chunk
         shard = "chunks" if bounded and by_chunks else "rows"
     fmt = state_of(ds).format
     if fmt.type == "numpy" and "row_format" not in kwargs:
         kwargs["row_format"] = NumpyRows(fmt.columns, dict(fmt.kwargs))
-        kwargs.setdefault("block_rows", numpy_block_rows(state_of(ds).table))
+        kwargs.setdefault("block_rows", numpy_block_rows(state_of(ds).reader))
     return from_row_source(DatasetRows(ds, read_ahead), shard=shard, **kwargs)
 
 
-def numpy_block_rows(table: Any) -> int:
+def numpy_block_rows(table: pa.Table | Table) -> int:
     """Rows per block of a numpy stream over ``table``: about :data:`NUMPY_BLOCK_BYTES`.
 
     From the bytes of the storage (chunk file sizes, or Arrow buffers; nothing is read),
     between 1024 rows (as for plain rows) and 8192.
     """
-    if isinstance(table, RemoteTable):
-        size = table.nbytes
-    elif isinstance(table, pa.Table):
-        size = table.get_total_buffer_size()
-    else:
-        return 1024
+    size = as_table(table).storage_bytes
     per_row = max(1, size // max(1, table.num_rows))
     return int(min(8192, max(1024, NUMPY_BLOCK_BYTES // per_row)))

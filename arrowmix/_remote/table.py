@@ -108,7 +108,7 @@ class RemoteTable:
 
     # ---- projections (what Dataset column operations call) -----------------------
     def _with(self, names: Sequence[tuple[str, str]]) -> RemoteTable:
-        return RemoteTable(self.chunks, self.stored_schema, self.directory, self.limit,
+        return type(self)(self.chunks, self.stored_schema, self.directory, self.limit,
                            self.storage_options, names)  # fmt: skip
 
     def select(self, columns: Sequence[str]) -> RemoteTable:

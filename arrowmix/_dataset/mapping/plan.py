@@ -26,9 +26,8 @@ from arrowmix._dataset.map_options import user_fingerprint
 from arrowmix._dataset.mapping.call import Call
 from arrowmix._dataset.mapping.execute import Executor, load_complete, materialise
 from arrowmix._dataset.mapping.segments import MAP_VERSION, Found, Job, Kind
-from arrowmix._dataset.state import cache_dir, num_rows, state_of, stored_table
+from arrowmix._dataset.state import by_reference, cache_dir, num_rows, state_of
 from arrowmix._fingerprint.transform import validate_fingerprint
-from arrowmix._remote.table import RemoteTable
 from arrowmix._storage.metadata import KEPT_KEY as HF_KEY
 from arrowmix._storage.metadata import kept_metadata as hf_metadata
 
@@ -197,7 +196,7 @@ def plan(kind: Kind, ds: Dataset, call: Call, opts: MapOptions) -> Plan:
     # contiguous view of local data; remote chunks read through a bounded cache cannot be
     # referenced (the result would pin the whole corpus), so their kept columns are stored.
     ix = s.indices
-    zero_copy_ok = (ix is None or ix.is_range) and not isinstance(stored_table(s), RemoteTable)
+    zero_copy_ok = (ix is None or ix.is_range) and by_reference(s)
     # A file the user names holds every column (``Dataset.from_file(path)`` opens it, as in
     # HF), and so does an output cast to ``features`` (kept columns are cast too).
     zero_copy_ok = zero_copy_ok and user_path is None and call.features is None
