@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from arrowmix._dataset.tables.tokens import TokenTable
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage.digests import file_digest
 from arrowmix._storage.megatron_index import DTYPE_CODES, code_of, write_pair
@@ -173,8 +174,9 @@ def _dataset(
     table = pa.Table.from_arrays([pa.chunked_array(chunks, type=value_type)], [column])  # type: ignore[arg-type]
     rows = [sum(len(c) for c in chunks) for chunks in parts]
     digests = [[file_digest(f) for f in s.files] for s in sources]
+    opened = f"{kind}({[s.files[0] for s in sources]!r})"
     state = DatasetState(
-        table=table,
+        table=TokenTable(sources, table, opened),
         fingerprint=hash_value((kind, digests, how, column)),
         files=tuple(s.files[0] for s in sources),
         file_offsets=tuple(itertools.accumulate(rows, initial=0)),

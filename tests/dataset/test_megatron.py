@@ -237,3 +237,27 @@ def test_pickle_reopens_the_files_and_refuses_a_changed_one(
         f.write(raw[::-1])
     with pytest.raises(ChunkFileError, match=r"p\.bin' changed since it was opened"):
         pickle.loads(blob)
+
+
+def test_pickles_carry_the_files_not_the_tokens(
+    tmp_path: Any, corpus: tuple[str, list[list[int]]]
+) -> None:
+    """The opened corpus, a renamed view, and a concatenation with an arrowmix corpus."""
+    from arrowmix._dataset.state import state_of
+    from arrowmix._dataset.tables.tokens import TokenTable
+
+    prefix, docs = corpus
+    ds = am.from_megatron(prefix)
+    assert isinstance(state_of(ds).reader, TokenTable)
+    renamed = ds.rename_column("input_ids", "tokens")
+    table = pa.table({"input_ids": pa.array([[9, 9]], pa.list_(pa.uint16()))})
+    other = am.Dataset.from_chunks(am.write_chunks(table, str(tmp_path / "chunks")))
+    both = am.concatenate_datasets([ds, other])
+    for view, column, rows in ((ds, "input_ids", docs), (renamed, "tokens", docs)):
+        blob = pickle.dumps(view)
+        assert len(blob) < 10_000
+        back = pickle.loads(blob)
+        assert back[column] == rows and back._fingerprint == view._fingerprint
+    blob = pickle.dumps(both)
+    assert len(blob) < 10_000
+    assert pickle.loads(blob)["input_ids"] == [*docs, [9, 9]]
