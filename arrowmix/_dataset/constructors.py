@@ -284,7 +284,7 @@ class DatasetConstructors:
     @classmethod
     def from_megatron(
         cls,
-        prefixes: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        prefix_or_prefixes: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
         *,
         by: str = "sequence",
         column: str = "input_ids",
@@ -293,12 +293,12 @@ class DatasetConstructors:
         """Megatron ``.bin``/``.idx`` pairs, read in place; see :func:`arrowmix.from_megatron`."""
         from arrowmix._dataset.token_corpus import from_megatron
 
-        return from_megatron(prefixes, by=by, column=column, cache_dir=cache_dir)
+        return from_megatron(prefix_or_prefixes, by=by, column=column, cache_dir=cache_dir)
 
     @classmethod
     def from_token_file(
         cls,
-        paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
         dtype: Any,
         *,
         eos_id: int | None = None,
@@ -311,7 +311,7 @@ class DatasetConstructors:
         from arrowmix._dataset.token_corpus import from_token_file
 
         return from_token_file(
-            paths,
+            path,
             dtype,
             eos_id=eos_id,
             offsets=offsets,

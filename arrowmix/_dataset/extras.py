@@ -105,7 +105,7 @@ class DatasetExtras:
         return repeat(_ds(self), num_times)
 
     def to_megatron(
-        self, prefix: str | os.PathLike[str], column: str = "input_ids", dtype: Any = None
+        self, prefix: str | os.PathLike[str], *, column: str = "input_ids", dtype: Any = None
     ) -> int:
         """Write ``column`` as Megatron ``<prefix>.bin``/``<prefix>.idx``; the bytes written.
 
@@ -113,7 +113,7 @@ class DatasetExtras:
         """
         from arrowmix._dataset.token_corpus import to_megatron
 
-        return to_megatron(_ds(self), prefix, column, dtype)
+        return to_megatron(_ds(self), prefix, column=column, dtype=dtype)
 
     def to_pandas(self, batch_size: int | None = None, batched: bool = False) -> Any:
         """The view as a ``pandas.DataFrame``; ``batched=True``: an iterator of frames."""

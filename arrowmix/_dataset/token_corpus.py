@@ -50,7 +50,7 @@ def _paths(spec: PathLike | Sequence[PathLike], what: str) -> list[str]:
 
 
 def from_megatron(
-    prefixes: PathLike | Sequence[PathLike],
+    prefix_or_prefixes: PathLike | Sequence[PathLike],
     *,
     by: str = "sequence",
     column: str = "input_ids",
@@ -84,13 +84,13 @@ def from_megatron(
         >>> ds.features["input_ids"], ds["input_ids"]
         (List(Value('uint16')), [[1, 2, 3], [4, 5]])
     """
-    names = _paths(prefixes, "prefixes")
+    names = _paths(prefix_or_prefixes, "prefix_or_prefixes")
     sources = [megatron_source(p, by) for p in names]
     return _dataset("from_megatron", sources, [by], column, cache_dir)
 
 
 def from_token_file(
-    paths: PathLike | Sequence[PathLike],
+    path: PathLike | Sequence[PathLike],
     dtype: Any,
     *,
     eos_id: int | None = None,
@@ -132,7 +132,7 @@ def from_token_file(
         >>> am.from_token_file(path, np.uint16, seq_len=4)["input_ids"]
         [[5, 6, 0, 7]]
     """
-    names = _paths(paths, "paths")
+    names = _paths(path, "path")
     if offsets is not None and len(names) > 1:
         raise ValueError("`offsets=` describes one file: open one file per call with it.")
     sources = [
@@ -195,7 +195,9 @@ def _empty_type(source: TokenSource) -> pa.DataType:
 
 
 # ---------------------------------------------------------------------------- writing
-def to_megatron(ds: Dataset, prefix: PathLike, column: str = "input_ids", dtype: Any = None) -> int:
+def to_megatron(
+    ds: Dataset, prefix: PathLike, *, column: str = "input_ids", dtype: Any = None
+) -> int:
     """Write ``ds[column]`` as ``<prefix>.bin``/``<prefix>.idx`` (Megatron's format).
 
     One sequence and one document per row, in the view's order, readable by megatron-core's
