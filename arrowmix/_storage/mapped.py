@@ -101,16 +101,21 @@ class TableRef:
                 )
         batches = [t.to_batches() for t in tables]
         arrays = []
+        opened: dict[int, list[pa.Array[Any]]] = {}  # token files, each opened once
         for field, chunks in zip(self.schema, self.columns, strict=True):
-            parts = [self._array(batches, c, field) for c in chunks]
+            parts = [self._array(batches, c, field, opened) for c in chunks]
             arrays.append(pa.chunked_array(parts, type=field.type))
         return pa.Table.from_arrays(arrays, schema=self.schema)
 
     def _array(
-        self, batches: list[list[pa.RecordBatch]], c: ChunkRef | TokenChunkRef, field: pa.Field[Any]
+        self,
+        batches: list[list[pa.RecordBatch]],
+        c: ChunkRef | TokenChunkRef,
+        field: pa.Field[Any],
+        opened: dict[int, list[pa.Array[Any]]],
     ) -> pa.Array[Any]:
         if isinstance(c, TokenChunkRef):
-            return c.open()
+            return c.open(opened)
         found = batches[c.file]
         if c.batch < len(found) and c.column < found[c.batch].num_columns:
             col = found[c.batch].column(c.column)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -70,7 +69,7 @@ class TokenSource:
     ``opener`` is a module-level function (pickled by name) called as
     ``opener(*args, source=self)``; it returns the column's chunks, built by
     :func:`list_chunks` with ``source``. Sources compare by identity (a pickle keeps one
-    source shared by its chunks). ``files`` and
+    source shared by its chunks, so a caller reopening several chunks opens it once). ``files`` and
     ``idents`` are the files it reads and their versions when first opened.
     """
 
@@ -94,23 +93,11 @@ class TokenSource:
                 )
 
     def chunks(self) -> list[pa.Array[Any]]:
-        """The column's chunks, opened once per process and source (checked first)."""
-        with _LOCK:
-            found = _OPENED.get(self)
-            if found is None:
-                self.check()
-                found = _Opened(self.opener(*self.args, source=self))
-                _OPENED[self] = found
-            return found.chunks
+        """The column's chunks, the files opened again (checked first: ChunkFileError)."""
+        self.check()
+        return self.opener(*self.args, source=self)
 
 
-class _Opened:
-    def __init__(self, chunks: list[pa.Array[Any]]) -> None:
-        self.chunks = chunks
-
-
-_LOCK = threading.Lock()
-_OPENED: weakref.WeakValueDictionary[TokenSource, _Opened] = weakref.WeakValueDictionary()
 #: Address of a built array's offsets buffer -> (its source, its chunk number).
 _BUILT: dict[int, tuple[TokenSource, int]] = {}
 
@@ -124,9 +111,15 @@ class TokenChunkRef:
     offset: int
     length: int
 
-    def open(self) -> pa.Array[Any]:
-        """The same rows, reopened from the files (zero-copy); ChunkFileError if changed."""
-        chunks = self.source.chunks()
+    def open(self, opened: dict[int, list[pa.Array[Any]]] | None = None) -> pa.Array[Any]:
+        """The same rows, reopened from the files (zero-copy); ChunkFileError if changed.
+
+        ``opened``: the sources opened so far by the caller (by ``id``), each opened once.
+        """
+        opened = {} if opened is None else opened
+        chunks = opened.get(id(self.source))
+        if chunks is None:
+            chunks = opened[id(self.source)] = self.source.chunks()
         if self.chunk >= len(chunks) or self.offset + self.length > len(chunks[self.chunk]):
             raise ChunkFileError(
                 f"Token files {list(self.source.files)} no longer hold rows "
