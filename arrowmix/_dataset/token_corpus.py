@@ -10,8 +10,10 @@ into the dtype the collator asks for.
 The fingerprint hashes the files' content digests (:func:`~arrowmix._storage.digests.file_digest`:
 hashed once per file version, then answered from the digest cache by size, inode and
 times), and how rows are cut: a moved corpus keeps its fingerprint and its cached ``map``
-results; a changed file gets a new one. A pickled dataset (a ``DataLoader`` worker) reopens
-the files instead of carrying tokens, and refuses a file changed since it was opened.
+results (written under ``cache_dir=``, else ``<cache root>/in-place``, never beside the
+files, as for Parquet read in place); a changed file gets a new one. A pickled dataset (a
+``DataLoader`` worker) reopens the files instead of carrying tokens, and refuses a file
+changed since it was opened.
 """
 
 from __future__ import annotations
@@ -180,9 +182,18 @@ def _dataset(
         fingerprint=hash_value((kind, digests, how, column)),
         files=tuple(s.files[0] for s in sources),
         file_offsets=tuple(itertools.accumulate(rows, initial=0)),
-        cache_dir=os.fspath(cache_dir) if cache_dir is not None else None,
+        cache_dir=_results_dir(cache_dir),
     )
     return Dataset(state)
+
+
+def _results_dir(cache_dir: PathLike | None) -> str | None:
+    """``cache_dir``, else ``<cache root>/in-place`` (None while caching is disabled)."""
+    from arrowmix._cache.paths import cache_root, is_caching_enabled
+
+    if cache_dir is None:
+        return os.path.join(cache_root(), "in-place") if is_caching_enabled() else None
+    return os.fspath(cache_dir)
 
 
 def _empty_type(source: TokenSource) -> pa.DataType:

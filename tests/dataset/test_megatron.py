@@ -261,3 +261,15 @@ def test_pickles_carry_the_files_not_the_tokens(
     blob = pickle.dumps(both)
     assert len(blob) < 10_000
     assert pickle.loads(blob)["input_ids"] == [*docs, [9, 9]]
+
+
+def test_map_results_are_cache_files_away_from_the_corpus(
+    tmp_path: Any, corpus: tuple[str, list[list[int]]]
+) -> None:
+    prefix = _damaged(tmp_path, corpus, "m")
+    ds = am.from_megatron(prefix)
+    lengths = ds.map(lambda r: {"n": len(r["input_ids"])})
+    assert lengths["n"] == [len(d) for d in corpus[1]]
+    assert sorted(os.listdir(tmp_path)) == ["m.bin", "m.idx"]
+    again = am.from_megatron(prefix).map(lambda r: {"n": len(r["input_ids"])})
+    assert again.cache_files == lengths.cache_files  # the rerun reuses the cached result
