@@ -42,9 +42,14 @@ _SCAN = 1 << 24  # tokens scanned for EOS per step
 
 
 def megatron_source(prefix: str, by: str = "sequence") -> TokenSource:
-    """The source of a Megatron prefix's column; the pair is checked (TokenFileError)."""
+    """The source of a Megatron prefix's column; the pair is checked (TokenFileError).
+
+    ``prefix`` may also name either file of the pair (``corpus.bin``, ``corpus.idx``).
+    """
     if by not in ("sequence", "document"):
         raise ValueError(f"`by` must be 'sequence' or 'document', got {by!r}.")
+    if prefix.endswith((".bin", ".idx")) and not os.path.exists(idx_path(prefix)):
+        prefix = prefix[:-4]  # a file of the pair named instead of its prefix
     data, index = os.path.abspath(bin_path(prefix)), os.path.abspath(idx_path(prefix))
     for path, role in ((index, "index"), (data, "data")):
         if not os.path.isfile(path):

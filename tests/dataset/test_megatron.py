@@ -81,6 +81,8 @@ def test_several_prefixes_one_after_the_other(tmp_path: Any) -> None:
     build_with_megatron(b, docs_b, np.uint16)
     ds = am.Dataset.from_megatron([a, b])
     assert ds["input_ids"] == docs_a + docs_b
+    named_by_file = am.from_megatron([a + ".bin", b + ".idx"])
+    assert named_by_file._fingerprint == ds._fingerprint
     build_with_megatron(str(tmp_path / "wide"), docs_b, np.int32)
     with pytest.raises(SchemaMismatchError, match="different types"):
         am.from_megatron([a, str(tmp_path / "wide")])
