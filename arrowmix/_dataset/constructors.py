@@ -8,7 +8,7 @@ and the Ray integration.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -268,9 +268,48 @@ class DatasetConstructors:
         keep_in_memory: bool = False,
         features: Any = None,
         split: str | None = None,
+        in_place: bool = False,
+        columns: Sequence[str] | None = None,
+        filters: Any = None,
+        cache_size: int | str | None = None,
     ) -> Any:
-        """Ingest Parquet files into cached Arrow chunks (memory-mappable); see from_text."""
-        return _read_splits(
+        """Ingest Parquet files into cached Arrow chunks (memory-mappable); see from_text.
+
+        With ``in_place=True`` nothing is converted: the files are read where they are, row
+        group by row group, decoded on demand into a bounded cache of ``cache_size`` bytes
+        (``"256MB"`` by default); ``columns=`` selects columns (the others are never
+        decoded) and ``filters=`` (DNF lists as in ``pyarrow.parquet``, or a
+        ``pyarrow.compute`` expression) skips row groups by their statistics and keeps the
+        matching rows. See ``docs/formats.md`` for its costs and what is cached.
+
+        Example:
+            >>> import arrowmix as am, pyarrow as pa, pyarrow.parquet as pq, tempfile
+            >>> path = tempfile.mkdtemp() + "/part.parquet"
+            >>> pq.write_table(pa.table({"x": [1, 2, 3], "y": ["a", "b", "c"]}), path)
+            >>> ds = am.Dataset.from_parquet(path, in_place=True, filters=[("x", ">", 1)])
+            >>> ds["y"]
+            ['b', 'c']
+        """
+        if in_place:
+            if source_column is not None or features is not None or keep_in_memory:
+                raise ValueError(
+                    "`from_parquet(..., in_place=True)` reads the files as they are: "
+                    "`source_column`, `features` and `keep_in_memory` need in_place=False."
+                )
+            if storage_options:
+                raise ValueError("`from_parquet(..., in_place=True)` reads local files only.")
+            from arrowmix._dataset.tables.parquet import from_parquet_in_place
+
+            def opener(files: Any) -> Dataset:
+                ds: Dataset = from_parquet_in_place(files, columns, filters, cache_size, cache_dir)
+                return ds
+
+            return _read_splits(paths, "parquet", split, None, None, None, None, False, opener)
+        if filters is not None or cache_size is not None:
+            raise ValueError(
+                "`filters` and `cache_size` apply to Parquet read in place: pass in_place=True."
+            )
+        ds = _read_splits(
             paths,
             "parquet",
             split,
@@ -280,6 +319,12 @@ class DatasetConstructors:
             features,
             keep_in_memory,
         )
+        if columns is None:
+            return ds
+        cols = [columns] if isinstance(columns, str) else list(columns)
+        if isinstance(paths, Mapping) and split is None:  # a DatasetDict
+            return type(ds)({k: v.select_columns(cols) for k, v in ds.items()})
+        return ds.select_columns(cols)
 
     @classmethod
     def from_megatron(
@@ -340,17 +385,21 @@ def _read_splits(
     cache_dir: str | os.PathLike[str] | None,
     features: Any,
     keep_in_memory: bool,
+    opener: Callable[[Any], Dataset] | None = None,
 ) -> Any:
     """The files as one Dataset, or a ``{split: files}`` dict as a ``DatasetDict``.
 
     One Dataset's ``split`` is ``split`` or ``"train"`` (as in HF); with a dict and ``split``
-    given, only that split's Dataset.
+    given, only that split's Dataset. ``opener(files)``: opens them instead of ingesting.
     """
     from arrowmix._dataset.ingest import ingest
     from arrowmix._dataset.state import derive, state_of
     from arrowmix._hooks import dataset_dict
 
     def one(files: Any, name: str) -> Dataset:
+        if opener is not None:
+            opened = opener(files)
+            return type(opened)(derive(state_of(opened), split=name))
         ds = ingest(files, fmt, storage_options, source_column, cache_dir)
         ds = _finish(ds, features, keep_in_memory)
         return type(ds)(derive(state_of(ds), split=name))

@@ -172,9 +172,11 @@ def stored_table(s: DatasetState) -> pa.Table | Table | DeferredTable:
 def by_reference(s: DatasetState) -> bool:
     """Whether a map result may reference the columns it keeps from ``s``'s table.
 
-    A table not built yet (:class:`DeferredTable`: cache files, memory-mapped) may.
+    Read from the stored table without adapting it: an Arrow table (built or not yet, a
+    :class:`DeferredTable` of cache files) may; another kind says.
     """
-    return isinstance(stored_table(s), DeferredTable) or s.reader.by_reference
+    found: bool = getattr(stored_table(s), "by_reference", True)
+    return found
 
 
 def num_rows(s: DatasetState) -> int:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
+from arrowmix._dataset.tables.parquet import _results_dir
 from arrowmix._dataset.tables.tokens import TokenTable
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage.digests import file_digest
@@ -185,15 +186,6 @@ def _dataset(
         cache_dir=_results_dir(cache_dir),
     )
     return Dataset(state)
-
-
-def _results_dir(cache_dir: PathLike | None) -> str | None:
-    """``cache_dir``, else ``<cache root>/in-place`` (None while caching is disabled)."""
-    from arrowmix._cache.paths import cache_root, is_caching_enabled
-
-    if cache_dir is None:
-        return os.path.join(cache_root(), "in-place") if is_caching_enabled() else None
-    return os.fspath(cache_dir)
 
 
 def _empty_type(source: TokenSource) -> pa.DataType:

@@ -34,6 +34,7 @@ from arrowmix._remote.cache import CacheStats, ChunkCache, Hold, Pinned, chunk_c
 from arrowmix._remote.meta import RemoteChunk
 from arrowmix._remote.stats import current
 from arrowmix._storage.distinct import first_and_last
+from arrowmix._storage.projection import NamedColumns
 from arrowmix._storage.take import int64_array, take_unchecked
 from arrowmix.exceptions import ChunkFileError, SchemaMismatchError
 
@@ -45,7 +46,7 @@ DOWNLOAD_THREADS = 4
 ChunkVisitor = Callable[[int, pa.Table, np.ndarray, np.ndarray], None]
 
 
-class RemoteTable:
+class RemoteTable(NamedColumns):
     """Rows of remote chunk files, read through a bounded local cache (see module docstring).
 
     Args:
@@ -87,21 +88,6 @@ class RemoteTable:
         return chunk_cache(self.directory, self.limit)
 
     @property
-    def num_rows(self) -> int:
-        """Rows of every chunk."""
-        return int(self.offsets[-1])
-
-    @property
-    def num_columns(self) -> int:
-        """Columns exposed."""
-        return len(self.names)
-
-    @property
-    def column_names(self) -> list[str]:
-        """Exposed column names."""
-        return [out for _, out in self.names]
-
-    @property
     def nbytes(self) -> int:
         """Bytes of the chunk files (what reading everything downloads)."""
         return sum(c.size for c in self.chunks)
@@ -110,20 +96,6 @@ class RemoteTable:
     def _with(self, names: Sequence[tuple[str, str]]) -> RemoteTable:
         return type(self)(self.chunks, self.stored_schema, self.directory, self.limit,
                            self.storage_options, names)  # fmt: skip
-
-    def select(self, columns: Sequence[str]) -> RemoteTable:
-        """Only ``columns``, in that order."""
-        by_name = {out: src for src, out in self.names}
-        return self._with([(by_name[c], c) for c in columns])
-
-    def drop_columns(self, columns: Sequence[str]) -> RemoteTable:
-        """Without ``columns``."""
-        drop = set(columns)
-        return self._with([(s, o) for s, o in self.names if o not in drop])
-
-    def rename_columns(self, names: Sequence[str]) -> RemoteTable:
-        """Exposed columns renamed to ``names`` (one per column)."""
-        return self._with([(s, new) for (s, _), new in zip(self.names, names, strict=True)])
 
     def replace_schema_metadata(self, metadata: Any = None) -> RemoteTable:
         """``self``: a remote table exposes no file metadata."""
@@ -210,13 +182,6 @@ class RemoteTable:
                     cache.release(pinned)
         finally:
             pins.close()  # an early stop releases the chunks acquired ahead
-
-    def stored_name(self, name: str) -> str:
-        """The stored name of the exposed column ``name``."""
-        for src, out in self.names:
-            if out == name:
-                return src
-        raise KeyError(f"no column {name!r}; the rows have columns {self.column_names}.")
 
     def _pinned_in_order(self, owners: Sequence[int]) -> Generator[tuple[int, Pinned], None, None]:
         """Each chunk of ``owners`` pinned, in order; the caller releases each one.

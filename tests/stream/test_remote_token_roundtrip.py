@@ -42,6 +42,17 @@ def corpus_url(seed: int = 0) -> tuple[str, int]:
     return url, max(sizes)
 
 
+def token_stream(
+    ds: am.Dataset, num_instances: int, instance_rank: int, **kwargs: Any
+) -> Stream[Any]:
+    """The stream of ``ds`` the pipelines read: chunk order unless told, rows dealt."""
+    kwargs.setdefault("shuffle", "chunks")  # a global shuffle would touch every chunk
+    return ds.to_stream(
+        seed=0, infinite=False, num_instances=num_instances, instance_rank=instance_rank,
+        shard="rows", **kwargs,
+    )  # fmt: skip
+
+
 class RemoteTokens(CheckpointRoundTripTests):
     """Builds every pipeline from the bounded corpus (one cache directory per class)."""
 
@@ -56,11 +67,7 @@ class RemoteTokens(CheckpointRoundTripTests):
     def source(self, num_instances: int, instance_rank: int, **kwargs: Any) -> Stream[Any]:
         url, size = corpus_url()
         ds = am.Dataset.from_chunks(url, cache_limit=5 * size, chunk_cache_dir=self.cache_dir)
-        kwargs.setdefault("shuffle", "chunks")  # a global shuffle would touch every chunk
-        return ds.to_stream(
-            seed=0, infinite=False, num_instances=num_instances, instance_rank=instance_rank,
-            shard="rows", **kwargs,
-        )  # fmt: skip
+        return token_stream(ds, num_instances, instance_rank, **kwargs)
 
     def make_iterator(self) -> Stream[Any]:
         return self.make_sharded(1, 0)

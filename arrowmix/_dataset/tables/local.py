@@ -1,5 +1,7 @@
 """The local kind of :class:`~arrowmix._dataset.tables.protocol.Table`: an Arrow table.
 
+(The map engine reads it too: the stream layer is imported only when a stream reads it.)
+
 Chunk files and cache files opened memory-mapped, or a table built in memory. Reads are
 zero-copy slices and batch-aware gathers (:class:`~arrowmix._dataset.reader.TableReader`,
 which this class extends); a stream over mapped files reads pages ahead
@@ -17,15 +19,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._dataset.page_ahead import PageAhead
 from arrowmix._dataset.reader import TableReader
-from arrowmix._storage.mapped import table_ref
-from arrowmix._stream.tokens import TokenColumn
 
 if TYPE_CHECKING:
+    from arrowmix._dataset.page_ahead import PageAhead
     from arrowmix._dataset.tables.protocol import Mapper
     from arrowmix._stream.row_source import ListSpec
     from arrowmix._stream.sources import Upcoming
+    from arrowmix._stream.tokens import TokenColumn
 
 __all__ = ["LocalReading", "LocalTable"]
 
@@ -75,6 +76,8 @@ class LocalTable(TableReader):
 
     def pickled(self) -> Any:
         """A reference into the mapped files, or the table itself (not file-backed)."""
+        from arrowmix._storage.mapped import table_ref
+
         ref = table_ref(self.table)
         return ref if ref is not None else self.table
 
@@ -97,6 +100,8 @@ class LocalReading:
         if upcoming.ranges_announced:  # the order asks for its exact ranges (``prefetch``)
             return
         if self._pages is None:
+            from arrowmix._dataset.page_ahead import PageAhead
+
             self._pages = PageAhead(self.table, self._mapper)
         self._pages(upcoming)
 
@@ -124,6 +129,8 @@ class LocalReading:
     def take_lists(
         self, positions: np.ndarray, others: Sequence[str], lists: Mapping[str, ListSpec]
     ) -> tuple[pa.Table | None, dict[str, list[Any]]]:
+        from arrowmix._stream.tokens import TokenColumn
+
         values: dict[str, list[Any]] = {}
         for name, (dtype, convert) in lists.items():
             try:
@@ -135,6 +142,8 @@ class LocalReading:
 
     def token_column(self, name: str, mapper: Mapper, view_rows: int) -> TokenColumn:
         """Zero-copy views of the column's buffers."""
+        from arrowmix._stream.tokens import TokenColumn
+
         return TokenColumn(self.table.table.column(name), name, mapper=mapper, view_rows=view_rows)
 
     def prefetch_ranges(
