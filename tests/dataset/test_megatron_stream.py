@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from typing import Any
 
 import numpy as np
@@ -21,7 +20,7 @@ from .megatron_helpers import build_with_megatron
 
 pytestmark = pytest.mark.filterwarnings("ignore::arrowmix.exceptions.DroppedDataWarning")
 
-_DIR = tempfile.mkdtemp(prefix="arrowmix-megatron-")  # removed by the module fixture
+_DIR = ""  # the corpora's directory, set by the module fixture
 
 
 def unique_docs(n: int, base: int) -> list[list[int]]:
@@ -35,14 +34,12 @@ ARROW_DOCS = unique_docs(70, 30_000)
 
 
 @pytest.fixture(scope="module", autouse=True)
-def _corpora() -> Any:
+def _corpora(tmp_path_factory: pytest.TempPathFactory) -> None:
+    global _DIR
+    _DIR = str(tmp_path_factory.mktemp("megatron-stream"))
     build_with_megatron(os.path.join(_DIR, "web_text_document"), MEGATRON_DOCS, np.uint16)
     table = pa.table({"input_ids": pa.array(ARROW_DOCS, pa.list_(pa.uint16()))})
     am.write_chunks(table, os.path.join(_DIR, "sft"), rows_per_chunk=25)
-    yield
-    import shutil
-
-    shutil.rmtree(_DIR, ignore_errors=True)
 
 
 def megatron() -> am.Dataset:
