@@ -12,6 +12,7 @@ from arrowmix._dataset.build import write_chunks
 from arrowmix._dataset.column import Column
 from arrowmix._dataset.concat import concatenate_datasets
 from arrowmix._dataset.dataset import Dataset
+from arrowmix._dataset.token_corpus import from_megatron, from_token_file
 from arrowmix._fingerprint.pickler import register_fingerprint
 from arrowmix._fingerprint.record import FingerprintRecord
 from arrowmix._fingerprint.record import explain as explain_fingerprint
@@ -36,6 +37,8 @@ __all__ = [
     "disable_caching",
     "enable_caching",
     "explain_fingerprint",
+    "from_megatron",
+    "from_token_file",
     "interleave_datasets",
     "is_caching_enabled",
     "load_dataset",

@@ -30,6 +30,7 @@ __all__ = [
     "ShardingError",
     "StateError",
     "TargetExistsError",
+    "TokenFileError",
     "WorkerDiedError",
     "WriteError",
 ]
@@ -63,6 +64,17 @@ class IncompleteCorpusError(ChunkFileError):
     ``from_chunks(..., allow_incomplete=True)`` opens the files present anyway.
 
     .. versionadded:: 0.1
+    """
+
+
+class TokenFileError(ChunkFileError):
+    """A Megatron ``.bin``/``.idx`` pair or a flat numpy token file is damaged or inconsistent.
+
+    A truncated index, a bad magic or version, a dtype code out of range, a ``.bin`` shorter
+    (or longer) than its index says, a file whose size is not a multiple of its dtype, or
+    document offsets that do not fit the file. The message names the file and the problem.
+
+    .. versionadded:: 0.2
     """
 
 

@@ -358,6 +358,45 @@ class DatasetConstructors:
         return ds.select_columns(cols)
 
     @classmethod
+    def from_megatron(
+        cls,
+        prefix_or_prefixes: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        *,
+        by: str = "sequence",
+        column: str = "input_ids",
+        cache_dir: str | os.PathLike[str] | None = None,
+    ) -> Dataset:
+        """Megatron ``.bin``/``.idx`` pairs, read in place; see :func:`arrowmix.from_megatron`."""
+        from arrowmix._dataset.token_corpus import from_megatron
+
+        return from_megatron(prefix_or_prefixes, by=by, column=column, cache_dir=cache_dir)
+
+    @classmethod
+    def from_token_file(
+        cls,
+        path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        dtype: Any,
+        *,
+        eos_id: int | None = None,
+        offsets: Any = None,
+        seq_len: int | None = None,
+        column: str = "input_ids",
+        cache_dir: str | os.PathLike[str] | None = None,
+    ) -> Dataset:
+        """Flat numpy token files, read in place; see :func:`arrowmix.from_token_file`."""
+        from arrowmix._dataset.token_corpus import from_token_file
+
+        return from_token_file(
+            path,
+            dtype,
+            eos_id=eos_id,
+            offsets=offsets,
+            seq_len=seq_len,
+            column=column,
+            cache_dir=cache_dir,
+        )
+
+    @classmethod
     def from_ray(cls, ray_dataset: Any, *, cache_dir: str | None = None) -> Dataset:
         """Materialise a ``ray.data.Dataset`` into cached chunk files (row order kept).
 

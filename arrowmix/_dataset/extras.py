@@ -7,6 +7,7 @@ methods delegate to ``generator``, ``additions`` and ``export``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -106,6 +107,17 @@ class DatasetExtras:
         from arrowmix._dataset.additions import repeat
 
         return repeat(_ds(self), num_times)
+
+    def to_megatron(
+        self, prefix: str | os.PathLike[str], *, column: str = "input_ids", dtype: Any = None
+    ) -> int:
+        """Write ``column`` as Megatron ``<prefix>.bin``/``<prefix>.idx``; the bytes written.
+
+        See :func:`arrowmix._dataset.token_corpus.to_megatron` (docs/formats.md).
+        """
+        from arrowmix._dataset.token_corpus import to_megatron
+
+        return to_megatron(_ds(self), prefix, column=column, dtype=dtype)
 
     def to_pandas(self, batch_size: int | None = None, batched: bool = False) -> Any:
         """The view as a ``pandas.DataFrame``; ``batched=True``: an iterator of frames."""

@@ -28,6 +28,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from arrowmix._storage.token_arrays import TokenChunkRef, token_chunk_ref
 from arrowmix.exceptions import ChunkFileError
 
 __all__ = ["ChunkRef", "TableRef", "table_ref"]
@@ -56,7 +57,8 @@ class TableRef:
 
     files: tuple[str, ...]
     schema: pa.Schema
-    columns: tuple[tuple[ChunkRef, ...], ...]
+    #: A chunk of a token file (Megatron, flat numpy) is a :class:`TokenChunkRef`.
+    columns: tuple[tuple[ChunkRef | TokenChunkRef, ...], ...]
     #: Size in bytes of each file when described (empty: not checked).
     sizes: tuple[int, ...] = ()
     #: What identifies each file's version (see the module docstring; empty: not checked):
@@ -99,14 +101,21 @@ class TableRef:
                 )
         batches = [t.to_batches() for t in tables]
         arrays = []
+        opened: dict[int, list[pa.Array[Any]]] = {}  # token files, each opened once
         for field, chunks in zip(self.schema, self.columns, strict=True):
-            parts = [self._array(batches, c, field) for c in chunks]
+            parts = [self._array(batches, c, field, opened) for c in chunks]
             arrays.append(pa.chunked_array(parts, type=field.type))
         return pa.Table.from_arrays(arrays, schema=self.schema)
 
     def _array(
-        self, batches: list[list[pa.RecordBatch]], c: ChunkRef, field: pa.Field[Any]
+        self,
+        batches: list[list[pa.RecordBatch]],
+        c: ChunkRef | TokenChunkRef,
+        field: pa.Field[Any],
+        opened: dict[int, list[pa.Array[Any]]],
     ) -> pa.Array[Any]:
+        if isinstance(c, TokenChunkRef):
+            return c.open(opened)
         found = batches[c.file]
         if c.batch < len(found) and c.column < found[c.batch].num_columns:
             col = found[c.batch].column(c.column)
@@ -196,11 +205,15 @@ def table_ref(table: pa.Table) -> TableRef | None:
     sizes: list[int] = []
     idents: list[tuple[Any, ...]] = []
     indexes: list[dict[tuple[Any, ...], tuple[int, int, int]]] = []
-    columns = []
+    columns: list[tuple[ChunkRef | TokenChunkRef, ...]] = []
     for col in table.columns:
-        refs = []
+        refs: list[ChunkRef | TokenChunkRef] = []
         for chunk in col.chunks:
             if len(chunk) == 0:
+                continue
+            token = token_chunk_ref(chunk)
+            if token is not None:  # a view of a token file's memory map
+                refs.append(token)
                 continue
             addr = _first_address(chunk)
             if addr is None:

@@ -1,0 +1,107 @@
+"""Flat numpy token files (nanoGPT's ``train.bin``) read in place."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from typing import Any
+
+import numpy as np
+import pytest
+
+import arrowmix as am
+from arrowmix._storage.local import cache_root
+from arrowmix.exceptions import ChunkFileError, TokenFileError
+
+
+def write(path: Any, tokens: list[int], dtype: Any = np.uint16) -> str:
+    np.asarray(tokens, dtype=dtype).tofile(path)
+    return str(path)
+
+
+def test_nanogpt_train_bin_in_blocks(tmp_path: Any) -> None:
+    """nanoGPT's uint16 ``train.bin``, cut as its ``get_batch`` cuts samples (no shuffle)."""
+    tokens = np.random.default_rng(0).integers(0, 50257, 1000).astype(np.uint16)
+    path = str(tmp_path / "train.bin")
+    tokens.tofile(path)
+    block = 64
+    ds = am.Dataset.from_token_file(path, np.uint16, seq_len=block + 1)
+    data = np.memmap(path, dtype=np.uint16, mode="r")  # as nanoGPT opens it
+    assert len(ds) == 1000 // (block + 1)
+    for i in (0, 7, len(ds) - 1):
+        row = np.asarray(ds[i]["input_ids"])
+        x, y = data[i * (block + 1) : i * (block + 1) + block], data[i * (block + 1) + 1 :][:block]
+        assert row[:-1].tolist() == x.tolist() and row[1:].tolist() == y.tolist()
+    assert ds.features["input_ids"].feature.dtype == "uint16"
+
+
+def test_eos_boundaries_are_scanned_once_and_cached(tmp_path: Any) -> None:
+    path = write(tmp_path / "t.bin", [7, 8, 2, 2, 9, 10, 11, 2, 12], np.uint32)
+    ds = am.from_token_file(path, "uint32", eos_id=2)
+    assert ds["input_ids"] == [[7, 8, 2], [2], [9, 10, 11, 2], [12]]
+    cached = os.listdir(os.path.join(cache_root(), "token-bounds"))
+    assert any(name.endswith("-eos2.npy") for name in cached)
+    again = am.from_token_file(path, np.uint32, eos_id=2)
+    assert again["input_ids"] == ds["input_ids"] and again._fingerprint == ds._fingerprint
+    assert am.from_token_file(path, np.uint32, eos_id=9)._fingerprint != ds._fingerprint
+    ending = write(tmp_path / "e.bin", [1, 2, 3, 2], np.uint32)
+    assert am.from_token_file(ending, np.uint32, eos_id=2)["input_ids"] == [[1, 2], [3, 2]]
+
+
+def test_document_offsets_from_an_array_or_npy(tmp_path: Any) -> None:
+    path = write(tmp_path / "t.bin", list(range(10)), np.uint32)
+    np.save(tmp_path / "offsets.npy", np.array([0, 3, 3, 8]))
+    by_file = am.from_token_file(path, np.uint32, offsets=str(tmp_path / "offsets.npy"))
+    expected = [[0, 1, 2], [], [3, 4, 5, 6, 7], [8, 9]]
+    assert by_file["input_ids"] == expected
+    by_array = am.from_token_file(path, np.uint32, offsets=[0, 3, 3, 8, 10])
+    assert by_array["input_ids"] == expected
+    other = am.from_token_file(path, np.uint32, offsets=[0, 4])
+    assert other._fingerprint not in (by_file._fingerprint, by_array._fingerprint)
+
+
+@pytest.mark.parametrize(
+    ("offsets", "message"),
+    [
+        ([1, 3], "must start at 0"),
+        ([0, 5, 3], r"decrease at position 2 \(3 after 5\)"),
+        ([0, 11], "reach token 11, past the file's 10 tokens"),
+        ([[0, 1]], "1-d integer array"),
+    ],
+)
+def test_bad_offsets_name_the_file(tmp_path: Any, offsets: Any, message: str) -> None:
+    path = write(tmp_path / "t.bin", list(range(10)), np.uint32)
+    with pytest.raises(TokenFileError, match=message) as info:
+        am.from_token_file(path, np.uint32, offsets=offsets)
+    assert "t.bin" in str(info.value)
+
+
+def test_size_not_a_multiple_of_the_dtype(tmp_path: Any) -> None:
+    path = write(tmp_path / "odd.bin", [1, 2, 3], np.uint8)
+    with pytest.raises(TokenFileError, match=r"odd\.bin' has 3 bytes, not a multiple of the 2"):
+        am.from_token_file(path, np.uint16, seq_len=1)
+
+
+def test_boundaries_must_be_given_once(tmp_path: Any) -> None:
+    path = write(tmp_path / "t.bin", [1, 2])
+    with pytest.raises(ValueError, match="exactly one of"):
+        am.from_token_file(path, np.uint16)
+    with pytest.raises(ValueError, match="exactly one of"):
+        am.from_token_file(path, np.uint16, eos_id=0, seq_len=4)
+    with pytest.raises(ValueError, match="integer type"):
+        am.from_token_file(path, np.float32, seq_len=1)
+    with pytest.raises(TokenFileError, match="does not exist"):
+        am.from_token_file(str(tmp_path / "none.bin"), np.uint16, seq_len=1)
+
+
+def test_several_files_and_pickling(tmp_path: Any) -> None:
+    a = write(tmp_path / "a.bin", [1, 0, 2, 3, 0])
+    b = write(tmp_path / "b.bin", [4, 0])
+    ds = am.from_token_file([a, b], np.uint16, eos_id=0)
+    assert ds["input_ids"] == [[1, 0], [2, 3, 0], [4, 0]]
+    blob = pickle.dumps(ds)
+    assert pickle.loads(blob)["input_ids"] == ds["input_ids"]
+    write(tmp_path / "b.bin", [5, 0])  # rewritten in place
+    with pytest.raises(ChunkFileError, match=r"b\.bin' changed since it was opened"):
+        pickle.loads(blob)
+    assert am.from_token_file([a, b], np.uint16, eos_id=0)._fingerprint != ds._fingerprint
