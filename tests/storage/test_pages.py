@@ -188,3 +188,20 @@ def test_a_cold_open_asks_for_every_files_headers_before_reading_one(tmp_path, m
         assert len(positions) == pa.ipc.open_file(path).num_record_batches >= 2
         assert all(data[at : at + 4] == b"\xff\xff\xff\xff" for at in positions), positions
     assert ds["x"] == list(range(600_000))
+
+
+@linux
+def test_a_warm_open_asks_for_nothing(tmp_path, monkeypatch):
+    am.write_chunks([pa.record_batch({"x": np.arange(1000)})] * 3, str(tmp_path / "c"))
+    path = am.Dataset.from_chunks(str(tmp_path / "c")).cache_files[0]
+    with open(path, "rb") as f:
+        f.read()  # every page in memory
+    calls: list[int] = []
+    real = os.posix_fadvise
+    monkeypatch.setattr(os, "posix_fadvise", lambda *a: calls.append(1) or real(*a))
+    assert am.Dataset.from_chunks(str(tmp_path / "c"))["x"][-1] == 999
+    assert calls == []  # a rerun's open costs no advice
+    drop(path)
+    assert am.Dataset.from_chunks(str(tmp_path / "c"))["x"][-1] == 999
+    if _counts_disk_reads(path):
+        assert calls  # cold: its footer and headers are asked for
