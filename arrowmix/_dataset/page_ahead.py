@@ -9,8 +9,11 @@ random read per page. Before each block, the stream tells its row source where i
 kernel (``MADV_WILLNEED``) for every record batch holding at least 1/64 of its rows among them.
 The other rows (the ``"global"`` order's) are asked for by their exact pages, a few thousand
 rows ahead, all at once: the kernel then has that many reads in flight, where faulting the
-rows in turn waits for one read at a time. Over a table already in memory this costs a few
-``mincore`` calls per block.
+rows in turn waits for one read at a time. A stream that takes a window of positions at once
+(``budget_bucket``, ``pack``: ``upcoming.wanted``) gets the offsets of that whole window. The
+values, located through the offsets, are asked for by a background thread, so the stream
+builds its batch meanwhile. Over a table already in memory this costs a few ``mincore`` calls
+per block.
 """
 
 from __future__ import annotations
