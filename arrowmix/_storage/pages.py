@@ -25,6 +25,7 @@ import ctypes
 import mmap
 import os
 import sys
+import threading
 import weakref
 from collections.abc import Iterable
 from typing import Any
@@ -69,6 +70,8 @@ if _ADVISE:
 
 #: ``[start, end)`` addresses of the live mappings made by :func:`map_file` (sorted starts).
 _STARTS: list[int] = []
+#: Guards ``_STARTS`` and ``_ENDS`` (reentrant: a collection may forget a mapping while held).
+_LOCK = threading.RLock()
 _ENDS: dict[int, int] = {}
 #: Ranges advised sequential by a read larger than ``_AHEAD_CAP`` (see :func:`prefetch_rows`).
 _STREAMED: list[tuple[int, int]] = []
@@ -87,8 +90,9 @@ def map_file(path: str) -> pa.Buffer:
     if _ADVISE:
         mm.madvise(mmap.MADV_RANDOM)
         start = buf.address
-        bisect.insort(_STARTS, start)
-        _ENDS[start] = start + buf.size
+        with _LOCK:
+            bisect.insort(_STARTS, start)
+            _ENDS[start] = start + buf.size
         weakref.finalize(mm, _forget, start)
     return buf
 
@@ -146,16 +150,18 @@ def _cached_end(path: str) -> bool:
 
 
 def _forget(start: int) -> None:
-    i = bisect.bisect_left(_STARTS, start)
-    if i < len(_STARTS) and _STARTS[i] == start:
-        del _STARTS[i]
-        _ENDS.pop(start, None)
+    with _LOCK:
+        i = bisect.bisect_left(_STARTS, start)
+        if i < len(_STARTS) and _STARTS[i] == start:
+            del _STARTS[i]
+            _ENDS.pop(start, None)
 
 
 def is_mapped(address: int) -> bool:
     """Whether ``address`` lies in a mapping made by :func:`map_file` (advised random)."""
-    i = bisect.bisect_right(_STARTS, address) - 1
-    return i >= 0 and address < _ENDS[_STARTS[i]]
+    with _LOCK:  # mappings are made and forgotten by other threads (readers, page-ahead, GC)
+        i = bisect.bisect_right(_STARTS, address) - 1
+        return i >= 0 and address < _ENDS.get(_STARTS[i], 0)
 
 
 def advise(address: int, size: int, advice: int) -> bool:
