@@ -175,7 +175,7 @@ def report(results: list[dict[str, Any]], rows: int, run: dict[str, Any]) -> str
             f"{_ratio(rate[0], rate[2])} | {first} | {' | '.join(_io(runs))} |"
         )
     notes = [
-        f"- {r['step']} ({r['tool']}): {r.get('error') or 'skipped: ' + r['skipped']}"
+        f"- {r['step']} ({r['tool']}): {r.get('error') or _skipped(r)}"
         for r in results
         if "error" in r or "skipped" in r
     ]
@@ -184,3 +184,8 @@ def report(results: list[dict[str, Any]], rows: int, run: dict[str, Any]) -> str
     if notes:
         lines += ["", "Notes:", "", *dict.fromkeys(notes)]
     return "\n".join(lines) + "\n"
+
+
+def _skipped(r: dict[str, Any]) -> str:
+    """Why a step has no figures: skipped (with the reason), or stopped without a word."""
+    return "skipped: " + r["skipped"] if "skipped" in r else "stopped without output (killed?)"

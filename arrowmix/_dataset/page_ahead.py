@@ -9,12 +9,19 @@ random read per page. Before each block, the stream tells its row source where i
 kernel (``MADV_WILLNEED``) for every record batch holding at least 1/64 of its rows among them.
 The other rows (the ``"global"`` order's) are asked for by their exact pages, a few thousand
 rows ahead, all at once: the kernel then has that many reads in flight, where faulting the
-rows in turn waits for one read at a time. Over a table already in memory this costs a few
-``mincore`` calls per block.
+rows in turn waits for one read at a time. A stream that takes a window of positions at once
+(``budget_bucket``, ``pack``: ``upcoming.wanted``) gets the offsets of that whole window. The
+values, located through the offsets, are asked for by a background thread, so the stream
+builds its batch meanwhile. Over a table already in memory this costs a few ``mincore`` calls
+per block.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import queue
+import threading
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -76,17 +83,23 @@ class PageAhead:
 
         Each row is asked for twice, once for its offsets and a depth of rows later for its
         values (read through the offsets, which have arrived by then), so both reads overlap
-        the stream's consumer. The depth grows to the stream's step between two calls.
+        the stream's consumer. The depth grows to the stream's step between two calls, and
+        to the rows the stream takes at once (``upcoming.wanted``): the first window of an
+        index stream (8,192 positions whose lengths are looked up together) finds all its
+        offsets asked for at once, instead of faulting them in one page at a time.
         """
         epoch, index = upcoming.cursor
         if epoch != self._epoch:
             self._epoch, self._last, self._heads, self._values = epoch, index, index, index
-        depth = max(DEPTH, index - self._last)
+        depth = max(DEPTH, index - self._last, getattr(upcoming, "wanted", 0))
         self._last = index
         self._heads, self._values = max(self._heads, index), max(self._values, index)
-        if self._heads < index + 2 * depth:
-            self._ask(upcoming, self._heads, index + 2 * depth, values=False)
-            self._heads = index + 2 * depth
+        # where nothing is asked yet (a start, a resume), the first depth's offsets only:
+        # the next call asks for the depth after them, while these rows are read
+        heads = index + (depth if self._heads == index else 2 * depth)
+        if self._heads < heads:
+            self._ask(upcoming, self._heads, heads, values=False)
+            self._heads = heads
         if self._values < index + depth:
             self._ask(upcoming, self._values, index + depth, values=True)
             self._values = index + depth
@@ -100,4 +113,45 @@ class PageAhead:
         if self._done:  # rows of batches asked for whole need nothing more
             owner = np.searchsorted(self._reader.batch_offsets, pos, side="right") - 1
             pos = pos[~np.isin(owner, np.fromiter(self._done, dtype=np.int64))]
-        self._reader.prefetch_rows_at(pos, values=values)
+        if values:  # found through the offsets: waits for their reads, off the stream's path
+            _background(self._reader.prefetch_rows_at, pos)
+        else:
+            self._reader.prefetch_rows_at(pos, values=False)
+
+
+_QUEUE: queue.SimpleQueue[tuple[Callable[[np.ndarray], Any], np.ndarray]] | None = None
+_PID = 0
+
+
+def _background(ask: Callable[[np.ndarray], Any], pos: np.ndarray) -> None:
+    """``ask(pos)`` in the asking thread of this process (started on first use).
+
+    Asking for the values of scattered rows reads their offsets first (waiting for the
+    reads asked for a moment before) and then makes one ``madvise`` call per row, each
+    queueing a read: thousands of rows take a good part of a second on a cold disk, which
+    the stream spends building its batch instead. Advice changes no value, so nothing waits
+    for it.
+    """
+    global _QUEUE, _PID
+    if _QUEUE is None or os.getpid() != _PID:  # a forked worker starts its own thread
+        _QUEUE, _PID = queue.SimpleQueue(), os.getpid()
+        threading.Thread(
+            target=_asking, args=(_QUEUE,), name="arrowmix-page-ahead", daemon=True
+        ).start()
+    _QUEUE.put((ask, pos))
+
+
+def _settle(timeout: float = 10.0) -> bool:
+    """Wait until the asks queued so far are made (tests); False on timeout."""
+    if _QUEUE is None or os.getpid() != _PID:
+        return True
+    done = threading.Event()
+    _QUEUE.put((lambda _pos: done.set(), np.empty(0, np.int64)))
+    return done.wait(timeout)
+
+
+def _asking(todo: queue.SimpleQueue[tuple[Callable[[np.ndarray], Any], np.ndarray]]) -> None:
+    while True:
+        ask, pos = todo.get()
+        with contextlib.suppress(Exception):  # advice only: a failure changes no value
+            ask(pos)

@@ -57,6 +57,7 @@ from arrowmix._storage.digests import (
 from arrowmix._storage.fs import local_path
 from arrowmix._storage.globs import has_magic
 from arrowmix._storage.ipc import open_table
+from arrowmix._storage.pages import ask_heads
 from arrowmix.exceptions import ChunkFileError, IncompleteCorpusError
 
 __all__ = ["open_local_chunks"]
@@ -212,6 +213,7 @@ def _attempt(
         # Before listing: the version we expect to map, and which manifest file that was.
         manifests[d], before[d] = read_local_manifest(d)
     files = list_chunk_files(spec)
+    ask_heads((f, _header_positions(f, manifests)) for f in files)
     tables: list[pa.Table] = []
     digests: list[str] = []
     mapped: dict[str, set[str]] = {}
@@ -237,6 +239,21 @@ def _attempt(
         if {n for n in _names(d) if _is_data(n)} != mapped.get(d, set()):
             raise _Torn  # a chunk came or went meanwhile
     return files, tables, digests
+
+
+def _header_positions(path: str, manifests: dict[str, dict[str, ChunkEntry] | None]) -> list[int]:
+    """Where the record batch headers of ``path`` start, as far as its manifest says.
+
+    A header follows each recorded batch's bytes; empty when the manifest lists none.
+    """
+    entry = (manifests.get(os.path.dirname(os.path.abspath(path))) or {}).get(
+        os.path.basename(path)
+    )
+    batches = entry.batches if entry is not None else None
+    try:
+        return [int(b[1]) for b in batches or ()]
+    except (TypeError, ValueError, IndexError):
+        return []
 
 
 def _open_one(path: str, entry: ChunkEntry | None, verify: bool) -> tuple[pa.Table, str, bool]:

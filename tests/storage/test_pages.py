@@ -155,3 +155,53 @@ def test_an_empty_file_is_not_arrow(tmp_path):
     assert map_file(str(path)).size == 0
     with pytest.raises(am.exceptions.ChunkFileError, match=r"empty\.arrow"):
         open_table(str(path))
+
+
+@linux
+def test_a_cold_open_asks_for_every_files_headers_before_reading_one(tmp_path, monkeypatch):
+    from arrowmix._storage import corpus_open
+
+    batches = [pa.record_batch({"x": np.arange(i, i + 50_000)}) for i in range(0, 600_000, 50_000)]
+    am.write_chunks(batches, str(tmp_path / "c"), rows_per_chunk=300_000)
+    asked: list[tuple[str, list[int]]] = []
+    real = corpus_open.ask_heads
+
+    def record(files):
+        files = [(path, list(at)) for path, at in files]
+        asked.extend(files)
+        assert not opened, "asked after an open"
+        real(files)
+
+    opened: list[str] = []
+    real_open = corpus_open.open_table
+    monkeypatch.setattr(corpus_open, "ask_heads", record)
+    monkeypatch.setattr(
+        corpus_open, "open_table", lambda p, **kw: opened.append(p) or real_open(p, **kw)
+    )
+    ds = am.Dataset.from_chunks(str(tmp_path / "c"))
+    assert [os.path.basename(p) for p, _ in asked] == [os.path.basename(p) for p in ds.cache_files]
+    for path, positions in asked:
+        with open(path, "rb") as f:
+            data = f.read()
+        # each position starts an IPC message (continuation marker): the next batch's header,
+        # or the end-of-stream marker before the footer
+        assert len(positions) == pa.ipc.open_file(path).num_record_batches >= 2
+        assert all(data[at : at + 4] == b"\xff\xff\xff\xff" for at in positions), positions
+    assert ds["x"] == list(range(600_000))
+
+
+@linux
+def test_a_warm_open_asks_for_nothing(tmp_path, monkeypatch):
+    am.write_chunks([pa.record_batch({"x": np.arange(1000)})] * 3, str(tmp_path / "c"))
+    path = am.Dataset.from_chunks(str(tmp_path / "c")).cache_files[0]
+    with open(path, "rb") as f:
+        f.read()  # every page in memory
+    calls: list[int] = []
+    real = os.posix_fadvise
+    monkeypatch.setattr(os, "posix_fadvise", lambda *a: calls.append(1) or real(*a))
+    assert am.Dataset.from_chunks(str(tmp_path / "c"))["x"][-1] == 999
+    assert calls == []  # a rerun's open costs no advice
+    drop(path)
+    assert am.Dataset.from_chunks(str(tmp_path / "c"))["x"][-1] == 999
+    if _counts_disk_reads(path):
+        assert calls  # cold: its footer and headers are asked for

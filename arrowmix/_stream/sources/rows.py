@@ -151,8 +151,11 @@ class ArrowSource(Stream[Row], DealtSource):
         self._order = self._make_order()
         self._check_rows()
 
-    def _read_ahead(self) -> None:
-        """Tell a row source that reads ahead (remote chunks) where the stream stands."""
+    def _read_ahead(self, wanted: int = 0) -> None:
+        """Tell a row source that reads ahead where the stream stands.
+
+        ``wanted``: how many rows the stream takes next at once, when it knows (0: a block).
+        """
         hook = optional_member(self.rows, "read_ahead")
         if hook is not None:
             if "_chunk_bounds" not in self.__dict__:
@@ -160,7 +163,7 @@ class ArrowSource(Stream[Row], DealtSource):
                 # the rows of a chunk are served as soon as it is downloaded, while the
                 # next ones download (see _first_chunk_run).
                 self._chunk_bounds = np.asarray(self.rows.chunk_offsets(), dtype=np.int64)
-            hook(Upcoming(self, (self._epoch, self._start)))
+            hook(Upcoming(self, (self._epoch, self._start), wanted))
 
     def stats(self) -> dict[str, Any]:
         """Where the source stands, plus its row source's counters (remote: downloads)."""
@@ -324,7 +327,7 @@ class ArrowSource(Stream[Row], DealtSource):
         parts: list[np.ndarray] = []
         got = 0
         if not self._finished():
-            self._read_ahead()
+            self._read_ahead(n)
         while got < n and not self._finished():
             stop = min(self._epoch_stop(), self._start + n - got)
             parts.append(self._order.positions(self._epoch, self._start, stop))
@@ -434,11 +437,16 @@ class Upcoming:
     ``ranges_announced``: the order hands the row ranges it reads next to the row source's
     ``prefetch`` itself (``shuffle="blocks"``), so a read-ahead of local pages can leave
     them to it.
+
+    ``wanted``: how many rows the reader takes from ``cursor`` on right now (an index
+    stream's window of positions, whose lengths it looks up at once), 0 when it reads a
+    block at a time.
     """
 
-    def __init__(self, source: ArrowSource, cursor: tuple[int, int]) -> None:
+    def __init__(self, source: ArrowSource, cursor: tuple[int, int], wanted: int = 0) -> None:
         self._source = source
         self.cursor = cursor
+        self.wanted = wanted
         self.ranges_announced = source.shuffle_mode == "blocks"
 
     def positions(self, cursor: tuple[int, int], n: int) -> tuple[np.ndarray, tuple[int, int]]:
