@@ -112,7 +112,9 @@ def test_an_index_streams_first_window_asks_for_all_its_offsets_at_once(
     first = next(iter(stream))
     assert page_ahead._settle()
     assert asked[0][0] is False and set(expected) <= asked[0][1]
-    assert asked[1][0] is True and set(expected) <= asked[1][1]
+    # then their values, from the background thread: the next window's offsets may be asked
+    # for before or after that, so the values ask is found among the later ones
+    assert any(values and set(expected) <= rows for values, rows in asked[1:])
     window_docs = {tuple(cold[i]["ids"]) for i in expected}
     assert first and all(tuple(row["ids"]) in window_docs for row in first)
 
