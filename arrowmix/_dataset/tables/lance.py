@@ -170,6 +170,22 @@ class LanceTable(ParquetTable):
                 self._decoded.put((k, c), column)
         return [found[c] for c in stored]  # type: ignore[misc]
 
+    def _one_row(self, i: int) -> pa.Table | None:
+        """Row ``i`` taken alone, unless its block's columns are cached (then None)."""
+        if not self.names or not 0 <= i < self.num_rows:
+            return None
+        stored = [src for src, _ in self.names]
+        k = i // self.block_rows
+        if all(self._decoded.get((k, c)) is not None for c in stored):
+            return None  # a zero-copy slice of the cached block is cheaper
+        got = self._take(np.array([i], dtype=np.int64), stored)
+        return pa.Table.from_arrays(got.columns, schema=self.schema.remove_metadata())
+
+    def slice(self, start: int, stop: int, reads: Sequence[str] | None = None) -> pa.Table:
+        """Rows ``[start, stop)``: one row taken alone (``ds[i]``), more by blocks."""
+        one = self._one_row(start) if stop - start == 1 else None
+        return one if one is not None else super().slice(start, stop, reads)
+
     def take(self, positions: np.ndarray) -> pa.Table:
         """Rows at ``positions``; one row is taken alone, more by blocks through the cache.
 
@@ -177,11 +193,8 @@ class LanceTable(ParquetTable):
             IndexError: a position is out of range.
         """
         idx = np.asarray(positions, dtype=np.int64)
-        if len(idx) == 1 and self.names and 0 <= int(idx[0]) < self.num_rows:
-            stored = [src for src, _ in self.names]
-            got = self._take(idx, stored)
-            return pa.Table.from_arrays(got.columns, schema=self.schema.remove_metadata())
-        return super().take(idx)
+        one = self._one_row(int(idx[0])) if len(idx) == 1 else None
+        return one if one is not None else super().take(idx)
 
     opened_as = "a Lance dataset read in place (`from_lance(uri)`)"
 
