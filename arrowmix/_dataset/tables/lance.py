@@ -133,10 +133,11 @@ class LanceTable(ParquetTable):
 
     # ---- reading --------------------------------------------------------------------
     def _handle(self, f: int = 0) -> Any:
-        with self._lock:
-            handle = self._handles.get(0)
+        with self._lock:  # a forked process opens its own (Lance is not fork-safe)
+            handle = self._handles.get(os.getpid())
             if handle is None:
-                handle = self._handles[0] = _open(self.uri, self.version)
+                self._handles.clear()
+                handle = self._handles[os.getpid()] = _open(self.uri, self.version)
             return handle
 
     def _take(self, rows: np.ndarray, stored: Sequence[str]) -> pa.Table:
@@ -257,7 +258,7 @@ def from_lance(
     if isinstance(block, bool) or not isinstance(block, int) or block < 1:
         raise ValueError(f"`block_rows` must be a number of rows (int >= 1), got {block!r}.")
     table = LanceTable(text, int(handle.version), rows, schema, data_bytes, size, block_rows=block)
-    table._handles[0] = handle
+    table._handles[os.getpid()] = handle
     if columns is not None:
         columns = [columns] if isinstance(columns, str) else list(columns)
         unknown = [c for c in columns if c not in schema.names]
