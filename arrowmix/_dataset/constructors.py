@@ -372,6 +372,46 @@ class DatasetConstructors:
         return from_megatron(prefix_or_prefixes, by=by, column=column, cache_dir=cache_dir)
 
     @classmethod
+    def from_lance(
+        cls,
+        uri: str | os.PathLike[str],
+        *,
+        version: int | None = None,
+        columns: Sequence[str] | None = None,
+        cache_size: int | str | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        block_rows: int | None = None,
+    ) -> Dataset:
+        """A Lance dataset read in place, its version pinned at open (needs ``arrowmix[lance]``).
+
+        ``version=`` reads an older version (default: the latest). Rows are read through
+        Lance's random access (``take``): ``ds[i]`` alone, larger reads by blocks of rows
+        of ``block_rows`` (8192 by default; a stream's ``"chunks"`` shuffle reads blocks whole)
+        into a bounded cache of ``cache_size`` bytes (``"256MB"`` by default); a later write
+        to the dataset does not change what this Dataset reads, and the fingerprint names the
+        version. See ``docs/formats.md``.
+
+        Example:
+            >>> import arrowmix as am, lance, pyarrow as pa, tempfile
+            >>> uri = tempfile.mkdtemp() + "/docs.lance"
+            >>> _ = lance.write_dataset(pa.table({"x": [1, 2, 3]}), uri)
+            >>> ds = am.Dataset.from_lance(uri)
+            >>> ds[1], len(ds)
+            ({'x': 2}, 3)
+        """
+        from arrowmix._dataset.tables.lance import from_lance
+
+        ds: Dataset = from_lance(
+            uri,
+            version=version,
+            columns=columns,
+            cache_size=cache_size,
+            cache_dir=cache_dir,
+            block_rows=block_rows,
+        )
+        return ds
+
+    @classmethod
     def from_token_file(
         cls,
         path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
