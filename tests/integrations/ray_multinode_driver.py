@@ -22,8 +22,17 @@ ROWS, ROWS_PER_CHUNK, SEGMENT_ROWS = 240, 40, 20
 
 
 def slow_square(batch):
-    """The mapped function: slow on the Ray nodes, so that the node removal lands mid-map."""
+    """The mapped function: slow on the Ray nodes, so that the node removal lands mid-map.
+
+    On the worker node (``BLOCK_IN`` set) a call writes a marker and blocks: the node is
+    removed while it computes a segment, whatever the machine's speed.
+    """
     time.sleep(float(os.environ.get("SLOW_SQUARE_SECONDS", "0")))
+    marks = os.environ.get("BLOCK_IN")
+    if marks:
+        os.makedirs(marks, exist_ok=True)
+        open(os.path.join(marks, "blocked"), "w").close()
+        time.sleep(600)  # the node is removed meanwhile
     return {"sq": [i * i for i in batch["id"]]}
 
 
@@ -70,8 +79,11 @@ def main() -> None:
         head_node_args={"num_cpus": 1, **node_args,
                         "env_vars": {**env, "ARROWMIX_CACHE": os.path.join(root, "n0")}},
     )  # fmt: skip
+    marks = os.path.join(root, "n1-marks")
     worker = cluster.add_node(
-        num_cpus=1, env_vars={**env, "ARROWMIX_CACHE": os.path.join(root, "n1")}, **node_args
+        num_cpus=1,
+        env_vars={**env, "ARROWMIX_CACHE": os.path.join(root, "n1"), "BLOCK_IN": marks},
+        **node_args,
     )
     import ray
 
@@ -91,9 +103,11 @@ def main() -> None:
     finished = threading.Event()
 
     def kill_when_both_nodes_worked() -> None:
-        # Both nodes have read chunks through their own caches and a segment is stored.
+        # Both nodes have read chunks through their own caches, a segment is stored, and the
+        # worker node is computing a segment it will not finish.
         while not finished.is_set():
-            if segments_done() and _copies(os.path.join(root, "n1", "remote-chunks")):
+            blocked = os.path.exists(os.path.join(marks, "blocked"))
+            if blocked and segments_done() and _copies(os.path.join(root, "n1", "remote-chunks")):
                 cluster.remove_node(worker, allow_graceful=False)
                 return
             time.sleep(0.05)
