@@ -34,6 +34,7 @@ import json
 import mmap
 import os
 import secrets
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -91,6 +92,8 @@ _batch_paths: dict[str, str] = {}
 # the on-disk state (inode, size, mtime) of each record as this process last read or wrote it
 _stamps: dict[str, tuple[int, ...] | None] = {}
 _dirs: dict[str, str] = {}
+# the records above are shared by the process's threads (downloads run in a pool)
+_LOCK = threading.RLock()
 
 
 def _record_path(directory: str) -> str:
@@ -136,12 +139,13 @@ def _load(record: str) -> dict[str, list[Any]]:
 
 def _entries(path: str) -> tuple[str, str, dict[str, list[Any]]]:
     directory, name = os.path.split(os.path.abspath(path))
-    record = _record_path(directory)
-    _dirs[record] = directory
-    if record not in _records:
-        _stamps[record] = _stamp(record)
-        _records[record] = _load(record)
-    return record, name, _records[record]
+    with _LOCK:
+        record = _record_path(directory)
+        _dirs[record] = directory
+        if record not in _records:
+            _stamps[record] = _stamp(record)
+            _records[record] = _load(record)
+        return record, name, _records[record]
 
 
 def identity(path: str) -> _Ident:
@@ -224,9 +228,10 @@ def check(path: str, size: int, digest: str) -> str | None:
 
 def _reload(path: str) -> None:
     """Read ``path``'s directory record again, keeping this process's unwritten entries."""
-    record, _, files = _entries(path)
-    ours = {n: files[n] for n in _changed.get(record, ()) if n in files}
-    _records[record] = {**_load(record), **ours}
+    with _LOCK:
+        record, _, files = _entries(path)
+        ours = {n: files[n] for n in _changed.get(record, ()) if n in files}
+        _records[record] = {**_load(record), **ours}
 
 
 def _coarse_ns() -> int:
@@ -273,29 +278,37 @@ def vouch(path: str, *, durable: bool = False) -> None:
 
 
 def _set(path: str, entry: list[Any]) -> None:
-    record, name, files = _entries(path)
-    files[name] = entry
-    _changed.setdefault(record, set()).add(name)
-    if not _batching:
-        flush()
+    with _LOCK:
+        record, name, files = _entries(path)
+        files[name] = entry
+        _changed.setdefault(record, set()).add(name)
+        if not _batching:
+            flush()
 
 
 @contextlib.contextmanager
 def batch() -> Iterator[None]:
     """Write the records changed inside the block once, at its end."""
     global _batching
-    _batching += 1
+    with _LOCK:
+        _batching += 1
     try:
         yield
     finally:
-        _batching -= 1
-        if not _batching:
-            _batch_paths.clear()
-            flush()
+        with _LOCK:
+            _batching -= 1
+            if not _batching:
+                _batch_paths.clear()
+                flush()
 
 
 def flush() -> None:
     """Write every changed record (merged into what is on disk now), atomically."""
+    with _LOCK:
+        _flush()
+
+
+def _flush() -> None:
     while _changed:
         record, names = _changed.popitem()
         ours = _records[record]

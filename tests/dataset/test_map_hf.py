@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import time
 from itertools import chain
 
 import numpy as np
@@ -99,24 +98,34 @@ def test_row_column_first_returned_after_the_first_block_raises_clearly():
 
 def test_async_map_and_filter_are_awaited_concurrently():
     ds = am.Dataset.from_dict({"x": list(range(100))})
+    waiting = {"now": 0, "most": 0}
+
+    async def wait():
+        waiting["now"] += 1
+        waiting["most"] = max(waiting["most"], waiting["now"])
+        await asyncio.sleep(0.01)
+        waiting["now"] -= 1
 
     async def add(row):
-        await asyncio.sleep(0.05)
+        await wait()
         return {"y": row["x"] + 1}
 
     async def keep(row):
-        await asyncio.sleep(0.05)
+        await wait()
         return row["x"] == 42
 
     async def keep_batch(batch):
-        await asyncio.sleep(0.05)
+        await wait()
         return [x % 10 == 0 for x in batch["x"]]
 
-    start = time.perf_counter()
     assert ds.map(add)["y"] == list(range(1, 101))
+    assert waiting["most"] > 1  # calls overlap: awaited concurrently, not one after another
+    waiting["most"] = 0
     assert ds.filter(keep)["x"] == [42]  # the awaited value decides, not the coroutine
+    assert waiting["most"] > 1
+    waiting["most"] = 0
     assert ds.filter(keep_batch, batched=True, batch_size=10)["x"] == list(range(0, 100, 10))
-    assert time.perf_counter() - start < 3  # 210 calls of 50 ms: concurrent
+    assert waiting["most"] > 1
 
 
 def test_async_errors_keep_type_and_name_the_row():
