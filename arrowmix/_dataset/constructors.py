@@ -47,7 +47,7 @@ class DatasetConstructors:
         is the result's ``ds.split``, as in HF (``None`` when not given).
         """
         from arrowmix._dataset import build
-        from arrowmix._hooks import dataset_with_info
+        from arrowmix._hf.info import dataset_with_info
 
         built = build.from_dict(mapping, _schema_of(schema, features, info), on_mixed_types)
         return with_split(dataset_with_info(built, info), split)
@@ -65,7 +65,7 @@ class DatasetConstructors:
     ) -> Dataset:
         """A dataset from a list of row dicts (missing keys become nulls); see from_dict."""
         from arrowmix._dataset import build
-        from arrowmix._hooks import dataset_with_info
+        from arrowmix._hf.info import dataset_with_info
 
         built = build.from_pylist(rows, _schema_of(schema, features, info), on_mixed_types)
         return with_split(dataset_with_info(built, info), split)
@@ -467,7 +467,7 @@ def _read_splits(
     """
     from arrowmix._dataset.ingest import ingest
     from arrowmix._dataset.state import derive, state_of
-    from arrowmix._hooks import dataset_dict
+    from arrowmix._hf.dataset_dict import DatasetDict
 
     fmt, options = fmt if isinstance(fmt, tuple) else (fmt, None)
     types = _csv_types(features) if fmt == "csv" else None
@@ -500,7 +500,7 @@ def _read_splits(
         if split not in paths:
             raise ValueError(f"Unknown split {split!r}; the files are given for {list(paths)}.")
         return one(paths[split], split)
-    return dataset_dict({name: one(files, name) for name, files in paths.items()})
+    return DatasetDict({name: one(files, name) for name, files in paths.items()})
 
 
 def with_split(ds: Dataset, split: Any) -> Dataset:

@@ -61,7 +61,7 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
         if isinstance(arrow_table, DatasetState):
             self._s = arrow_table
             return
-        from arrowmix._hooks import state_from_table
+        from arrowmix._hf.table import state_from_table
 
         self._s = state_from_table(arrow_table, info, indices_table, fingerprint)
 
@@ -327,7 +327,7 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
                 ``load_from_cache_file``, ``writer_batch_size`` for both (see :meth:`shuffle`).
         """
         from arrowmix._dataset.split import split_options, train_test_split
-        from arrowmix._hooks import dataset_dict
+        from arrowmix._hf.dataset_dict import SplitPair
 
         train, test = train_test_split(
             self,
@@ -338,7 +338,7 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
             stratify_by_column,
             split_options(hf_options),
         )
-        return dataset_dict({"train": train, "test": test}, pair=True)
+        return SplitPair({"train": train, "test": test})
 
     def flatten_indices(
         self,

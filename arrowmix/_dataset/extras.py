@@ -89,7 +89,7 @@ class DatasetExtras:
         """
         from arrowmix._dataset.additions import from_pandas
         from arrowmix._dataset.constructors import _schema_of
-        from arrowmix._hooks import dataset_with_info
+        from arrowmix._hf.info import dataset_with_info
 
         del split
         return dataset_with_info(

@@ -24,7 +24,7 @@ from arrowmix._dataset.mapping.execute import resolve_executor
 from arrowmix._dataset.mapping.jobs import FILTER, MAP, MAP_VERSION
 from arrowmix._dataset.mapping.plan import run
 from arrowmix._dataset.state import column_names, num_rows, state_of
-from arrowmix._hooks import features_schema
+from arrowmix._hf.features import features_schema
 from arrowmix._storage.mixed_json import no_mixed_types
 from arrowmix._validate import check_callable, check_int
 from arrowmix.exceptions import InvalidTypeError
