@@ -265,9 +265,9 @@ class HFCompat:
             DataType(float)
         """
         from arrowmix._dataset.cast import cast
-        from arrowmix._dataset.constructors import _schema_of
+        from arrowmix._dataset.file_splits import schema_of
 
-        schema = _schema_of(None, features)
+        schema = schema_of(None, features)
         if schema is None:
             raise TypeError("`cast` needs `features`: a pyarrow.Schema or HF `Features`.")
         map_kwargs = {
