@@ -21,12 +21,12 @@ def _type_checking(node: ast.If) -> bool:
     )
 
 
-def _imports(path: Path) -> list[str]:
-    """The arrowmix modules ``path`` imports at run time."""
+def _imports(path: Path, types: bool = False) -> list[str]:
+    """The arrowmix modules ``path`` imports at run time (and for type checking: ``types``)."""
     found: list[str] = []
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _type_checking(node):
+        if isinstance(node, ast.If) and _type_checking(node) and not types:
             return
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.append(node.module)
@@ -136,3 +136,40 @@ def test_the_stream_layer_never_imports_the_dataset_layer() -> None:
 def test_fingerprints_import_only_the_leaves() -> None:
     allowed = ("arrowmix._fingerprint", "arrowmix._version", *LEAVES)
     assert _outside(_room_imports("_fingerprint"), allowed) == []
+
+
+#: The map engine's modules from the top (``Dataset.map``'s entry) down: each imports only
+#: modules after it, lazily or for type checking too, so a change travels one way.
+MAP_ENGINE_ORDER = (
+    "options",
+    "plan",
+    "execute",
+    "local",
+    "pieces",
+    "jobs",
+    "compute",
+    "output",
+    "conform",
+    "result",
+    "deferred",
+    "call",
+    "residency",
+    "arrays",
+    "optimized",
+    "worker",
+)
+
+
+def test_the_map_engine_imports_only_downward() -> None:
+    base = ROOT / "_dataset" / "mapping"
+    assert sorted(p.stem for p in base.glob("*.py") if p.stem != "__init__") == sorted(
+        MAP_ENGINE_ORDER
+    ), "a new module of the map engine takes its place in MAP_ENGINE_ORDER"
+    prefix = "arrowmix._dataset.mapping."
+    upward = [
+        f"{module} imports {name}"
+        for rank, module in enumerate(MAP_ENGINE_ORDER)
+        for name in _imports(base / f"{module}.py", types=True)
+        if name.startswith(prefix) and MAP_ENGINE_ORDER.index(name[len(prefix) :]) <= rank
+    ]
+    assert upward == []
