@@ -26,6 +26,8 @@ def triple(batch):
     return {"y": [3 * v for v in batch["x"]]}
 
 
+# The CI tier (ARROWMIX_TEST_SLOW=1 scripts/test): torch.compile takes half a minute.
+@pytest.mark.slow
 def test_compiled_function_hashes_as_its_function():
     compiled = _compile(double)
     assert fingerprint_function(compiled) == fingerprint_function(_compile(double))
