@@ -17,7 +17,8 @@ from collections import Counter
 import pytest
 from hypothesis import HealthCheck, settings
 
-settings.register_profile("dev", max_examples=50, deadline=None)
+# The fast tier (scripts/test) draws 30 examples a property; CI's full run, 150.
+settings.register_profile("dev", max_examples=30, deadline=None)
 settings.register_profile(
     "ci",
     max_examples=150,
@@ -66,6 +67,9 @@ SLOW_FILES = (
     # the same harness over one bounded corpus (tests/storage/test_remote_tokens.py keeps the
     # S3 cases of every token stage in the fast tier)
     "tests/stream/test_remote_token_roundtrip.py",
+    # the harness over numpy rows of one bounded corpus (tests/storage/test_remote_numpy_rows.py
+    # keeps numpy rows over S3 in the fast tier)
+    "tests/stream/test_remote_numpy_roundtrip.py",
 )
 
 

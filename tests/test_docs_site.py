@@ -51,6 +51,8 @@ def test_nav_lists_every_page_once() -> None:
     assert len(pages) == len(set(pages)), "a page is listed twice in the nav"
 
 
+# Building the site costs a minute of CPU, so the tests reading it run in the CI tier
+# (ARROWMIX_TEST_SLOW=1 scripts/test); the fast tier checks the nav and the roles on the sources.
 @pytest.fixture(scope="session")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The built site; built once per run, whichever xdist worker asks first."""
@@ -76,11 +78,13 @@ def html_pages(site: Path) -> list[Path]:
     return sorted(p for p in site.rglob("*.html") if p.name != "404.html")
 
 
+@pytest.mark.slow  # reads the built site: see `site`
 def test_every_nav_page_is_built(site: Path) -> None:
     built = {p.relative_to(site).as_posix() for p in html_pages(site)}
     assert {p.removesuffix(".md") + ".html" for p in nav_pages()} == built
 
 
+@pytest.mark.slow  # reads the built site: see `site`
 def test_api_reference_has_every_public_name(site: Path) -> None:
     for module_name in FACADES:
         module = importlib.import_module(module_name)
@@ -95,6 +99,7 @@ def test_api_reference_has_every_public_name(site: Path) -> None:
         assert f'id="arrowmix.Dataset.{method}"' in dataset, method
 
 
+@pytest.mark.slow  # reads the built site: see `site`
 def test_cli_reference_is_the_real_help(site: Path) -> None:
     from arrowmix._cli.main import build_parser
 
@@ -106,6 +111,7 @@ def test_cli_reference_is_the_real_help(site: Path) -> None:
     assert build_parser().prog == "arrowmix"
 
 
+@pytest.mark.slow  # reads the built site: see `site`
 def test_local_links_and_anchors_resolve(site: Path) -> None:
     pages = html_pages(site)
     ids = {p: set(re.findall(r'id="([^"]+)"', p.read_text(encoding="utf-8"))) for p in pages}
@@ -307,6 +313,7 @@ def test_copy_buttons_copy_runnable_code(
     assert res.returncode == 0, res.stderr[-3000:]
 
 
+@pytest.mark.slow  # reads the built site: see `site`
 def test_interactive_examples_carry_their_code_for_the_copy_button(site: Path) -> None:
     """Each ``>>>`` block of the built site has a ``data-copy`` (what Material's copy button
     copies) that holds valid Python without prompts."""
@@ -325,6 +332,7 @@ def test_interactive_examples_carry_their_code_for_the_copy_button(site: Path) -
     assert blocks > 50
 
 
+@pytest.mark.slow  # reads the built site: see `site`
 def test_site_works_from_the_file_system(site: Path) -> None:
     """Opened as build/docs/index.html: search index inlined, a local Worker shim, no CDN."""
     index = (site / "search" / "search_index.js").read_text(encoding="utf-8")
@@ -382,6 +390,7 @@ def test_api_pages_put_what_users_call_first() -> None:
     assert _blocks("arrowmix.md")[:2] == ["arrowmix.Dataset", "arrowmix.write_chunks"]
 
 
+@pytest.mark.slow  # reads the built site: see `site`
 def test_api_pages_render_roles_and_a_summary_once(site: Path) -> None:
     for module_name in FACADES:
         page = site / "api" / f"{module_name.rsplit('.', 1)[-1]}.html"
@@ -401,6 +410,7 @@ def test_api_pages_render_roles_and_a_summary_once(site: Path) -> None:
     ]
 
 
+@pytest.mark.slow  # reads the built site: see `site`
 def test_first_hour_pages(site: Path) -> None:
     """The tutorial shows the script the tests run; concepts, FAQ and changelog are there."""
     tutorial = (site / "tutorial.html").read_text(encoding="utf-8")

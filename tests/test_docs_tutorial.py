@@ -39,6 +39,9 @@ def test_the_page_shows_the_script_the_test_runs() -> None:
     assert "--kill-at" in SCRIPT.read_text(encoding="utf-8")
 
 
+# The CI tier (ARROWMIX_TEST_SLOW=1 scripts/test): it trains twice; the fast tier tests the
+# stream's resume in tests/stream.
+@pytest.mark.slow
 def test_killed_run_resumes_with_the_same_batches_and_losses(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("torchdata")

@@ -21,12 +21,12 @@ def _type_checking(node: ast.If) -> bool:
     )
 
 
-def _imports(path: Path) -> list[str]:
-    """The arrowmix modules ``path`` imports at run time."""
+def _imports(path: Path, types: bool = False) -> list[str]:
+    """The arrowmix modules ``path`` imports at run time (and for type checking: ``types``)."""
     found: list[str] = []
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _type_checking(node):
+        if isinstance(node, ast.If) and _type_checking(node) and not types:
             return
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.append(node.module)
@@ -83,20 +83,43 @@ def test_the_cache_layer_imports_only_storage_below_it() -> None:
     assert _outside(_room_imports("_cache"), allowed) == []
 
 
-def test_the_core_hooks_import_nothing_above_storage() -> None:
+#: HF's objects the core calls directly: the features entry, its texts, HF's table wrappers,
+#: ``DatasetDict``, and the one mixin of ``Dataset`` with HF's names.
+HF_OBJECTS = ("features", "info", "table", "dataset_dict", "compat")
+
+
+def _hf_imports(path: Path) -> list[str]:
+    return [m for m in _imports(path) if m == "arrowmix._hf" or m.startswith("arrowmix._hf.")]
+
+
+def test_the_hf_package_imports_nothing() -> None:
+    # Importing arrowmix._hf.features must not load the rest of the layer.
+    assert _room_imports("_hf/__init__") == {"_hf/__init__.py": []}
+
+
+def test_hf_features_sit_below_the_map_engine() -> None:
+    # The map engine checks class labels and casts to features on every batch it writes.
     allowed = ("arrowmix._storage", *LEAVES)
-    assert _outside(_room_imports("_hooks"), allowed) == []
+    assert _outside(_room_imports("_hf/features"), allowed) == []
 
 
-def test_only_dataset_and_the_facade_import_the_hf_layer() -> None:
+def test_the_core_calls_only_hfs_objects() -> None:
     # The CLI is an edge above every layer: `arrowmix verify` checks save_to_disk directories.
-    importers = sorted(
+    allowed = tuple(f"arrowmix._hf.{name}" for name in HF_OBJECTS)
+    reaches = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in sorted(ROOT.rglob("*.py"))
+        if path.relative_to(ROOT).parts[0] not in ("_hf", "_cli", "__init__.py")
+        for name in _hf_imports(path)
+        if name not in allowed
+    ]
+    assert reaches == []
+    mixin_hosts = sorted(
         str(path.relative_to(ROOT))
         for path in ROOT.rglob("*.py")
-        if path.relative_to(ROOT).parts[0] not in ("_hf", "_cli")
-        and any(m == "arrowmix._hf" or m.startswith("arrowmix._hf.") for m in _imports(path))
+        if "arrowmix._hf.compat" in _hf_imports(path)
     )
-    assert importers == ["__init__.py", "_dataset/dataset.py"]
+    assert mixin_hosts == ["_dataset/dataset.py"]
 
 
 def test_the_stream_layer_never_imports_the_dataset_layer() -> None:
@@ -113,3 +136,40 @@ def test_the_stream_layer_never_imports_the_dataset_layer() -> None:
 def test_fingerprints_import_only_the_leaves() -> None:
     allowed = ("arrowmix._fingerprint", "arrowmix._version", *LEAVES)
     assert _outside(_room_imports("_fingerprint"), allowed) == []
+
+
+#: The map engine's modules from the top (``Dataset.map``'s entry) down: each imports only
+#: modules after it, lazily or for type checking too, so a change travels one way.
+MAP_ENGINE_ORDER = (
+    "options",
+    "plan",
+    "execute",
+    "local",
+    "pieces",
+    "jobs",
+    "compute",
+    "output",
+    "conform",
+    "result",
+    "deferred",
+    "call",
+    "residency",
+    "arrays",
+    "optimized",
+    "worker",
+)
+
+
+def test_the_map_engine_imports_only_downward() -> None:
+    base = ROOT / "_dataset" / "mapping"
+    assert sorted(p.stem for p in base.glob("*.py") if p.stem != "__init__") == sorted(
+        MAP_ENGINE_ORDER
+    ), "a new module of the map engine takes its place in MAP_ENGINE_ORDER"
+    prefix = "arrowmix._dataset.mapping."
+    upward = [
+        f"{module} imports {name}"
+        for rank, module in enumerate(MAP_ENGINE_ORDER)
+        for name in _imports(base / f"{module}.py", types=True)
+        if name.startswith(prefix) and MAP_ENGINE_ORDER.index(name[len(prefix) :]) <= rank
+    ]
+    assert upward == []

@@ -93,7 +93,7 @@ def add_column(
         raise ValueError(
             f"`column` has {len(arr)} values; the dataset has {len(ds)} rows (one value a row)."
         )
-    from arrowmix._hooks import output_metadata
+    from arrowmix._hf.features import output_metadata
 
     table = _view_table(ds)
     field = schema.field(0) if schema is not None else pa.field(name, arr.type)

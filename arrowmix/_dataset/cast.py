@@ -30,12 +30,12 @@ def cast_batch(batch: pa.Table, schema: pa.Schema) -> pa.Table:
     """``batch`` with ``schema``'s column types, cast safely (nothing truncated or wrapped).
 
     Columns holding HF class labels are left as they are: ``map(features=...)`` encodes and
-    checks them (:func:`~arrowmix._hooks.cast_to_features`).
+    checks them (:func:`~arrowmix._hf.features.cast_to_features`).
 
     Raises:
         SchemaMismatchError: a value does not survive the cast; the message names the column.
     """
-    from arrowmix._hooks import label_features
+    from arrowmix._hf.features import label_features
 
     labelled = label_features(schema, schema.names)
     arrays = []

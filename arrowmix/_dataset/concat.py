@@ -97,7 +97,7 @@ def _as_dataset(item: Any, i: int) -> Dataset:
 
 def _hf_metadata(dsets: Sequence[Dataset], out: pa.Schema) -> dict[bytes, bytes] | None:
     """HF's features and info texts of the result, merged from the inputs' (as HF does)."""
-    from arrowmix._hooks import merged_metadata
+    from arrowmix._hf.info import merged_metadata
 
     return merged_metadata([state_of(d).table.schema for d in dsets], out)
 

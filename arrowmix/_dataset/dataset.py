@@ -15,7 +15,6 @@ from arrowmix._dataset import access, state
 from arrowmix._dataset.base import DatasetBase
 from arrowmix._dataset.constructors import DatasetConstructors
 from arrowmix._dataset.extras import DatasetExtras
-from arrowmix._dataset.page_cache import DEFAULT_SHUFFLE, DefaultShuffle, warn_global_past_memory
 from arrowmix._dataset.state import DatasetState, hold_cache_files
 from arrowmix._hf.compat import HFCompat
 
@@ -61,18 +60,9 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
         if isinstance(arrow_table, DatasetState):
             self._s = arrow_table
             return
-        from arrowmix._hooks import state_from_table
+        from arrowmix._hf.table import state_from_table
 
         self._s = state_from_table(arrow_table, info, indices_table, fingerprint)
-
-    def to_ray(self, *, rows_per_block: int | None = None) -> Any:
-        """This view as a ``ray.data.Dataset`` of Arrow blocks, in the same row order.
-
-        See :func:`arrowmix.integrations.ray.to_ray` and ``docs/ray.md``.
-        """
-        from arrowmix.integrations.ray import to_ray
-
-        return to_ray(self, rows_per_block=rows_per_block)
 
     @property
     def fingerprint(self) -> str:
@@ -327,7 +317,7 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
                 ``load_from_cache_file``, ``writer_batch_size`` for both (see :meth:`shuffle`).
         """
         from arrowmix._dataset.split import split_options, train_test_split
-        from arrowmix._hooks import dataset_dict
+        from arrowmix._hf.dataset_dict import SplitPair
 
         train, test = train_test_split(
             self,
@@ -338,7 +328,7 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
             stratify_by_column,
             split_options(hf_options),
         )
-        return dataset_dict({"train": train, "test": test}, pair=True)
+        return SplitPair({"train": train, "test": test})
 
     def flatten_indices(
         self,
@@ -531,76 +521,6 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
         from arrowmix._dataset.mapping.options import filter_dataset, method_arguments
 
         return filter_dataset(self, **method_arguments("filter", arguments))
-
-    def to_stream(
-        self,
-        *,
-        shuffle: str | None = DEFAULT_SHUFFLE,
-        seed: int | None = None,
-        infinite: bool = True,
-        num_instances: int = 1,
-        instance_rank: int = 0,
-        read_ahead: int | str | None = None,
-        shard: str | None = None,
-        block_size: int | None = None,
-        window_blocks: int | None = None,
-    ) -> Any:
-        """A checkpointable stream of this dataset's rows (dicts), for training loops.
-
-        Args:
-            shuffle: ``"global"`` (a seeded bijection over all rows, O(1) memory; each row
-                is a random read, so a corpus larger than the page cache reads at the
-                disk's random-read speed: when the default meets such a corpus, a
-                ``PerformanceWarning`` says so; passing ``"global"`` silences it), ``"blocks"``
-                (a seeded permutation of blocks of ``block_size`` contiguous rows, then a
-                shuffle within windows of ``window_blocks`` blocks: near-sequential reads,
-                for corpora larger than memory), ``"chunks"`` (a seeded permutation of chunk
-                files, then a shuffle within a window of chunks: for remote corpora), or
-                ``None`` (in order).
-            seed: the shuffle seed; each epoch derives its own order from it.
-            infinite: never end, reshuffling every epoch (training); ``False``: one pass.
-            num_instances: how many ranks share the data; each reads only its share.
-            instance_rank: this rank, in ``[0, num_instances)``.
-            read_ahead: over remote chunks read through a bounded cache
-                (``from_chunks(..., cache_limit=...)``): how many chunks (an int; default 4)
-                or bytes (a size such as ``"2GB"``) to download ahead of the reader, in the
-                order the stream reads them. Ignored for local data.
-            shard: how the ranks split each epoch. ``"rows"``: the rows of the epoch's
-                order in turn (every rank reads rows of every chunk). ``"chunks"``: each
-                rank reads one contiguous span of the epoch's chunk order, whole chunks
-                but the two at its ends, so over remote chunks it downloads only its own
-                share; every rank gets ``len(ds) // num_instances`` rows per epoch and the
-                rest of the epoch is not read (``DroppedDataWarning``). Needs
-                ``shuffle="chunks"`` or None. Default (None): ``"chunks"`` for a bounded
-                remote corpus (``cache_limit=``) read with those shuffles, else ``"rows"``.
-            block_size: rows per block of ``shuffle="blocks"`` (default 1024).
-            window_blocks: blocks whose rows ``shuffle="blocks"`` shuffles together
-                (default 256: windows of 262,144 rows).
-
-        Example:
-            >>> import arrowmix as am
-            >>> ds = am.Dataset.from_dict({"x": list(range(6))})
-            >>> s = ds.to_stream(shuffle=None, infinite=False, num_instances=2, instance_rank=0)
-            >>> [r["x"] for r in s]
-            [0, 2, 4]
-        """
-        from arrowmix._dataset.to_stream import to_stream  # the stream layer loads lazily
-
-        if isinstance(shuffle, DefaultShuffle):  # not the user's choice: say when it is slow
-            warn_global_past_memory(self._s)
-            shuffle = "global"
-        return to_stream(
-            self,
-            read_ahead,
-            shuffle=shuffle,
-            seed=seed,
-            infinite=infinite,
-            num_instances=num_instances,
-            instance_rank=instance_rank,
-            shard=shard,
-            block_size=block_size,
-            window_blocks=window_blocks,
-        )
 
     def cleanup_cache_files(self) -> int:
         """Remove the cache files of this dataset's directory that it does not use.

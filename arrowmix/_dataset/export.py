@@ -258,7 +258,7 @@ def to_parquet(
     size = batch_size or _row_group_rows(ds)
     cdc = _CDC if use_content_defined_chunking is True else use_content_defined_chunking
     parquet_writer_kwargs.pop("path_or_buf", None)
-    from arrowmix._hooks import export_metadata
+    from arrowmix._hf.features import export_metadata
 
     schema = _table(ds, 0, 0).schema
     schema = schema.with_metadata(export_metadata(schema) or {})

@@ -1,8 +1,9 @@
-"""HF ``datasets``' row, pandas and export names on :class:`~arrowmix.Dataset`, kept apart.
+"""Rows added, pandas, and the ways out of :class:`~arrowmix.Dataset`, kept apart.
 
 ``from_generator``, ``from_pandas``, ``add_item``, ``repeat``, ``to_pandas``, ``to_polars``
-and the exporters ``to_csv``/``to_json``/``to_parquet``, with HF's signatures: a mixin whose
-methods delegate to ``generator``, ``additions`` and ``export``.
+and the exporters ``to_csv``/``to_json``/``to_parquet`` (with HF's signatures), the
+training stream ``to_stream`` and ``to_ray``: a mixin whose methods delegate to
+``generator``, ``additions``, ``export``, ``to_stream`` and the Ray integration.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
+from arrowmix._dataset.page_cache import DEFAULT_SHUFFLE, DefaultShuffle, warn_global_past_memory
+from arrowmix._dataset.state import state_of
 from arrowmix._validate import check_int
 
 if TYPE_CHECKING:
@@ -24,7 +27,7 @@ def _ds(obj: DatasetExtras) -> Dataset:
 
 
 class DatasetExtras:
-    """Mixin of :class:`~arrowmix.Dataset`: generators, pandas, rows added, exporters."""
+    """Mixin of :class:`~arrowmix.Dataset`: generators, pandas, rows added, the ways out."""
 
     @classmethod
     def from_generator(
@@ -59,18 +62,20 @@ class DatasetExtras:
             >>> am.Dataset.from_generator(squares, gen_kwargs={"n": 4})["sq"]
             [0, 1, 4, 9]
         """
-        from arrowmix._dataset.constructors import _finish, _schema_of, with_split
+        from arrowmix._dataset.file_splits import finish_ingest, schema_of, with_split
         from arrowmix._dataset.generator import from_generator
         from arrowmix._dataset.state import derive, state_of
 
         if num_proc is not None:
             check_int("num_proc", num_proc, minimum=1)
         ds = from_generator(
-            generator, _schema_of(None, features), gen_kwargs, cache_dir, fingerprint
+            generator, schema_of(None, features), gen_kwargs, cache_dir, fingerprint
         )
         if fingerprint is not None:
             ds = type(ds)(derive(state_of(ds), fingerprint=fingerprint))
-        return with_split(_finish(ds, None, keep_in_memory), "train" if split is None else split)
+        return with_split(
+            finish_ingest(ds, None, keep_in_memory), "train" if split is None else split
+        )
 
     @classmethod
     def from_pandas(
@@ -88,12 +93,12 @@ class DatasetExtras:
         columns as in :meth:`from_dict`.
         """
         from arrowmix._dataset.additions import from_pandas
-        from arrowmix._dataset.constructors import _schema_of
-        from arrowmix._hooks import dataset_with_info
+        from arrowmix._dataset.file_splits import schema_of
+        from arrowmix._hf.info import dataset_with_info
 
         del split
         return dataset_with_info(
-            from_pandas(df, _schema_of(None, features, info), preserve_index), info
+            from_pandas(df, schema_of(None, features, info), preserve_index), info
         )
 
     def add_item(self, item: Mapping[str, Any], new_fingerprint: str | None = None) -> Dataset:
@@ -192,6 +197,85 @@ class DatasetExtras:
         return to_parquet(
             _ds(self), path_or_buf, batch_size, storage_options, **parquet_writer_kwargs
         )
+
+    def to_stream(
+        self,
+        *,
+        shuffle: str | None = DEFAULT_SHUFFLE,
+        seed: int | None = None,
+        infinite: bool = True,
+        num_instances: int = 1,
+        instance_rank: int = 0,
+        read_ahead: int | str | None = None,
+        shard: str | None = None,
+        block_size: int | None = None,
+        window_blocks: int | None = None,
+    ) -> Any:
+        """A checkpointable stream of this dataset's rows (dicts), for training loops.
+
+        Args:
+            shuffle: ``"global"`` (a seeded bijection over all rows, O(1) memory; each row
+                is a random read, so a corpus larger than the page cache reads at the
+                disk's random-read speed: when the default meets such a corpus, a
+                ``PerformanceWarning`` says so; passing ``"global"`` silences it), ``"blocks"``
+                (a seeded permutation of blocks of ``block_size`` contiguous rows, then a
+                shuffle within windows of ``window_blocks`` blocks: near-sequential reads,
+                for corpora larger than memory), ``"chunks"`` (a seeded permutation of chunk
+                files, then a shuffle within a window of chunks: for remote corpora), or
+                ``None`` (in order).
+            seed: the shuffle seed; each epoch derives its own order from it.
+            infinite: never end, reshuffling every epoch (training); ``False``: one pass.
+            num_instances: how many ranks share the data; each reads only its share.
+            instance_rank: this rank, in ``[0, num_instances)``.
+            read_ahead: over remote chunks read through a bounded cache
+                (``from_chunks(..., cache_limit=...)``): how many chunks (an int; default 4)
+                or bytes (a size such as ``"2GB"``) to download ahead of the reader, in the
+                order the stream reads them. Ignored for local data.
+            shard: how the ranks split each epoch. ``"rows"``: the rows of the epoch's
+                order in turn (every rank reads rows of every chunk). ``"chunks"``: each
+                rank reads one contiguous span of the epoch's chunk order, whole chunks
+                but the two at its ends, so over remote chunks it downloads only its own
+                share; every rank gets ``len(ds) // num_instances`` rows per epoch and the
+                rest of the epoch is not read (``DroppedDataWarning``). Needs
+                ``shuffle="chunks"`` or None. Default (None): ``"chunks"`` for a bounded
+                remote corpus (``cache_limit=``) read with those shuffles, else ``"rows"``.
+            block_size: rows per block of ``shuffle="blocks"`` (default 1024).
+            window_blocks: blocks whose rows ``shuffle="blocks"`` shuffles together
+                (default 256: windows of 262,144 rows).
+
+        Example:
+            >>> import arrowmix as am
+            >>> ds = am.Dataset.from_dict({"x": list(range(6))})
+            >>> s = ds.to_stream(shuffle=None, infinite=False, num_instances=2, instance_rank=0)
+            >>> [r["x"] for r in s]
+            [0, 2, 4]
+        """
+        from arrowmix._dataset.to_stream import to_stream  # the stream layer loads lazily
+
+        if isinstance(shuffle, DefaultShuffle):  # not the user's choice: say when it is slow
+            warn_global_past_memory(state_of(_ds(self)))
+            shuffle = "global"
+        return to_stream(
+            _ds(self),
+            read_ahead,
+            shuffle=shuffle,
+            seed=seed,
+            infinite=infinite,
+            num_instances=num_instances,
+            instance_rank=instance_rank,
+            shard=shard,
+            block_size=block_size,
+            window_blocks=window_blocks,
+        )
+
+    def to_ray(self, *, rows_per_block: int | None = None) -> Any:
+        """This view as a ``ray.data.Dataset`` of Arrow blocks, in the same row order.
+
+        See :func:`arrowmix.integrations.ray.to_ray` and ``docs/ray.md``.
+        """
+        from arrowmix.integrations.ray import to_ray
+
+        return to_ray(_ds(self), rows_per_block=rows_per_block)
 
 
 def _frames(ds: Dataset, size: int) -> Iterator[Any]:

@@ -30,7 +30,7 @@ from arrowmix._dataset.state import num_rows, state_of, view_range
 from arrowmix._dataset.tables import Table
 from arrowmix._dataset.view_options import ViewOptions
 from arrowmix._fingerprint.transform import roll
-from arrowmix._hooks import renamed_entry
+from arrowmix._hf.info import renamed_entry
 from arrowmix._storage import fs
 from arrowmix._storage.atomic import remove_dead_tmp
 from arrowmix._storage.integrity import touch

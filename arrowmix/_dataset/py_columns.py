@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from arrowmix._dataset.mapping.optimized import optimized
 from arrowmix._dataset.row_batches import column_array
-from arrowmix._hooks import cast_to_features, label_features
+from arrowmix._hf.features import cast_to_features, label_features
 from arrowmix._storage.cast import ARROW_CAST_ERRORS
 from arrowmix._storage.mixed_json import encode_as, has_json, mixed_array
 from arrowmix.exceptions import InvalidTypeError, SchemaMismatchError

@@ -1,14 +1,15 @@
 """HF ``datasets``' ``add_column`` (with ``feature=``), ``cast_column``, ``class_encode_column``.
 
-A mixin of ``HFCompat``: the column work is the core's (``arrowmix._dataset.additions``,
-``cast``, ``map``); what is HF's here is the ``huggingface`` schema metadata entry, the
-``ClassLabel`` that ``class_encode_column`` declares (HF's rule: the sorted distinct values,
-as strings), read and written as JSON so that ``datasets`` need not be installed.
+The methods are :class:`~arrowmix._hf.compat.HFCompat`'s; the column work is the core's
+(``arrowmix._dataset.additions``, ``cast``, ``map``); what is HF's here is the
+``huggingface`` schema metadata entry, the ``ClassLabel`` that ``class_encode_column``
+declares (HF's rule: the sorted distinct values, as strings), read and written as JSON so
+that ``datasets`` need not be installed.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -18,11 +19,7 @@ from arrowmix._hf.state import state_of
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
 
-__all__ = ["HFColumns"]
-
-
-def _ds(obj: HFColumns) -> Dataset:
-    return cast("Dataset", obj)
+__all__ = ["add_column", "cast_column", "class_encode_column"]
 
 
 def _one_column_schema(name: str, feature: Any) -> pa.Schema:
@@ -40,76 +37,57 @@ def _is_value(t: pa.DataType) -> bool:
     return not (pa.types.is_nested(t) or isinstance(t, pa.ExtensionType))
 
 
-class HFColumns:
-    """Mixin: ``add_column``, ``cast_column`` and ``class_encode_column`` as HF has them."""
+def add_column(
+    ds: Dataset, name: str, column: Any, new_fingerprint: str | None, feature: Any
+) -> Dataset:
+    """:meth:`~arrowmix.Dataset.add_column` with HF's ``feature=`` kept in the features entry."""
+    from arrowmix._dataset.additions import add_column as add
+    from arrowmix._dataset.state import derive
 
-    def add_column(
-        self,
-        name: str,
-        column: Any,
-        new_fingerprint: str | None = None,
-        feature: Any = None,
-    ) -> Dataset:
-        """This view with ``column`` (a list or array, one value a row) added last as ``name``.
-
-        ``feature`` (an HF feature or a ``pyarrow.DataType``) types it, as in HF; a name
-        already present is a ValueError. The rows are copied into memory, as HF does.
-        """
-        from arrowmix._dataset.additions import add_column
-        from arrowmix._dataset.state import derive
-
-        schema = None if feature is None else _one_column_schema(name, feature)
-        out = add_column(_ds(self), name, column, new_fingerprint, schema)
-        entry = {} if schema is None else _features(schema)
-        if not entry:
-            return out
-        s = state_of(out)
-        table = s.table.replace_schema_metadata(_blob({**all_features(s.table.schema), **entry}))
-        return type(out)(derive(s, table=table))
-
-    def cast_column(self, column: str, feature: Any, new_fingerprint: str | None = None) -> Dataset:
-        """The dataset with ``column`` cast to ``feature`` (HF feature or ``pyarrow.DataType``).
-
-        As HF: the other columns keep their types; computed as :meth:`cast` (values never
-        change; a lossy cast raises).
-        """
-        from arrowmix._dataset.access import check_column
-
-        ds = _ds(self)
-        check_column(state_of(ds), column)
-        one = _one_column_schema(column, feature)
-        fields = [one.field(0) if f.name == column else f for f in ds.schema]
-        feats = {**all_features(state_of(ds).table.schema), **_features(one)}
-        if isinstance(feature, pa.DataType):
-            feats.pop(column, None)  # HF infers it from the Arrow type
-        schema = pa.schema(fields).with_metadata(_blob(feats) if feats else {})
-        out = ds.cast(schema)
-        if new_fingerprint is not None:
-            out._fingerprint = new_fingerprint
+    schema = None if feature is None else _one_column_schema(name, feature)
+    out = add(ds, name, column, new_fingerprint, schema)
+    entry = {} if schema is None else _features(schema)
+    if not entry:
         return out
+    s = state_of(out)
+    table = s.table.replace_schema_metadata(_blob({**all_features(s.table.schema), **entry}))
+    return type(out)(derive(s, table=table))
 
-    def class_encode_column(self, column: str, include_nulls: bool = False) -> Dataset:
-        """``column`` as class indices of an HF ``ClassLabel`` of its sorted distinct values.
 
-        HF's semantics: non-string values are first turned into strings; nulls stay null
-        unless ``include_nulls`` (then ``"None"`` is a class). Only a plain value column.
-        """
-        ds = _ds(self)
-        if column not in ds.column_names:
-            raise ValueError(f"Column ({column}) not in table columns ({ds.column_names}).")
-        t = ds.schema.field(column).type
-        if not _is_value(t):
-            raise ValueError(
-                f"Class encoding is only supported for Value column, and column {column} is {t}."
-            )
-        if not pa.types.is_string(t) or (include_nulls and None in ds.unique(column)):
-            ds = ds.map(_Stringify(column, include_nulls), batched=True)
-        names = sorted(str(v) for v in ds.unique(column) if include_nulls or v is not None)
-        fields = [pa.field(column, pa.int64()) if f.name == column else f for f in ds.schema]
-        feats = all_features(state_of(ds).table.schema)
-        feats[column] = {"names": names, "_type": "ClassLabel"}
-        schema = pa.schema(fields).with_metadata(_blob(feats))
-        return ds.map(_ToLabels(column, names, include_nulls), batched=True, features=schema)
+def cast_column(ds: Dataset, column: str, feature: Any, new_fingerprint: str | None) -> Dataset:
+    """:meth:`~arrowmix.Dataset.cast_column`: ``ds.cast`` of a schema changing one column."""
+    from arrowmix._dataset.access import check_column
+
+    check_column(state_of(ds), column)
+    one = _one_column_schema(column, feature)
+    fields = [one.field(0) if f.name == column else f for f in ds.schema]
+    feats = {**all_features(state_of(ds).table.schema), **_features(one)}
+    if isinstance(feature, pa.DataType):
+        feats.pop(column, None)  # HF infers it from the Arrow type
+    schema = pa.schema(fields).with_metadata(_blob(feats) if feats else {})
+    out = ds.cast(schema)
+    if new_fingerprint is not None:
+        out._fingerprint = new_fingerprint
+    return out
+
+
+def class_encode_column(ds: Dataset, column: str, include_nulls: bool) -> Dataset:
+    """:meth:`~arrowmix.Dataset.class_encode_column`: two cached maps, HF's rules."""
+    if column not in ds.column_names:
+        raise ValueError(f"Column ({column}) not in table columns ({ds.column_names}).")
+    t = ds.schema.field(column).type
+    if not _is_value(t):
+        raise ValueError(
+            f"Class encoding is only supported for Value column, and column {column} is {t}."
+        )
+    if not pa.types.is_string(t) or (include_nulls and None in ds.unique(column)):
+        ds = ds.map(_Stringify(column, include_nulls), batched=True)
+    names = sorted(str(v) for v in ds.unique(column) if include_nulls or v is not None)
+    fields = [pa.field(column, pa.int64()) if f.name == column else f for f in ds.schema]
+    feats = all_features(state_of(ds).table.schema)
+    feats[column] = {"names": names, "_type": "ClassLabel"}
+    schema = pa.schema(fields).with_metadata(_blob(feats))
+    return ds.map(_ToLabels(column, names, include_nulls), batched=True, features=schema)
 
 
 class _Stringify:

@@ -1,32 +1,41 @@
 """HF ``datasets``' names that code written against HF uses, beside arrowmix's own.
 
-Private attributes HF's users and tests read (``_fingerprint``, ``_data``, ``_indices``,
-``_format_type``...), its table view ``data``, ``formatted_as``, one-off formatted indexing
-(``_getitem``), ``to_dict(batched=True)`` and ``unique``: a mixin of
-:class:`~arrowmix.Dataset`, kept apart from the class body. Each says what it is in arrowmix's
-terms; none changes a dataset's rows.
+The one mixin of :class:`~arrowmix.Dataset` with HF's names, kept apart from the class body:
+private attributes HF's users and tests read (``_fingerprint``, ``_data``, ``_indices``,
+``_format_type``...), its table view ``data`` and ``info``, ``formatted_as``, one-off
+formatted indexing (``_getitem``), ``to_dict(batched=True)``, ``unique``, ``cast``,
+``save_to_disk``; HF's column methods (``add_column`` with ``feature=``, ``cast_column``,
+``class_encode_column``: :mod:`~arrowmix._hf.columns` does the work); HF's access-time
+transforms (``with_transform``, ``set_transform``) and row helpers (``take``, ``skip``,
+``batch``, ``to_iterable_dataset``). Each says what it is in arrowmix's terms.
+
+A transform is a format (``"custom"``, as in HF): it runs when rows are read (``ds[i]``,
+``ds[a:b]``, ``ds["col"]``, iteration, and the batches a ``map`` receives), on a batch of Python
+objects, and nothing is cached. The fingerprint rolls with the function, as with any format.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from arrowmix._hf.columns import HFColumns
+from arrowmix._hf import columns as hf_columns
+from arrowmix._hf import transforms as hf_transforms
 from arrowmix._hf.state import set_state, state_of
-from arrowmix._hf.transforms import HFTransforms
 from arrowmix._validate import check_int
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
+    from arrowmix._hf.iterable import IterableDataset
 
 __all__ = ["HFCompat"]
 
 #: HF's default ``batch_size`` of ``to_dict(batched=True)`` (``DEFAULT_MAX_BATCH_SIZE``).
 _TO_DICT_BATCH = 1000
 _GETITEM_ARGS = {"format_type", "format_columns", "output_all_columns", "format_kwargs"}
+_Transform = Callable[[dict[str, list[Any]]], dict[str, Any]]
 
 
 def _dataset(obj: HFCompat) -> Dataset:
@@ -34,7 +43,7 @@ def _dataset(obj: HFCompat) -> Dataset:
     return cast("Dataset", obj)
 
 
-class HFCompat(HFColumns, HFTransforms):
+class HFCompat:
     """Mixin of :class:`~arrowmix.Dataset`: HF ``datasets``' names beside arrowmix's own."""
 
     @property
@@ -256,9 +265,9 @@ class HFCompat(HFColumns, HFTransforms):
             DataType(float)
         """
         from arrowmix._dataset.cast import cast
-        from arrowmix._dataset.constructors import _schema_of
+        from arrowmix._dataset.file_splits import schema_of
 
-        schema = _schema_of(None, features)
+        schema = schema_of(None, features)
         if schema is None:
             raise TypeError("`cast` needs `features`: a pyarrow.Schema or HF `Features`.")
         map_kwargs = {
@@ -391,3 +400,123 @@ class HFCompat(HFColumns, HFTransforms):
         from arrowmix._dataset.cast import flatten
 
         return flatten(_dataset(self), max_depth, new_fingerprint)
+
+    def add_column(
+        self,
+        name: str,
+        column: Any,
+        new_fingerprint: str | None = None,
+        feature: Any = None,
+    ) -> Dataset:
+        """This view with ``column`` (a list or array, one value a row) added last as ``name``.
+
+        ``feature`` (an HF feature or a ``pyarrow.DataType``) types it, as in HF; a name
+        already present is a ValueError. The rows are copied into memory, as HF does.
+        """
+        return hf_columns.add_column(_dataset(self), name, column, new_fingerprint, feature)
+
+    def cast_column(self, column: str, feature: Any, new_fingerprint: str | None = None) -> Dataset:
+        """The dataset with ``column`` cast to ``feature`` (HF feature or ``pyarrow.DataType``).
+
+        As HF: the other columns keep their types; computed as :meth:`cast` (values never
+        change; a lossy cast raises).
+        """
+        return hf_columns.cast_column(_dataset(self), column, feature, new_fingerprint)
+
+    def class_encode_column(self, column: str, include_nulls: bool = False) -> Dataset:
+        """``column`` as class indices of an HF ``ClassLabel`` of its sorted distinct values.
+
+        HF's semantics: non-string values are first turned into strings; nulls stay null
+        unless ``include_nulls`` (then ``"None"`` is a class). Only a plain value column.
+        """
+        return hf_columns.class_encode_column(_dataset(self), column, include_nulls)
+
+    def with_transform(
+        self,
+        transform: _Transform | None,
+        columns: str | Sequence[str] | None = None,
+        output_all_columns: bool = False,
+    ) -> Dataset:
+        """A view whose rows pass through ``transform`` when read (HF's ``with_transform``).
+
+        ``transform`` takes a batch (a dict of lists) and returns a dict of columns; a row is
+        a batch of one. ``columns`` restricts what it receives; with
+        ``output_all_columns=True`` the other columns are returned as Python objects too.
+        ``None`` removes the transform (Python objects again).
+
+        Example:
+            >>> import arrowmix as am
+            >>> ds = am.Dataset.from_dict({"text": ["a b", "c"]})
+            >>> up = ds.with_transform(lambda b: {"n": [len(t.split()) for t in b["text"]]})
+            >>> up[0], up[:2], list(up)
+            ({'n': 2}, {'n': [2, 1]}, [{'n': 2}, {'n': 1}])
+        """
+        if transform is None:
+            return _dataset(self).with_format(None, columns, output_all_columns)
+        return _dataset(self).with_format(
+            "custom", columns, output_all_columns, transform=transform
+        )
+
+    def set_transform(
+        self,
+        transform: _Transform | None,
+        columns: str | Sequence[str] | None = None,
+        output_all_columns: bool = False,
+    ) -> None:
+        """HF's in-place :meth:`with_transform`: this object switches to the new view."""
+        view = self.with_transform(transform, columns, output_all_columns)
+        set_state(_dataset(self), state_of(view))
+
+    def take(self, n: int) -> Dataset:
+        """The first ``n`` rows (all of them if there are fewer), as a view: HF's ``take``.
+
+        Example:
+            >>> import arrowmix as am
+            >>> am.Dataset.from_dict({"x": [1, 2, 3]}).take(2)["x"]
+            [1, 2]
+        """
+        check_int("n", n, minimum=0)
+        ds = _dataset(self)
+        return ds.select(range(min(n, ds.num_rows)))
+
+    def skip(self, n: int) -> Dataset:
+        """Every row after the first ``n``, as a view: HF's ``skip``.
+
+        Example:
+            >>> import arrowmix as am
+            >>> am.Dataset.from_dict({"x": [1, 2, 3]}).skip(2)["x"]
+            [3]
+        """
+        check_int("n", n, minimum=0)
+        ds = _dataset(self)
+        return ds.select(range(min(n, ds.num_rows), ds.num_rows))
+
+    def batch(
+        self, batch_size: int, drop_last_batch: bool = False, num_proc: int | None = None
+    ) -> Dataset:
+        """One row per ``batch_size`` rows, each column a list of their values: HF's ``batch``.
+
+        A cached ``map`` (``drop_last_batch`` drops a last shorter batch).
+
+        Example:
+            >>> import arrowmix as am
+            >>> am.Dataset.from_dict({"x": [1, 2, 3]}).batch(2)["x"]
+            [[1, 2], [3]]
+        """
+        return hf_transforms.batch(_dataset(self), batch_size, drop_last_batch, num_proc)
+
+    def to_iterable_dataset(self, num_shards: int = 1) -> IterableDataset:
+        """An :class:`~arrowmix.IterableDataset` of this view, cut in ``num_shards`` shards.
+
+        HF's ``to_iterable_dataset``: contiguous shards (DataLoader workers read whole
+        shards), the view's format kept; built on ``to_stream``, so it resumes exactly.
+
+        Example:
+            >>> import arrowmix as am
+            >>> ids = am.Dataset.from_dict({"x": [1, 2, 3]}).to_iterable_dataset()
+            >>> [r["x"] for r in ids.map(lambda r: {"x": r["x"] + 1})]
+            [2, 3, 4]
+        """
+        from arrowmix._hf.iterable import to_iterable_dataset
+
+        return to_iterable_dataset(_dataset(self), num_shards)

@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from arrowmix._hf.dataset_dict_files import DatasetDictFiles
 from arrowmix._warn import warn
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
     from arrowmix._hf.iterable_dict import IterableDatasetDict
 
-__all__ = ["DatasetDict", "SplitPair"]
+__all__ = ["DatasetDict", "SplitPair", "split_values"]
 
 #: HF's order of preference for the split named in a "pick a split" message.
 _SUGGESTED = ("train", "test", "validation")
@@ -44,7 +44,7 @@ def _given(kw: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in kw.items() if k not in _HF_DEFAULTS or v != _HF_DEFAULTS[k]}
 
 
-def _per_split(name: str, value: Any, keys: Sequence[str]) -> dict[str, Any]:
+def split_values(name: str, value: Any, keys: Sequence[str]) -> dict[str, Any]:
     """A per-split argument as ``{split: value}``: ``None`` for each split when not given."""
     if value is None:
         return dict.fromkeys(keys)
@@ -56,7 +56,7 @@ def _per_split(name: str, value: Any, keys: Sequence[str]) -> dict[str, Any]:
     return {k: value.get(k) for k in keys}
 
 
-class DatasetDict(dict[str, "Dataset"]):
+class DatasetDict(DatasetDictFiles, dict[str, "Dataset"]):
     """A dict of split name -> Dataset with HF ``datasets``' transforms applied per split.
 
     Example:
@@ -70,14 +70,14 @@ class DatasetDict(dict[str, "Dataset"]):
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        from arrowmix._dataset.constructors import split_name
+        from arrowmix._dataset.file_splits import split_name
 
         # HF's NamedSplit keys (datasets.Split.TRAIN) are kept as their names: they compare
         # and hash as those strings, so ``dd[datasets.Split.TRAIN]`` and ``dd["train"]`` agree.
         super().__init__({split_name(k): v for k, v in dict(*args, **kwargs).items()})
 
     def __setitem__(self, key: Any, value: Dataset) -> None:
-        from arrowmix._dataset.constructors import split_name
+        from arrowmix._dataset.file_splits import split_name
 
         super().__setitem__(split_name(key), value)
 
@@ -109,7 +109,7 @@ class DatasetDict(dict[str, "Dataset"]):
         """
         keys = list(self.keys())
         own = {
-            arg: _per_split(name, given, keys) for arg, (name, given) in (per_split or {}).items()
+            arg: split_values(name, given, keys) for arg, (name, given) in (per_split or {}).items()
         }
         return self._each(
             lambda k, ds: getattr(ds, method)(*args, **kwargs, **{a: v[k] for a, v in own.items()})
@@ -120,7 +120,7 @@ class DatasetDict(dict[str, "Dataset"]):
         return {k: call(ds) for k, ds in self.items()}
 
     def __getitem__(self, k: Any) -> Dataset:
-        from arrowmix._dataset.constructors import split_name
+        from arrowmix._dataset.file_splits import split_name
 
         k = split_name(k)
         if isinstance(k, str) and k not in self and len(self) > 0:
@@ -480,102 +480,6 @@ class DatasetDict(dict[str, "Dataset"]):
         return IterableDatasetDict(
             {split: ds.to_iterable_dataset(per.get(split, 1)) for split, ds in self.items()}
         )
-
-    # -- files -----------------------------------------------------------------------------
-
-    def save_to_disk(
-        self,
-        dataset_dict_path: str | os.PathLike[str],
-        max_shard_size: int | str | None = None,
-        num_shards: dict[str, int] | None = None,
-        num_proc: int | None = None,
-        storage_options: dict[str, Any] | None = None,
-    ) -> None:
-        """Write HF's layout: ``dataset_dict.json`` and one ``save_to_disk`` folder per split.
-
-        The whole directory is written beside the target and swapped in, so a killed save
-        leaves the previous one; as ``Dataset.save_to_disk``, it replaces only a previous
-        save (of a DatasetDict) or an empty directory, and never deletes a file it did not
-        write. ``num_shards`` is one count per split.
-        """
-        from arrowmix._hf.saved_dict import save_dict
-
-        if storage_options:
-            raise NotImplementedError(
-                "save_to_disk writes local directories; `storage_options` is not supported."
-            )
-        self._check_values_type()
-        shards = _per_split("num_shards", num_shards, list(self.keys()))
-        save_dict(self, dataset_dict_path, max_shard_size, shards, num_proc)
-
-    def to_hub_folder(
-        self,
-        folder: str | os.PathLike[str],
-        *,
-        config_name: str = "default",
-        data_dir: str | None = None,
-        max_shard_size: int | str | None = None,
-        num_shards: dict[str, int] | None = None,
-    ) -> list[str]:
-        """Write the folder HF's ``push_to_hub`` would upload, every split; see Dataset's."""
-        from arrowmix._hf.hub_folder import write_hub_folder
-
-        self._check_values_type()
-        shards = _per_split("num_shards", num_shards, list(self.keys()))
-        return write_hub_folder(self, folder, config_name, data_dir, max_shard_size, shards)
-
-    @staticmethod
-    def load_from_disk(
-        dataset_dict_path: str | os.PathLike[str],
-        keep_in_memory: bool | None = None,
-        storage_options: dict[str, Any] | None = None,
-    ) -> DatasetDict:
-        """The DatasetDict ``save_to_disk`` (arrowmix's or HF's) wrote at ``dataset_dict_path``.
-
-        Raises:
-            FileNotFoundError: the directory has no ``dataset_dict.json`` (it holds a Dataset,
-                or nothing saved).
-        """
-        from arrowmix._hf.saved_dict import load_dict
-
-        if storage_options:
-            raise NotImplementedError(
-                "load_from_disk reads local directories; `storage_options` is not supported."
-            )
-        return load_dict(dataset_dict_path, keep_in_memory)
-
-    @staticmethod
-    def from_csv(path_or_paths: Mapping[str, Any], **kwargs: Any) -> DatasetDict:
-        """``{split: files}`` read with ``Dataset.from_csv`` (``kwargs`` apply to each)."""
-        return _from_files("from_csv", path_or_paths, kwargs)
-
-    @staticmethod
-    def from_json(path_or_paths: Mapping[str, Any], **kwargs: Any) -> DatasetDict:
-        """``{split: files}`` read with ``Dataset.from_json`` (``kwargs`` apply to each)."""
-        return _from_files("from_json", path_or_paths, kwargs)
-
-    @staticmethod
-    def from_parquet(path_or_paths: Mapping[str, Any], **kwargs: Any) -> DatasetDict:
-        """``{split: files}`` read with ``Dataset.from_parquet`` (``kwargs`` apply to each)."""
-        return _from_files("from_parquet", path_or_paths, kwargs)
-
-    @staticmethod
-    def from_text(path_or_paths: Mapping[str, Any], **kwargs: Any) -> DatasetDict:
-        """``{split: files}`` read with ``Dataset.from_text`` (``kwargs`` apply to each)."""
-        return _from_files("from_text", path_or_paths, kwargs)
-
-
-def _from_files(reader: str, paths: Mapping[str, Any], kwargs: dict[str, Any]) -> DatasetDict:
-    from arrowmix._dataset.dataset import Dataset
-
-    if not isinstance(paths, Mapping):
-        raise TypeError(
-            f"DatasetDict.{reader} takes a dict {{split: files}}; got {type(paths).__name__}. "
-            f"Use Dataset.{reader} for one split."
-        )
-    result = getattr(Dataset, reader)(dict(paths), **kwargs)
-    assert isinstance(result, DatasetDict)
-    return result
 
 
 class SplitPair(DatasetDict):

@@ -62,7 +62,7 @@ def build_split(
     keep_in_memory: bool = False,
 ) -> Dataset:
     """The Dataset of one split's ``files`` read by ``builder`` with HF's ``options``."""
-    from arrowmix._dataset.constructors import _read_splits
+    from arrowmix._dataset.file_splits import read_splits
 
     if builder in ("imagefolder", "audiofolder"):
         raise ValueError("folder builders are built by load_folder")  # pragma: no cover
@@ -80,7 +80,7 @@ def build_split(
         fmt = "parquet"
     columns = options.get("columns") if builder == "parquet" else None
     cast = features if columns is None else None
-    ds: Dataset = _read_splits(files, fmt, name, None, None, cache_dir, cast, keep_in_memory)
+    ds: Dataset = read_splits(files, fmt, name, None, None, cache_dir, cast, keep_in_memory)
     if columns is not None:
         missing = sorted(set(columns) - set(ds.column_names))
         if missing:

@@ -36,8 +36,7 @@ from arrowmix._cache.paths import SAVED_DIR_FILE_RE
 from arrowmix._dataset.state import estimate_nbytes, state_of, view_range
 from arrowmix._dataset.verify import DIGESTS_KEY
 from arrowmix._hf.carry_over import carry_over
-from arrowmix._hf.info import INFO_TEXTS, info_entry
-from arrowmix._hooks import dataset_with_info
+from arrowmix._hf.info import INFO_TEXTS, dataset_with_info, info_entry
 from arrowmix._storage.damage import BATCHES_KEY, batch_record, mismatch
 from arrowmix._storage.digests import few, file_digest
 from arrowmix._storage.fs import is_local, local_path

@@ -172,7 +172,7 @@ def state_from_table(
         IndexError: an index in ``indices_table`` is outside the table.
     """
     from arrowmix._dataset.build import from_arrow
-    from arrowmix._dataset.constructors import _schema_of
+    from arrowmix._dataset.file_splits import schema_of
     from arrowmix._dataset.indices import to_positions
     from arrowmix._dataset.map_options import user_fingerprint
     from arrowmix._dataset.py_columns import typed_table
@@ -180,7 +180,7 @@ def state_from_table(
 
     table = arrow_table_of(arrow_table, "`Dataset(arrow_table)`")
     table = table.replace_schema_metadata(hf_only(table.schema))  # HF's features, kept
-    schema = _schema_of(None, None, info)
+    schema = schema_of(None, None, info)
     if schema is not None and not table.schema.equals(schema):
         table = typed_table(dict(zip(table.column_names, table.columns, strict=True)), schema)
     state = state_of(from_arrow(table))

@@ -221,6 +221,9 @@ def test_map_engine_spawn_job_is_small(big, monkeypatch):
     assert out[ROWS - 1] == {"id": ROWS - 1, "sq": (ROWS - 1) ** 2}
 
 
+# The CI tier (ARROWMIX_TEST_SLOW=1 scripts/test): spawned workers; the fast tier pickles by
+# reference in-process.
+@pytest.mark.slow
 def test_torch_dataloader_spawn_workers(big):
     torch = pytest.importorskip("torch")
     from torch.utils.data import DataLoader

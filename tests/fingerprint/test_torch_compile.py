@@ -12,6 +12,11 @@ from arrowmix._fingerprint.functions import fingerprint_function
 torch = pytest.importorskip("torch")
 
 
+# The CI tier (ARROWMIX_TEST_SLOW=1 scripts/test): the first torch.compile of a process takes
+# half a minute.
+pytestmark = pytest.mark.slow
+
+
 def _compile(obj):
     with warnings.catch_warnings():  # torch's own deprecation warnings while importing inductor
         warnings.simplefilter("ignore", DeprecationWarning)

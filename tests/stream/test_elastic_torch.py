@@ -36,6 +36,9 @@ def free_port() -> int:
 
 
 @pytest.mark.integration
+# The CI tier (ARROWMIX_TEST_SLOW=1 scripts/test): DataLoader workers; the fast tier resumes
+# elastically in tests/stream/test_elastic.py.
+@pytest.mark.slow
 def test_two_ranks_two_workers_resume_on_three_workers(tmp_path: Path) -> None:
     out = tmp_path / "ckpt.json"
     env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}

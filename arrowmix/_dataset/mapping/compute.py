@@ -29,7 +29,7 @@ from arrowmix._dataset.mapping.call import (
 from arrowmix._dataset.mapping.conform import Conformer
 from arrowmix._dataset.mapping.output import Output, RowNames, call_batched, call_rows
 from arrowmix._dataset.state import column_names, state_of
-from arrowmix._hooks import cast_to_features, check_labels, label_features
+from arrowmix._hf.features import cast_to_features, check_labels, label_features
 from arrowmix.exceptions import InvalidTypeError, SchemaMismatchError
 
 if TYPE_CHECKING:

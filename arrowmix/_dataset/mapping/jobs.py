@@ -287,7 +287,7 @@ def compute_segment(job: Job, seg: Segment, on_rows: Callable[[int], None]) -> N
 
 def _hf_metadata(job: Job, columns: list[str] | None, stored: pa.Schema) -> dict[bytes, bytes]:
     """The HF features of the output (``columns``; kept ones not stored have the parent's)."""
-    from arrowmix._hooks import output_metadata
+    from arrowmix._hf.features import output_metadata
     from arrowmix._storage.metadata import kept_metadata as hf_metadata
 
     if job.call.features is not None:

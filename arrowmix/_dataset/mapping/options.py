@@ -1,30 +1,36 @@
 """The entry of ``Dataset.map`` and ``Dataset.filter``: their arguments, checked once.
 
-The top of the map engine (``arrowmix._dataset.mapping``), whose layers call only downward:
+The top of the map engine (``arrowmix._dataset.mapping``), whose modules import only
+downward, in this order (``tests/test_layers.py`` checks it):
 
 - ``options`` (here): the arguments of a call, checked, into a ``Call`` (what the function
-  sees) and :class:`MapOptions` (how the call runs; never part of the fingerprint);
+  sees) and a :class:`~arrowmix._dataset.mapping.plan.MapOptions` (how the call runs; never
+  part of the fingerprint);
 - ``plan``: the fingerprint and the segments of the result;
 - ``execute``: reuse the valid segments, compute the missing ones on an ``Executor`` (the
-  local process pool in ``local``, or Ray);
-- ``segments``: compute, write and check one segment; the map/filter strategies;
-- ``compute``, ``call``, ``output``, ``arrays``, ``conform``, ``result``: run the function
-  over a segment's rows, conform what it returns to Arrow, and build the result Dataset.
+  local process pool in ``local``, or Ray), in ``pieces``;
+- ``jobs``: compute, write and check one segment; the map/filter strategies;
+- ``compute``, ``output``, ``conform``: run the function over a segment's rows and conform
+  what it returns to Arrow; ``result``, ``deferred``: the result Dataset and the facts
+  known only after a job;
+- ``call``, ``residency``, ``arrays``, ``optimized``, ``worker``: the leaves (what the
+  function is called with, pages released, Arrow arrays, HF's optimized lists, a worker
+  process's rank).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from arrowmix._dataset.map_options import check_cache_file_name, check_suffix_template
 from arrowmix._dataset.mapping.call import Call
 from arrowmix._dataset.mapping.execute import resolve_executor
 from arrowmix._dataset.mapping.jobs import FILTER, MAP, MAP_VERSION
-from arrowmix._dataset.mapping.plan import run
+from arrowmix._dataset.mapping.plan import MapOptions, run
 from arrowmix._dataset.state import column_names, num_rows, state_of
-from arrowmix._hooks import features_schema
+from arrowmix._hf.features import features_schema
 from arrowmix._storage.mixed_json import no_mixed_types
 from arrowmix._validate import check_callable, check_int
 from arrowmix.exceptions import InvalidTypeError
@@ -33,20 +39,6 @@ if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
 
 __all__ = ["MAP_VERSION", "MapOptions", "filter_dataset", "map_dataset", "map_options"]
-
-
-@dataclass(frozen=True)
-class MapOptions:
-    """How a map/filter runs and where it is stored; nothing here enters the fingerprint."""
-
-    num_proc: int | None = None
-    load_from_cache_file: bool | None = None
-    cache_file_name: str | None = None
-    new_fingerprint: str | None = None
-    desc: str | None = None
-    executor: Any = None
-    #: HF's ``keep_in_memory``: this call neither reads nor leaves a reusable cache entry.
-    keep_in_memory: bool = False
 
 
 #: HF ``datasets`` arguments accepted for compatibility that change nothing here.

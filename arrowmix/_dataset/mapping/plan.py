@@ -33,11 +33,25 @@ from arrowmix._storage.metadata import kept_metadata as hf_metadata
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
-    from arrowmix._dataset.mapping.options import MapOptions
 
-__all__ = ["MAP_VERSION", "Plan", "run"]
+__all__ = ["MAP_VERSION", "MapOptions", "Plan", "run"]
 
 logger = logging.getLogger("arrowmix")
+
+
+@dataclass(frozen=True)
+class MapOptions:
+    """How a map/filter runs and where it is stored; nothing here enters the fingerprint."""
+
+    num_proc: int | None = None
+    load_from_cache_file: bool | None = None
+    cache_file_name: str | None = None
+    new_fingerprint: str | None = None
+    desc: str | None = None
+    executor: Any = None
+    #: HF's ``keep_in_memory``: this call neither reads nor leaves a reusable cache entry.
+    keep_in_memory: bool = False
+
 
 # Under disable_caching(), each call gets its own files (as in HF), never a shared name.
 _UNCACHED = itertools.count()
