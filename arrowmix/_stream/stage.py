@@ -4,20 +4,23 @@ A :class:`Stage` yields items (``next``, ``pull``), reports and restores its own
 (``get_state``, ``reset``), describes its configuration (``describe``), names its
 inputs (``children``) and declares what elastic resume does with it (``ELASTIC_ROLE``).
 It may offer its items as row positions (``as_positions``, ``as_position_batches``: see
-:mod:`arrowmix._stream.positions`). What belongs to a whole pipeline (the checkpoint
-format, the epoch, elastic resume) lives in :mod:`arrowmix._stream.root`; the fluent
-builders in :mod:`arrowmix._stream.base`.
+:mod:`arrowmix._stream.positions`). A stage holds no run state: what belongs to a run of
+the pipeline (the checkpoint format, the epoch, elastic resume, a pending restore) lives
+in one :class:`~arrowmix._stream.root.PipelineRoot` beside the stage that is iterated;
+the fluent builders and the user methods that delegate to that root are in
+:mod:`arrowmix._stream.base`.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import pyarrow as pa
 
-from arrowmix._stream.consumers import claiming_init
+from arrowmix._stream.consumers import CONSUMER, claiming_init
 from arrowmix._stream.topology import ElasticRole
 from arrowmix.exceptions import StateError
 
@@ -28,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PLAIN",
+    "ROOT",
     "ElasticMode",
     "Stage",
     "State",
@@ -38,6 +42,9 @@ __all__ = [
 
 T = TypeVar("T")
 State = dict[str, Any]
+
+#: The attribute of a stage holding its :class:`~arrowmix._stream.root.PipelineRoot`.
+ROOT = "_root"
 
 
 def check_keys(owner: object, state: State, keys: Iterable[str]) -> None:
@@ -104,9 +111,8 @@ class Stage(Generic[T]):
             cls.__init__ = claiming_init(init)  # type: ignore[method-assign]
 
     def __init__(self) -> None:
-        self._started = False
+        self._started = False  # this stage's reset ran (since it was built or restarted)
         self._reset_called = False
-        self._pending: State | None = None
 
     def restart(self) -> None:
         """Start again lazily: the next item or state request calls ``reset(None)``.
@@ -114,7 +120,9 @@ class Stage(Generic[T]):
         For stages whose configuration changed (``reshard``, ``deal``).
         """
         self._started = False
-        self._pending = None
+        root = self.__dict__.get(ROOT)
+        if root is not None:
+            root.forget_pending()
 
     # ----------------------------------------------------------------- subclass API
     def next(self) -> T:
@@ -134,7 +142,6 @@ class Stage(Generic[T]):
             check_keys(self, state, self.STATE_KEYS)
         self._started = True
         self._reset_called = True
-        self._pending = None
 
     def describe(self) -> dict[str, Any]:
         """JSON-able configuration of this node (not of its sources)."""
@@ -256,6 +263,26 @@ class Stage(Generic[T]):
         """Release background workers of this stream and of its sources."""
         for c in self.children():
             c.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The configuration and the state, never buffers: the copy resumes where this stood."""
+        d = dict(self.__dict__)
+        d.pop("_fn_ids", None)  # function digests: recomputed from the code where loaded
+        d.pop(CONSUMER, None)  # a weak reference; the consumer claims it again
+        for cls in type(self).__mro__:
+            for name in cls.__dict__.get("TRANSIENT", ()):
+                d.pop(name, None)
+        if d.get("_started") and ROOT not in d:  # its root's pickled form holds its state
+            from arrowmix._stream.root import PipelineRoot
+
+            d[ROOT] = PipelineRoot(self)
+        d["_started"] = False
+        return d
+
+    def __setstate__(self, d: dict[str, Any]) -> None:
+        self.__dict__.update(d)
+        for child in self.children():
+            child.__dict__[CONSUMER] = weakref.ref(self)
 
 
 def attribute_streams(node: object, *, unique: bool = True) -> list[Any]:
