@@ -59,6 +59,7 @@ from typing import Any
 
 from arrowmix._stream.base import FORMAT_VERSION, PLAIN, ElasticMode, State, Stream
 from arrowmix._stream.dealing import Generation
+from arrowmix._stream.hooks import offers
 from arrowmix._stream.identity import describe_mismatch
 from arrowmix._stream.mixing.changes import check_changes
 from arrowmix._stream.root import root_of
@@ -184,7 +185,7 @@ def _old_tasks(
 
 
 def _role_of(node: Any) -> ElasticRole | None:
-    role = getattr(type(node), "ELASTIC_ROLE", None)
+    role = type(node).ELASTIC_ROLE
     return None if role is None else ElasticRole(role)
 
 
@@ -361,7 +362,7 @@ class ElasticRun:
 
     def _scheduled(self) -> list[Any]:
         """The nodes whose weights follow a schedule of their step (mixes), in walk order."""
-        return [n for n in self.nodes if callable(getattr(n, "schedule_step", None))]
+        return [n for n in self.nodes if offers(n, "schedule_step")]
 
     def replay(self, task: dict[str, Any]) -> None:
         """Restore ``task`` and replay its partially emitted windows (synchronously)."""

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 import pyarrow as pa
 
 from arrowmix._stream.consumers import CONSUMER, claiming_init
+from arrowmix._stream.hooks import StageHooks
 from arrowmix._stream.topology import ElasticRole
 from arrowmix.exceptions import StateError
 
@@ -81,13 +82,15 @@ class ElasticMode:
 PLAIN = ElasticMode()
 
 
-class Stage(Generic[T]):
+class Stage(StageHooks, Generic[T]):
     """One node of a pipeline: the per-node contract every arrowmix stage implements.
 
     Subclasses implement ``next()``, ``get_state()`` and ``reset(state)`` (calling
     ``super().__init__()`` and ``super().reset(state)``), list their state keys in
-    ``STATE_KEYS`` and describe their configuration in ``describe()``. Users subclass
-    :class:`~arrowmix.stream.Stream` (this plus the pipeline root and the fluent builders).
+    ``STATE_KEYS`` and describe their configuration in ``describe()``; they may override
+    the optional hooks declared in :class:`~arrowmix._stream.hooks.StageHooks`. Users
+    subclass :class:`~arrowmix.stream.Stream` (this plus the fluent builders and the user
+    methods, which delegate to the pipeline's root).
     """
 
     STATE_KEYS: ClassVar[tuple[str, ...] | None] = ()
@@ -156,57 +159,6 @@ class Stage(Generic[T]):
         stages below through it, so an override must name every stream the node reads.
         """
         return attribute_streams(self)
-
-    def replay_open_window(self) -> None:
-        """Re-read the partially emitted window of a freshly restored node, yielding nothing.
-
-        Afterwards the node's inputs stand where they stood when the checkpoint was
-        taken (after every item it had read). Buffering stages override it; for the
-        others there is nothing to replay.
-        """
-
-    def begin_epoch(self, epoch: int) -> None:
-        """Hook of ``set_epoch``, called on every node before the restart.
-
-        Row and chunk sources then start at ``epoch`` (its order); window stages mix it
-        into their random draws (``WindowReplayStage.window_rng``). The default ignores it.
-        """
-
-    def set_elastic_mode(self, mode: ElasticMode) -> None:
-        """Called on every node by elastic resume before it runs a task (a hook).
-
-        Stages that behave differently while draining an old instance's buffered
-        items (``mix``) or that read ahead in the background (``prefetch``) override
-        it; the default ignores it.
-        """
-
-    # ---------------------------------------------------- own state across a resize
-    def elastic_state(self) -> Any:
-        """This stage's own state as elastic resume merges it (JSON-able; a hook).
-
-        Read once the stage is restored to an old instance's checkpoint (and its open
-        windows replayed), and during an elastic run (after ``load_elastic_state``).
-        """
-        return None
-
-    @classmethod
-    def merge_elastic_states(cls, states: list[Any], num_instances: int) -> list[Any] | None:
-        """Merge the ``elastic_state()`` of N old instances into ``num_instances`` (a hook).
-
-        Returns one state per new instance, in instance order. The default returns
-        ``None``: the stage declares no merge, and elastic resume refuses it if it keeps
-        state of its own. ``take`` shares its remaining count: N -> M instances yield the
-        total of the uninterrupted run.
-        """
-        return None
-
-    def load_elastic_state(self, state: Any) -> None:
-        """Hold ``state`` (one of ``merge_elastic_states``) for an elastic run (a hook).
-
-        Called after each task of the run is restored, so that the state carries from an
-        old instance's drain to the new main task; ``None`` ends the run (back to the
-        stage's plain state).
-        """
 
     @property
     def schema(self) -> pa.Schema | None:
