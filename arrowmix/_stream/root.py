@@ -239,17 +239,23 @@ class PipelineRoot(Generic[T]):
         return out
 
     # ------------------------------------------------------------------ pickling
-    def __getstate__(self) -> dict[str, Any]:
-        """The run as a restore owed at the first use: the stage's state, never buffers."""
+    def owed(self) -> dict[str, Any]:
+        """What a pickled (or copied) pipeline owes at its first use: its state, never buffers."""
         stage = self.stage
-        d = {**self.__dict__, "_stage": stage, "elastic": None, "_identity": None}
+        out = {"epoch": self.epoch, "pending": self.pending}
+        out["pending_elastic"] = self.pending_elastic
         if stage.__dict__.get("_started"):
-            d["pending"] = stage.get_state()
+            out["pending"] = stage.get_state()
         if self.elastic is not None:
-            d["pending_elastic"] = self.state_dict()
-            d["pending"] = None
-        return d
+            out["pending_elastic"] = self.state_dict()
+            out["pending"] = None
+        return out
 
-    def __setstate__(self, d: dict[str, Any]) -> None:
-        self.__dict__.update(d)
-        self._stage = weakref.ref(d["_stage"])
+    @classmethod
+    def from_owed(cls, stage: Stage[T], owed: dict[str, Any]) -> PipelineRoot[T]:
+        """The root of an unpickled (or copied) ``stage``, from ``owed()``."""
+        root = cls(stage)
+        root.epoch = owed["epoch"]
+        root.pending = owed["pending"]
+        root.pending_elastic = owed["pending_elastic"]
+        return root

@@ -224,15 +224,21 @@ class Stage(StageHooks, Generic[T]):
         for cls in type(self).__mro__:
             for name in cls.__dict__.get("TRANSIENT", ()):
                 d.pop(name, None)
-        if d.get("_started") and ROOT not in d:  # its root's pickled form holds its state
+        root = d.pop(ROOT, None)
+        if root is not None or d.get("_started"):  # the restore its copy owes
             from arrowmix._stream.root import PipelineRoot
 
-            d[ROOT] = PipelineRoot(self)
+            d[ROOT] = (root if root is not None else PipelineRoot(self)).owed()
         d["_started"] = False
         return d
 
     def __setstate__(self, d: dict[str, Any]) -> None:
+        owed = d.pop(ROOT, None)
         self.__dict__.update(d)
+        if owed is not None:
+            from arrowmix._stream.root import PipelineRoot
+
+            self.__dict__[ROOT] = PipelineRoot.from_owed(self, owed)
         for child in self.children():
             child.__dict__[CONSUMER] = weakref.ref(self)
 

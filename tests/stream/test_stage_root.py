@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import pickle
 from typing import Any
 
@@ -53,6 +54,10 @@ def test_an_inner_stage_pickled_alone_resumes_where_it_stood() -> None:
     assert next(s) == [0, 2, 4]
     inner = pickle.loads(pickle.dumps(s.source))
     assert list(inner) == [6, 8, 10, 12, 14, 16, 18]
+    copied = copy.deepcopy(s)
+    assert root_of(copied).stage is copied
+    assert list(copied) == [[6, 8, 10], [12, 14, 16], [18]]
+    assert next(s) == [6, 8, 10]
 
 
 class Pair(Stream[tuple[Any, Any]]):
