@@ -1,8 +1,10 @@
 """The checkpointable stream base class (template method, torchdata style).
 
 User API: ``next(s)``, ``s.state_dict()``, ``s.load_state_dict(state)``, ``s.close()``
-and the context-manager protocol. Subclass API: ``next()``, ``get_state()`` and
-``reset(state | None)``. The base calls ``reset(None)`` lazily before the first item or
+and the context-manager protocol; each is one call to the pipeline's root
+(:class:`~arrowmix._stream.root.PipelineRoot`, the wrapper that holds the run). Subclass
+API (:class:`~arrowmix._stream.stage.Stage`): ``next()``, ``get_state()`` and
+``reset(state | None)``. The root calls ``reset(None)`` lazily before the first item or
 state is requested, so starting and restoring share one code path.
 
 Checkpointing: a node's state is a small JSON dict of integers (and nested source
@@ -17,15 +19,18 @@ its buffers: the unpickled copy resumes where the original stood.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
-from arrowmix._stream.root import FORMAT_VERSION, PipelineRoot
-from arrowmix._stream.stage import PLAIN, ElasticMode, State, check_keys
+from arrowmix._stream.root import FORMAT_VERSION, root_of
+from arrowmix._stream.stage import PLAIN, ROOT, ElasticMode, Stage, State, check_keys
 from arrowmix._stream.topology import ElasticRole
 from arrowmix._validate import check_callable
+
+if TYPE_CHECKING:
+    from types import TracebackType
 
 __all__ = [
     "FORMAT_VERSION",
@@ -55,7 +60,7 @@ def fn_id(owner: Stream[Any], fn: Any) -> str:
     return fn_identity(owner, fn)
 
 
-class Stream(PipelineRoot[T]):
+class Stream(Stage[T]):
     """A checkpointable iterator; every arrowmix stage is one.
 
     Subclasses implement ``next()``, ``get_state()`` and ``reset(state)`` (calling
@@ -74,6 +79,110 @@ class Stream(PipelineRoot[T]):
         >>> list(s) == rest == [20, 30, 40]
         True
     """
+
+    # ------------------------------------------- the pipeline read through this stage
+    # What belongs to a run lives in its root (``root_of(self)``); each method is one call.
+    def __iter__(self) -> Iterator[T]:
+        return self
+
+    def __next__(self) -> T:
+        d = self.__dict__
+        root = d.get(ROOT)
+        if root is None or root.elastic is not None or not d.get("_started"):
+            item: T = root_of(self).next()
+            return item
+        return self.next()
+
+    def set_epoch(self, epoch: int) -> None:
+        """Restart at the beginning of epoch ``epoch`` (as torch samplers' ``set_epoch``).
+
+        A finite stream (``infinite=False``) otherwise yields the same order on every
+        pass; with ``set_epoch(e)`` its row and chunk sources read the order of epoch
+        ``e`` and its shuffle and bucketing windows draw from ``(seed, window, e)``.
+        ``state_dict()`` records the epoch, so loading a checkpoint resumes inside it.
+
+        Example:
+            >>> from arrowmix.stream import from_iterable
+            >>> s = from_iterable(range(8)).shuffle(8, seed=0)
+            >>> s.set_epoch(0); a = list(s)
+            >>> s.set_epoch(1); b = list(s)
+            >>> a != b and sorted(a) == sorted(b) == list(range(8))
+            True
+        """
+        root_of(self).set_epoch(epoch)
+
+    @property
+    def chosen_epoch(self) -> int:
+        """The epoch of the last ``set_epoch`` (or loaded checkpoint); 0 by default."""
+        root = self.__dict__.get(ROOT)
+        return 0 if root is None else root.epoch
+
+    def state_dict(self) -> State:
+        """The checkpoint of the whole pipeline: small and JSON-serialisable."""
+        return root_of(self).state_dict()
+
+    def load_state_dict(self, state: State | None, *, allow_changes: bool = False) -> None:
+        """Restore a checkpoint of ``state_dict()``; ``None`` restarts.
+
+        ``allow_changes=True`` resumes a checkpoint of a pipeline whose named mixes
+        (``mix({name: stream, ...})``) have other weights or sources: each kept source
+        continues where it stopped, a new one starts at its beginning, a removed one is
+        reported. Every other stage must be the same, stage by stage, and so must each
+        kept source (a source under a kept name that is another sub-pipeline is
+        refused: give it a new name to read it from its beginning). A changed mix followed by a
+        buffering stage (``shuffle``, ``map(num_workers=N)``, ``prefetch``, bucketing,
+        ``pack``) is refused with a ``StateError``: that stage would replay its open
+        window under the new mixture, i.e. other rows.
+
+        Also accepts ``arrowmix.stream.merge_states`` of the checkpoints of every
+        instance of a run with another number of instances (elastic resume, see
+        :mod:`arrowmix._stream.elastic`).
+        """
+        root_of(self).load_state_dict(state, allow_changes)
+
+    def pipeline_stats(self, *, flat: bool = False) -> dict[str, Any]:
+        """Every stage's ``stats()``, keyed by its path from this root.
+
+        Paths name the stages top-down (``"collate/budget_bucket/mix"``; an input of a
+        node with several is named by its mix name or index: ``"mix/web:source"``).
+        Batching stages report rows, tokens, padding efficiency, dropped rows and
+        tokens and ``wait_seconds``; a mix reports its ratios and tokens per source
+        (see ``docs/observability.md``). The counters are not part of the checkpoint.
+        ``flat=True`` gives ``{"collate/tokens": 123, ...}`` for a logger.
+
+        Example:
+            >>> from arrowmix.stream import from_iterable
+            >>> s = from_iterable(range(5)).batch(2, drop_last=True)
+            >>> _ = list(s)
+            >>> s.pipeline_stats()["batch"]["dropped_rows"]
+            1
+        """
+        return root_of(self).pipeline_stats(flat)
+
+    def pipeline_fingerprint(self) -> str:
+        """16-hex hash of the configuration of this node and everything it reads."""
+        return root_of(self).fingerprint()
+
+    def __enter__(self) -> Stream[T]:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def to_torch(self) -> Any:
+        """A ``torch.utils.data.IterableDataset`` over this pipeline (needs torch).
+
+        It splits the pipeline across DataLoader workers (and distributed ranks) and
+        its iterator's ``state_dict`` plugs into torchdata's ``StatefulDataLoader``.
+        """
+        from arrowmix.integrations.torch import to_torch
+
+        return to_torch(self)
 
     # -------------------------------------------------------------- fluent stages
     # Each stage module imports this base, so they are imported lazily here.

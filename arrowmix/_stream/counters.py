@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from arrowmix._stream.hooks import offers
 from arrowmix._stream.topology import stage_name, walk
 
 if TYPE_CHECKING:
@@ -188,9 +189,8 @@ class SourceTokens:
         if rows is None:
             return
         for node in walk(source):
-            counter = getattr(node, "count_tokens", None)
-            if counter is not None and node.row_source() is rows:
-                self.count = counter
+            if offers(node, "count_tokens") and node.row_source() is rows:
+                self.count = node.count_tokens
                 return
 
     def add(self, positions: np.ndarray, lengths: np.ndarray) -> None:
@@ -254,20 +254,19 @@ def collect(root: Stream[Any]) -> dict[str, dict[str, Any]]:
 
 
 def _visit(node: Stream[Any], path: str, out: dict[str, dict[str, Any]]) -> None:
-    stats = getattr(node, "stats", None)
-    if callable(stats):
-        out[path] = stats()
-    below = getattr(node, "stats_below", None)
-    reported = below() if callable(below) else None
+    stats = node.stats()
+    if stats is not None:
+        out[path] = stats
+    reported = node.stats_below()
     if reported is not None:  # the subtree runs elsewhere (a worker process)
         out.update({f"{path}/{k}": v for k, v in reported.items()})
         return
     kids = node.children()
-    names = getattr(node, "names", None)
+    names = node.child_names()
     for i, child in enumerate(kids):
         name = stage_name(child)
         if len(kids) > 1:
-            key = names[i] if isinstance(names, (list, tuple)) and len(names) == len(kids) else i
+            key = names[i] if names is not None and len(names) == len(kids) else i
             name = f"{key}:{name}"
         _visit(child, f"{path}/{name}", out)
 

@@ -47,7 +47,8 @@ stages replay their open window, transparent stages pass through, a dealer stage
 its outputs, and a stage that refuses (or declares nothing) makes loading raise
 :class:`~arrowmix.exceptions.ElasticResumeError`. The run talks to the nodes through
 their protocol methods only (``reshard``, ``deal``, ``deal_remaining``,
-``set_elastic_mode``, ``replay_open_window``); the root holds the run and iterates it.
+``set_elastic_mode``, ``replay_open_window``); the pipeline's root
+(:class:`~arrowmix._stream.root.PipelineRoot`) holds the run and iterates it.
 """
 
 from __future__ import annotations
@@ -58,8 +59,10 @@ from typing import Any
 
 from arrowmix._stream.base import FORMAT_VERSION, PLAIN, ElasticMode, State, Stream
 from arrowmix._stream.dealing import Generation
+from arrowmix._stream.hooks import offers
 from arrowmix._stream.identity import describe_mismatch
 from arrowmix._stream.mixing.changes import check_changes
+from arrowmix._stream.root import root_of
 from arrowmix._stream.stages.map import adopt_map_forms
 from arrowmix._stream.topology import (
     ElasticRole,
@@ -182,7 +185,7 @@ def _old_tasks(
 
 
 def _role_of(node: Any) -> ElasticRole | None:
-    role = getattr(type(node), "ELASTIC_ROLE", None)
+    role = type(node).ELASTIC_ROLE
     return None if role is None else ElasticRole(role)
 
 
@@ -230,6 +233,7 @@ class ElasticRun:
 
     def __init__(self, root: Stream[Any], tasks: list[dict[str, Any]]) -> None:
         self.root = root
+        self.pipeline = root_of(root)  # the run: epoch, checkpoint identity, reset
         self.sources, dealers = elastic_sources(root)
         self.keys = source_keys(root)
         # With budget_bucket every instance reads the same rows and the stage deals
@@ -347,18 +351,18 @@ class ElasticRun:
             self.dealers[0].stop_at(limit)
             draining = draining or limit is not None
         self.set_mode(ElasticMode(draining=draining))
-        if self.epoch != self.root.chosen_epoch:
-            self.root.apply_epoch(self.epoch)
+        if self.epoch != self.pipeline.epoch:
+            self.pipeline.apply_epoch(self.epoch)
         if task["state"] is None and task.get(STEPS_KEY):
             for node, step in zip(self._scheduled(), task[STEPS_KEY], strict=False):
                 if step is not None:
                     node.start_schedule_at(int(step))
-        self.root.reset_pipeline(task["state"])
+        self.pipeline.reset(task["state"])
         self._hold_own()
 
     def _scheduled(self) -> list[Any]:
         """The nodes whose weights follow a schedule of their step (mixes), in walk order."""
-        return [n for n in self.nodes if callable(getattr(n, "schedule_step", None))]
+        return [n for n in self.nodes if offers(n, "schedule_step")]
 
     def replay(self, task: dict[str, Any]) -> None:
         """Restore ``task`` and replay its partially emitted windows (synchronously)."""
@@ -565,7 +569,7 @@ class ElasticRun:
         elastic: dict[str, Any] = {"tasks": tasks}
         if self.own is not None and self.merging:
             elastic["own"] = [n.elastic_state() for n in self.merging]
-        fingerprint, nodes = self.root._identity()
+        fingerprint, nodes = self.pipeline.identity()
         out = {
             "format": FORMAT_VERSION,
             "pipeline": fingerprint,

@@ -88,9 +88,7 @@ def _digest(value: Any) -> str:
 
 def source_names(node: Stream[Any]) -> list[str] | None:
     """The source names of a named mix (None for any other node)."""
-    names = getattr(node, "child_names", None)
-    out: list[str] | None = names() if callable(names) else None
-    return out
+    return node.child_names()
 
 
 def name_digest(name: str) -> str:

@@ -4,20 +4,24 @@ A :class:`Stage` yields items (``next``, ``pull``), reports and restores its own
 (``get_state``, ``reset``), describes its configuration (``describe``), names its
 inputs (``children``) and declares what elastic resume does with it (``ELASTIC_ROLE``).
 It may offer its items as row positions (``as_positions``, ``as_position_batches``: see
-:mod:`arrowmix._stream.positions`). What belongs to a whole pipeline (the checkpoint
-format, the epoch, elastic resume) lives in :mod:`arrowmix._stream.root`; the fluent
-builders in :mod:`arrowmix._stream.base`.
+:mod:`arrowmix._stream.positions`). A stage holds no run state: what belongs to a run of
+the pipeline (the checkpoint format, the epoch, elastic resume, a pending restore) lives
+in one :class:`~arrowmix._stream.root.PipelineRoot` beside the stage that is iterated;
+the fluent builders and the user methods that delegate to that root are in
+:mod:`arrowmix._stream.base`.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import pyarrow as pa
 
-from arrowmix._stream.consumers import claiming_init
+from arrowmix._stream.consumers import CONSUMER, claiming_init
+from arrowmix._stream.hooks import StageHooks
 from arrowmix._stream.topology import ElasticRole
 from arrowmix.exceptions import StateError
 
@@ -28,6 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PLAIN",
+    "ROOT",
     "ElasticMode",
     "Stage",
     "State",
@@ -38,6 +43,9 @@ __all__ = [
 
 T = TypeVar("T")
 State = dict[str, Any]
+
+#: The attribute of a stage holding its :class:`~arrowmix._stream.root.PipelineRoot`.
+ROOT = "_root"
 
 
 def check_keys(owner: object, state: State, keys: Iterable[str]) -> None:
@@ -74,13 +82,15 @@ class ElasticMode:
 PLAIN = ElasticMode()
 
 
-class Stage(Generic[T]):
+class Stage(StageHooks, Generic[T]):
     """One node of a pipeline: the per-node contract every arrowmix stage implements.
 
     Subclasses implement ``next()``, ``get_state()`` and ``reset(state)`` (calling
     ``super().__init__()`` and ``super().reset(state)``), list their state keys in
-    ``STATE_KEYS`` and describe their configuration in ``describe()``. Users subclass
-    :class:`~arrowmix.stream.Stream` (this plus the pipeline root and the fluent builders).
+    ``STATE_KEYS`` and describe their configuration in ``describe()``; they may override
+    the optional hooks declared in :class:`~arrowmix._stream.hooks.StageHooks`. Users
+    subclass :class:`~arrowmix.stream.Stream` (this plus the fluent builders and the user
+    methods, which delegate to the pipeline's root).
     """
 
     STATE_KEYS: ClassVar[tuple[str, ...] | None] = ()
@@ -104,9 +114,8 @@ class Stage(Generic[T]):
             cls.__init__ = claiming_init(init)  # type: ignore[method-assign]
 
     def __init__(self) -> None:
-        self._started = False
+        self._started = False  # this stage's reset ran (since it was built or restarted)
         self._reset_called = False
-        self._pending: State | None = None
 
     def restart(self) -> None:
         """Start again lazily: the next item or state request calls ``reset(None)``.
@@ -114,7 +123,9 @@ class Stage(Generic[T]):
         For stages whose configuration changed (``reshard``, ``deal``).
         """
         self._started = False
-        self._pending = None
+        root = self.__dict__.get(ROOT)
+        if root is not None:
+            root.forget_pending()
 
     # ----------------------------------------------------------------- subclass API
     def next(self) -> T:
@@ -134,7 +145,6 @@ class Stage(Generic[T]):
             check_keys(self, state, self.STATE_KEYS)
         self._started = True
         self._reset_called = True
-        self._pending = None
 
     def describe(self) -> dict[str, Any]:
         """JSON-able configuration of this node (not of its sources)."""
@@ -149,57 +159,6 @@ class Stage(Generic[T]):
         stages below through it, so an override must name every stream the node reads.
         """
         return attribute_streams(self)
-
-    def replay_open_window(self) -> None:
-        """Re-read the partially emitted window of a freshly restored node, yielding nothing.
-
-        Afterwards the node's inputs stand where they stood when the checkpoint was
-        taken (after every item it had read). Buffering stages override it; for the
-        others there is nothing to replay.
-        """
-
-    def begin_epoch(self, epoch: int) -> None:
-        """Hook of ``set_epoch``, called on every node before the restart.
-
-        Row and chunk sources then start at ``epoch`` (its order); window stages mix it
-        into their random draws (``WindowReplayStage.window_rng``). The default ignores it.
-        """
-
-    def set_elastic_mode(self, mode: ElasticMode) -> None:
-        """Called on every node by elastic resume before it runs a task (a hook).
-
-        Stages that behave differently while draining an old instance's buffered
-        items (``mix``) or that read ahead in the background (``prefetch``) override
-        it; the default ignores it.
-        """
-
-    # ---------------------------------------------------- own state across a resize
-    def elastic_state(self) -> Any:
-        """This stage's own state as elastic resume merges it (JSON-able; a hook).
-
-        Read once the stage is restored to an old instance's checkpoint (and its open
-        windows replayed), and during an elastic run (after ``load_elastic_state``).
-        """
-        return None
-
-    @classmethod
-    def merge_elastic_states(cls, states: list[Any], num_instances: int) -> list[Any] | None:
-        """Merge the ``elastic_state()`` of N old instances into ``num_instances`` (a hook).
-
-        Returns one state per new instance, in instance order. The default returns
-        ``None``: the stage declares no merge, and elastic resume refuses it if it keeps
-        state of its own. ``take`` shares its remaining count: N -> M instances yield the
-        total of the uninterrupted run.
-        """
-        return None
-
-    def load_elastic_state(self, state: Any) -> None:
-        """Hold ``state`` (one of ``merge_elastic_states``) for an elastic run (a hook).
-
-        Called after each task of the run is restored, so that the state carries from an
-        old instance's drain to the new main task; ``None`` ends the run (back to the
-        stage's plain state).
-        """
 
     @property
     def schema(self) -> pa.Schema | None:
@@ -256,6 +215,32 @@ class Stage(Generic[T]):
         """Release background workers of this stream and of its sources."""
         for c in self.children():
             c.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """The configuration and the state, never buffers: the copy resumes where this stood."""
+        d = dict(self.__dict__)
+        d.pop("_fn_ids", None)  # function digests: recomputed from the code where loaded
+        d.pop(CONSUMER, None)  # a weak reference; the consumer claims it again
+        for cls in type(self).__mro__:
+            for name in cls.__dict__.get("TRANSIENT", ()):
+                d.pop(name, None)
+        root = d.pop(ROOT, None)
+        if root is not None or d.get("_started"):  # the restore its copy owes
+            from arrowmix._stream.root import PipelineRoot
+
+            d[ROOT] = (root if root is not None else PipelineRoot(self)).owed()
+        d["_started"] = False
+        return d
+
+    def __setstate__(self, d: dict[str, Any]) -> None:
+        owed = d.pop(ROOT, None)
+        self.__dict__.update(d)
+        if owed is not None:
+            from arrowmix._stream.root import PipelineRoot
+
+            self.__dict__[ROOT] = PipelineRoot.from_owed(self, owed)
+        for child in self.children():
+            child.__dict__[CONSUMER] = weakref.ref(self)
 
 
 def attribute_streams(node: object, *, unique: bool = True) -> list[Any]:

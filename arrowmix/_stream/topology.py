@@ -19,6 +19,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from arrowmix._stream.hooks import offers
 from arrowmix._validate import check_int
 from arrowmix.exceptions import ElasticResumeError, ShardingError
 
@@ -85,12 +86,10 @@ def walk(root: Stream[Any]) -> list[Stream[Any]]:
 def open_for_changes(root: Stream[Any]) -> None:
     """Let the next restore of every node that can resume a changed configuration do so.
 
-    Nodes opt in with an ``allow_changes(allowed)`` method (named mixes).
+    Nodes opt in by overriding the ``allow_changes(allowed)`` hook (named mixes).
     """
     for node in walk(root):
-        hook = getattr(node, "allow_changes", None)
-        if callable(hook):
-            hook(True)
+        node.allow_changes(True)
 
 
 _NAMES = {
@@ -133,7 +132,7 @@ def check_sharding(num_instances: object, instance_rank: object) -> None:
 
 
 def _role(node: Stream[Any]) -> ElasticRole | None:
-    role = getattr(type(node), "ELASTIC_ROLE", None)
+    role = type(node).ELASTIC_ROLE
     return None if role is None else ElasticRole(role)
 
 
@@ -211,7 +210,7 @@ def elastic_sources(root: Stream[Any]) -> tuple[list[Any], list[Any]]:
                 "resume on the same number of instances meanwhile."
             )
         if role is ElasticRole.REFUSING:
-            why = getattr(node, "ELASTIC_REFUSAL", "it cannot be re-dealt")
+            why = node.ELASTIC_REFUSAL
             raise ElasticResumeError(
                 f"elastic resume cannot re-deal the rows of {name}: {why}. Resume on the "
                 "same number of instances."
@@ -260,8 +259,7 @@ def source_keys(root: Stream[Any]) -> list[str] | None:
     todo: list[tuple[Stream[Any], str]] = [(root, "")]
     while todo:
         node, path = todo.pop()
-        hook = getattr(node, "child_names", None)
-        names = hook() if callable(hook) else None
+        names = node.child_names()
         named = named or names is not None
         if _role(node) is ElasticRole.SOURCE:
             k = seen.get(path, 0)
@@ -287,15 +285,11 @@ def own_state_keys(node: Stream[Any]) -> list[str]:
 
 def merges(node: Stream[Any]) -> bool:
     """Whether ``node`` declares how elastic resume merges its own state."""
-    from arrowmix._stream.stage import Stage
-
-    return any("merge_elastic_states" in vars(c) for c in type(node).__mro__ if c is not Stage)
+    return offers(node, "merge_elastic_states")
 
 
 def _inherits_replay(node: Stream[Any]) -> bool:
-    from arrowmix._stream.base import Stream
-
-    return type(node).replay_open_window is Stream.replay_open_window
+    return not offers(node, "replay_open_window")
 
 
 def replay_open_windows(root: Stream[Any]) -> None:

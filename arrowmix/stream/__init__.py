@@ -4,12 +4,15 @@ The stage kit for writing your own stages: :class:`Stream` (the base), the
 :class:`PassThrough` and :class:`WindowReplayStage` bases, :class:`ElasticRole`, the
 row-source protocol :class:`RowSource` with :class:`TableRowSource` and
 :func:`from_row_source`, the positions protocol (:class:`Positions`,
-:class:`PositionBatches`: a stage's items as row positions), and the seeded-RNG helpers
-:func:`derive_rng` and :class:`SeedHolder`. See ``docs/streams.md``, "Writing a stage".
+:class:`PositionBatches`: a stage's items as row positions; ``Positions.filtered`` for
+filter-like stages), the optional hooks a stage may override (:class:`StageHooks`), and
+the seeded-RNG helpers :func:`derive_rng` and :class:`SeedHolder`. See
+``docs/streams.md``, "Writing a stage".
 """
 
 from arrowmix._stream.base import ElasticMode, PassThrough, Stream
 from arrowmix._stream.elastic import merge_states
+from arrowmix._stream.hooks import StageHooks
 from arrowmix._stream.mixing.mix import mix
 from arrowmix._stream.mixing.mix import zip_streams as zip
 from arrowmix._stream.mixing.schedule import estimate_mix_rows
@@ -35,6 +38,7 @@ __all__ = [
     "Positions",
     "RowSource",
     "SeedHolder",
+    "StageHooks",
     "Stream",
     "TableRowSource",
     "WeightSchedule",

@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from arrowmix._stream.dealing import Dealing, Generation
+from arrowmix._stream.root import root_of
 from arrowmix._stream.row_source import TableRowSource
 from arrowmix._stream.sources.blocks import BlockShape
 from arrowmix._stream.sources.rows import ArrowSource
@@ -204,7 +205,7 @@ def test_infinite_sources_each_row_once_per_epoch() -> None:
     def run_until_epoch_end(s: ArrowSource, epoch: int) -> list[int]:
         out = []
         while True:
-            run = s.__dict__.get("_elastic")
+            run = root_of(s).elastic
             draining = run is not None and len(run.tasks) > 1
             if not draining and s.frontier() >= (epoch, s._order.count_for(epoch)):
                 return out

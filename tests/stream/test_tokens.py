@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 from arrowmix._stream.mixing.mixed_rows import MixedRows
+from arrowmix._stream.root import root_of
 from arrowmix._stream.row_source import TableRowSource
 from arrowmix._stream.tokens.collate import CollateIterator, Collator
 from arrowmix._stream.tokens.column import TokenColumn
@@ -148,7 +149,7 @@ def test_bucket_columnar_after_mix_matches_row_mix() -> None:
     assert isinstance(rs, MixedRows)
     view = positions.as_positions()
     assert view is not None
-    positions._ensure_started()
+    root_of(positions).ensure_started()
     pos = np.concatenate([view.pull(n) for n in (5, 40, 1, 100)])
     assert rs.take(pos)["input_ids"].to_pylist() == rows
     out = list(mix(inputs(), [0.7, 0.3]).bucket("input_ids", 4, 16, columnar=True).collate())
@@ -164,7 +165,7 @@ def test_mix_positions_follow_the_stopping_rule(stopping: str) -> None:
     m = mix(inputs(), stopping=stopping)
     view = m.as_positions()
     assert view is not None
-    m._ensure_started()
+    root_of(m).ensure_started()
     got = view.rows.take(view.pull(1000))["input_ids"].to_pylist()
     assert got == rows
 

@@ -63,9 +63,8 @@ def check_changes(saved: Any, root: Stream[Any]) -> None:
 
 def _buffer(node: Stream[Any]) -> str | None:
     """The name of ``node`` when it restores by reading again items it had buffered."""
-    role = getattr(type(node), "ELASTIC_ROLE", None)
-    replays = getattr(type(node), "REPLAYS_ON_RESTORE", False)
-    if role in (ElasticRole.BUFFERING, ElasticRole.DEALER) or replays:
+    cls = type(node)
+    if cls.ELASTIC_ROLE in (ElasticRole.BUFFERING, ElasticRole.DEALER) or cls.REPLAYS_ON_RESTORE:
         return f"`{stage_name(node)}` ({type(node).__name__})"
     return None
 

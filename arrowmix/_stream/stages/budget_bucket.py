@@ -173,7 +173,7 @@ class BudgetBucketIterator(AnchoredStage[list[Any]], ShareReader):
                 "order cannot come from a seed drawn at random on each rank."
             )
         for node in walk(source):
-            sharding: Any = getattr(node, "sharding", (1, 0))
+            sharding = node.sharding or (1, 0)
             if node.ELASTIC_ROLE is ElasticRole.SOURCE and sharding[0] > 1:
                 raise ValueError(
                     "the input of budget_bucket must be the same stream on every "

@@ -17,8 +17,6 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import numpy as np
-
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._stream.base import PassThrough, State, Stream, checked_fn, fn_id
 from arrowmix._stream.positions import Positions
@@ -101,26 +99,12 @@ class FilterIterator(PassThrough[T]):
     def as_positions(self) -> Positions | None:
         """The kept positions of the source's positions (``None`` if it has none)."""
         inner = self.source.as_positions()
-        if inner is None:
-            return None
-        self._inner = inner
-        return Positions(inner.rows, self.pull_positions, inner.to_rows)
+        return None if inner is None else inner.filtered(self.keeps)
 
-    def pull_positions(self, n: int) -> np.ndarray:
-        """Up to ``n`` next kept positions (after ``as_positions``), fewer only at the end."""
-        inner, fn = self._inner, self.fn
-        parts: list[np.ndarray] = []
-        got = 0
-        while got < n:
-            # Never pull more than could still be kept: the source state stays exact.
-            pos = inner.pull(n - got)
-            if not len(pos):
-                break
-            items = inner.items(inner.rows.take(pos))
-            keep = np.fromiter((bool(fn(x)) for x in items), dtype=bool, count=len(pos))
-            parts.append(pos[keep])
-            got += int(keep.sum())
-        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+    def keeps(self, items: list[T]) -> list[bool]:
+        """Whether ``fn`` keeps each of ``items`` (the positions view's block)."""
+        fn = self.fn
+        return [bool(fn(x)) for x in items]
 
     def next(self) -> T:
         fn, nxt = self.fn, self.source.next
