@@ -225,6 +225,24 @@ def _next_generation(
     ]
 
 
+def _own_entries(merging: list[Any], own: list[Any] | None) -> list[Any] | None:
+    """``own`` by merging stage (None for a mix missing from an older checkpoint).
+
+    A checkpoint written before a mix merged its state lacks the mix's entry; the mix
+    then continues with its own counters.
+    """
+    if own is None or len(own) == len(merging):
+        return own
+    older = {id(n) for n in merging if not getattr(type(n), "ELASTIC_OWN_SINCE_MIX", False)}
+    if len(own) != len(older):
+        raise StateError(
+            f"elastic checkpoint holds {len(own)} merged stage states, this pipeline "
+            f"merges {len(merging)}."
+        )
+    entries = iter(own)
+    return [next(entries) if id(n) in older else None for n in merging]
+
+
 class ElasticRun:
     """The task list of one instance after an elastic load (held by the root stream)."""
 
@@ -536,7 +554,7 @@ class ElasticRun:
         run.epoch = int(state.get("epoch", 0))
         run.home = tuple(tasks[-1]["sharding"])
         if run.merging:
-            run.own = state[ELASTIC_KEY].get("own")
+            run.own = _own_entries(run.merging, state[ELASTIC_KEY].get("own"))
         run.configure(tasks[0])
         return run
 
@@ -556,6 +574,9 @@ class ElasticRun:
     def state_dict(self) -> State:
         state = self.root.get_state()
         tasks = copy.deepcopy(self.tasks)
+        if len(tasks) == 1 and not self.shared:  # a mix may have begun a full pass since
+            for spec, src in zip(tasks[0]["sources"], self.sources, strict=True):
+                spec["generations"] = src.dealt_generations()
         tasks[0]["state"] = None
         tasks[0]["pipeline"] = ""
         if self.keys is not None:  # sources matched by key on the next resume
