@@ -66,6 +66,7 @@ from arrowmix._stream.topology import (
     elastic_sources,
     merges,
     open_for_changes,
+    own_entries,
     replay_open_windows,
     source_keys,
     walk,
@@ -223,24 +224,6 @@ def _next_generation(
         }
         for i in range(ns)
     ]
-
-
-def _own_entries(merging: list[Any], own: list[Any] | None) -> list[Any] | None:
-    """``own`` by merging stage (None for a mix missing from an older checkpoint).
-
-    A checkpoint written before a mix merged its state lacks the mix's entry; the mix
-    then continues with its own counters.
-    """
-    if own is None or len(own) == len(merging):
-        return own
-    older = {id(n) for n in merging if not getattr(type(n), "ELASTIC_OWN_SINCE_MIX", False)}
-    if len(own) != len(older):
-        raise StateError(
-            f"elastic checkpoint holds {len(own)} merged stage states, this pipeline "
-            f"merges {len(merging)}."
-        )
-    entries = iter(own)
-    return [next(entries) if id(n) in older else None for n in merging]
 
 
 class ElasticRun:
@@ -554,7 +537,7 @@ class ElasticRun:
         run.epoch = int(state.get("epoch", 0))
         run.home = tuple(tasks[-1]["sharding"])
         if run.merging:
-            run.own = _own_entries(run.merging, state[ELASTIC_KEY].get("own"))
+            run.own = own_entries(run.merging, state[ELASTIC_KEY].get("own"))
         run.configure(tasks[0])
         return run
 

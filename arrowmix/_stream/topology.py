@@ -20,7 +20,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from arrowmix._validate import check_int
-from arrowmix.exceptions import ElasticResumeError, ShardingError
+from arrowmix.exceptions import ElasticResumeError, ShardingError, StateError
 
 if TYPE_CHECKING:
     from arrowmix._stream.base import Stream
@@ -30,6 +30,7 @@ __all__ = [
     "check_sharding",
     "elastic_sources",
     "merges",
+    "own_entries",
     "own_state_keys",
     "replay_open_windows",
     "shard_points",
@@ -290,6 +291,24 @@ def merges(node: Stream[Any]) -> bool:
     from arrowmix._stream.stage import Stage
 
     return any("merge_elastic_states" in vars(c) for c in type(node).__mro__ if c is not Stage)
+
+
+def own_entries(merging: list[Any], own: list[Any] | None) -> list[Any] | None:
+    """``own`` by merging stage (None for a mix missing from an older checkpoint).
+
+    A checkpoint written before a mix merged its state lacks the mix's entry; the mix
+    then continues with its own counters.
+    """
+    if own is None or len(own) == len(merging):
+        return own
+    older = {id(n) for n in merging if not getattr(type(n), "ELASTIC_OWN_SINCE_MIX", False)}
+    if len(own) != len(older):
+        raise StateError(
+            f"elastic checkpoint holds {len(own)} merged stage states, this pipeline "
+            f"merges {len(merging)}."
+        )
+    entries = iter(own)
+    return [next(entries) if id(n) in older else None for n in merging]
 
 
 def _inherits_replay(node: Stream[Any]) -> bool:
