@@ -60,6 +60,7 @@ from arrowmix._stream.base import FORMAT_VERSION, PLAIN, ElasticMode, State, Str
 from arrowmix._stream.dealing import Generation
 from arrowmix._stream.identity import describe_mismatch
 from arrowmix._stream.mixing.changes import check_changes
+from arrowmix._stream.mixing.mix_elastic import refuse_chains
 from arrowmix._stream.stages.map import adopt_map_forms
 from arrowmix._stream.topology import (
     ElasticRole,
@@ -471,7 +472,7 @@ class ElasticRun:
             return run
         chain = [s["generations"] for s in mains[0]["sources"]]
         if any([s["generations"] for s in m["sources"]] != chain for m in mains):
-            raise StateError("merge_states: the instances come from different elastic restores.")
+            refuse_chains(mains)
         frontiers: list[list[list[int]]] = [run.frontier(m) for m in mains]
         main_drains, seeds = run._drain_mains(mains, frontiers)
         drains.extend(main_drains)

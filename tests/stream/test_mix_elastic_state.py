@@ -198,3 +198,19 @@ def test_an_elastic_checkpoint_without_the_mix_entry_still_loads() -> None:
     rest = list(again)
     assert len(seen) + len(rest) == 60
     assert len({row_id(x) for x in seen + rest}) == 60
+
+
+def test_a_second_resize_with_instances_in_different_passes_is_refused() -> None:
+    old = [capped(2, r) for r in range(2)]
+    for s in old:
+        _take(s, 4)
+    merged = json.loads(json.dumps(merge_states([o.state_dict() for o in old])))
+    mid = [capped(3, r) for r in range(3)]
+    for s in mid:
+        s.load_state_dict(merged)
+        _take(s, 2)
+    while mid[0].state_dict()["state"]["epochs"]["a"] == 1:  # only instance 0 moves on
+        next(mid[0])
+    states = merge_states([s.state_dict() for s in mid])
+    with pytest.raises(ElasticResumeError, match="begun a new pass of a mix input"):
+        capped(2, 0).load_state_dict(states)

@@ -32,7 +32,7 @@ from arrowmix._stream.mixing.schedule import Weighting
 from arrowmix._stream.topology import walk
 from arrowmix.exceptions import ElasticResumeError, StateError
 
-__all__ = ["MixElasticState", "split_sum", "split_zero_sum"]
+__all__ = ["MixElasticState", "refuse_chains", "split_sum", "split_zero_sum"]
 
 _KEYS = ("counts", "tokens", "deficits", "epochs")
 
@@ -204,3 +204,16 @@ class MixElasticState:
         for node in walk(self.streams[i]):
             if isinstance(node, DealtSource) and node._generations and node._limit is None:
                 node.deal([], None)
+
+
+def refuse_chains(mains: list[dict[str, Any]]) -> None:
+    """Old instances that deal a source from different resizes: which case it is."""
+    chains = [[s["generations"] for s in m["sources"]] for m in mains]
+    for i in range(len(chains[0])):
+        if len({bool(c[i]) for c in chains}) > 1:  # some began a full pass since
+            raise ElasticResumeError(
+                "merge_states: some instances have begun a new pass of a mix input since "
+                "the last resize and others have not; resume on the same number of "
+                "instances, or checkpoint once every instance has begun the pass."
+            )
+    raise StateError("merge_states: the instances come from different elastic restores.")
