@@ -62,6 +62,17 @@ def _take(s: Any, k: int) -> list[Any]:
     return list(islice(s, k))
 
 
+def _resized(old: list[Any], k: int, build: Any, m: int) -> list[Any]:
+    """``m`` new instances loading the merged checkpoint of ``old`` after ``k`` items each."""
+    for s in old:
+        _take(s, k)
+    merged = json.loads(json.dumps(merge_states([s.state_dict() for s in old])))
+    new = [build(m, r) for r in range(m)]
+    for s in new:
+        s.load_state_dict(merged)
+    return new
+
+
 def test_a_second_resize_after_a_pass_began_keeps_every_row_twice() -> None:
     # 2 -> 3 early, then 3 -> 2 once every new instance is in a's second pass: the
     # second checkpoint must say that pass reads the whole share, not the old remainder
@@ -102,13 +113,8 @@ def test_counters_continue_across_a_resize() -> None:
 
     ref = build(1, 0)
     total = sum(1 for _ in ref)
-    old = [build(2, r) for r in range(2)]
-    for s in old:
-        _take(s, 12)
-    merged = json.loads(json.dumps(merge_states([s.state_dict() for s in old])))
-    new = [build(3, r) for r in range(3)]
+    new = _resized([build(2, r) for r in range(2)], 12, build, 3)
     for s in new:
-        s.load_state_dict(merged)
         list(s)
     counts = Counter[str]()
     tokens = Counter[str]()
@@ -201,13 +207,8 @@ def test_an_elastic_checkpoint_without_the_mix_entry_still_loads() -> None:
 
 
 def test_a_second_resize_with_instances_in_different_passes_is_refused() -> None:
-    old = [capped(2, r) for r in range(2)]
-    for s in old:
-        _take(s, 4)
-    merged = json.loads(json.dumps(merge_states([o.state_dict() for o in old])))
-    mid = [capped(3, r) for r in range(3)]
+    mid = _resized([capped(2, r) for r in range(2)], 4, capped, 3)
     for s in mid:
-        s.load_state_dict(merged)
         _take(s, 2)
     while mid[0].state_dict()["state"]["epochs"]["a"] == 1:  # only instance 0 moves on
         next(mid[0])
