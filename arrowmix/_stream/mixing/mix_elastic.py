@@ -92,6 +92,7 @@ class MixElasticState:
     _tokens: list[int]
     _epochs: list[int]
     _rule: Weighting
+    caps: list[int | None] | None
     _base: int
     _fresh: list[int] | None
 
@@ -109,7 +110,8 @@ class MixElasticState:
             "counts": list(self._counts),
             "tokens": list(self._tokens),
             "deficits": list(self._rule.swrr.cur),
-            "epochs": list(self._epochs),
+            # passes matter with caps only (an uncapped input's are not checkpointed)
+            "epochs": None if self.caps is None else list(self._epochs),
             "units": self._units(),
         }
 
