@@ -91,7 +91,8 @@ class Stage(Generic[T]):
     ELASTIC_ROLE: ClassVar[ElasticRole | None] = None
 
     #: Elastic resume starts this stage's own state afresh on the new instances (a
-    #: ``TRANSPARENT`` stage whose state is counters the new run may restart). Otherwise a ``TRANSPARENT`` stage with state keys of its own must
+    #: ``TRANSPARENT`` stage whose state is counters the new run may restart). Otherwise
+    #: a ``TRANSPARENT`` stage with state keys of its own must
     #: merge it (``merge_elastic_states``) or elastic resume refuses it.
     ELASTIC_STATE_RESTARTS: ClassVar[bool] = False
 
