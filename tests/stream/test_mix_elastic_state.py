@@ -41,8 +41,8 @@ class TestCappedTokenMix(CheckpointRoundTripTests):
     """A token mix repeating one source twice (max_epochs): every row twice, N -> M."""
 
     iterator_cls = WeightedMixIterator
-    checkpoint_stride = 9
-    elastic_steps = (0, 3, 40, 75)
+    checkpoint_stride = 17
+    elastic_steps = (3, 40)  # before and after the first instance begins a's second pass
 
     def make_iterator(self) -> Stream[Any]:
         return self.make_sharded(1, 0)
@@ -51,8 +51,12 @@ class TestCappedTokenMix(CheckpointRoundTripTests):
         return capped(num_instances, instance_rank).map(row_id)
 
 
+@pytest.mark.slow
 class TestCappedTokenMixSeededCycle(TestCappedTokenMix):
     """The random token rule under longest_cycle, capped."""
+
+    checkpoint_stride = 29
+    elastic_steps = (40,)
 
     def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
         return capped(num_instances, instance_rank, "longest_cycle", seed=3).map(row_id)
@@ -144,13 +148,14 @@ def ending(n: int, r: int) -> Stream[Any]:
     return mix({"a": a, "b": b}, ENDS).map(row_id)
 
 
+@pytest.mark.slow
 class TestScheduleEndsTheMix(CheckpointRoundTripTests):
     """Resumed on as many instances, the mix yields exactly the uninterrupted rows."""
 
     iterator_cls = WeightedMixIterator
-    checkpoint_stride = 11
+    checkpoint_stride = 23
     elastic_grid = ((1, 1), (2, 2), (3, 3))
-    elastic_steps = (0, 1, 3, 25, 40)
+    elastic_steps = (1, 25)
 
     def make_iterator(self) -> Stream[Any]:
         return ending(1, 0)
@@ -159,8 +164,16 @@ class TestScheduleEndsTheMix(CheckpointRoundTripTests):
         return ending(num_instances, instance_rank)
 
 
+def test_a_schedule_ending_the_mix_resumes_exactly_on_as_many_instances() -> None:
+    # restarted deficits took "a" once more per instance (2 rows too many on 2 -> 2)
+    want = sorted(x for r in range(2) for x in ending(2, r))
+    new = _resized([ending(2, r) for r in range(2)], 1, ending, 2)
+    seen = [x for r in range(2) for x in _take(ending(2, r), 1)]
+    assert sorted(seen + [x for s in new for x in s]) == want
+
+
 @pytest.mark.parametrize(("n", "m"), [(1, 2), (2, 3), (3, 2), (2, 1)])
-@pytest.mark.parametrize("steps", [1, 12, 25, 40])
+@pytest.mark.parametrize("steps", [1, 25])
 def test_a_schedule_ending_the_mix_follows_its_steps_on_another_number_of_instances(
     n: int, m: int, steps: int
 ) -> None:

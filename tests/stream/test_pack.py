@@ -170,6 +170,7 @@ class TestConcatPack(CheckpointRoundTripTests):
         return [t for t in tokens_of(item) if t]  # separators are not units
 
 
+@pytest.mark.slow
 class TestMixConcatPackDrop(CheckpointRoundTripTests):
     """A mix of two corpora packed with tail="drop": each instance drops only its tail.
 
@@ -178,9 +179,9 @@ class TestMixConcatPackDrop(CheckpointRoundTripTests):
     """
 
     iterator_cls = ConcatPackIterator
-    checkpoint_stride = 7
+    checkpoint_stride = 13
     elastic_drop_tail = 2 * 12
-    elastic_steps = (0, 1, 3, 9)
+    elastic_steps = (1, 3)
 
     def make_iterator(self) -> Stream[Any]:
         return self.make_sharded(1, 0)
