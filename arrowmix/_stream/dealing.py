@@ -174,6 +174,10 @@ class DealtSource(ShareReader):
         """Rebuild the order after ``_generations`` or ``_limit`` changed (subclass hook)."""
         raise NotImplementedError
 
+    def dealt_generations(self) -> list[list[list[int]]]:
+        """The resizes this source deals the remainder of (JSON), as ``deal`` takes them."""
+        return [g.to_json() for g in self._generations]
+
     def deal(
         self,
         generations: list[Generation],

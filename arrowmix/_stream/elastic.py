@@ -62,6 +62,7 @@ from arrowmix._stream.dealing import Generation
 from arrowmix._stream.hooks import offers
 from arrowmix._stream.identity import describe_mismatch
 from arrowmix._stream.mixing.changes import check_changes
+from arrowmix._stream.mixing.mix_elastic import refuse_chains
 from arrowmix._stream.root import root_of
 from arrowmix._stream.stages.map import adopt_map_forms
 from arrowmix._stream.topology import (
@@ -69,6 +70,7 @@ from arrowmix._stream.topology import (
     elastic_sources,
     merges,
     open_for_changes,
+    own_entries,
     replay_open_windows,
     source_keys,
     walk,
@@ -474,7 +476,7 @@ class ElasticRun:
             return run
         chain = [s["generations"] for s in mains[0]["sources"]]
         if any([s["generations"] for s in m["sources"]] != chain for m in mains):
-            raise StateError("merge_states: the instances come from different elastic restores.")
+            refuse_chains(mains)
         frontiers: list[list[list[int]]] = [run.frontier(m) for m in mains]
         main_drains, seeds = run._drain_mains(mains, frontiers)
         drains.extend(main_drains)
@@ -540,7 +542,7 @@ class ElasticRun:
         run.epoch = int(state.get("epoch", 0))
         run.home = tuple(tasks[-1]["sharding"])
         if run.merging:
-            run.own = state[ELASTIC_KEY].get("own")
+            run.own = own_entries(run.merging, state[ELASTIC_KEY].get("own"))
         run.configure(tasks[0])
         return run
 
@@ -560,6 +562,9 @@ class ElasticRun:
     def state_dict(self) -> State:
         state = self.root.get_state()
         tasks = copy.deepcopy(self.tasks)
+        if len(tasks) == 1 and not self.shared:  # a mix may have begun a full pass since
+            for spec, src in zip(tasks[0]["sources"], self.sources, strict=True):
+                spec["generations"] = src.dealt_generations()
         tasks[0]["state"] = None
         tasks[0]["pipeline"] = ""
         if self.keys is not None:  # sources matched by key on the next resume

@@ -101,8 +101,8 @@ class Stage(StageHooks, Generic[T]):
     ELASTIC_ROLE: ClassVar[ElasticRole | None] = None
 
     #: Elastic resume starts this stage's own state afresh on the new instances (a
-    #: ``TRANSPARENT`` stage whose state is counters the new run may restart, as a mix's
-    #: deficits). Otherwise a ``TRANSPARENT`` stage with state keys of its own must
+    #: ``TRANSPARENT`` stage whose state is counters the new run may restart). Otherwise
+    #: a ``TRANSPARENT`` stage with state keys of its own must
     #: merge it (``merge_elastic_states``) or elastic resume refuses it.
     ELASTIC_STATE_RESTARTS: ClassVar[bool] = False
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from arrowmix._stream.hooks import offers
 from arrowmix._validate import check_int
-from arrowmix.exceptions import ElasticResumeError, ShardingError
+from arrowmix.exceptions import ElasticResumeError, ShardingError, StateError
 
 if TYPE_CHECKING:
     from arrowmix._stream.base import Stream
@@ -31,6 +31,7 @@ __all__ = [
     "check_sharding",
     "elastic_sources",
     "merges",
+    "own_entries",
     "own_state_keys",
     "replay_open_windows",
     "shard_points",
@@ -286,6 +287,24 @@ def own_state_keys(node: Stream[Any]) -> list[str]:
 def merges(node: Stream[Any]) -> bool:
     """Whether ``node`` declares how elastic resume merges its own state."""
     return offers(node, "merge_elastic_states")
+
+
+def own_entries(merging: list[Any], own: list[Any] | None) -> list[Any] | None:
+    """``own`` by merging stage (None for a mix missing from an older checkpoint).
+
+    A checkpoint written before a mix merged its state lacks the mix's entry; the mix
+    then continues with its own counters.
+    """
+    if own is None or len(own) == len(merging):
+        return own
+    older = {id(n) for n in merging if not getattr(type(n), "ELASTIC_OWN_SINCE_MIX", False)}
+    if len(own) != len(older):
+        raise StateError(
+            f"elastic checkpoint holds {len(own)} merged stage states, this pipeline "
+            f"merges {len(merging)}."
+        )
+    entries = iter(own)
+    return [next(entries) if id(n) in older else None for n in merging]
 
 
 def _inherits_replay(node: Stream[Any]) -> bool:

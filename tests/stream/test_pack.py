@@ -11,7 +11,7 @@ import pytest
 from arrowmix._stream.row_source import TableRowSource
 from arrowmix._stream.sources.rows import ArrowSource
 from arrowmix._stream.tokens.pack import BinPackIterator, ConcatPackIterator
-from arrowmix.stream import Stream, from_iterable
+from arrowmix.stream import Stream, from_iterable, mix
 from arrowmix.testing import CheckpointRoundTripTests
 
 from .token_helpers import docs_in_order, token_source, tokens_of
@@ -168,6 +168,31 @@ class TestConcatPack(CheckpointRoundTripTests):
 
     def units(self, item: dict[str, Any]) -> list[int]:
         return [t for t in tokens_of(item) if t]  # separators are not units
+
+
+@pytest.mark.slow
+class TestMixConcatPackDrop(CheckpointRoundTripTests):
+    """A mix of two corpora packed with tail="drop": each instance drops only its tail.
+
+    The N old instances' drains end with a padded full batch (nothing they had read is
+    dropped); each new instance drops its own last partial batch.
+    """
+
+    iterator_cls = ConcatPackIterator
+    checkpoint_stride = 13
+    elastic_drop_tail = 2 * 12
+    elastic_steps = (1, 3)
+
+    def make_iterator(self) -> Stream[Any]:
+        return self.make_sharded(1, 0)
+
+    def make_sharded(self, num_instances: int, instance_rank: int) -> Stream[Any]:
+        shard = {"num_instances": num_instances, "instance_rank": instance_rank}
+        m = mix({"a": token_source(50, seed=1, **shard), "b": token_source(40, seed=2, **shard)})
+        return m.pack("input_ids", 12, batch_size=2, tail="drop", read_ahead=5)
+
+    def units(self, item: dict[str, Any]) -> list[int]:
+        return [t for t in tokens_of(item) if t]
 
 
 class TestConcatPackRows(CheckpointRoundTripTests):

@@ -100,8 +100,9 @@ def test_pack_tail_drop_carries_window_tails_over_a_shuffled_index_stream() -> N
 def test_pack_tail_drop_elastic_resume_loses_at_most_the_last_batches(old: int, new: int) -> None:
     """Elastic resume of concat packing with ``tail="drop"``: no token twice, no window tail lost.
 
-    Only the epoch's last partial batch of each instance (old ones drained, new ones)
-    may be dropped.
+    Only the epoch's last partial batch of each new instance may be dropped: an old
+    instance's drain ends where it stood, not at the stream's end, so its partial batch
+    is yielded padded.
     """
     docs = _docs(240)
     rows = _rows(docs)
@@ -125,8 +126,8 @@ def test_pack_tail_drop_elastic_resume_loses_at_most_the_last_batches(old: int, 
     counts = Counter(seen + rest)
     assert not counts - every, f"tokens twice: {sorted((counts - every).elements())[:5]}"
     lost = sum((every - counts).values())
-    bound = (old + new) * seq_len * batch_size
-    assert lost < bound, f"{lost} tokens lost on {old} -> {new}; at most {bound} may be"
+    bound = new * (seq_len * batch_size - 1)
+    assert lost <= bound, f"{lost} tokens lost on {old} -> {new}; at most {bound} may be"
 
 
 # ---------------------------------------------------------- item 5: ids never wrap

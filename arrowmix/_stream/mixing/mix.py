@@ -37,6 +37,7 @@ from arrowmix._stream.mixing.by_tokens import (
     uniforms,
 )
 from arrowmix._stream.mixing.deficits import SCALE_KEY, SCHEDULE_SCALE, upgrade_deficits
+from arrowmix._stream.mixing.mix_elastic import MixElasticState
 from arrowmix._stream.mixing.mix_positions import as_positions, pull_positions
 from arrowmix._stream.mixing.mix_stats import mix_stats
 from arrowmix._stream.mixing.mixed_rows import MixedRows
@@ -66,7 +67,7 @@ _clock = time.perf_counter
 _SAMPLE = 32  # the per-item path times one read in _SAMPLE
 
 
-class WeightedMixIterator(Stream[T]):
+class WeightedMixIterator(MixElasticState, Stream[T]):
     """Items of several streams interleaved by weight.
 
     State:
@@ -87,9 +88,8 @@ class WeightedMixIterator(Stream[T]):
     EPOCHS_KEY = "epochs"  # with max_epochs: the pass each input is in
     _PER_INPUT_KEYS = (SOURCES_KEY, COUNTS_KEY, DEFICITS_KEY, EXHAUSTED_KEY, ACTIVE_KEY, PEEKED_KEY)
     STATE_KEYS: ClassVar[tuple[str, ...] | None] = (*_PER_INPUT_KEYS, SEED_KEY)
-    TRANSIENT = ("_held", "_mixed_rows", "_allow_changes")
+    TRANSIENT = ("_held", "_mixed_rows", "_allow_changes", "_share")
     ELASTIC_ROLE = ElasticRole.TRANSPARENT
-    ELASTIC_STATE_RESTARTS = True  # the new run's deficits start afresh
 
     def __init__(
         self,
@@ -216,11 +216,13 @@ class WeightedMixIterator(Stream[T]):
         self._window_tokens = [0] * k
         self._epochs = [1] * k
         self.removed: list[str] = []
+        self._fresh = [0] * k if state is None else None  # elastic: the counts at a fresh start
         if state is None:
             self._base = int(self.__dict__.pop("_start_step", 0))
             self._rule.start(self._base)
             for s in self.streams:
                 s.reset(None)
+            self._take_share()  # elastic resume: this instance's share, if it holds one
             return
         changed = False
         step = self._state_step(state)
@@ -508,6 +510,7 @@ class WeightedMixIterator(Stream[T]):
             return _NOTHING
         if cap is not None and self._epochs[i] >= cap:
             return _NOTHING
+        self._full_pass(i)
         self.streams[i].reset(None)
         self._epochs[i] += 1
         try:
@@ -518,12 +521,9 @@ class WeightedMixIterator(Stream[T]):
     def _charge(self, i: int, item: Any, n: int = -1) -> None:
         """Count the ``n`` tokens of ``item`` from input ``i`` (and the rule's deficits)."""
         assert self.tokens is not None
-        if n >= 0:
-            pass
-        elif self.__dict__.get("_views") is None:
-            n = self.tokens.of(item)
-        else:
-            n = self.tokens.of_position(self.row_source(), item)
+        if n < 0:
+            views = self.__dict__.get("_views") is not None
+            n = self.tokens.of_position(self.row_source(), item) if views else self.tokens.of(item)
         self._tokens[i] += n
         if self.seed is None:
             rule = self._rule

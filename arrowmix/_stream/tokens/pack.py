@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from arrowmix._stream.base import State, Stream
+from arrowmix._stream.base import ElasticMode, State, Stream
 from arrowmix._stream.counters import SourceTokens, Tally, wait_clock
 from arrowmix._stream.replay import WindowReplayStage
 from arrowmix._stream.tokens.column import (
@@ -316,7 +316,7 @@ class ConcatPackIterator(PackStage, Stream[dict[str, Any]]):
             left = pend.tokens
             if not left:
                 raise StopIteration
-            if self.tail == "drop":
+            if self.tail == "drop" and not self.__dict__.get("_draining"):
                 pend.start = int(pend.cum[-1])
                 self._tally.drop(tokens=left)
                 warn(
@@ -327,9 +327,16 @@ class ConcatPackIterator(PackStage, Stream[dict[str, Any]]):
                 )
                 raise StopIteration
             avail = left
-        self._buf = self._pack(avail)
+        # an elastic drain ends where the old instance stood, not at the stream's end:
+        # its partial batch is yielded padded to full shape, never dropped
+        full = self.tail == "drop" and avail % batch != 0
+        self._buf = self._pack(avail, full)
 
-    def _pack(self, avail: int) -> Packed:
+    def set_elastic_mode(self, mode: ElasticMode) -> None:
+        """While draining an old instance, the partial batch at the end is padded."""
+        self._draining = mode.draining
+
+    def _pack(self, avail: int, full: bool = False) -> Packed:
         """The batches of the next ``avail`` tokens (whole batches, or the padded tail)."""
         pend = self._pend
         spans = pend.spans()
@@ -347,7 +354,8 @@ class ConcatPackIterator(PackStage, Stream[dict[str, Any]]):
         pb = np.maximum(np.repeat(b, count), row * s)
         pe = np.minimum(np.repeat(e, count), (row + 1) * s)
         pieces = (doc, pb - start[doc], pe - pb, row, pb - row * s)
-        return Packed(self, spans, pieces, int(-(-avail // s)), (docs, start[docs], e, avail))
+        rows = int(-(-avail // s))
+        return Packed(self, spans, pieces, rows, (docs, start[docs], e, avail), full or None)
 
 
 class BinPackIterator(PackStage, WindowReplayStage[dict[str, Any]]):

@@ -131,8 +131,10 @@ class Packed:
         pieces: tuple[np.ndarray, ...],
         nrows: int,
         stream: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None,
+        full: bool | None = None,
     ):
         self.stage = stage
+        self.full = stage.full_batches if full is None else full  # pad to batch_size rows
         self.col, self.owner, self.starts, self.lengths = spans
         self.doc, self.off, self.length, self.row, self.dest = pieces
         self.nrows = nrows
@@ -156,7 +158,7 @@ class Packed:
         b, s = self.stage.batch_size, self.stage.seq_len
         if self.stream is not None and (i + 1) * b * s <= self.stream[3]:
             return b, b * s
-        rows = b if self.stage.full_batches else min(b, self.nrows - i * b)
+        rows = b if self.full else min(b, self.nrows - i * b)
         return rows, int(self.length[int(self._cuts[i]) : int(self._cuts[i + 1])].sum())
 
     def _batch(self, i: int) -> dict[str, Any]:
@@ -165,7 +167,7 @@ class Packed:
         if self.stream is not None and (i + 1) * b * s <= self.stream[3]:
             full = self._full_range(i * b * s, (i + 1) * b * s)
             return as_tensors(full) if st.return_tensors == "pt" else full
-        rows = b if st.full_batches else min(b, self.nrows - i * b)
+        rows = b if self.full else min(b, self.nrows - i * b)
         lo, hi = int(self._cuts[i]), int(self._cuts[i + 1])
         doc, off, plen = self.doc[lo:hi], self.off[lo:hi], self.length[lo:hi]
         row = self.row[lo:hi] - i * b
