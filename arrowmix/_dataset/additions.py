@@ -95,7 +95,8 @@ def add_column(
         )
     from arrowmix._hf.features import output_metadata
 
-    table = _view_table(ds)
+    s = state_of(ds)
+    table = view_range(s, 0, num_rows(s), ahead=False)  # referenced, not read
     field = schema.field(0) if schema is not None else pa.field(name, arr.type)
     out = table.append_column(field, arr)
     table = out.replace_schema_metadata(output_metadata(table.schema, out.schema) or None)

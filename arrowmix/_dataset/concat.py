@@ -212,7 +212,9 @@ def _concat_columns(dsets: Sequence[Dataset]) -> Dataset:
     if dupes:
         raise ValueError(f"Cannot concatenate on axis 1: duplicated column name(s) {dupes}.")
     views = [d if _contiguous(state_of(d).indices) else d.flatten_indices() for d in dsets]
-    tables = [view_range(state_of(v), 0, n).replace_schema_metadata(None) for v in views]
+    # referenced, not read: the rows' pages are asked for when they are read
+    tables = [view_range(state_of(v), 0, n, ahead=False) for v in views]
+    tables = [t.replace_schema_metadata(None) for t in tables]
     schema = pa.schema([f for t in tables for f in t.schema])
     table = pa.Table.from_arrays([c for t in tables for c in t.columns], schema=schema)
     table = table.replace_schema_metadata(_hf_metadata(dsets, table.schema))

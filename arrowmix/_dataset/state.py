@@ -205,15 +205,22 @@ def view_range(
     columns: Sequence[str] | None = None,
     *,
     reads: Sequence[str] | None = None,
+    ahead: bool = True,
 ) -> pa.Table:
     """View rows ``[start, stop)`` as an Arrow table; zero-copy without an array mapping.
 
     ``reads``: the only columns the caller reads (the pages asked for ahead are theirs).
+    ``ahead=False``: a zero-copy view asks for no pages (the caller keeps references to
+    the rows, and does not read them now).
     """
     ix = s.indices
     if ix is None or ix.is_range:
         off = ix.start if ix is not None else 0
-        table = s.reader.slice(off + start, off + stop, reads or columns)
+        local = s.table if not ahead else None
+        if isinstance(local, pa.Table):  # referenced, not read now: no page asked for
+            table = local.slice(off + start, max(0, stop - start))
+        else:
+            table = s.reader.slice(off + start, off + stop, reads or columns)
     else:
         table = s.reader.take(ix.array[start:stop])  # type: ignore[index]
     return table.select(list(columns)) if columns is not None else table
@@ -229,7 +236,7 @@ def estimate_nbytes(s: DatasetState) -> int:
     if not n:
         return 0
     if ix is None or ix.is_range:
-        return int(view_range(s, 0, n).nbytes)
+        return int(view_range(s, 0, n, ahead=False).nbytes)
     if table is not None:
         return int(table.nbytes * n // max(table.num_rows, 1))
     sample = min(n, 1000)  # rows read on demand: the bytes of the first rows, scaled

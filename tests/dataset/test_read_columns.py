@@ -58,3 +58,19 @@ def test_a_map_of_the_whole_row_still_reads_every_column_ahead(
     )
     assert out[3]["k"] == 60
     assert any(pa.types.is_list(t) for t in seen)
+
+
+def test_a_filter_over_a_rerun_map_reads_ahead_only_its_columns(
+    corpus: am.Dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def count(b: dict[str, Any]) -> dict[str, list[int]]:
+        return {"k": [len(x) for x in b["input_ids"]]}
+
+    corpus.map(count, batched=True)  # computed: reads the token lists
+    seen = _asked(monkeypatch)
+    # the rerun (a new open, as in a new process): its kept columns are referenced, not read
+    again = am.Dataset.from_chunks(str(tmp_path / "c")).map(count, batched=True)
+    kept = again.filter(lambda k: [x == 60 for x in k], batched=True, input_columns=["k"])
+    # building the rerun's table asked for none of the corpus's token pages
+    assert seen and not any(pa.types.is_list(t) for t in seen)
+    assert len(kept) == 20_000 and kept[7]["input_ids"][:3] == [7, 8, 9]

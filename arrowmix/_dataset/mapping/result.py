@@ -151,7 +151,8 @@ def map_result(
         tables = _opened(found, open_segment)
         stored = pa.concat_tables(unify_tables(tables, paths))
         if zero_copy:  # drop_last_batch can only shorten the end
-            parent = view_range(s, 0, offsets[-1], zero_copy)
+            # referenced, not read: the rows' pages are asked for when they are read
+            parent = view_range(s, 0, offsets[-1], zero_copy, ahead=False)
             owner = [parent if c in zero_copy else stored for c in columns]
             fields = [t.schema.field(c) for t, c in zip(owner, columns, strict=True)]
             arrays = [t.column(c) for t, c in zip(owner, columns, strict=True)]
