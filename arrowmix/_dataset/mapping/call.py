@@ -283,7 +283,8 @@ def blocks(
         hi = min(lo + size, stop)
         table = view_range(s, lo, hi, reads=reads)
         yield lo, table
-        pages.read(table.nbytes)
+        # the bytes of the columns read: ``nbytes`` of a sliced list column reads its offsets
+        pages.read((table.select(list(reads)) if reads else table).nbytes)
     pages.release()
 
 
