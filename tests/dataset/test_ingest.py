@@ -180,3 +180,18 @@ def test_failed_first_ingest_leaves_no_staging_and_dead_staging_is_removed(tmp_p
     good.write_text("z\n")
     assert am.Dataset.from_text(str(good), cache_dir=str(cache))["text"] == ["z"]
     assert not dead.exists() and live.exists()
+
+
+@pytest.mark.slow
+def test_json_error_after_the_first_chunk_names_its_line(tmp_path):
+    """Line numbers are counted only for a message; they are right past the 10 MiB chunks."""
+    line = json.dumps({"id": 1, "text": "x" * 200}) + "\n"
+    n = (21 << 20) // len(line)  # three chunks
+    path = tmp_path / "big.jsonl"
+    with open(path, "w") as f:
+        f.write("\ufeff")  # a BOM, dropped
+        f.writelines([line] * n)
+        f.write("{not json\n")
+        f.writelines([line] * 3)
+    with pytest.raises(InputFormatError, match=rf"big\.jsonl:{n + 1}: invalid JSON"):
+        am.Dataset.from_json(str(path), cache_dir=str(tmp_path / "c"))
