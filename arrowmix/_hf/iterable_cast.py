@@ -42,7 +42,7 @@ class IterableCasts:
 
     _features: Any
 
-    def cast_column(self: IterableDataset, column: str, feature: Any) -> IterableDataset:
+    def cast_column(self, column: str, feature: Any) -> IterableDataset:
         """Column ``column`` read as HF ``feature`` (values encoded and decoded with it).
 
         Raises:
@@ -52,9 +52,9 @@ class IterableCasts:
             raise TypeError("'NoneType' object does not support item assignment")
         features = copy.copy(self._features)
         features[column] = feature
-        return self._derive(self._op("cast", make_cast, features=features), features=features)
+        return self._cast(features)
 
-    def cast(self: IterableDataset, features: Any) -> IterableDataset:
+    def cast(self, features: Any) -> IterableDataset:
         """Rows read as HF ``features`` (the same column names as the dataset's).
 
         Raises:
@@ -65,16 +65,22 @@ class IterableCasts:
                 f"Couldn't cast to {features} because column names don't match: the dataset "
                 f"has {list(self._features)}."
             )
-        return self._derive(self._op("cast", make_cast, features=features), features=features)
+        return self._cast(features)
 
-    def add_column(self: IterableDataset, name: str, column: Sequence[Any]) -> IterableDataset:
+    def _cast(self, features: Any) -> IterableDataset:
+        ds: Any = self  # an IterableDataset
+        out = ds._derive(ds._op("cast", make_cast, features=features), features=features)
+        return out  # type: ignore[no-any-return]
+
+    def add_column(self, name: str, column: Sequence[Any]) -> IterableDataset:
         """A column ``name`` whose value at row ``i`` is ``column[i]`` (HF: a ``map``).
 
         Raises:
             ValueError: while reading, the dataset already has a column ``name``.
         """
         values = list(column)
-        return self.map(
+        ds: Any = self  # an IterableDataset
+        return ds.map(  # type: ignore[no-any-return]
             functools.partial(_add_column_row, name=name, column=values), with_indices=True
         )
 
@@ -91,7 +97,7 @@ class IterableCasts:
         from arrowmix._dataset.dataset import Dataset
 
         ds = Dataset.from_dict(mapping, features=features, info=info, split=split)
-        return ds.to_iterable_dataset(num_shards=num_shards)  # type: ignore[no-any-return]
+        return ds.to_iterable_dataset(num_shards=num_shards)
 
     @classmethod
     def from_list(
@@ -106,4 +112,4 @@ class IterableCasts:
         from arrowmix._dataset.dataset import Dataset
 
         ds = Dataset.from_list(mapping, features=features, info=info, split=split)
-        return ds.to_iterable_dataset(num_shards=num_shards)  # type: ignore[no-any-return]
+        return ds.to_iterable_dataset(num_shards=num_shards)
