@@ -1,17 +1,19 @@
-"""HF ``IterableDataset``'s ``cast``, ``cast_column``, ``add_column``, ``from_dict``, ``from_list``.
+"""HF ``IterableDataset``'s ``cast``, ``cast_column``, ``add_column`` and constructors.
 
 As in HF ``datasets``: a cast changes the features, and every row read afterwards is encoded
 then decoded with them (``Features.encode_example``/``decode_example``: ``1`` becomes ``1.0``
 in a ``float32`` column, ``"1"`` in a string one); ``add_column`` is a ``map`` with indices
-taking the row's value from the list. The constructors build a :class:`~arrowmix.Dataset`
-and give its ``to_iterable_dataset(num_shards)``. Every one resumes exactly, as any stage.
+taking the row's value from the list. ``from_dict``/``from_list`` build a
+:class:`~arrowmix.Dataset` and give its ``to_iterable_dataset(num_shards)``;
+``from_generator`` reads its generator lazily (:mod:`arrowmix._hf.iterable_generator`).
+Every one resumes exactly, as any stage.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from arrowmix._stream.base import Stream
@@ -83,6 +85,28 @@ class IterableCasts:
         return ds.map(  # type: ignore[no-any-return]
             functools.partial(_add_column_row, name=name, column=values), with_indices=True
         )
+
+    @classmethod
+    def from_generator(
+        cls,
+        generator: Callable[..., Any],
+        features: Any = None,
+        gen_kwargs: Mapping[str, Any] | None = None,
+        split: Any = "train",
+    ) -> IterableDataset:
+        """Rows of ``generator(**gen_kwargs)``, read lazily while iterating, as HF's.
+
+        The list values of ``gen_kwargs`` are the shards (see
+        :mod:`arrowmix._hf.iterable_generator`); ``features`` applies to each row as
+        :meth:`cast` does. A resume calls the generator again and skips the rows read.
+        """
+        from arrowmix._dataset.constructors import split_name
+        from arrowmix._hf.iterable import IterableDataset
+        from arrowmix._hf.iterable_generator import GeneratorSource, shard_kwargs
+
+        node = GeneratorSource(generator, shard_kwargs(gen_kwargs or {}))
+        ds = IterableDataset(node, split=str(split_name(split)))
+        return ds if features is None else ds._cast(features)
 
     @classmethod
     def from_dict(

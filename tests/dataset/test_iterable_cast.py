@@ -81,3 +81,45 @@ def test_cast_resumes_exactly():
     rest = list(it)
     ds.load_state_dict(state)
     assert list(ds) == rest and all(isinstance(r["a"], float) for r in head + rest)
+
+
+def gen(shards, tag):
+    for s in shards:
+        for i in range(3):
+            yield {"s": s, "i": i, "tag": tag}
+
+
+KWARGS = {"shards": ["a", "b", "c", "d", "e"], "tag": "x"}
+
+
+def test_from_generator_reads_hf_rows_per_shard_epoch_and_node():
+    from datasets.distributed import split_dataset_by_node
+
+    theirs = hf.IterableDataset.from_generator(gen, gen_kwargs=KWARGS)
+    ours = am.IterableDataset.from_generator(gen, gen_kwargs=KWARGS)
+    assert list(ours) == list(theirs)
+    assert (ours.num_shards, ours.features, str(ours.split)) == (5, None, "train")
+    theirs.set_epoch(3)
+    ours.set_epoch(3)
+    assert list(ours) == list(theirs)  # the shards reordered as HF reorders them
+    for rank in range(2):
+        mine = am.split_dataset_by_node(ours, rank=rank, world_size=2)
+        assert list(mine) == list(split_dataset_by_node(theirs, rank=rank, world_size=2))
+    features = Features({"s": Value("string"), "i": Value("float32"), "tag": Value("string")})
+    typed_hf = hf.IterableDataset.from_generator(gen, features=features, gen_kwargs=KWARGS)
+    typed_am = am.IterableDataset.from_generator(gen, features=features, gen_kwargs=KWARGS)
+    assert typed(list(typed_am)) == typed(list(typed_hf))
+    assert typed_am.features == typed_hf.features
+
+
+def test_from_generator_resumes_exactly_and_refuses_ambiguous_shards():
+    ds = am.IterableDataset.from_generator(gen, gen_kwargs=KWARGS).shuffle(seed=2, buffer_size=4)
+    it = iter(ds)
+    head = [next(it) for _ in range(6)]
+    state = ds.state_dict()
+    rest = list(it)
+    again = am.IterableDataset.from_generator(gen, gen_kwargs=KWARGS).shuffle(seed=2, buffer_size=4)
+    again.load_state_dict(state)
+    assert list(again) == rest and len(head + rest) == 15
+    with pytest.raises(RuntimeError, match="Sharding is ambiguous"):
+        am.IterableDataset.from_generator(gen, gen_kwargs={"shards": [1, 2], "tag": [1]})
