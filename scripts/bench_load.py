@@ -134,7 +134,7 @@ def main() -> None:
         head = "| format | run | arrowmix s | datasets s | arrowmix / datasets "
         head += "| CPU s (arrowmix; datasets) | CPU ratio |"
         if args.baseline:
-            head += " baseline s | baseline / datasets | arrowmix / baseline |"
+            head += " baseline s | baseline / datasets | arrowmix / baseline | baseline CPU s |"
         print(head)
         print("|" + " --- |" * (head.count("|") - 1))
         for fmt in args.formats.split(","):
@@ -167,7 +167,10 @@ def main() -> None:
                 )
                 if args.baseline:
                     b = _med(times, run_label, "baseline")
-                    line += f" {b[0]:.2f} | {b[0] / theirs[0]:.2f}x | {ours[0] / b[0]:.2f}x |"
+                    line += (
+                        f" {b[0]:.2f} | {b[0] / theirs[0]:.2f}x | {ours[0] / b[0]:.2f}x "
+                        f"| {b[1]:.1f} |"
+                    )
                 print(line, flush=True)
     finally:
         if not args.keep:
