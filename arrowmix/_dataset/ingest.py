@@ -10,13 +10,10 @@ processes ingesting the same content.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import os
-import shutil
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -28,11 +25,10 @@ from arrowmix._dataset.build import from_chunks
 from arrowmix._dataset.dataset import Dataset
 from arrowmix._dataset.mapping.conform import Conformer
 from arrowmix._fingerprint.hasher import hash_value
-from arrowmix._storage import integrity
-from arrowmix._storage.atomic import TMP_RE, atomic_sink, fsync_dir, tmp_name, writer_alive
+from arrowmix._storage.atomic import atomic_sink
 from arrowmix._storage.cast import has_null_type
 from arrowmix._storage.chunks import write_batches
-from arrowmix._storage.digests import file_digest, remembered_digest
+from arrowmix._storage.digests import file_digest
 from arrowmix._storage.fs import is_local, local_path, url_to_fs
 from arrowmix._storage.globs import expand_inputs
 from arrowmix._storage.readers import read_batches
@@ -154,20 +150,18 @@ def ingest(
     reader's options (``read_batches``); given ones are part of the fingerprint.
     """
     files = expand_inputs(paths, storage_options)
+    digests = [_content_hash(f, storage_options) for f in files]
+    key: tuple[Any, ...] = ("ingest", fmt, _READER_VERSION, digests)
+    if fmt in _FORMAT_VERSIONS:
+        key = (*key, ("reader", _FORMAT_VERSIONS[fmt]))
+    if source_column is not None:
+        key = (*key, source_column, files)
+    if column_types:
+        key = (*key, ("types", sorted((k, str(t)) for k, t in column_types.items())))
     options = {k: v for k, v in (options or {}).items() if v is not None}
-
-    def key_of(digests: list[str]) -> str:
-        key: tuple[Any, ...] = ("ingest", fmt, _READER_VERSION, digests)
-        if fmt in _FORMAT_VERSIONS:
-            key = (*key, ("reader", _FORMAT_VERSIONS[fmt]))
-        if source_column is not None:
-            key = (*key, source_column, files)
-        if column_types:
-            key = (*key, ("types", sorted((k, str(t)) for k, t in column_types.items())))
-        if options:
-            key = (*key, sorted(options.items()))
-        return hash_value(key)
-
+    if options:
+        key = (*key, sorted(options.items()))
+    fp = hash_value(key)
     if cache_dir is not None:
         root = os.fspath(cache_dir)
         if not is_local(root):
@@ -175,97 +169,25 @@ def ingest(
         root = local_path(root)
     else:
         root = cache_root() if is_caching_enabled() else temp_cache_dir()
-    base = os.path.join(root, "ingested")
-    os.makedirs(base, exist_ok=True)
-
-    def write(out_dir: str) -> list[str]:
-        batches = input_batches(files, fmt, storage_options, source_column, column_types, options)
-        first = next(batches, None)
-        if first is None:
-            raise ValueError(f"The {fmt} input {files} holds no rows.")
-        paths = write_batches(itertools.chain([first], batches), out_dir, overwrite=True)
-        return [os.path.basename(p) for p in paths]
-
-    if all(is_local(f) for f in files) and any(
-        remembered_digest(local_path(f)) is None for f in files
-    ):
-        # Files not hashed before (a first load): hash them while they are read and written.
-        return _ingest_while_hashing(files, storage_options, fmt, base, key_of, write)
-    digests = [_content_hash(f, storage_options) for f in files]
-    fp = key_of(digests)
-    out = os.path.join(base, fp)
+    out = os.path.join(root, "ingested", fp)
     marker = os.path.join(out, _MARKER)
     os.makedirs(out, exist_ok=True)
-    with FileLock(os.path.join(base, f"{fp}.lock")):
+    with FileLock(os.path.join(root, "ingested", f"{fp}.lock")):
         if not os.path.exists(marker):
-            _mark(marker, fp, fmt, files, digests, write(out))
+            batches = input_batches(
+                files, fmt, storage_options, source_column, column_types, options
+            )
+            first = next(batches, None)
+            if first is None:
+                raise ValueError(f"The {fmt} input {files} holds no rows.")
+            chunk_paths = write_batches(itertools.chain([first], batches), out, overwrite=True)
+            info = {
+                "fingerprint": fp,
+                "format": fmt,
+                "inputs": [os.path.basename(f) for f in files],
+                "content_hashes": digests,
+                "chunks": [os.path.basename(p) for p in chunk_paths],
+            }
+            with atomic_sink(marker) as sink:
+                sink.write(json.dumps(info, indent=1).encode())
     return from_chunks(out)
-
-
-def _mark(
-    marker: str, fp: str, fmt: str, files: list[str], digests: list[str], chunks: list[str]
-) -> None:
-    """Write the marker that makes an ingested directory count as finished (atomically)."""
-    info = {
-        "fingerprint": fp,
-        "format": fmt,
-        "inputs": [os.path.basename(f) for f in files],
-        "content_hashes": digests,
-        "chunks": chunks,
-    }
-    with atomic_sink(marker) as sink:
-        sink.write(json.dumps(info, indent=1).encode())
-
-
-def _ingest_while_hashing(
-    files: list[str],
-    storage_options: Mapping[str, Any] | None,
-    fmt: str,
-    base: str,
-    key_of: Callable[[list[str]], str],
-    write: Callable[[str], list[str]],
-) -> Dataset:
-    """Ingest into a staging directory while a thread hashes the inputs, then move it in place.
-
-    The chunks are the same bytes as when hashing comes first; only the result's directory
-    name waits for the hashes. If another process finished the same content meanwhile, its
-    directory is kept and the staging one dropped.
-    """
-    _remove_dead_staging(base)
-    staging = os.path.join(base, tmp_name(_STAGING))
-    with ThreadPoolExecutor(1, thread_name_prefix="arrowmix-hash") as pool:
-        hashing = pool.submit(lambda: [_content_hash(f, storage_options) for f in files])
-        try:
-            chunks = write(staging)
-            digests = hashing.result()
-            fp = key_of(digests)
-            out = os.path.join(base, fp)
-            marker = os.path.join(out, _MARKER)
-            with FileLock(os.path.join(base, f"{fp}.lock")):
-                if not os.path.exists(marker):
-                    shutil.rmtree(out, ignore_errors=True)  # an unfinished attempt
-                    os.rename(staging, out)
-                    fsync_dir(base)
-                    for name in chunks:  # validated as written (as `write_batches` records)
-                        path = os.path.join(out, name)
-                        _, ident = integrity.verified(path, remember=False)
-                        integrity.done(path, ident, remember=True)
-                    _mark(marker, fp, fmt, files, digests, chunks)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return from_chunks(out)
-
-
-_STAGING = "staging"
-
-
-def _remove_dead_staging(base: str) -> None:
-    """Remove the staging directories in ``base`` left by killed processes."""
-    with os.scandir(base) as entries:
-        for entry in entries:
-            m = TMP_RE.match(entry.name)
-            if not (m and m.group(2) == _STAGING and entry.is_dir()):
-                continue
-            with contextlib.suppress(OSError):
-                if not writer_alive(int(m.group(1)), entry.stat().st_mtime):
-                    shutil.rmtree(entry.path, ignore_errors=True)

@@ -75,7 +75,6 @@ __all__ = [
     "read_local_manifest",
     "read_manifest",
     "read_remote_manifest",
-    "remembered_digest",
     "remove_manifest",
     "stat_entry",
     "version_digest",
@@ -438,15 +437,6 @@ def file_digest(
 
 
 _MEMO: dict[tuple[str, int, int, int, int], str] = {}
-
-
-def remembered_digest(local: str) -> str | None:
-    """The digest of the local file ``local`` if known without reading it (memo or record)."""
-    try:
-        version = _version(os.path.realpath(local), os.stat(local))
-    except OSError:
-        return None
-    return _MEMO.get(version) or _read_record(_record_path(version))
 
 
 def _hashed(local: str, st: os.stat_result | None = None) -> str:

@@ -3,7 +3,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from pathlib import Path
 
 import fsspec
 import pyarrow as pa
@@ -122,64 +121,6 @@ def test_json_invalid_utf8_names_a_line(tmp_path):
     (tmp_path / "u.jsonl").write_bytes(b'{"a": 1}\n{"a": "\xff"}\n')
     with pytest.raises(InputFormatError, match=r"u\.jsonl:2: not valid UTF-8"):
         am.Dataset.from_json(str(tmp_path / "u.jsonl"))
-
-
-def _ingested(root):
-    return sorted(os.listdir(os.path.join(root, "ingested")))
-
-
-def test_first_ingest_hashes_alongside_and_gives_the_same_result(tmp_path, monkeypatch):
-    """A file never hashed is hashed while it is read: same directory, fingerprint, values."""
-    from arrowmix._storage import digests
-
-    path = tmp_path / "a.jsonl"
-    path.write_text("".join(json.dumps({"id": i, "text": f"t{i}"}) + "\n" for i in range(50)))
-    first = am.Dataset.from_json(str(path), cache_dir=str(tmp_path / "c1"))
-    names = _ingested(tmp_path / "c1")
-    assert not [n for n in names if n.startswith("tmp-")]  # the staging directory moved in
-    # The same content with its digest known beforehand takes the hash-first path.
-    assert digests.remembered_digest(str(path)) is not None
-    second = am.Dataset.from_json(str(path), cache_dir=str(tmp_path / "c2"))
-    assert _ingested(tmp_path / "c2") == names
-    assert second.fingerprint == first.fingerprint and second[:] == first[:]
-    chunk = first.cache_files[0]
-    assert Path(chunk).read_bytes() == Path(second.cache_files[0]).read_bytes()
-    # A rerun reads nothing: the finished directory is reused as it is.
-    mtime = os.stat(chunk).st_mtime_ns
-    monkeypatch.setattr(digests, "_MEMO", {})
-    again = am.Dataset.from_json(str(path), cache_dir=str(tmp_path / "c1"))
-    assert again.fingerprint == first.fingerprint and os.stat(chunk).st_mtime_ns == mtime
-
-
-def test_first_ingest_of_content_finished_meanwhile_keeps_the_finished_one(tmp_path):
-    path = tmp_path / "a.txt"
-    path.write_text("x\ny\n")
-    first = am.Dataset.from_text(str(path), cache_dir=str(tmp_path / "c"))
-    copy = tmp_path / "b.txt"
-    copy.write_text("x\ny\n")  # same content, a file version never hashed
-    chunk = first.cache_files[0]
-    mtime = os.stat(chunk).st_mtime_ns
-    again = am.Dataset.from_text(str(copy), cache_dir=str(tmp_path / "c"))
-    assert again.fingerprint == first.fingerprint and again["text"] == ["x", "y"]
-    assert os.stat(chunk).st_mtime_ns == mtime
-    assert not [n for n in _ingested(tmp_path / "c") if n.startswith("tmp-")]
-
-
-def test_failed_first_ingest_leaves_no_staging_and_dead_staging_is_removed(tmp_path):
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"a": 1}\nnot json\n')
-    cache = tmp_path / "c"
-    with pytest.raises(InputFormatError, match=r"bad\.jsonl:2"):
-        am.Dataset.from_json(str(bad), cache_dir=str(cache))
-    assert not [n for n in _ingested(cache) if n.startswith("tmp-")]
-    dead = cache / "ingested" / "tmp-999999999-0123abcd-staging.partial"
-    (dead / "sub").mkdir(parents=True)
-    live = cache / "ingested" / f"tmp-{os.getpid()}-0123abcd-staging.partial"
-    live.mkdir()
-    good = tmp_path / "good.txt"
-    good.write_text("z\n")
-    assert am.Dataset.from_text(str(good), cache_dir=str(cache))["text"] == ["z"]
-    assert not dead.exists() and live.exists()
 
 
 @pytest.mark.slow
