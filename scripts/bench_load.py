@@ -5,6 +5,7 @@ For each format: a first load (empty caches) and a rerun, each in a fresh Python
 offline with its cache in the work directory. Usage::
 
     python scripts/bench_load.py --size-mb 1024 --dir /work/tmp/bench_load
+    python scripts/bench_load.py --keep --files --baseline /path/to/main --dir ...  # 3-way
 
 The work directory is deleted afterwards unless ``--keep``.
 """
@@ -76,13 +77,24 @@ def _children_cpu() -> float:
 
 
 def run(
-    lib: str, builder: str, path: str, env: dict[str, str], kwargs: dict
+    lib: str, builder: str, path: str, env: dict[str, str], kwargs: dict, cwd: str | None = None
 ) -> tuple[float, float]:
-    """Wall and CPU seconds (user + system, all threads) of one load in a fresh process."""
+    """Wall and CPU seconds (user + system, all threads) of one load in a fresh process.
+
+    ``cwd``: the checkout whose ``arrowmix`` is imported (``-c`` puts it first on the path).
+    """
     code = LOAD.format(lib=lib, builder=builder, path=path, kwargs=kwargs)
     t0, c0 = time.perf_counter(), _children_cpu()
-    subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, cwd=cwd)
     return time.perf_counter() - t0, _children_cpu() - c0
+
+
+_Times = dict[tuple[str, str], list[tuple[float, float]]]
+
+
+def _med(times: _Times, run: str, label: str) -> list[float]:
+    """Median wall and CPU seconds of one cell."""
+    return [statistics.median(x) for x in zip(*times[(run, label)], strict=True)]
 
 
 def main() -> None:
@@ -92,10 +104,20 @@ def main() -> None:
     ap.add_argument("--formats", default="jsonl,csv,parquet")
     ap.add_argument("--repeats", type=int, default=1, help="median of this many runs per cell")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument(
+        "--baseline",
+        help="a checkout of arrowmix (e.g. main) also timed, in turn with this one and HF",
+    )
+    ap.add_argument(
+        "--files", action="store_true", help="reuse the data files of an earlier --keep run"
+    )
     args = ap.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     try:
-        paths = make_files(args.dir, args.size_mb * 2**20)
+        if args.files:
+            paths = {f: os.path.join(args.dir, f"data.{f}") for f in ("jsonl", "csv", "parquet")}
+        else:
+            paths = make_files(args.dir, args.size_mb * 2**20)
         sizes = ", ".join(f"{k} {os.path.getsize(p) / 2**20:.0f} MB" for k, p in paths.items())
         print(f"files: {sizes}", flush=True)
         base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -103,38 +125,53 @@ def main() -> None:
         base["PYTHONPYCACHEPREFIX"] = os.path.join(args.dir, "pycache")
         subprocess.run([sys.executable, "-c", "import arrowmix, datasets"], env=base, check=True)
         builders = {"jsonl": "json", "csv": "csv", "parquet": "parquet"}
-        print(
-            "| format | run | arrowmix s | datasets s | arrowmix / datasets "
-            "| CPU s (arrowmix; datasets) | CPU ratio |"
-        )
-        print("| --- | --- | --- | --- | --- | --- | --- |", flush=True)
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        # (label, library, checkout): run in this order, in turn, for each cell
+        libs = [("arrowmix", "arrowmix", here)]
+        if args.baseline:
+            libs.append(("baseline", "arrowmix", os.path.abspath(args.baseline)))
+        libs.append(("datasets", "datasets", here))
+        head = "| format | run | arrowmix s | datasets s | arrowmix / datasets "
+        head += "| CPU s (arrowmix; datasets) | CPU ratio |"
+        if args.baseline:
+            head += " baseline s | baseline / datasets | arrowmix / baseline | baseline CPU s |"
+        print(head)
+        print("|" + " --- |" * (head.count("|") - 1))
         for fmt in args.formats.split(","):
-            times: dict[tuple[str, str], list[tuple[float, float]]] = {}
+            times: _Times = {}
             for _ in range(args.repeats):
-                env = {
-                    **base,
-                    "ARROWMIX_CACHE": os.path.join(args.dir, f"am-{fmt}"),
-                    "HF_DATASETS_CACHE": os.path.join(args.dir, f"hf-{fmt}"),
-                    "HF_DATASETS_OFFLINE": "1",
-                    "HF_HUB_OFFLINE": "1",
+                envs = {
+                    label: {
+                        **base,
+                        "ARROWMIX_CACHE": os.path.join(args.dir, f"am-{label}-{fmt}"),
+                        "HF_DATASETS_CACHE": os.path.join(args.dir, f"hf-{fmt}"),
+                        "HF_DATASETS_OFFLINE": "1",
+                        "HF_HUB_OFFLINE": "1",
+                    }
+                    for label, _, _ in libs
                 }
-                for cache in (env["ARROWMIX_CACHE"], env["HF_DATASETS_CACHE"]):
-                    shutil.rmtree(cache, ignore_errors=True)
-                for label in ("first", "rerun"):
-                    for lib in ("arrowmix", "datasets"):
-                        t = run(lib, builders[fmt], paths[fmt], env, {})
-                        times.setdefault((label, lib), []).append(t)
-            for label in ("first", "rerun"):
-                ours = [statistics.median(x) for x in zip(*times[(label, "arrowmix")], strict=True)]
-                theirs = [
-                    statistics.median(x) for x in zip(*times[(label, "datasets")], strict=True)
-                ]
-                print(
-                    f"| {fmt} | {label} | {ours[0]:.2f} | {theirs[0]:.2f} | "
+                for env in envs.values():
+                    for cache in (env["ARROWMIX_CACHE"], env["HF_DATASETS_CACHE"]):
+                        shutil.rmtree(cache, ignore_errors=True)
+                for run_label in ("first", "rerun"):
+                    for label, lib, cwd in libs:
+                        t = run(lib, builders[fmt], paths[fmt], envs[label], {}, cwd)
+                        times.setdefault((run_label, label), []).append(t)
+            for run_label in ("first", "rerun"):
+                ours = _med(times, run_label, "arrowmix")
+                theirs = _med(times, run_label, "datasets")
+                line = (
+                    f"| {fmt} | {run_label} | {ours[0]:.2f} | {theirs[0]:.2f} | "
                     f"{ours[0] / theirs[0]:.2f}x | {ours[1]:.1f}; {theirs[1]:.1f} | "
-                    f"{ours[1] / theirs[1]:.2f}x |",
-                    flush=True,
+                    f"{ours[1] / theirs[1]:.2f}x |"
                 )
+                if args.baseline:
+                    b = _med(times, run_label, "baseline")
+                    line += (
+                        f" {b[0]:.2f} | {b[0] / theirs[0]:.2f}x | {ours[0] / b[0]:.2f}x "
+                        f"| {b[1]:.1f} |"
+                    )
+                print(line, flush=True)
     finally:
         if not args.keep:
             shutil.rmtree(args.dir, ignore_errors=True)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from arrowmix._dataset.formats import check_format
+from arrowmix._hf.iterable_cast import IterableCasts
 from arrowmix._hf.iterable_ops import (
     IterableColumn,
     batch_fn,
@@ -82,7 +83,7 @@ class _Rows:
         return next(self.stream)
 
 
-class IterableDataset:
+class IterableDataset(IterableCasts):
     """An iterable dataset with HF ``datasets``' methods whose checkpoints resume exactly.
 
     Made by :meth:`arrowmix.Dataset.to_iterable_dataset` (or ``load_dataset(...,

@@ -130,7 +130,7 @@ def _in_order(bounds: tuple[tuple[int, int], ...], n: int) -> bool:
 #: Op kinds that keep HF's shard order fixed and split their count between workers.
 _COUNTED = ("take", "skip")
 #: Op kinds whose rows are still their source's Arrow rows in HF (the others are HF maps).
-_KEEP_TYPES = ("take", "skip", "repeat", "step", "select", "shuffle")
+_KEEP_TYPES = ("take", "skip", "repeat", "step", "select", "shuffle", "cast")
 
 
 @dataclass(frozen=True)

@@ -136,7 +136,12 @@ def load_dataset(
     ``"all"``...), or a list of those (a list of Datasets). Builder options go by keyword
     (``field=``, ``sep=``/``delimiter=``, ``keep_linebreaks=``, ``sample_by=``,
     ``columns=``, ``drop_labels=``...). ``features`` casts the columns; ``name`` (a
-    configuration's name) and HF's download arguments are accepted and change nothing.
+    configuration's name: of the folder's README ``configs:``, see below) and HF's download
+    arguments are accepted (the latter change nothing).
+
+    A folder whose README.md lists ``configs:`` in its YAML header (HF's dataset card) is read
+    as HF reads it when neither ``data_files`` nor ``data_dir`` is given: the configuration
+    ``name``, else the default one, gives the files per split and builder options.
 
     The files are read once: the result is cached by their content (under ``cache_dir`` when
     given), so a rerun, in this process or another, only hashes them. ``streaming=True``
@@ -149,7 +154,6 @@ def load_dataset(
         ValueError: an unknown split (the message lists the splits), a bad ``split`` spec,
             an option the builder does not take.
     """
-    del name  # HF's configuration name: the files say everything here
     for arg in _LOADER_ARGS:
         builder_kwargs.pop(arg, None)
     path = os.fspath(path)
@@ -163,7 +167,11 @@ def load_dataset(
             "Please use `load_from_disk` instead."
         )
     _check_local(path, data_files)
-    builder, defaults, files = resolve_data_files(path, data_dir, data_files)
+    card = _card_config(path, name, data_dir, data_files)
+    if card is None:
+        builder, defaults, files = resolve_data_files(path, data_dir, data_files)
+    else:
+        builder, defaults, files = card
     options = {**defaults, **builder_kwargs}
     from arrowmix._hf.load_builders import check_options
 
@@ -185,6 +193,30 @@ def load_dataset(
             else select_split(splits, split)
         )
     return _streaming(result) if streaming else result
+
+
+def _card_config(
+    path: str, name: str | None, data_dir: str | None, data_files: Any
+) -> tuple[str, dict[str, Any], dict[str, list[str]]] | None:
+    """``resolve_data_files``' answer for the folder's README ``configs:`` (HF's rules), if any.
+
+    Only for a local folder loaded without ``data_files`` or ``data_dir`` (see
+    :mod:`arrowmix._hf.load_card`).
+    """
+    if data_files is not None or data_dir is not None or not os.path.isdir(path):
+        return None
+    from arrowmix._hf.load_builders import builder_options
+    from arrowmix._hf.load_card import card_configs, config_options, pick_config
+
+    configs = card_configs(path)
+    if not configs:
+        return None
+    first = next(iter(configs.values()))
+    builder, defaults, _ = resolve_data_files(path, first.get("data_dir"), first.get("data_files"))
+    chosen = pick_config(configs, name)
+    _, _, files = resolve_data_files(path, chosen.get("data_dir"), chosen.get("data_files"))
+    options = config_options(chosen, builder_options(builder))
+    return builder, {**defaults, **options}, files
 
 
 def _build(

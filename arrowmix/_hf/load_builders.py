@@ -13,7 +13,7 @@ from typing import Any
 
 from arrowmix._dataset.dataset import Dataset
 
-__all__ = ["build_split", "check_options"]
+__all__ = ["build_split", "builder_options", "check_options"]
 
 #: Options of HF's builder configs that change nothing here (the text is UTF-8, sizes of
 #: read blocks are arrowmix's own).
@@ -27,6 +27,11 @@ _OPTIONS = {
     "imagefolder": {"drop_labels", "drop_metadata"},
     "audiofolder": {"drop_labels", "drop_metadata"},
 }
+
+
+def builder_options(builder: str) -> set[str]:
+    """The options ``builder`` takes (those that change nothing here included)."""
+    return _OPTIONS[builder] | _HARMLESS
 
 
 def check_options(builder: str, options: Mapping[str, Any]) -> None:
@@ -68,6 +73,9 @@ def build_split(
         raise ValueError("folder builders are built by load_folder")  # pragma: no cover
     if builder == "arrow":
         return _arrow(files, name, features, keep_in_memory)
+    from arrowmix._hf.load_archives import expand_archives
+
+    files = expand_archives(files)
     fmt: Any
     if builder == "json":
         fmt = ("json", {"field": options.get("field")})

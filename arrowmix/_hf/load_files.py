@@ -202,6 +202,14 @@ def builder_of(files: list[str]) -> tuple[str | None, dict[str, Any]]:
         return (not is_meta, n, *(ext == o for o in order), ext)
 
     for (ext, _), _n in sorted(counts.items(), key=key, reverse=True):
+        if ext == ".zip":  # HF looks into the archives
+            from arrowmix._hf.load_archives import member_extensions
+
+            inner = member_extensions(files).most_common(1)
+            if inner and inner[0][0] in EXTENSION_TO_BUILDER:
+                name, options = EXTENSION_TO_BUILDER[inner[0][0]]
+                return name, dict(options)
+            return None, {}
         if ext in EXTENSION_TO_BUILDER:
             name, options = EXTENSION_TO_BUILDER[ext]
             return name, dict(options)
@@ -221,6 +229,7 @@ def _of_builder(files: list[str], builder: str) -> list[str]:
         for f in files
         if pattern.search(os.path.basename(f))
         or (keep_meta and os.path.basename(f) in FOLDER_METADATA)
+        or (not keep_meta and f.lower().endswith(".zip"))  # as in HF (folders: not here)
     ]
 
 

@@ -119,8 +119,8 @@ def _expand_one(spec: str, storage_options: Mapping[str, Any] | None) -> list[st
         return sorted(glob_files(p))
     fs, p = url_to_fs(spec, storage_options)
     if not has_magic(p):
-        if fs.isfile(p):
-            return [fs.unstrip_protocol(p)]
+        if fs.isfile(p):  # a chained URL (``zip://m::archive``) names its file as given
+            return [spec if "::" in spec else fs.unstrip_protocol(p)]
         if not fs.isdir(p):
             return []
         return _tree(spec.rstrip("/") + "/**", storage_options)

@@ -36,19 +36,55 @@ _Path = tuple[Any, ...]  # (column, then struct keys or 0 for list items)
 def json_batches(f: Any, path: str) -> Iterator[pa.RecordBatch]:
     """The record batches of the JSON Lines file open as ``f`` (binary), named ``path``."""
     places: list[_Path] = []
-    line = 1
+    offset = 0
     while chunk := f.read(JSON_CHUNK):
-        if line == 1 and chunk.startswith(codecs.BOM_UTF8):
+        first = offset == 0
+        size = len(chunk)
+        if first and chunk.startswith(codecs.BOM_UTF8):
             chunk = chunk[len(codecs.BOM_UTF8) :]
-        chunk += f.readline()
-        table, places = _chunk_table(chunk, path, line, places, scan=line == 1)
-        line += chunk.count(b"\n")
+        tail = f.readline()
+        chunk += tail
+        line = _Line(f, offset)
+        table, places = _chunk_table(chunk, path, line, places, scan=first)
+        offset += size + len(tail)
         if table.num_columns:
             yield from table.to_batches(max_chunksize=_ROWS)
 
 
+class _Line:
+    """The 1-based number of the line at byte ``offset`` of the file ``f``, counted when used.
+
+    Counting the lines of every chunk costs a pass over the data; only error messages need
+    the number, so it is counted then (the file is read again up to ``offset``).
+    """
+
+    def __init__(self, f: Any, offset: int) -> None:
+        self._f, self._offset = f, offset
+        self._n: int | None = None if offset else 1
+
+    def value(self) -> int:
+        """The line number (counted the first time)."""
+        if self._n is None:
+            pos, left, n = self._f.tell(), self._offset, 1
+            self._f.seek(0)
+            while left > 0 and (block := self._f.read(min(left, 8 << 20))):
+                n += block.count(b"\n")
+                left -= len(block)
+            self._f.seek(pos)
+            self._n = n
+        return self._n
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value(), spec)
+
+    def __str__(self) -> str:
+        return str(self.value())
+
+    __repr__ = __str__
+
+
 def _chunk_table(
-    chunk: bytes, path: str, line: int, places: list[_Path], scan: bool
+    chunk: bytes, path: str, line: _Line, places: list[_Path], scan: bool
 ) -> tuple[pa.Table, list[_Path]]:
     """One chunk as a table, and the JSON places known after it.
 
@@ -80,7 +116,7 @@ def _chunk_table(
 
 
 def _parsed(
-    chunk: bytes, rows: list[dict[str, Any]] | None, places: list[_Path], path: str, line: int
+    chunk: bytes, rows: list[dict[str, Any]] | None, places: list[_Path], path: str, line: _Line
 ) -> pa.Table:
     if places:
         rows = rows if rows is not None else _rows(chunk, path, line)
@@ -121,22 +157,24 @@ def _has_struct(t: pa.DataType) -> bool:
     return inner is not None and _has_struct(inner)
 
 
-def _rows(chunk: bytes, path: str, first_line: int) -> list[dict[str, Any]]:
+def _rows(chunk: bytes, path: str, first_line: _Line) -> list[dict[str, Any]]:
     """The objects of ``chunk``, line by line (blank lines skipped); a bad line is named."""
     rows: list[dict[str, Any]] = []
-    for line_no, raw in enumerate(chunk.split(b"\n"), start=first_line):
+    for i, raw in enumerate(chunk.split(b"\n")):
         if not raw.strip():
             continue
         try:
             obj = json.loads(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
-            raise InputFormatError(f"{path}:{line_no}: not valid UTF-8 ({exc.reason}).") from exc
-        except json.JSONDecodeError as exc:
-            raise InputFormatError(f"{path}:{line_no}: invalid JSON: {exc}") from exc
-        if not isinstance(obj, dict):
             raise InputFormatError(
-                f"{path}:{line_no}: expected a JSON object per line, got {type(obj).__name__}."
-            )
+                f"{path}:{first_line.value() + i}: not valid UTF-8 ({exc.reason})."
+            ) from exc
+        except json.JSONDecodeError as exc:
+            raise InputFormatError(f"{path}:{first_line.value() + i}: invalid JSON: {exc}") from exc
+        if not isinstance(obj, dict):
+            kind = type(obj).__name__
+            where = f"{path}:{first_line.value() + i}"
+            raise InputFormatError(f"{where}: expected a JSON object per line, got {kind}.")
         rows.append(obj)
     return rows
 

@@ -105,21 +105,24 @@ def read_csv(
     See :mod:`arrowmix._storage.csv_values`: missing and NA cells are nulls, types come from
     the first rows, dates stay text. ``column_types``: a later file of a corpus is read with
     the first file's types (``007`` stays a string where the first file has text, instead of
-    becoming 7); ragged rows name their line. ``delimiter`` separates the fields (one
-    character: ``"\t"`` for TSV).
+    becoming 7). Rows with fewer fields than the header get missing values, as in HF; one
+    with more raises naming its line (see :mod:`arrowmix._storage.csv_ragged`).
+    ``delimiter`` separates the fields (one character: ``"\t"`` for TSV).
     """
     import pyarrow.csv as pacsv
 
+    from arrowmix._storage.csv_ragged import is_width_error, padded_csv
     from arrowmix._storage.csv_values import csv_convert_options, header_names, typed_batches
 
-    try:
-        # Quoted values may span lines, as pandas (HF) reads them.
-        parse = pacsv.ParseOptions(newlines_in_values=True, delimiter=delimiter)
-        with _open(path, storage_options) as f:
+    # Quoted values may span lines, as pandas (HF) reads them.
+    parse = pacsv.ParseOptions(newlines_in_values=True, delimiter=delimiter)
+
+    def batches(source: Any) -> Iterator[pa.RecordBatch]:
+        with source() as f:
             raw = pacsv.open_csv(f, parse_options=parse).schema.names
         names = header_names(raw)
         read = pacsv.ReadOptions(column_names=names, skip_rows=1)
-        with _open(path, storage_options) as f:
+        with source() as f:
             reader = pacsv.open_csv(
                 f,
                 read_options=read,
@@ -127,10 +130,32 @@ def read_csv(
                 convert_options=csv_convert_options(names),
             )
             yield from typed_batches(iter(reader), path, column_types)
+
+    done = 0
+    try:
+        for batch in batches(lambda: _open(path, storage_options)):
+            done += batch.num_rows
+            yield batch
+        return
     except pa.ArrowInvalid as exc:
         if "Empty CSV file" in str(exc):
             return
-        raise InputFormatError(_locate_csv_error(path, storage_options, exc, delimiter)) from exc
+        if not is_width_error(exc):
+            raise InputFormatError(
+                _locate_csv_error(path, storage_options, exc, delimiter)
+            ) from exc
+    # Rows of another width than the header's: read as HF reads them (csv_ragged.py).
+    with _open(path, storage_options, text=True) as f:
+        data = padded_csv(f, path, delimiter)
+    try:
+        for batch in batches(lambda: pa.BufferReader(data)):
+            if done >= batch.num_rows:
+                done -= batch.num_rows  # given before the first such row
+                continue
+            yield batch.slice(done)
+            done = 0
+    except pa.ArrowInvalid as exc:
+        raise InputFormatError(f"{path}: cannot parse as CSV: {exc}") from exc
 
 
 def _locate_csv_error(

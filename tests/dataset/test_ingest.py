@@ -68,8 +68,9 @@ def test_csv_and_ragged_row(tmp_path):
         {"id": 1, "text": "hello"},
         {"id": 2, "text": "world"},
     ]
-    (tmp_path / "r.csv").write_text("id,text\n1,hello\n2\n3,x\n")
-    with pytest.raises(InputFormatError, match=r"r\.csv:3: expected 2 columns"):
+    (tmp_path / "r.csv").write_text("id,text\n1,hello\n2\n3,x,y\n")
+    # a short row's missing fields are missing (as in HF); a longer row is named
+    with pytest.raises(InputFormatError, match=r"r\.csv:4: expected 2 fields"):
         am.Dataset.from_csv(str(tmp_path / "r.csv"))
 
 
@@ -120,3 +121,18 @@ def test_json_invalid_utf8_names_a_line(tmp_path):
     (tmp_path / "u.jsonl").write_bytes(b'{"a": 1}\n{"a": "\xff"}\n')
     with pytest.raises(InputFormatError, match=r"u\.jsonl:2: not valid UTF-8"):
         am.Dataset.from_json(str(tmp_path / "u.jsonl"))
+
+
+@pytest.mark.slow
+def test_json_error_after_the_first_chunk_names_its_line(tmp_path):
+    """Line numbers are counted only for a message; they are right past the 10 MiB chunks."""
+    line = json.dumps({"id": 1, "text": "x" * 200}) + "\n"
+    n = (21 << 20) // len(line)  # three chunks
+    path = tmp_path / "big.jsonl"
+    with open(path, "w") as f:
+        f.write("\ufeff")  # a BOM, dropped
+        f.writelines([line] * n)
+        f.write("{not json\n")
+        f.writelines([line] * 3)
+    with pytest.raises(InputFormatError, match=rf"big\.jsonl:{n + 1}: invalid JSON"):
+        am.Dataset.from_json(str(path), cache_dir=str(tmp_path / "c"))
