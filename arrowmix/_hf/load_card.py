@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import os
 import re
-import warnings
 from typing import Any
+
+from arrowmix._warn import warn
 
 __all__ = ["card_configs", "pick_config"]
 
@@ -136,8 +137,5 @@ def config_options(params: dict[str, Any], known: set[str]) -> dict[str, Any]:
     reserved = {"default", "data_files", "data_dir"}
     ignored = [p for p in params if p not in known and p not in reserved]
     if ignored:
-        warnings.warn(
-            f"Some datasets params were ignored: {ignored}. The builder takes {sorted(known)}.",
-            stacklevel=3,
-        )
+        warn(f"Some datasets params were ignored: {ignored}. The builder takes {sorted(known)}.")
     return {k: v for k, v in params.items() if k in known}
