@@ -22,8 +22,8 @@ import arrowmix as am
 from arrowmix._dataset.state import state_of
 from arrowmix._stream.tokens.collate import CollateIterator
 from arrowmix.stream import Stream
-
 from tests.formats.mds_helpers import streaming_mds, write_mds
+
 from . import test_parquet_token_roundtrip as parquet
 from . import test_remote_token_roundtrip as remote
 from .token_helpers import token_table
