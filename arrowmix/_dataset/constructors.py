@@ -414,7 +414,7 @@ class DatasetConstructors:
     @classmethod
     def from_mds(
         cls,
-        path: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+        path_or_url: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
         *,
         columns: Sequence[str] | None = None,
         cache_size: int | str | None = None,
@@ -423,7 +423,8 @@ class DatasetConstructors:
     ) -> Dataset:
         """Mosaic Streaming (MDS) shards read in place: a directory with ``index.json``.
 
-        ``path``: the directory (or its ``index.json``), or a list of them (same columns).
+        ``path_or_url``: the local directory (or its ``index.json``), or a list of them (same
+        columns); a remote URL is refused (copy the shards locally first).
         Shards, compressed or not, are decoded on demand, only the columns read, into a
         bounded cache of ``cache_size`` bytes (``"256MB"`` by default); a stream's
         ``"chunks"`` shuffle reads shards whole. ``ndarray`` columns are lists of their
@@ -452,7 +453,7 @@ class DatasetConstructors:
         from arrowmix._dataset.tables.mds import from_mds
 
         ds: Dataset = from_mds(
-            path,
+            path_or_url,
             columns=columns,
             cache_size=cache_size,
             cache_dir=cache_dir,

@@ -222,5 +222,7 @@ def test_an_encoding_not_read_is_named(tmp_path: Path) -> None:
     assert am.Dataset.from_mds(out, columns=["k"])[:] == {"k": [1]}
 
 
-def test_streaming_module_is_importable() -> None:
+def test_a_remote_url_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"reads local MDS directories; 's3://b/mds' is remote"):
+        am.Dataset.from_mds("s3://b/mds")
     assert streaming_mds().MDSWriter is not None
