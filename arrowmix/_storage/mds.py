@@ -488,7 +488,10 @@ def _column_piece(
             try:
                 return pc.cast(array, _PARSED[enc])
             except pa.ArrowInvalid as exc:
-                raise _damaged(shard, f"column {column.name!r} ({enc}): {exc}") from exc
+                raise ChunkFileError(
+                    f"MDS shard {shard.path!r}: column {column.name!r} ({enc}) holds a value "
+                    f"that is not an {_PARSED[enc]}: {exc}"
+                ) from exc
         return array
     if enc in _PYTHON:
         return _python(buf, starts, sizes, column, shard)

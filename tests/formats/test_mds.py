@@ -226,3 +226,9 @@ def test_a_remote_url_is_refused() -> None:
     with pytest.raises(ValueError, match=r"reads local MDS directories; 's3://b/mds' is remote"):
         am.Dataset.from_mds("s3://b/mds")
     assert streaming_mds().MDSWriter is not None
+
+
+def test_a_str_int_beyond_int64_is_named(tmp_path: Path) -> None:
+    out = write_mds(str(tmp_path / "big"), {"n": "str_int"}, [{"n": 1}, {"n": 10**30}])
+    with pytest.raises(ChunkFileError, match=r"column 'n' \(str_int\) holds a value that is not"):
+        am.Dataset.from_mds(out)[:]
