@@ -34,10 +34,14 @@ def streaming_mds() -> types.SimpleNamespace:
 
 @functools.cache
 def _streaming_mds() -> types.SimpleNamespace | str:
-    spec = importlib.util.find_spec("streaming")
-    if spec is None or not spec.submodule_search_locations:
-        return "mosaicml-streaming is not installed (scripts/test installs it)"
-    root = next(iter(spec.submodule_search_locations))
+    registered = getattr(sys.modules.get("streaming"), "__path__", None)
+    if registered:  # imported already (by another import of this module, or for real)
+        root = next(iter(registered))
+    else:
+        spec = importlib.util.find_spec("streaming")
+        if spec is None or not spec.submodule_search_locations:
+            return "mosaicml-streaming is not installed (scripts/test installs it)"
+        root = next(iter(spec.submodule_search_locations))
     for name, sub in (("streaming", root), ("streaming.base", os.path.join(root, "base"))):
         if name not in sys.modules:
             package = types.ModuleType(name)
