@@ -44,6 +44,8 @@ declare -A WHY=(
     [test-demo-vocab]="the demo tokenizer's vocabulary"
     [test-hf]="HF datasets: the tests compare values with it (ARROWMIX_TEST_HF=0 skips)"
     [test-torch]="CPU torch + torchdata: tensor and DataLoader tests (ARROWMIX_TEST_TORCH=0 skips)"
+    [test-mds]="what mosaicml-streaming's MDS modules import: the MDS tests compare with it"
+    [test-mds-streaming]="mosaicml-streaming, without its declared dependencies (they conflict)"
     [test-s3]="moto's S3 server: remote-storage tests (ARROWMIX_TEST_S3=0 skips)"
     [test-ray]="Ray: the Ray integration tests (ARROWMIX_TEST_RAY=0 skips)"
 )

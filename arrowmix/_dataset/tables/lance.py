@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._dataset.tables.parquet import DEFAULT_CACHE, Decoded, ParquetReading, ParquetTable
+from arrowmix._dataset.tables.parquet import DEFAULT_CACHE, Decoded, ParquetTable
 from arrowmix._storage.metadata import kept_metadata
 from arrowmix.exceptions import ChunkFileError
 
@@ -198,20 +198,7 @@ class LanceTable(ParquetTable):
         return one if one is not None else super().take(idx)
 
     opened_as = "a Lance dataset read in place (`from_lance(uri)`)"
-
-    def pickled(self) -> LanceTable:
-        """Itself: it pickles as its description (URI, version, columns)."""
-        return self
-
-    def reading(self, read_ahead: int | str | None, mapper: Any) -> ParquetReading:
-        return _LanceReading(self)
-
-
-class _LanceReading(ParquetReading):
-    """A stream's reading of a :class:`LanceTable`; ``stats`` are the block cache's."""
-
-    def stats(self) -> dict[str, Any]:
-        return {"lance": self.table.stats()}
+    stats_name = "lance"  # pickles as its description (URI, version, columns)
 
 
 def _version_facts(handle: Any) -> tuple[str, int]:

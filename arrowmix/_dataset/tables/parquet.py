@@ -309,6 +309,8 @@ class ParquetTable(NamedColumns):
     by_reference = False
     bounded = True
     opened_as = "Parquet files read in place (`from_parquet(..., in_place=True)`)"
+    #: The key of the decode cache's counters in a stream's stats.
+    stats_name = "parquet"
 
     @property
     def storage_bytes(self) -> int:
@@ -338,7 +340,7 @@ class ParquetReading:
         """Not declared in :attr:`hooks`: row groups are decoded when first read."""
 
     def stats(self) -> dict[str, Any]:
-        return {"parquet": self.table.stats()}
+        return {self.table.stats_name: self.table.stats()}
 
     def close(self) -> None:
         """Nothing held beyond the shared cache."""

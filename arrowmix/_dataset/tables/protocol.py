@@ -3,7 +3,8 @@
 A Dataset holds its rows in one table. Today's kinds are memory-mapped (or in-memory) Arrow
 tables, adapted by :class:`~arrowmix._dataset.tables.local.LocalTable`; remote chunks read
 through a bounded cache (:class:`~arrowmix._dataset.tables.remote.RemoteRows`); Parquet files
-read in place (:class:`~arrowmix._dataset.tables.parquet.ParquetTable`). The Dataset layer
+read in place (:class:`~arrowmix._dataset.tables.parquet.ParquetTable`), and the formats
+built on it (Lance, MDS). The Dataset layer
 never asks which kind it holds: it calls the members below. A new format is one new module
 with one class that has them (see ``docs/architecture.md``, "Adding a table format").
 
