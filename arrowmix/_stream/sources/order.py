@@ -35,7 +35,7 @@ __all__ = ["MODES", "SHARDS", "PositionOrder"]
 MODES = ("global", "chunks", "blocks", None)
 SHARDS = ("rows", "chunks")
 #: Ranges of the global order kept for a read-ahead's repeated asks, and their largest size.
-_RECENT, _RECENT_ROWS = 4, 1 << 17
+_RECENT, _RECENT_ROWS = 3, 1 << 16
 
 
 class PositionOrder:
