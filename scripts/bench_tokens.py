@@ -6,6 +6,7 @@ Run from the repository root (peers: ``pip install 'arrowmix[bench,torch]'``)::
     python scripts/bench_tokens.py --quick    # 20k documents, 2 rounds, for iteration
     python scripts/bench_tokens.py --docs 1000000 --no-children \
         --libs arrowmix,torchdata,infinibatch,grain,raw    # 1M documents, throughput only
+    python scripts/bench_tokens.py --keep-only --repeats 7   # what collate(keep=) costs on A
 
 The last table is the goals: arrowmix at least 2x the fastest peer and at least 0.8x the
 raw numpy loop, in tokens/s on CPU time (wall time beside it); for each pipeline that
@@ -59,7 +60,7 @@ import pyarrow as pa
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_common import machine_summary
+from bench_common import interleaved, machine_summary
 
 BUDGET = 16_384
 READ_AHEAD = 8_192
@@ -885,6 +886,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pipelines", default=",".join(PIPELINES))
     ap.add_argument("--no-children", action="store_true", help="throughput only")
     ap.add_argument(
+        "--keep",
+        action="store_true",
+        help="also: arrowmix's A with collate(keep=['src']) against A without it",
+    )
+    ap.add_argument("--keep-only", action="store_true", help="only the keep= measurement")
+    ap.add_argument(
         "--profile",
         choices=["missed", "all", "none"],
         default="missed",
@@ -906,6 +913,10 @@ def main(argv: list[str] | None = None) -> int:
     import warnings
 
     warnings.simplefilter("ignore")
+    if args.keep_only:
+        print(f"# {machine_summary()}")
+        keep_cost(workdir, docs, repeats)
+        return 0
     prepare(workdir, docs, tuple(args.libs.split(",")))
     libs = [x for x in args.libs.split(",") if available(x)]
     pipelines = args.pipelines.split(",")
@@ -969,10 +980,61 @@ def main(argv: list[str] | None = None) -> int:
             ]
             print("| " + " | ".join(cells) + " |")
     missed = print_goals(pipelines, docs, rates, cpu_rates)
+    if args.keep:
+        keep_cost(workdir, docs, repeats)
     wanted = pipelines if args.profile == "all" else missed if args.profile == "missed" else []
     for p in wanted:
         print_profile(corpus_dirs(workdir, docs, p), p)
     return 0
+
+
+def keep_cost(workdir: Path, docs: int, repeats: int) -> None:
+    """arrowmix's A with ``collate(keep=[...])`` against the same pipeline without it.
+
+    A's corpus written again with two more columns: ``src`` (one of three source names,
+    a string) and ``doc_id`` (int64). Every case reads that corpus; interleaved rounds,
+    medians of CPU time (wall time in brackets).
+    """
+    import arrowmix
+
+    base = corpus_dirs(workdir, docs, "A")[0]
+    d = workdir / f"keep-{docs}"
+    if not (d / "done").exists():
+        prepare(workdir, docs, ("arrowmix",))
+        offsets = np.load(base / "offsets.npy")
+        tokens = np.fromfile(base / "tokens.bin", dtype=np.int32)
+        ids = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), pa.array(tokens))
+        n = len(offsets) - 1
+        src = np.array(["web", "code", "maths"])[np.arange(n) % 3]
+        table = pa.table({"input_ids": ids, "src": pa.array(src.tolist()), "doc_id": np.arange(n)})
+        arrowmix.write_chunks(table, str(d / "arrowmix"), overwrite=True)
+        (d / "done").write_text("ok")
+
+    def run(keep: list[str]) -> None:
+        s = arrowmix.Dataset.from_chunks(str(d / "arrowmix")).to_stream(
+            shuffle="global", seed=0, infinite=False
+        )
+        s = s.budget_bucket("input_ids", BUDGET, READ_AHEAD, seed=7)
+        for _ in s.collate("input_ids", keep=keep):
+            pass
+
+    cases = {
+        "A": lambda: run([]),
+        "A, keep=['src']": lambda: run(["src"]),
+        "A, keep=['doc_id']": lambda: run(["doc_id"]),
+    }
+    t = interleaved(cases, repeats=max(repeats, 5), warmup=1)
+    print(f"\n## collate(keep=...) on A ({docs} documents, {max(repeats, 5)} rounds)\n")
+    print("| case | CPU s (wall s) | against A without keep: CPU (wall) | goal >= 0.8 |")
+    print("|---|---|---|---|")
+    a = t["A"]
+    for name, tm in t.items():
+        r_cpu, r_wall = a.cpu_median / tm.cpu_median, a.median / tm.median
+        met = "" if name == "A" else ("met" if r_cpu >= 0.8 else "**no**")
+        print(
+            f"| {name} | {tm.cpu_median:.3f} ({tm.median:.3f}) | {r_cpu:.2f}x ({r_wall:.2f}x) "
+            f"| {met} |"
+        )
 
 
 #: Goals: arrowmix against the fastest peer and against the raw numpy loop (tokens/s).

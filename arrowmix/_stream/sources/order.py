@@ -34,6 +34,8 @@ __all__ = ["MODES", "SHARDS", "PositionOrder"]
 
 MODES = ("global", "chunks", "blocks", None)
 SHARDS = ("rows", "chunks")
+#: Ranges of the global order kept for a read-ahead's repeated asks, and their largest size.
+_RECENT, _RECENT_ROWS = 3, 1 << 16
 
 
 class PositionOrder:
@@ -94,6 +96,12 @@ class PositionOrder:
         self._blocks: BlockOrder | None = None
         self._windows: tuple[np.ndarray, np.ndarray] | None = None
         self._window_pos: dict[int, np.ndarray] = {}
+        # ranges of the "global" order computed lately: (epoch, start, positions)
+        self._recent: list[tuple[int, int, np.ndarray]] = []
+
+    def __getstate__(self) -> dict[str, object]:
+        # the recent ranges are a cache (up to a few MB): a pickled order recomputes them
+        return {**self.__dict__, "_recent": []}
 
     @property
     def dropped(self) -> int:
@@ -130,10 +138,38 @@ class PositionOrder:
                 self._cache_key = (epoch,)
                 self._feistel = FeistelPermutation(self.num_rows, [self.seed, epoch])
             assert self._feistel is not None
-            return self._feistel(g)
+            return self._global_positions(epoch, start, stop, g)
         if self.mode == "blocks":
             return self.block_order(epoch)(g)
         return self._chunk_positions(epoch, g)
+
+    def _global_positions(self, epoch: int, start: int, stop: int, g: np.ndarray) -> np.ndarray:
+        """The Feistel images of ``g`` (indices ``[start, stop)``), computed once per index.
+
+        A stream's read-ahead asks for the positions ahead of the rows it reads (their
+        pages), then the stream asks for the same positions again: the last ranges
+        computed are kept (at most ``_RECENT`` of up to ``_RECENT_ROWS`` each), and a range
+        they cover, or extend, is sliced from them. Copies: callers own what they get.
+        """
+        assert self._feistel is not None
+        if not self.dealing.plain or stop - start > _RECENT_ROWS:
+            return self._feistel(g)
+        for e, s, arr in self._recent:
+            if e == epoch and s <= start and stop <= s + len(arr):
+                hit: np.ndarray = arr[start - s : stop - s].copy()
+                return hit
+        head = None
+        for e, s, arr in self._recent:
+            if e == epoch and s <= start < s + len(arr):  # a prefix is known: compute the rest
+                head = arr[start - s :]
+                break
+        if head is None:
+            out: np.ndarray = self._feistel(g)
+        else:
+            out = np.concatenate([head, self._feistel(g[len(head) :])])
+        self._recent = [*self._recent[-(_RECENT - 1) :], (epoch, start, out)]
+        copied: np.ndarray = out.copy()
+        return copied
 
     def block_order(self, epoch: int) -> BlockOrder:
         """The ``"blocks"`` order of ``epoch`` (kept for the epoch being read)."""

@@ -277,12 +277,31 @@ class Collator:
         return item[name]
 
     def with_kept(
-        self, out: dict[str, Any], rows: Any, positions: np.ndarray, *, row_dicts: bool = False
+        self,
+        out: dict[str, Any],
+        rows: Any,
+        positions: np.ndarray,
+        *,
+        row_dicts: bool = False,
+        window: KeptWindow | None = None,
+        within: tuple[TokenSpans, np.ndarray] | None = None,
     ) -> dict[str, Any]:
         """Add the ``keep`` columns of the rows at ``positions`` of ``rows`` to ``out``.
 
         ``row_dicts``: as collating the row dicts would (arrays of their Python values).
+        ``within``: the batch is rows ``idx`` of a window's spans (``TokenSpans.within``);
+        ``window`` then reads each column once for that whole window and hands each of
+        its batches an index into it.
         """
+        if not self.keep:
+            return out
+        if window is not None and within is not None:
+            values = window.values(rows, within[0].positions, self.keep, row_dicts)
+            idx = within[1]
+            for name in self.keep:
+                v = values[name][idx]
+                out[name] = np.array(v.tolist()) if row_dicts else v
+            return out
         for name in self.keep:
             if row_dicts:
                 out[name] = np.array(take_values(rows, positions, name).to_pylist())
@@ -328,6 +347,33 @@ class Collator:
         return out
 
 
+class KeptWindow:
+    """The ``keep`` columns of the latest window of positions, read once for the window.
+
+    ``row_dicts``: each column as an object array of the rows' Python values (a batch
+    then builds its array from them as collating row dicts would); otherwise as
+    :func:`column_values` gives them.
+    """
+
+    def __init__(self) -> None:
+        self._positions: np.ndarray | None = None
+        self._values: dict[str, np.ndarray] = {}
+
+    def values(
+        self, rows: Any, positions: np.ndarray, names: Sequence[str], row_dicts: bool
+    ) -> dict[str, np.ndarray]:
+        if positions is not self._positions:
+            self._positions, self._values = positions, {}
+            for name in names:
+                if row_dicts:
+                    objs = np.empty(len(positions), dtype=object)
+                    objs[:] = take_values(rows, positions, name).to_pylist()
+                    self._values[name] = objs
+                else:
+                    self._values[name] = column_values(rows, positions, name)
+        return self._values
+
+
 class CollateIterator(PassThrough[dict[str, Any]]):
     """The batches of ``source`` collated by a :class:`Collator`.
 
@@ -335,7 +381,7 @@ class CollateIterator(PassThrough[dict[str, Any]]):
         The source's state, unchanged. Replay cost: none.
     """
 
-    TRANSIENT = ("_tokens",)
+    TRANSIENT = ("_tokens", "_window")
 
     def __init__(self, source: Stream[Any], collator: Collator) -> None:
         super().__init__(source)
@@ -394,9 +440,10 @@ class CollateIterator(PassThrough[dict[str, Any]]):
             return out
         batch = self._batches.next()
         self._tally.wait += wait_clock() - t0
+        within = None
         if isinstance(batch, TokenSpans):
             out = self.collator.from_spans(batch)
-            positions = batch.positions
+            positions, within = batch.positions, batch.within
         else:
             tokens = self.__dict__.get("_tokens")
             if tokens is None:
@@ -404,4 +451,11 @@ class CollateIterator(PassThrough[dict[str, Any]]):
             out = self.collator.from_positions(tokens, batch)
             positions = batch
         self._sources.add(positions, self._count())
-        return self.collator.with_kept(out, self._rows, positions, row_dicts=self._row_dicts)
+        if not self.collator.keep:
+            return out
+        window = self.__dict__.get("_window")
+        if window is None:
+            window = self._window = KeptWindow()
+        return self.collator.with_kept(
+            out, self._rows, positions, row_dicts=self._row_dicts, window=window, within=within
+        )

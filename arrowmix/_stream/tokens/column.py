@@ -353,12 +353,16 @@ class TokenSpans(NamedTuple):
     owner: np.ndarray | None
     starts: np.ndarray
     lengths: np.ndarray
+    #: ``(spans of the window, indices into it)`` when taken from a window's spans: a
+    #: consumer reading other columns reads them once per window, not once per batch.
+    within: tuple[TokenSpans, np.ndarray] | None = None
 
     def take(self, idx: np.ndarray) -> TokenSpans:
         """The documents ``idx`` of this batch."""
         owner = None if self.owner is None else self.owner[idx]
+        within = (self, idx) if self.within is None else (self.within[0], self.within[1][idx])
         return TokenSpans(
-            self.positions[idx], self.column, owner, self.starts[idx], self.lengths[idx]
+            self.positions[idx], self.column, owner, self.starts[idx], self.lengths[idx], within
         )
 
 

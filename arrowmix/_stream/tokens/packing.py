@@ -212,20 +212,21 @@ class Packed:
     def _full_range(self, lo: int, hi: int) -> dict[str, np.ndarray]:
         """The batch of stream tokens ``[lo, hi)``: full rows, no padding.
 
-        Vectorised per batch (no per-piece arrays): a document's piece of a row starts
-        at ``max(document start, row start)``, so ``position_ids`` is the smaller of the
-        offsets from those two, and ``segment_ids`` counts the documents since the
-        row's first one.
+        Vectorised per batch: the documents' pieces of the batch are cut again where the
+        rows begin, so each piece starts a segment or continues one at a row start, and
+        ``position_ids`` is the offset from the piece's start (one ``repeat``, one
+        subtraction) and ``segment_ids`` the piece's number in its row (one ``repeat``).
         """
         st = self.stage
         b, s = st.batch_size, st.seq_len
         docs, dstart, dend, _ = self.stream  # type: ignore[misc]
-        first = int(np.searchsorted(dend, lo, side="right"))
-        last = int(np.searchsorted(dstart, hi, side="left"))
+        first = int(dend.searchsorted(lo, side="right"))
+        last = int(dstart.searchsorted(hi, side="left"))
         doc = docs[first:last]
-        a = np.maximum(dstart[first:last], lo)
+        ds = dstart[first:last]
+        a = np.maximum(ds, lo)
         take = np.minimum(dend[first:last], hi) - a  # stream tokens of each document
-        off = a - dstart[first:last]  # first of them in the document
+        off = a - ds  # first of them in the document
         if st.separator is None:  # every stream token is a document token
             tok, sep_after = take, None
         else:
@@ -248,20 +249,21 @@ class Packed:
         if not direct:
             ids.reshape(-1)[:] = flat
         out: dict[str, Any] = {"input_ids": ids}
+        # pieces: the documents' starts and the rows' starts, in order
+        bounds = np.union1d(a - lo, row_positions(b * s + 1)[::s])
+        pstart, plen = bounds[:-1], np.diff(bounds)
         if "segment_ids" in st.outputs:
-            # ndarray.repeat: np.repeat's dispatch costs more than the repeat at this size
-            which = np.arange(len(doc), dtype=np.int64).repeat(take).reshape(b, s)
+            row = pstart // s
+            number = np.arange(len(row)) - row.searchsorted(row, side="left") + 1
             seg = out["segment_ids"] = np.empty((b, s), dtype=st.dtype)
-            np.subtract(which, which[:, :1] - 1, out=seg, casting="unsafe")  # checked: fits
+            seg.reshape(-1)[:] = number.repeat(plen)  # checked: fits (<= seq_len)
         if "position_ids" in st.outputs:
-            in_doc = np.arange(lo, hi, dtype=np.int64)
-            in_doc -= a.repeat(take)
             pos = out["position_ids"] = np.empty((b, s), dtype=st.dtype)
-            np.minimum(in_doc.reshape(b, s), row_positions(s), out=pos, casting="unsafe")
+            np.subtract(
+                row_positions(b * s), pstart.repeat(plen), out=pos.reshape(-1), casting="unsafe"
+            )
         if needs_runs(st.labels, st.outputs):
-            # runs: the documents' pieces, cut again where the rows begin
-            starts = np.union1d(a - lo, np.arange(0, b * s, s, dtype=np.int64))
-            add_fields(out, starts, None, st.labels, st.outputs)
+            add_fields(out, pstart, None, st.labels, st.outputs)
         return out
 
 
