@@ -62,14 +62,14 @@ def _isolated_cache(
 SLOW_FILES = (
     "tests/integrations/test_ray.py",
     # every token stage after a mix of bounded corpora through the round-trip harness (the
-    # fast tier keeps the S3 resume cases of tests/storage/test_remote_mix_tokens.py)
-    "tests/stream/test_remote_mix_token_roundtrip.py",
-    # the same harness over one bounded corpus (tests/storage/test_remote_tokens.py keeps the
+    # fast tier keeps the S3 resume cases of tests/remote/test_remote_mix_tokens.py)
+    "tests/stream/tokens/test_remote_mix_token_roundtrip.py",
+    # the same harness over one bounded corpus (tests/remote/test_remote_tokens.py keeps the
     # S3 cases of every token stage in the fast tier)
-    "tests/stream/test_remote_token_roundtrip.py",
-    # the harness over numpy rows of one bounded corpus (tests/storage/test_remote_numpy_rows.py
+    "tests/stream/tokens/test_remote_token_roundtrip.py",
+    # the harness over numpy rows of one bounded corpus (tests/remote/test_remote_numpy_rows.py
     # keeps numpy rows over S3 in the fast tier)
-    "tests/stream/test_remote_numpy_roundtrip.py",
+    "tests/stream/sources/test_remote_numpy_roundtrip.py",
 )
 
 

@@ -8,11 +8,11 @@ Example:
 """
 
 from arrowmix._cache.paths import disable_caching, enable_caching, is_caching_enabled
-from arrowmix._dataset.build import write_chunks
 from arrowmix._dataset.column import Column
-from arrowmix._dataset.concat import concatenate_datasets
 from arrowmix._dataset.dataset import Dataset
-from arrowmix._dataset.token_corpus import from_megatron, from_token_file
+from arrowmix._dataset.inputs.builders import write_chunks
+from arrowmix._dataset.inputs.token_corpus import from_megatron, from_token_file
+from arrowmix._dataset.views.concatenate import concatenate_datasets
 from arrowmix._fingerprint.pickler import register_fingerprint
 from arrowmix._fingerprint.record import FingerprintRecord
 from arrowmix._fingerprint.record import explain as explain_fingerprint

@@ -1,4 +1,4 @@
-"""``scripts/bench_scale.py``: its raw limit reads the right rows, and its smoke mode runs."""
+"""``scripts/bench/bench_scale.py``: its raw limit reads the right rows, and its smoke mode runs."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 import arrowmix
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts" / "bench"
 sys.path.insert(0, str(SCRIPTS))
 
 import bench_scale  # noqa: E402

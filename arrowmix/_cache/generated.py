@@ -1,7 +1,7 @@
 """Corpora of ``from_generator`` in a cache directory: listed and removed as cache entries.
 
 ``<cache_dir>/generated/<fp>/`` holds the chunks, manifest and ``_COMPLETE.json`` marker of one
-generator fingerprint (:mod:`arrowmix._dataset.generator`). Each such directory is one entry
+generator fingerprint (:mod:`arrowmix._dataset.inputs.generator`). Each such directory is one entry
 (kind ``generated``, one :class:`~arrowmix._cache.listing.CacheFile` naming the directory, its
 size the sum of the corpus's files, its last use the marker's modification time, which every
 rerun touches). Results of maps over the corpus are stored beside its chunks: they are entries
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["GENERATED_KIND", "clear", "is_corpus_dir", "remove", "scan_generated", "size_of"]
 
 GENERATED_KIND = "generated"
-_DIR = "generated"  # arrowmix._dataset.generator.GENERATED_DIR (not imported: layering)
+_DIR = "generated"  # arrowmix._dataset.inputs.generator.GENERATED_DIR (not imported: layering)
 _MARKER = "_COMPLETE.json"
 _FP_RE = re.compile(r"^[0-9a-f]{16}$")
 _TMP_RE = re.compile(r"^tmp-(\d+)-[0-9a-f]+-(.+)\.partial$")  # arrowmix._storage.atomic

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from arrowmix._cli.common import CommandError
 from arrowmix._cli.humanize import both_units, positive_int, positive_size
-from arrowmix._dataset.ingest import input_batches
+from arrowmix._dataset.inputs.ingest import input_batches
 from arrowmix._dataset.progress import progress_enabled
 from arrowmix._storage.chunks import write_batches
 from arrowmix._storage.globs import expand_inputs

@@ -91,7 +91,7 @@ def flatten(ds: Dataset, max_depth: int, new_fingerprint: str | None) -> Dataset
         TypeError: the dataset reads remote chunks through a bounded cache.
     """
     from arrowmix._dataset.map_options import user_fingerprint
-    from arrowmix._dataset.ops import _with_table
+    from arrowmix._dataset.views.view_ops import _with_table
     from arrowmix._validate import check_int
 
     max_depth = check_int("max_depth", max_depth, minimum=1)

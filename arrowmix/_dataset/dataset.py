@@ -13,8 +13,8 @@ import pyarrow as pa
 
 from arrowmix._dataset import access, state
 from arrowmix._dataset.base import DatasetBase
-from arrowmix._dataset.constructors import DatasetConstructors
 from arrowmix._dataset.extras import DatasetExtras
+from arrowmix._dataset.inputs.constructors import DatasetConstructors
 from arrowmix._dataset.state import DatasetState, hold_cache_files
 from arrowmix._hf.compat import HFCompat
 
@@ -199,7 +199,7 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
             >>> am.Dataset.from_dict({"x": [1, 2]}).with_format("numpy")["x"]
             array([1, 2])
         """
-        from arrowmix._dataset.ops import set_format
+        from arrowmix._dataset.views.view_ops import set_format
 
         return set_format(self, type, columns, output_all_columns, format_kwargs)
 
@@ -225,8 +225,8 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
         HF's ``keep_in_memory``, ``indices_cache_file_name``, ``writer_batch_size`` and
         ``new_fingerprint`` are accepted by keyword (see :meth:`shuffle`).
         """
-        from arrowmix._dataset import ops
-        from arrowmix._dataset.view_options import view_options
+        from arrowmix._dataset.views import view_ops as ops
+        from arrowmix._dataset.views.view_options import view_options
 
         return ops.select(self, indices, view_options(**hf_options))
 
@@ -241,8 +241,8 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
         ``load_from_cache_file=False`` (write that file again), ``new_fingerprint`` and
         ``writer_batch_size``. None of them changes the rows.
         """
-        from arrowmix._dataset import ops
-        from arrowmix._dataset.view_options import view_options
+        from arrowmix._dataset.views import view_ops as ops
+        from arrowmix._dataset.views.view_options import view_options
 
         return ops.shuffle(self, seed, view_options(**hf_options))
 
@@ -265,8 +265,8 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
             column_names: Same as ``column``, as HF ``datasets`` spells it.
             **hf_options: HF's storage options, as in :meth:`shuffle`.
         """
-        from arrowmix._dataset import ops
-        from arrowmix._dataset.view_options import view_options
+        from arrowmix._dataset.views import view_ops as ops
+        from arrowmix._dataset.views.view_options import view_options
 
         if (column is None) == (column_names is None):
             raise TypeError("`sort` needs exactly one of `column` or `column_names`.")
@@ -285,8 +285,8 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
             contiguous: Consecutive rows per part (else every ``num_shards``-th row).
             **hf_options: HF's storage options, as in :meth:`shuffle`.
         """
-        from arrowmix._dataset import ops
-        from arrowmix._dataset.view_options import view_options
+        from arrowmix._dataset.views import view_ops as ops
+        from arrowmix._dataset.views.view_options import view_options
 
         return ops.shard(self, num_shards, index, contiguous, view_options(**hf_options))
 
@@ -316,7 +316,7 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
                 ``train_``/``test_new_fingerprint`` for each split, and ``keep_in_memory``,
                 ``load_from_cache_file``, ``writer_batch_size`` for both (see :meth:`shuffle`).
         """
-        from arrowmix._dataset.split import split_options, train_test_split
+        from arrowmix._dataset.views.train_test import split_options, train_test_split
         from arrowmix._hf.dataset_dict import SplitPair
 
         train, test = train_test_split(
@@ -345,7 +345,7 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
         the rows in memory instead (no file); ``new_fingerprint`` names the result.
         ``writer_batch_size`` is accepted (HF's; the file is written in large blocks).
         """
-        from arrowmix._dataset import ops
+        from arrowmix._dataset.views import view_ops as ops
 
         del writer_batch_size  # accepted for HF compatibility
         return ops.flatten_indices(
@@ -357,13 +357,13 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
 
     def select_columns(self, column_names: str | Sequence[str]) -> Dataset:
         """Keep only ``column_names`` (zero-copy)."""
-        from arrowmix._dataset import ops
+        from arrowmix._dataset.views import view_ops as ops
 
         return ops.select_columns(self, column_names)
 
     def remove_columns(self, column_names: str | Sequence[str]) -> Dataset:
         """Drop ``column_names`` (zero-copy)."""
-        from arrowmix._dataset import ops
+        from arrowmix._dataset.views import view_ops as ops
 
         return ops.remove_columns(self, column_names)
 
@@ -374,13 +374,13 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
             original_column_name: The column to rename.
             new_column_name: Its new name (not already a column).
         """
-        from arrowmix._dataset import ops
+        from arrowmix._dataset.views import view_ops as ops
 
         return ops.rename_column(self, original_column_name, new_column_name)
 
     def rename_columns(self, column_mapping: Mapping[str, str]) -> Dataset:
         """Rename several columns at once, ``{old: new}`` (zero-copy)."""
-        from arrowmix._dataset import ops
+        from arrowmix._dataset.views import view_ops as ops
 
         return ops.rename_columns(self, dict(column_mapping))
 

@@ -62,8 +62,8 @@ class DatasetExtras:
             >>> am.Dataset.from_generator(squares, gen_kwargs={"n": 4})["sq"]
             [0, 1, 4, 9]
         """
-        from arrowmix._dataset.file_splits import finish_ingest, schema_of, with_split
-        from arrowmix._dataset.generator import from_generator
+        from arrowmix._dataset.inputs.file_splits import finish_ingest, schema_of, with_split
+        from arrowmix._dataset.inputs.generator import from_generator
         from arrowmix._dataset.state import derive, state_of
 
         if num_proc is not None:
@@ -92,8 +92,8 @@ class DatasetExtras:
         (``preserve_index=None``, pyarrow's rule, as in HF); ``features``/``info`` type the
         columns as in :meth:`from_dict`.
         """
-        from arrowmix._dataset.additions import from_pandas
-        from arrowmix._dataset.file_splits import schema_of
+        from arrowmix._dataset.inputs.file_splits import schema_of
+        from arrowmix._dataset.views.additions import from_pandas
         from arrowmix._hf.info import dataset_with_info
 
         del split
@@ -103,13 +103,13 @@ class DatasetExtras:
 
     def add_item(self, item: Mapping[str, Any], new_fingerprint: str | None = None) -> Dataset:
         """This view with the row ``item`` (a dict of every column) added at the end (HF's)."""
-        from arrowmix._dataset.additions import add_item
+        from arrowmix._dataset.views.additions import add_item
 
         return add_item(_ds(self), item, new_fingerprint)
 
     def repeat(self, num_times: int) -> Dataset:
         """The rows ``num_times`` times over, in order (HF's ``repeat``); a view, no copy."""
-        from arrowmix._dataset.additions import repeat
+        from arrowmix._dataset.views.additions import repeat
 
         return repeat(_ds(self), num_times)
 
@@ -118,9 +118,9 @@ class DatasetExtras:
     ) -> int:
         """Write ``column`` as Megatron ``<prefix>.bin``/``<prefix>.idx``; the bytes written.
 
-        See :func:`arrowmix._dataset.token_corpus.to_megatron` (docs/formats.md).
+        See :func:`arrowmix._dataset.inputs.token_corpus.to_megatron` (docs/formats.md).
         """
-        from arrowmix._dataset.token_corpus import to_megatron
+        from arrowmix._dataset.inputs.token_corpus import to_megatron
 
         return to_megatron(_ds(self), prefix, column=column, dtype=dtype)
 

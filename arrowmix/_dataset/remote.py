@@ -65,7 +65,7 @@ _THREADS = 8
 
 #: What a dataset's first reads import on first use (``with_format``, ``to_stream``, the
 #: seeded chunk order: 30-40 ms in all), imported while the store answers the open instead.
-_READ_PATH = ("numpy.random", "arrowmix._dataset.ops", "arrowmix._dataset.to_stream",
+_READ_PATH = ("numpy.random", "arrowmix._dataset.views.view_ops", "arrowmix._dataset.to_stream",
               "arrowmix._dataset.rows")  # fmt: skip
 
 

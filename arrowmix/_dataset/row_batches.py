@@ -17,8 +17,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from arrowmix._dataset.inputs.py_kinds import first_mixed, kind_error, kinds_may_mix
 from arrowmix._dataset.mapping.conform import Conformer
-from arrowmix._dataset.py_kinds import first_mixed, kind_error, kinds_may_mix
 from arrowmix._storage.cast import ARROW_CAST_ERRORS
 from arrowmix.exceptions import InvalidTypeError, SchemaMismatchError
 

@@ -1,7 +1,7 @@
 """HF ``datasets``' ``add_column`` (with ``feature=``), ``cast_column``, ``class_encode_column``.
 
 The methods are :class:`~arrowmix._hf.compat.HFCompat`'s; the column work is the core's
-(``arrowmix._dataset.additions``, ``cast``, ``map``); what is HF's here is the
+(``arrowmix._dataset.views.additions``, ``cast``, ``map``); what is HF's here is the
 ``huggingface`` schema metadata entry, the ``ClassLabel`` that ``class_encode_column``
 declares (HF's rule: the sorted distinct values, as strings), read and written as JSON so
 that ``datasets`` need not be installed.
@@ -41,8 +41,8 @@ def add_column(
     ds: Dataset, name: str, column: Any, new_fingerprint: str | None, feature: Any
 ) -> Dataset:
     """:meth:`~arrowmix.Dataset.add_column` with HF's ``feature=`` kept in the features entry."""
-    from arrowmix._dataset.additions import add_column as add
     from arrowmix._dataset.state import derive
+    from arrowmix._dataset.views.additions import add_column as add
 
     schema = None if feature is None else _one_column_schema(name, feature)
     out = add(ds, name, column, new_fingerprint, schema)

@@ -265,7 +265,7 @@ class HFCompat:
             DataType(float)
         """
         from arrowmix._dataset.cast import cast
-        from arrowmix._dataset.file_splits import schema_of
+        from arrowmix._dataset.inputs.file_splits import schema_of
 
         schema = schema_of(None, features)
         if schema is None:

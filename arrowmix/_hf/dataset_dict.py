@@ -70,14 +70,14 @@ class DatasetDict(DatasetDictFiles, dict[str, "Dataset"]):
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        from arrowmix._dataset.file_splits import split_name
+        from arrowmix._dataset.inputs.file_splits import split_name
 
         # HF's NamedSplit keys (datasets.Split.TRAIN) are kept as their names: they compare
         # and hash as those strings, so ``dd[datasets.Split.TRAIN]`` and ``dd["train"]`` agree.
         super().__init__({split_name(k): v for k, v in dict(*args, **kwargs).items()})
 
     def __setitem__(self, key: Any, value: Dataset) -> None:
-        from arrowmix._dataset.file_splits import split_name
+        from arrowmix._dataset.inputs.file_splits import split_name
 
         super().__setitem__(split_name(key), value)
 
@@ -120,7 +120,7 @@ class DatasetDict(DatasetDictFiles, dict[str, "Dataset"]):
         return {k: call(ds) for k, ds in self.items()}
 
     def __getitem__(self, k: Any) -> Dataset:
-        from arrowmix._dataset.file_splits import split_name
+        from arrowmix._dataset.inputs.file_splits import split_name
 
         k = split_name(k)
         if isinstance(k, str) and k not in self and len(self) > 0:

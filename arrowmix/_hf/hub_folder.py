@@ -65,7 +65,7 @@ def write_hub_folder(
             splits (nothing is written then).
         NotImplementedError: ``folder`` is a URL (a local folder is what is uploaded).
     """
-    from arrowmix._dataset.file_splits import check_split_name
+    from arrowmix._dataset.inputs.file_splits import check_split_name
     from arrowmix._hf.saved import _local_dir, _num_shards
     from arrowmix._storage.atomic import atomic_sink
 
@@ -105,7 +105,7 @@ def write_hub_folder(
 
 def split_of(ds: Dataset, split: Any) -> str:
     """The split a Dataset is written as: ``split``, else its own, else ``"train"`` (HF's)."""
-    from arrowmix._dataset.file_splits import split_name
+    from arrowmix._dataset.inputs.file_splits import split_name
 
     if split is None:
         split = ds.split if ds.split is not None else "train"

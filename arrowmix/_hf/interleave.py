@@ -69,8 +69,8 @@ def interleave_datasets(
         >>> am.interleave_datasets([a, b], stopping_strategy="all_exhausted")["x"]
         [0, 10, 1, 11, 2, 10]
     """
-    from arrowmix._dataset.concat import concatenate_datasets
     from arrowmix._dataset.state import derive, state_of
+    from arrowmix._dataset.views.concatenate import concatenate_datasets
 
     if not datasets:
         raise ValueError("interleave_datasets needs at least one dataset.")

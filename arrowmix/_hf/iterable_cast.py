@@ -100,7 +100,7 @@ class IterableCasts:
         :mod:`arrowmix._hf.iterable_generator`); ``features`` applies to each row as
         :meth:`cast` does. A resume calls the generator again and skips the rows read.
         """
-        from arrowmix._dataset.file_splits import split_name
+        from arrowmix._dataset.inputs.file_splits import split_name
         from arrowmix._hf.iterable import IterableDataset
         from arrowmix._hf.iterable_generator import GeneratorSource, shard_kwargs
 

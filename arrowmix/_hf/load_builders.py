@@ -67,7 +67,7 @@ def build_split(
     keep_in_memory: bool = False,
 ) -> Dataset:
     """The Dataset of one split's ``files`` read by ``builder`` with HF's ``options``."""
-    from arrowmix._dataset.file_splits import read_splits
+    from arrowmix._dataset.inputs.file_splits import read_splits
 
     if builder in ("imagefolder", "audiofolder"):
         raise ValueError("folder builders are built by load_folder")  # pragma: no cover
@@ -112,8 +112,8 @@ def _text_format(options: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
 
 def _arrow(files: list[str], name: str, features: Any, keep_in_memory: bool) -> Dataset:
     """HF's ``arrow`` builder: the files' tables end to end (IPC file or stream format)."""
-    from arrowmix._dataset.concat import concatenate_datasets
     from arrowmix._dataset.state import derive, state_of
+    from arrowmix._dataset.views.concatenate import concatenate_datasets
 
     parts = [Dataset.from_file(f, in_memory=keep_in_memory) for f in files]
     ds = parts[0] if len(parts) == 1 else concatenate_datasets(parts)

@@ -97,8 +97,8 @@ def select_split(splits: Mapping[str, Any], spec: Any) -> Any:
     Raises:
         ValueError: an unknown split name (the message lists the splits there are).
     """
-    from arrowmix._dataset.concat import concatenate_datasets
     from arrowmix._dataset.state import derive, state_of
+    from arrowmix._dataset.views.concatenate import concatenate_datasets
 
     text = str(spec)
     if text == "all":

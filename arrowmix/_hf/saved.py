@@ -268,7 +268,7 @@ def _write_shard(ds: Dataset, path: str, schema: pa.Schema, start: int, stop: in
 
 def _saved_state(ds: Dataset, tmp: str, names: list[str]) -> dict[str, Any]:
     """``state.json``'s content, with the content fingerprint and digests of the files."""
-    from arrowmix._dataset.build import from_chunks
+    from arrowmix._dataset.inputs.builders import from_chunks
 
     state = _state(ds, names)
     state[CONTENT_KEY] = from_chunks([os.path.join(tmp, x) for x in names]).fingerprint
@@ -465,7 +465,7 @@ def load_saved(directory: str, keep_in_memory: bool | None, verify: bool) -> Dat
 
 def _load_once(directory: str, keep_in_memory: bool | None, verify: bool) -> Dataset:
     """One attempt at :func:`load_saved`, by path."""
-    from arrowmix._dataset.build import from_chunks
+    from arrowmix._dataset.inputs.builders import from_chunks
 
     state = read_json(directory, STATE_NAME)
     info = read_json(directory, INFO_NAME)
@@ -479,7 +479,7 @@ def _load_once(directory: str, keep_in_memory: bool | None, verify: bool) -> Dat
     _check_recorded(directory, state, files, mapped.fingerprint)
     ds = _with_saved_state(mapped, state, info)
     if keep_in_memory:
-        from arrowmix._dataset.in_memory import in_memory_copy
+        from arrowmix._dataset.views.in_memory import in_memory_copy
 
         ds = in_memory_copy(ds)
     return ds

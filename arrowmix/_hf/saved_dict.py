@@ -93,7 +93,7 @@ def save_dict(
         WriteError: a file could not be written; the previous save is left as it was.
         ValueError: a split name that is not a plain name (HF's rule).
     """
-    from arrowmix._dataset.file_splits import check_split_name
+    from arrowmix._dataset.inputs.file_splits import check_split_name
 
     for split, _ in dd.items():  # not iter(dd): a SplitPair iterates its Datasets
         check_split_name(split)
@@ -112,7 +112,7 @@ def save_dict(
 
 
 def _splits(directory: str) -> list[str]:
-    from arrowmix._dataset.file_splits import check_split_name
+    from arrowmix._dataset.inputs.file_splits import check_split_name
     from arrowmix._hf.saved import read_json
 
     where = os.path.join(directory, DICT_NAME)

@@ -171,11 +171,11 @@ def state_from_table(
         TypeError: ``arrow_table`` or ``indices_table`` is not a table.
         IndexError: an index in ``indices_table`` is outside the table.
     """
-    from arrowmix._dataset.build import from_arrow
-    from arrowmix._dataset.file_splits import schema_of
     from arrowmix._dataset.indices import to_positions
+    from arrowmix._dataset.inputs.builders import from_arrow
+    from arrowmix._dataset.inputs.file_splits import schema_of
+    from arrowmix._dataset.inputs.py_columns import typed_table
     from arrowmix._dataset.map_options import user_fingerprint
-    from arrowmix._dataset.py_columns import typed_table
     from arrowmix._fingerprint.transform import roll
 
     table = arrow_table_of(arrow_table, "`Dataset(arrow_table)`")

@@ -281,7 +281,7 @@ def from_ray(ray_ds: Any, *, cache_dir: str | None = None) -> Dataset:
         ValueError: the Ray dataset is empty and its schema is not an Arrow schema.
     """
     from arrowmix._cache.paths import cache_root
-    from arrowmix._dataset.build import from_arrow, from_chunks, write_chunks
+    from arrowmix._dataset.inputs.builders import from_arrow, from_chunks, write_chunks
 
     _ray()
     root = os.path.abspath(cache_dir or os.path.join(cache_root(), "from_ray"))

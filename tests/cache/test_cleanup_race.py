@@ -106,7 +106,7 @@ def test_map_racing_cleanup_never_fails(tmp_path, small_segments):
 
 
 def test_flatten_file_removed_before_it_is_held_is_written_again(tmp_path, monkeypatch):
-    from arrowmix._dataset import ops
+    from arrowmix._dataset.views import view_ops as ops
 
     ds = _data(tmp_path).shuffle(seed=1)
     want = ds["v"]
@@ -126,7 +126,8 @@ def test_flatten_file_removed_before_it_is_held_is_written_again(tmp_path, monke
 
 
 def test_indices_file_removed_before_it_is_held_is_written_again(tmp_path, monkeypatch):
-    from arrowmix._dataset import indices, ops
+    from arrowmix._dataset import indices
+    from arrowmix._dataset.views import view_ops as ops
 
     monkeypatch.setattr(indices, "INDICES_FILE_MIN_ROWS", 10)
     ds = _data(tmp_path)

@@ -105,7 +105,7 @@ def test_fsspec_url_input():
 
 def test_crash_mid_ingest_is_not_taken_for_a_result(tmp_path, monkeypatch):
     (tmp_path / "a.txt").write_text("x\n" * 10)
-    from arrowmix._dataset import ingest as ingest_mod
+    from arrowmix._dataset.inputs import ingest as ingest_mod
 
     def broken(*args, **kwargs):
         raise KeyboardInterrupt

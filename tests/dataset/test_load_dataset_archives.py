@@ -20,7 +20,7 @@ import arrowmix as am
 
 hf = pytest.importorskip("datasets")
 
-from tests.dataset.test_load_dataset import hf_load, same  # noqa: E402, F401
+from tests.hf.test_load_dataset import hf_load, same  # noqa: E402, F401
 
 JSONL = "".join(json.dumps({"a": i, "t": f"w{i}"}) + "\n" for i in range(5))
 CSV = "a,t,score\n1,x,0.5\n2,,\n3,z,1.5\n"

@@ -16,7 +16,7 @@ import arrowmix as am
 
 hf = pytest.importorskip("datasets")
 
-from tests.dataset.test_load_dataset import hf_load, same  # noqa: E402, F401
+from tests.hf.test_load_dataset import hf_load, same  # noqa: E402, F401
 
 CARD = """---
 license: mit

@@ -15,7 +15,7 @@ from arrowmix.exceptions import InputFormatError
 
 hf = pytest.importorskip("datasets")
 
-from tests.dataset.test_load_dataset import hf_load, same  # noqa: E402, F401
+from tests.hf.test_load_dataset import hf_load, same  # noqa: E402, F401
 
 CASES = {
     "short_row": "a,b,c\n1,x,2.5\n2,y\n3,z,1.0\n",

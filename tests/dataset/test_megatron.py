@@ -17,8 +17,7 @@ import arrowmix as am
 from arrowmix._storage import token_arrays
 from arrowmix._storage.mapped import _mappings
 from arrowmix.exceptions import ChunkFileError, SchemaMismatchError, TokenFileError
-
-from .megatron_helpers import (
+from tests.dataset.megatron_helpers import (
     build_with_megatron,
     documents,
     indexed_dataset_module,

@@ -14,9 +14,8 @@ from arrowmix._stream.stages.budget_bucket import BudgetBucketIterator
 from arrowmix._stream.tokens.pack import ConcatPackIterator
 from arrowmix.stream import Stream, mix
 from arrowmix.testing import CheckpointRoundTripTests
-from tests.stream.token_helpers import tokens_of
-
-from .megatron_helpers import build_with_megatron
+from tests.dataset.megatron_helpers import build_with_megatron
+from tests.stream.tokens.token_helpers import tokens_of
 
 pytestmark = pytest.mark.filterwarnings("ignore::arrowmix.exceptions.DroppedDataWarning")
 

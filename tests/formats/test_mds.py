@@ -15,8 +15,7 @@ import pytest
 import arrowmix as am
 from arrowmix._dataset.state import state_of
 from arrowmix.exceptions import ChunkFileError, SchemaMismatchError
-
-from .mds_helpers import read_with_streaming, streaming_mds, write_mds
+from tests.formats.mds_helpers import read_with_streaming, streaming_mds, write_mds
 
 Image = pytest.importorskip("PIL.Image")
 

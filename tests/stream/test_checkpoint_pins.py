@@ -20,7 +20,7 @@ from arrowmix.exceptions import StateError
 from arrowmix.stream import from_iterable, from_row_source, mix
 from arrowmix.stream import zip as szip
 from tests.stream.helpers import arrow, double, ident, is_even, n_tokens, rows
-from tests.stream.token_helpers import token_rows
+from tests.stream.tokens.token_helpers import token_rows
 
 PINS = json.loads((Path(__file__).parent / "pins_d1e9def.json").read_text())
 #: Pipelines whose output or state changed on purpose since d1e9def, and why.

@@ -9,8 +9,7 @@ import pyarrow as pa
 
 from arrowmix._stream.row_source import TableRowSource
 from arrowmix._stream.sources.rows import ArrowSource
-
-from .token_helpers import token_table
+from tests.stream.tokens.token_helpers import token_table
 
 
 def source(n: int = 80) -> ArrowSource:

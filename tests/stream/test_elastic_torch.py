@@ -14,8 +14,7 @@ import pytest
 
 from arrowmix._stream.topology import split
 from arrowmix.integrations.torch import worker_stream_states
-
-from . import dist_elastic_worker as worker
+from tests.stream import dist_elastic_worker as worker
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchdata")

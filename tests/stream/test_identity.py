@@ -10,8 +10,7 @@ import pytest
 
 from arrowmix.exceptions import FingerprintWarning, StateError
 from arrowmix.stream import Stream, from_iterable
-
-from .helpers import arrow, ident
+from tests.stream.helpers import arrow, ident
 
 SCALE = 2
 

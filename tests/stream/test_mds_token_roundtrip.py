@@ -23,10 +23,9 @@ from arrowmix._dataset.state import state_of
 from arrowmix._stream.tokens.collate import CollateIterator
 from arrowmix.stream import Stream
 from tests.formats.mds_helpers import streaming_mds, write_mds
-
-from . import test_parquet_token_roundtrip as parquet
-from . import test_remote_token_roundtrip as remote
-from .token_helpers import token_table
+from tests.stream.tokens import test_parquet_token_roundtrip as parquet
+from tests.stream.tokens import test_remote_token_roundtrip as remote
+from tests.stream.tokens.token_helpers import token_table
 
 # A few seconds per class: the slow tier (the fast tier reads MDS in tests/formats/test_mds.py).
 pytestmark = pytest.mark.slow

@@ -19,10 +19,9 @@ from arrowmix._stream.mixing.mix_elastic import split_sum, split_zero_sum
 from arrowmix.exceptions import ElasticResumeError
 from arrowmix.stream import Stream, WeightSchedule, merge_states, mix
 from arrowmix.testing import CheckpointRoundTripTests
-
-from .test_elastic import ROWS_A, ROWS_B, A, B
-from .test_elastic import src as row_src
-from .test_mix_tokens import TA, TB, row_id, src
+from tests.stream.mixing.test_mix_tokens import TA, TB, row_id, src
+from tests.stream.test_elastic import ROWS_A, ROWS_B, A, B
+from tests.stream.test_elastic import src as row_src
 
 
 def capped(n: int, r: int, stopping: str = "longest_drop", seed: int | None = None) -> Any:

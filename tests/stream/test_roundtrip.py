@@ -20,8 +20,7 @@ from arrowmix._stream.stages.shuffle import BufferShuffleIterator
 from arrowmix._stream.stages.window import WindowIterator
 from arrowmix.stream import Stream, from_chunks, from_iterable, mix, zip
 from arrowmix.testing import CheckpointRoundTripTests
-
-from .helpers import arrow, budget, double, ident, is_even, n_tokens, repeat_mod3
+from tests.stream.helpers import arrow, budget, double, ident, is_even, n_tokens, repeat_mod3
 
 CHUNKS = [list(range(i * 10, i * 10 + (i % 4) * 5)) for i in range(12)]
 

@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, rule
 
 from arrowmix.stream import Stream, from_chunks, from_iterable, mix
-
-from .helpers import arrow, ident
+from tests.stream.helpers import arrow, ident
 
 CHUNKS = [list(range(10 * i, 10 * i + i % 5)) for i in range(10)]
 

@@ -12,8 +12,7 @@ import pytest
 
 from arrowmix.exceptions import DroppedDataWarning
 from arrowmix.stream import from_iterable, mix
-
-from .token_helpers import token_source
+from tests.stream.tokens.token_helpers import token_source
 
 # Documents of these lengths; token j of document k is 100 * k + j + 1 (never 0: no pad id).
 LENGTHS = [3, 5, 2, 7, 4, 1, 6]

@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 
 from arrowmix.stream import Stream, from_chunks, from_iterable
-
-from .helpers import arrow, ident
+from tests.stream.helpers import arrow, ident
 
 torch = pytest.importorskip("torch")
 

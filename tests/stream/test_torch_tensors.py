@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from arrowmix.stream import Stream
-
-from .token_helpers import token_source, tokens_of
+from tests.stream.tokens.token_helpers import token_source, tokens_of
 
 torch = pytest.importorskip("torch")
 pin_memory = pytest.importorskip("torch.utils.data._utils.pin_memory")

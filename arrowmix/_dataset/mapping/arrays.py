@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._dataset.py_kinds import first_mixed, kind_error
+from arrowmix._dataset.inputs.py_kinds import first_mixed, kind_error
 from arrowmix._storage.cast import ARROW_CAST_ERRORS
 from arrowmix.exceptions import SchemaMismatchError
 

@@ -1,0 +1,1 @@
+"""How rows come into a Dataset: the ``from_*`` constructors and what they call (private)."""

@@ -1,0 +1,1 @@
+"""Views and transforms of a Dataset that build new states without a map (private)."""

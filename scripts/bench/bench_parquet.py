@@ -1,0 +1,208 @@
+"""Parquet read in place against convert-then-read: disk, first batch, epoch, cached rerun.
+
+Run from the repository root::
+
+    python scripts/bench/bench_parquet.py            # 100k documents, 3 interleaved rounds
+    python scripts/bench/bench_parquet.py --quick    # 20k documents, 2 rounds
+
+Corpus: ``--docs`` documents of token ids (``list<int32>``, uniform in ``[0, 32000)``,
+lognormal lengths of median 200 clipped to ``[1, 4096]``, as in ``bench_tokens.py``) and an
+``id`` column, written by pyarrow as 4 Parquet files (snappy, row groups of 8,192 rows).
+
+Two ways to read it, each measured in fresh processes (imports excluded), interleaved:
+
+- **in place**: ``Dataset.from_parquet(files, in_place=True)`` (decode cache 256 MB);
+- **convert**: ``Dataset.from_parquet(files)``, which writes arrowmix chunks into the cache
+  once (content-addressed: a later open hashes the files and converts nothing).
+
+Measured: the disk each one adds (the chunks, the digest records, the map cache files);
+*first batch*: from nothing cached (conversion included) to the first collated batch of
+``to_stream(shuffle="chunks").batch(64, columnar=True).collate()``; *epoch*: one epoch of
+that stream, in tokens/s; *cached rerun*: open + a cached ``map`` (document lengths) + its
+first row, in a new process; *random ds[i]*: 30 random rows, each from a freshly opened
+dataset (in place: the row group of the row decoded), and 200 from a warm one (every row
+group decoded already).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+MODES = ("in_place", "convert")
+ROW_GROUP = 8192
+
+
+def make_corpus(workdir: Path, docs: int) -> list[str]:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    out = workdir / "parquet"
+    files = [str(out / f"part-{k}.parquet") for k in range(4)]
+    if all(os.path.exists(f) for f in files) and (out / f"docs-{docs}").exists():
+        return files
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    lengths = np.clip(rng.lognormal(np.log(200), 1.0, docs).astype(np.int64), 1, 4096)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    values = rng.integers(0, 32000, int(offsets[-1]), dtype=np.int32)
+    ids = pa.ListArray.from_arrays(pa.array(offsets), pa.array(values))
+    table = pa.table({"id": np.arange(docs), "input_ids": ids})
+    per = -(-docs // 4)
+    for k, f in enumerate(files):
+        pq.write_table(table.slice(k * per, per), f, row_group_size=ROW_GROUP)
+    (out / f"docs-{docs}").touch()
+    return files
+
+
+def du(path: str | Path) -> int:
+    total = 0
+    for dirpath, _, names in os.walk(path):
+        for n in names:
+            p = os.path.join(dirpath, n)
+            if not os.path.islink(p):
+                total += os.path.getsize(p)
+    return total
+
+
+def lengths(batch: dict) -> dict:
+    return {"n": [len(x) for x in batch["input_ids"]]}
+
+
+def child(step: str, mode: str, files: list[str]) -> dict:
+    import numpy as np
+
+    import arrowmix as am
+
+    t0 = time.perf_counter()
+    ds = am.Dataset.from_parquet(files, in_place=mode == "in_place")
+    t_open = time.perf_counter() - t0
+    if step in ("first", "epoch"):
+        stream = ds.to_stream(shuffle="chunks", seed=0, infinite=False)
+        batches = iter(stream.batch(64, columnar=True).collate())
+        first = next(batches)
+        t_first = time.perf_counter() - t0
+        if step == "first":
+            return {"open_s": t_open, "first_batch_s": t_first}
+        tokens = int(np.asarray(first["attention_mask"]).sum())
+        t1 = time.perf_counter()
+        for b in batches:
+            tokens += int(np.asarray(b["attention_mask"]).sum())
+        dt = time.perf_counter() - t1
+        return {"tokens_per_s": tokens / dt, "epoch_s": dt, "tokens": tokens}
+    if step == "rerun":
+        out = ds.map(lengths, batched=True, remove_columns=["input_ids"])
+        _ = out[0]
+        return {"rerun_s": time.perf_counter() - t0, "map_files": out.cache_files}
+    if step == "random":
+        rng = np.random.default_rng(1)
+        pos = rng.integers(0, len(ds), 200).tolist()
+        cold = []
+        for i in pos[:30]:
+            fresh = am.Dataset.from_parquet(files, in_place=mode == "in_place")
+            t = time.perf_counter()
+            fresh[i]
+            cold.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        for i in pos:
+            ds[i]
+        warm_first = (time.perf_counter() - t) / len(pos)
+        t = time.perf_counter()
+        for i in pos:
+            ds[i]
+        warm = (time.perf_counter() - t) / len(pos)
+        return {"cold_ms": 1e3 * statistics.median(cold), "first_pass_ms": 1e3 * warm_first,
+                "warm_ms": 1e3 * warm}  # fmt: skip
+    raise ValueError(step)
+
+
+def run(step: str, mode: str, files: list[str], cache: Path) -> dict:
+    # Bytecode caching on: an installed package has its .pyc files, and compiling arrowmix's
+    # lazily imported modules is not what is measured.
+    env = {**os.environ, "ARROWMIX_CACHE": str(cache), "ARROWMIX_PROGRESS": "0",
+           "PYTHONDONTWRITEBYTECODE": ""}  # fmt: skip
+    args = [sys.executable, __file__, "--child", step, mode, json.dumps(files)]
+    out = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
+    if out.returncode:
+        raise RuntimeError(out.stderr[-3000:])
+    result: dict = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--docs", type=int, default=100_000)
+    ap.add_argument("--quick", action="store_true", help="20k documents, 2 rounds")
+    ap.add_argument("--rounds", type=int, default=None)
+    ap.add_argument("--workdir", default="/tmp/arrowmix-bench-parquet")
+    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        step, mode, files = args.child
+        print(json.dumps(child(step, mode, json.loads(files))))
+        return
+    docs = 20_000 if args.quick else args.docs
+    rounds = args.rounds or (2 if args.quick else 3)
+    work = Path(args.workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    files = make_corpus(work, docs)
+    parquet_bytes = sum(os.path.getsize(f) for f in files)
+    samples: dict[tuple[str, str], list[dict]] = {}
+    disk: dict[str, int] = {}
+    for r in range(rounds):
+        for mode in MODES:
+            cache = work / f"cache-{mode}"
+            shutil.rmtree(cache, ignore_errors=True)
+            for f in Path(files[0]).parent.glob("cache-*.arrow"):
+                f.unlink()  # map results beside the files (in place)
+            first = run("first", mode, files, cache)  # nothing cached: conversion included
+            samples.setdefault(("first", mode), []).append(first)
+            run("rerun", mode, files, cache)  # computes the map: the next run is the rerun
+            for step in ("epoch", "rerun", "random"):
+                samples.setdefault((step, mode), []).append(run(step, mode, files, cache))
+            maps = samples[("rerun", mode)][-1]["map_files"]
+            beside = [f for f in maps if not f.startswith(str(cache)) and os.path.exists(f)]
+            disk[mode] = du(cache) + sum(os.path.getsize(f) for f in beside)
+        print(f"round {r + 1}/{rounds} done", file=sys.stderr)
+
+    def med(step: str, mode: str, key: str) -> float:
+        rows = samples[(step, mode)]
+        return statistics.median(row[key] for row in rows)
+
+    print(f"# {docs} documents, {med('epoch', 'in_place', 'tokens') / 1e6:.1f} M tokens, "
+          f"{len(files)} Parquet files of {parquet_bytes / 2**20:.0f} MiB, row groups of "
+          f"{ROW_GROUP} rows; medians of {rounds} interleaved rounds\n")  # fmt: skip
+    print("| measure | in place | convert | in place / convert |")
+    print("|---|---|---|---|")
+    rows = [
+        ("disk added (MiB)", disk["in_place"] / 2**20, disk["convert"] / 2**20, "{:.1f}"),
+        ("open + first batch, nothing cached (s)", med("first", "in_place", "first_batch_s"),
+         med("first", "convert", "first_batch_s"), "{:.2f}"),
+        ("epoch (M tokens/s)", med("epoch", "in_place", "tokens_per_s") / 1e6,
+         med("epoch", "convert", "tokens_per_s") / 1e6, "{:.1f}"),
+        ("cached rerun: open + map hit + row (s)", med("rerun", "in_place", "rerun_s"),
+         med("rerun", "convert", "rerun_s"), "{:.3f}"),
+        ("random ds[i], cold decode cache (ms)", med("random", "in_place", "cold_ms"),
+         med("random", "convert", "cold_ms"), "{:.2f}"),
+        ("random ds[i], warm (ms)", med("random", "in_place", "warm_ms"),
+         med("random", "convert", "warm_ms"), "{:.3f}"),
+    ]  # fmt: skip
+    for name, a, b, f in rows:
+        ratio = a / b if b else float("nan")
+        print(f"| {name} | {f.format(a)} | {f.format(b)} | {ratio:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
