@@ -176,10 +176,10 @@ def map_dataset(
     rows = num_rows(state_of(ds))
     dropped_all = batched and drop_last_batch and batch_size and rows < batch_size
     if rows == 0 or dropped_all:
-        from arrowmix._dataset import ops  # the empty result: a view, nothing to compute
+        from arrowmix._dataset.views import view_ops  # the empty result: a view, no compute
 
-        ds = ops.select(ds, []) if dropped_all else ds
-        return ops.remove_columns(ds, list(removed)) if removed else ds
+        ds = view_ops.select(ds, []) if dropped_all else ds
+        return view_ops.remove_columns(ds, list(removed)) if removed else ds
     call = _call(
         ds,
         function,
