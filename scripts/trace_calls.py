@@ -21,7 +21,8 @@ Only the parent process is traced (the workers of ``num_proc=2`` run in other pr
 
 Each summary gives two counts. *All calls* counts every call. *Across objects* leaves out
 the calls an object makes to its own methods (the caller and the callee are methods with
-the same ``self``): a stage's ``__init__`` calling its base class's ``super().__init__``,
+the same ``self``, or the same ``cls`` for class methods): a stage's ``__init__`` calling its
+base class's ``super().__init__``, a class's ``__init_subclass__`` calling its base's,
 and a base class's template method calling the hook its subclass overrides, cross modules
 only because a class and its base live in different files. The calls are all still traced
 and listed with ``--pairs``; the second count only names which cycles are between objects.
@@ -47,11 +48,12 @@ def _module(frame: FrameType | None) -> str | None:
 
 
 def _receiver(frame: FrameType | None) -> object:
-    """The ``self`` of the method running in ``frame``, or a sentinel for a function."""
+    """The ``self`` (or ``cls``) of the method running in ``frame``, or a sentinel."""
     code = None if frame is None else frame.f_code
-    if frame is None or code is None or not code.co_argcount or code.co_varnames[0] != "self":
+    if frame is None or code is None or not code.co_argcount:
         return _NONE
-    return frame.f_locals.get("self", _NONE)
+    first = code.co_varnames[0]
+    return frame.f_locals.get(first, _NONE) if first in ("self", "cls") else _NONE
 
 
 _NONE = object()

@@ -8,7 +8,8 @@ import pkgutil
 from pathlib import Path
 
 import arrowmix._stream as stream_pkg
-from arrowmix._stream.base import PassThrough, Stream
+from arrowmix._stream.base import Stream
+from arrowmix._stream.passthrough import PassThrough
 from arrowmix._stream.replay import AnchoredStage
 from arrowmix.testing import CheckpointRoundTripTests
 

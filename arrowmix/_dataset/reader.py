@@ -175,7 +175,7 @@ class TableReader:
     def prefetch_batch(self, b: int) -> None:
         """Ask for the pages of every row of record batch ``b``."""
         batch = self._batches[b]
-        prefetch_rows((col, 0, batch.num_rows) for col in batch.columns)
+        prefetch_rows([(col, 0, batch.num_rows) for col in batch.columns])
 
     def take(self, positions: np.ndarray) -> pa.Table:
         """Rows at ``positions`` (int64, any order, repeats allowed), in that order.

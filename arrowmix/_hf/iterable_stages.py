@@ -22,7 +22,8 @@ import pyarrow as pa
 
 from arrowmix._dataset.formats import format_batch, format_rows
 from arrowmix._hf.iterable_tensorize import TENSOR_FORMATS, tensorize
-from arrowmix._stream.base import PassThrough, State, Stream
+from arrowmix._stream.base import State, Stream
+from arrowmix._stream.passthrough import PassThrough
 from arrowmix._stream.topology import ElasticRole
 from arrowmix.exceptions import StateError
 

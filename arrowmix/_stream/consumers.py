@@ -10,19 +10,18 @@ weak reference, so a consumer that was dropped frees its input, and it is not pi
 
 from __future__ import annotations
 
-import functools
 import weakref
-from collections.abc import Callable
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from arrowmix._stream.stage import Stage
 
-__all__ = ["CONSUMER", "claim_inputs", "claiming_init"]
+__all__ = ["BUILDING", "CONSUMER", "claim_inputs"]
 
 #: The attribute holding a weak reference to the stage that reads a stream.
 CONSUMER = "_consumer"
-_BUILDING = "_building"  # nesting depth of __init__ calls (super().__init__ chains)
+BUILDING = "_building"  # nesting depth of __init__ calls (super().__init__ chains)
 
 
 def _short(node: Stage[Any]) -> str:
@@ -33,17 +32,12 @@ def _short(node: Stage[Any]) -> str:
     return f"`{stage_name(node)}` ({text[:160]}{'...' if len(text) > 160 else ''})"
 
 
-def claim_inputs(node: Stage[Any]) -> None:
-    """Record ``node`` as the one consumer of each of its inputs.
+def claim_inputs(node: Stage[Any], inputs: Sequence[Stage[Any]]) -> None:
+    """Record ``node`` as the one consumer of each of ``inputs``, the streams it reads.
 
     Raises:
         ValueError: an input is read by another live stage, or twice by ``node``.
     """
-    from arrowmix._stream.stage import Stage, attribute_streams
-
-    inputs = node.children()
-    if type(node).children is Stage.children:  # found in attributes: held twice?
-        inputs = attribute_streams(node, unique=False)
     seen: list[Any] = []
     for child in inputs:
         if any(child is s for s in seen):
@@ -64,27 +58,3 @@ def claim_inputs(node: Stage[Any]) -> None:
             )
     for child in seen:
         child.__dict__[CONSUMER] = weakref.ref(node)
-
-
-def claiming_init(init: Callable[..., None]) -> Callable[..., None]:
-    """Wrap a stage class's ``__init__`` so that the outermost call claims the inputs."""
-    if getattr(init, "_claims_inputs", False):
-        return init
-
-    @functools.wraps(init)
-    def wrapped(self: Stage[Any], *args: Any, **kwargs: Any) -> None:
-        d = self.__dict__
-        depth = d.get(_BUILDING, 0)
-        d[_BUILDING] = depth + 1
-        try:
-            init(self, *args, **kwargs)
-        finally:
-            if depth:
-                d[_BUILDING] = depth
-            else:
-                d.pop(_BUILDING, None)
-        if not depth:
-            claim_inputs(self)
-
-    wrapped._claims_inputs = True  # type: ignore[attr-defined]
-    return wrapped

@@ -13,14 +13,15 @@ the fluent builders and the user methods that delegate to that root are in
 
 from __future__ import annotations
 
+import functools
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import pyarrow as pa
 
-from arrowmix._stream.consumers import CONSUMER, claiming_init
+from arrowmix._stream.consumers import BUILDING, CONSUMER, claim_inputs
 from arrowmix._stream.hooks import StageHooks
 from arrowmix._stream.topology import ElasticRole
 from arrowmix.exceptions import StateError
@@ -111,7 +112,14 @@ class Stage(StageHooks, Generic[T]):
         super().__init_subclass__(**kwargs)
         init = cls.__dict__.get("__init__")
         if init is not None:
-            cls.__init__ = claiming_init(init)  # type: ignore[method-assign]
+            cls.__init__ = _claiming_init(init)  # type: ignore[method-assign]
+
+    def _claim_inputs(self) -> None:
+        """Claim this stage's inputs (one consumer per stream), once it is built."""
+        inputs = self.children()
+        if type(self).children is Stage.children:  # found in attributes: held twice?
+            inputs = attribute_streams(self, unique=False)
+        claim_inputs(self, inputs)
 
     def __init__(self) -> None:
         self._started = False  # this stage's reset ran (since it was built or restarted)
@@ -268,3 +276,27 @@ def config_tree(node: Stage[Any], names: dict[int, str] | None = None) -> list[A
         node.describe(),
         [config_tree(c, names) for c in node.children()],
     ]
+
+
+def _claiming_init(init: Callable[..., None]) -> Callable[..., None]:
+    """Wrap a stage class's ``__init__`` so that the outermost call claims the inputs."""
+    if getattr(init, "_claims_inputs", False):
+        return init
+
+    @functools.wraps(init)
+    def wrapped(self: Stage[Any], *args: Any, **kwargs: Any) -> None:
+        d = self.__dict__
+        depth = d.get(BUILDING, 0)
+        d[BUILDING] = depth + 1
+        try:
+            init(self, *args, **kwargs)
+        finally:
+            if depth:
+                d[BUILDING] = depth
+            else:
+                d.pop(BUILDING, None)
+        if not depth:
+            self._claim_inputs()
+
+    wrapped._claims_inputs = True  # type: ignore[attr-defined]
+    return wrapped

@@ -10,13 +10,14 @@ the seeded-RNG helpers :func:`derive_rng` and :class:`SeedHolder`. See
 ``docs/streams.md``, "Writing a stage".
 """
 
-from arrowmix._stream.base import ElasticMode, PassThrough, Stream
+from arrowmix._stream.base import ElasticMode, Stream
 from arrowmix._stream.elastic import merge_states
 from arrowmix._stream.hooks import StageHooks
 from arrowmix._stream.mixing.mix import mix
 from arrowmix._stream.mixing.mix import zip_streams as zip
 from arrowmix._stream.mixing.schedule import estimate_mix_rows
 from arrowmix._stream.mixing.weight_schedule import WeightSchedule
+from arrowmix._stream.passthrough import PassThrough
 from arrowmix._stream.positions import PositionBatches, Positions
 from arrowmix._stream.replay import WindowReplayStage
 from arrowmix._stream.rng import SeedHolder, derive_rng

@@ -11,8 +11,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from arrowmix._stream.base import PassThrough, Stream
+from arrowmix._stream.base import Stream
 from arrowmix._stream.counters import Tally, wait_clock
+from arrowmix._stream.passthrough import PassThrough
 from arrowmix._stream.positions import PositionBatches, Positions
 from arrowmix._stream.sources.rows import table_to_rows
 from arrowmix._stream.tokens.column import is_token_type

@@ -18,7 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from arrowmix._fingerprint.hasher import hash_value
-from arrowmix._stream.base import PassThrough, State, Stream, checked_fn, fn_id
+from arrowmix._stream.base import State, Stream, checked_fn, fn_id
+from arrowmix._stream.passthrough import PassThrough
 from arrowmix._stream.positions import Positions
 from arrowmix._stream.replay import AnchoredStage
 from arrowmix._stream.stage import config_tree

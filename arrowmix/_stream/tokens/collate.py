@@ -23,8 +23,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._stream.base import PassThrough, Stream
+from arrowmix._stream.base import Stream
 from arrowmix._stream.counters import SourceTokens, Tally, wait_clock
+from arrowmix._stream.passthrough import PassThrough
 from arrowmix._stream.tokens.column import (
     TokenColumn,
     TokenSpans,
