@@ -108,13 +108,14 @@ def data_view(ds: Dataset) -> TableView:
     tables do.
 
     Raises:
-        TypeError: the dataset reads remote chunks through a bounded cache (no one table).
+        TypeError: the dataset reads its rows on demand (a bounded remote cache, files
+            read in place): it has no one table.
     """
     s = state_of(ds)
     if not isinstance(s.table, pa.Table):
         raise TypeError(
-            "`ds.data` is an Arrow table in memory or memory-mapped; this dataset reads remote "
-            "chunks through a bounded cache (`from_chunks(..., cache_limit=...)`) and has none. "
+            "`ds.data` is an Arrow table in memory or memory-mapped; this dataset reads its "
+            f"rows on demand from {s.table.opened_as} and has none. "
             "Use `ds.to_table()` or `ds.iter(batch_size)`."
         )
     table = s.table

@@ -232,3 +232,11 @@ def test_concatenation_is_refused_naming_the_kind(files: list[str]) -> None:
     ds = am.Dataset.from_parquet(files, in_place=True)
     with pytest.raises(ValueError, match="in_place=True"):
         am.concatenate_datasets([ds, ds])
+
+
+def test_hf_data_of_an_in_place_dataset_names_how_it_was_opened(tmp_path: Path) -> None:
+    pq.write_table(pa.table({"a": [1, 2]}), tmp_path / "x.parquet")
+    ds = am.Dataset.from_parquet(str(tmp_path / "x.parquet"), in_place=True)
+    with pytest.raises(TypeError, match=r"Parquet files read in place.*to_table\(\)"):
+        ds.data
+    assert ds.to_table().column("a").to_pylist() == [1, 2]
