@@ -17,11 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import subprocess
 import sys
 import threading
 import time
+
+from bench_common import machine_summary, peak_rss_mb, read_bytes, run_fresh, status_mb
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -31,20 +31,12 @@ def _peaks() -> dict[str, int]:
 
     def sample() -> None:
         while True:
-            with open("/proc/self/status") as f:
-                for line in f:
-                    if line.startswith(("RssAnon", "RssFile")):
-                        k, v = line.split(":", 1)
-                        peak[k] = max(peak[k], int(v.split()[0]) // 1024)
+            for k, v in status_mb(*peak).items():
+                peak[k] = max(peak[k], int(v))
             time.sleep(0.005)
 
     threading.Thread(target=sample, daemon=True).start()
     return peak
-
-
-def _read_bytes() -> int:
-    with open("/proc/self/io") as f:
-        return int(dict(line.split(": ") for line in f.read().splitlines())["read_bytes"])
 
 
 def keep(batch):
@@ -71,7 +63,7 @@ def child(root: str, step: str, corpus: str, cache: str, rows: int) -> dict:
         return {}
     peak = _peaks()
     ds = am.Dataset.from_chunks(corpus, cache_dir=cache)
-    r0, t = _read_bytes(), time.perf_counter()
+    r0, t = read_bytes(), time.perf_counter()
     if step == "shuffle":
         out = ds.shuffle(seed=42)
     else:
@@ -80,8 +72,8 @@ def child(root: str, step: str, corpus: str, cache: str, rows: int) -> dict:
     return {
         "s": round(time.perf_counter() - t, 2),
         "rows": len(out),
-        "read_mb": (_read_bytes() - r0) >> 20,
-        "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+        "read_mb": (read_bytes() - r0) >> 20,
+        "maxrss_mb": int(peak_rss_mb()),
         "peak_anon_mb": peak["RssAnon"],
         "peak_file_mb": peak["RssFile"],
     }
@@ -105,11 +97,12 @@ def main() -> None:
     }
 
     def run(root: str, step: str, cache: str) -> dict:
-        cmd = [sys.executable, __file__, "--child", root, step, corpus, cache, str(args.rows)]
-        env = {**os.environ, "ARROWMIX_PROGRESS": "0", "PYTHONDONTWRITEBYTECODE": ""}
-        res = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
-        return json.loads(res.stdout.strip().splitlines()[-1])
+        argv = ["--child", root, step, corpus, cache, str(args.rows)]
+        return run_fresh(
+            __file__, argv, env={"ARROWMIX_PROGRESS": "0", "PYTHONDONTWRITEBYTECODE": ""}
+        )
 
+    print(f"# {machine_summary()}")
     if not os.path.isdir(corpus):
         run(ROOT, "make", "")
     for step in ("shuffle", "filter"):
