@@ -374,8 +374,9 @@ def base_parser(
         workdir: default of ``--workdir`` (None: a temporary directory, see
             :func:`workdir_from_args`).
         repeats: default of ``--repeats`` (None: the bench picks, e.g. fewer with ``--quick``).
-        rows_flags, workdir_flags, repeats_flags: the spellings of these flags (the first is the
-            attribute: ``args.rows``, ``args.workdir``, ``args.repeats``), older names kept.
+        rows_flags, workdir_flags, repeats_flags: the spellings of these flags (the attributes
+            are ``args.rows``, ``args.workdir``, ``args.repeats``), older names kept; an empty
+            tuple leaves the flag out.
         seed: add ``--seed``.
     """
     p = argparse.ArgumentParser(
@@ -390,20 +391,23 @@ def base_parser(
         action="store_true",
         help=quick or f"smoke run: {QUICK_ROWS:,} rows, fewer repeats",
     )
-    p.add_argument(
-        *workdir_flags,
-        dest="workdir",
-        default=workdir,
-        help="where data is written and kept (reused across runs); default "
-        + (workdir or "a temp dir removed at the end"),
-    )
-    p.add_argument(
-        *repeats_flags,
-        dest="repeats",
-        type=int,
-        default=repeats,
-        help="samples (rounds) per measurement",
-    )
+    if workdir_flags:
+        p.add_argument(
+            *workdir_flags,
+            dest="workdir",
+            default=workdir,
+            help="where data is written and kept (reused across runs); default "
+            + (workdir or "a temp dir removed at the end"),
+        )
+    if repeats_flags:
+        p.add_argument(
+            *repeats_flags,
+            dest="repeats",
+            type=int,
+            default=repeats,
+            help="samples (rounds) per measurement"
+            + (f" (default {repeats})" if repeats is not None else ""),
+        )
     if seed:
         p.add_argument("--seed", type=int, default=0, help="corpus seed")
     return p
