@@ -39,10 +39,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 if importlib.util.find_spec("arrowmix") is None:  # running from a checkout without install
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
@@ -64,6 +66,7 @@ __all__ = [
     "io_counters",
     "machine_summary",
     "make_text_table",
+    "markdown_row",
     "peak_rss_mb",
     "print_markdown",
     "print_table",
@@ -104,6 +107,8 @@ def make_text_table(rows: int, seed: int = 0) -> pa.Table:
     Texts are lowercase letters (English-like skew) and spaces (words of ~5 letters on
     average); row lengths are lognormal (median ~181, mean ~300 characters).
     """
+    import pyarrow as pa  # imported here: benches' children in other venvs import only numpy
+
     rng = np.random.default_rng(seed)
     lengths = np.clip(np.rint(rng.lognormal(LEN_MU, LEN_SIGMA, size=rows)), 1, MAX_CHARS).astype(
         np.int64
@@ -453,10 +458,15 @@ class Target:
         return self.value <= self.bound if self.op == "<=" else self.value >= self.bound
 
 
+def markdown_row(cells: list[str]) -> str:
+    """One line of a Markdown table (to print rows as they are measured)."""
+    return "| " + " | ".join(cells) + " |"
+
+
 def print_markdown(header: list[str], rows: list[list[str]]) -> str:
-    """Print (and return) a Markdown table of preformatted cells."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    """Print (and return) a Markdown table of preformatted cells (no rows: the header only)."""
+    lines = [markdown_row(header), "|" + "---|" * len(header)]
+    lines += [markdown_row(r) for r in rows]
     text = "\n".join(lines)
     print(text, flush=True)
     return text
@@ -482,14 +492,17 @@ def read_bytes() -> int:
     return io_counters().get("read_bytes", 0)
 
 
-def disk_usage(path: str | os.PathLike[str]) -> int:
-    """Bytes of the files under ``path`` (links not followed; files removed meanwhile skipped)."""
+def disk_usage(path: str | os.PathLike[str], *, links: bool = False) -> int:
+    """Bytes of the files under ``path``; files removed meanwhile are skipped.
+
+    A symbolic link counts its target's size with ``links=True``, nothing otherwise.
+    """
     total = 0
     for root, _, names in os.walk(path):
         for name in names:
             with contextlib.suppress(OSError):
                 p = os.path.join(root, name)
-                if not os.path.islink(p):
+                if links or not os.path.islink(p):
                     total += os.stat(p).st_size
     return total
 
