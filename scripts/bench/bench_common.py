@@ -369,6 +369,7 @@ def base_parser(
     repeats: int | None = None,
     repeats_flags: tuple[str, ...] = ("--repeats",),
     seed: bool = True,
+    child: int = 0,
 ) -> argparse.ArgumentParser:
     """``--rows``, ``--quick``, ``--workdir``, ``--repeats``, ``--seed``, with a bench's defaults.
 
@@ -383,6 +384,8 @@ def base_parser(
             are ``args.rows``, ``args.workdir``, ``args.repeats``), older names kept; an empty
             tuple leaves the flag out.
         seed: add ``--seed``.
+        child: add the hidden ``--child A B ...`` (this many values) through which
+            :func:`run_fresh` hands a measurement to a fresh process of the same script.
     """
     p = argparse.ArgumentParser(
         description=description, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -415,6 +418,8 @@ def base_parser(
         )
     if seed:
         p.add_argument("--seed", type=int, default=0, help="corpus seed")
+    if child:
+        p.add_argument("--child", nargs=child, help=argparse.SUPPRESS)
     return p
 
 

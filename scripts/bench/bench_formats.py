@@ -27,7 +27,6 @@ round: *epoch*: one epoch of ``to_stream(shuffle="chunks").batch(64, columnar=Tr
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -174,8 +173,8 @@ def main() -> None:
         workdir="/tmp/arrowmix-bench-formats",
         repeats_flags=("--rounds", "--repeats"),
         seed=False,
+        child=3,
     )
-    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         print(json.dumps(child(*args.child)))

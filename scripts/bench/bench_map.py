@@ -45,7 +45,6 @@ Data lives in ``--dir`` (default ``$TMPDIR/arrowmix-bench``), generated once and
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -422,6 +421,7 @@ def main():
         repeats=3,
         repeats_flags=("--repeat", "--repeats"),
         seed=False,
+        child=4,
     )
     p.add_argument("--only", choices=["arrowmix", "datasets"])
     p.add_argument("--big", action="store_true", help="also map a ~2 GB dataset (peak RSS)")
@@ -430,7 +430,6 @@ def main():
     p.add_argument("--baseline", help="a checkout to compare arrowmix with (--regression/--tokens)")
     p.add_argument("--tokens", help="an arrowmix corpus with an `input_ids` column (token ids)")
     p.add_argument("--steps", default="tmap,trerun", help="with --tokens: tmap, trerun or both")
-    p.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
         kind, lib, path, extra = args.child

@@ -26,7 +26,6 @@ group decoded already).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -135,8 +134,8 @@ def main() -> None:
         workdir="/tmp/arrowmix-bench-parquet",
         repeats_flags=("--rounds", "--repeats"),
         seed=False,
+        child=3,
     )
-    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         step, mode, files = args.child

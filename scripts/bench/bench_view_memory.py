@@ -4,6 +4,7 @@ Usage (from the repository root; one fresh process per step, as a training scrip
 
     python scripts/bench/bench_view_memory.py --rows 140000000 --dir /tmp/views
     python scripts/bench/bench_view_memory.py --rows 140000000 --dir /tmp/views --baseline ../main
+    python scripts/bench/bench_view_memory.py --quick   # 200,000 rows
 
 The corpus is one ``int8`` column (``rows`` bytes), so a large row count fits any disk; what
 is measured is the 8 bytes a row of the views' mappings. Each step prints seconds, disk bytes
@@ -14,14 +15,13 @@ cache the kernel can write back and drop; anonymous pages are the process's own.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import threading
 import time
 
-from bench_common import machine_summary, peak_rss_mb, read_bytes, run_fresh, status_mb
+from bench_common import base_parser, machine_summary, peak_rss_mb, read_bytes, run_fresh, status_mb
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -80,16 +80,25 @@ def child(root: str, step: str, corpus: str, cache: str, rows: int) -> dict:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--rows", type=int, default=10_000_000)
-    p.add_argument("--dir", default=os.path.join("/tmp", "arrowmix-view-memory"))
+    p = base_parser(
+        __doc__,
+        rows=10_000_000,
+        quick="smoke run: 200,000 rows",
+        workdir=os.path.join("/tmp", "arrowmix-view-memory"),
+        workdir_flags=("--dir", "--workdir"),
+        repeats_flags=(),
+        seed=False,
+        child=5,
+    )
     p.add_argument("--baseline", help="another checkout, run in the same rounds")
-    p.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
         root, step, corpus, cache, rows = args.child
         print(json.dumps(child(root, step, corpus, cache, int(rows))))
         return
+    args.dir = args.workdir
+    if args.quick:
+        args.rows = 200_000
     corpus = os.path.join(args.dir, f"corpus-{args.rows}")
     roots = {
         "arrowmix": ROOT,
