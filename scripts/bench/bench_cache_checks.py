@@ -20,6 +20,7 @@ Timed: from the first arrowmix call on (interpreter start and imports excluded).
 Usage (from the repository root, in the arrowmix venv)::
 
     python scripts/bench/bench_cache_checks.py --baseline /tmp/base --rounds 7
+    python scripts/bench/bench_cache_checks.py --baseline /tmp/base --quick  # 40k rows, 2 rounds
 """
 
 from __future__ import annotations
@@ -28,13 +29,14 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from typing import Any
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_common import base_parser, machine_summary, print_markdown, run_fresh
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def gen_rows(n: int) -> Any:
@@ -68,22 +70,21 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_child(root: str, argv: list[str]) -> dict[str, Any]:
-    env = {**os.environ, "BENCH_ARROWMIX_ROOT": root}
-    got = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), *argv],
-        env=env, check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    result: dict[str, Any] = json.loads(got.stdout.strip().splitlines()[-1])
-    return result
+    return run_fresh(os.path.abspath(__file__), argv, env={"BENCH_ARROWMIX_ROOT": root})
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap = base_parser(
+        __doc__.split("\n", 1)[0],
+        rows=400_000,
+        quick="smoke run: 40,000 rows, 2 rounds",
+        workdir="/tmp/arrowmix-bench-cache-checks",
+        repeats=7,
+        repeats_flags=("--rounds", "--repeats"),
+        seed=False,
+    )
     ap.add_argument("--baseline", help="another checkout to compare with (required)")
-    ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--rows", type=int, default=400_000, help="rows of each corpus")
     ap.add_argument("--chunks", type=int, default=40)
-    ap.add_argument("--workdir", default="/tmp/arrowmix-bench-cache-checks")
     ap.add_argument("--child", choices=["remote", "generator"], help=argparse.SUPPRESS)
     ap.add_argument("--url", help=argparse.SUPPRESS)
     ap.add_argument("--so", help=argparse.SUPPRESS)
@@ -94,6 +95,9 @@ def main() -> None:
         return
     if not args.baseline:
         ap.error("--baseline DIR is required")
+    if args.quick:
+        args.rows, args.repeats = min(args.rows, 40_000), min(args.repeats, 2)
+    print(f"# {machine_summary()}")
 
     import numpy as np
     import pyarrow as pa
@@ -123,7 +127,7 @@ def main() -> None:
         for argv in (remote, gen):  # untimed: fills the caches
             run_child(root, argv)
         cases[name] = {"remote": remote, "generator": gen}
-    for r in range(args.rounds):
+    for r in range(args.repeats):
         order = list(roots) if r % 2 == 0 else list(reversed(roots))
         for case in ("remote", "generator"):
             for name in order:
@@ -131,14 +135,15 @@ def main() -> None:
                 if case == "remote":
                     assert got["downloaded"] == 0, got
                 times.setdefault((case, name), []).append(got["seconds"])
-        print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
+        print(f"round {r + 1}/{args.repeats} done", file=sys.stderr)
     server.stop()
-    print("| case | this (median s) | baseline (median s) | this / baseline | runs |")
-    print("| --- | --- | --- | --- | --- |")
+    cells = []
     for case in ("remote", "generator"):
         a = statistics.median(times[(case, "this")])
         b = statistics.median(times[(case, "baseline")])
-        print(f"| {case} rerun | {a:.3f} | {b:.3f} | {a / b:.2f}x | {args.rounds} |")
+        cells.append([f"{case} rerun", f"{a:.3f}", f"{b:.3f}", f"{a / b:.2f}x", str(args.repeats)])
+    header = ["case", "this (median s)", "baseline (median s)", "this / baseline", "runs"]
+    print_markdown(header, cells)
     print(json.dumps({f"{c}/{n}": v for (c, n), v in times.items()}))
 
 

@@ -7,8 +7,13 @@
 - :func:`print_table`: absolute numbers plus the ratio arrowmix / peer, as a Markdown table that
   can be pasted into ``docs/benchmarks.md``.
 - :func:`peak_rss_mb` / :func:`current_rss_mb`: memory of this process.
+- :func:`print_markdown`: any other Markdown table (header and rows of cells).
 - :func:`base_parser`: the flags every bench shares (``--rows``, ``--quick``, ``--workdir``,
-  ``--repeats``, ``--seed``).
+  ``--repeats``, ``--seed``), with each bench's defaults and older spellings.
+- :func:`run_fresh`: one measurement in a fresh Python process (the script itself with its
+  ``--child`` arguments), its result the JSON object on the last line of its stdout.
+- :func:`status_mb`, :func:`read_bytes`, :func:`disk_usage`, :func:`drop_file_pages`: memory
+  and disk counters of ``/proc``, bytes under a directory, cold page cache.
 
 Run benches from the repository root, for example ``python scripts/bench/bench_dataset.py --quick``;
 when ``arrowmix`` is not installed, the repository root is put on ``sys.path``.
@@ -20,22 +25,26 @@ import argparse
 import contextlib
 import gc
 import importlib.util
+import json
 import math
 import os
 import platform
 import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 if importlib.util.find_spec("arrowmix") is None:  # running from a checkout without install
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
@@ -43,20 +52,29 @@ if importlib.util.find_spec("arrowmix") is None:  # running from a checkout with
 __all__ = [
     "DEFAULT_ROWS",
     "QUICK_ROWS",
+    "ChildFailed",
     "Row",
     "Target",
     "Timing",
     "base_parser",
     "current_rss_mb",
+    "disk_usage",
+    "drop_file_pages",
     "fmt_rate",
     "fmt_seconds",
     "interleaved",
+    "io_counters",
     "machine_summary",
     "make_text_table",
+    "markdown_row",
     "peak_rss_mb",
+    "print_markdown",
     "print_table",
     "print_targets",
+    "read_bytes",
     "rows_from_args",
+    "run_fresh",
+    "status_mb",
     "timed",
     "workdir_from_args",
 ]
@@ -89,6 +107,8 @@ def make_text_table(rows: int, seed: int = 0) -> pa.Table:
     Texts are lowercase letters (English-like skew) and spaces (words of ~5 letters on
     average); row lengths are lognormal (median ~181, mean ~300 characters).
     """
+    import pyarrow as pa  # imported here: benches' children in other venvs import only numpy
+
     rng = np.random.default_rng(seed)
     lengths = np.clip(np.rint(rng.lognormal(LEN_MU, LEN_SIGMA, size=rows)), 1, MAX_CHARS).astype(
         np.int64
@@ -301,20 +321,28 @@ def peak_rss_mb() -> float:
     return peak / 2**20 if sys.platform == "darwin" else peak / 1024  # bytes on macOS, KiB else
 
 
+def status_mb(*fields: str) -> dict[str, float]:
+    """Fields of ``/proc/self/status`` (``VmRSS``, ``RssAnon``, ``RssFile``, ``VmHWM``...) in MiB.
+
+    NaN for a field the system does not report (not Linux).
+    """
+    out = dict.fromkeys(fields, math.nan)
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in out:
+                out[key] = int(value.split()[0]) / 1024
+    return out
+
+
 def current_rss_mb() -> tuple[float, float]:
     """``(total, anonymous)`` resident MiB now (Linux ``/proc``; NaN elsewhere).
 
     Pages of memory-mapped files count in the total but not in the anonymous part, which is the
     memory a process really owns.
     """
-    total = anon = math.nan
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                total = int(line.split()[1]) / 1024
-            elif line.startswith("RssAnon:"):
-                anon = int(line.split()[1]) / 1024
-    return total, anon
+    now = status_mb("VmRSS", "RssAnon")
+    return now["VmRSS"], now["RssAnon"]
 
 
 def machine_summary() -> str:
@@ -330,21 +358,68 @@ def machine_summary() -> str:
 # ---- command line -------------------------------------------------------------------------
 
 
-def base_parser(description: str) -> argparse.ArgumentParser:
-    """``--rows``, ``--quick``, ``--workdir``, ``--repeats``, ``--seed``."""
-    p = argparse.ArgumentParser(description=description)
-    p.add_argument("--rows", type=int, default=DEFAULT_ROWS, help="corpus rows (default 1M)")
-    p.add_argument(
-        "--quick", action="store_true", help=f"smoke run: {QUICK_ROWS:,} rows, fewer repeats"
+def base_parser(
+    description: str,
+    *,
+    rows: int | None = DEFAULT_ROWS,
+    rows_flags: tuple[str, ...] = ("--rows",),
+    quick: str | None = None,
+    workdir: str | None = None,
+    workdir_flags: tuple[str, ...] = ("--workdir",),
+    repeats: int | None = None,
+    repeats_flags: tuple[str, ...] = ("--repeats",),
+    seed: bool = True,
+    child: int = 0,
+) -> argparse.ArgumentParser:
+    """``--rows``, ``--quick``, ``--workdir``, ``--repeats``, ``--seed``, with a bench's defaults.
+
+    Args:
+        description: the ``--help`` text (``__doc__`` of the bench, shown as written).
+        rows: default of ``--rows``; None leaves the flag out (a bench sized otherwise).
+        quick: help of ``--quick`` when the bench's smoke run is not :data:`QUICK_ROWS` rows.
+        workdir: default of ``--workdir`` (None: a temporary directory, see
+            :func:`workdir_from_args`).
+        repeats: default of ``--repeats`` (None: the bench picks, e.g. fewer with ``--quick``).
+        rows_flags, workdir_flags, repeats_flags: the spellings of these flags (the attributes
+            are ``args.rows``, ``args.workdir``, ``args.repeats``), older names kept; an empty
+            tuple leaves the flag out.
+        seed: add ``--seed``.
+        child: add the hidden ``--child A B ...`` (this many values) through which
+            :func:`run_fresh` hands a measurement to a fresh process of the same script.
+    """
+    p = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    if rows is not None:
+        p.add_argument(
+            *rows_flags, dest="rows", type=int, default=rows, help=f"corpus rows (default {rows:,})"
+        )
     p.add_argument(
-        "--workdir",
-        default=None,
-        help="where data is written and kept (reused across runs); default a temp dir removed "
-        "at the end",
+        "--quick",
+        action="store_true",
+        help=quick or f"smoke run: {QUICK_ROWS:,} rows, fewer repeats",
     )
-    p.add_argument("--repeats", type=int, default=None, help="samples per measurement")
-    p.add_argument("--seed", type=int, default=0, help="corpus seed")
+    if workdir_flags:
+        p.add_argument(
+            *workdir_flags,
+            dest="workdir",
+            default=workdir,
+            help="where data is written and kept (reused across runs); default "
+            + (workdir or "a temp dir removed at the end"),
+        )
+    if repeats_flags:
+        p.add_argument(
+            *repeats_flags,
+            dest="repeats",
+            type=int,
+            default=repeats,
+            help="samples (rounds) per measurement"
+            + (f" (default {repeats})" if repeats is not None else ""),
+        )
+    if seed:
+        p.add_argument("--seed", type=int, default=0, help="corpus seed")
+    if child:
+        p.add_argument("--child", nargs=child, help=argparse.SUPPRESS)
     return p
 
 
@@ -388,6 +463,20 @@ class Target:
         return self.value <= self.bound if self.op == "<=" else self.value >= self.bound
 
 
+def markdown_row(cells: list[str]) -> str:
+    """One line of a Markdown table (to print rows as they are measured)."""
+    return "| " + " | ".join(cells) + " |"
+
+
+def print_markdown(header: list[str], rows: list[list[str]]) -> str:
+    """Print (and return) a Markdown table of preformatted cells (no rows: the header only)."""
+    lines = [markdown_row(header), "|" + "---|" * len(header)]
+    lines += [markdown_row(r) for r in rows]
+    text = "\n".join(lines)
+    print(text, flush=True)
+    return text
+
+
 def print_targets(targets: list[Target]) -> str:
     """Print (and return) a Markdown table: goal, measured value, met or not."""
     lines = ["| target | measured | met |", "|---|---|---|"]
@@ -397,13 +486,30 @@ def print_targets(targets: list[Target]) -> str:
     return text
 
 
+def io_counters() -> dict[str, int]:
+    """This process's I/O counters (``/proc/self/io``: ``rchar``, ``read_bytes``, ...)."""
+    with open("/proc/self/io", encoding="ascii") as f:
+        return {k: int(v) for k, _, v in (line.partition(": ") for line in f) if v}
+
+
 def read_bytes() -> int:
     """Bytes this process caused to be read from storage (``/proc/self/io``)."""
-    with open("/proc/self/io", encoding="ascii") as f:
-        for line in f:
-            if line.startswith("read_bytes:"):
-                return int(line.split()[1])
-    return 0
+    return io_counters().get("read_bytes", 0)
+
+
+def disk_usage(path: str | os.PathLike[str], *, links: bool = False) -> int:
+    """Bytes of the files under ``path``; files removed meanwhile are skipped.
+
+    A symbolic link counts its target's size with ``links=True``, nothing otherwise.
+    """
+    total = 0
+    for root, _, names in os.walk(path):
+        for name in names:
+            with contextlib.suppress(OSError):
+                p = os.path.join(root, name)
+                if links or not os.path.islink(p):
+                    total += os.stat(p).st_size
+    return total
 
 
 def drop_file_pages(paths: Iterator[str | os.PathLike[str]] | list[Any]) -> None:
@@ -418,3 +524,43 @@ def drop_file_pages(paths: Iterator[str | os.PathLike[str]] | list[Any]) -> None
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
+
+
+# ---- fresh processes ----------------------------------------------------------------------
+
+
+class ChildFailed(RuntimeError):
+    """A fresh-process measurement exited non-zero; ``stderr`` is its error output."""
+
+    def __init__(self, what: str, stderr: str) -> None:
+        super().__init__(f"{what} failed:\n{stderr[-3000:]}")
+        self.stderr = stderr
+
+
+def run_fresh(
+    script: str | os.PathLike[str],
+    argv: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    cwd: str | None = None,
+    timeout: float | None = None,
+) -> dict[str, Any]:
+    """Run ``python script *argv`` in a fresh process; its result is its stdout's last line.
+
+    The child prints one JSON object as its last line (``print(json.dumps(result))``). ``env``
+    is added to this process's environment. Raises :class:`ChildFailed` (with the child's
+    stderr) on a non-zero exit, ``subprocess.TimeoutExpired`` past ``timeout`` seconds.
+    """
+    res = subprocess.run(
+        [sys.executable, os.fspath(script), *argv],
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=timeout,
+    )
+    if res.returncode != 0:
+        raise ChildFailed(" ".join(argv[:3]) or os.fspath(script), res.stderr)
+    out: dict[str, Any] = json.loads(res.stdout.strip().splitlines()[-1])
+    return out

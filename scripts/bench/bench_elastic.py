@@ -3,6 +3,7 @@
 Run from the repository root::
 
     python scripts/bench/bench_elastic.py --rows 1000000 --old 64 --new 48
+    python scripts/bench/bench_elastic.py --quick   # 100k rows, 16 -> 12 instances, 5 batches
 
 Data: ``--rows`` rows of ``{"id", "n_tokens"}`` with long-tailed (Zipf) lengths.
 Pipeline per instance: global shuffle source, ``shuffle(10_000)``, token-budget
@@ -14,7 +15,6 @@ throughput of ``bucket`` vs ``budget_bucket`` (rows/s of one rank).
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import sys
@@ -26,6 +26,8 @@ import numpy as np
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from bench_common import QUICK_ROWS, base_parser, fmt_rate, machine_summary, timed
 
 from arrowmix.stream import TableRowSource, from_row_source, merge_states
 
@@ -59,20 +61,30 @@ def rate(stream: Any, batches: int) -> float:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap = base_parser(
+        __doc__.splitlines()[0],
+        quick=f"smoke run: {QUICK_ROWS:,} rows, 16 -> 12 instances, 5 batches",
+        workdir_flags=(),
+        repeats_flags=(),
+        seed=False,
+    )
     ap.add_argument("--old", type=int, default=64)
     ap.add_argument("--new", type=int, default=48)
     ap.add_argument("--steps", type=int, default=20)
     args = ap.parse_args()
+    if args.quick:
+        args.rows, args.old, args.new, args.steps = QUICK_ROWS, 16, 12, 5
+    print(f"# {machine_summary()}")
     src = rows(args.rows)
 
     old = [pipeline(src, args.old, r) for r in range(args.old)]
-    t0 = time.perf_counter()
-    for s in old:
-        for _ in range(args.steps):
-            next(s)
-    t_old = time.perf_counter() - t0
+
+    def run_old() -> None:
+        for s in old:
+            for _ in range(args.steps):
+                next(s)
+
+    t_old, _ = timed(run_old)
     states = [s.state_dict() for s in old]
     merged = merge_states(states)
     print(f"old run: {args.old} instances x {args.steps} batches in {t_old:.2f} s")
@@ -90,7 +102,7 @@ def main() -> None:
 
     for name, build in (("bucket", pipeline), ("budget_bucket", balanced)):
         r = rate(build(src, 8, 0), 2000)
-        print(f"{name:14s} rank 0 of 8: {r / 1e6:.2f} M rows/s")
+        print(f"{name:14s} rank 0 of 8: {fmt_rate(r)}")
 
 
 if __name__ == "__main__":

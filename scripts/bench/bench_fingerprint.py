@@ -1,6 +1,6 @@
 """Benchmark function fingerprinting (arrowmix vs HF ``datasets`` when importable).
 
-Usage: python scripts/bench/bench_fingerprint.py [--repeat N]
+Usage: python scripts/bench/bench_fingerprint.py [--repeat N] [--quick]
 
 Prints the median time per call of ``fingerprint_function`` and
 ``fingerprint_transform`` for typical map functions, and of
@@ -11,12 +11,9 @@ calls), as a rerun of a training script would.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import re
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,22 +21,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import numpy as np
+from bench_common import base_parser, interleaved, machine_summary
 
 from arrowmix._fingerprint.functions import fingerprint_function
 from arrowmix._fingerprint.transform import fingerprint_transform
 
 MAX_LEN = 128
 WORD = re.compile(r"\w+|[^\w\s]")
-
-
-def _median_ms(fn: Callable[[], Any], repeat: int) -> float:
-    fn()  # warm-up: imports, code-object caches
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
 
 
 def _normalise(text: str) -> str:
@@ -108,31 +96,48 @@ def hf_hasher() -> Callable[[Any], str] | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark and print one line per case."""
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeat", type=int, default=15)
+    parser = base_parser(
+        __doc__,
+        rows=None,
+        quick="smoke run: 3 calls per case",
+        workdir_flags=(),
+        repeats=15,
+        repeats_flags=("--repeat", "--repeats"),
+        seed=False,
+    )
     args = parser.parse_args(argv)
+    repeat = 3 if args.quick else args.repeats
     hf = hf_hasher()
+    print(f"# {machine_summary()}")
     parent = "0123456789abcdef"
     header = f"{'case':36} {'arrowmix fn':>12} {'transform':>10} {'HF Hasher':>10}"
     print(header)
     print("-" * len(header))
     for name, fn in cases().items():
-        ours = _median_ms(functools.partial(fingerprint_function, fn), args.repeat)
-        trans = _median_ms(
-            functools.partial(
-                fingerprint_transform,
-                parent,
-                "arrowmix.map",
-                1,
-                fn,
-                {"batched": True},
-                {"batched": False},
-            ),
-            args.repeat,
+        timings = interleaved(
+            {
+                "fn": functools.partial(fingerprint_function, fn),
+                "transform": functools.partial(
+                    fingerprint_transform,
+                    parent,
+                    "arrowmix.map",
+                    1,
+                    fn,
+                    {"batched": True},
+                    {"batched": False},
+                ),
+            },
+            repeat,
+            warmup=1,  # imports, code-object caches
+            verbose=False,
         )
+        ours, trans = (timings[k].median * 1e3 for k in ("fn", "transform"))
         theirs = "n/a"
         if hf is not None:
-            hf_ms = _median_ms(functools.partial(hf, fn), max(3, args.repeat // 3))
+            hf_t = interleaved(
+                {"hf": functools.partial(hf, fn)}, max(3, repeat // 3), warmup=1, verbose=False
+            )
+            hf_ms = hf_t["hf"].median * 1e3
             theirs = f"{hf_ms:.2f}"
         print(f"{name:36} {ours:10.2f}ms {trans:8.2f}ms {theirs:>8}ms")
     print("medians in ms per call; HF column: datasets.fingerprint.Hasher.hash")

@@ -27,15 +27,15 @@ round: *epoch*: one epoch of ``to_stream(shuffle="chunks").batch(64, columnar=Tr
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from bench_common import base_parser, machine_summary, print_markdown, run_fresh
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -160,28 +160,27 @@ def child(step: str, fmt: str, path: str) -> dict:
 
 
 def run(step: str, fmt: str, path: str, cache: Path) -> dict:
-    env = {**os.environ, "ARROWMIX_CACHE": str(cache), "ARROWMIX_PROGRESS": "0"}
-    args = [sys.executable, __file__, "--child", step, fmt, path]
-    out = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
-    if out.returncode:
-        raise RuntimeError(out.stderr[-3000:])
-    result: dict = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
+    env = {"ARROWMIX_CACHE": str(cache), "ARROWMIX_PROGRESS": "0"}
+    return run_fresh(__file__, ["--child", step, fmt, path], env=env)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--docs", type=int, default=50_000)
-    ap.add_argument("--quick", action="store_true", help="20k documents, 2 rounds")
-    ap.add_argument("--rounds", type=int, default=None)
-    ap.add_argument("--workdir", default="/tmp/arrowmix-bench-formats")
-    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    ap = base_parser(
+        __doc__.splitlines()[0],
+        rows=50_000,
+        rows_flags=("--docs", "--rows"),
+        quick="20k documents, 2 rounds",
+        workdir="/tmp/arrowmix-bench-formats",
+        repeats_flags=("--rounds", "--repeats"),
+        seed=False,
+        child=3,
+    )
     args = ap.parse_args()
     if args.child:
         print(json.dumps(child(*args.child)))
         return
-    docs = 20_000 if args.quick else args.docs
-    rounds = args.rounds or (2 if args.quick else 3)
+    docs = 20_000 if args.quick else args.rows
+    rounds = args.repeats or (2 if args.quick else 3)
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
     paths = make_corpus(work, docs)
@@ -197,9 +196,9 @@ def main() -> None:
         return statistics.median(row[key] for row in samples[(step, fmt)])
 
     tokens = samples[("epoch", "chunks")][0]["tokens"]
+    print(f"# {machine_summary()}")
     print(f"# {docs} documents, {tokens / 1e6:.1f} M tokens; medians of {rounds} rounds\n")
-    print("| measure | format | in place | chunks | in place / chunks |")
-    print("|---|---|---|---|---|")
+    table = []
     for label, step, key, scale, form in (
         ("epoch (M tokens/s)", "epoch", "tokens_per_s", 1e-6, "{:.2f}"),
         ("random ds[i], first read (ms)", "random", "first_ms", 1.0, "{:.3f}"),
@@ -209,10 +208,11 @@ def main() -> None:
             if fmt == "chunks":
                 continue
             a, b = med(step, fmt, key) * scale, med(step, "chunks", key) * scale
-            print(f"| {label} | {fmt} | {form.format(a)} | {form.format(b)} | {a / b:.2f}x |")
+            table.append([label, fmt, form.format(a), form.format(b), f"{a / b:.2f}x"])
     a, b = (med("mix", m, "tokens_per_s") * 1e-6 for m in MIXES)
-    print(f"| mix epoch (M tokens/s) | megatron + parquet + mds-zstd | {a:.2f} | {b:.2f} | "
-          f"{a / b:.2f}x |")  # fmt: skip
+    mix = "megatron + parquet + mds-zstd"
+    table.append(["mix epoch (M tokens/s)", mix, f"{a:.2f}", f"{b:.2f}", f"{a / b:.2f}x"])
+    print_markdown(["measure", "format", "in place", "chunks", "in place / chunks"], table)
 
 
 if __name__ == "__main__":

@@ -7,12 +7,11 @@ offline with its cache in the work directory. Usage::
     python scripts/bench/bench_load.py --size-mb 1024 --dir /work/tmp/bench_load
     python scripts/bench/bench_load.py --keep --files --baseline /path/to/main --dir ...  # 3-way
 
-The work directory is deleted afterwards unless ``--keep``.
+The work directory is deleted afterwards unless ``--keep``. ``--quick``: files of 8 MB.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
@@ -25,6 +24,7 @@ import time
 import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
+from bench_common import base_parser, machine_summary, markdown_row, print_markdown
 
 LOAD = """
 import sys, {lib} as lib
@@ -98,11 +98,17 @@ def _med(times: _Times, run: str, label: str) -> list[float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = base_parser(
+        __doc__,
+        rows=None,
+        quick="smoke run: files of 8 MB",
+        workdir="/tmp/bench_load",
+        workdir_flags=("--dir", "--workdir"),
+        repeats=1,
+        seed=False,
+    )
     ap.add_argument("--size-mb", type=int, default=1024)
-    ap.add_argument("--dir", default="/tmp/bench_load")
     ap.add_argument("--formats", default="jsonl,csv,parquet")
-    ap.add_argument("--repeats", type=int, default=1, help="median of this many runs per cell")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument(
         "--baseline",
@@ -112,6 +118,10 @@ def main() -> None:
         "--files", action="store_true", help="reuse the data files of an earlier --keep run"
     )
     args = ap.parse_args()
+    args.dir = args.workdir
+    if args.quick:
+        args.size_mb = 8
+    print(f"# {machine_summary()}")
     os.makedirs(args.dir, exist_ok=True)
     try:
         if args.files:
@@ -131,12 +141,11 @@ def main() -> None:
         if args.baseline:
             libs.append(("baseline", "arrowmix", os.path.abspath(args.baseline)))
         libs.append(("datasets", "datasets", here))
-        head = "| format | run | arrowmix s | datasets s | arrowmix / datasets "
-        head += "| CPU s (arrowmix; datasets) | CPU ratio |"
+        head = ["format", "run", "arrowmix s", "datasets s", "arrowmix / datasets"]
+        head += ["CPU s (arrowmix; datasets)", "CPU ratio"]
         if args.baseline:
-            head += " baseline s | baseline / datasets | arrowmix / baseline | baseline CPU s |"
-        print(head)
-        print("|" + " --- |" * (head.count("|") - 1))
+            head += ["baseline s", "baseline / datasets", "arrowmix / baseline", "baseline CPU s"]
+        print_markdown(head, [])
         for fmt in args.formats.split(","):
             times: _Times = {}
             for _ in range(args.repeats):
@@ -160,18 +169,14 @@ def main() -> None:
             for run_label in ("first", "rerun"):
                 ours = _med(times, run_label, "arrowmix")
                 theirs = _med(times, run_label, "datasets")
-                line = (
-                    f"| {fmt} | {run_label} | {ours[0]:.2f} | {theirs[0]:.2f} | "
-                    f"{ours[0] / theirs[0]:.2f}x | {ours[1]:.1f}; {theirs[1]:.1f} | "
-                    f"{ours[1] / theirs[1]:.2f}x |"
-                )
+                cells = [fmt, run_label, f"{ours[0]:.2f}", f"{theirs[0]:.2f}"]
+                cells += [f"{ours[0] / theirs[0]:.2f}x", f"{ours[1]:.1f}; {theirs[1]:.1f}"]
+                cells += [f"{ours[1] / theirs[1]:.2f}x"]
                 if args.baseline:
                     b = _med(times, run_label, "baseline")
-                    line += (
-                        f" {b[0]:.2f} | {b[0] / theirs[0]:.2f}x | {ours[0] / b[0]:.2f}x "
-                        f"| {b[1]:.1f} |"
-                    )
-                print(line, flush=True)
+                    cells += [f"{b[0]:.2f}", f"{b[0] / theirs[0]:.2f}x", f"{ours[0] / b[0]:.2f}x"]
+                    cells += [f"{b[1]:.1f}"]
+                print(markdown_row(cells), flush=True)
     finally:
         if not args.keep:
             shutil.rmtree(args.dir, ignore_errors=True)

@@ -38,20 +38,30 @@ same run are compared, with ``TOLERANCE`` of slack. ``--baseline DIR`` also runs
 arrowmix of another checkout (the main branch, say) in the same rounds and compares with it
 directly.
 
+``--quick``: 10k and 100k rows instead of 100k and 1M, one run per measurement.
+
 Data lives in ``--dir`` (default ``$TMPDIR/arrowmix-bench``), generated once and reused.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+
+from bench_common import (
+    base_parser,
+    io_counters,
+    machine_summary,
+    peak_rss_mb,
+    print_markdown,
+    run_fresh,
+    status_mb,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORDS = [f"w{i:03d}x" for i in range(1000)]
@@ -198,24 +208,14 @@ def child(kind, lib, path, extra):
         sub.map(heavy, num_proc=2, load_from_cache_file=False)
         return {"s": time.perf_counter() - t}
     if kind == "rss":
-        import resource
-
         out = mapper(cheap, batched=True, load_from_cache_file=False)
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        with open("/proc/self/status") as f:
-            hwm = next(int(x.split()[1]) for x in f if x.startswith("VmHWM:")) / 1024
-        return {"peak_rss_mb": rss, "vm_hwm_mb": hwm, "rows": len(out)}
+        hwm = status_mb("VmHWM")["VmHWM"]
+        return {"peak_rss_mb": peak_rss_mb(), "vm_hwm_mb": hwm, "rows": len(out)}
     raise ValueError(kind)
 
 
 def run_child(kind, lib, path, extra="", env=None):
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", kind, lib, path, str(extra)]
-    res = subprocess.run(
-        cmd, capture_output=True, text=True, env={**os.environ, **(env or {})}, check=False
-    )
-    if res.returncode != 0:
-        raise RuntimeError(f"{kind}/{lib} failed:\n{res.stderr[-3000:]}")
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    return run_fresh(os.path.abspath(__file__), ["--child", kind, lib, path, str(extra)], env=env)
 
 
 def median_of(repeat, key, *child_args, **child_kwargs):
@@ -252,7 +252,7 @@ def regression(args, env):
     arrowmix runs in the same rounds, and "holds" compares with it directly; otherwise with
     the ratios to ``datasets`` recorded in docs/benchmarks.md.
     """
-    made = run_child("make", "datasets", args.dir, "1000000,50")
+    made = run_child("make", "datasets", args.workdir, "1000000,50")
     libs = {"arrowmix": ("arrowmix", made["arrowmix"], {})}
     if args.baseline:
         root = {"BENCH_ARROWMIX_ROOT": os.path.abspath(args.baseline)}
@@ -262,19 +262,16 @@ def regression(args, env):
         clear_cache_files(path)
         run_child("hit", lib, path, env=env)  # populate the cache of the hit measurement
     runs = {(k, name): [] for k in _KINDS for name in libs}
-    for _ in range(args.repeat):
+    for _ in range(args.repeats):
         for kind, key in _KINDS.items():
             for name, (lib, path, extra) in libs.items():
                 runs[(kind, name)].append(run_child(kind, lib, path, env={**env, **extra})[key])
     med = {k: statistics.median(v) for k, v in runs.items()}
     base = "baseline" if args.baseline else None
-    print(
-        "\n| measure (1M rows) | arrowmix | "
-        + ("baseline | arrowmix / baseline | " if base else "")
-        + "datasets | arrowmix / datasets | recorded | holds |"
-    )
-    print("| --- " * (8 if base else 6) + "|")
-    results = {}
+    header = ["measure (1M rows)", "arrowmix"]
+    header += ["baseline", "arrowmix / baseline"] if base else []
+    header += ["datasets", "arrowmix / datasets", "recorded", "holds"]
+    results, table = {}, []
     for kind, key in _KINDS.items():
         unit = _ms if key in ("total_s", "s") else _rate
         a, d = med[(kind, "arrowmix")], med[(kind, "datasets")]
@@ -291,8 +288,10 @@ def regression(args, env):
         if base:
             cells += [unit(r["baseline"]), f"{r['vs_baseline']:.2f}x"]
         cells += [unit(d), f"{ratio:.2f}x", f"{RECORDED[kind]:.2f}x", "yes" if holds else "**no**"]
-        print("| " + " | ".join(cells) + " |")
+        table.append(cells)
         results[kind] = r
+    print()
+    print_markdown(header, table)
     print("\n" + json.dumps(results, indent=1))
     return all(r["holds"] for r in results.values())
 
@@ -306,22 +305,8 @@ def tok_keep(b):
     return [n > 40 for n in b["n"]]
 
 
-def _io():
-    with open("/proc/self/io") as f:
-        d = dict(line.split(": ") for line in f.read().splitlines())
-    return int(d["read_bytes"]), int(d["rchar"])
-
-
-def _status():
-    with open("/proc/self/status") as f:
-        d = dict(line.split(":", 1) for line in f if line.startswith(("RssAnon", "RssFile")))
-    return {k: int(v.split()[0]) / 1024 for k, v in d.items()}
-
-
 def tok_child(kind, lib, path, cache):
     """One token-id measurement (``tmap``: cold map; ``trerun``: cached open+map+filter)."""
-    import resource
-
     if lib == "arrowmix":
         sys.path.insert(0, os.environ.get("BENCH_ARROWMIX_ROOT", ROOT))
         import arrowmix as am
@@ -342,21 +327,21 @@ def tok_child(kind, lib, path, cache):
         t = time.perf_counter()
         out = ds.map(tok_len, batched=True, load_from_cache_file=False)
         return {"s": time.perf_counter() - t, "rows": len(out)}
-    io0 = _io()
+    io0 = io_counters()
     t = time.perf_counter()
     out = load().map(tok_len, batched=True).filter(tok_keep, batched=True)
     _ = out[0]
     dt = time.perf_counter() - t
-    io1 = _io()
-    st = _status()
+    io1 = io_counters()
+    st = status_mb("RssAnon", "RssFile")
     return {
         "s": dt,
         "rows": len(out),
-        "read_bytes": io1[0] - io0[0],
-        "rchar": io1[1] - io0[1],
-        "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "anon_mb": st.get("RssAnon", 0.0),
-        "file_mb": st.get("RssFile", 0.0),
+        "read_bytes": io1["read_bytes"] - io0["read_bytes"],
+        "rchar": io1["rchar"] - io0["rchar"],
+        "maxrss_mb": peak_rss_mb(),
+        "anon_mb": st["RssAnon"],
+        "file_mb": st["RssFile"],
     }
 
 
@@ -385,7 +370,7 @@ def _tok_corpora(corpus, base):
 
 
 def tokens(args, env):
-    made = run_child("tokmake", "datasets", args.tokens, args.dir)
+    made = run_child("tokmake", "datasets", args.tokens, args.workdir)
     libs = {"arrowmix": ("arrowmix", {})}
     if args.baseline:
         libs["baseline"] = ("arrowmix", {"BENCH_ARROWMIX_ROOT": os.path.abspath(args.baseline)})
@@ -395,20 +380,18 @@ def tokens(args, env):
         caches = {}
         for name, (lib, extra) in libs.items():
             path = am_dir if lib == "arrowmix" else hf_dir
-            caches[name] = os.path.join(args.dir, f"cache-{name}-{rows}")
+            caches[name] = os.path.join(args.workdir, f"cache-{name}-{rows}")
             shutil.rmtree(caches[name], ignore_errors=True)
             if lib == "datasets":
                 clear_cache_files(hf_dir)
             run_child("trerun", lib, path, caches[name], env={**env, **extra})  # populate
-        for _ in range(args.repeat):
+        for _ in range(args.repeats):
             for kind in args.steps.split(","):
                 for name, (lib, extra) in libs.items():
                     path = am_dir if lib == "arrowmix" else hf_dir
                     r = run_child(kind, lib, path, caches[name], env={**env, **extra})
                     runs.setdefault((rows, kind, name), []).append(r)
                     print(json.dumps({"rows": rows, "kind": kind, "lib": name, **r}), flush=True)
-    print("\n| rows | step | " + " | ".join(libs) + " | arrowmix / datasets (time) |")
-    print("| --- " * (3 + len(libs)) + "|")
     summary = {}
     for (rows, kind, name), rs in sorted(runs.items()):
         summary[f"{rows}/{kind}/{name}"] = {
@@ -416,20 +399,30 @@ def tokens(args, env):
             for k in rs[0]
             if isinstance(rs[0][k], (int, float))
         }
+    table = []
     for rows in sorted({k[0] for k in runs}):
         for kind in args.steps.split(","):
             med = {n: summary[f"{rows}/{kind}/{n}"]["s"] for n in libs}
-            cells = [f"{med[n]:.3f} s" for n in libs]
             ratio = med["arrowmix"] / med["datasets"]
-            print(f"| {rows:,} | {kind} | " + " | ".join(cells) + f" | {ratio:.2f}x |")
+            table.append([f"{rows:,}", kind, *(f"{med[n]:.3f} s" for n in libs), f"{ratio:.2f}x"])
+    print()
+    print_markdown(["rows", "step", *libs, "arrowmix / datasets (time)"], table)
     print("\n" + json.dumps(summary, indent=1))
 
 
 # ---- main -----------------------------------------------------------------------------
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "arrowmix-bench"))
-    p.add_argument("--repeat", type=int, default=3)
+    p = base_parser(
+        __doc__,
+        rows=None,
+        quick="smoke run: 10k and 100k rows, one run per measurement",
+        workdir=os.path.join(tempfile.gettempdir(), "arrowmix-bench"),
+        workdir_flags=("--dir", "--workdir"),
+        repeats=3,
+        repeats_flags=("--repeat", "--repeats"),
+        seed=False,
+        child=4,
+    )
     p.add_argument("--only", choices=["arrowmix", "datasets"])
     p.add_argument("--big", action="store_true", help="also map a ~2 GB dataset (peak RSS)")
     p.add_argument("--nproc-rows", type=int, default=100_000)
@@ -437,7 +430,6 @@ def main():
     p.add_argument("--baseline", help="a checkout to compare arrowmix with (--regression/--tokens)")
     p.add_argument("--tokens", help="an arrowmix corpus with an `input_ids` column (token ids)")
     p.add_argument("--steps", default="tmap,trerun", help="with --tokens: tmap, trerun or both")
-    p.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
         kind, lib, path, extra = args.child
@@ -448,7 +440,11 @@ def main():
         else:
             print(json.dumps(child(kind, lib, path, extra)))
         return
-    os.makedirs(args.dir, exist_ok=True)
+    os.makedirs(args.workdir, exist_ok=True)
+    small, large = (10_000, 100_000) if args.quick else (100_000, 1_000_000)
+    if args.quick:
+        args.repeats, args.nproc_rows = 1, min(args.nproc_rows, 2_000)
+    print(f"# {machine_summary()}")
     libs = [args.only] if args.only else ["arrowmix", "datasets"]
     # Bytecode caching on (empty disables PYTHONDONTWRITEBYTECODE): an installed package has
     # its .pyc files, and compiling arrowmix's lazily imported modules is not what is measured.
@@ -463,20 +459,20 @@ def main():
         tokens(args, env)
         return
     paths = {}
-    for rows in (100_000, 1_000_000):
+    for rows in (small, large):
         hf = "datasets" if "datasets" in libs else "arrowmix"
-        made = run_child("make", hf, args.dir, f"{rows},50")
+        made = run_child("make", hf, args.workdir, f"{rows},50")
         paths[("arrowmix", rows)] = made["arrowmix"]
         paths[("datasets", rows)] = made["datasets"]
     results = {}
 
     print("\n1. cache hit in a new process (import + open + map hit + first row), median s")
-    for rows in (100_000, 1_000_000):
+    for rows in (small, large):
         for lib in libs:
             path = paths[(lib, rows)]
             clear_cache_files(path)
             run_child("hit", lib, path, env=env)  # populate the cache
-            med, last = median_of(args.repeat, "total_s", "hit", lib, path, env=env)
+            med, last = median_of(args.repeats, "total_s", "hit", lib, path, env=env)
             results[f"hit/{lib}/{rows}"] = med
             print(
                 f"   {lib:9s} {rows:>9,} rows: {med * 1000:7.1f} ms "
@@ -484,35 +480,35 @@ def main():
                 f"map {last['map_s'] * 1000:.1f} ms)"
             )
 
-    print("\n2. cold batched map of a cheap function (1M rows), median rows/s")
+    print(f"\n2. cold batched map of a cheap function ({large:,} rows), median rows/s")
     for lib in libs:
-        path = paths[(lib, 1_000_000)]
-        med, _ = median_of(args.repeat, "rows_per_s", "cold", lib, path, env=env)
+        path = paths[(lib, large)]
+        med, _ = median_of(args.repeats, "rows_per_s", "cold", lib, path, env=env)
         results[f"cold/{lib}"] = med
         print(f"   {lib:9s}: {med / 1e6:6.2f} M rows/s")
 
     print("\n   first map in a fresh process (no warm-up), median s")
-    for rows in (100_000, 1_000_000):
+    for rows in (small, large):
         for lib in libs:
             path = paths[(lib, rows)]
-            med, _ = median_of(args.repeat, "s", "first", lib, path, env=env)
+            med, _ = median_of(args.repeats, "s", "first", lib, path, env=env)
             results[f"first/{lib}/{rows}"] = med
             print(f"   {lib:9s} {rows:>9,} rows: {med:6.3f} s")
 
     print(f"\n3. expensive per-row function on {args.nproc_rows:,} rows: num_proc 1 vs 2, median s")
     for lib in libs:
-        path = paths[(lib, 1_000_000)]
+        path = paths[(lib, large)]
         t = {}
         for nproc in ("1", "2"):
             e = {**env, "NPROC": nproc}
-            t[nproc], _ = median_of(args.repeat, "s", "nproc", lib, path, args.nproc_rows, env=e)
+            t[nproc], _ = median_of(args.repeats, "s", "nproc", lib, path, args.nproc_rows, env=e)
         results[f"nproc/{lib}"] = t
         speedup = t["1"] / t["2"]
         print(f"   {lib:9s}: 1 proc {t['1']:.2f} s, 2 procs {t['2']:.2f} s, speedup {speedup:.2f}x")
 
     if args.big:
         print("\n4. peak RSS while mapping a ~2 GB dataset (cheap batched function)")
-        big = run_child("make", "arrowmix", args.dir, "3500000,100")["arrowmix"]
+        big = run_child("make", "arrowmix", args.workdir, "3500000,100")["arrowmix"]
         clear_cache_files(big)
         size = sum(os.path.getsize(os.path.join(big, f)) for f in os.listdir(big))
         r = run_child("rss", "arrowmix", big, env=env)

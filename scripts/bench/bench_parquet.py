@@ -26,15 +26,15 @@ group decoded already).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from bench_common import base_parser, disk_usage, machine_summary, print_markdown, run_fresh
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -65,16 +65,6 @@ def make_corpus(workdir: Path, docs: int) -> list[str]:
         pq.write_table(table.slice(k * per, per), f, row_group_size=ROW_GROUP)
     (out / f"docs-{docs}").touch()
     return files
-
-
-def du(path: str | Path) -> int:
-    total = 0
-    for dirpath, _, names in os.walk(path):
-        for n in names:
-            p = os.path.join(dirpath, n)
-            if not os.path.islink(p):
-                total += os.path.getsize(p)
-    return total
 
 
 def lengths(batch: dict) -> dict:
@@ -131,30 +121,28 @@ def child(step: str, mode: str, files: list[str]) -> dict:
 def run(step: str, mode: str, files: list[str], cache: Path) -> dict:
     # Bytecode caching on: an installed package has its .pyc files, and compiling arrowmix's
     # lazily imported modules is not what is measured.
-    env = {**os.environ, "ARROWMIX_CACHE": str(cache), "ARROWMIX_PROGRESS": "0",
-           "PYTHONDONTWRITEBYTECODE": ""}  # fmt: skip
-    args = [sys.executable, __file__, "--child", step, mode, json.dumps(files)]
-    out = subprocess.run(args, env=env, capture_output=True, text=True, check=False)
-    if out.returncode:
-        raise RuntimeError(out.stderr[-3000:])
-    result: dict = json.loads(out.stdout.strip().splitlines()[-1])
-    return result
+    env = {"ARROWMIX_CACHE": str(cache), "ARROWMIX_PROGRESS": "0", "PYTHONDONTWRITEBYTECODE": ""}
+    return run_fresh(__file__, ["--child", step, mode, json.dumps(files)], env=env)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--docs", type=int, default=100_000)
-    ap.add_argument("--quick", action="store_true", help="20k documents, 2 rounds")
-    ap.add_argument("--rounds", type=int, default=None)
-    ap.add_argument("--workdir", default="/tmp/arrowmix-bench-parquet")
-    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    ap = base_parser(
+        __doc__.splitlines()[0],
+        rows=100_000,
+        rows_flags=("--docs", "--rows"),
+        quick="20k documents, 2 rounds",
+        workdir="/tmp/arrowmix-bench-parquet",
+        repeats_flags=("--rounds", "--repeats"),
+        seed=False,
+        child=3,
+    )
     args = ap.parse_args()
     if args.child:
         step, mode, files = args.child
         print(json.dumps(child(step, mode, json.loads(files))))
         return
-    docs = 20_000 if args.quick else args.docs
-    rounds = args.rounds or (2 if args.quick else 3)
+    docs = 20_000 if args.quick else args.rows
+    rounds = args.repeats or (2 if args.quick else 3)
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
     files = make_corpus(work, docs)
@@ -174,18 +162,17 @@ def main() -> None:
                 samples.setdefault((step, mode), []).append(run(step, mode, files, cache))
             maps = samples[("rerun", mode)][-1]["map_files"]
             beside = [f for f in maps if not f.startswith(str(cache)) and os.path.exists(f)]
-            disk[mode] = du(cache) + sum(os.path.getsize(f) for f in beside)
+            disk[mode] = disk_usage(cache) + sum(os.path.getsize(f) for f in beside)
         print(f"round {r + 1}/{rounds} done", file=sys.stderr)
 
     def med(step: str, mode: str, key: str) -> float:
         rows = samples[(step, mode)]
         return statistics.median(row[key] for row in rows)
 
+    print(f"# {machine_summary()}")
     print(f"# {docs} documents, {med('epoch', 'in_place', 'tokens') / 1e6:.1f} M tokens, "
           f"{len(files)} Parquet files of {parquet_bytes / 2**20:.0f} MiB, row groups of "
           f"{ROW_GROUP} rows; medians of {rounds} interleaved rounds\n")  # fmt: skip
-    print("| measure | in place | convert | in place / convert |")
-    print("|---|---|---|---|")
     rows = [
         ("disk added (MiB)", disk["in_place"] / 2**20, disk["convert"] / 2**20, "{:.1f}"),
         ("open + first batch, nothing cached (s)", med("first", "in_place", "first_batch_s"),
@@ -199,9 +186,11 @@ def main() -> None:
         ("random ds[i], warm (ms)", med("random", "in_place", "warm_ms"),
          med("random", "convert", "warm_ms"), "{:.3f}"),
     ]  # fmt: skip
-    for name, a, b, f in rows:
-        ratio = a / b if b else float("nan")
-        print(f"| {name} | {f.format(a)} | {f.format(b)} | {ratio:.2f}x |")
+    cells = [
+        [name, f.format(a), f.format(b), f"{a / b if b else float('nan'):.2f}x"]
+        for name, a, b, f in rows
+    ]
+    print_markdown(["measure", "in place", "convert", "in place / convert"], cells)
 
 
 if __name__ == "__main__":

@@ -85,6 +85,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Protocol
 
 import numpy as np
+from bench_common import base_parser, disk_usage, machine_summary, markdown_row, print_markdown
 
 TOKENS = 256
 BATCH = 256
@@ -230,12 +231,7 @@ class DiskPeak:
 
 
 def du(directory: str) -> int:
-    total = 0
-    for root, _, files in os.walk(directory):
-        for name in files:
-            with contextlib.suppress(OSError):  # removed meanwhile
-                total += os.stat(os.path.join(root, name)).st_size
-    return total
+    return disk_usage(directory, links=True)
 
 
 class Arrowmix:
@@ -780,20 +776,23 @@ CASES = [("arrowmix", "collate"), ("arrowmix", "map"), ("mosaic-streaming", ""),
 
 
 def parse_args() -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rows", type=int, default=40_000)
-    p.add_argument("--quick", action="store_true", help="8,000 rows, 1 round: a check")
+    p = base_parser(
+        __doc__.splitlines()[0],
+        rows=40_000,
+        quick="8,000 rows, 1 round: a check",
+        repeats=3,
+        repeats_flags=("--rounds", "--repeats"),
+        seed=False,
+    )
     p.add_argument("--fork", action=argparse.BooleanOptionalAction, default=None,
                    help="fork phases from an interpreter that imported the tools "
                         "(default: only with --quick)")  # fmt: skip
-    p.add_argument("--rounds", type=int, default=3, help="0: the ranks phase only")
     p.add_argument("--ranks", type=int, default=2)
     p.add_argument("--peers-python", default=sys.executable)
     p.add_argument(
         "--peer-workers", type=int, default=0, help="num_workers of the peers' batch loaders"
     )
     p.add_argument("--stub-broken-imports", action="store_true")
-    p.add_argument("--workdir", default=None)
     p.add_argument("--tool", choices=sorted(TOOLS), help=argparse.SUPPRESS)
     p.add_argument("--variant", default="", help=argparse.SUPPRESS)
     p.add_argument("--phase", help=argparse.SUPPRESS)
@@ -896,7 +895,7 @@ def measure(
         for thread in threads:
             thread.join()
         return samples, ranks
-    for _ in range(args.rounds):  # interleaved: every tool once per round, each phase fresh
+    for _ in range(args.repeats):  # interleaved: every tool once per round, each phase fresh
         for tool, variant in CASES:
             if tool in tools:
                 got = one_round(args, tool, variant, proxies[tool], sizes)
@@ -954,6 +953,7 @@ def _why(runs: list[dict[str, Any]], phase: str) -> str:
 
 def report(rows: int, corpus: int, stored: int, sizes: dict[str, int], ready: dict[str, Any],
            samples: dict[str, list[dict[str, Any]]], ranks: dict[str, Any]) -> None:  # fmt: skip
+    print(f"# {machine_summary()}")
     print(f"corpus: {rows} rows x {TOKENS} int32 tokens = {corpus / 1e6:.1f} MB of tokens "
           f"({stored / 1e6:.1f} MB as arrowmix chunks); shards {sizes['shard_bytes'] / 1e6:.2f} "
           f"MB; cache limit {sizes['limit'] / 1e6:.1f} MB\n")  # fmt: skip
@@ -970,16 +970,21 @@ def report(rows: int, corpus: int, stored: int, sizes: dict[str, int], ready: di
 def report_phases(stored: int, sizes: dict[str, int], ready: dict[str, Any],
                   samples: dict[str, list[dict[str, Any]]]) -> None:  # fmt: skip
     """The rows, batches and resume phases: medians, ratios, what the consumer got."""
-    print(
-        "| tool | tokens/s, numpy rows | tokens/s, padded (256, L) | first 256 rows (s) "
-        "| resume to first batch (s) | MB fetched: epoch / corpus | disk peak / limit |"
-    )
-    print("|---|---|---|---|---|---|---|")
+    header = [
+        "tool",
+        "tokens/s, numpy rows",
+        "tokens/s, padded (256, L)",
+        "first 256 rows (s)",
+        "resume to first batch (s)",
+        "MB fetched: epoch / corpus",
+        "disk peak / limit",
+    ]
+    table: list[list[str]] = []
     med: dict[str, dict[str, float | None]] = {}
     for name, runs in samples.items():
         tool = name.split()[0]
         if ready.get(tool):
-            print(f"| {name} | {json.dumps(ready[tool])[:120]} | | | | | |")
+            table.append([name, json.dumps(ready[tool])[:120], "", "", "", "", ""])
             continue
         m = med[name] = {
             "rows": _med(runs, "rows", "tokens_per_s"),
@@ -993,11 +998,18 @@ def report_phases(stored: int, sizes: dict[str, int], ready: dict[str, Any],
         def cell(v: float | None, fmt: str, phase: str, runs: list[Any] = runs) -> str:
             return fmt.format(v) if v is not None else (_why(runs, phase) or "-")
 
-        print(f"| {name} | {cell(m['rows'] and m['rows'] / 1e6, '{:.2f} M', 'rows')} | "
-              f"{cell(m['batches'] and m['batches'] / 1e6, '{:.2f} M', 'batches')} | "
-              f"{cell(m['first'], '{:.2f}', 'rows')} | {cell(m['resume'], '{:.2f}', 'resume')} | "
-              f"{cell(m['bytes'] and m['bytes'] / stored, '{:.2f}', 'rows')} | "
-              f"{cell(m['disk'] and m['disk'] / sizes['limit'], '{:.2f}', 'rows')} |")  # fmt: skip
+        table.append(
+            [
+                name,
+                cell(m["rows"] and m["rows"] / 1e6, "{:.2f} M", "rows"),
+                cell(m["batches"] and m["batches"] / 1e6, "{:.2f} M", "batches"),
+                cell(m["first"], "{:.2f}", "rows"),
+                cell(m["resume"], "{:.2f}", "resume"),
+                cell(m["bytes"] and m["bytes"] / stored, "{:.2f}", "rows"),
+                cell(m["disk"] and m["disk"] / sizes["limit"], "{:.2f}", "rows"),
+            ]
+        )
+    print_markdown(header, table)
     peers = [n for n in med if not n.startswith("arrowmix")]
     if peers:
         report_ratios(med, peers)
@@ -1006,8 +1018,8 @@ def report_phases(stored: int, sizes: dict[str, int], ready: dict[str, Any],
 
 def report_ratios(med: dict[str, dict[str, float | None]], peers: list[str]) -> None:
     """arrowmix's medians over each peer's."""
-    print("\n| arrowmix / faster peer | " + " | ".join(peers) + " |")
-    print("|---|" + "---|" * len(peers))
+    print()
+    table: list[list[str]] = []
     labels = (("rows", "tokens/s, numpy rows"), ("batches", "tokens/s, padded batches"),
               ("first", "first 256 rows (time)"), ("resume", "resume (time)"))  # fmt: skip
     for key, label in labels:
@@ -1019,18 +1031,19 @@ def report_ratios(med: dict[str, dict[str, float | None]], peers: list[str]) -> 
             for n in peers:
                 v = med[n].get(key)
                 cells.append(f"{a / v:.2f}" if a and v else "-")
-            print(f"| {label} ({am_case}) | " + " | ".join(cells) + " |")
+            table.append([f"{label} ({am_case})", *cells])
+    print_markdown(["arrowmix / faster peer", *peers], table)
 
 
 def report_kinds(samples: dict[str, list[dict[str, Any]]]) -> None:
     """What each case handed the consumer in the rows and batches phases."""
     print("\nWhat the consumer is handed (the rows phase converts each row by np.asarray):\n")
-    print("| tool | rows phase: each row | batches phase: each batch's input_ids |")
-    print("|---|---|---|")
+    table = []
     for name, runs in samples.items():
         kinds = [next((r[p]["got"] for r in runs if r.get(p, {}).get("got")), "-")
                  for p in ("rows", "batches")]  # fmt: skip
-        print(f"| {name} | {kinds[0]} | {kinds[1]} |")
+        table.append([name, *kinds])
+    print_markdown(["tool", "rows phase: each row", "batches phase: each batch's input_ids"], table)
 
 
 def report_ranks(stored: int, sizes: dict[str, int], ranks: dict[str, Any]) -> None:
@@ -1038,20 +1051,19 @@ def report_ranks(stored: int, sizes: dict[str, int], ranks: dict[str, Any]) -> N
     world = max((len(node["per_rank"]) for node in ranks.values()), default=0)
     print(f"\n{world} ranks at once on one node (torchrun's variables, LOCAL_WORLD_SIZE={world}), "
           "sharing one cache directory and limit, one epoch of numpy rows each:\n")  # fmt: skip
-    print("| tool | bytes fetched by all ranks / corpus | rows per rank "
-          "| rows missing / read twice | disk peak / limit |")  # fmt: skip
-    print("|---|---|---|---|---|")
+    print_markdown(["tool", "bytes fetched by all ranks / corpus", "rows per rank",
+                    "rows missing / read twice", "disk peak / limit"], [])  # fmt: skip
     for tool, node in sorted(ranks.items(), key=lambda item: list(TOOLS).index(item[0])):
         per_rank = node["per_rank"]
         bad = [r for r in per_rank if "failed" in r or "skipped" in r]
         if bad:
-            print(f"| {tool} | {str(bad[0])[:160]} | | | |")
+            print(markdown_row([tool, str(bad[0])[:160], "", "", ""]))
             continue
         disk = max(r["disk_peak"] for r in per_rank) / sizes["limit"]
         cov = node["coverage"]
         once = f"{cov['missing']} / {cov['repeated']}" if cov else "not checked"
-        print(f"| {tool} | {node['all_bytes'] / stored:.2f} "
-              f"| {[r['rows'] for r in per_rank]} | {once} | {disk:.2f} |")  # fmt: skip
+        rows = str([r["rows"] for r in per_rank])
+        print(markdown_row([tool, f"{node['all_bytes'] / stored:.2f}", rows, once, f"{disk:.2f}"]))
 
 
 if __name__ == "__main__":

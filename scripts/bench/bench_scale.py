@@ -66,6 +66,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
 import bench_scale_corpus as corpus  # noqa: E402
+from bench_common import ChildFailed, base_parser, run_fresh  # noqa: E402
 from bench_scale_report import report, run_facts  # noqa: E402
 
 GETITEM_ROWS = 2_000
@@ -339,9 +340,7 @@ def corpus_dir(args: argparse.Namespace) -> Path:
 
 
 def run_step(args: argparse.Namespace, step: str, tool: str, rows: int) -> dict[str, Any]:
-    cmd = [
-        sys.executable,
-        str(Path(__file__).resolve()),
+    argv = [
         "--step",
         step,
         "--tool",
@@ -358,18 +357,14 @@ def run_step(args: argparse.Namespace, step: str, tool: str, rows: int) -> dict[
         str(args.resume_after),
     ]
     if args.text_dir:
-        cmd += ["--text-dir", args.text_dir]
+        argv += ["--text-dir", args.text_dir]
     try:
-        p = subprocess.run(
-            cmd, capture_output=True, text=True, check=False, timeout=args.step_timeout
-        )
+        return run_fresh(Path(__file__).resolve(), argv, timeout=args.step_timeout)
     except subprocess.TimeoutExpired:
         return {"step": step, "tool": tool, "error": f"timed out after {args.step_timeout:.0f} s"}
-    if p.returncode != 0:
-        tail = p.stderr.strip().splitlines()[-3:]
+    except ChildFailed as exc:
+        tail = exc.stderr.strip().splitlines()[-3:]
         return {"step": step, "tool": tool, "error": " | ".join(tail)[:300]}
-    out: dict[str, Any] = json.loads(p.stdout.strip().splitlines()[-1])
-    return out
 
 
 def tools_of(step: str, rows: int, args: argparse.Namespace) -> list[str]:
@@ -422,20 +417,17 @@ def _line(res: dict[str, Any]) -> str:
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    p = base_parser(
+        __doc__.split("\n", 1)[0],
+        rows=None,
+        quick="smoke run: 20,000 rows, short streams",
+        repeats=3,
+    )
     p.add_argument(
         "--rows",
         default="1000000",
         help="documents per corpus, comma-separated for several (default 1M)",
     )
-    p.add_argument("--quick", action="store_true", help="smoke run: 20,000 rows, short streams")
-    p.add_argument(
-        "--workdir",
-        default=None,
-        help="where corpora, the tokenized sample and results go (default a temp dir)",
-    )
-    p.add_argument("--repeats", type=int, default=3, help="rounds (medians are reported)")
-    p.add_argument("--seed", type=int, default=0, help="corpus seed")
     p.add_argument("--steps", default=None, help="comma-separated steps (default all)")
     p.add_argument("--keep", action="store_true", help="keep the corpora (default: deleted)")
     p.add_argument(

@@ -4,6 +4,7 @@ Run from the repository root (peers: ``pip install infinibatch==0.1.1
 datasets==5.2.0``)::
 
     python scripts/bench/bench_stream.py --rows 1000000
+    python scripts/bench/bench_stream.py --quick   # 100k rows, resume at 200k, 1 round
 
 Data: ``--rows`` rows of ``{"id", "n_tokens", "text"}`` where ``n_tokens`` is
 long-tailed (Zipf, clipped to 4096) and ``text`` has ``n_tokens % 64`` characters, in
@@ -15,7 +16,6 @@ Rates are steady-state: the clock starts after the first item (the first window 
 
 from __future__ import annotations
 
-import argparse
 import json
 import pickle
 import sys
@@ -28,6 +28,8 @@ import numpy as np
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from bench_common import QUICK_ROWS, base_parser, machine_summary
 
 from arrowmix.stream import TableRowSource, from_row_source, mix
 
@@ -133,13 +135,21 @@ def state_at(build: Callable[[], Any], rows: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=int, default=1_000_000, help="rows of data and rows timed")
+    ap = base_parser(
+        __doc__.splitlines()[0],
+        quick=f"smoke run: {QUICK_ROWS:,} rows, resume at 200k, 5k rows for datasets, 1 round",
+        workdir_flags=(),
+        repeats=3,
+        repeats_flags=("--repeat", "--repeats"),
+        seed=False,
+    )
     ap.add_argument("--peer-rows", type=int, default=50_000, help="rows timed for datasets")
     ap.add_argument("--resume-at", type=int, default=5_000_000, help="deep resume position")
-    ap.add_argument("--repeat", type=int, default=3, help="rounds (best is kept)")
     ap.add_argument("--skip-peers", action="store_true")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.rows, args.resume_at, args.peer_rows, args.repeats = QUICK_ROWS, 200_000, 5_000, 1
+    print(f"# {machine_summary()}")
     n = args.rows
     table = make_table(n)
     thirds = [
@@ -168,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     # Rounds alternate the pipelines so that load from other processes hits them
     # alike; the best round of each is kept.
     results: dict[str, float] = {}
-    for _ in range(args.repeat):
+    for _ in range(args.repeats):
         for name, build_fn in pipelines.items():
             dt, got = count_rows(build_fn(), n, batched=True)
             results[name] = max(results.get(name, 0.0), got / dt)

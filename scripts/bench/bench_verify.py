@@ -14,20 +14,21 @@ Usage (from the repository root)::
 
     python scripts/bench/bench_verify.py                 # ~300 MB, 5 repeats
     python scripts/bench/bench_verify.py --open-only    # only (1): runs against older checkouts too
+    python scripts/bench/bench_verify.py --quick        # smoke run: 20 MB, 2 repeats
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import os
-import statistics
 import tempfile
-import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from bench_common import base_parser, interleaved, machine_summary
 
 import arrowmix as am
 
@@ -48,22 +49,29 @@ def make(directory: str, mb: int) -> int:
     return sum(os.path.getsize(os.path.join(directory, f)) for f in os.listdir(directory))
 
 
-def timed(fn, repeat: int) -> float:  # type: ignore[no-untyped-def]
-    out = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return statistics.median(out)
+def timed(fn: Callable[[], Any], repeat: int) -> float:
+    """Median seconds of ``repeat`` calls."""
+    return interleaved({"case": fn}, repeat, verbose=False, cpu=False)["case"].median
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "arrowmix-bench-verify"))
+    p = base_parser(
+        __doc__,
+        rows=None,
+        quick="smoke run: a 20 MB corpus (in --dir/quick), 2 repeats",
+        workdir=os.path.join(tempfile.gettempdir(), "arrowmix-bench-verify"),
+        workdir_flags=("--dir", "--workdir"),
+        repeats=5,
+        repeats_flags=("--repeat", "--repeats"),
+        seed=False,
+    )
     p.add_argument("--mb", type=int, default=300)
-    p.add_argument("--repeat", type=int, default=5)
     p.add_argument("--open-only", action="store_true")
     args = p.parse_args()
+    args.dir, args.repeat = args.workdir, args.repeats
+    if args.quick:
+        args.dir, args.mb, args.repeat = os.path.join(args.dir, "quick"), 20, 2
+    print(f"# {machine_summary()}")
     size = make(args.dir, args.mb)
     n = len([f for f in os.listdir(args.dir) if f.endswith(".arrow")])
     mb = size / 1e6

@@ -4,6 +4,7 @@ Usage (from the repository root; one fresh process per step, as a training scrip
 
     python scripts/bench/bench_view_memory.py --rows 140000000 --dir /tmp/views
     python scripts/bench/bench_view_memory.py --rows 140000000 --dir /tmp/views --baseline ../main
+    python scripts/bench/bench_view_memory.py --quick   # 200,000 rows
 
 The corpus is one ``int8`` column (``rows`` bytes), so a large row count fits any disk; what
 is measured is the 8 bytes a row of the views' mappings. Each step prints seconds, disk bytes
@@ -14,14 +15,13 @@ cache the kernel can write back and drop; anonymous pages are the process's own.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import resource
-import subprocess
 import sys
 import threading
 import time
+
+from bench_common import base_parser, machine_summary, peak_rss_mb, read_bytes, run_fresh, status_mb
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -31,20 +31,12 @@ def _peaks() -> dict[str, int]:
 
     def sample() -> None:
         while True:
-            with open("/proc/self/status") as f:
-                for line in f:
-                    if line.startswith(("RssAnon", "RssFile")):
-                        k, v = line.split(":", 1)
-                        peak[k] = max(peak[k], int(v.split()[0]) // 1024)
+            for k, v in status_mb(*peak).items():
+                peak[k] = max(peak[k], int(v))
             time.sleep(0.005)
 
     threading.Thread(target=sample, daemon=True).start()
     return peak
-
-
-def _read_bytes() -> int:
-    with open("/proc/self/io") as f:
-        return int(dict(line.split(": ") for line in f.read().splitlines())["read_bytes"])
 
 
 def keep(batch):
@@ -71,7 +63,7 @@ def child(root: str, step: str, corpus: str, cache: str, rows: int) -> dict:
         return {}
     peak = _peaks()
     ds = am.Dataset.from_chunks(corpus, cache_dir=cache)
-    r0, t = _read_bytes(), time.perf_counter()
+    r0, t = read_bytes(), time.perf_counter()
     if step == "shuffle":
         out = ds.shuffle(seed=42)
     else:
@@ -80,24 +72,33 @@ def child(root: str, step: str, corpus: str, cache: str, rows: int) -> dict:
     return {
         "s": round(time.perf_counter() - t, 2),
         "rows": len(out),
-        "read_mb": (_read_bytes() - r0) >> 20,
-        "maxrss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+        "read_mb": (read_bytes() - r0) >> 20,
+        "maxrss_mb": int(peak_rss_mb()),
         "peak_anon_mb": peak["RssAnon"],
         "peak_file_mb": peak["RssFile"],
     }
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--rows", type=int, default=10_000_000)
-    p.add_argument("--dir", default=os.path.join("/tmp", "arrowmix-view-memory"))
+    p = base_parser(
+        __doc__,
+        rows=10_000_000,
+        quick="smoke run: 200,000 rows",
+        workdir=os.path.join("/tmp", "arrowmix-view-memory"),
+        workdir_flags=("--dir", "--workdir"),
+        repeats_flags=(),
+        seed=False,
+        child=5,
+    )
     p.add_argument("--baseline", help="another checkout, run in the same rounds")
-    p.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
         root, step, corpus, cache, rows = args.child
         print(json.dumps(child(root, step, corpus, cache, int(rows))))
         return
+    args.dir = args.workdir
+    if args.quick:
+        args.rows = 200_000
     corpus = os.path.join(args.dir, f"corpus-{args.rows}")
     roots = {
         "arrowmix": ROOT,
@@ -105,11 +106,12 @@ def main() -> None:
     }
 
     def run(root: str, step: str, cache: str) -> dict:
-        cmd = [sys.executable, __file__, "--child", root, step, corpus, cache, str(args.rows)]
-        env = {**os.environ, "ARROWMIX_PROGRESS": "0", "PYTHONDONTWRITEBYTECODE": ""}
-        res = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
-        return json.loads(res.stdout.strip().splitlines()[-1])
+        argv = ["--child", root, step, corpus, cache, str(args.rows)]
+        return run_fresh(
+            __file__, argv, env={"ARROWMIX_PROGRESS": "0", "PYTHONDONTWRITEBYTECODE": ""}
+        )
 
+    print(f"# {machine_summary()}")
     if not os.path.isdir(corpus):
         run(ROOT, "make", "")
     for step in ("shuffle", "filter"):
