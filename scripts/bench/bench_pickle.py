@@ -31,12 +31,13 @@ from arrowmix._dataset.mapping import local as workers
 @contextlib.contextmanager
 def by_value() -> Iterator[None]:
     """Pickle datasets as before: the default reduction, with the table's data."""
-    saved = Dataset.__dict__["__reduce__"]
-    del Dataset.__reduce__
+    owner = next(c for c in Dataset.__mro__ if "__reduce__" in vars(c))  # a base class
+    saved = vars(owner)["__reduce__"]
+    delattr(owner, "__reduce__")
     try:
         yield
     finally:
-        Dataset.__reduce__ = saved  # type: ignore[method-assign]
+        owner.__reduce__ = saved  # type: ignore[method-assign]
 
 
 def measure(ds: Any) -> tuple[int, float, float]:
