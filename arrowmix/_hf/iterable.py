@@ -139,6 +139,28 @@ class IterableDataset(IterableCasts):
     def _op(self, kind: str, make: Callable[..., Any], **params: Any) -> Op:
         return Op(self._node, kind, make, params)
 
+    def _call_params(
+        self,
+        function: Callable[..., Any],
+        with_indices: bool,
+        input_columns: str | Sequence[str] | None,
+        batched: bool,
+        batch_size: int | None,
+        fn_kwargs: Mapping[str, Any] | None,
+    ) -> dict[str, Any]:
+        """How ``map`` and ``filter`` call their function, and on what rows."""
+        return {
+            "function": function,
+            "with_indices": with_indices,
+            "input_columns": None if input_columns is None else _names(input_columns),
+            "batched": batched,
+            "batch_size": batch_size,
+            "fn_kwargs": dict(fn_kwargs or {}),
+            "input_format": self._format,
+            "input_schema": schema_of(self._features) if self._format else None,
+            "input_typed": self._node.typed,
+        }
+
     # ------------------------------------------------------------------ description
     @property
     def features(self) -> Any:
@@ -217,20 +239,16 @@ class IterableDataset(IterableCasts):
         features become ``features`` (None, i.e. unknown, by default, as in HF). A format set
         by :meth:`with_format` applies to the function's inputs.
         """
+        call = self._call_params(
+            function if function is not None else identity,
+            with_indices, input_columns, batched, batch_size, fn_kwargs,
+        )  # fmt: skip
         op = self._op(
             "map",
             make_map,
-            function=function if function is not None else identity,
-            with_indices=with_indices,
-            input_columns=None if input_columns is None else _names(input_columns),
-            batched=batched,
-            batch_size=batch_size,
+            **call,
             drop_last_batch=drop_last_batch,
             remove_columns=None if remove_columns is None else _names(remove_columns),
-            fn_kwargs=dict(fn_kwargs or {}),
-            input_format=self._format,
-            input_schema=schema_of(self._features) if self._format else None,
-            input_typed=self._node.typed,
         )
         return self._derive(op, features=features)
 
@@ -244,19 +262,11 @@ class IterableDataset(IterableCasts):
         fn_kwargs: Mapping[str, Any] | None = None,
     ) -> IterableDataset:
         """Keep the rows for which ``function`` is true (one bool per row when batched)."""
-        op = self._op(
-            "filter",
-            make_filter,
-            function=function if function is not None else keep,
-            with_indices=with_indices,
-            input_columns=None if input_columns is None else _names(input_columns),
-            batched=batched,
-            batch_size=batch_size,
-            fn_kwargs=dict(fn_kwargs or {}),
-            input_format=self._format,
-            input_schema=schema_of(self._features) if self._format else None,
-            input_typed=self._node.typed,
-        )
+        call = self._call_params(
+            function if function is not None else keep,
+            with_indices, input_columns, batched, batch_size, fn_kwargs,
+        )  # fmt: skip
+        op = self._op("filter", make_filter, **call)
         return self._derive(op)
 
     def shuffle(
