@@ -22,6 +22,7 @@ from tests.stream.tokens.test_remote_token_roundtrip import (
     PER_CHUNK,
     ROWS,
     RemoteTokens,
+    cache_bytes,
     corpus_url,
 )
 from tests.stream.tokens.token_helpers import token_source, token_table
@@ -55,8 +56,7 @@ class RemoteMix(RemoteTokens):
     def test_cache_stays_within_its_limit(self) -> None:
         list(self.make_iterator())
         _, size = corpus_url(1)
-        used = sum(p.stat().st_size for p in Path(self.cache_dir).iterdir())
-        assert used <= 10 * size
+        assert cache_bytes(self.cache_dir) <= 10 * size
 
 
 class TestRemoteMixBatchCollate(RemoteMix):
