@@ -1,4 +1,4 @@
-"""The optional hooks of a stage, declared in one Protocol with their defaults.
+"""The optional hooks of a stage, declared in one class with their defaults.
 
 A stage (:class:`~arrowmix._stream.stage.Stage`) implements the contract (``next``,
 ``get_state``, ``reset``, ``describe``, ``children``, ``ELASTIC_ROLE``) and may override
@@ -11,11 +11,15 @@ state), :func:`offers` tells whether the stage's class overrides the hook.
 Define the hooks on the stage class (or on a mixin listed before ``Stream`` in its
 bases): ``StageHooks`` comes right after ``Stage`` in the method resolution order, so its
 defaults shadow a mixin listed after ``Stream``.
+
+``StageHooks`` is a plain class (its metaclass is ``type``), not a ``typing.Protocol``: a
+user stage may have a metaclass of its own (``abc.ABCMeta`` or any other) without a
+metaclass conflict.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -25,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["HOOKS", "StageHooks", "offers"]
 
 
-class StageHooks(Protocol):
+class StageHooks:
     """The optional hooks of a stage, each with its default (every stage inherits them).
 
     Restoring and epochs: ``replay_open_window``, ``begin_epoch``. Elastic resume:
