@@ -56,11 +56,11 @@ def _drain(it: Stream[Any]) -> list[Any]:
     return out
 
 
-def _structure(state: Any) -> Any:
+def _structure(state: Any, late: frozenset[str] = frozenset()) -> Any:
     if isinstance(state, dict):
-        return {k: _structure(v) for k, v in sorted(state.items())}
+        return {k: _structure(v, late) for k, v in sorted(state.items()) if k not in late}
     if isinstance(state, list):
-        return [_structure(v) for v in state]
+        return [_structure(v, late) for v in state]
     return type(state).__name__
 
 
@@ -101,6 +101,10 @@ class CheckpointRoundTripTests:
             different units: the check is then that none comes twice, that fewer than
             this many per new instance are missing and fewer than this many per old
             instance (the uninterrupted run's own tails) are new.
+        late_state_keys: state keys a stage adds only once it needs them, so that its
+            checkpoints taken before keep an older form (an uncapped ``"longest_cycle"``
+            mix records ``epochs`` once an input has cycled); the structure check
+            ignores them.
     """
 
     iterator_cls: ClassVar[type[Any]] = Stream
@@ -111,6 +115,7 @@ class CheckpointRoundTripTests:
     elastic_steps: ClassVar[tuple[int, ...]] = (0, 1, 3)
     elastic_exact: ClassVar[bool] = True
     elastic_drop_tail: ClassVar[int] = 0
+    late_state_keys: ClassVar[frozenset[str]] = frozenset()
 
     def make_iterator(self, **kwargs: Any) -> Stream[Any]:
         """A fresh, finite pipeline (about 200 items at most) on every call."""
@@ -228,9 +233,9 @@ class CheckpointRoundTripTests:
     def test_state_structure_constant(self) -> None:
         """The state keeps the same structure at every step."""
         _, states = self._reference()
-        first = _structure(states[0])
+        first = _structure(states[0], self.late_state_keys)
         for step, state in enumerate(states):
-            assert _structure(state) == first, (
+            assert _structure(state, self.late_state_keys) == first, (
                 f"state structure changed at step {step}: {state} vs {states[0]}"
             )
 

@@ -38,6 +38,7 @@ from arrowmix._stream.mixing.by_tokens import (
 )
 from arrowmix._stream.mixing.deficits import SCALE_KEY, SCHEDULE_SCALE, upgrade_deficits
 from arrowmix._stream.mixing.mix_elastic import MixElasticState
+from arrowmix._stream.mixing.mix_passes import NOTHING, MixPasses
 from arrowmix._stream.mixing.mix_positions import as_positions, pull_positions
 from arrowmix._stream.mixing.mix_stats import mix_stats
 from arrowmix._stream.mixing.mixed_rows import MixedRows
@@ -62,12 +63,11 @@ __all__ = ["WeightedMixIterator", "ZipIterator", "check_schemas", "mix", "zip_st
 
 T = TypeVar("T")
 _MIN_BULK = 16
-_NOTHING: Any = object()
 _clock = time.perf_counter
 _SAMPLE = 32  # the per-item path times one read in _SAMPLE
 
 
-class WeightedMixIterator(MixElasticState, Stream[T]):
+class WeightedMixIterator(MixPasses, MixElasticState, Stream[T]):
     """Items of several streams interleaved by weight.
 
     State:
@@ -85,7 +85,6 @@ class WeightedMixIterator(MixElasticState, Stream[T]):
     SEED_KEY = "seed"
     STEP_KEY = "step"
     TOKENS_KEY = "tokens"  # token mode: tokens taken from each input
-    EPOCHS_KEY = "epochs"  # with max_epochs: the pass each input is in
     _PER_INPUT_KEYS = (SOURCES_KEY, COUNTS_KEY, DEFICITS_KEY, EXHAUSTED_KEY, ACTIVE_KEY, PEEKED_KEY)
     STATE_KEYS: ClassVar[tuple[str, ...] | None] = (*_PER_INPUT_KEYS, SEED_KEY)
     TRANSIENT = ("_held", "_mixed_rows", "_allow_changes", "_share")
@@ -189,6 +188,7 @@ class WeightedMixIterator(MixElasticState, Stream[T]):
 
     def reset(self, state: State | None = None) -> None:
         allowed = self.names is not None and self.__dict__.get("_allow_changes")
+        state, passes = self._split_passes(state)  # an uncapped cycling mix's passes
         if isinstance(state, dict) and (self.schedule is not None or SCALE_KEY in state):
             saved = state
             state = upgrade_deficits(saved, self.schedule is not None, lambda: self._at(saved))
@@ -207,7 +207,7 @@ class WeightedMixIterator(MixElasticState, Stream[T]):
         # Looked-ahead inputs (longest_cycle): the state before the item, and the item
         # (missing after a restore: read again when needed).
         self._pre: list[State | None] = [None] * k
-        self._held: list[Any] = [_NOTHING] * k
+        self._held: list[Any] = [NOTHING] * k
         self._u: tuple[int, list[float]] | None = None
         self._wait = 0.0
         self._tick = _SAMPLE
@@ -232,6 +232,8 @@ class WeightedMixIterator(MixElasticState, Stream[T]):
             state, change = from_named(self.names, self.weights, state, allowed, self._per_input)
             self.removed, changed = change.removed, bool(change)
         self._restore(state)
+        if passes is not None:
+            self._load_passes(passes)
         self._base = step - sum(self._counts)
         if changed:  # another active set or weights: the deficits start again
             self._rule.swrr.restart()
@@ -293,7 +295,7 @@ class WeightedMixIterator(MixElasticState, Stream[T]):
         if self.schedule is not None:
             state[self.STEP_KEY] = step
             state[SCALE_KEY] = SCHEDULE_SCALE
-        return state
+        return state | self._passes_state(self.names)
 
     def _step(self) -> int:
         """Items yielded so far (the step a schedule reads)."""
@@ -323,33 +325,11 @@ class WeightedMixIterator(MixElasticState, Stream[T]):
             fetched: T = self._fetch(i)
             return fetched
         item = self._held[i]
-        if item is _NOTHING:  # restored: read it again
+        if item is NOTHING:  # restored: read it again
             item = self._fetch(i)
-        self._pre[i], self._held[i] = None, _NOTHING
+        self._pre[i], self._held[i] = None, NOTHING
         item_t: T = item
         return item_t
-
-    def _first_pass_over(self) -> bool:
-        """Look ahead the inputs still in their first pass; True when all have ended.
-
-        Inputs a schedule gives weight 0 at this step do not count.
-        """
-        drawn = self._mask()[0]
-        for j, done in enumerate(self._exhausted):
-            if done or not drawn[j]:
-                continue
-            if self._pre[j] is not None:
-                if self._held[j] is _NOTHING:
-                    self._held[j] = self._fetch(j)  # restored: read it again
-                continue
-            pre = self.streams[j].get_state()
-            try:
-                self._held[j] = self._fetch(j)
-            except StopIteration:
-                self._exhausted[j] = True
-                continue
-            self._pre[j] = pre
-        return all(e or not d for e, d in zip(self._exhausted, drawn, strict=True))
 
     def _choose(self) -> int:
         """The input chosen at this step; -1 when every active input has weight 0."""
@@ -487,7 +467,7 @@ class WeightedMixIterator(MixElasticState, Stream[T]):
                     self._undo_choice(i)
                     raise
                 item = self._again(i)  # its next pass, if it has one
-                if item is _NOTHING:  # it counts as exhausted
+                if item is NOTHING:  # it counts as exhausted
                     if self.stopping == "shortest":
                         self._undo_choice(i)
                         raise
@@ -498,25 +478,6 @@ class WeightedMixIterator(MixElasticState, Stream[T]):
                 self._charge(i, item)
             return item
         raise StopIteration
-
-    def _again(self, i: int) -> Any:
-        """The first item of input ``i``'s next pass (``_NOTHING``: no pass, or empty).
-
-        The mix starts an ended input again while it has passes left (``max_epochs``;
-        by default only under ``"longest_cycle"``).
-        """
-        cap = None if self.caps is None else self.caps[i]
-        if cap is None and self.stopping != "longest_cycle":
-            return _NOTHING
-        if cap is not None and self._epochs[i] >= cap:
-            return _NOTHING
-        self._full_pass(i)
-        self.streams[i].reset(None)
-        self._epochs[i] += 1
-        try:
-            return self._fetch(i)
-        except StopIteration:  # an empty input cannot be cycled
-            return _NOTHING
 
     def _charge(self, i: int, item: Any, n: int = -1) -> None:
         """Count the ``n`` tokens of ``item`` from input ``i`` (and the rule's deficits)."""

@@ -12,8 +12,9 @@ input is in (``max_epochs``). Across a resize (:mod:`arrowmix._stream.elastic`):
   each new instance starting level (a small input behind its share would otherwise
   fall further behind at every resize). Kept when the weights are the same (or both
   runs follow a schedule); a mixture that changed starts them afresh;
-* **passes** (``max_epochs``) must agree: every old instance in the same pass of each
-  input, which the new run continues, so a cap is never exceeded. Old instances in
+* **passes** (``max_epochs``, or inputs cycled by ``"longest_cycle"``) must agree: every
+  old instance in the same pass of each input, which the new run continues, so a cap is
+  never exceeded. Old instances in
   different passes of an input are refused (``ElasticResumeError``): their remainders
   belong to different passes. A pass that begins after the resize reads the input's
   full share again (the resize's remainder was the old pass's).
@@ -27,9 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from arrowmix._stream.dealing import DealtSource
 from arrowmix._stream.mixing.schedule import Weighting
-from arrowmix._stream.topology import walk
 from arrowmix.exceptions import ElasticResumeError, StateError
 
 __all__ = ["MixElasticState", "refuse_chains", "split_sum", "split_zero_sum"]
@@ -92,6 +91,7 @@ class MixElasticState:
     _tokens: list[int]
     _epochs: list[int]
     _rule: Weighting
+    counts_passes: Any
     caps: list[int | None] | None
     _base: int
     _fresh: list[int] | None
@@ -110,8 +110,8 @@ class MixElasticState:
             "counts": list(self._counts),
             "tokens": list(self._tokens),
             "deficits": list(self._rule.swrr.cur),
-            # passes matter with caps only (an uncapped input's are not checkpointed)
-            "epochs": None if self.caps is None else list(self._epochs),
+            # passes matter with caps or cycling (see mix_passes)
+            "epochs": list(self._epochs) if self.counts_passes() else None,
             "units": self._units(),
         }
 
@@ -140,7 +140,8 @@ class MixElasticState:
                 name = first["names"][i] if first.get("names") else f"input {i}"
                 raise ElasticResumeError(
                     f"mix: the old instances stand in different passes {passes} of "
-                    f"{name!r} (max_epochs): their unread rows belong to different passes. "
+                    f"{name!r} (a capped or cycled input): their unread rows belong to "
+                    "different passes. "
                     "Resume on the same number of instances, or checkpoint where every "
                     "instance is in the same pass."
                 )
@@ -200,12 +201,6 @@ class MixElasticState:
         if share.get("deficits") is not None and same:  # the same mixture: they carry
             self._rule.swrr.cur = [int(x) for x in share["deficits"]]
         self._fresh = list(self._counts)
-
-    def _full_pass(self, i: int) -> None:
-        """Input ``i`` starts a pass: its sources read their whole share, not a remainder."""
-        for node in walk(self.streams[i]):
-            if isinstance(node, DealtSource) and node._generations and node._limit is None:
-                node.deal([], None)
 
 
 def refuse_chains(mains: list[dict[str, Any]]) -> None:

@@ -24,8 +24,8 @@ def mix_stats(m: WeightedMixIterator[Any]) -> dict[str, Any]:
     tokens taken from each input and their shares. A mix by tokens (``tokens=``) counts
     them itself, since the start, a restored checkpoint's included; a mix by items
     reports them only when a ``collate`` or ``pack`` reads its row positions (the tokens
-    it yielded, in this process). ``epochs`` (with ``max_epochs``): the pass each input
-    is in. A named mix keys the per-input values by source name.
+    it yielded, in this process). ``epochs`` (with ``max_epochs`` or ``"longest_cycle"``):
+    the pass each input is in. A named mix keys the per-input values by source name.
     """
     k = len(m.streams)
     counts = list(m._counts) if m._started else [0] * k
@@ -50,7 +50,7 @@ def mix_stats(m: WeightedMixIterator[Any]) -> dict[str, Any]:
     if m.tokens is not None or tally is not None:
         out["tokens"], out["token_ratios"] = tokens, _ratios(tokens)
         out["window_tokens"], out["window_token_ratios"] = window_tokens, _ratios(window_tokens)
-    if m.caps is not None:
+    if m.counts_passes():
         out["epochs"] = list(m._epochs) if m._started else [1] * k
     if m.names is not None:
         out = {key: dict(zip(m.names, v, strict=True)) for key, v in out.items()}
