@@ -42,8 +42,6 @@ __all__ = [
     "draw",
     "epoch_caps",
     "most_behind",
-    "run_draws",
-    "run_most_behind",
     "uniforms",
 ]
 
@@ -171,99 +169,6 @@ def draw(
         if c > x:
             return j
     return last
-
-
-def run_most_behind(
-    cur: list[int],
-    ints: Sequence[int],
-    rank: Sequence[int],
-    mask: Sequence[bool],
-    sizes: list[list[int]],
-    used: list[int],
-    n: int,
-) -> list[int]:
-    """Up to ``n`` choices of the deterministic rule over read-ahead token counts.
-
-    ``sizes[j][used[j]]`` is the token count of input ``j``'s next item; stops early
-    when the input chosen has none left. ``cur`` and ``used`` are updated in place.
-    """
-    order = [i for i in rank if mask[i]]
-    on = [(j, ints[j]) for j in range(len(mask)) if mask[j]]
-    total = sum(a for _, a in on)
-    out: list[int] = []
-    for _ in range(n):
-        best = order[0]
-        best_v = cur[best]
-        for i in order:
-            if cur[i] > best_v:
-                best, best_v = i, cur[i]
-        u = used[best]
-        if u == len(sizes[best]):
-            break
-        size = sizes[best][u]
-        used[best] = u + 1
-        if size:
-            for j, a in on:
-                cur[j] += a * size
-            cur[best] -= total * size
-        out.append(best)
-    return out
-
-
-def run_draws(
-    uniforms: Sequence[float],
-    weights: Sequence[float],
-    mask: Sequence[bool],
-    tokens: list[int],
-    counts: list[int],
-    sizes: list[list[int]],
-    used: list[int],
-) -> list[int]:
-    """Choices of the random rule for these draws over read-ahead token counts.
-
-    Stops early when the input chosen has no item left; ``tokens``, ``counts`` and
-    ``used`` are updated in place.
-    """
-    out: list[int] = []
-    on = [j for j in range(len(mask)) if mask[j] and weights[j] > 0]
-    last = on[-1]
-    seen, total_tokens = sum(counts), sum(tokens)
-    dw = [0.0] * len(mask)  # weight / mean length, as draw() computes it
-
-    def reweigh(j: int) -> None:
-        c = counts[j]
-        mean = tokens[j] / c if c else (total_tokens / seen if seen else 1.0)
-        dw[j] = weights[j] / (mean if mean > 1e-3 else 1e-3)
-
-    unseen = True
-    for u in uniforms:
-        if unseen:  # an input not read yet has the overall mean, which moves
-            for j in on:
-                reweigh(j)
-            unseen = any(counts[j] == 0 for j in on)
-        total = 0.0
-        for j in on:
-            total += dw[j]
-        x = u * total
-        acc = 0.0
-        i = last
-        for j in on:
-            acc += dw[j]
-            if acc > x:
-                i = j
-                break
-        k = used[i]
-        if k == len(sizes[i]):
-            break
-        used[i] = k + 1
-        size = sizes[i][k]
-        tokens[i] += size
-        counts[i] += 1
-        seen += 1
-        total_tokens += size
-        reweigh(i)
-        out.append(i)
-    return out
 
 
 def uniforms(

@@ -49,6 +49,7 @@ from arrowmix._stream.mixing.schedule import (
     check_weights,
 )
 from arrowmix._stream.mixing.schemas import check_schemas
+from arrowmix._stream.mixing.token_ahead import settle
 from arrowmix._stream.mixing.weight_schedule import WeightSchedule
 from arrowmix._stream.mixing.zipped import ZipIterator, zip_streams
 from arrowmix._stream.positions import Positions
@@ -87,7 +88,7 @@ class WeightedMixIterator(MixPasses, MixElasticState, Stream[T]):
     TOKENS_KEY = "tokens"  # token mode: tokens taken from each input
     _PER_INPUT_KEYS = (SOURCES_KEY, COUNTS_KEY, DEFICITS_KEY, EXHAUSTED_KEY, ACTIVE_KEY, PEEKED_KEY)
     STATE_KEYS: ClassVar[tuple[str, ...] | None] = (*_PER_INPUT_KEYS, SEED_KEY)
-    TRANSIENT = ("_held", "_mixed_rows", "_allow_changes", "_share")
+    TRANSIENT = ("_held", "_mixed_rows", "_allow_changes", "_share", "_ahead")
     ELASTIC_ROLE = ElasticRole.TRANSPARENT
 
     def __init__(
@@ -136,7 +137,16 @@ class WeightedMixIterator(MixPasses, MixElasticState, Stream[T]):
         self._drain = False
 
     def children(self) -> list[Stream[Any]]:
+        settle(self)  # whoever walks the inputs sees them where the mix's choices leave them
         return list(self.streams)
+
+    def close(self) -> None:
+        settle(self)
+        super().close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        settle(self)
+        return super().__getstate__()
 
     def child_names(self) -> list[str] | None:
         """The source names of a named mix (elastic resume keys its sources by them)."""
@@ -156,6 +166,7 @@ class WeightedMixIterator(MixPasses, MixElasticState, Stream[T]):
 
     def set_elastic_mode(self, mode: ElasticMode) -> None:
         """While draining an old instance, an input that ends is dropped."""
+        settle(self)
         self._drain = mode.draining
 
     @property
@@ -198,6 +209,7 @@ class WeightedMixIterator(MixPasses, MixElasticState, Stream[T]):
             if self.schedule is None:
                 del state[self.STEP_KEY]
         super().reset(state)
+        self.__dict__.pop("_ahead", None)  # read-ahead of the token positions path: dropped
         k = len(self.streams)
         self._counts = [0] * k
         self._base = 0  # the step is sum(counts) + base (base: removed sources' counts)
@@ -286,6 +298,7 @@ class WeightedMixIterator(MixPasses, MixElasticState, Stream[T]):
                 self._pre[i] = s.get_state()
 
     def get_state(self) -> State:
+        settle(self)
         state = self._list_state()
         weights, step = self.weights, self._step()
         if self.schedule is not None:  # the weights of the last item yielded, as restored
@@ -371,6 +384,7 @@ class WeightedMixIterator(MixPasses, MixElasticState, Stream[T]):
         If an input runs short inside the block, everything is rewound to the
         block start and the exact per-item path handles the exhaustion.
         """
+        settle(self)
         cycling = self.stopping == "longest_cycle" and any(self._exhausted)
         if n < _MIN_BULK or not any(self._active) or cycling or any(self._pre) or self.tokens:
             return super().pull(n)
@@ -448,6 +462,8 @@ class WeightedMixIterator(MixPasses, MixElasticState, Stream[T]):
         self._rule.swrr.restart()
 
     def next(self) -> T:
+        if "_ahead" in self.__dict__:
+            settle(self)
         while any(self._active):
             i = self._choose()
             if i < 0:
@@ -513,6 +529,7 @@ class WeightedMixIterator(MixPasses, MixElasticState, Stream[T]):
 
     def stats(self) -> dict[str, Any]:
         """Counters of the mix (cheap): see :func:`~arrowmix._stream.mixing.mix_stats.mix_stats`."""
+        settle(self)
         return mix_stats(self)
 
 
