@@ -7,6 +7,7 @@ Usage (from the repository root; needs ``pip install 'ray[data]'``):
     python scripts/bench/bench_mix.py --skip-map     # only the mixing comparison
     python scripts/bench/bench_mix.py --schedules    # weight schedules vs constant weights (no Ray)
     python scripts/bench/bench_mix.py --tokens       # mixing by tokens vs by rows (no Ray)
+    python scripts/bench/bench_mix.py --tokens --baseline /path/to/main   # A/B, fresh processes
 
 Mixing: three sources of small rows (``{"src", "id", "text"}``, ~20 characters of text) with
 sizes in the ratio of the weights 0.5/0.3/0.2, stored as arrowmix chunk files of
@@ -30,6 +31,12 @@ lists, and as row positions (``.batch(1024, columnar=True)``), interleaved; rati
 token mode to the row mode, and the realised token share's largest deviation from the
 weights over the run.
 
+With ``--baseline DIR`` (another checkout, e.g. ``main``), the same token cases run in fresh
+processes taking turns, this checkout's arrowmix and the baseline's (``PYTHONPATH``), each
+process timing every case ``--repeats`` times; reported: the median CPU time per case, the
+ratio of the token mode to the row mode in each checkout, and this checkout's speed over the
+baseline's.
+
 Map: an expensive per-row function (repeated SHA-256 of the text) over ``--map-rows`` rows of
 arrowmix chunks, recomputed each time (``load_from_cache_file=False``): one local process,
 ``num_proc=2``, and ``executor="ray"`` on a local 2-CPU Ray cluster (started once, not timed).
@@ -38,9 +45,11 @@ arrowmix chunks, recomputed each time (``load_from_cache_file=False``): one loca
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import shutil
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -58,6 +67,7 @@ from bench_common import (  # the scripts folder is not a package
     interleaved,
     machine_summary,
     print_table,
+    run_fresh,
     workdir_from_args,
 )
 
@@ -259,15 +269,69 @@ def bench_tokens(sources: list[am.Dataset], repeats: int) -> None:
     del streams
 
 
+def time_tokens(sources: list[am.Dataset], repeats: int) -> dict[str, float]:
+    """Median CPU seconds of each token case (run in a child process, see ``--baseline``)."""
+    cases: dict[str, Any] = {}
+    for seed in (None, 0):
+        for how in ("rows", "lists", "positions"):
+            for tokens in (None, "input_ids"):
+                name = f"{'seeded' if seed is not None else 'deterministic'}, {how}, " + (
+                    "by tokens" if tokens else "by rows"
+                )
+                cases[name] = lambda t=tokens, s=seed, h=how: run_tokens(sources, t, s, h)
+    n = sum(len(ds) for ds in sources)
+    t = interleaved(cases, repeats, work=n, warmup=1, verbose=False)
+    return {name: tm.cpu_median for name, tm in t.items()}
+
+
+def compare_tokens(args: Any, total: int, repeats: int, rounds: int) -> None:
+    """The token cases in fresh processes, this checkout and ``args.baseline`` taking turns."""
+    script = str(Path(__file__).resolve())
+    here = str(Path(__file__).resolve().parent.parent.parent)
+    trees = {"this": here, "baseline": str(Path(args.baseline).resolve())}
+    samples: dict[tuple[str, str], list[float]] = {}
+    with workdir_from_args(args, "arrowmix-bench-mix-") as work:
+        make_token_sources(work, total, args.block_rows)  # written once, by this checkout
+        for r in range(rounds):
+            for tree, path in trees.items():
+                argv = [str(work), str(total), str(args.block_rows), str(repeats)]
+                env = {"PYTHONPATH": path, "ARROWMIX_PROGRESS": "0"}
+                got = run_fresh(script, ["--child", *argv], env=env, cwd=path)
+                for name, sec in got.items():
+                    samples.setdefault((tree, name), []).append(sec)
+                print(f"    round {r + 1}/{rounds} {tree} done", file=sys.stderr, flush=True)
+    med = {key: statistics.median(v) for key, v in samples.items()}
+    names = sorted({name for _, name in med}, key=lambda x: (x.split(",")[0], x))
+    print(f"\n### Mixing by tokens against {args.baseline}: {total:,} documents\n")
+    print("| case | CPU s | tokens / rows | baseline CPU s | baseline tokens / rows | speed-up |")
+    print("|---|---|---|---|---|---|")
+    for name in names:
+        rows_name = name.replace("by tokens", "by rows")
+        cells = [name]
+        for tree in trees:
+            ratio = med[(tree, rows_name)] / med[(tree, name)]
+            cells += [f"{med[(tree, name)]:.3f}", f"{ratio:.2f}x"]
+        cells.append(f"{med[('baseline', name)] / med[('this', name)]:.2f}x")
+        print("| " + " | ".join(cells) + " |")
+
+
 def main() -> None:
-    p = base_parser(__doc__.split("\n", 1)[0])
+    p = base_parser(__doc__.split("\n", 1)[0], child=4)
     p.add_argument("--block-rows", type=int, default=10_000, help="rows per chunk / Ray block")
     p.add_argument("--map-rows", type=int, default=100_000, help="rows of the map comparison")
     p.add_argument("--skip-map", action="store_true", help="only the mixing comparison")
     p.add_argument("--schedules", action="store_true", help="schedules vs constant weights")
     p.add_argument("--tokens", action="store_true", help="mixing by tokens vs by rows")
+    p.add_argument("--baseline", help="with --tokens: another checkout to compare with (A/B)")
+    p.add_argument("--rounds", type=int, default=5, help="with --baseline: processes per side")
     p.set_defaults(rows=300_000)
     args = p.parse_args()
+    if args.child:  # one side of --baseline: time the token cases, print them as JSON
+        work, rows, block, reps = args.child
+        os.environ["ARROWMIX_PROGRESS"] = "0"
+        srcs = make_token_sources(Path(work), int(rows), int(block))
+        print(json.dumps(time_tokens(srcs, int(reps))))
+        return
     total = 60_000 if args.quick and args.rows == 300_000 else args.rows
     repeats = args.repeats or (2 if args.quick else 3)
     map_rows = min(args.map_rows, 20_000) if args.quick else args.map_rows
@@ -277,6 +341,9 @@ def main() -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [repo, os.environ.get("PYTHONPATH")]))
     print("command: python scripts/bench/bench_mix.py " + " ".join(sys.argv[1:]))
     print(machine_summary())
+    if args.tokens and args.baseline:
+        compare_tokens(args, total, args.repeats or 3, args.rounds)
+        return
     if args.tokens:
         with workdir_from_args(args, "arrowmix-bench-mix-") as work:
             bench_tokens(make_token_sources(work, total, args.block_rows), repeats)

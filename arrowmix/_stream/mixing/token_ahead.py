@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["TokenAhead", "settle", "token_bulk"]
 
-_AHEAD = 1024  # positions an input reads ahead at least
+_AHEAD = 4096  # positions an input reads ahead at least
 _clock = time.perf_counter
 
 
