@@ -7,7 +7,7 @@ Usage (from the repository root; needs ``pip install 'ray[data]'``):
     python scripts/bench/bench_mix.py --skip-map     # only the mixing comparison
     python scripts/bench/bench_mix.py --schedules    # weight schedules vs constant weights (no Ray)
     python scripts/bench/bench_mix.py --tokens       # mixing by tokens vs by rows (no Ray)
-    python scripts/bench/bench_mix.py --tokens --baseline /path/to/main   # A/B, fresh processes
+    python scripts/bench/bench_mix.py --tokens --baseline /path/to/main --reads positions
 
 Mixing: three sources of small rows (``{"src", "id", "text"}``, ~20 characters of text) with
 sizes in the ratio of the weights 0.5/0.3/0.2, stored as arrowmix chunk files of
@@ -269,11 +269,11 @@ def bench_tokens(sources: list[am.Dataset], repeats: int) -> None:
     del streams
 
 
-def time_tokens(sources: list[am.Dataset], repeats: int) -> dict[str, float]:
+def time_tokens(sources: list[am.Dataset], repeats: int, reads: list[str]) -> dict[str, float]:
     """Median CPU seconds of each token case (run in a child process, see ``--baseline``)."""
     cases: dict[str, Any] = {}
     for seed in (None, 0):
-        for how in ("rows", "lists", "positions"):
+        for how in reads:
             for tokens in (None, "input_ids"):
                 name = f"{'seeded' if seed is not None else 'deterministic'}, {how}, " + (
                     "by tokens" if tokens else "by rows"
@@ -294,7 +294,7 @@ def compare_tokens(args: Any, total: int, repeats: int, rounds: int) -> None:
         make_token_sources(work, total, args.block_rows)  # written once, by this checkout
         for r in range(rounds):
             for tree, path in trees.items():
-                argv = [str(work), str(total), str(args.block_rows), str(repeats)]
+                argv = [str(work), str(total), str(args.block_rows), str(repeats), args.reads]
                 env = {"PYTHONPATH": path, "ARROWMIX_PROGRESS": "0"}
                 got = run_fresh(script, ["--child", *argv], env=env, cwd=path)
                 for name, sec in got.items():
@@ -316,7 +316,7 @@ def compare_tokens(args: Any, total: int, repeats: int, rounds: int) -> None:
 
 
 def main() -> None:
-    p = base_parser(__doc__.split("\n", 1)[0], child=4)
+    p = base_parser(__doc__.split("\n", 1)[0], child=5)
     p.add_argument("--block-rows", type=int, default=10_000, help="rows per chunk / Ray block")
     p.add_argument("--map-rows", type=int, default=100_000, help="rows of the map comparison")
     p.add_argument("--skip-map", action="store_true", help="only the mixing comparison")
@@ -324,13 +324,18 @@ def main() -> None:
     p.add_argument("--tokens", action="store_true", help="mixing by tokens vs by rows")
     p.add_argument("--baseline", help="with --tokens: another checkout to compare with (A/B)")
     p.add_argument("--rounds", type=int, default=5, help="with --baseline: processes per side")
+    p.add_argument(
+        "--reads",
+        default="rows,lists,positions",
+        help="with --baseline: how the mix is read (row dicts, .batch lists, row positions)",
+    )
     p.set_defaults(rows=300_000)
     args = p.parse_args()
     if args.child:  # one side of --baseline: time the token cases, print them as JSON
-        work, rows, block, reps = args.child
+        work, rows, block, reps, reads = args.child
         os.environ["ARROWMIX_PROGRESS"] = "0"
         srcs = make_token_sources(Path(work), int(rows), int(block))
-        print(json.dumps(time_tokens(srcs, int(reps))))
+        print(json.dumps(time_tokens(srcs, int(reps), reads.split(","))))
         return
     total = 60_000 if args.quick and args.rows == 300_000 else args.rows
     repeats = args.repeats or (2 if args.quick else 3)
