@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import itertools
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -29,6 +30,12 @@ import numpy as np
 
 from arrowmix._dataset.formats import check_format
 from arrowmix._hf.iterable_cast import IterableCasts
+from arrowmix._hf.iterable_elastic import (
+    MERGED_KEY,
+    ElasticTasks,
+    merge_state_dicts,
+    tasks_to_run,
+)
 from arrowmix._hf.iterable_ops import (
     IterableColumn,
     batch_fn,
@@ -122,7 +129,7 @@ class IterableDataset(IterableCasts):
         self._distributed = distributed
         self._epoch: Any = epoch_cell(0)
         self._starting: State | None = None
-        self._live: Stream[Any] | None = None
+        self._live: Stream[Any] | ElasticTasks | None = None
         register_with_torch(IterableDataset)
 
     def _derive(self, node: Any = None, **changes: Any) -> IterableDataset:
@@ -421,19 +428,43 @@ class IterableDataset(IterableCasts):
             node = node.shard(workers, index, contiguous=False).shift_rngs(index)
         return node
 
-    def _start(self, formatted: bool = True) -> Stream[Any]:
+    def _stream(self, node: Any, formatted: bool) -> Stream[Any]:
+        """The stream of plan ``node`` (None: no rows), formatted, at the dataset's epoch."""
         from arrowmix._stream.sources.iterable import from_iterable
 
-        node = self._plan(worker())
         stream: Stream[Any] = from_iterable(()) if node is None else node.build()
         if formatted and self._format is not None:
             stream = FormatRows(
                 stream, self._format, schema_of(self._features), typed=self._node.typed
             )
-        epoch = self.epoch
-        if epoch:
-            stream.set_epoch(epoch)
-        start = self._starting
+        if self.epoch:
+            stream.set_epoch(self.epoch)
+        return stream
+
+    def _old_reader(self, formatted: bool, task: Mapping[str, Any]) -> Stream[Any] | None:
+        """The stream of an old reader of an elastic checkpoint, its state loaded."""
+        strategy = "auto" if self._distributed is None else self._distributed[2]
+        old = self._derive(distributed=(task["rank"], task["world_size"], strategy))
+        old._epoch = self._epoch
+        workers = task["num_workers"]
+        node = old._plan((workers, task["worker"]) if workers else None)
+        if node is None:
+            return None
+        stream = self._stream(node, formatted)
+        if task["stream"] is not None:
+            stream.load_state_dict(task["stream"])
+        return stream
+
+    def _start(self, formatted: bool = True) -> Any:
+        here = worker()
+        start, epoch = self._starting, self.epoch
+        if start is not None and start.get("epoch", 0) == epoch:
+            tasks = tasks_to_run(start, self._distributed, here)
+            if tasks is not None:  # an elastic resume: the rows the old readers had left
+                read = functools.partial(self._old_reader, formatted)
+                self._live = ElasticTasks(tasks, epoch, read)
+                return self._live
+        stream = self._stream(self._plan(here), formatted)
         if start is not None and start.get("epoch", 0) == epoch and start.get("stream"):
             stream.load_state_dict(start["stream"])
         self._live = stream
@@ -465,16 +496,36 @@ class IterableDataset(IterableCasts):
         """
         if self._live is None:
             return dict(self._starting) if self._starting else {"epoch": self.epoch, "stream": None}
+        if isinstance(self._live, ElasticTasks):
+            return self._live.state_dict()
         return {"epoch": self.epoch, "stream": self._live.state_dict()}
 
-    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
-        """Resume from ``state_dict()`` at the next iteration (of the same epoch, as in HF)."""
-        if not isinstance(state_dict, Mapping) or "stream" not in state_dict:
+    def load_state_dict(self, state_dict: Mapping[str, Any] | Sequence[Any]) -> None:
+        """Resume from ``state_dict()`` at the next iteration (of the same epoch, as in HF).
+
+        Elastic resume: the list of every node's state (or :meth:`merge_state_dicts` of it)
+        loads on any ``world_size`` and number of DataLoader workers; the rows the old
+        readers had left come out once each.
+        """
+        if isinstance(state_dict, Sequence) and not isinstance(state_dict, str):
+            state_dict = merge_state_dicts(state_dict)
+        if not isinstance(state_dict, Mapping) or not (
+            "stream" in state_dict or MERGED_KEY in state_dict
+        ):
             raise ValueError(
                 "load_state_dict expects a state of IterableDataset.state_dict() "
-                "({'epoch': ..., 'stream': ...})."
+                "({'epoch': ..., 'stream': ...}), or the list of every node's state."
             )
         self._starting = dict(state_dict)
+
+    @staticmethod
+    def merge_state_dicts(states: Sequence[Any]) -> dict[str, Any]:
+        """Every node's state in one, which any number of nodes and workers can load.
+
+        ``states``: one entry per node, in rank order: its ``state_dict()``, its
+        ``StatefulDataLoader.state_dict()``, or the list of its DataLoader workers' states.
+        """
+        return merge_state_dicts(states)
 
     def __getstate__(self) -> dict[str, Any]:
         d = dict(self.__dict__)
