@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from arrowmix._dataset.formats import check_format
+from arrowmix._hf.info import InfoFields
 from arrowmix._hf.iterable_cast import IterableCasts
 from arrowmix._hf.iterable_elastic import (
     MERGED_KEY,
@@ -36,6 +37,7 @@ from arrowmix._hf.iterable_elastic import (
     merge_state_dicts,
     tasks_to_run,
 )
+from arrowmix._hf.iterable_io import IterableIO
 from arrowmix._hf.iterable_ops import (
     IterableColumn,
     batch_fn,
@@ -90,7 +92,7 @@ class _Rows:
         return next(self.stream)
 
 
-class IterableDataset(IterableCasts):
+class IterableDataset(IterableCasts, IterableIO, InfoFields):
     """An iterable dataset with HF ``datasets``' methods whose checkpoints resume exactly.
 
     Made by :meth:`arrowmix.Dataset.to_iterable_dataset` (or ``load_dataset(...,
@@ -542,7 +544,8 @@ def to_iterable_dataset(ds: Dataset, num_shards: int = 1, split: Any = None) -> 
     """``ds`` as an :class:`IterableDataset` of ``num_shards`` contiguous shards.
 
     Its ``split`` is ``split`` (None by default, as HF's ``to_iterable_dataset`` gives;
-    ``load_dataset(..., streaming=True)`` names it).
+    ``load_dataset(..., streaming=True)`` names it); its ``info`` holds the features only,
+    as HF's (the description, citation... are not carried).
     """
     from arrowmix._dataset.state import state_of
 
@@ -566,10 +569,11 @@ def to_iterable_dataset(ds: Dataset, num_shards: int = 1, split: Any = None) -> 
         )
     plain = ds.with_format(None) if fmt is not None else ds
     node = Source(plain, shard_bounds(len(ds), num_shards))
+    info = getattr(ds, "info", None)  # HF keeps the features only, not the texts
     return IterableDataset(
         node,
         ds.features,
         format_type=fmt,
         split=split,
-        info=getattr(ds, "info", None),
+        info=None if info is None else type(info)(features=info.features),
     )
