@@ -34,6 +34,7 @@ from arrowmix._hf.iterable_cast import IterableCasts
 from arrowmix._hf.iterable_elastic import (
     MERGED_KEY,
     ElasticTasks,
+    dealt_plan,
     merge_state_dicts,
     tasks_to_run,
 )
@@ -63,6 +64,7 @@ from arrowmix._hf.iterable_stages import (
 )
 from arrowmix._hf.iterable_tensorize import TENSOR_FORMATS, tensorize
 from arrowmix._hf.iterable_torch import epoch_cell, register_with_torch, worker
+from arrowmix._stream.elastic import merge_states as stream_merge_states
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._validate import check_int
 
@@ -443,8 +445,13 @@ class IterableDataset(IterableCasts, IterableIO, InfoFields):
             stream.set_epoch(self.epoch)
         return stream
 
-    def _old_reader(self, formatted: bool, task: Mapping[str, Any]) -> Stream[Any] | None:
-        """The stream of an old reader of an elastic checkpoint, its state loaded."""
+    def _old_reader(
+        self, formatted: bool, task: Mapping[str, Any], dealt: bool
+    ) -> Stream[Any] | None:
+        """An old reader's stream of an elastic checkpoint, resumed for this reader.
+
+        ``dealt``: this reader's share of its rows (``task["share"]``); else all of them.
+        """
         strategy = "auto" if self._distributed is None else self._distributed[2]
         old = self._derive(distributed=(task["rank"], task["world_size"], strategy))
         old._epoch = self._epoch
@@ -452,9 +459,14 @@ class IterableDataset(IterableCasts, IterableIO, InfoFields):
         node = old._plan((workers, task["worker"]) if workers else None)
         if node is None:
             return None
+        if dealt:
+            node = dealt_plan(node, *task["share"])
         stream = self._stream(node, formatted)
-        if task["stream"] is not None:
-            stream.load_state_dict(task["stream"])
+        state = task["stream"]
+        if dealt and not task["started"] and state is not None:
+            state = stream_merge_states([state])
+        if state is not None:
+            stream.load_state_dict(state)
         return stream
 
     def _start(self, formatted: bool = True) -> Any:

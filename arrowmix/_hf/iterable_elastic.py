@@ -1,46 +1,45 @@
 """Elastic resume of an :class:`~arrowmix.IterableDataset`: checkpoints of N readers on M.
 
-A *reader* (an instance) is one process that iterates the dataset: a node of
-``split_dataset_by_node(ds, rank, world_size)``, or a DataLoader worker of a node. Its
-``state_dict()`` says where its own pipeline stands. :func:`merge_state_dicts` gathers the
-states of every old reader, in rank order, into *tasks*: one per old reader, with its layout
-(``rank``, ``world_size``, ``num_workers``, ``worker``) and its stream state. Loading the
-merged state on a dataset split for another ``world_size`` (or read by another number of
-workers) deals the tasks round-robin: new reader ``j`` of ``T`` (``T = world_size *
-max(num_workers, 1)``, ``j = rank * max(num_workers, 1) + worker``) takes tasks ``j, j + T,
-...``. For each task it rebuilds the old reader's pipeline (the same recipe, split as the old
-reader's was), restores its state and yields every row that reader had left in the epoch,
-its shuffle buffer and batched ``map`` windows included. Then its epoch ends; the next epoch
-(``set_epoch(e + 1)``) is read with the new layout, as HF splits it.
+A *reader* is one process that iterates the dataset: a node of ``split_dataset_by_node(ds,
+rank, world_size)``, or a DataLoader worker of a node (reader ``rank * num_workers +
+worker``). Its ``state_dict()`` says where its own pipeline stands. :func:`merge_state_dicts`
+gathers the states of every old reader, in rank order, into *tasks*: one per old reader, with
+its layout (``rank``, ``world_size``, ``num_workers``, ``worker``) and its stream state.
 
-So every row of the interrupted epoch comes out exactly once over the old readers (before the
-checkpoint) and the new ones (after it), with every stage (``map``, ``filter``, shuffle
-buffer, ``take``/``skip`` with their per-reader counts, ``batch``, interleaves). The cost: the
-rest of the epoch is shared by old reader, so the new readers' row counts differ when ``T``
-does not divide the number of old readers (a new reader beyond them reads nothing until the
-epoch ends).
+New reader ``j`` of ``T`` (``T = world_size * max(num_workers, 1)``) rebuilds, task after
+task, the old reader's pipeline (the same recipe, split as the old reader's was) and resumes
+it with the stream layer's elastic resume (:mod:`arrowmix._stream.elastic`) as instance
+``(j - k) mod T`` of ``T``: the rows old reader ``k`` had read but not yielded (its shuffle
+buffer, its batched ``map`` window) come out on one new reader, and the rows it had not read
+yet are dealt round-robin to all ``T``. So the rest of the epoch is shared evenly. A pipeline
+the stream layer cannot re-deal, or whose rows would change if re-dealt (``take``, ``skip``,
+``repeat``, ``with_indices``, ``drop_last_batch``, interleaves, generators,
+``split_dataset_by_node`` by examples) is resumed whole instead:
+new reader ``j`` finishes old readers ``j, j + T, ...``. Either way every row of the epoch
+comes out exactly once over the old readers (before the checkpoint) and the new ones (after
+it); then the epoch ends, and the next (``set_epoch(e + 1)``) is read with the new layout.
 
-A checkpoint taken during those tasks holds the tasks left (the current one at its live
-state): it resumes on the same reader, and merged again it resizes again.
+A checkpoint taken during those tasks resumes on the same reader. A list of them resizes
+again, unless a task is still being dealt across readers (finish the epoch first).
 """
 
 from __future__ import annotations
 
 import copy
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from arrowmix.exceptions import ElasticResumeError
+
 __all__ = [
     "ELASTIC_KEY",
+    "dealt_plan",
     "MERGED_KEY",
     "ElasticTasks",
     "merge_state_dicts",
     "reader_of",
     "tasks_to_run",
 ]
-
-logger = logging.getLogger(__name__)
 
 MERGED_KEY = "merged"  # a merged state: the tasks of every old reader, to deal
 ELASTIC_KEY = "elastic"  # one reader's state while it runs its tasks
@@ -68,7 +67,7 @@ def _tasks_of(state: Any, rank: int, world: int, workers: int, worker: int) -> l
     if MERGED_KEY in state:
         raise ValueError(f"merge_state_dicts: {where} is already merged; load it first.")
     if ELASTIC_KEY in state:  # a reader of an earlier resize, still on its tasks
-        return [copy.deepcopy(t) for t in state[ELASTIC_KEY]]
+        return [copy.deepcopy(t) for t in state[ELASTIC_KEY]]  # regathered by merge
     layout = dict(zip(LAYOUT_KEYS, (rank, world, workers, worker), strict=True))
     stream = copy.deepcopy(state["stream"])
     return [{**layout, "epoch": int(state.get("epoch", 0)), "stream": stream}]
@@ -104,13 +103,41 @@ def merge_state_dicts(states: Sequence[Any]) -> dict[str, Any]:
             continue
         for worker, state in enumerate(per_worker):
             tasks += _tasks_of(state, rank, world, len(per_worker), worker)
-    epochs = sorted({t["epoch"] for t in tasks})
+    plain = [t for t in tasks if "share" not in t]
+    tasks = plain + _regathered([t for t in tasks if "share" in t])
+    for k, task in enumerate(tasks):
+        task["id"] = k
+    epochs = sorted({t["epoch"] for t in tasks} or {int(states[0].get("epoch", 0))})
     if len(epochs) > 1:
         raise ValueError(
             f"merge_state_dicts: the states are of different epochs {epochs}; checkpoint every "
             "node at the same step."
         )
     return {"epoch": epochs[0], MERGED_KEY: tasks}
+
+
+#: Recipe stages whose rows depend on one reader's count: re-dealt, they would yield other rows.
+_WHOLE_KINDS = ("skip", "take", "repeat", "step")
+
+
+def dealt_plan(node: Any, total: int, rank: int) -> Any:
+    """Recipe ``node`` with its rows dealt as instance ``rank`` of ``total``.
+
+    Raises:
+        ElasticResumeError: a stage of the recipe cannot be re-dealt (see the module).
+    """
+    from dataclasses import replace
+
+    from arrowmix._hf.iterable_plan import Op, Source
+
+    if isinstance(node, Source):
+        return replace(node, instances=(total, rank))
+    if isinstance(node, Op):
+        p = node.params
+        if node.kind in _WHOLE_KINDS or p.get("with_indices") or p.get("drop_last_batch"):
+            raise ElasticResumeError(f"an IterableDataset {node.kind} is resumed whole")
+        return replace(node, parent=dealt_plan(node.parent, total, rank))
+    raise ElasticResumeError(f"{type(node).__name__} is resumed whole")
 
 
 def reader_of(
@@ -125,38 +152,53 @@ def reader_of(
 class ElasticTasks:
     """The rows a reader has left of its tasks, one old reader's pipeline after the other.
 
-    ``build(task)`` gives the old reader's stream, its state loaded (or None when that reader
-    had no rows). ``state_dict()`` is ``{"epoch": e, "stream": None, "elastic": tasks}``, the
-    current task at its live state.
+    ``open(task, dealt)`` gives the old reader's stream resumed for this reader (``dealt``:
+    its share of the old reader's rows; else the whole), or None when there is nothing to
+    read. ``state_dict()`` is ``{"epoch": e, "stream": None, "elastic": tasks}``.
     """
 
     def __init__(
-        self, tasks: list[dict[str, Any]], epoch: int, build: Callable[[dict[str, Any]], Any]
+        self, tasks: list[dict[str, Any]], epoch: int, open_task: Callable[..., Any]
     ) -> None:
-        self.tasks, self.epoch, self.build = [dict(t) for t in tasks], epoch, build
+        self.tasks, self.epoch, self.open = [dict(t) for t in tasks], epoch, open_task
+        self.at = 0
         self.current: Any = None
 
     def __iter__(self) -> ElasticTasks:
         return self
 
-    def __next__(self) -> Any:
-        while self.tasks:
-            if self.current is None:
-                self.current = self.build(self.tasks[0])
-                if self.current is None:
-                    self.tasks.pop(0)
-                    continue
+    def _start(self, task: dict[str, Any]) -> Any:
+        rank = task["share"][1]
+        if task["mode"] is None:
             try:
-                return next(self.current)
-            except StopIteration:
-                self.current = None
-                self.tasks.pop(0)
+                stream = self.open(task, dealt=True)
+                task["mode"] = "dealt"
+                return stream
+            except ElasticResumeError:
+                task["mode"] = "whole" if rank == 0 else "skip"
+        if task["mode"] == "skip":
+            return None
+        return self.open(task, dealt=task["mode"] == "dealt")
+
+    def __next__(self) -> Any:
+        while self.at < len(self.tasks):
+            task = self.tasks[self.at]
+            if self.current is None and not task["done"]:
+                self.current = self._start(task)
+                task["started"] = True
+            if self.current is not None:
+                try:
+                    return next(self.current)
+                except StopIteration:
+                    task["stream"] = self.current.state_dict()
+            task["done"], self.current = True, None
+            self.at += 1
         raise StopIteration
 
     def state_dict(self) -> dict[str, Any]:
         tasks = copy.deepcopy(self.tasks)
-        if tasks and self.current is not None:
-            tasks[0]["stream"] = self.current.state_dict()
+        if self.current is not None:
+            tasks[self.at]["stream"] = self.current.state_dict()
         return {"epoch": self.epoch, "stream": None, ELASTIC_KEY: tasks}
 
 
@@ -171,13 +213,35 @@ def tasks_to_run(
     if MERGED_KEY not in state:
         return None
     j, total = reader_of(distributed, worker)
-    mine = list(state[MERGED_KEY])[j::total]
-    if not mine:
-        logger.warning(
-            "reader %d of %d gets no rows of the resumed epoch: the checkpoint holds %d "
-            "readers; it reads again from the next epoch (set_epoch).",
-            j,
-            total,
-            len(state[MERGED_KEY]),
-        )
-    return mine
+    return [
+        {**task, "share": [total, (j - k) % total], "mode": None, "started": False, "done": False}
+        for k, task in enumerate(state[MERGED_KEY])
+    ]
+
+
+def _regathered(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tasks of readers of an earlier resize, as fresh tasks for another one.
+
+    Raises:
+        ValueError: a task is being dealt across readers and is not over.
+    """
+    groups: dict[int, list[dict[str, Any]]] = {}
+    for t in tasks:
+        groups.setdefault(int(t["id"]), []).append(t)
+    fresh = []
+    for _, group in sorted(groups.items()):
+        dealt = [t for t in group if t["mode"] == "dealt"]
+        if dealt:
+            if not all(t["done"] for t in group):
+                raise ValueError(
+                    "merge_state_dicts: the readers are still sharing an earlier reader's rows "
+                    "(an elastic resume in progress); resume on the same layout until the "
+                    "epoch ends, then resize."
+                )
+            continue
+        whole = [t for t in group if t["mode"] == "whole"]
+        if whole and whole[0]["done"]:
+            continue
+        base = whole[0] if whole else group[0]
+        fresh.append({k: base[k] for k in (*LAYOUT_KEYS, "epoch", "stream")})
+    return fresh

@@ -106,26 +106,64 @@ def test_merged_state_equals_the_list():
     assert list(a) == list(b)
 
 
-def test_checkpoint_during_the_resumed_epoch_resumes_and_resizes_again():
-    """A new reader's state mid-epoch resumes on that reader, and merges for another resize."""
+def test_the_rest_of_the_epoch_is_shared_evenly():
+    """Whole shards per node: every new reader gets a share of each old reader's rows."""
+    for old_world, new_world in ((2, 3), (3, 2), (2, 4)):
+        old = [node("shuffle_map_filter", 12, old_world, r) for r in range(old_world)]
+        for d in old:
+            list(itertools.islice(iter(d), 3))
+        states = [d.state_dict() for d in old]
+        counts = []
+        for r in range(new_world):
+            d = node("shuffle_map_filter", 12, new_world, r)
+            d.load_state_dict(states)
+            counts.append(sum(1 for _ in d))
+        assert min(counts) > 0 and max(counts) - min(counts) <= 2 * old_world + 6, counts
+
+
+def test_checkpoint_during_the_resumed_epoch_resumes_on_the_same_reader():
     old = [node("shuffle_map_filter", 6, 2, r) for r in range(2)]
-    its = [iter(d) for d in old]
-    seen = [row["a"] for it in its for row in itertools.islice(it, 3)]
+    for d in old:
+        list(itertools.islice(iter(d), 3))
     states = [d.state_dict() for d in old]
     mid = [node("shuffle_map_filter", 6, 3, r) for r in range(3)]
     for d in mid:
         d.load_state_dict(states)
     its = [iter(d) for d in mid]
-    seen += [row["a"] for it in its for row in itertools.islice(it, 5)]
+    for it in its:
+        list(itertools.islice(it, 4))
     mid_states = through_json([d.state_dict() for d in mid])
-    again = node("shuffle_map_filter", 6, 3, 0)  # same reader: exactly the rest
-    again.load_state_dict(mid_states[0])
-    assert [r["a"] for r in again] == [r["a"] for r in its[0]]
-    final = [node("shuffle_map_filter", 6, 2, r) for r in range(2)]
+    for r in range(3):
+        again = node("shuffle_map_filter", 6, 3, r)
+        again.load_state_dict(mid_states[r])
+        assert [row["a"] for row in again] == [row["a"] for row in its[r]]
+    with pytest.raises(ValueError, match="same layout until the epoch ends"):
+        node("shuffle_map_filter", 6, 2, 0).load_state_dict(mid_states)
+
+
+def test_a_pipeline_resumed_whole_resizes_again_mid_epoch():
+    """``skip`` counts one reader's rows: old readers are finished whole, and can be resized."""
+
+    def skipping(world, rank):
+        ds = PIPELINES["shuffle_map_filter"](6).skip(1)
+        return am.split_dataset_by_node(ds, rank=rank, world_size=world)
+
+    want = sorted(r["a"] for k in range(2) for r in skipping(2, k))
+    old = [skipping(2, r) for r in range(2)]
+    its = [iter(d) for d in old]
+    seen = [row["a"] for it in its for row in itertools.islice(it, 3)]
+    states = [d.state_dict() for d in old]
+    mid = [skipping(3, r) for r in range(3)]
+    for d in mid:
+        d.load_state_dict(states)
+    its = [iter(d) for d in mid]
+    seen += [row["a"] for it in its for row in itertools.islice(it, 2)]
+    mid_states = through_json([d.state_dict() for d in mid])
+    final = [skipping(2, r) for r in range(2)]
     for d in final:
         d.load_state_dict(mid_states)
     rest = [row["a"] for d in final for row in d]
-    assert sorted(seen + rest) == WANT["shuffle_map_filter"]
+    assert sorted(seen + rest) == want
 
 
 def test_dataloader_workers_resume_on_other_counts(monkeypatch):
@@ -187,3 +225,21 @@ def test_stateful_dataloader_states_resume_on_another_world_size():
         rest += [a for b in stateful.StatefulDataLoader(d, batch_size=3, num_workers=2)
                  for a in b["a"].tolist()]  # fmt: skip
     assert sorted(seen + rest) == WANT["shuffle_map_filter"]
+
+
+@pytest.mark.parametrize(("old_world", "new_world"), [(2, 3), (3, 2)])
+def test_take_keeps_each_old_readers_rows(old_world, new_world):
+    def taking(world, rank):
+        ds = base(6).shuffle(seed=2, buffer_size=4).map(twice).take(31)
+        return am.split_dataset_by_node(ds, rank=rank, world_size=world)
+
+    want = sorted(r["a"] for k in range(old_world) for r in taking(old_world, k))
+    old = [taking(old_world, r) for r in range(old_world)]
+    its = [iter(d) for d in old]
+    seen = [row["a"] for it in its for row in itertools.islice(it, 4)]
+    states = through_json([d.state_dict() for d in old])
+    new = [taking(new_world, r) for r in range(new_world)]
+    for d in new:
+        d.load_state_dict(states)
+    rest = [row["a"] for d in new for row in d]
+    assert sorted(seen + rest) == want
