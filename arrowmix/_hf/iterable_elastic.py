@@ -90,6 +90,7 @@ def merge_state_dicts(states: Sequence[Any]) -> dict[str, Any]:
         raise ValueError("merge_state_dicts expects a non-empty list: one state per node.")
     world = len(states)
     tasks: list[dict[str, Any]] = []
+    epochs: set[int] = set()
     for rank, entry in enumerate(states):
         per_worker: list[Any] | None
         if isinstance(entry, Mapping):
@@ -99,21 +100,22 @@ def merge_state_dicts(states: Sequence[Any]) -> dict[str, Any]:
         else:
             per_worker = list(entry)
         if per_worker is None:
-            tasks += _tasks_of(entry, rank, world, 0, 0)
-            continue
+            per_worker, workers = [entry], 0
+        else:
+            workers = len(per_worker)
         for worker, state in enumerate(per_worker):
-            tasks += _tasks_of(state, rank, world, len(per_worker), worker)
+            tasks += _tasks_of(state, rank, world, workers, worker)
+            epochs.add(int(state.get("epoch", 0)))
     plain = [t for t in tasks if "share" not in t]
     tasks = plain + _regathered([t for t in tasks if "share" in t])
     for k, task in enumerate(tasks):
         task["id"] = k
-    epochs = sorted({t["epoch"] for t in tasks} or {int(states[0].get("epoch", 0))})
     if len(epochs) > 1:
         raise ValueError(
-            f"merge_state_dicts: the states are of different epochs {epochs}; checkpoint every "
-            "node at the same step."
+            f"merge_state_dicts: the states are of different epochs {sorted(epochs)}; "
+            "checkpoint every node at the same step."
         )
-    return {"epoch": epochs[0], MERGED_KEY: tasks}
+    return {"epoch": epochs.pop(), MERGED_KEY: tasks}
 
 
 #: Recipe stages whose rows depend on one reader's count: re-dealt, they would yield other rows.
