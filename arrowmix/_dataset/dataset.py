@@ -230,11 +230,13 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
 
         return ops.select(self, indices, view_options(**hf_options))
 
-    def shuffle(self, seed: int | None = None, **hf_options: Any) -> Dataset:
+    def shuffle(self, seed: int | None = None, generator: Any = None, **hf_options: Any) -> Dataset:
         """A seeded random permutation view (``np.random.default_rng(seed)``, as in HF).
 
         ``seed=None`` draws the seed from numpy's global generator, as HF ``datasets`` does:
-        after ``np.random.seed(0)`` a script's unseeded shuffles are reproducible.
+        after ``np.random.seed(0)`` a script's unseeded shuffles are reproducible. HF's
+        ``generator=`` (a ``numpy.random.Generator``) draws the permutation instead, as in
+        HF (advancing it); the view is then a ``select`` of those rows.
 
         HF's storage options are accepted by keyword: ``indices_cache_file_name`` (write
         the mapping to that file, whatever its size), ``keep_in_memory`` (never write it),
@@ -244,6 +246,13 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
         from arrowmix._dataset.views import view_ops as ops
         from arrowmix._dataset.views.view_options import view_options
 
+        if generator is not None:
+            if seed is not None:
+                raise ValueError(
+                    "Both `seed` and `generator` were provided. Please specify just one of them."
+                )
+            perm = ops.drawn_permutation(generator, len(self))
+            return ops.select(self, perm, view_options(**hf_options))
         return ops.shuffle(self, seed, view_options(**hf_options))
 
     def sort(
@@ -298,6 +307,7 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
         *,
         train_size: float | int | None = None,
         stratify_by_column: str | None = None,
+        generator: Any = None,
         **hf_options: Any,
     ) -> Any:
         """Split into a ``DatasetDict`` ``{"train", "test"}`` that also unpacks as a pair.
@@ -312,6 +322,7 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
             shuffle: Shuffle before splitting (else train is the first rows, test the next).
             train_size: Fraction or number of rows for train (keyword only).
             stratify_by_column: Keep each label of this column at its share in both splits.
+            generator: HF's ``numpy.random.Generator`` drawing the rows instead of ``seed``.
             **hf_options: HF's ``train_``/``test_indices_cache_file_name`` and
                 ``train_``/``test_new_fingerprint`` for each split, and ``keep_in_memory``,
                 ``load_from_cache_file``, ``writer_batch_size`` for both (see :meth:`shuffle`).
@@ -327,6 +338,7 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
             shuffle,
             stratify_by_column,
             split_options(hf_options),
+            generator,
         )
         return SplitPair({"train": train, "test": test})
 

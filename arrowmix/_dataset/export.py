@@ -33,7 +33,7 @@ from arrowmix._validate import check_int
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
 
-__all__ = ["to_csv", "to_json", "to_parquet"]
+__all__ = ["to_csv", "to_json", "to_parquet", "to_sql"]
 
 #: HF's ``config.DEFAULT_MAX_BATCH_SIZE``.
 DEFAULT_BATCH = 1000
@@ -281,4 +281,25 @@ def to_parquet(
                 writer.add_key_value_metadata({"content_defined_chunking": json.dumps(cdc)})
         finally:
             writer.close()
+    return written
+
+
+def to_sql(
+    ds: Dataset, name: str, con: Any, batch_size: int | None = None, **to_sql_kwargs: Any
+) -> int:
+    """``ds``'s rows into SQL table ``name`` through ``pandas.DataFrame.to_sql``, as HF.
+
+    ``batch_size`` rows per call (1000), ``index=False`` unless given; the first call creates
+    the table (``if_exists`` as given), the others append. Returns the rows written.
+    """
+    size = check_int("batch_size", batch_size or DEFAULT_BATCH, minimum=1)
+    to_sql_kwargs.pop("sql", None)
+    to_sql_kwargs.pop("con", None)
+    index = to_sql_kwargs.pop("index", False)
+    written = 0
+    for off in range(0, len(ds), size):
+        kwargs = {**to_sql_kwargs, "if_exists": "append"} if off else to_sql_kwargs
+        df = _table(ds, off, min(off + size, len(ds))).to_pandas(integer_object_nulls=True)
+        n = df.to_sql(name, con, index=index, **kwargs)
+        written += n or len(df)
     return written

@@ -180,6 +180,18 @@ class DatasetExtras:
             _ds(self), path_or_buf, batch_size, num_proc, storage_options, **to_json_kwargs
         )
 
+    def to_sql(
+        self, name: str, con: Any, batch_size: int | None = None, **sql_writer_kwargs: Any
+    ) -> int:
+        """Write the view into SQL table ``name`` (``pandas.DataFrame.to_sql``); rows written.
+
+        HF's arguments: ``batch_size`` rows per call (1000), ``index=False`` unless given; a
+        ``sqlite3`` connection, or a URI or SQLAlchemy connection when SQLAlchemy is installed.
+        """
+        from arrowmix._dataset.export import to_sql
+
+        return to_sql(_ds(self), name, con, batch_size, **sql_writer_kwargs)
+
     def to_parquet(
         self,
         path_or_buf: Any,

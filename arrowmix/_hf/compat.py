@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from arrowmix._hf import columns as hf_columns
 from arrowmix._hf import transforms as hf_transforms
+from arrowmix._hf.info import InfoFields
 from arrowmix._hf.state import set_state, state_of
 from arrowmix._validate import check_int
 
@@ -43,7 +44,7 @@ def _dataset(obj: HFCompat) -> Dataset:
     return cast("Dataset", obj)
 
 
-class HFCompat:
+class HFCompat(InfoFields):
     """Mixin of :class:`~arrowmix.Dataset`: HF ``datasets``' names beside arrowmix's own."""
 
     @property

@@ -446,7 +446,8 @@ class DatasetDict(DatasetDictFiles, dict[str, "Dataset"]):
         """``Dataset.shuffle`` on every split: ``seeds`` one seed for all, or one per split.
 
         ``seed`` is HF's alias of ``seeds`` (not both). A split without a seed draws one from
-        numpy's global generator, as ``Dataset.shuffle(seed=None)`` does.
+        numpy's global generator, as ``Dataset.shuffle(seed=None)`` does. ``generators``: HF's
+        ``{split: numpy.random.Generator}``, drawing those splits' permutations instead.
         """
         if seed is not None and seeds is not None:
             raise ValueError("Please specify seed or seeds, but not both")
@@ -456,15 +457,11 @@ class DatasetDict(DatasetDictFiles, dict[str, "Dataset"]):
             if isinstance(given, Mapping) or given is None
             else dict.fromkeys(self.keys(), given)
         )
-        if generators is not None:
-            raise TypeError(
-                "arrowmix's shuffle takes no `generators=`; pass `seeds=` (one per split or "
-                "one for all): the permutation is numpy's default_rng(seed), as in HF."
-            )
         return self._forward(
             "shuffle",
             per_split={
                 "seed": ("seeds", per),
+                "generator": ("generators", generators),
                 "indices_cache_file_name": ("indices_cache_file_names", indices_cache_file_names),
             },
             keep_in_memory=keep_in_memory,

@@ -6,7 +6,8 @@ HF ``DatasetInfo`` (description, citation, homepage, license) there; views keep 
 the table); ``concatenate_datasets`` merges them as HF's ``DatasetInfo.from_merge`` does
 (distinct texts joined by a blank line); ``ds.info`` reads them back with ``ds.features``.
 A rename keeps them; a ``map`` result does not carry them. Nothing here changes rows or
-fingerprints.
+fingerprints. :class:`InfoFields` gives HF's ``DatasetInfoMixin`` properties (``builder_name``,
+``citation``...) to :class:`~arrowmix.Dataset` and :class:`~arrowmix.IterableDataset`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
 
 __all__ = [
+    "INFO_FIELDS",
+    "InfoFields",
     "INFO_TEXTS",
     "dataset_info",
     "dataset_with_info",
@@ -139,3 +142,46 @@ def dataset_info(ds: Dataset) -> Any:
     entry = info_entry(table.schema) if isinstance(table, pa.Table) else {}
     texts = {k: entry[k] for k in INFO_TEXTS if isinstance(entry.get(k), str)}
     return datasets.DatasetInfo(**texts, features=ds.features)
+
+
+#: HF's ``DatasetInfoMixin`` properties read from ``info`` (``features`` and ``split`` apart).
+INFO_FIELDS = (
+    "builder_name",
+    "citation",
+    "config_name",
+    "dataset_size",
+    "description",
+    "download_checksums",
+    "download_size",
+    "homepage",
+    "license",
+    "size_in_bytes",
+    "supervised_keys",
+    "version",
+)
+
+
+def _info_field(name: str) -> Any:
+    def get(self: Any) -> Any:
+        info = self.info
+        return None if info is None else getattr(info, name)
+
+    return property(get, doc=f"``info.{name}`` (HF's ``DatasetInfo`` field).")
+
+
+class InfoFields:
+    """HF's ``DatasetInfoMixin`` properties: each is the field of ``self.info``."""
+
+    info: Any
+    builder_name = _info_field("builder_name")
+    citation = _info_field("citation")
+    config_name = _info_field("config_name")
+    dataset_size = _info_field("dataset_size")
+    description = _info_field("description")
+    download_checksums = _info_field("download_checksums")
+    download_size = _info_field("download_size")
+    homepage = _info_field("homepage")
+    license = _info_field("license")
+    size_in_bytes = _info_field("size_in_bytes")
+    supervised_keys = _info_field("supervised_keys")
+    version = _info_field("version")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import itertools
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -28,7 +29,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from arrowmix._dataset.formats import check_format
+from arrowmix._hf.info import InfoFields
 from arrowmix._hf.iterable_cast import IterableCasts
+from arrowmix._hf.iterable_elastic import (
+    MERGED_KEY,
+    ElasticTasks,
+    dealt_plan,
+    merge_state_dicts,
+    tasks_to_run,
+)
+from arrowmix._hf.iterable_io import IterableIO
 from arrowmix._hf.iterable_ops import (
     IterableColumn,
     batch_fn,
@@ -54,6 +64,7 @@ from arrowmix._hf.iterable_stages import (
 )
 from arrowmix._hf.iterable_tensorize import TENSOR_FORMATS, tensorize
 from arrowmix._hf.iterable_torch import epoch_cell, register_with_torch, worker
+from arrowmix._stream.elastic import merge_states as stream_merge_states
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._validate import check_int
 
@@ -83,7 +94,7 @@ class _Rows:
         return next(self.stream)
 
 
-class IterableDataset(IterableCasts):
+class IterableDataset(IterableCasts, IterableIO, InfoFields):
     """An iterable dataset with HF ``datasets``' methods whose checkpoints resume exactly.
 
     Made by :meth:`arrowmix.Dataset.to_iterable_dataset` (or ``load_dataset(...,
@@ -122,7 +133,7 @@ class IterableDataset(IterableCasts):
         self._distributed = distributed
         self._epoch: Any = epoch_cell(0)
         self._starting: State | None = None
-        self._live: Stream[Any] | None = None
+        self._live: Stream[Any] | ElasticTasks | None = None
         register_with_torch(IterableDataset)
 
     def _derive(self, node: Any = None, **changes: Any) -> IterableDataset:
@@ -421,19 +432,53 @@ class IterableDataset(IterableCasts):
             node = node.shard(workers, index, contiguous=False).shift_rngs(index)
         return node
 
-    def _start(self, formatted: bool = True) -> Stream[Any]:
+    def _stream(self, node: Any, formatted: bool) -> Stream[Any]:
+        """The stream of plan ``node`` (None: no rows), formatted, at the dataset's epoch."""
         from arrowmix._stream.sources.iterable import from_iterable
 
-        node = self._plan(worker())
         stream: Stream[Any] = from_iterable(()) if node is None else node.build()
         if formatted and self._format is not None:
             stream = FormatRows(
                 stream, self._format, schema_of(self._features), typed=self._node.typed
             )
-        epoch = self.epoch
-        if epoch:
-            stream.set_epoch(epoch)
-        start = self._starting
+        if self.epoch:
+            stream.set_epoch(self.epoch)
+        return stream
+
+    def _old_reader(
+        self, formatted: bool, task: Mapping[str, Any], dealt: bool
+    ) -> Stream[Any] | None:
+        """An old reader's stream of an elastic checkpoint, resumed for this reader.
+
+        ``dealt``: this reader's share of its rows (``task["share"]``); else all of them.
+        """
+        strategy = "auto" if self._distributed is None else self._distributed[2]
+        old = self._derive(distributed=(task["rank"], task["world_size"], strategy))
+        old._epoch = self._epoch
+        workers = task["num_workers"]
+        node = old._plan((workers, task["worker"]) if workers else None)
+        if node is None:
+            return None
+        if dealt:
+            node = dealt_plan(node, *task["share"])
+        stream = self._stream(node, formatted)
+        state = task["stream"]
+        if dealt and not task["started"] and state is not None:
+            state = stream_merge_states([state])
+        if state is not None:
+            stream.load_state_dict(state)
+        return stream
+
+    def _start(self, formatted: bool = True) -> Any:
+        here = worker()
+        start, epoch = self._starting, self.epoch
+        if start is not None and start.get("epoch", 0) == epoch:
+            tasks = tasks_to_run(start, self._distributed, here)
+            if tasks is not None:  # an elastic resume: the rows the old readers had left
+                read = functools.partial(self._old_reader, formatted)
+                self._live = ElasticTasks(tasks, epoch, read)
+                return self._live
+        stream = self._stream(self._plan(here), formatted)
         if start is not None and start.get("epoch", 0) == epoch and start.get("stream"):
             stream.load_state_dict(start["stream"])
         self._live = stream
@@ -465,16 +510,36 @@ class IterableDataset(IterableCasts):
         """
         if self._live is None:
             return dict(self._starting) if self._starting else {"epoch": self.epoch, "stream": None}
+        if isinstance(self._live, ElasticTasks):
+            return self._live.state_dict()
         return {"epoch": self.epoch, "stream": self._live.state_dict()}
 
-    def load_state_dict(self, state_dict: Mapping[str, Any]) -> None:
-        """Resume from ``state_dict()`` at the next iteration (of the same epoch, as in HF)."""
-        if not isinstance(state_dict, Mapping) or "stream" not in state_dict:
+    def load_state_dict(self, state_dict: Mapping[str, Any] | Sequence[Any]) -> None:
+        """Resume from ``state_dict()`` at the next iteration (of the same epoch, as in HF).
+
+        Elastic resume: the list of every node's state (or :meth:`merge_state_dicts` of it)
+        loads on any ``world_size`` and number of DataLoader workers; the rows the old
+        readers had left come out once each.
+        """
+        if isinstance(state_dict, Sequence) and not isinstance(state_dict, str):
+            state_dict = merge_state_dicts(state_dict)
+        if not isinstance(state_dict, Mapping) or not (
+            "stream" in state_dict or MERGED_KEY in state_dict
+        ):
             raise ValueError(
                 "load_state_dict expects a state of IterableDataset.state_dict() "
-                "({'epoch': ..., 'stream': ...})."
+                "({'epoch': ..., 'stream': ...}), or the list of every node's state."
             )
         self._starting = dict(state_dict)
+
+    @staticmethod
+    def merge_state_dicts(states: Sequence[Any]) -> dict[str, Any]:
+        """Every node's state in one, which any number of nodes and workers can load.
+
+        ``states``: one entry per node, in rank order: its ``state_dict()``, its
+        ``StatefulDataLoader.state_dict()``, or the list of its DataLoader workers' states.
+        """
+        return merge_state_dicts(states)
 
     def __getstate__(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -491,7 +556,8 @@ def to_iterable_dataset(ds: Dataset, num_shards: int = 1, split: Any = None) -> 
     """``ds`` as an :class:`IterableDataset` of ``num_shards`` contiguous shards.
 
     Its ``split`` is ``split`` (None by default, as HF's ``to_iterable_dataset`` gives;
-    ``load_dataset(..., streaming=True)`` names it).
+    ``load_dataset(..., streaming=True)`` names it); its ``info`` holds the features only,
+    as HF's (the description, citation... are not carried).
     """
     from arrowmix._dataset.state import state_of
 
@@ -515,10 +581,11 @@ def to_iterable_dataset(ds: Dataset, num_shards: int = 1, split: Any = None) -> 
         )
     plain = ds.with_format(None) if fmt is not None else ds
     node = Source(plain, shard_bounds(len(ds), num_shards))
+    info = getattr(ds, "info", None)  # HF keeps the features only, not the texts
     return IterableDataset(
         node,
         ds.features,
         format_type=fmt,
         split=split,
-        info=getattr(ds, "info", None),
+        info=None if info is None else type(info)(features=info.features),
     )

@@ -37,6 +37,7 @@ from arrowmix._hf.iterable_stages import (
 from arrowmix._hf.iterable_tensorize import TENSOR_FORMATS, tensorize
 from arrowmix._stream.base import Stream, fn_id
 from arrowmix._stream.replay import WindowReplayStage
+from arrowmix._stream.topology import ElasticRole
 
 __all__ = [
     "Call",
@@ -139,6 +140,9 @@ def merge(inputs: Any, out: Any, remove_columns: Sequence[str], *, same: bool) -
 class _PerRow(CountingStage):
     """A stage calling the function once per row; it counts the rows it read.
 
+    Elastic resume passes through it and restarts the count (it only numbers the rows of
+    ``with_indices``, whose pipelines an ``IterableDataset`` never re-deals).
+
     State:
         ``source``: the source's state. ``index``: rows read (the next row's index).
         Replay cost: none.
@@ -146,6 +150,8 @@ class _PerRow(CountingStage):
 
     COUNT_KEY = "index"
     STATE_KEYS = ("source", COUNT_KEY)
+    ELASTIC_ROLE = ElasticRole.TRANSPARENT
+    ELASTIC_STATE_RESTARTS = True
 
     def __init__(self, source: Stream[Any], call: Call) -> None:
         super().__init__(source)

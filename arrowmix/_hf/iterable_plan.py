@@ -81,6 +81,8 @@ class Source:
 
     ds: Dataset
     bounds: tuple[tuple[int, int], ...]
+    #: ``(num_instances, rank)`` of the rows' stream (an elastic resume deals them), or None.
+    instances: tuple[int, int] | None = None
 
     @property
     def num_shards(self) -> int:
@@ -115,6 +117,12 @@ class Source:
             view = self.ds.select(range(self.bounds[0][0], self.bounds[-1][1]))
         else:
             view = self.ds.select(np.concatenate([np.arange(a, b) for a, b in self.bounds]))
+        if self.instances is not None:
+            n, rank = self.instances
+            dealt: Stream[Any] = view.to_stream(
+                shuffle=None, infinite=False, num_instances=n, instance_rank=rank
+            )
+            return dealt
         stream: Stream[Any] = view.to_stream(shuffle=None, infinite=False)
         return stream
 

@@ -18,11 +18,19 @@ from arrowmix._storage import text_lines
 from arrowmix._storage.fs import is_local, local_path
 from arrowmix.exceptions import InputFormatError
 
-__all__ = ["FORMATS", "read_batches"]
+__all__ = ["FORMATS", "read_batches", "readable_path"]
 
 _BLOCK = 16 * 2**20
 _ROWS = 65536
 _PARQUET_ROWS = 256 * 1024  # chunks._BATCH_ROWS: the record batches of the chunks written
+
+
+def readable_path(path: str) -> str:
+    """``path`` for a message: ``zip://member::archive`` reads ``member in archive``."""
+    if path.startswith("zip://") and "::" in path:
+        member, archive = path[len("zip://") :].split("::", 1)
+        return f"{member} in {archive}"
+    return path
 
 
 def _open(path: str, storage_options: Mapping[str, Any] | None, text: bool = False) -> Any:
@@ -122,6 +130,7 @@ def read_csv(
             raw = pacsv.open_csv(f, parse_options=parse).schema.names
         names = header_names(raw)
         read = pacsv.ReadOptions(column_names=names, skip_rows=1)
+        rows = 0
         with source() as f:
             reader = pacsv.open_csv(
                 f,
@@ -129,7 +138,11 @@ def read_csv(
                 parse_options=parse,
                 convert_options=csv_convert_options(names),
             )
-            yield from typed_batches(iter(reader), path, column_types)
+            for batch in typed_batches(iter(reader), path, column_types):
+                rows += batch.num_rows
+                yield batch
+        if not rows:  # a header without rows: its columns still count, as in HF
+            yield pa.RecordBatch.from_arrays([pa.nulls(0)] * len(names), names=names)
 
     done = 0
     try:
@@ -138,8 +151,11 @@ def read_csv(
             yield batch
         return
     except pa.ArrowInvalid as exc:
-        if "Empty CSV file" in str(exc):
-            return
+        if "Empty CSV file" in str(exc):  # HF (pandas) raises too: no columns to parse
+            raise InputFormatError(
+                f"{readable_path(path)}: the CSV file is empty (no header row, so no "
+                "columns to parse). Remove it from the data files or give it a header."
+            ) from exc
         if not is_width_error(exc):
             raise InputFormatError(
                 _locate_csv_error(path, storage_options, exc, delimiter)

@@ -75,3 +75,29 @@ def test_folder_of_zips_infers_the_builder_and_splits(tmp_path, hf_load):
     same(am.load_dataset(str(folder)), hf_load(str(folder)))
     stream = am.load_dataset(str(folder), split="test", streaming=True)
     assert list(stream) == list(hf_load(str(folder), split="test"))
+
+
+@pytest.mark.parametrize(
+    ("member", "error", "message"),
+    [
+        ("z\n", am.exceptions.SchemaMismatchError, r"b\.csv in .*data\.zip: its header has .*'z'"),
+        ("", am.exceptions.InputFormatError, r"b\.csv in .*data\.zip: the CSV file is empty"),
+    ],
+)
+def test_zip_member_empty_csv_of_other_columns_raises_as_in_hf(
+    tmp_path, hf_load, member, error, message
+):
+    """HF refuses a member without rows whose header differs (or that has none): so do we."""
+    archive = write_zip(tmp_path / "data.zip", {"a.csv": CSV, "b.csv": member})
+    with pytest.raises(error, match=message):
+        am.load_dataset("csv", data_files=archive, split="train")
+    with pytest.raises(hf.exceptions.DatasetGenerationError):
+        hf_load("csv", data_files=archive, split="train")
+
+
+def test_zip_member_header_only_of_the_same_columns_is_read_as_in_hf(tmp_path, hf_load):
+    archive = write_zip(tmp_path / "data.zip", {"a.csv": CSV, "b.csv": "a,t\n"})
+    same(
+        am.load_dataset("csv", data_files=archive, split="train"),
+        hf_load("csv", data_files=archive, split="train"),
+    )

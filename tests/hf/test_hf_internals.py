@@ -202,8 +202,9 @@ def test_train_test_split_options_per_split(tmp_path):
     assert os.path.exists(train_path) and len(train) == 15
     assert test.fingerprint == "held-out"
     assert sorted(train["id"] + test["id"]) == list(range(20))
-    with pytest.raises(TypeError, match="seed"):
-        ds.train_test_split(test_size=5, generator=np.random.default_rng(0))
+    drawn = ds.train_test_split(test_size=5, generator=np.random.default_rng(0))
+    perm = np.random.default_rng(0).permutation(20)
+    assert drawn["test"]["id"] == perm[:5].tolist() and drawn["train"]["id"] == perm[5:].tolist()
 
 
 def test_flatten_indices_keep_in_memory():

@@ -31,7 +31,7 @@ from arrowmix._storage.chunks import write_batches
 from arrowmix._storage.digests import file_digest
 from arrowmix._storage.fs import is_local, local_path, url_to_fs
 from arrowmix._storage.globs import expand_inputs
-from arrowmix._storage.readers import read_batches
+from arrowmix._storage.readers import read_batches, readable_path
 from arrowmix.exceptions import SchemaMismatchError
 
 __all__ = ["ingest", "input_batches", "text_format"]
@@ -87,6 +87,8 @@ def input_batches(
                 names = batch.schema.names
                 types = {f.name: f.type for f in batch.schema if not has_null_type(f.type)}
             batch = _with_source(_aligned(batch, names, path, row), source_column, path)
+            if not n and fmt == "csv":
+                continue  # a header without rows: its columns checked, nothing to keep
             where = f"{path!r}, its rows {row + 1}..{row + n} (1-based)"
             yield from conform.push(batch, where, row + 1)
             row += n
@@ -97,9 +99,15 @@ def _aligned(batch: pa.RecordBatch, names: list[str], path: str, row: int) -> pa
     if batch.schema.names == names:
         return batch
     extra = [n for n in batch.schema.names if n not in names]
+    if extra and not batch.num_rows:  # a CSV header without rows
+        raise SchemaMismatchError(
+            f"{readable_path(path)}: its header has the column(s) "
+            f"{', '.join(map(repr, extra))} that the first input file's rows do not "
+            f"({names}), as HF datasets refuses it. Ingest files of one layout together."
+        )
     if extra:
         raise SchemaMismatchError(
-            f"{path}: its rows from row {row + 1} (1-based) have the column(s) "
+            f"{readable_path(path)}: its rows from row {row + 1} (1-based) have the column(s) "
             f"{', '.join(map(repr, extra))} that the first input file's rows do not "
             f"({names}). Ingest files of one layout together, or add the column(s) to the "
             "first file."

@@ -54,15 +54,9 @@ def split_options(hf_options: dict[str, Any]) -> tuple[ViewOptions, ViewOptions]
     """The train and test :class:`ViewOptions` from HF's ``train_test_split`` arguments.
 
     Raises:
-        TypeError: an argument HF's ``train_test_split`` does not have, or ``generator``
-            (pass ``seed``).
+        TypeError: an argument HF's ``train_test_split`` does not have.
     """
     opts = dict(hf_options)
-    if "generator" in opts:
-        raise TypeError(
-            "train_test_split() does not take HF datasets' `generator=`: pass `seed=` (the "
-            "same seed draws the same rows as HF's default generator)."
-        )
     shared = {k: opts.pop(k) for k in _SHARED_OPTIONS if k in opts}
     per_split = []
     for split in ("train", "test"):
@@ -186,8 +180,10 @@ def train_test_split(
     shuffle: bool,
     stratify_by_column: str | None,
     options: tuple[ViewOptions, ViewOptions] | None = None,
+    generator: np.random.Generator | None = None,
 ) -> SplitResult:
-    from arrowmix._dataset.views.view_ops import check_seed, with_selection
+    """HF's split; ``generator`` (HF's) draws the rows instead of ``seed``, advancing it."""
+    from arrowmix._dataset.views.view_ops import check_seed, drawn_permutation, with_selection
 
     n = len(ds)
     n_train, n_test = split_sizes(n, test_size, train_size)
@@ -200,8 +196,12 @@ def train_test_split(
         if not shuffle:
             raise ValueError("A stratified split (`stratify_by_column`) needs `shuffle=True`.")
     if shuffle:
-        seed = check_seed(seed)
-        rng = np.random.default_rng(seed)
+        if generator is not None:
+            drawn_permutation(generator, 0)  # checks its type as HF does
+            rng, seed = generator, None
+        else:
+            seed = check_seed(seed)
+            rng = np.random.default_rng(seed)
         if stratify_by_column is not None:
             labels = np.asarray(
                 view_range(state_of(ds), 0, n, [stratify_by_column]).column(0).to_numpy()
@@ -217,6 +217,8 @@ def train_test_split(
     kw: dict[str, Any] = {"test_size": test_size, "seed": seed, "shuffle": shuffle}
     if train_size is not None:
         kw["train_size"] = train_size
+    if shuffle and generator is not None:  # the rows drawn are the key, not a seed
+        kw["drawn"] = (train_sel.array, test_sel.array)
     if stratify_by_column is not None:
         kw["stratify_by_column"] = stratify_by_column
         # HF's draw order: an indices file stored by the earlier draw is never reused.

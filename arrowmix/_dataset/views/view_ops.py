@@ -166,6 +166,13 @@ def shuffle(ds: Dataset, seed: int | None, opts: ViewOptions | None = None) -> D
     return with_selection(ds, perm, "shuffle", {"seed": seed}, opts, made_of=made_of)
 
 
+def drawn_permutation(generator: Any, n: int) -> np.ndarray:
+    """``generator.permutation(n)`` (HF's ``generator=``), checked as HF checks it."""
+    if not isinstance(generator, np.random.Generator):
+        raise ValueError("The provided generator must be an instance of numpy.random.Generator")
+    return np.asarray(generator.permutation(n), dtype=np.int64)
+
+
 def check_seed(seed: int | None) -> int:
     """``seed`` validated; ``None`` draws one from numpy's global generator, as HF does.
 
