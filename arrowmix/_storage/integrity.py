@@ -44,6 +44,7 @@ import xxhash
 from arrowmix._storage import trust
 from arrowmix._storage.file_meta import read_meta
 from arrowmix._storage.local import root_dir
+from arrowmix._storage.windows import map_pass, windows
 
 __all__ = ["CHECKSUM_KEY", "done", "placeholder", "problem", "seal", "touch", "verified"]
 
@@ -98,26 +99,32 @@ def _locate(buf: memoryview, value: str) -> tuple[int, int] | str:
     return found[0], found[1]
 
 
-def _digest(buf: memoryview, spots: tuple[int, int]) -> str:
+def _digest(buf: memoryview, spots: tuple[int, int], address: int) -> str:
+    """The checksum of ``buf`` (at ``address``) with the two copies at ``spots`` as zeros.
+
+    Hashed a window at a time (:func:`~arrowmix._storage.windows.windows`): a large mapped
+    file keeps one window resident.
+    """
     h = xxhash.xxh3_64()
     pos = 0
-    for at in spots:
-        h.update(buf[pos:at])
-        h.update(_ZEROS)
+    for at in (*spots, len(buf)):
+        for part in windows(buf[pos:at], address + pos):
+            h.update(part)
+        if at < len(buf):
+            h.update(_ZEROS)
         pos = at + 16
-    h.update(buf[pos:])
     return h.hexdigest()
 
 
 def seal(path: str, value: str) -> None:
     """Replace the placeholder ``value`` in the local file at ``path`` by the file's checksum."""
     with open(path, "r+b") as f:
-        data = pa.memory_map(path, "r").read_buffer()
+        data = map_pass(path)
         view = memoryview(data)
         spots = _locate(view, value)
         if isinstance(spots, str):
             raise RuntimeError(f"Cannot seal {path!r}: {spots}.")  # a bug, not user data
-        digest = _digest(view, spots).encode()
+        digest = _digest(view, spots, data.address).encode()
         del view, data
         for at in spots:
             f.seek(at)
@@ -161,7 +168,7 @@ def problem(buf: pa.Buffer, *, structural: bool) -> str | None:
     spots = _locate(view, value)
     if isinstance(spots, str):
         return spots
-    actual = _digest(view, spots)
+    actual = _digest(view, spots, buf.address)
     if actual != value:
         return f"checksum mismatch (stored {value}, content hashes to {actual}): damaged"
     return None
