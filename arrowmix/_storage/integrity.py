@@ -44,7 +44,7 @@ import xxhash
 from arrowmix._storage import trust
 from arrowmix._storage.file_meta import read_meta
 from arrowmix._storage.local import root_dir
-from arrowmix._storage.windows import map_pass, windows
+from arrowmix._storage.windows import address_of, map_pass, windows
 
 __all__ = ["CHECKSUM_KEY", "done", "placeholder", "problem", "seal", "touch", "verified"]
 
@@ -99,12 +99,13 @@ def _locate(buf: memoryview, value: str) -> tuple[int, int] | str:
     return found[0], found[1]
 
 
-def _digest(buf: memoryview, spots: tuple[int, int], address: int) -> str:
-    """The checksum of ``buf`` (at ``address``) with the two copies at ``spots`` as zeros.
+def _digest(buf: memoryview, spots: tuple[int, int]) -> str:
+    """The checksum of ``buf`` with the two copies at ``spots`` read as zeros.
 
     Hashed a window at a time (:func:`~arrowmix._storage.windows.windows`): a large mapped
     file keeps one window resident.
     """
+    address = address_of(buf)
     h = xxhash.xxh3_64()
     pos = 0
     for at in (*spots, len(buf)):
@@ -124,7 +125,7 @@ def seal(path: str, value: str) -> None:
         spots = _locate(view, value)
         if isinstance(spots, str):
             raise RuntimeError(f"Cannot seal {path!r}: {spots}.")  # a bug, not user data
-        digest = _digest(view, spots, data.address).encode()
+        digest = _digest(view, spots).encode()
         del view, data
         for at in spots:
             f.seek(at)
@@ -168,7 +169,7 @@ def problem(buf: pa.Buffer, *, structural: bool) -> str | None:
     spots = _locate(view, value)
     if isinstance(spots, str):
         return spots
-    actual = _digest(view, spots, buf.address)
+    actual = _digest(view, spots)
     if actual != value:
         return f"checksum mismatch (stored {value}, content hashes to {actual}): damaged"
     return None

@@ -31,6 +31,7 @@ from arrowmix._storage import pages
 __all__ = [
     "WINDOW",
     "WindowedSink",
+    "address_of",
     "equal",
     "map_pass",
     "release",
@@ -91,6 +92,11 @@ def release(address: int, size: int) -> int:
     lo = address // _PAGE * _PAGE
     hi = -(-(address + size) // _PAGE) * _PAGE
     return hi - lo if pages.advise(lo, hi - lo, _DONTNEED) else 0
+
+
+def address_of(view: memoryview) -> int:
+    """The address of the first byte of a contiguous ``view`` (read-only or not); 0 if empty."""
+    return int(np.frombuffer(view, dtype=np.uint8).ctypes.data) if view.nbytes else 0
 
 
 def release_array(arr: np.ndarray) -> int:
@@ -154,8 +160,7 @@ class WindowedSink:
         view = memoryview(data)
         n = view.nbytes
         if n > WINDOW:
-            address = int(np.frombuffer(view, dtype=np.uint8).ctypes.data)
-            for part in windows(view, address):
+            for part in windows(view, address_of(view)):
                 self._sink.write(part)
         else:
             self._sink.write(view)
