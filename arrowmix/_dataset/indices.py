@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._cache.paths import indices_file_name
-from arrowmix._storage import fs
+from arrowmix._storage import fs, windows
 from arrowmix._storage.atomic import remove_dead_tmp
 from arrowmix._storage.ipc import open_table, read_meta, write_file
 from arrowmix._warn import warn
@@ -192,7 +192,7 @@ def load_or_store(
         else:
             # The mapping is at hand: a file is only ever used when it holds exactly it (a
             # `new_fingerprint` given twice for different rows names the same file).
-            equal = bool(np.array_equal(stored, mapping.array))
+            equal = windows.equal(stored, mapping.array)
             if equal and (sources is None or _sources_of(path, storage_options) == sources):
                 return IndexMap(array=stored), path
             if not equal:  # (else: the same rows, written again to record their sources)
@@ -218,7 +218,7 @@ def _shipped(positions: np.ndarray, beside: str, fingerprint: str) -> IndexMap |
         return None
     with contextlib.suppress(ChunkFileError):  # damaged or foreign: not used
         shipped_array = open_indices(beside, fingerprint, len(positions))
-        if np.array_equal(shipped_array, positions):
+        if windows.equal(shipped_array, positions):
             return IndexMap(array=shipped_array)
     return None
 
@@ -246,7 +246,10 @@ def _store(
         "created": time.time(),
         **({"sources": meta["sources"]} if "sources" in meta else {}),
     }
-    write_file(path, [batch], batch.schema, meta=meta, storage_options=storage_options)
+    large = contiguous.nbytes > windows.WINDOW  # written a window at a time
+    write_file(
+        path, [batch], batch.schema, meta=meta, storage_options=storage_options, windowed=large
+    )
     array = open_indices(path, meta["fingerprint"], len(positions), storage_options)
     return IndexMap(array=array)
 

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import mmap
 import os
-import tempfile
 from typing import Any
 
 import numpy as np
@@ -26,7 +24,7 @@ import pyarrow as pa
 import xxhash
 
 from arrowmix._dataset.indices import INDICES_FILE_MIN_ROWS, IndexMap
-from arrowmix._storage import fs
+from arrowmix._storage import fs, windows
 from arrowmix._storage.file_meta import read_meta
 from arrowmix._storage.integrity import CHECKSUM_KEY
 
@@ -60,9 +58,7 @@ def scratch(n: int, directory: str | None) -> np.ndarray | None:
         return None
     local = fs.local_path(directory)
     os.makedirs(local, exist_ok=True)
-    with tempfile.TemporaryFile(dir=local, prefix="tmp-scratch-") as f:
-        f.truncate(n * 8)
-        mapped = mmap.mmap(f.fileno(), n * 8)  # stays valid once the file is closed
+    mapped = windows.scratch(local, n * 8)  # its pages can be handed back (windows.release)
     return np.frombuffer(mapped, dtype=np.int64)  # a plain ndarray: numpy's fast shuffle
 
 

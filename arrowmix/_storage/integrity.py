@@ -44,6 +44,7 @@ import xxhash
 from arrowmix._storage import trust
 from arrowmix._storage.file_meta import read_meta
 from arrowmix._storage.local import root_dir
+from arrowmix._storage.windows import address_of, map_pass, windows
 
 __all__ = ["CHECKSUM_KEY", "done", "placeholder", "problem", "seal", "touch", "verified"]
 
@@ -99,20 +100,27 @@ def _locate(buf: memoryview, value: str) -> tuple[int, int] | str:
 
 
 def _digest(buf: memoryview, spots: tuple[int, int]) -> str:
+    """The checksum of ``buf`` with the two copies at ``spots`` read as zeros.
+
+    Hashed a window at a time (:func:`~arrowmix._storage.windows.windows`): a large mapped
+    file keeps one window resident.
+    """
+    address = address_of(buf)
     h = xxhash.xxh3_64()
     pos = 0
-    for at in spots:
-        h.update(buf[pos:at])
-        h.update(_ZEROS)
+    for at in (*spots, len(buf)):
+        for part in windows(buf[pos:at], address + pos):
+            h.update(part)
+        if at < len(buf):
+            h.update(_ZEROS)
         pos = at + 16
-    h.update(buf[pos:])
     return h.hexdigest()
 
 
 def seal(path: str, value: str) -> None:
     """Replace the placeholder ``value`` in the local file at ``path`` by the file's checksum."""
     with open(path, "r+b") as f:
-        data = pa.memory_map(path, "r").read_buffer()
+        data = map_pass(path)
         view = memoryview(data)
         spots = _locate(view, value)
         if isinstance(spots, str):

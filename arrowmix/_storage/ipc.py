@@ -25,6 +25,7 @@ from arrowmix._storage.file_meta import META_KEY, read_meta, with_meta
 from arrowmix._storage.fs import is_local, local_path, url_to_fs
 from arrowmix._storage.local import root_dir
 from arrowmix._storage.pages import map_file
+from arrowmix._storage.windows import WindowedSink, map_pass
 from arrowmix.exceptions import CacheCorruptedError, ChunkFileError
 
 __all__ = [
@@ -53,10 +54,14 @@ def write_file(
     meta: Mapping[str, Any] | None = None,
     storage_options: Mapping[str, Any] | None = None,
     sync: bool = True,
+    windowed: bool = False,
 ) -> int:
     """Write ``batches`` as one Arrow IPC file at ``path``, atomically. Returns the row count.
 
     ``sync=False``: renamed into place without an fsync (see ``atomic.make_durable``).
+    ``windowed=True``: a buffer larger than ``windows.WINDOW`` is written a window at a time,
+    each handed back behind the write if it is mapped here (see
+    :class:`~arrowmix._storage.windows.WindowedSink`).
 
     With ``meta`` (cache files: segments, filter, indices and flatten files), the file also
     carries a checksum of its content in that metadata (see
@@ -74,7 +79,12 @@ def write_file(
         if is_local(path) or value is None:
             seal = None if value is None else (lambda tmp: integrity.seal(tmp, value))
             with atomic_sink(path, storage_options, finish=seal, sync=sync) as sink:
-                return _write(sink, batches, schema)
+                if not windowed:
+                    return _write(sink, batches, schema)
+                target = pa.PythonFile(WindowedSink(sink), mode="w")  # type: ignore[arg-type]
+                rows = _write(target, batches, schema)
+                target.close()
+                return rows
         with tempfile.TemporaryDirectory(prefix="arrowmix-") as d:
             local = os.path.join(d, os.path.basename(path))
             with pa.OSFile(local, "wb") as sink:
@@ -211,8 +221,8 @@ def _check(path: str, local: str, buf: pa.Buffer, check: str) -> None:
     if ok:
         return
     # The check reads every byte once: through a mapping of its own with the kernel's
-    # sequential read-ahead (``buf`` is advised random).
-    why = integrity.problem(pa.memory_map(local, "r").read_buffer(), structural=remember)
+    # read-ahead (``buf`` is advised random), one window of it resident at a time.
+    why = integrity.problem(map_pass(local), structural=remember)
     if why is not None:
         if remember:
             raise ChunkFileError(

@@ -34,10 +34,12 @@ import numpy as np
 import pyarrow as pa
 
 __all__ = [
+    "MappingSet",
     "advise",
     "ask_heads",
     "is_mapped",
     "map_file",
+    "mapped_end",
     "prefetch_rows",
     "random_again",
     "resident",
@@ -68,11 +70,44 @@ if _ADVISE:
     except (OSError, AttributeError):  # pragma: no cover - a libc without madvise
         _ADVISE = False
 
-#: ``[start, end)`` addresses of the live mappings made by :func:`map_file` (sorted starts).
-_STARTS: list[int] = []
-#: Guards ``_STARTS`` and ``_ENDS`` (reentrant: a collection may forget a mapping while held).
-_LOCK = threading.RLock()
-_ENDS: dict[int, int] = {}
+
+class MappingSet:
+    """The ``[start, end)`` addresses of live mappings, each forgotten when its owner goes."""
+
+    def __init__(self) -> None:
+        self._starts: list[int] = []  # sorted
+        self._ends: dict[int, int] = {}
+        # mappings are made and forgotten by other threads (readers, page-ahead, GC);
+        # reentrant: a collection may forget a mapping while the lock is held
+        self._lock = threading.RLock()
+
+    def add(self, owner: object, start: int, size: int) -> None:
+        """Record ``[start, start + size)`` until ``owner`` (the mapping) is collected."""
+        with self._lock:
+            bisect.insort(self._starts, start)
+            self._ends[start] = start + size
+        weakref.finalize(owner, self._forget, start)
+
+    def _forget(self, start: int) -> None:
+        with self._lock:
+            i = bisect.bisect_left(self._starts, start)
+            if i < len(self._starts) and self._starts[i] == start:
+                del self._starts[i]
+                self._ends.pop(start, None)
+
+    def end_of(self, address: int) -> int:
+        """The end of the recorded mapping that holds ``address``; 0 if none does."""
+        with self._lock:
+            i = bisect.bisect_right(self._starts, address) - 1
+            end = self._ends.get(self._starts[i], 0) if i >= 0 else 0
+            return end if address < end else 0
+
+    def __bool__(self) -> bool:
+        return bool(self._starts)
+
+
+#: The live mappings made by :func:`map_file`.
+_MAPPED = MappingSet()
 #: Ranges advised sequential by a read larger than ``_AHEAD_CAP`` (see :func:`prefetch_rows`).
 _STREAMED: list[tuple[int, int]] = []
 
@@ -89,11 +124,7 @@ def map_file(path: str) -> pa.Buffer:
     buf = pa.py_buffer(mm)  # zero-copy; the buffer keeps the mapping alive
     if _ADVISE:
         mm.madvise(mmap.MADV_RANDOM)
-        start = buf.address
-        with _LOCK:
-            bisect.insort(_STARTS, start)
-            _ENDS[start] = start + buf.size
-        weakref.finalize(mm, _forget, start)
+        _MAPPED.add(mm, buf.address, buf.size)
     return buf
 
 
@@ -149,19 +180,14 @@ def _cached_end(path: str) -> bool:
         os.close(fd)
 
 
-def _forget(start: int) -> None:
-    with _LOCK:
-        i = bisect.bisect_left(_STARTS, start)
-        if i < len(_STARTS) and _STARTS[i] == start:
-            del _STARTS[i]
-            _ENDS.pop(start, None)
-
-
 def is_mapped(address: int) -> bool:
     """Whether ``address`` lies in a mapping made by :func:`map_file` (advised random)."""
-    with _LOCK:  # mappings are made and forgotten by other threads (readers, page-ahead, GC)
-        i = bisect.bisect_right(_STARTS, address) - 1
-        return i >= 0 and address < _ENDS.get(_STARTS[i], 0)
+    return _MAPPED.end_of(address) > 0
+
+
+def mapped_end(address: int) -> int:
+    """The end of the :func:`map_file` mapping that holds ``address``; 0 if none does."""
+    return _MAPPED.end_of(address)
 
 
 def advise(address: int, size: int, advice: int) -> bool:
@@ -324,7 +350,7 @@ def prefetch_rows(
     the kernel reads ahead of the reader's faults all the way, until :func:`random_again`
     (called before scattered reads) makes them random again. Returns the bytes advised.
     """
-    if not _ADVISE or not _STARTS:
+    if not _ADVISE or not _MAPPED:
         return 0
     los, his = [], []
     for arr, start, stop in chunks:

@@ -37,6 +37,7 @@ from arrowmix._dataset.state import (
     stored_table,
     view_range,
 )
+from arrowmix._storage import windows
 from arrowmix._storage.cast import has_null_type
 from arrowmix._storage.integrity import CHECKSUM_KEY
 from arrowmix._storage.ipc import read_meta
@@ -246,18 +247,31 @@ def filter_result(
 
 
 def _kept(tables: list[pa.Table], directory: str | None) -> np.ndarray:
-    """The kept positions of every segment, in one array (file-backed when large)."""
+    """The kept positions of every segment, in one array (file-backed when large).
+
+    A file-backed array larger than a window is filled keeping a window resident: each
+    segment's positions are handed back once copied, and the array's pages every
+    ``windows.WINDOW`` bytes (they stay in the page cache; see :mod:`arrowmix._storage.windows`).
+    """
     n = sum(t.num_rows for t in tables)
     out = scratch(n, directory)
     if out is None:
         parts = [int64_numpy(t.column("indices")) for t in tables]  # not pandas' to_numpy
         return np.concatenate(parts) if parts else np.empty(0, np.int64)
-    at = 0
+    large = out.nbytes > windows.WINDOW
+    at = done = 0
     for t in tables:
         for chunk in t.column("indices").chunks:
             part = int64_numpy(pa.chunked_array([chunk], pa.int64()))
             out[at : at + len(part)] = part
             at += len(part)
+            if large:
+                windows.release_buffers(chunk)
+                if (at - done) * 8 >= windows.WINDOW:
+                    windows.release_array(out[done:at])
+                    done = at
+    if large:
+        windows.release_array(out[done:at])
     return out
 
 
