@@ -110,6 +110,23 @@ class MixedRows:
         chunks = [c.cast(kind) for p in parts for c in p.chunks]
         return pa.chunked_array(chunks, type=kind).take(_inverse(order))
 
+    @property
+    def carries_sources(self) -> bool:
+        """Every input's rows carry their source references (provenance)."""
+        return all(getattr(s, "carries_sources", False) for s in self.sources)
+
+    def sources_of(self, positions: np.ndarray) -> list[dict[str, Any]]:
+        """The source references of the rows at ``positions`` (each input's own)."""
+        pos = np.asarray(positions, dtype=np.int64)
+        which, inputs = self._split(pos)
+        out: list[Any] = [None] * len(pos)
+        for k in inputs:
+            idx = np.flatnonzero(which == k)
+            refs = self.sources[k].sources_of(pos[idx] - self.bases[k])  # type: ignore[attr-defined]
+            for i, ref in zip(idx.tolist(), refs, strict=True):
+                out[i] = ref
+        return out
+
     def token_column(self, name: str) -> TokenColumn:
         """The inputs' token columns ``name``, seen as one (no copy)."""
         col = self._tokens.get(name)

@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from arrowmix._stream.base import Stream
 from arrowmix._stream.positions import Positions, no_positions
+from arrowmix._stream.provenance import SEGMENT_SOURCES, SOURCE_KEY, carries_sources, sources_reader
 from arrowmix._stream.tokens.collate import check_dtype
 from arrowmix._stream.tokens.column import (
     TokenColumn,
@@ -78,6 +79,9 @@ class Docs:
             self._input = source.as_positions()
             if self._input is None:
                 raise no_positions(source)
+        # provenance: each document's source reference (None: the items carry none)
+        self._refs = sources_reader(self.rows)
+        self.sourced = self._refs is not None or carries_sources(source)
 
     def __getstate__(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -99,6 +103,12 @@ class Docs:
         docs = [self._doc(x) for x in block]
         col = TokenColumn(pa.array(docs, type=pa.list_(pa.int64())), self.column)
         return (col, *col.spans(np.arange(len(docs), dtype=np.int64)))
+
+    def refs(self, block: Any) -> list[Any]:
+        """The source references of the block's documents (when ``sourced``)."""
+        if self._refs is not None:
+            return self._refs(block)
+        return [x.get(SOURCE_KEY) if isinstance(x, dict) else None for x in block]
 
     def doc(self, item: Any) -> Any:
         """The token ids of ``item`` (a list, an array, or a row with the column)."""
@@ -144,6 +154,7 @@ class Packed:
         # concat: the non-empty documents, their (start, end) in the window's token
         # stream and the tokens kept; a full batch is one contiguous range of it
         self.stream = stream
+        self.refs: list[Any] | None = None  # provenance: the source of each document
 
     def __len__(self) -> int:
         return self.count
@@ -200,6 +211,8 @@ class Packed:
         if "position_ids" in st.outputs:
             pos_flat = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(plen) - plen, plen)
             out["position_ids"] = _spread(pos_flat, (rows, s), st.dtype, mask)
+        if self.refs is not None:
+            out[SEGMENT_SOURCES] = self._segment_sources(doc, off, row, rows)
         if needs_runs(st.labels, st.outputs):
             # runs: the pieces, then each row's padding (rows are filled from column 0)
             part = np.flatnonzero(fill < s)
@@ -208,6 +221,18 @@ class Packed:
             order = np.argsort(starts, kind="stable")
             add_fields(out, starts[order], real[order], st.labels, st.outputs)
         return as_tensors(out) if st.return_tensors == "pt" else out
+
+    def _segment_sources(
+        self, doc: np.ndarray, off: np.ndarray, row: np.ndarray, rows: int
+    ) -> list[list[Any]]:
+        """Per row, the source reference of each piece (in row order), with its start."""
+        refs = self.refs
+        assert refs is not None
+        out: list[list[Any]] = [[] for _ in range(rows)]
+        for d, o, r in zip(doc.tolist(), off.tolist(), row.tolist(), strict=True):
+            ref = refs[d]
+            out[r].append(None if ref is None else {**ref, "start": o})
+        return out
 
     def _full_range(self, lo: int, hi: int) -> dict[str, np.ndarray]:
         """The batch of stream tokens ``[lo, hi)``: full rows, no padding.
@@ -264,6 +289,10 @@ class Packed:
             )
         if needs_runs(st.labels, st.outputs):
             add_fields(out, pstart, None, st.labels, st.outputs)
+        if self.refs is not None:  # each piece's document: the last to start at or before it
+            j = np.searchsorted(a - lo, pstart, side="right") - 1
+            poff = off[j] + pstart - (a - lo)[j]
+            out[SEGMENT_SOURCES] = self._segment_sources(doc[j], poff, pstart // s, b)
         return out
 
 
