@@ -280,3 +280,21 @@ def test_wrapped_rows_forward_every_optional_member() -> None:
     assert rows.take_column(np.array([1]), SOURCE_KEY).to_pylist()[0]["index"] == 1
     with pytest.raises(AttributeError):
         rows.something_else
+
+
+def collated_pt() -> Stream[Any]:
+    return mixed().batch(4).collate("ids", return_tensors="pt")
+
+
+@pytest.mark.slow  # DataLoader worker processes
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_sources_cross_dataloader_workers(context: str) -> None:
+    torch = pytest.importorskip("torch")
+    loader = torch.utils.data.DataLoader(
+        collated_pt().to_torch(), batch_size=None, num_workers=2, multiprocessing_context=context
+    )
+    seen = []
+    for out in loader:
+        check_collated({**out, "attention_mask": out["attention_mask"].numpy()})
+        seen += [(r["source"], r["index"]) for r in out["sources"]]
+    assert len(seen) == len(set(seen)) == 95
