@@ -46,6 +46,7 @@ _FORWARDED = frozenset(
 
 __all__ = [
     "REF_TYPE",
+    "RefIndex",
     "SEGMENT_SOURCES",
     "SOURCES",
     "SOURCE_KEY",
@@ -146,24 +147,72 @@ class SourcedRows:
         arrays += [pa.array(a, type=pa.int64()) for a in (pos, chunk, row)]
         return pa.StructArray.from_arrays(arrays, fields=list(REF_TYPE))
 
-    def sources_of(self, positions: np.ndarray) -> list[dict[str, Any]]:
-        """The source references of the rows at ``positions``, as dicts."""
-        pos, chunk, row = self._where(positions)
-        name = self.name
-        return [
-            {"source": name, "index": i, "chunk": c, "row": r}
-            for i, c, r in zip(pos.tolist(), chunk.tolist(), row.tolist(), strict=True)
-        ]
+    def leaves(self) -> list[tuple[int, SourcedRows]]:
+        """``[(first position, rows)]``: the sourced rows behind these positions."""
+        return [(0, self)]
+
+    def sources_of(
+        self, positions: np.ndarray, starts: np.ndarray | None = None
+    ) -> list[dict[str, Any]]:
+        """The source references of the rows at ``positions``, as dicts (see RefIndex)."""
+        index = self.__dict__.get("_index")
+        if index is None:
+            index = self._index = RefIndex(self.leaves())
+        return index(positions, starts)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if k != "_offsets"}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_offsets", "_index")}
 
 
-def sources_reader(rows: Any) -> Callable[[np.ndarray], list[dict[str, Any]]] | None:
-    """``rows.sources_of`` when ``rows`` carries source references, else None."""
+class RefIndex:
+    """Source references of positions numbered leaf after leaf (a mix's rows), vectorised.
+
+    ``leaves``: ``[(first position, SourcedRows)]`` in order. One lookup of the leaf and
+    one of the chunk for a whole block of positions; only the dicts are built per row.
+    """
+
+    def __init__(self, leaves: list[tuple[int, SourcedRows]]) -> None:
+        self.leaves = [rows for _, rows in leaves]
+        self.starts = np.array([start for start, _ in leaves], dtype=np.int64)
+        bounds, base = [], [0]
+        for start, rows in leaves:
+            offsets = np.asarray(rows.chunk_offsets(), dtype=np.int64)[:-1] + start
+            bounds.append(offsets)
+            base.append(base[-1] + len(offsets))
+        self.bounds = np.concatenate(bounds) if bounds else np.zeros(0, dtype=np.int64)
+        self.chunk_base = np.array(base[:-1], dtype=np.int64)
+
+    def __call__(
+        self, positions: np.ndarray, starts: np.ndarray | None = None
+    ) -> list[dict[str, Any]]:
+        """The references of ``positions``; with ``starts``, each has its ``"start"`` too."""
+        pos = np.asarray(positions, dtype=np.int64)
+        g = np.searchsorted(self.bounds, pos, side="right") - 1
+        rows = (pos - self.bounds[g]).tolist()
+        names = [leaf.name for leaf in self.leaves]  # read now: a mix built later names them
+        if len(names) == 1:
+            index, chunks, source = pos.tolist(), g.tolist(), [names[0]] * len(pos)
+        else:
+            leaf = np.searchsorted(self.starts, pos, side="right") - 1
+            index = (pos - self.starts[leaf]).tolist()
+            chunks = (g - self.chunk_base[leaf]).tolist()
+            source = [names[k] for k in leaf.tolist()]
+        if starts is None:
+            return [
+                {"source": n, "index": i, "chunk": c, "row": r}
+                for n, i, c, r in zip(source, index, chunks, rows, strict=True)
+            ]
+        return [
+            {"source": n, "index": i, "chunk": c, "row": r, "start": t}
+            for n, i, c, r, t in zip(source, index, chunks, rows, starts.tolist(), strict=True)
+        ]
+
+
+def sources_reader(rows: Any) -> Callable[..., list[dict[str, Any]]] | None:
+    """``rows.sources_of(positions, starts=None)`` when ``rows`` carries references, else None."""
     if rows is None or not getattr(rows, "carries_sources", False):
         return None
-    reader: Callable[[np.ndarray], list[dict[str, Any]]] = rows.sources_of
+    reader: Callable[..., list[dict[str, Any]]] = rows.sources_of
     return reader
 
 

@@ -91,7 +91,7 @@ class _Pending:
         self.col: TokenColumn | None = None
         self.cum = np.zeros(1, dtype=np.int64)  # token offsets of the documents
         self.start = 0
-        self.refs: list[Any] | None = [] if docs.sourced else None  # provenance
+        self.refs: Any = None  # provenance: what names each document (``Docs.refs``)
 
     @property
     def tokens(self) -> int:
@@ -100,8 +100,9 @@ class _Pending:
 
     def add(self, anchor: Any, block: Any) -> None:
         self.reads.append((anchor, len(block)))
-        if self.refs is not None:
-            self.refs.extend(self.docs.refs(block))
+        if self.docs.sourced:
+            refs = self.docs.refs(block)
+            self.refs = refs if self.refs is None else _joined(self.refs, refs)
         if self.docs.rows is not None:
             col, owner, starts, lengths = self.docs.spans(block)
             self.col = col
@@ -133,7 +134,7 @@ class _Pending:
         if not n:
             return
         if self.refs is not None:
-            del self.refs[:n]
+            self.refs = self.refs[n:]  # a new list or view: a window's Packed keeps its own
         if self.docs.rows is not None:
             self.owner = None if self.owner is None else self.owner[n:]
             self.starts = self.starts[n:]
@@ -361,7 +362,7 @@ class ConcatPackIterator(PackStage, Stream[dict[str, Any]]):
         pieces = (doc, pb - start[doc], pe - pb, row, pb - row * s)
         rows = int(-(-avail // s))
         out = Packed(self, spans, pieces, rows, (docs, start[docs], e, avail), full or None)
-        out.refs = None if pend.refs is None else list(pend.refs)
+        out.refs, out.docs = pend.refs, self._docs
         return out
 
 
@@ -457,7 +458,13 @@ class BinPackIterator(PackStage, WindowReplayStage[dict[str, Any]]):
         pieces = (doc[order], off[order], size[order], row[order], dest[order])
         out = Packed(self, spans, pieces, nrows)
         out.refs = self._docs.refs(block) if self._docs.sourced else None
+        out.docs = self._docs
         return out
+
+
+def _joined(a: Any, b: Any) -> Any:
+    """Two blocks' ``Docs.refs`` one after the other (arrays or lists)."""
+    return np.concatenate([a, b]) if isinstance(a, np.ndarray) else [*a, *b]
 
 
 def _fit(size: np.ndarray, capacity: int, *, best: bool) -> tuple[np.ndarray, np.ndarray, int]:

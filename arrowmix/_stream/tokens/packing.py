@@ -104,11 +104,24 @@ class Docs:
         col = TokenColumn(pa.array(docs, type=pa.list_(pa.int64())), self.column)
         return (col, *col.spans(np.arange(len(docs), dtype=np.int64)))
 
-    def refs(self, block: Any) -> list[Any]:
-        """The source references of the block's documents (when ``sourced``)."""
+    def refs(self, block: Any) -> Any:
+        """What names the block's documents (when ``sourced``): their positions, or refs.
+
+        An index stream's positions (an int64 array), turned into references only for the
+        pieces of a batch (:meth:`sources`); the source references of row dicts otherwise.
+        """
         if self._refs is not None:
-            return self._refs(block)
+            return np.asarray(block, dtype=np.int64)
         return [x.get(SOURCE_KEY) if isinstance(x, dict) else None for x in block]
+
+    def sources(self, refs: Any, doc: np.ndarray, start: np.ndarray) -> list[Any]:
+        """The references of pieces of documents ``doc`` of a window's ``refs``, with start."""
+        if self._refs is not None:
+            return self._refs(refs[doc], start)
+        return [
+            None if refs[d] is None else {**refs[d], "start": t}
+            for d, t in zip(doc.tolist(), start.tolist(), strict=True)
+        ]
 
     def doc(self, item: Any) -> Any:
         """The token ids of ``item`` (a list, an array, or a row with the column)."""
@@ -154,7 +167,9 @@ class Packed:
         # concat: the non-empty documents, their (start, end) in the window's token
         # stream and the tokens kept; a full batch is one contiguous range of it
         self.stream = stream
-        self.refs: list[Any] | None = None  # provenance: the source of each document
+        # provenance: what names each document (``Docs.refs``), and the window's Docs
+        self.refs: Any = None
+        self.docs: Docs | None = None
 
     def __len__(self) -> int:
         return self.count
@@ -226,13 +241,10 @@ class Packed:
         self, doc: np.ndarray, off: np.ndarray, row: np.ndarray, rows: int
     ) -> list[list[Any]]:
         """Per row, the source reference of each piece (in row order), with its start."""
-        refs = self.refs
-        assert refs is not None
-        out: list[list[Any]] = [[] for _ in range(rows)]
-        for d, o, r in zip(doc.tolist(), off.tolist(), row.tolist(), strict=True):
-            ref = refs[d]
-            out[r].append(None if ref is None else {**ref, "start": o})
-        return out
+        assert self.docs is not None
+        refs = self.docs.sources(self.refs, doc, off)
+        cuts = np.searchsorted(row, np.arange(rows + 1)).tolist()  # pieces are in row order
+        return [refs[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
 
     def _full_range(self, lo: int, hi: int) -> dict[str, np.ndarray]:
         """The batch of stream tokens ``[lo, hi)``: full rows, no padding.
