@@ -7,6 +7,7 @@ their segment and position ids) and ``PackStage`` (the arguments and output both
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -244,7 +245,7 @@ class Packed:
         assert self.docs is not None
         refs = self.docs.sources(self.refs, doc, off)
         cuts = np.searchsorted(row, np.arange(rows + 1)).tolist()  # pieces are in row order
-        return [refs[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+        return [refs[a:b] for a, b in itertools.pairwise(cuts)]
 
     def _full_range(self, lo: int, hi: int) -> dict[str, np.ndarray]:
         """The batch of stream tokens ``[lo, hi)``: full rows, no padding.
