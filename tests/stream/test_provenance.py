@@ -207,6 +207,7 @@ def test_off_by_default_and_the_same_items_otherwise() -> None:
 
     plain = list(mixed(provenance=False).shuffle(8, seed=0))
     assert all(SOURCE_KEY not in r for r in plain)
+    assert list(mixed(provenance=None).shuffle(8, seed=0)) == plain
     assert plain == [strip(r) for r in mixed().shuffle(8, seed=0)]
     packed = next(mixed(provenance=False).pack("ids", 12))
     assert "segment_sources" not in packed

@@ -138,7 +138,7 @@ class ArrowSource(Stream[Row], DealtSource):
         if window_chunks < 1 or block_rows < 1:
             raise ValueError("`window_chunks` and `block_rows` must be positive ints.")
         self._block_shape = (blocks or BlockShape()).shape()
-        if provenance is not False:  # never in describe(): checkpoints load either way
+        if provenance is not False and provenance is not None:  # never in describe()
             rows = SourcedRows(rows, None if provenance is True else _name(provenance))
         self.rows = rows
         self._seed = SeedHolder(seed)
