@@ -15,6 +15,9 @@ skip, instead of passing silently::
         iterator_cls = Stream
         def make_iterator(self):
             return from_iterable(range(50)).shuffle(8, seed=0).batch(3)
+
+:func:`rows_seen` answers "which rows did step N see" from a checkpoint (the pipeline
+built again with provenance on), and :func:`fetch_rows` reads those rows back.
 """
 
 from __future__ import annotations
@@ -29,10 +32,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from arrowmix._stream.rows_seen import fetch_rows, rows_seen
 from arrowmix.exceptions import DroppedDataWarning, ElasticResumeError
 from arrowmix.stream import ElasticRole, Stream, merge_states
 
-__all__ = ["CheckpointRoundTripTests"]
+__all__ = ["CheckpointRoundTripTests", "fetch_rows", "rows_seen"]
 
 _MAX_ITEMS = 100_000
 

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from arrowmix._cli import cache_ls, chunk, cleanup_cache, fingerprint, verify
+from arrowmix._cli import cache_ls, chunk, cleanup_cache, fingerprint, rows_seen, verify
 from arrowmix._cli.common import CommandError
 from arrowmix._version import __version__
 from arrowmix.exceptions import ArrowmixError
@@ -28,6 +28,7 @@ examples:
   arrowmix cleanup-cache --older-than 7d     # remove entries unused for a week
   arrowmix fingerprint --explain A.arrow B.arrow
   arrowmix verify data/chunks                # recorded digests against the bytes on disk
+  arrowmix rows-seen train.py:make_pipeline ckpt.json --steps 2   # rows of the next steps
 
 Run `arrowmix COMMAND --help` for a command's options.
 """
@@ -69,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     cleanup_cache.add_parser(sub)
     fingerprint.add_parser(sub)
     verify.add_parser(sub)
+    rows_seen.add_parser(sub)
     return parser
 
 

@@ -222,6 +222,7 @@ class DatasetExtras:
         shard: str | None = None,
         block_size: int | None = None,
         window_blocks: int | None = None,
+        provenance: bool | str = False,
     ) -> Any:
         """A checkpointable stream of this dataset's rows (dicts), for training loops.
 
@@ -254,6 +255,11 @@ class DatasetExtras:
             block_size: rows per block of ``shuffle="blocks"`` (default 1024).
             window_blocks: blocks whose rows ``shuffle="blocks"`` shuffles together
                 (default 256: windows of 262,144 rows).
+            provenance: ``True`` or a source name: every item carries where its rows came
+                from, ``{"source", "index", "chunk", "row"}`` (``ds[index]`` reads the row
+                back) under ``"__source__"``, through every stage (``collate``: ``sources``,
+                ``pack``: ``segment_sources``). Off by default; it changes neither the order
+                nor the checkpoint. See "Provenance" in ``docs/streams.md``.
 
         Example:
             >>> import arrowmix as am
@@ -278,6 +284,7 @@ class DatasetExtras:
             shard=shard,
             block_size=block_size,
             window_blocks=window_blocks,
+            provenance=provenance,
         )
 
     def to_ray(self, *, rows_per_block: int | None = None) -> Any:

@@ -215,13 +215,18 @@ def mix_draws(sizes: list[int]) -> np.ndarray:
 
 
 # ---- arrowmix ------------------------------------------------------------------------------
+#: ``--provenance``: arrowmix's sources carry each row's source (collate: ``sources``,
+#: pack: ``segment_sources``), to measure what it costs.
+PROVENANCE = {"on": False}
+
+
 def build_arrowmix(dirs: list[Path], pipeline: str) -> Any:
     import arrowmix
     from arrowmix.stream import mix
 
     streams = [
         arrowmix.Dataset.from_chunks(str(d / "arrowmix")).to_stream(
-            shuffle="global", seed=k, infinite=False
+            shuffle="global", seed=k, infinite=False, provenance=PROVENANCE["on"]
         )
         for k, d in enumerate(dirs)
     ]
@@ -892,6 +897,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--keep-only", action="store_true", help="only the keep= measurement")
     ap.add_argument(
+        "--provenance",
+        action="store_true",
+        help="arrowmix's sources built with provenance=True (what provenance costs)",
+    )
+    ap.add_argument(
         "--profile",
         choices=["missed", "all", "none"],
         default="missed",
@@ -904,6 +914,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", help=argparse.SUPPRESS)
     ap.add_argument("--middle", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    PROVENANCE["on"] = args.provenance
     if args.child:
         return child(args)
     docs = 20_000 if args.quick and args.docs == 100_000 else args.docs

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage.distinct import distinct
+from arrowmix._stream.provenance import RefIndex
 from arrowmix._stream.row_source import RowSource
 from arrowmix._stream.tokens.column import TokenColumn, take_values, token_column
 from arrowmix._stream.tokens.concat import ConcatTokenColumn
@@ -109,6 +110,29 @@ class MixedRows:
         ]
         chunks = [c.cast(kind) for p in parts for c in p.chunks]
         return pa.chunked_array(chunks, type=kind).take(_inverse(order))
+
+    @property
+    def carries_sources(self) -> bool:
+        """Every input's rows carry their source references (provenance)."""
+        return all(getattr(s, "carries_sources", False) for s in self.sources)
+
+    def leaves(self) -> list[tuple[int, Any]]:
+        """``[(first position, SourcedRows)]``: every input's sourced rows, in order."""
+        return [
+            (int(base) + start, rows)
+            for s, base in zip(self.sources, self.bases[:-1], strict=True)
+            for start, rows in s.leaves()  # type: ignore[attr-defined]
+        ]
+
+    def sources_of(
+        self, positions: np.ndarray, starts: np.ndarray | None = None
+    ) -> list[dict[str, Any]]:
+        """The source references of the rows at ``positions`` (each input's own)."""
+        index = self.__dict__.get("_ref_index")
+        if index is None:
+            index = self._ref_index = RefIndex(self.leaves())
+        refs: list[dict[str, Any]] = index(positions, starts)
+        return refs
 
     def token_column(self, name: str) -> TokenColumn:
         """The inputs' token columns ``name``, seen as one (no copy)."""

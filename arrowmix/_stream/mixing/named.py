@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from arrowmix._stream.provenance import label_sources
 from arrowmix._stream.stage import State
 from arrowmix._warn import warn
 from arrowmix.exceptions import DroppedDataWarning, StateError
@@ -27,7 +28,16 @@ _PER_INPUT = ("sources", "counts", "deficits", "exhausted", "active", "peeked")
 
 
 def split_named(streams: Any, weights: Any) -> tuple[list[str] | None, list[Any], Any]:
-    """``(names or None, streams, weights as a list or None)`` from either form."""
+    """``(names or None, streams, weights as a list or None)`` from either form.
+
+    The sources with provenance below each input are named after it (``label_sources``).
+    """
+    names, inputs, plain = _split_named(streams, weights)
+    label_sources(inputs, names)
+    return names, inputs, plain
+
+
+def _split_named(streams: Any, weights: Any) -> tuple[list[str] | None, list[Any], Any]:
     if not isinstance(streams, Mapping):
         if isinstance(weights, Mapping):
             raise TypeError("`weights` is a mapping: pass the streams as {name: stream} too.")

@@ -27,6 +27,7 @@ from arrowmix._storage.gcpause import gc_paused
 from arrowmix._stream.base import State, Stream
 from arrowmix._stream.dealing import DealtSource, Generation
 from arrowmix._stream.positions import Positions
+from arrowmix._stream.provenance import SOURCE_KEY, SourcedRows, sources_reader
 from arrowmix._stream.rng import SeedHolder
 from arrowmix._stream.row_source import RowSource, optional_member
 from arrowmix._stream.sources.blocks import BlockShape
@@ -126,6 +127,7 @@ class ArrowSource(Stream[Row], DealtSource):
         shard: str = "rows",
         row_format: RowFormat | None = None,
         blocks: BlockShape | None = None,
+        provenance: bool | str = False,
     ) -> None:
         super().__init__()
         if shuffle not in MODES:
@@ -136,6 +138,8 @@ class ArrowSource(Stream[Row], DealtSource):
         if window_chunks < 1 or block_rows < 1:
             raise ValueError("`window_chunks` and `block_rows` must be positive ints.")
         self._block_shape = (blocks or BlockShape()).shape()
+        if provenance is not False and provenance is not None:  # never in describe()
+            rows = SourcedRows(rows, None if provenance is True else _name(provenance))
         self.rows = rows
         self._seed = SeedHolder(seed)
         self.shuffle_mode = shuffle
@@ -302,18 +306,32 @@ class ArrowSource(Stream[Row], DealtSource):
 
     def to_rows(self, table: pa.Table) -> list[Row]:
         """The items of a block of rows: row dicts, in the row format if one is set."""
-        return table_to_rows(table) if self.row_format is None else self.row_format(table)
+        if self.row_format is None:
+            return table_to_rows(table)
+        if SOURCE_KEY not in table.schema.names:
+            return self.row_format(table)
+        out = self.row_format(table.drop_columns([SOURCE_KEY]))
+        return _with_refs(out, table.column(SOURCE_KEY).to_pylist())
 
     def _read(self, positions: np.ndarray) -> list[Row]:
         """The items of the block at ``positions``, read by the row format if one is set."""
         if self.row_format is None:
             return table_to_rows(self.rows.take(positions))
+        refs = sources_reader(self.rows)
+        if refs is not None:
+            return _with_refs(self._read_format(positions), refs(positions))
+        return self._read_format(positions)
+
+    def _read_format(self, positions: np.ndarray) -> list[Row]:
         reader = self.__dict__.get("_reader")
         if reader is None:  # built on first read: it may hold views of the storage
             make = getattr(self.row_format, "reader", None)  # optional (see RowFormat)
             fmt, rows_of = self.row_format, self.rows
+            assert fmt is not None
+            if isinstance(rows_of, SourcedRows):  # the format reads the rows alone
+                rows_of = rows_of.rows
             reader = self._reader = (
-                make(self.rows) if make is not None else lambda pos: fmt(rows_of.take(pos))
+                make(rows_of) if make is not None else lambda pos: fmt(rows_of.take(pos))
             )
         rows: list[Row] = reader(positions)
         return rows
@@ -410,6 +428,19 @@ class ArrowSource(Stream[Row], DealtSource):
         return out
 
 
+def _name(provenance: object) -> str:
+    if not isinstance(provenance, str) or not provenance:
+        raise TypeError(f"`provenance` must be True, False or a source name, got {provenance!r}.")
+    return provenance
+
+
+def _with_refs(rows: list[Row], refs: list[Any]) -> list[Row]:
+    """``rows`` (formatted items of a block) with their source references added."""
+    for row, ref in zip(rows, refs, strict=True):
+        row[SOURCE_KEY] = ref
+    return rows
+
+
 def _first_chunk_run(pos: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     """``pos`` up to where it leaves its first chunk, when it reads chunks one at a time.
 
@@ -470,6 +501,7 @@ def from_row_source(
     shard: str = "rows",
     row_format: RowFormat | None = None,
     blocks: BlockShape | None = None,
+    provenance: bool | str = False,
 ) -> ArrowSource:
     """The stream of a random-access row source (what ``Dataset.to_stream`` returns).
 
@@ -480,6 +512,9 @@ def from_row_source(
     ``row_format``: turns each block of rows into items (``NumpyRows``: numpy values), in
     place of plain row dicts; the order and the state are the same.
     ``blocks``: the block and window sizes of ``shuffle="blocks"`` (:class:`BlockShape`).
+    ``provenance``: ``True`` or a source name: every item carries the source reference
+    of its row (see :mod:`arrowmix._stream.provenance`); the order and the state are
+    the same.
 
     Example:
         >>> import pyarrow as pa
@@ -502,4 +537,5 @@ def from_row_source(
         shard=shard,
         row_format=row_format,
         blocks=blocks,
+        provenance=provenance,
     )

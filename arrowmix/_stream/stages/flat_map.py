@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from arrowmix._stream.base import Stream, checked_fn, fn_id
+from arrowmix._stream.provenance import carries_sources, keep_source
 from arrowmix._stream.replay import AnchoredStage
 
 __all__ = ["FlatMapIterator"]
@@ -31,6 +32,7 @@ class FlatMapIterator(AnchoredStage[U]):
     def __init__(self, source: Stream[T], fn: Callable[[T], Iterable[U]]) -> None:
         super().__init__(source)
         self.fn: Callable[[Any], Iterable[U]] = checked_fn(fn)
+        self._carry = carries_sources(source)
 
     def describe(self) -> dict[str, Any]:
         return {"fn": fn_id(self, self.fn)}
@@ -40,4 +42,7 @@ class FlatMapIterator(AnchoredStage[U]):
             item = self.source.next()
         except StopIteration:
             return None
-        return list(self.fn(item))
+        out = list(self.fn(item))
+        if self.__dict__.get("_carry"):  # provenance: each output keeps its row's source
+            return [keep_source(item, x) for x in out]
+        return out

@@ -21,6 +21,7 @@ from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._stream.base import State, Stream, checked_fn, fn_id
 from arrowmix._stream.passthrough import PassThrough
 from arrowmix._stream.positions import Positions
+from arrowmix._stream.provenance import carries_sources, keep_source
 from arrowmix._stream.replay import AnchoredStage
 from arrowmix._stream.stage import config_tree
 from arrowmix._validate import check_int
@@ -44,9 +45,12 @@ class MapIterator(PassThrough[U]):
         The source's state, unchanged (no keys of its own). Replay cost: none.
     """
 
+    _carry = False  # provenance: a row dict the function returns keeps its source
+
     def __init__(self, source: Stream[T], fn: Callable[[T], U]) -> None:
         super().__init__(source)
         self.fn = checked_fn(fn)
+        self._carry = carries_sources(source)
 
     def describe(self) -> dict[str, Any]:
         return {"fn": fn_id(self, self.fn)}
@@ -65,10 +69,14 @@ class MapIterator(PassThrough[U]):
         super().reset(state)
 
     def next(self) -> U:
-        return self.fn(self.source.next())
+        item = self.source.next()
+        out = self.fn(item)
+        return keep_source(item, out) if self._carry else out
 
     def pull(self, n: int) -> list[U]:
         fn = self.fn
+        if self._carry:
+            return [keep_source(x, fn(x)) for x in self.source.pull(n)]
         return [fn(x) for x in self.source.pull(n)]
 
 
@@ -150,6 +158,7 @@ class ParallelMapIterator(AnchoredStage[U]):
         self.num_workers = num_workers
         self.chunk = num_workers * chunk_factor
         self._pool: ThreadPoolExecutor | None = None
+        self._carry = carries_sources(source)
 
     def describe(self) -> dict[str, Any]:
         # The worker count does not change the items: it stays out of the fingerprint.
@@ -170,7 +179,10 @@ class ParallelMapIterator(AnchoredStage[U]):
         if self.__dict__.get("_pool") is None:
             self._pool = ThreadPoolExecutor(self.num_workers, "arrowmix-map")
         assert self._pool is not None
-        return list(self._pool.map(self.fn, items))
+        out = list(self._pool.map(self.fn, items))
+        if self.__dict__.get("_carry"):  # provenance (see MapIterator)
+            return [keep_source(x, y) for x, y in zip(items, out, strict=True)]
+        return out
 
     def close(self) -> None:
         pool = self.__dict__.get("_pool")

@@ -26,6 +26,7 @@ import pyarrow as pa
 from arrowmix._stream.base import Stream
 from arrowmix._stream.counters import SourceTokens, Tally, wait_clock
 from arrowmix._stream.passthrough import PassThrough
+from arrowmix._stream.provenance import SOURCE_KEY, SOURCES, sources_reader
 from arrowmix._stream.tokens.column import (
     TokenColumn,
     TokenSpans,
@@ -235,6 +236,8 @@ class Collator:
                     names = batch.schema.names
                     raise KeyError(f"no column {name!r} to keep; the batch has {names}.")
                 out[name] = batch.column(name).to_numpy(zero_copy_only=False)
+            if SOURCE_KEY in batch.schema.names:  # provenance
+                out[SOURCES] = batch.column(SOURCE_KEY).to_pylist()
             return out
         if not isinstance(batch, Sequence) or isinstance(batch, (str, bytes)):
             raise TypeError(
@@ -266,6 +269,8 @@ class Collator:
         out = self._finish(ids, mask)
         for name in self.keep:
             out[name] = np.array([self._kept(x, i, name) for i, x in enumerate(batch)])
+        if batch and isinstance(batch[0], Mapping) and SOURCE_KEY in batch[0]:  # provenance
+            out[SOURCES] = [x[SOURCE_KEY] for x in batch]
         return out
 
     def _kept(self, item: Any, i: int, name: str) -> Any:
@@ -394,6 +399,7 @@ class CollateIterator(PassThrough[dict[str, Any]]):
         self._tally = Tally(tokens=True)
         self._sources = SourceTokens(source, self._rows)
         self._row_dicts = self._batches is not None and self._batches.row_dicts
+        self._refs = sources_reader(self._rows)
         if self._rows is not None:
             field = (
                 self._rows.schema.field(collator.column)
@@ -452,6 +458,8 @@ class CollateIterator(PassThrough[dict[str, Any]]):
             out = self.collator.from_positions(tokens, batch)
             positions = batch
         self._sources.add(positions, self._count())
+        if self._refs is not None:  # provenance
+            out[SOURCES] = self._refs(positions)
         if not self.collator.keep:
             return out
         window = self.__dict__.get("_window")

@@ -91,6 +91,7 @@ class _Pending:
         self.col: TokenColumn | None = None
         self.cum = np.zeros(1, dtype=np.int64)  # token offsets of the documents
         self.start = 0
+        self.refs: Any = None  # provenance: what names each document (``Docs.refs``)
 
     @property
     def tokens(self) -> int:
@@ -99,6 +100,9 @@ class _Pending:
 
     def add(self, anchor: Any, block: Any) -> None:
         self.reads.append((anchor, len(block)))
+        if self.docs.sourced:
+            refs = self.docs.refs(block)
+            self.refs = refs if self.refs is None else _joined(self.refs, refs)
         if self.docs.rows is not None:
             col, owner, starts, lengths = self.docs.spans(block)
             self.col = col
@@ -129,6 +133,8 @@ class _Pending:
             n += self.reads.pop(0)[1]
         if not n:
             return
+        if self.refs is not None:
+            self.refs = self.refs[n:]  # a new list or view: a window's Packed keeps its own
         if self.docs.rows is not None:
             self.owner = None if self.owner is None else self.owner[n:]
             self.starts = self.starts[n:]
@@ -355,7 +361,9 @@ class ConcatPackIterator(PackStage, Stream[dict[str, Any]]):
         pe = np.minimum(np.repeat(e, count), (row + 1) * s)
         pieces = (doc, pb - start[doc], pe - pb, row, pb - row * s)
         rows = int(-(-avail // s))
-        return Packed(self, spans, pieces, rows, (docs, start[docs], e, avail), full or None)
+        out = Packed(self, spans, pieces, rows, (docs, start[docs], e, avail), full or None)
+        out.refs, out.docs = pend.refs, self._docs
+        return out
 
 
 class BinPackIterator(PackStage, WindowReplayStage[dict[str, Any]]):
@@ -448,7 +456,15 @@ class BinPackIterator(PackStage, WindowReplayStage[dict[str, Any]]):
         row, dest, nrows = _fit(size, s, best=self.strategy == "best_fit")
         order = np.lexsort((dest, row))
         pieces = (doc[order], off[order], size[order], row[order], dest[order])
-        return Packed(self, spans, pieces, nrows)
+        out = Packed(self, spans, pieces, nrows)
+        out.refs = self._docs.refs(block) if self._docs.sourced else None
+        out.docs = self._docs
+        return out
+
+
+def _joined(a: Any, b: Any) -> Any:
+    """Two blocks' ``Docs.refs`` one after the other (arrays or lists)."""
+    return np.concatenate([a, b]) if isinstance(a, np.ndarray) else [*a, *b]
 
 
 def _fit(size: np.ndarray, capacity: int, *, best: bool) -> tuple[np.ndarray, np.ndarray, int]:

@@ -7,6 +7,7 @@ their segment and position ids) and ``PackStage`` (the arguments and output both
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,6 +16,7 @@ import pyarrow as pa
 
 from arrowmix._stream.base import Stream
 from arrowmix._stream.positions import Positions, no_positions
+from arrowmix._stream.provenance import SEGMENT_SOURCES, SOURCE_KEY, carries_sources, sources_reader
 from arrowmix._stream.tokens.collate import check_dtype
 from arrowmix._stream.tokens.column import (
     TokenColumn,
@@ -78,6 +80,9 @@ class Docs:
             self._input = source.as_positions()
             if self._input is None:
                 raise no_positions(source)
+        # provenance: each document's source reference (None: the items carry none)
+        self._refs = sources_reader(self.rows)
+        self.sourced = self._refs is not None or carries_sources(source)
 
     def __getstate__(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -99,6 +104,25 @@ class Docs:
         docs = [self._doc(x) for x in block]
         col = TokenColumn(pa.array(docs, type=pa.list_(pa.int64())), self.column)
         return (col, *col.spans(np.arange(len(docs), dtype=np.int64)))
+
+    def refs(self, block: Any) -> Any:
+        """What names the block's documents (when ``sourced``): their positions, or refs.
+
+        An index stream's positions (an int64 array), turned into references only for the
+        pieces of a batch (:meth:`sources`); the source references of row dicts otherwise.
+        """
+        if self._refs is not None:
+            return np.asarray(block, dtype=np.int64)
+        return [x.get(SOURCE_KEY) if isinstance(x, dict) else None for x in block]
+
+    def sources(self, refs: Any, doc: np.ndarray, start: np.ndarray) -> list[Any]:
+        """The references of pieces of documents ``doc`` of a window's ``refs``, with start."""
+        if self._refs is not None:
+            return self._refs(refs[doc], start)
+        return [
+            None if refs[d] is None else {**refs[d], "start": t}
+            for d, t in zip(doc.tolist(), start.tolist(), strict=True)
+        ]
 
     def doc(self, item: Any) -> Any:
         """The token ids of ``item`` (a list, an array, or a row with the column)."""
@@ -144,6 +168,9 @@ class Packed:
         # concat: the non-empty documents, their (start, end) in the window's token
         # stream and the tokens kept; a full batch is one contiguous range of it
         self.stream = stream
+        # provenance: what names each document (``Docs.refs``), and the window's Docs
+        self.refs: Any = None
+        self.docs: Docs | None = None
 
     def __len__(self) -> int:
         return self.count
@@ -200,6 +227,8 @@ class Packed:
         if "position_ids" in st.outputs:
             pos_flat = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(plen) - plen, plen)
             out["position_ids"] = _spread(pos_flat, (rows, s), st.dtype, mask)
+        if self.refs is not None:
+            out[SEGMENT_SOURCES] = self._segment_sources(doc, off, row, rows)
         if needs_runs(st.labels, st.outputs):
             # runs: the pieces, then each row's padding (rows are filled from column 0)
             part = np.flatnonzero(fill < s)
@@ -208,6 +237,15 @@ class Packed:
             order = np.argsort(starts, kind="stable")
             add_fields(out, starts[order], real[order], st.labels, st.outputs)
         return as_tensors(out) if st.return_tensors == "pt" else out
+
+    def _segment_sources(
+        self, doc: np.ndarray, off: np.ndarray, row: np.ndarray, rows: int
+    ) -> list[list[Any]]:
+        """Per row, the source reference of each piece (in row order), with its start."""
+        assert self.docs is not None
+        refs = self.docs.sources(self.refs, doc, off)
+        cuts = np.searchsorted(row, np.arange(rows + 1)).tolist()  # pieces are in row order
+        return [refs[a:b] for a, b in itertools.pairwise(cuts)]
 
     def _full_range(self, lo: int, hi: int) -> dict[str, np.ndarray]:
         """The batch of stream tokens ``[lo, hi)``: full rows, no padding.
@@ -264,6 +302,10 @@ class Packed:
             )
         if needs_runs(st.labels, st.outputs):
             add_fields(out, pstart, None, st.labels, st.outputs)
+        if self.refs is not None:  # each piece's document: the last to start at or before it
+            j = np.searchsorted(a - lo, pstart, side="right") - 1
+            poff = off[j] + pstart - (a - lo)[j]
+            out[SEGMENT_SOURCES] = self._segment_sources(doc[j], poff, pstart // s, b)
         return out
 
 
