@@ -47,7 +47,7 @@ from arrowmix._stream.mixing.schedule import (
     check_stopping,
     check_weights,
 )
-from arrowmix._stream.mixing.schemas import check_schemas
+from arrowmix._stream.mixing.schemas import check_schemas, mix_schema
 from arrowmix._stream.mixing.weight_schedule import WeightSchedule
 from arrowmix._stream.mixing.zipped import ZipIterator, zip_streams
 from arrowmix._stream.positions import Positions
@@ -124,7 +124,7 @@ class WeightedMixIterator(MixElasticState, Stream[T]):
         self.schedule = None if sched is None else sched.bind(self.names, len(self.streams))
         self.stopping = check_stopping(stopping)
         self.seed: int | None = check_int("seed", seed, minimum=0, none_ok=True)
-        check_schemas(self.streams)
+        self._schema = mix_schema(self.streams, self.names)  # one integer type per column
         col = None if self.tokens is None else self.tokens.column
         if col is not None and self.schema is not None and col not in self.schema.names:
             raise ColumnNotFoundError(
@@ -185,7 +185,8 @@ class WeightedMixIterator(MixElasticState, Stream[T]):
 
     @property
     def schema(self) -> Any:
-        return next((s.schema for s in self.streams if s.schema is not None), None)
+        """The inputs' common schema (integer columns widened to one type), when known."""
+        return self._schema
 
     def reset(self, state: State | None = None) -> None:
         allowed = self.names is not None and self.__dict__.get("_allow_changes")
