@@ -72,7 +72,9 @@ def common_schema(schemas: Sequence[tuple[str, pa.Schema]]) -> pa.Schema:
                     raise _lossy(field.name, schemas, j)
                 raise _mismatch(label0, ref, label, sch)
             fields[j] = fields[j].with_type(kind)
-    return pa.schema(fields, metadata=ref.metadata)  # type: ignore[arg-type]
+    if all(f.equals(g) for f, g in zip(fields, ref, strict=True)):
+        return ref
+    return pa.schema(fields)  # the first input's metadata (its HF features) no longer holds
 
 
 def _integers(t: pa.DataType) -> bool:
