@@ -572,7 +572,9 @@ def mix(
             checkpoint keys each source's position by name, and
             ``load_state_dict(state, allow_changes=True)`` resumes it into a mixture
             with other weights or sources, unless a buffering stage follows the
-            mix: see ``docs/mixing.md``); their schemas must match when known.
+            mix: see ``docs/mixing.md``); their schemas must match when known, except
+            integer columns of different widths (a ``uint16`` token file with ``int32``
+            chunks), which take the smallest integer type holding them all.
         weights: one positive, finite weight per stream (by name for named streams),
             or a :class:`WeightSchedule` (weights that change with the step); a bare
             function ``step -> weights`` is ``WeightSchedule.from_function(fn)``.
