@@ -19,9 +19,17 @@ encoding                                  Arrow type
 ``str``, ``bytes``                        ``string`` (UTF-8 checked), ``binary``
 ``str_int``, ``str_float``                ``int64``, ``float64``
 ``ndarray[:dtype[:shape]]``               ``list<dtype>`` (nested once per further axis)
-``json``, ``pkl``                         the type Arrow infers from the first shard's values
+``json``                                  ``arrow.json`` (HF's ``Json()``): the JSON text
+``pkl``                                   the Arrow type of every shard's values, unified
 ``jpeg``, ``png``                         ``binary``: the encoded image file's bytes
 ========================================  =====================================================
+
+A ``json`` column keeps each sample's JSON text as written (checked to parse), in Arrow's
+``arrow.json`` type: reading it in the Python format gives the values streaming's reader
+gives, whatever their shapes in different shards. A ``pkl`` column's values are typed by
+Arrow shard by shard at open and the types unified (:func:`unify_types`: a struct gains the
+keys of every shard, ints among floats become floats); values of kinds no one type holds are
+refused, naming the shards.
 
 ``pil``, ``list[...]``, ``jpeg_array`` and ``str_decimal`` are refused at open, naming the
 column. A compressed shard is decompressed in memory (pyarrow's codecs for ``zstd``, ``br``
@@ -49,7 +57,15 @@ import pyarrow.compute as pc
 
 from arrowmix.exceptions import ChunkFileError, SchemaMismatchError
 
-__all__ = ["Column", "Shard", "decode_columns", "read_index", "same_columns", "shard_bytes"]
+__all__ = [
+    "Column",
+    "Shard",
+    "decode_columns",
+    "read_index",
+    "same_columns",
+    "shard_bytes",
+    "unify_types",
+]
 
 _SCALARS: dict[str, Any] = {
     "int": np.int64,
@@ -105,6 +121,8 @@ def column_type(column: Column) -> pa.DataType | None:
         return _BYTES[enc]
     if enc in _PARSED:
         return _PARSED[enc]
+    if enc == "json":
+        return pa.json_()
     nd = column.ndarray
     if nd is not None and nd[0] is not None and nd[1] is not None:
         kind: pa.DataType = pa.from_numpy_dtype(np.dtype(nd[0]))
@@ -426,7 +444,7 @@ def _leaf(kind: pa.DataType | None) -> str | None:
 def _python(
     buf: np.ndarray, starts: np.ndarray, sizes: np.ndarray, column: Column, shard: Shard
 ) -> Any:
-    """One piece of a ``json`` or ``pkl`` column: the values decoded, then typed by Arrow."""
+    """One piece of a ``json`` column (its text) or a ``pkl`` column (its values, typed)."""
     load: Callable[[bytes], Any]
     load = pickle.loads if column.encoding == "pkl" else json.loads
     try:
@@ -435,18 +453,45 @@ def _python(
     except Exception as exc:  # what json and pickle raise on damaged bytes varies
         raise _damaged(shard, f"column {column.name!r} holds a value that does not decode as "
                        f"{column.encoding}: {exc!r}") from exc  # fmt: skip
+    if column.encoding == "json":  # the text as written: every value parsed above
+        text = _bytes_array(_gather(buf, starts, sizes), sizes, pa.string())
+        return pa.ExtensionArray.from_storage(pa.json_(), text)
     try:
         return pa.array(values, type=column.kind)
     except (pa.ArrowException, TypeError, ValueError) as exc:
         what = (
             "values of no one Arrow type"
             if column.kind is None
-            else f"values of another type than the first shard's ({column.kind})"
+            else f"values that do not take the type unified over every shard ({column.kind})"
         )
         raise SchemaMismatchError(
             f"MDS shard {shard.path!r}: column {column.name!r} ({column.encoding}) holds {what}: "
             f"{exc}. Leave it out with `columns=`."
         ) from exc
+
+
+def unify_types(name: str, types: Sequence[tuple[str, pa.DataType]]) -> pa.DataType:
+    """One Arrow type holding the values of every ``(shard path, type)`` of column ``name``.
+
+    Arrow's permissive promotion: a struct gets every shard's fields, ints among floats are
+    floats, a null type takes the other's.
+
+    Raises:
+        SchemaMismatchError: two shards' types have no common type (both named).
+    """
+    kind = types[0][1]
+    for k, (path, t) in enumerate(types[1:], start=1):
+        try:
+            schemas = [pa.schema([pa.field(name, kind)]), pa.schema([pa.field(name, t)])]
+            kind = pa.unify_schemas(schemas, promote_options="permissive").field(name).type
+        except (pa.ArrowException, TypeError, ValueError) as exc:
+            first = next(p for p, u in types[:k] if not pa.types.is_null(u))
+            raise SchemaMismatchError(
+                f"MDS column {name!r} holds values of {kind} in shard {first!r} and of {t} in "
+                f"shard {path!r}, which no one Arrow type holds ({exc}). Leave it out with "
+                "`columns=`."
+            ) from exc
+    return kind
 
 
 def decode_columns(

@@ -23,6 +23,15 @@ round: *epoch*: one epoch of ``to_stream(shuffle="chunks").batch(64, columnar=Tr
 (first pass: Lance takes each row alone) and the same rows again; *mix*: one epoch of
 ``mix`` over the three thirds' ``to_stream(shuffle="chunks")`` (weights by documents), then
 ``batch(64, columnar=True).collate()``, in tokens/s.
+
+*New columns of compressed shards* (``--steps columns``): the corpus's rows again as zstd
+MDS shards of 4 MB (``size_limit``), opened with ``from_mds``; ``input_ids`` of every row
+is read (``select_columns``), then ``id`` of every row, which decodes that column of every
+shard: timed, the second read, with the decompressed shards kept in their bounded cache
+(``shard-cache``, the default: a quarter of ``cache_size``) and with that cache emptied
+(``no-shard-cache``: each shard decompressed again, as before the cache existed)::
+
+    python scripts/bench/bench_formats.py --steps columns --rounds 5
 """
 
 from __future__ import annotations
@@ -43,6 +52,7 @@ sys.path.insert(0, str(ROOT))
 FORMATS = ("lance", "mds", "mds-zstd", "chunks")
 RANDOM = ("lance", "mds", "chunks")
 MIXES = ("formats", "chunks")
+COLUMNS = ("shard-cache", "no-shard-cache")
 
 
 def write_mds(out: str, table: object, compression: str | None) -> None:
@@ -139,9 +149,44 @@ def epoch(stream: object) -> dict:
     return {"tokens_per_s": tokens / dt, "tokens": tokens}
 
 
+def new_columns(which: str, path: str) -> dict:
+    """Seconds to read ``id`` of every row after ``input_ids`` (zstd shards)."""
+    import arrowmix as am
+    from arrowmix._dataset.state import state_of
+
+    ds = am.Dataset.from_mds(path)
+    if which == "no-shard-cache":
+        state_of(ds).reader._raw.limit = 0  # keep no decompressed shard
+    ds.select_columns(["input_ids"])["input_ids"]
+    t = time.perf_counter()
+    ds.select_columns(["id"])["id"]
+    return {"seconds": time.perf_counter() - t, **state_of(ds).reader.stats()}
+
+
+def column_corpus(workdir: Path, docs: int) -> str:
+    """The corpus as zstd MDS shards of 4 MB (written once)."""
+    import numpy as np
+
+    from tests.formats.mds_helpers import write_mds as write
+
+    out = workdir / f"mds-zstd-4mb-{docs}"
+    if out.exists():
+        return str(out)
+    rng = np.random.default_rng(0)
+    lengths = np.clip(rng.lognormal(np.log(200), 1.0, docs).astype(np.int64), 1, 4096)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    values = rng.integers(0, 32000, int(offsets[-1]), dtype=np.int32)
+    rows = ({"id": k, "input_ids": values[offsets[k] : offsets[k + 1]]} for k in range(docs))
+    cols = {"id": "int", "input_ids": "ndarray:int32"}
+    write(str(out), cols, rows, compression="zstd", size_limit=4 << 20)
+    return str(out)
+
+
 def child(step: str, fmt: str, path: str) -> dict:
     import numpy as np
 
+    if step == "columns":
+        return new_columns(fmt, path)
     if step == "mix":
         return epoch(mixed(fmt, path))
     ds: object = open_ds(fmt, path)
@@ -175,6 +220,9 @@ def main() -> None:
         seed=False,
         child=3,
     )
+    ap.add_argument("--steps", choices=["formats", "columns"], default="formats",
+                    help="formats: epochs, random rows and the mix; columns: new columns of "
+                    "compressed MDS shards")  # fmt: skip
     args = ap.parse_args()
     if args.child:
         print(json.dumps(child(*args.child)))
@@ -183,6 +231,9 @@ def main() -> None:
     rounds = args.repeats or (2 if args.quick else 3)
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
+    if args.steps == "columns":
+        columns_main(work, docs, rounds)
+        return
     paths = make_corpus(work, docs)
     samples: dict[tuple[str, str], list[dict]] = {}
     steps = [("epoch", f, paths[f]) for f in FORMATS] + [("random", f, paths[f]) for f in RANDOM]
@@ -213,6 +264,24 @@ def main() -> None:
     mix = "megatron + parquet + mds-zstd"
     table.append(["mix epoch (M tokens/s)", mix, f"{a:.2f}", f"{b:.2f}", f"{a / b:.2f}x"])
     print_markdown(["measure", "format", "in place", "chunks", "in place / chunks"], table)
+
+
+def columns_main(work: Path, docs: int, rounds: int) -> None:
+    """``--steps columns``: the second column's read, with and without the shard cache."""
+    path = column_corpus(work, docs)
+    got: dict[str, list[dict]] = {}
+    for r in range(rounds):
+        for which in COLUMNS if r % 2 == 0 else reversed(COLUMNS):
+            got.setdefault(which, []).append(run("columns", which, path, work / "cache"))
+        print(f"round {r + 1}/{rounds} done", file=sys.stderr)
+    shards = len(list(Path(path).glob("shard.*.mds.zstd")))
+    print(f"# {machine_summary()}")
+    print(f"# {docs} documents in {shards} zstd MDS shards of 4 MB; medians of {rounds} rounds\n")
+    secs = {w: statistics.median(row["seconds"] for row in got[w]) for w in COLUMNS}
+    table = [[w, f"{1e3 * secs[w]:.1f}", str(got[w][-1]["shards_decompressed"]),
+              f"{secs[w] / secs['no-shard-cache']:.2f}x"] for w in COLUMNS]  # fmt: skip
+    print_markdown(["read `id` after `input_ids`", "ms", "shards decompressed in all",
+                    "time / no-shard-cache"], table)  # fmt: skip
 
 
 if __name__ == "__main__":

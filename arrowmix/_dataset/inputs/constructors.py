@@ -430,7 +430,8 @@ class DatasetConstructors:
         Shards, compressed or not, are decoded on demand, only the columns read, into a
         bounded cache of ``cache_size`` bytes (``"256MB"`` by default); a stream's
         ``"chunks"`` shuffle reads shards whole. ``ndarray`` columns are lists of their
-        dtype (token ids feed the token path); ``pkl`` columns need
+        dtype (token ids feed the token path); ``json`` columns keep their JSON text (HF's
+        ``Json()``: read back as the values); ``pkl`` columns, typed over every shard, need
         ``allow_unsafe_types=True``. The fingerprint names the files' bytes. Needs no extra
         package. See ``docs/formats.md``.
 

@@ -10,11 +10,21 @@ sharding read whole. Before it decodes a shard, a read checks that its file is s
 version opened: a shard replaced or rewritten after open raises
 :class:`~arrowmix.exceptions.ChunkFileError` naming it.
 
+A compressed shard is decompressed once for the columns a read asks of it; when columns of
+it not decoded yet are read later (a token stage reads ``input_ids`` first and another
+column afterwards, or ``ds[i]`` after a projection), its decompressed bytes come from a
+second, small cache (:class:`RawShards`): the last decompressed shards, least recently used
+out first, within a quarter of ``cache_size`` (64 MiB by default, which holds a shard of
+Mosaic Streaming's default ``size_limit``). A shard larger than that budget is not kept.
+Uncompressed shards are memory-mapped and need no such cache.
+
 Column types (see :mod:`arrowmix._storage.mds`): numeric scalars and ``int`` as Arrow
 numbers, ``str``/``bytes`` as ``string``/``binary``, ``ndarray`` as (nested) lists of its
 dtype (a 1-d token array is a ``list<uint16>`` or ``list<int32>`` ... column, which the token
-path reads), ``json``/``pkl`` as the type Arrow infers from the first shard's values. ``pkl``
-columns run pickle on load, so, as with Mosaic Streaming, they are read only with
+path reads), ``json`` as its JSON text (Arrow's ``arrow.json``, HF's ``Json()``: the Python
+format reads the values back, whatever their shapes in different shards), ``pkl`` as the
+Arrow type unified over every shard's values (each shard's ``pkl`` columns decoded once at
+open). ``pkl`` columns run pickle on load, so, as with Mosaic Streaming, they are read only with
 ``allow_unsafe_types=True``.
 
 ``map``/``filter`` results go to ``cache_dir=`` or ``<cache root>/in-place``, never beside
@@ -25,6 +35,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,9 +52,59 @@ from arrowmix._storage.mds import (
     read_index,
     same_columns,
     shard_bytes,
+    unify_types,
 )
 
-__all__ = ["MDSTable", "from_mds"]
+__all__ = ["MDSTable", "RawShards", "from_mds"]
+
+
+class RawShards:
+    """Decompressed bytes of the last compressed shards read, within ``limit`` bytes.
+
+    Least recently used out first; a shard larger than ``limit`` is decompressed each time
+    and not kept. Uncompressed shards pass through (memory-mapped, never kept). Before a
+    cached shard is served its file is checked again (a ``stat``), so a shard replaced
+    after open is still refused at its next decode. Thread-safe.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._data: OrderedDict[int, np.ndarray] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.decompressed = self.hits = 0
+
+    def get(self, k: int, shard: Shard) -> np.ndarray:
+        """The uncompressed bytes of shard ``k`` (``shard``), from the cache or read now."""
+        if shard.compression is None:
+            return shard_bytes(shard)
+        with self._lock:
+            found = self._data.get(k)
+            if found is not None:
+                self._data.move_to_end(k)
+                self.hits += 1
+        if found is not None:
+            shard.check()
+            return found
+        data = shard_bytes(shard)
+        with self._lock:
+            self.decompressed += 1
+            if len(data) <= self.limit and k not in self._data:
+                self._data[k] = data
+                self._bytes += len(data)
+                while self._bytes > self.limit:
+                    _, old = self._data.popitem(last=False)
+                    self._bytes -= len(old)
+        return data
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "shards_decompressed": self.decompressed,
+                "shard_hits": self.hits,
+                "shard_cached_bytes": self._bytes,
+                "shard_limit": self.limit,
+            }
 
 
 class MDSTable(ParquetTable):
@@ -66,6 +127,7 @@ class MDSTable(ParquetTable):
         cache_size: int = DEFAULT_CACHE,
         names: Sequence[tuple[str, str]] | None = None,
         decoded: Decoded | None = None,
+        raw: RawShards | None = None,
     ) -> None:
         self.shards = tuple(shards)
         self.mds_columns = tuple(columns)
@@ -78,6 +140,7 @@ class MDSTable(ParquetTable):
         self.offsets = np.cumsum([0, *(s.samples for s in self.shards)], dtype=np.int64)
         self.groups = [(k, 0) for k in range(len(self.shards))]
         self._decoded = decoded if decoded is not None else Decoded(cache_size)
+        self._raw = raw if raw is not None else RawShards(cache_size // 4)
         self._handles: dict[int, Any] = {}
         self._lock = threading.Lock()
         self._reading = threading.Lock()
@@ -94,7 +157,7 @@ class MDSTable(ParquetTable):
 
     def _with(self, names: Sequence[tuple[str, str]], schema: pa.Schema | None = None) -> MDSTable:
         return MDSTable(self.shards, self.mds_columns, schema or self.stored_schema,
-                        self.cache_size, names, self._decoded)  # fmt: skip
+                        self.cache_size, names, self._decoded, self._raw)  # fmt: skip
 
     def replace_schema_metadata(self, metadata: Any = None) -> MDSTable:
         return self._with(self.names, self.stored_schema.with_metadata(metadata or {}))
@@ -106,11 +169,15 @@ class MDSTable(ParquetTable):
         if missing:
             shard = self.shards[k]
             with self._reading:
-                got = decode_columns(shard_bytes(shard), shard, self.mds_columns, missing)
+                got = decode_columns(self._raw.get(k, shard), shard, self.mds_columns, missing)
             for c in missing:
                 found[c] = column = got[c]
                 self._decoded.put((k, c), column)
         return [found[c] for c in stored]  # type: ignore[misc]
+
+    def stats(self) -> dict[str, Any]:
+        """The decoded-column cache's counters, and the decompressed shards' (``shard_*``)."""
+        return {**self._decoded.stats(), **self._raw.stats()}
 
     opened_as = "MDS shards read in place (`from_mds(path)`)"
     stats_name = "mds"  # pickles as its description (shard paths, versions, digests, columns)
@@ -136,26 +203,37 @@ def _directories(path_or_paths: Any) -> list[str]:
 
 
 def _typed(
-    shards: Sequence[Shard], columns: list[Column], read: Sequence[str], decoded: Decoded
+    shards: Sequence[Shard],
+    columns: list[Column],
+    read: Sequence[str],
+    decoded: Decoded,
+    raw: RawShards,
 ) -> list[Column]:
     """``columns`` with the Arrow types of those ``read``.
 
-    Types only the values tell come from the first shard holding samples (its decoded
-    columns are kept in ``decoded``).
+    An untyped ``ndarray`` column's type comes from the first shard holding samples; a
+    ``pkl`` column's is unified over every shard's values (each shard decoded once). The
+    decoded columns whose type is the one found are kept in ``decoded``.
     """
     typed = [Column(c.name, c.encoding, c.size, column_type(c)) if c.name in read else c
              for c in columns]  # fmt: skip
     unknown = [c.name for c in typed if c.name in read and c.kind is None]
-    first = next((k for k, s in enumerate(shards) if s.samples), None)
-    if not unknown:
-        return typed
-    got: dict[str, pa.ChunkedArray[Any]] = {}
-    if first is not None:
-        got = decode_columns(shard_bytes(shards[first]), shards[first], typed, unknown)
-        for name, column in got.items():
-            decoded.put((first, name), column)
-    return [Column(c.name, c.encoding, c.size, got[c.name].type if got else pa.null())
-            if c.name in unknown else c for c in typed]  # fmt: skip
+    pickled = [c.name for c in typed if c.name in unknown and c.encoding == "pkl"]
+    found: dict[str, list[tuple[str, pa.DataType]]] = {name: [] for name in unknown}
+    got: dict[tuple[int, str], pa.ChunkedArray[Any]] = {}
+    for k, shard in enumerate(shards):
+        wanted = unknown if not any(found[n] for n in unknown) else pickled
+        if not shard.samples or not wanted:
+            continue
+        for name, column in decode_columns(raw.get(k, shard), shard, typed, wanted).items():
+            found[name].append((shard.path, column.type))
+            got[k, name] = column
+    kinds = {n: unify_types(n, found[n]) if found[n] else pa.null() for n in unknown}
+    for (k, name), column in got.items():
+        if column.type.equals(kinds[name]):
+            decoded.put((k, name), column)
+    return [Column(c.name, c.encoding, c.size, kinds[c.name]) if c.name in unknown else c
+            for c in typed]  # fmt: skip
 
 
 def from_mds(
@@ -211,11 +289,11 @@ def from_mds(
                     "Streaming asks), or leave the column out with `columns=`."
                 )
     size = DEFAULT_CACHE if cache_size is None else parse_size(cache_size, "cache_size")
-    decoded = Decoded(size)
-    mds_columns = _typed(shards, all_columns, read, decoded)
+    decoded, raw = Decoded(size), RawShards(size // 4)
+    mds_columns = _typed(shards, all_columns, read, decoded, raw)
     typed = {c.name: c for c in mds_columns}
     schema = pa.schema([pa.field(n, typed[n].kind or pa.null()) for n in read])
-    table = MDSTable(shards, mds_columns, schema, size, decoded=decoded)
+    table = MDSTable(shards, mds_columns, schema, size, decoded=decoded, raw=raw)
     fp = hash_value(("from_mds", digests, [s.digest for s in shards], read))
     state = DatasetState(
         table=table,

@@ -48,7 +48,7 @@ from arrowmix._stream.mixing.schedule import (
     check_stopping,
     check_weights,
 )
-from arrowmix._stream.mixing.schemas import check_schemas
+from arrowmix._stream.mixing.schemas import check_schemas, mix_schema
 from arrowmix._stream.mixing.token_ahead import settle
 from arrowmix._stream.mixing.weight_schedule import WeightSchedule
 from arrowmix._stream.mixing.zipped import ZipIterator, zip_streams
@@ -124,7 +124,7 @@ class WeightedMixIterator(MixPasses, MixElasticState, Stream[T]):
         self.schedule = None if sched is None else sched.bind(self.names, len(self.streams))
         self.stopping = check_stopping(stopping)
         self.seed: int | None = check_int("seed", seed, minimum=0, none_ok=True)
-        check_schemas(self.streams)
+        self._schema = mix_schema(self.streams, self.names)  # one integer type per column
         col = None if self.tokens is None else self.tokens.column
         if col is not None and self.schema is not None and col not in self.schema.names:
             raise ColumnNotFoundError(
@@ -195,7 +195,8 @@ class WeightedMixIterator(MixPasses, MixElasticState, Stream[T]):
 
     @property
     def schema(self) -> Any:
-        return next((s.schema for s in self.streams if s.schema is not None), None)
+        """The inputs' common schema (integer columns widened to one type), when known."""
+        return self._schema
 
     def reset(self, state: State | None = None) -> None:
         allowed = self.names is not None and self.__dict__.get("_allow_changes")
@@ -549,7 +550,9 @@ def mix(
             checkpoint keys each source's position by name, and
             ``load_state_dict(state, allow_changes=True)`` resumes it into a mixture
             with other weights or sources, unless a buffering stage follows the
-            mix: see ``docs/mixing.md``); their schemas must match when known.
+            mix: see ``docs/mixing.md``); their schemas must match when known, except
+            integer columns of different widths (a ``uint16`` token file with ``int32``
+            chunks), which take the smallest integer type holding them all.
         weights: one positive, finite weight per stream (by name for named streams),
             or a :class:`WeightSchedule` (weights that change with the step); a bare
             function ``step -> weights`` is ``WeightSchedule.from_function(fn)``.

@@ -4,7 +4,10 @@
 source, through shuffles) moves positions too: position ``bases[k] + p`` stands for row
 ``p`` of input ``k``. Consumers (columnar bucketing, collation, packing) read the rows
 they need through this source: one ``take`` per input touched, and zero-copy token
-views for ``list<int*>`` columns.
+views for ``list<int*>`` columns. The rows have the inputs' common schema
+(:func:`~arrowmix._stream.mixing.schemas.common_schema`: an integer column of different
+widths in different inputs has one type that holds them all); the rows of an input of
+another type are cast as they are taken, those of the others are returned as they are.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import pyarrow as pa
 
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage.distinct import distinct
+from arrowmix._stream.mixing.schemas import common_schema
 from arrowmix._stream.provenance import RefIndex
 from arrowmix._stream.row_source import RowSource
 from arrowmix._stream.tokens.column import TokenColumn, take_values, token_column
@@ -43,6 +47,9 @@ class MixedRows:
             raise ValueError("MixedRows needs at least one row source.")
         self.bases = np.cumsum([0, *(s.num_rows for s in self.sources)], dtype=np.int64)
         self._tokens: dict[str, TokenColumn] = {}
+        self._schema = common_schema([(str(k), s.schema) for k, s in enumerate(self.sources)])
+        #: Whether input ``k``'s rows are cast to the common schema when taken.
+        self._cast = [not s.schema.equals(self._schema) for s in self.sources]
 
     @property
     def num_rows(self) -> int:
@@ -50,7 +57,12 @@ class MixedRows:
 
     @property
     def schema(self) -> pa.Schema:
-        return self.sources[0].schema
+        return self._schema
+
+    def _take(self, k: int, local: np.ndarray) -> pa.Table:
+        """Rows ``local`` of input ``k``, in the common schema."""
+        table = self.sources[k].take(local)
+        return table.cast(self._schema) if self._cast[k] else table
 
     @property
     def fingerprint(self) -> str:
@@ -77,13 +89,11 @@ class MixedRows:
         which, inputs = self._split(pos)
         if len(inputs) == 1:
             k = inputs[0]
-            return self.sources[k].take(pos - self.bases[k])
+            return self._take(k, pos - self.bases[k])
         if not inputs:
             return self.schema.empty_table()
         order = np.argsort(which, kind="stable")
-        parts = [
-            self.sources[k].take(pos[order[which[order] == k]] - self.bases[k]) for k in inputs
-        ]
+        parts = [self._take(k, pos[order[which[order] == k]] - self.bases[k]) for k in inputs]
         table = pa.concat_tables([p.cast(self.schema) for p in parts])
         return table.take(_inverse(order))
 
@@ -97,13 +107,14 @@ class MixedRows:
             raise KeyError(f"no column {name!r}; the rows have columns {self.schema.names}.")
         pos = np.asarray(positions, dtype=np.int64)
         which, inputs = self._split(pos)
+        kind = self.schema.field(name).type
         if len(inputs) == 1:
             k = inputs[0]
-            return take_values(self.sources[k], pos - self.bases[k], name)
+            values = take_values(self.sources[k], pos - self.bases[k], name)
+            return values.cast(kind) if self._cast[k] and values.type != kind else values
         if not inputs:
             return self.schema.empty_table().column(name)
         order = np.argsort(which, kind="stable")
-        kind = self.schema.field(name).type
         parts = [
             take_values(self.sources[k], pos[order[which[order] == k]] - self.bases[k], name)
             for k in inputs

@@ -33,6 +33,7 @@ __all__ = [
     "check_id_range",
     "check_rows",
     "column_values",
+    "common_int_dtype",
     "is_token_type",
     "key_values",
     "split_rows",
@@ -44,6 +45,15 @@ __all__ = [
 def is_token_type(t: pa.DataType) -> bool:
     """Whether ``t`` is a list (or large list) of integers."""
     return (pa.types.is_list(t) or pa.types.is_large_list(t)) and pa.types.is_integer(t.value_type)
+
+
+def common_int_dtype(dtypes: Any) -> np.dtype[Any] | None:
+    """The integer type numpy promotes ``dtypes`` to (``uint16``, ``int32``: ``int32``), or None.
+
+    None when the promotion is not an integer type (``uint64`` with a signed type).
+    """
+    kind: np.dtype[Any] = np.result_type(*dtypes)
+    return kind if kind.kind in "iu" else None
 
 
 class TokenColumn:

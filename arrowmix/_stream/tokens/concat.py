@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from arrowmix._storage.distinct import distinct
-from arrowmix._stream.tokens.column import TokenColumn, check_rows
+from arrowmix._stream.tokens.column import TokenColumn, check_rows, common_int_dtype
 
 __all__ = ["ConcatTokenColumn"]
 
@@ -34,23 +34,27 @@ __all__ = ["ConcatTokenColumn"]
 class ConcatTokenColumn(TokenColumn):
     """Several token columns seen as one: rows of column ``k`` follow those of ``k - 1``.
 
-    The values buffers stay where they are (no concatenation, no copy).
+    The values buffers stay where they are (no concatenation, no copy). Columns of
+    different integer types (a ``uint16`` corpus and an ``int32`` one) have numpy's common
+    type as :attr:`dtype`: a gather casts each column's tokens to it as it copies them
+    (the one copy it makes anyway); columns of one type are gathered as they are.
 
     Raises:
-        TypeError: the columns hold token ids of different types (naming them).
+        TypeError: no integer type holds every column's ids (``uint64`` with a signed
+            type), naming the types.
     """
 
     def __init__(self, columns: list[TokenColumn]) -> None:
         if not columns:
             raise ValueError("ConcatTokenColumn needs at least one column.")
-        dtypes = {c.dtype for c in columns}
-        if len(dtypes) > 1:
+        dtype = common_int_dtype([c.dtype for c in columns])
+        if dtype is None:
             raise TypeError(
-                f"the token columns {sorted({c.name for c in columns})} have different "
-                f"value types {sorted(str(d) for d in dtypes)}; cast them to one type."
+                f"the token columns {sorted({c.name for c in columns})} hold ids of types "
+                f"{sorted({str(c.dtype) for c in columns})}, which no one integer type holds."
             )
         self.name = columns[0].name
-        self.dtype = columns[0].dtype
+        self.dtype = dtype
         self._mapper = None
         self._columns = columns
         self._bases = np.cumsum([0, *(c.num_rows for c in columns)], dtype=np.int64)
