@@ -48,7 +48,7 @@ def _peak_growth(fn):  # type: ignore[no-untyped-def]
 def test_a_large_filter_keeps_a_window_of_its_positions_resident(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    n = 1_000_000  # every other row kept: 4 MB of positions (segments, array, file)
+    n = 2_000_000  # every other row kept: 8 MB of positions (segments, array, file)
     am.write_chunks(pa.table({"v": np.arange(n, dtype=np.int32)}), str(tmp_path / "c"))
     ds = am.Dataset.from_chunks(str(tmp_path / "c"), cache_dir=str(tmp_path / "cache"))
     ds = ds.with_format("numpy")
