@@ -40,6 +40,7 @@ __all__ = [
     "format_dict",
     "gather",
     "hold_cache_files",
+    "map_joins",
     "num_rows",
     "remove_unused_cache_files",
     "set_state",
@@ -176,6 +177,15 @@ def by_reference(s: DatasetState) -> bool:
     :class:`DeferredTable` of cache files) may; another kind says.
     """
     found: bool = getattr(stored_table(s), "by_reference", True)
+    return found
+
+
+def map_joins(s: DatasetState) -> bool:
+    """Whether a map result joins ``s``'s table (rows read in place) with what it derives.
+
+    Read from the stored table without adapting it: an Arrow table does not.
+    """
+    found: bool = getattr(stored_table(s), "map_joins", False)
     return found
 
 

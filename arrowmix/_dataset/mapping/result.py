@@ -33,6 +33,7 @@ from arrowmix._dataset.state import (
     column_names,
     derive,
     hold_cache_files,
+    map_joins,
     state_of,
     stored_table,
     view_range,
@@ -140,17 +141,20 @@ def map_result(
     if columns_found is None:
         return ds  # the function returned None and removed nothing: HF keeps the dataset
     columns, zero_copy = columns_found
-    if not _deferrable(found):
-        found = list(_opened(found, open_segment))
     s = state_of(ds)
+    joined = bool(zero_copy) and map_joins(s)  # kept columns read in place (tables.joined)
+    if joined or not _deferrable(found):
+        found = list(_opened(found, open_segment))
     paths = [seg.path for seg in segments]
     # Row boundaries of the segments: the "chunks" a stream over the result shuffles.
     offsets = tuple(int(x) for x in np.cumsum([0, *(_rows(f) for f in found)]))
 
-    def build() -> pa.Table:
+    def build() -> Any:
         tables = _opened(found, open_segment)
         stored = pa.concat_tables(unify_tables(tables, paths))
-        if zero_copy:  # drop_last_batch can only shorten the end
+        if joined:
+            table: Any = _joined(s, stored, columns, zero_copy)
+        elif zero_copy:  # drop_last_batch can only shorten the end
             # referenced, not read: the rows' pages are asked for when they are read
             parent = view_range(s, 0, offsets[-1], zero_copy, ahead=False)
             owner = [parent if c in zero_copy else stored for c in columns]
@@ -166,12 +170,17 @@ def map_result(
     first = found[0]
     assert isinstance(first, pa.Table), "the first segment is always opened"
     hf = hf_metadata(first.schema)  # the HF features of the output, written with it
-    if zero_copy:
+    if joined:  # the in-place files are the joined table's to read (and check), not cache files
+        files = tuple(paths)
+        holds = (*s.holds, *hold_cache_files(paths, held))  # earlier derived columns' files
+    elif zero_copy:
         files = (*s.files, *paths)
         holds = (*s.holds, *hold_cache_files(paths, held))  # the parent's files stay in use
     else:
         files = tuple(paths)
         holds = hold_cache_files(paths, held)
+    if joined:  # a stream reads the in-place storage units whole (row groups, shards)
+        offsets = _inner_offsets(s, offsets[-1])
     if any(isinstance(f, Pending) for f in found):
         parent_schema = stored_table(s).schema
         fields = [(parent_schema if c in zero_copy else first.schema).field(c) for c in columns]
@@ -194,6 +203,22 @@ def map_result(
         split=s.split,
     )
     return type(ds)(state)
+
+
+def _joined(s: DatasetState, stored: pa.Table, columns: list[str], kept: list[str]) -> Any:
+    """The map result joining ``s``'s table (read in place) with the ``stored`` columns."""
+    from arrowmix._dataset.tables.joined import join
+
+    start = s.indices.start if s.indices is not None else 0  # a plain or contiguous view
+    return join(s.reader, start, stored, columns, kept)
+
+
+def _inner_offsets(s: DatasetState, rows: int) -> tuple[int, ...]:
+    """The storage units of ``s``'s view (its ``file_offsets``) over its first ``rows`` rows."""
+    start = s.indices.start if s.indices is not None else 0
+    base = np.asarray(s.file_offsets or (0, stored_table(s).num_rows), dtype=np.int64)
+    inner = base[(base > start) & (base < start + rows)] - start
+    return tuple(int(x) for x in np.unique(np.concatenate([[0], inner, [rows]])))
 
 
 def filter_result(
