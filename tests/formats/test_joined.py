@@ -210,3 +210,22 @@ def test_maps_over_mds_and_lance_store_only_what_they_derive(tmp_path: Path) -> 
     assert isinstance(state_of(out).table, JoinedTable) and stored_columns(out) == [["input_ids"]]
     assert out[:] == expected().to_pydict()
     assert pickle.loads(pickle.dumps(out))[100] == expected().to_pylist()[100]
+
+
+def test_a_token_stream_resumes_exactly_from_a_pickled_dataset(
+    files: list[str], tmp_path: Path
+) -> None:
+    out = opened(files, tmp_path).map(tokenize, batched=True)
+
+    def pipeline(ds: am.Dataset) -> am.stream.Stream:
+        s = ds.to_stream(shuffle="chunks", seed=2, infinite=False)
+        return s.budget_bucket("input_ids", 24, read_ahead=40, seed=3).collate(max_length=8)
+
+    first = pipeline(out)
+    for _ in range(3):
+        next(first)
+    saved = first.state_dict()
+    rest = [b["input_ids"].tolist() for b in first]
+    again = pipeline(pickle.loads(pickle.dumps(out)))  # e.g. in a DataLoader worker
+    again.load_state_dict(saved)
+    assert [b["input_ids"].tolist() for b in again] == rest and rest
