@@ -204,7 +204,11 @@ def gather(
 ) -> pa.Table:
     """Rows at view ``positions`` as an Arrow table (validated by the caller)."""
     base = s.indices.lookup(positions) if s.indices is not None else positions
-    table = s.reader.take(base)
+    reader = s.reader
+    if columns is not None and reader.map_joins:  # rows read in place: decode these only
+        projected: pa.Table = reader.select(list(columns)).take(base)
+        return projected
+    table = reader.take(base)
     return table.select(list(columns)) if columns is not None else table
 
 

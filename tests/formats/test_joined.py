@@ -170,7 +170,19 @@ def test_save_to_disk_materialises_every_column(files: list[str], tmp_path: Path
 
 
 def test_streams_and_the_token_path(files: list[str], tmp_path: Path) -> None:
+    from arrowmix._dataset.rows import DatasetRows
+
     out = opened(files, tmp_path).map(tokenize, batched=True)
+    groups = [0, 25, 50, 70, 95, 120]  # a stream's chunks: the row groups, as in place
+    assert DatasetRows(out).chunk_offsets().tolist() == groups
+    assert DatasetRows(out.select(range(10, 100))).chunk_offsets().tolist() == [
+        0,
+        15,
+        40,
+        60,
+        85,
+        90,
+    ]
     want = expected().to_pylist()
     for shuffle in ("global", "chunks", None):
         rows = list(out.to_stream(shuffle=shuffle, seed=1, infinite=False))
@@ -201,7 +213,24 @@ def test_a_map_changing_the_row_count_stores_every_column(files: list[str], tmp_
         ds.map(lambda b: {"x": b["id"][::2]}, batched=True, batch_size=10)
 
 
-def test_maps_over_mds_and_lance_store_only_what_they_derive(tmp_path: Path) -> None:
+@pytest.mark.slow  # imports mosaicml-streaming (seconds); test_mds maps over MDS in the fast tier
+def test_a_map_over_mds_stores_only_what_it_derives(tmp_path: Path) -> None:
+    from tests.formats.mds_helpers import read_with_streaming, write_mds
+
+    cols = {"text": "str", "id": "int"}
+    rows = ({"text": r["text"], "id": r["id"]} for r in corpus(60).to_pylist())
+    path = write_mds(str(tmp_path / "mds"), cols, rows, size_limit=900)
+    ds = am.Dataset.from_mds(path, cache_dir=tmp_path / "cache")
+    out = ds.map(tokenize, batched=True).map(lambda r: {"n": len(r["input_ids"])})
+    assert isinstance(state_of(out).table, JoinedTable)
+    assert sorted(sorted(c) for c in stored_columns(out)) == [["input_ids"], ["n"]]
+    want = read_with_streaming(path, str(tmp_path / "scratch"))  # mosaicml-streaming's reads
+    got = pickle.loads(pickle.dumps(out))[:]
+    assert got["text"] == [r["text"] for r in want] and got["id"] == [r["id"] for r in want]
+    assert got["n"] == [len(r["text"].split()) for r in want]
+
+
+def test_a_map_over_lance_stores_only_what_it_derives(tmp_path: Path) -> None:
     lance = pytest.importorskip("lance")
     uri = str(tmp_path / "c.lance")
     lance.write_dataset(corpus(), uri, max_rows_per_file=50)

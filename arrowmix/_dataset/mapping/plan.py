@@ -206,8 +206,9 @@ def plan(kind: Kind, ds: Dataset, call: Call, opts: MapOptions) -> Plan:
     align = _align(ds, call)
     segments = plan_segments(rows, key, directory, user_path, align=align, shards=shards)
     # Kept columns are referenced in the parent, not stored, when the parent is a plain or
-    # contiguous view of local data; remote chunks read through a bounded cache cannot be
-    # referenced (the result would pin the whole corpus), so their kept columns are stored.
+    # contiguous view of local data, or of rows read in place (the result then joins them:
+    # tables.joined); remote chunks read through a bounded cache cannot be referenced (the
+    # result would pin the whole corpus), so their kept columns are stored.
     ix = s.indices
     zero_copy_ok = (ix is None or ix.is_range) and by_reference(s)
     # A file the user names holds every column (``Dataset.from_file(path)`` opens it, as in

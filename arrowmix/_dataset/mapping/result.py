@@ -3,8 +3,10 @@
 A map result is opened memory-mapped: the stored columns come from the segment files, and
 input columns the function keeps unchanged are referenced zero-copy from the parent when the
 parent is a plain or contiguous view (otherwise they are copied into the segments, as HF
-``datasets`` does). A filter stores the kept positions and returns an indices mapping composed
-with the parent's (no column data copied).
+``datasets`` does). Over rows read in place (Parquet, MDS, Lance), the kept columns stay
+there: the result joins them with the stored columns (``tables.joined``). A filter stores
+the kept positions and returns an indices mapping composed with the parent's (no column
+data copied).
 
 This is the bottom of the map engine: it reads the parent through ``arrowmix._dataset.state``
 and wraps the new state in a ``Dataset``; it calls nothing above it.
