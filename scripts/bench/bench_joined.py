@@ -29,34 +29,29 @@ joined, memory-mapped when copied), *pickle*: bytes of the pickled result.
 
 from __future__ import annotations
 
+import functools
 import json
-import os
 import shutil
-import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from bench_common import base_parser, disk_usage, machine_summary, print_markdown, run_fresh
+from bench_common import disk_usage, run_fresh
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench_parquet import median_of, parse, print_header, print_ratios, write_parts  # noqa: E402  (the same corpus files)
+
 MODES = ("joined", "copied")
-ROW_GROUP = 8192
 
 
-def make_corpus(workdir: Path, docs: int) -> list[str]:
+def text_table(docs: int) -> Any:
+    """``docs`` documents of English-like text, with ``id`` and ``url`` (module docstring)."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    out = workdir / "parquet"
-    files = [str(out / f"part-{k}.parquet") for k in range(4)]
-    if all(os.path.exists(f) for f in files) and (out / f"docs-{docs}").exists():
-        return files
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
     rng = np.random.default_rng(0)
     letters = np.array(list("etaoinshrdlucmfwypvbgkqjxz"))
     vocab = np.array(["".join(rng.choice(letters, int(rng.integers(2, 10)))) for _ in range(5000)])
@@ -64,16 +59,8 @@ def make_corpus(workdir: Path, docs: int) -> list[str]:
     words = vocab[rng.zipf(1.3, int(lengths.sum())) % len(vocab)]
     cuts = np.concatenate([[0], np.cumsum(lengths)])
     text = [" ".join(words[cuts[k] : cuts[k + 1]]) for k in range(docs)]
-    table = pa.table({
-        "id": np.arange(docs),
-        "url": [f"https://example.org/{k:08d}" for k in range(docs)],
-        "text": text,
-    })  # fmt: skip
-    per = -(-docs // 4)
-    for k, f in enumerate(files):
-        pq.write_table(table.slice(k * per, per), f, row_group_size=ROW_GROUP)
-    (out / f"docs-{docs}").touch()
-    return files
+    urls = [f"https://example.org/{k:08d}" for k in range(docs)]
+    return pa.table({"id": np.arange(docs), "url": urls, "text": text})
 
 
 def tokenize(batch: dict) -> dict:
@@ -121,27 +108,12 @@ def run(step: str, mode: str, files: list[str], cache: Path) -> dict:
 
 
 def main() -> None:
-    ap = base_parser(
-        __doc__.splitlines()[0],
-        rows=100_000,
-        rows_flags=("--docs", "--rows"),
-        quick="20k documents, 2 rounds",
-        workdir="/tmp/arrowmix-bench-joined",
-        repeats_flags=("--rounds", "--repeats"),
-        seed=False,
-        child=4,
-    )
-    args = ap.parse_args()
+    args, docs, rounds, work = parse(__doc__, "/tmp/arrowmix-bench-joined", 4)
     if args.child:
         step, mode, files, cache = args.child
         print(json.dumps(child(step, mode, json.loads(files), cache)))
         return
-    docs = 20_000 if args.quick else args.rows
-    rounds = args.repeats or (2 if args.quick else 3)
-    work = Path(args.workdir)
-    work.mkdir(parents=True, exist_ok=True)
-    files = make_corpus(work, docs)
-    parquet_bytes = sum(os.path.getsize(f) for f in files)
+    files = write_parts(work, docs, text_table)
     samples: dict[tuple[str, str], list[dict]] = {}
     disk: dict[str, int] = {}
     for r in range(rounds):
@@ -153,13 +125,8 @@ def main() -> None:
             disk[mode] = disk_usage(cache)
         print(f"round {r + 1}/{rounds} done", file=sys.stderr)
 
-    def med(step: str, mode: str, key: str) -> float:
-        return statistics.median(row[key] for row in samples[(step, mode)])
-
-    print(f"# {machine_summary()}")
-    print(f"# {docs} documents, {med('tokens', 'joined', 'tokens') / 1e6:.1f} M tokens, "
-          f"{len(files)} Parquet files of {parquet_bytes / 2**20:.0f} MiB in all, row groups "
-          f"of {ROW_GROUP} rows; medians of {rounds} interleaved rounds\n")  # fmt: skip
+    med = functools.partial(median_of, samples)
+    print_header(docs, med("tokens", "joined", "tokens"), files, rounds)
     rows = [
         ("map cache on disk (MiB)", disk["joined"] / 2**20, disk["copied"] / 2**20, "{:.1f}"),
         ("open + map computed (s)", med("map", "joined", "map_s"),
@@ -173,12 +140,7 @@ def main() -> None:
         ("pickled result (bytes)", med("map", "joined", "pickle_bytes"),
          med("map", "copied", "pickle_bytes"), "{:.0f}"),
     ]  # fmt: skip
-    cells = [
-        [name, f.format(a), f.format(b), f"{a / b if b else float('nan'):.2f}x"]
-        for name, a, b, f in rows
-    ]
-    print_markdown(["measure", "joined", "copied", "joined / copied"], cells)
-    print(f"\nParquet files: {parquet_bytes / 2**20:.1f} MiB")
+    print_ratios(("joined", "copied"), rows)
 
 
 if __name__ == "__main__":
