@@ -128,6 +128,12 @@ def test_filter_select_shuffle_sort_views(files: list[str], tmp_path: Path) -> N
     assert mixed[0] == rows[mixed[0]["id"]]
     by = out.sort("id", reverse=True)
     assert by[0] == rows[-1] and by[-1] == rows[0]
+    renamed = out.rename_column("text", "body").remove_columns(["lang"])
+    assert renamed.column_names == ["body", "id", "input_ids"]
+    assert renamed[3] == {"body": rows[3]["text"], "id": 3, "input_ids": rows[3]["input_ids"]}
+    again = renamed.map(lambda r: {"k": len(r["body"])})  # joins the renamed projection
+    assert isinstance(state_of(again).table, JoinedTable) and stored_columns(again)[0] == ["k"]
+    assert again["k"] == [len(r["text"]) for r in rows]
     # a map over a contiguous range of the joined table joins from its first row
     part = out.select(range(30, 90)).map(lambda r: {"z": r["id"] - 30})
     assert isinstance(state_of(part).table, JoinedTable)
@@ -184,7 +190,7 @@ def test_streams_and_the_token_path(files: list[str], tmp_path: Path) -> None:
         90,
     ]
     want = expected().to_pylist()
-    for shuffle in ("global", "chunks", None):
+    for shuffle in ("global", "chunks", "blocks", None):
         rows = list(out.to_stream(shuffle=shuffle, seed=1, infinite=False))
         assert sorted(rows, key=lambda r: r["id"]) == want, shuffle
     tokens = out.select_columns(["input_ids"])

@@ -14,6 +14,12 @@ referenced zero-copy in the earlier cache files, and only what it derives is wri
 (:func:`join`). A filter, ``select``, ``shuffle`` or ``sort`` over it is an indices mapping, as
 over any table.
 
+When a map joins: it keeps at least one input column (so it returns one row per input row,
+in order: a batched map that changes the row count must remove every input column, and then
+stores its whole output, as before), over the whole table or a contiguous range of it (a
+scattered view, a named ``cache_file_name`` or ``features=`` store every column:
+``mapping/plan.py``).
+
 It pickles as its parts: the in-place table's description and references into the cache files
 (reopened memory-mapped), never their rows.
 """
