@@ -264,3 +264,28 @@ def test_a_token_stream_resumes_exactly_from_a_pickled_dataset(
     again = pipeline(pickle.loads(pickle.dumps(out)))  # e.g. in a DataLoader worker
     again.load_state_dict(saved)
     assert [b["input_ids"].tolist() for b in again] == rest and rest
+
+
+def test_maps_after_a_filter_join_at_the_kept_rows(files: list[str], tmp_path: Path) -> None:
+    rows = expected().to_pylist()
+    ds = opened(files, tmp_path, filters=[("lang", "!=", "fr")])  # scattered kept rows
+    out = ds.map(tokenize, batched=True)
+    table = state_of(out).table
+    assert isinstance(table, JoinedTable) and table.positions is not None
+    assert stored_columns(out) == [["input_ids"]]
+    want = [r for r in rows if r["lang"] != "fr"]
+    assert out[:] == pa.Table.from_pylist(want).to_pydict()
+    kept = out.filter(lambda r: r["id"] % 4 == 0)  # a filter over the joined result
+    again = kept.map(lambda r: {"n": len(r["input_ids"])})
+    assert isinstance(state_of(again).table, JoinedTable)
+    assert stored_columns(again)[0] == ["n"]
+    sub = [r for r in want if r["id"] % 4 == 0]
+    assert (
+        again[:] == pa.Table.from_pylist([{**r, "n": len(r["input_ids"])} for r in sub]).to_pydict()
+    )
+    back = pickle.loads(pickle.dumps(again))
+    assert back[:] == again[:] and back[2] == again[2]
+    got = sorted(r["id"] for r in back.to_stream(shuffle="chunks", seed=0, infinite=False))
+    assert got == [r["id"] for r in sub]
+    shuffled = out.shuffle(seed=0).map(lambda r: {"z": 1})  # not in stored order: every column
+    assert not isinstance(state_of(shuffled).table, JoinedTable)

@@ -211,15 +211,21 @@ def _joined(s: DatasetState, stored: pa.Table, columns: list[str], kept: list[st
     """The map result joining ``s``'s table (read in place) with the ``stored`` columns."""
     from arrowmix._dataset.tables.joined import join
 
-    start = s.indices.start if s.indices is not None else 0  # a plain or contiguous view
-    return join(s.reader, start, stored, columns, kept)
+    ix = s.indices  # None, a contiguous view, or increasing rows (mapping/plan.py)
+    rows = 0 if ix is None else ix.start if ix.array is None else ix.array
+    return join(s.reader, rows, stored, columns, kept)
 
 
 def _inner_offsets(s: DatasetState, rows: int) -> tuple[int, ...]:
     """The storage units of ``s``'s view (its ``file_offsets``) over its first ``rows`` rows."""
-    start = s.indices.start if s.indices is not None else 0
+    ix = s.indices
     base = np.asarray(s.file_offsets or (0, stored_table(s).num_rows), dtype=np.int64)
-    inner = base[(base > start) & (base < start + rows)] - start
+    if ix is not None and ix.array is not None:  # increasing rows: where each unit starts
+        inner = np.searchsorted(np.asarray(ix.array[:rows]), base)
+        inner = inner[(inner > 0) & (inner < rows)]
+    else:
+        start = ix.start if ix is not None else 0
+        inner = base[(base > start) & (base < start + rows)] - start
     return tuple(int(x) for x in np.unique(np.concatenate([[0], inner, [rows]])))
 
 

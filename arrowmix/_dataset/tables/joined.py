@@ -8,17 +8,18 @@ projection, through the same decode cache), beside the derived columns, memory-m
 cache files, row for row. A column the map overwrites is the derived one.
 
 Row ``i`` of the joined table is row ``start + i`` of the in-place table (the map's input was
-the whole table or a contiguous range of it) and row ``i`` of the derived columns. A map over a
-joined table joins again: its kept in-place columns stay in place, its kept derived columns are
-referenced zero-copy in the earlier cache files, and only what it derives is written
-(:func:`join`). A filter, ``select``, ``shuffle`` or ``sort`` over it is an indices mapping, as
-over any table.
+the whole table or a contiguous range of it), or row ``positions[i]`` (increasing: the input
+was a filtered view), and row ``i`` of the derived columns. A map over a contiguous view of a
+joined table joins again: its kept in-place columns stay in place, its kept derived columns
+are referenced zero-copy in the earlier cache files, and only what it derives is written
+(:func:`join`); over a filtered view of one, the joined table is itself the in-place part.
+A filter, ``select``, ``shuffle`` or ``sort`` over it is an indices mapping, as over any
+table.
 
 When a map joins: it keeps at least one input column (so it returns one row per input row,
 in order: a batched map that changes the row count must remove every input column, and then
-stores its whole output, as before), over the whole table or a contiguous range of it (a
-scattered view, a named ``cache_file_name`` or ``features=`` store every column:
-``mapping/plan.py``).
+stores its whole output, as before), over rows in their stored order (a shuffled or sorted
+view, a named ``cache_file_name`` or ``features=`` store every column: ``mapping/plan.py``).
 
 It pickles as its parts: the in-place table's description and references into the cache files
 (reopened memory-mapped), never their rows.
@@ -63,9 +64,11 @@ class JoinedTable:
         derived: pa.Table,
         columns: Sequence[str],
         metadata: Mapping[bytes, bytes] | None = None,
+        positions: np.ndarray | None = None,
     ) -> None:
         self.base = base
         self.start = int(start)
+        self.positions = positions
         self.derived = derived
         self.columns = tuple(columns)
         self.metadata = dict(metadata or {})
@@ -75,11 +78,26 @@ class JoinedTable:
         if not self._in_base <= set(base.column_names):
             missing = sorted(self._in_base - set(base.column_names))
             raise ValueError(f"columns {missing} are neither derived nor in {base.opened_as}.")
-        if start < 0 or start + derived.num_rows > base.num_rows:
+        if positions is not None:
+            if len(positions) != derived.num_rows or (
+                len(positions) and int(positions[-1]) >= base.num_rows
+            ):
+                raise ValueError(
+                    f"{len(positions)} row positions for {derived.num_rows} derived rows do "
+                    f"not fit in {base.num_rows} rows of {base.opened_as}."
+                )
+        elif start < 0 or start + derived.num_rows > base.num_rows:
             raise ValueError(
                 f"{derived.num_rows} derived rows from row {start} do not fit in "
                 f"{base.num_rows} rows of {base.opened_as}."
             )
+
+    def base_rows(self, positions: np.ndarray) -> np.ndarray:
+        """The in-place rows of joined rows ``positions``."""
+        pos = np.asarray(positions, dtype=np.int64)
+        if self.positions is None:
+            return pos + self.start
+        return np.asarray(self.positions[pos], dtype=np.int64)
 
     def __reduce__(self) -> tuple[Any, ...]:
         from arrowmix._storage.mapped import table_ref
@@ -88,7 +106,7 @@ class JoinedTable:
         derived: Any = ref if ref is not None else self.derived
         rows = self.derived.num_rows
         args = (self.base.pickled(), self.start, derived, rows, self.columns, self.metadata)
-        return (_reopen, args)
+        return (_reopen, (*args, self.positions))
 
     # ---- what pyarrow.Table has -------------------------------------------------------
     @property
@@ -127,7 +145,7 @@ class JoinedTable:
         if not kept:
             return derived.replace_schema_metadata(self.metadata or None)
         base = self.base.select(kept).rename_columns([rename[c] for c in kept])
-        return JoinedTable(base, self.start, derived, names, self.metadata)
+        return JoinedTable(base, self.start, derived, names, self.metadata, self.positions)
 
     def select(self, columns: Sequence[str]) -> Any:
         unknown = [c for c in columns if c not in self.columns]
@@ -143,7 +161,9 @@ class JoinedTable:
         return self._with(list(self.columns), list(names))
 
     def replace_schema_metadata(self, metadata: Any = None) -> JoinedTable:
-        return JoinedTable(self.base, self.start, self.derived, self.columns, metadata)
+        return JoinedTable(
+            self.base, self.start, self.derived, self.columns, metadata, self.positions
+        )
 
     # ---- reads (table positions) ------------------------------------------------------
     def _assemble(self, base: pa.Table | None, derived: pa.Table) -> pa.Table:
@@ -155,7 +175,10 @@ class JoinedTable:
     def slice(self, start: int, stop: int, reads: Sequence[str] | None = None) -> pa.Table:
         stop = max(start, min(stop, self.num_rows))
         derived = self._local.slice(start, stop, reads)
-        base = self.base.slice(self.start + start, self.start + stop, reads)
+        if self.positions is None:
+            base = self.base.slice(self.start + start, self.start + stop, reads)
+        else:  # increasing rows: read row group by row group
+            base = self.base.take(np.asarray(self.positions[start:stop], dtype=np.int64))
         return self._assemble(base, derived)
 
     def take(self, positions: np.ndarray) -> pa.Table:
@@ -164,7 +187,7 @@ class JoinedTable:
             bad = int(idx.min()) if int(idx.min()) < 0 else int(idx.max())
             raise IndexError(f"Row {bad} is out of range for a table of {self.num_rows} rows.")
         derived = self._local.take(idx)
-        return self._assemble(self.base.take(idx + self.start), derived)
+        return self._assemble(self.base.take(self.base_rows(idx)), derived)
 
     # ---- facts --------------------------------------------------------------------------
     arrow = None  # partly read on demand
@@ -204,6 +227,7 @@ def _reopen(
     rows: int,
     columns: tuple[str, ...],
     metadata: dict[bytes, bytes],
+    positions: np.ndarray | None = None,
 ) -> JoinedTable:
     """Unpickle: the in-place table reopened by its description, the cache files mapped again."""
     from arrowmix._storage.mapped import TableRef
@@ -211,7 +235,7 @@ def _reopen(
     table = derived.open() if isinstance(derived, TableRef) else derived
     if table.num_columns == 0:  # no derived column left: only its row count travels
         table = pa.table({"_": pa.nulls(rows)}).drop_columns(["_"])
-    return JoinedTable(base, start, table, columns, metadata)
+    return JoinedTable(base, start, table, columns, metadata, positions)
 
 
 class JoinedReading:
@@ -227,10 +251,10 @@ class JoinedReading:
 
     def _base_mapper(self, mapper: Mapper) -> Mapper:
         """View positions to in-place rows."""
-        start = self._start
+        rows = self.table.base_rows
         if mapper is None:
-            return None if start == 0 else (lambda p: np.asarray(p, dtype=np.int64) + start)
-        return lambda p: mapper(p) + start
+            return None if self.table.positions is None and self._start == 0 else rows
+        return lambda p: rows(mapper(p))
 
     def _parts(self) -> list[TableReading]:
         return [self._base, self._derived]
@@ -265,7 +289,7 @@ class JoinedReading:
     def take_column(self, positions: np.ndarray, name: str) -> pa.ChunkedArray[Any]:
         pos = np.asarray(positions, dtype=np.int64)
         if name in self.table._in_base:
-            return self._base.take_column(pos + self._start, name)
+            return self._base.take_column(self.table.base_rows(pos), name)
         return self._derived.take_column(pos, name)
 
     def take_lists(
@@ -277,7 +301,7 @@ class JoinedReading:
         values: dict[str, list[Any]] = {}
         tables: dict[str, pa.Table | None] = {}
         for part, at, names, listed in (
-            (self._base, pos + self._start, base_others, base_lists),
+            (self._base, self.table.base_rows(pos), base_others, base_lists),
             (self._derived, pos, derived_others, derived_lists),
         ):
             if names or listed:
@@ -300,7 +324,7 @@ class JoinedReading:
         self, starts: np.ndarray, stops: np.ndarray, columns: Sequence[str]
     ) -> None:
         in_base, derived = self._split(columns)
-        if in_base:
+        if in_base and self.table.positions is None:  # (scattered rows: no ranges)
             self._base.prefetch_ranges(starts + self._start, stops + self._start, in_base)
         if derived:
             self._derived.prefetch_ranges(starts, stops, derived)
@@ -308,26 +332,32 @@ class JoinedReading:
 
 def join(
     parent: Table,
-    start: int,
+    rows: int | np.ndarray,
     stored: pa.Table,
     columns: Sequence[str],
     kept: Sequence[str],
-    metadata: Mapping[bytes, bytes] | None = None,
 ) -> pa.Table | JoinedTable:
-    """A map result over rows ``[start, start + len(stored))`` of ``parent`` (which joins).
+    """A map result over rows of ``parent`` (which joins), from ``rows`` on or at ``rows``.
 
-    ``stored``: the derived columns, from the cache files; ``kept``: the input columns the map
-    keeps unchanged, read from ``parent``; ``columns``: the result's order. Over a joined
-    parent, its in-place columns stay in place and its derived ones are zero-copy slices of
-    its cache files; a plain Arrow table when no kept column is read in place.
+    ``rows``: the parent row of the result's row 0 (a contiguous view), or the parent rows of
+    every result row (increasing: a filtered view). ``stored``: the derived columns, from the
+    cache files; ``kept``: the input columns the map keeps unchanged, read from ``parent``;
+    ``columns``: the result's order. Over a joined parent and a contiguous view, its in-place
+    columns stay in place and its derived ones are zero-copy slices of its cache files; over
+    a scattered view of a joined parent, the parent is the in-place part (read at ``rows``).
+    A plain Arrow table when no kept column is read in place.
     """
     n = stored.num_rows
-    if isinstance(parent, JoinedTable):  # chained: one in-place part, the derived ones merged
-        base, at = parent.base, parent.start + start
-        earlier: pa.Table | None = parent.derived.slice(start, n)
+    positions = None if isinstance(rows, int) else np.asarray(rows[:n], dtype=np.int64)
+    if isinstance(parent, JoinedTable) and positions is None:  # one in-place part, merged
+        base, at = parent.base, parent.start + int(rows)
+        earlier: pa.Table | None = parent.derived.slice(int(rows), n)
         in_base = parent._in_base
+        if parent.positions is not None:
+            positions, at = parent.positions[int(rows) : int(rows) + n], 0
     else:
-        base, at, earlier, in_base = parent, start, None, frozenset(parent.column_names)
+        base, at, earlier, in_base = parent, int(rows) if positions is None else 0, None, None
+    in_base = frozenset(parent.column_names) if in_base is None else in_base
     from_base = [c for c in kept if c in in_base and c not in stored.column_names]
     arrow = [c for c in columns if c not in from_base]
     owner = [stored if c in stored.column_names else earlier for c in arrow]
@@ -337,5 +367,5 @@ def join(
     if not arrow:  # only in-place columns kept: the rows still count
         derived = stored.select([])
     if not from_base:
-        return derived.replace_schema_metadata(dict(metadata) if metadata else None)
-    return JoinedTable(base.select(from_base), at, derived, columns, metadata)
+        return derived
+    return JoinedTable(base.select(from_base), at, derived, columns, None, positions)
