@@ -191,7 +191,11 @@ def _joins_rows(s: Any) -> bool:
     arr = s.indices.array if s.indices is not None else None
     if arr is None or not map_joins(s):
         return False
-    return bool(len(arr) < 2 or (np.diff(arr) > 0).all())
+    step = 1 << 20  # in blocks: bounded temporaries over a large (mapped) array
+    for a in range(0, max(len(arr) - 1, 0), step):
+        if not bool((np.diff(arr[a : a + step + 1]) > 0).all()):
+            return False
+    return True
 
 
 def plan(kind: Kind, ds: Dataset, call: Call, opts: MapOptions) -> Plan:
