@@ -10,6 +10,7 @@ groups, shifted by the view's first row). Both are resumed exactly and elastical
 from __future__ import annotations
 
 import functools
+import os
 import tempfile
 from typing import Any
 
@@ -29,7 +30,8 @@ pytestmark = pytest.mark.slow  # about 40 s: the fast tier covers the joined tok
 @functools.cache
 def renamed() -> list[str]:
     """The Parquet token corpus with its ids stored as ``src`` (a map derives ``input_ids``)."""
-    d = tempfile.mkdtemp(prefix="joined-tokens-", dir=tempfile.gettempdir())
+    # under the test session's home directory (conftest), removed when the session ends
+    d = tempfile.mkdtemp(prefix="joined-tokens-", dir=os.path.expanduser("~"))
     paths = []
     for k, path in enumerate(parquet.corpus()):
         t = pq.read_table(path)
