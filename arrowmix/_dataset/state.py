@@ -40,6 +40,7 @@ __all__ = [
     "format_dict",
     "gather",
     "hold_cache_files",
+    "map_joins",
     "num_rows",
     "remove_unused_cache_files",
     "set_state",
@@ -179,6 +180,15 @@ def by_reference(s: DatasetState) -> bool:
     return found
 
 
+def map_joins(s: DatasetState) -> bool:
+    """Whether a map result joins ``s``'s table (rows read in place) with what it derives.
+
+    Read from the stored table without adapting it: an Arrow table does not.
+    """
+    found: bool = getattr(stored_table(s), "map_joins", False)
+    return found
+
+
 def num_rows(s: DatasetState) -> int:
     """Rows in the view (the indices mapping's length, or the table's)."""
     return len(s.indices) if s.indices is not None else stored_table(s).num_rows
@@ -194,7 +204,11 @@ def gather(
 ) -> pa.Table:
     """Rows at view ``positions`` as an Arrow table (validated by the caller)."""
     base = s.indices.lookup(positions) if s.indices is not None else positions
-    table = s.reader.take(base)
+    reader = s.reader
+    if columns is not None and reader.map_joins:  # rows read in place: decode these only
+        projected: pa.Table = reader.select(list(columns)).take(base)
+        return projected
+    table = reader.take(base)
     return table.select(list(columns)) if columns is not None else table
 
 

@@ -26,13 +26,16 @@ group decoded already).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from bench_common import base_parser, disk_usage, machine_summary, print_markdown, run_fresh
 
@@ -43,9 +46,11 @@ MODES = ("in_place", "convert")
 ROW_GROUP = 8192
 
 
-def make_corpus(workdir: Path, docs: int) -> list[str]:
-    import numpy as np
-    import pyarrow as pa
+def write_parts(workdir: Path, docs: int, build: Callable[[int], Any]) -> list[str]:
+    """The table ``build(docs)`` as 4 Parquet files (row groups of ``ROW_GROUP`` rows).
+
+    Written under ``workdir/parquet`` once per corpus size: a later run reuses them.
+    """
     import pyarrow.parquet as pq
 
     out = workdir / "parquet"
@@ -54,17 +59,29 @@ def make_corpus(workdir: Path, docs: int) -> list[str]:
         return files
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    rng = np.random.default_rng(0)
-    lengths = np.clip(rng.lognormal(np.log(200), 1.0, docs).astype(np.int64), 1, 4096)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
-    values = rng.integers(0, 32000, int(offsets[-1]), dtype=np.int32)
-    ids = pa.ListArray.from_arrays(pa.array(offsets), pa.array(values))
-    table = pa.table({"id": np.arange(docs), "input_ids": ids})
+    table = build(docs)
     per = -(-docs // 4)
     for k, f in enumerate(files):
         pq.write_table(table.slice(k * per, per), f, row_group_size=ROW_GROUP)
     (out / f"docs-{docs}").touch()
     return files
+
+
+def token_table(docs: int) -> Any:
+    """``docs`` documents of random token ids and an ``id`` column (module docstring)."""
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(0)
+    lengths = np.clip(rng.lognormal(np.log(200), 1.0, docs).astype(np.int64), 1, 4096)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    values = rng.integers(0, 32000, int(offsets[-1]), dtype=np.int32)
+    ids = pa.ListArray.from_arrays(pa.array(offsets), pa.array(values))
+    return pa.table({"id": np.arange(docs), "input_ids": ids})
+
+
+def make_corpus(workdir: Path, docs: int) -> list[str]:
+    return write_parts(workdir, docs, token_table)
 
 
 def lengths(batch: dict) -> dict:
@@ -125,28 +142,55 @@ def run(step: str, mode: str, files: list[str], cache: Path) -> dict:
     return run_fresh(__file__, ["--child", step, mode, json.dumps(files)], env=env)
 
 
-def main() -> None:
+def parse(doc: str, workdir: str, child: int) -> tuple[argparse.Namespace, int, int, Path]:
+    """``(args, documents, rounds, workdir)`` of a Parquet bench (its ``--help`` is ``doc``)."""
     ap = base_parser(
-        __doc__.splitlines()[0],
+        doc.splitlines()[0],
         rows=100_000,
         rows_flags=("--docs", "--rows"),
         quick="20k documents, 2 rounds",
-        workdir="/tmp/arrowmix-bench-parquet",
+        workdir=workdir,
         repeats_flags=("--rounds", "--repeats"),
         seed=False,
-        child=3,
+        child=child,
     )
     args = ap.parse_args()
+    work = Path(args.workdir)
+    work.mkdir(parents=True, exist_ok=True)
+    docs = 20_000 if args.quick else args.rows
+    return args, docs, args.repeats or (2 if args.quick else 3), work
+
+
+def median_of(samples: dict[tuple[str, str], list[dict]], step: str, mode: str, key: str) -> float:
+    """The median of ``key`` over the rounds of ``step`` in ``mode``."""
+    return statistics.median(row[key] for row in samples[(step, mode)])
+
+
+def print_header(docs: int, tokens: float, files: list[str], rounds: int) -> None:
+    """The machine and the corpus, as comment lines above the table."""
+    size = sum(os.path.getsize(f) for f in files)
+    print(f"# {machine_summary()}")
+    print(f"# {docs} documents, {tokens / 1e6:.1f} M tokens, {len(files)} Parquet files of "
+          f"{size / 2**20:.0f} MiB in all, row groups of {ROW_GROUP} rows; medians of "
+          f"{rounds} interleaved rounds\n")  # fmt: skip
+
+
+def print_ratios(modes: tuple[str, str], rows: list[tuple[str, float, float, str]]) -> None:
+    """A markdown table of ``(measure, a, b, format)`` rows, with ``a / b``."""
+    cells = [
+        [name, f.format(a), f.format(b), f"{a / b if b else float('nan'):.2f}x"]
+        for name, a, b, f in rows
+    ]
+    print_markdown(["measure", *modes, f"{modes[0]} / {modes[1]}"], cells)
+
+
+def main() -> None:
+    args, docs, rounds, work = parse(__doc__, "/tmp/arrowmix-bench-parquet", 3)
     if args.child:
         step, mode, files = args.child
         print(json.dumps(child(step, mode, json.loads(files))))
         return
-    docs = 20_000 if args.quick else args.rows
-    rounds = args.repeats or (2 if args.quick else 3)
-    work = Path(args.workdir)
-    work.mkdir(parents=True, exist_ok=True)
     files = make_corpus(work, docs)
-    parquet_bytes = sum(os.path.getsize(f) for f in files)
     samples: dict[tuple[str, str], list[dict]] = {}
     disk: dict[str, int] = {}
     for r in range(rounds):
@@ -166,13 +210,9 @@ def main() -> None:
         print(f"round {r + 1}/{rounds} done", file=sys.stderr)
 
     def med(step: str, mode: str, key: str) -> float:
-        rows = samples[(step, mode)]
-        return statistics.median(row[key] for row in rows)
+        return median_of(samples, step, mode, key)
 
-    print(f"# {machine_summary()}")
-    print(f"# {docs} documents, {med('epoch', 'in_place', 'tokens') / 1e6:.1f} M tokens, "
-          f"{len(files)} Parquet files of {parquet_bytes / 2**20:.0f} MiB, row groups of "
-          f"{ROW_GROUP} rows; medians of {rounds} interleaved rounds\n")  # fmt: skip
+    print_header(docs, med("epoch", "in_place", "tokens"), files, rounds)
     rows = [
         ("disk added (MiB)", disk["in_place"] / 2**20, disk["convert"] / 2**20, "{:.1f}"),
         ("open + first batch, nothing cached (s)", med("first", "in_place", "first_batch_s"),
@@ -186,11 +226,7 @@ def main() -> None:
         ("random ds[i], warm (ms)", med("random", "in_place", "warm_ms"),
          med("random", "convert", "warm_ms"), "{:.3f}"),
     ]  # fmt: skip
-    cells = [
-        [name, f.format(a), f.format(b), f"{a / b if b else float('nan'):.2f}x"]
-        for name, a, b, f in rows
-    ]
-    print_markdown(["measure", "in place", "convert", "in place / convert"], cells)
+    print_ratios(("in place", "convert"), rows)
 
 
 if __name__ == "__main__":

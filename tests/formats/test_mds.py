@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 import arrowmix as am
@@ -123,6 +124,7 @@ def test_map_cache_is_reused_and_a_changed_shard_gets_a_new_one(small: str, tmp_
     assert not any(n.endswith(".arrow") for n in os.listdir(small))  # nothing beside the shards
     second = am.Dataset.from_mds(small, cache_dir=cache).map(double)
     assert second.cache_files == first.cache_files and second["twice"] == [2 * k for k in range(60)]
+    assert all(pa.ipc.open_file(f).schema.names == ["twice"] for f in first.cache_files)
     shard = Path(small) / "shard.00001.mds"
     data = bytearray(shard.read_bytes())
     at = data.index(b"t1")  # the text of a sample of the second shard, same length

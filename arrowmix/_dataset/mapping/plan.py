@@ -18,6 +18,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 
 from arrowmix._cache.paths import is_caching_enabled, shipped_cache_dir, temp_cache_dir
@@ -26,7 +27,7 @@ from arrowmix._dataset.map_options import user_fingerprint
 from arrowmix._dataset.mapping.call import Call
 from arrowmix._dataset.mapping.execute import Executor, load_complete, materialise
 from arrowmix._dataset.mapping.jobs import MAP_VERSION, Found, Job, Kind
-from arrowmix._dataset.state import by_reference, cache_dir, num_rows, state_of
+from arrowmix._dataset.state import by_reference, cache_dir, map_joins, num_rows, state_of
 from arrowmix._fingerprint.transform import validate_fingerprint
 from arrowmix._storage.metadata import KEPT_KEY as HF_KEY
 from arrowmix._storage.metadata import kept_metadata as hf_metadata
@@ -181,6 +182,22 @@ def _rank_shards(ds: Dataset, kind: Kind, call: Call, opts: MapOptions) -> int |
     return max(1, min(opts.num_proc, rows))
 
 
+def _joins_rows(s: Any) -> bool:
+    """Whether a map result may join ``s``'s table at the rows of its view.
+
+    Rows read in place, viewed in their stored order (a filtered view, or
+    ``from_parquet(filters=...)``): the result reads them row group by row group.
+    """
+    arr = s.indices.array if s.indices is not None else None
+    if arr is None or not map_joins(s):
+        return False
+    step = 1 << 20  # in blocks: bounded temporaries over a large (mapped) array
+    for a in range(0, max(len(arr) - 1, 0), step):
+        if not bool((np.diff(arr[a : a + step + 1]) > 0).all()):
+            return False
+    return True
+
+
 def plan(kind: Kind, ds: Dataset, call: Call, opts: MapOptions) -> Plan:
     """The plan of ``kind`` of ``call`` on ``ds`` (``opts.cache_file_name`` already checked)."""
     record = None
@@ -206,10 +223,12 @@ def plan(kind: Kind, ds: Dataset, call: Call, opts: MapOptions) -> Plan:
     align = _align(ds, call)
     segments = plan_segments(rows, key, directory, user_path, align=align, shards=shards)
     # Kept columns are referenced in the parent, not stored, when the parent is a plain or
-    # contiguous view of local data; remote chunks read through a bounded cache cannot be
-    # referenced (the result would pin the whole corpus), so their kept columns are stored.
+    # contiguous view of local data, or of rows read in place viewed in their stored order
+    # (the result then joins them: tables.joined); remote chunks read through a bounded
+    # cache cannot be referenced (the result would pin the whole corpus), so their kept
+    # columns are stored.
     ix = s.indices
-    zero_copy_ok = (ix is None or ix.is_range) and by_reference(s)
+    zero_copy_ok = (ix is None or ix.is_range or _joins_rows(s)) and by_reference(s)
     # A file the user names holds every column (``Dataset.from_file(path)`` opens it, as in
     # HF), and so does an output cast to ``features`` (kept columns are cast too).
     zero_copy_ok = zero_copy_ok and user_path is None and call.features is None

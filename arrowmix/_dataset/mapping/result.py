@@ -3,8 +3,10 @@
 A map result is opened memory-mapped: the stored columns come from the segment files, and
 input columns the function keeps unchanged are referenced zero-copy from the parent when the
 parent is a plain or contiguous view (otherwise they are copied into the segments, as HF
-``datasets`` does). A filter stores the kept positions and returns an indices mapping composed
-with the parent's (no column data copied).
+``datasets`` does). Over rows read in place (Parquet, MDS, Lance), the kept columns stay
+there: the result joins them with the stored columns (``tables.joined``). A filter stores
+the kept positions and returns an indices mapping composed with the parent's (no column
+data copied).
 
 This is the bottom of the map engine: it reads the parent through ``arrowmix._dataset.state``
 and wraps the new state in a ``Dataset``; it calls nothing above it.
@@ -33,6 +35,7 @@ from arrowmix._dataset.state import (
     column_names,
     derive,
     hold_cache_files,
+    map_joins,
     state_of,
     stored_table,
     view_range,
@@ -141,17 +144,20 @@ def map_result(
     if columns_found is None:
         return ds  # the function returned None and removed nothing: HF keeps the dataset
     columns, zero_copy = columns_found
-    if not _deferrable(found):
-        found = list(_opened(found, open_segment))
     s = state_of(ds)
+    joined = bool(zero_copy) and map_joins(s)  # kept columns read in place (tables.joined)
+    if joined or not _deferrable(found):
+        found = list(_opened(found, open_segment))
     paths = [seg.path for seg in segments]
     # Row boundaries of the segments: the "chunks" a stream over the result shuffles.
     offsets = tuple(int(x) for x in np.cumsum([0, *(_rows(f) for f in found)]))
 
-    def build() -> pa.Table:
+    def build() -> Any:
         tables = _opened(found, open_segment)
         stored = pa.concat_tables(unify_tables(tables, paths))
-        if zero_copy:  # drop_last_batch can only shorten the end
+        if joined:
+            table: Any = _joined(s, stored, columns, zero_copy)
+        elif zero_copy:  # drop_last_batch can only shorten the end
             # referenced, not read: the rows' pages are asked for when they are read
             parent = view_range(s, 0, offsets[-1], zero_copy, ahead=False)
             owner = [parent if c in zero_copy else stored for c in columns]
@@ -167,12 +173,17 @@ def map_result(
     first = found[0]
     assert isinstance(first, pa.Table), "the first segment is always opened"
     hf = hf_metadata(first.schema)  # the HF features of the output, written with it
-    if zero_copy:
+    if joined:  # the in-place files are the joined table's to read (and check), not cache files
+        files = tuple(paths)
+        holds = (*s.holds, *hold_cache_files(paths, held))  # earlier derived columns' files
+    elif zero_copy:
         files = (*s.files, *paths)
         holds = (*s.holds, *hold_cache_files(paths, held))  # the parent's files stay in use
     else:
         files = tuple(paths)
         holds = hold_cache_files(paths, held)
+    if joined:  # a stream reads the in-place storage units whole (row groups, shards)
+        offsets = _inner_offsets(s, offsets[-1])
     if any(isinstance(f, Pending) for f in found):
         parent_schema = stored_table(s).schema
         fields = [(parent_schema if c in zero_copy else first.schema).field(c) for c in columns]
@@ -195,6 +206,28 @@ def map_result(
         split=s.split,
     )
     return type(ds)(state)
+
+
+def _joined(s: DatasetState, stored: pa.Table, columns: list[str], kept: list[str]) -> Any:
+    """The map result joining ``s``'s table (read in place) with the ``stored`` columns."""
+    from arrowmix._dataset.tables.joined import join
+
+    ix = s.indices  # None, a contiguous view, or increasing rows (mapping/plan.py)
+    rows = 0 if ix is None else ix.start if ix.array is None else ix.array
+    return join(s.reader, rows, stored, columns, kept)
+
+
+def _inner_offsets(s: DatasetState, rows: int) -> tuple[int, ...]:
+    """The storage units of ``s``'s view (its ``file_offsets``) over its first ``rows`` rows."""
+    ix = s.indices
+    base = np.asarray(s.file_offsets or (0, stored_table(s).num_rows), dtype=np.int64)
+    if ix is not None and ix.array is not None:  # increasing rows: where each unit starts
+        inner = np.searchsorted(np.asarray(ix.array[:rows]), base)
+        inner = inner[(inner > 0) & (inner < rows)]
+    else:
+        start = ix.start if ix is not None else 0
+        inner = base[(base > start) & (base < start + rows)] - start
+    return tuple(int(x) for x in np.unique(np.concatenate([[0], inner, [rows]])))
 
 
 def filter_result(

@@ -71,6 +71,7 @@ class LocalTable(TableReader):
         return int(self.table.get_total_buffer_size())
 
     by_reference = True
+    map_joins = False
     bounded = False
     opened_as = "an Arrow table"
 

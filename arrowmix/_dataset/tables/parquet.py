@@ -20,7 +20,8 @@ row groups whose statistics exclude every row, then keeps the matching rows of t
 (the view's indices, computed once at open from the filter's columns only).
 
 ``map``/``filter`` results go to ``cache_dir=`` or ``<cache root>/in-place``, never beside the
-Parquet files.
+Parquet files. A map's cache files hold only the columns it derives: its result reads the
+columns it keeps here, in place (:mod:`arrowmix._dataset.tables.joined`).
 
 Random access: ``ds[i]`` decodes the row group holding ``i`` (its read columns) once; the
 next rows of that row group are then served from the cache.
@@ -306,7 +307,8 @@ class ParquetTable(NamedColumns):
 
     # ---- facts ----------------------------------------------------------------------
     arrow = None
-    by_reference = False
+    by_reference = True  # a map result joins the table (tables.joined)
+    map_joins = True
     bounded = True
     opened_as = "Parquet files read in place (`from_parquet(..., in_place=True)`)"
     #: The key of the decode cache's counters in a stream's stats.

@@ -4,7 +4,8 @@ A Dataset holds its rows in one table. Today's kinds are memory-mapped (or in-me
 tables, adapted by :class:`~arrowmix._dataset.tables.local.LocalTable`; remote chunks read
 through a bounded cache (:class:`~arrowmix._dataset.tables.remote.RemoteRows`); Parquet files
 read in place (:class:`~arrowmix._dataset.tables.parquet.ParquetTable`), and the formats
-built on it (Lance, MDS). The Dataset layer
+built on it (Lance, MDS); a map result over those, joined with its derived columns
+(:class:`~arrowmix._dataset.tables.joined.JoinedTable`). The Dataset layer
 never asks which kind it holds: it calls the members below. A new format is one new module
 with one class that has them (see ``docs/architecture.md``, "Adding a table format").
 
@@ -95,6 +96,17 @@ class Table(Protocol):
     @property
     def by_reference(self) -> bool:
         """Whether a map result may reference the columns it keeps instead of storing them."""
+        ...
+
+    @property
+    def map_joins(self) -> bool:
+        """Whether a map result reads the columns it keeps here, joined with its own.
+
+        True for rows read in place from the user's files: the result is a
+        :class:`~arrowmix._dataset.tables.joined.JoinedTable` (its cache files hold only the
+        derived columns). False: the kept columns are referenced as Arrow columns (with
+        :attr:`by_reference`) or stored.
+        """
         ...
 
     @property
