@@ -132,6 +132,13 @@ class ChunkEntry:
         )
 
 
+#: Bytes hashed and passed on at once: a record batch's buffers (tens of MB) go to the sink
+#: in pieces of this size, each still in the CPU cache from its hashing when written; one
+#: ``write`` of many MB costs the kernel several times the CPU time of the same bytes in
+#: such pieces (``docs/benchmarks.md``, "load_dataset").
+WRITE_PIECE = 256 * 1024
+
+
 class HashingWriter:
     """A file-like sink that hashes every byte written through it (for ``pa.PythonFile``)."""
 
@@ -144,12 +151,14 @@ class HashingWriter:
         self.closed = False
 
     def write(self, data: Any) -> int:
-        """Hash ``data`` and pass it on."""
-        view = memoryview(data)
-        self._h.update(view)
-        self._part.update(view)
+        """Hash ``data`` and pass it on (in pieces of :data:`WRITE_PIECE` bytes)."""
+        view = memoryview(data).cast("B")
+        for start in range(0, view.nbytes, WRITE_PIECE):
+            piece = view[start : start + WRITE_PIECE]
+            self._h.update(piece)
+            self._part.update(piece)
+            self._sink.write(piece)
         self.size += view.nbytes
-        self._sink.write(view)
         return view.nbytes
 
     def tell(self) -> int:

@@ -187,9 +187,22 @@ def _locate_csv_error(
                         f"{path}:{rows.line_num}: expected {width} columns as in the header, "
                         f"got {len(row)}: {row!r:.120}"
                     )
-        except (csv.Error, UnicodeDecodeError) as err:
+        except UnicodeDecodeError:
+            return _bad_utf8_line(path, storage_options)
+        except csv.Error as err:
             return f"{path}:{rows.line_num}: {err}"
     return f"{path}: cannot parse as CSV: {exc}"
+
+
+def _bad_utf8_line(path: str, storage_options: Mapping[str, Any] | None) -> str:
+    """The message naming the first line of ``path`` that is not valid UTF-8 (1-based)."""
+    with _open(path, storage_options) as f:
+        for line_no, raw in enumerate(f, 1):
+            try:
+                _decode(raw, path, line_no)
+            except InputFormatError as exc:
+                return str(exc)
+    return f"{path}: not valid UTF-8."
 
 
 def read_parquet(path: str, storage_options: Mapping[str, Any] | None) -> Iterator[pa.RecordBatch]:

@@ -136,3 +136,19 @@ def test_json_error_after_the_first_chunk_names_its_line(tmp_path):
         f.writelines([line] * 3)
     with pytest.raises(InputFormatError, match=rf"big\.jsonl:{n + 1}: invalid JSON"):
         am.Dataset.from_json(str(path), cache_dir=str(tmp_path / "c"))
+
+
+def test_csv_invalid_utf8_names_a_line_and_writes_nothing(tmp_path):
+    (tmp_path / "u.csv").write_bytes(b"id,text\n1,ok\n2,\xff\xfe\n")
+    with pytest.raises(InputFormatError, match=r"u\.csv:3: not valid UTF-8"):
+        am.Dataset.from_csv(str(tmp_path / "u.csv"), cache_dir=str(tmp_path / "c"))
+    assert not list((tmp_path / "c").rglob("chunk-*.arrow"))
+
+
+def test_json_invalid_utf8_that_the_json_parser_lets_through_writes_nothing(tmp_path):
+    # Arrow's JSON parser accepts this truncated sequence; the chunk writer's validation does not.
+    rows = b"".join(b'{"a": %d, "t": "x"}\n' % i for i in range(100))
+    (tmp_path / "u.jsonl").write_bytes(rows + b'{"a": 1, "t": "\xc3\x28"}\n')
+    with pytest.raises(ValueError, match=r"Invalid UTF8"):
+        am.Dataset.from_json(str(tmp_path / "u.jsonl"), cache_dir=str(tmp_path / "c"))
+    assert not list((tmp_path / "c").rglob("chunk-*.arrow"))

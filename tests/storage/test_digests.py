@@ -157,3 +157,19 @@ def test_invalid_arrow_data_is_not_written(tmp_path):
     with pytest.raises(ValueError, match=r"chunk-00000\.arrow"):
         am.write_chunks(pa.table({"s": bad}), tmp_path)
     assert not list(tmp_path.glob("chunk-*.arrow"))
+
+
+def test_digests_recorded_for_batches_of_many_pieces_are_those_of_the_bytes(tmp_path):
+    import xxhash
+
+    # Buffers larger than the writer's piece size: the digests cover every byte, in order.
+    big = "x" * (digests.WRITE_PIECE + 12_345)
+    rows = [{"s": big if i % 2 else str(i), "n": i} for i in range(8)]
+    am.write_chunks(rows, tmp_path, rows_per_chunk=5)
+    manifest = json.loads((tmp_path / "_manifest.json").read_text())
+    for chunk in manifest["chunks"]:
+        data = (tmp_path / chunk["name"]).read_bytes()
+        assert chunk["digest"] == xxhash.xxh3_64_hexdigest(data)
+        for start, end, _rows, digest in chunk["batches"]:
+            assert digest == xxhash.xxh3_64_hexdigest(data[start:end])
+    assert am.Dataset.from_chunks(str(tmp_path))["s"] == [r["s"] for r in rows]
