@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._dataset.state import gather, num_rows, state_of
+from arrowmix._dataset.state import gather, layout_tag, num_rows, state_of
 from arrowmix._dataset.tables import TableReading
+from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._stream.row_source import ListSpec
 from arrowmix._stream.sources import Upcoming
 from arrowmix._stream.tokens import TokenColumn
@@ -85,7 +86,12 @@ class DatasetRows:
 
     @property
     def fingerprint(self) -> str:
-        return state_of(self._ds).fingerprint
+        """The dataset's fingerprint, with its chunk layout where that does not fix it."""
+        s = state_of(self._ds)
+        tag = layout_tag(s)
+        if tag is None:
+            return s.fingerprint
+        return hash_value([s.fingerprint, tag, self.chunk_offsets().tolist()])
 
     def chunk_offsets(self) -> np.ndarray:
         s = state_of(self._ds)

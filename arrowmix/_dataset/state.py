@@ -40,6 +40,7 @@ __all__ = [
     "format_dict",
     "gather",
     "hold_cache_files",
+    "layout_tag",
     "map_joins",
     "num_rows",
     "remove_unused_cache_files",
@@ -167,6 +168,15 @@ def derive(s: DatasetState, **changes: Any) -> DatasetState:
 def stored_table(s: DatasetState) -> pa.Table | Table | DeferredTable:
     """The state's table as stored: a :class:`DeferredTable` is not built."""
     found: pa.Table | Table | DeferredTable = s.__dict__["_table"]
+    return found
+
+
+def layout_tag(s: DatasetState) -> str | None:
+    """The stored table's :attr:`~arrowmix._dataset.tables.protocol.Table.layout_tag`.
+
+    None for an Arrow table (built or deferred): its fingerprint fixes its chunks.
+    """
+    found: str | None = getattr(stored_table(s), "layout_tag", None)
     return found
 
 

@@ -18,7 +18,7 @@ import pytest
 import arrowmix as am
 from arrowmix._dataset.state import state_of
 from arrowmix._dataset.tables.joined import JoinedTable
-from arrowmix.exceptions import ChunkFileError
+from arrowmix.exceptions import ChunkFileError, StateError
 
 N = 120
 
@@ -203,6 +203,29 @@ def test_streams_and_the_token_path(files: list[str], tmp_path: Path) -> None:
         if s
     ]
     assert sorted(got) == sorted(t for r in want for t in r["input_ids"] if t)
+
+
+def test_a_stream_checkpoint_over_another_layout_is_refused(
+    files: list[str], tmp_path: Path
+) -> None:
+    """The same map stored whole (as before joins, cut elsewhere) is another stream source."""
+    joined = opened(files, tmp_path).map(tokenize, batched=True)
+    whole = opened(files, tmp_path).map(
+        tokenize, batched=True, cache_file_name=str(tmp_path / "whole.arrow")
+    )
+    assert joined.fingerprint == whole.fingerprint  # one map: its cache is reused either way
+    state = None
+    for ds in (whole, joined):
+        stream = ds.to_stream(shuffle="chunks", seed=0, infinite=False)
+        if state is not None:
+            with pytest.raises(StateError, match="differs in `rows`"):
+                stream.load_state_dict(state)
+        it = iter(stream)
+        next(it)
+        state = stream.state_dict()
+    again = joined.to_stream(shuffle="chunks", seed=0, infinite=False)
+    again.load_state_dict(state)  # the same layout resumes
+    assert len(list(again)) == N - 1
 
 
 def test_a_map_changing_the_row_count_stores_every_column(files: list[str], tmp_path: Path) -> None:

@@ -193,6 +193,7 @@ class JoinedTable:
     arrow = None  # partly read on demand
     by_reference = True
     map_joins = True
+    layout_tag = "joined"  # earlier versions stored the same map whole, cut elsewhere
 
     @property
     def storage_bytes(self) -> int:

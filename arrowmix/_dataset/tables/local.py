@@ -72,6 +72,7 @@ class LocalTable(TableReader):
 
     by_reference = True
     map_joins = False
+    layout_tag = None
     bounded = False
     opened_as = "an Arrow table"
 

@@ -309,6 +309,7 @@ class ParquetTable(NamedColumns):
     arrow = None
     by_reference = True  # a map result joins the table (tables.joined)
     map_joins = True
+    layout_tag = None
     bounded = True
     opened_as = "Parquet files read in place (`from_parquet(..., in_place=True)`)"
     #: The key of the decode cache's counters in a stream's stats.

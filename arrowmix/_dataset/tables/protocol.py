@@ -110,6 +110,17 @@ class Table(Protocol):
         ...
 
     @property
+    def layout_tag(self) -> str | None:
+        """A tag a stream adds to the rows' identity, or None.
+
+        None when the dataset's fingerprint implies where its chunks are cut. A kind whose
+        layout the fingerprint does not fix (a joined map result: the same map, stored whole
+        by earlier versions, was cut elsewhere) names itself, so a stream checkpoint taken
+        over another layout is refused instead of resuming at other rows.
+        """
+        ...
+
+    @property
     def bounded(self) -> bool:
         """Whether reads go through a bounded cache (a stream then shards by chunk)."""
         ...

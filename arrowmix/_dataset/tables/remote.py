@@ -38,6 +38,7 @@ class RemoteRows(RemoteTable):
     arrow = None
     by_reference = False  # a result referencing it would pin the whole corpus
     map_joins = False
+    layout_tag = None
     bounded = True
     opened_as = "a bounded remote cache (`from_chunks(..., cache_limit=...)`)"
 
