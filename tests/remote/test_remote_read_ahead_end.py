@@ -131,3 +131,12 @@ def test_a_stream_dropped_mid_way_unpins_its_read_ahead(corpus, downloads):
     for t in read_ahead_threads():  # the downloads under way finish on their own
         t.join(timeout=60)
     assert_quiet(corpus, downloads)
+
+
+def test_a_dataloader_epoch_leaves_nothing_running(corpus, downloads):
+    torch = pytest.importorskip("torch")
+    s = corpus.to_stream(shuffle="chunks", seed=2, infinite=False, read_ahead=4)
+    loader = torch.utils.data.DataLoader(s.to_torch(), batch_size=None)
+    assert sorted(int(r["id"]) for r in loader) == list(range(CHUNKS * PER_CHUNK))
+    assert downloads.by_read_ahead >= 1
+    assert_quiet(corpus, downloads)
