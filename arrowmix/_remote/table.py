@@ -21,6 +21,7 @@ unless a demand read of the node needs the space first (read-ahead pins yield to
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import os
 from collections.abc import Callable, Generator, Mapping, Sequence
@@ -138,18 +139,22 @@ class RemoteTable(NamedColumns):
         placed: list[np.ndarray] = []  # gathered row -> position in ``positions``
         cache = self.cache
         owners = [int(sorted_owner[a]) for a, _ in groups]
-        for (a, b), (c, pinned) in zip(groups, self._pinned_in_order(owners), strict=True):
-            rows = order[a:b]
-            try:
-                if c not in self._checked:
-                    self._check(c, pinned.table)
-                local = idx[rows] - self.offsets[c]
-                if src:
-                    parts += _copy_rows(pinned, src, local, rows, placed)
-                if visit is not None:
-                    visit(c, pinned.table, local, rows)
-            finally:
-                cache.release(pinned)
+        pins = self._pinned_in_order(owners)
+        try:
+            for (a, b), (c, pinned) in zip(groups, pins, strict=True):
+                rows = order[a:b]
+                try:
+                    if c not in self._checked:
+                        self._check(c, pinned.table)
+                    local = idx[rows] - self.offsets[c]
+                    if src:
+                        parts += _copy_rows(pinned, src, local, rows, placed)
+                    if visit is not None:
+                        visit(c, pinned.table, local, rows)
+                finally:
+                    cache.release(pinned)
+        finally:
+            pins.close()  # an error: the downloads of this read end before it is raised
         if not src:
             return self.schema.empty_table()
         gathered = pa.Table.from_batches(parts).replace_schema_metadata(None)
@@ -370,7 +375,11 @@ class ReadAhead:
             self._plan = after
         for c, (first, fut) in list(self._ahead.items()):
             if fut is None or _no_room(fut):
-                self._ahead[c] = (first, self._executor().submit(self._fetch, c))
+                t = self.table  # a function, not a method of ``self`` (see __del__)
+                fut = self._executor().submit(
+                    _hold_for, self.own, t.cache, t.chunks[c], t.storage_options
+                )
+                self._ahead[c] = (first, fut)
 
     def _advance(self, now: tuple[int, int]) -> bool:
         """Move the chunks the reader started on to the read set; release those it passed.
@@ -405,22 +414,13 @@ class ReadAhead:
             self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="arrowmix-fetch")
         return self._pool
 
-    def _fetch(self, c: int) -> Hold | None:
-        with counting(self.own):
-            return self.table.cache.hold(self.table.chunks[c], self.table.storage_options)
-
     def _release(self, c: int) -> None:
         self._until.pop(c, None)
         fut = self._reading.pop(c) if c in self._reading else self._ahead.pop(c)[1]
         if fut is None:
             return
-        fut.add_done_callback(self._release_result)
-
-    def _release_result(self, fut: Future[Hold | None]) -> None:
-        if fut.cancelled() or fut.exception() is not None:
-            return  # nothing was pinned (a failed download is retried by the reader itself)
-        if (held := fut.result()) is not None:
-            self.table.cache.unhold(held)
+        # Not a method of ``self``: a download in flight never keeps the reader alive.
+        fut.add_done_callback(functools.partial(_unhold, self.table.cache))
 
     def _drop_plan(self) -> None:
         for c in [*self._ahead, *self._reading]:
@@ -429,11 +429,44 @@ class ReadAhead:
         self._full = False
 
     def close(self) -> None:
-        """Stop downloading ahead and unpin what was downloaded."""
+        """Stop downloading ahead and unpin what was downloaded.
+
+        Downloads not started are cancelled and those under way are awaited, so that nothing
+        writes to the cache directory once this returns and no read-ahead pin is left. The
+        stream calls it when it ends, and on ``close()``; a later read plans again.
+        """
         self._drop_plan()
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+
+    def __del__(self) -> None:
+        # Dropped without close() (the stream was garbage-collected mid-way): cancel the
+        # downloads not started and unpin the others as they finish. Not awaited: a
+        # finalizer may run on any thread, one of these downloads' or one holding a lock.
+        with contextlib.suppress(Exception):
+            self._drop_plan()
+            if self._pool is not None:
+                self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _unhold(cache: ChunkCache, fut: Future[Hold | None]) -> None:
+    """Release a finished read-ahead's pin (a cancelled or failed one pinned nothing)."""
+    if fut.cancelled() or fut.exception() is not None:
+        return  # a failed download is retried by the reader itself
+    if (held := fut.result()) is not None:
+        cache.unhold(held)
+
+
+def _hold_for(
+    reader: CacheStats,
+    cache: ChunkCache,
+    chunk: RemoteChunk,
+    storage_options: Mapping[str, Any] | None,
+) -> Hold | None:
+    """A read-ahead download of ``chunk``, counted as ``reader``'s (see ChunkCache.hold)."""
+    with counting(reader):
+        return cache.hold(chunk, storage_options)
 
 
 def _acquire_for(

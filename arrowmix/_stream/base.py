@@ -86,10 +86,16 @@ class Stream(Stage[T]):
     def __next__(self) -> T:
         d = self.__dict__
         root = d.get(ROOT)
-        if root is None or root.elastic is not None or not d.get("_started"):
-            item: T = root_of(self).next()
-            return item
-        return self.next()
+        try:
+            if root is None or root.elastic is not None or not d.get("_started"):
+                item: T = root_of(self).next()
+                return item
+            return self.next()
+        except StopIteration:
+            # The end of the pipeline: nothing runs on after it (read-ahead downloads,
+            # workers); a later restart (set_epoch, load_state_dict) starts them again.
+            self.close()
+            raise
 
     def set_epoch(self, epoch: int) -> None:
         """Restart at the beginning of epoch ``epoch`` (as torch samplers' ``set_epoch``).

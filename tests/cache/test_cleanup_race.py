@@ -67,15 +67,17 @@ def test_hold_never_registers_a_removed_file(tmp_path):
 
 
 _CLEANER = """
-import sys, time
+import os, sys, time
 from arrowmix._cache.cleanup import plan_cleanup, remove_planned
 from arrowmix._cache.listing import scan
-directory, seconds = sys.argv[1], float(sys.argv[2])
+directory, stop, removing = sys.argv[1:4]
 removed = 0
-end = time.time() + seconds
+end = time.monotonic() + 600  # a hung test's end; the test stops it long before
 print("ready", flush=True)
-while time.time() < end:
+while not os.path.exists(stop) and time.monotonic() < end:
     removed += len(remove_planned(plan_cleanup(scan(directory), time.time())).removed)
+    if removed and not os.path.exists(removing):
+        open(removing, "w").close()  # tells the test that it has removed files
 print(removed)
 """
 
@@ -84,23 +86,30 @@ print(removed)
 def test_map_racing_cleanup_never_fails(tmp_path, small_segments):
     ds = _data(tmp_path)
     want = ds.map(_double, batched=True)["y"]
-    seconds = 3.0
+    stop, removing = tmp_path / "stop", tmp_path / "removing"
     env = {**os.environ, "PYTHONPATH": ROOT}
     cleaner = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(_CLEANER), str(tmp_path / "c"), str(seconds)],
+        [sys.executable, "-c", textwrap.dedent(_CLEANER), str(tmp_path / "c"), str(stop),
+         str(removing)],
         stdout=subprocess.PIPE,
         text=True,
         env=env,
-    )
+    )  # fmt: skip
     assert cleaner.stdout is not None
     assert cleaner.stdout.readline().strip() == "ready"
     maps = 0
-    end = time.time() + seconds
-    while time.time() < end:
-        fresh = am.Dataset.from_chunks(str(tmp_path / "c"))
-        assert fresh.map(_double, batched=True)["y"] == want
-        maps += 1
-    out, _ = cleaner.communicate(timeout=60)
+    # Race for at least 3 s, and until both sides have really run (maps done, files
+    # removed), however fast or slow the machine; the deadline only stops a hung test.
+    start = time.monotonic()
+    try:
+        while time.monotonic() - start < 3.0 or maps <= 5 or not removing.exists():
+            assert time.monotonic() - start < 300, f"{maps} maps, cleaner removed nothing"
+            fresh = am.Dataset.from_chunks(str(tmp_path / "c"))
+            assert fresh.map(_double, batched=True)["y"] == want
+            maps += 1
+    finally:
+        stop.touch()
+        out, _ = cleaner.communicate(timeout=120)
     assert cleaner.returncode == 0
     assert maps > 5 and int(out.strip()) > 0  # both sides really ran
 

@@ -40,14 +40,13 @@ def _stale(directory: os.PathLike[str] | str, final: str) -> str:
 def test_writer_alive_sees_dead_zombie_and_reused_pids():
     assert writer_alive(os.getpid())
     assert not writer_alive(dead_pid())
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
     try:
-        time.sleep(0.2)
         assert writer_alive(child.pid, time.time())
         # a file last written an hour before this process started: another writer's
         assert not writer_alive(child.pid, time.time() - 3600)
         child.kill()
-        time.sleep(0.2)
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, left unreaped
         assert not writer_alive(child.pid)  # killed, not reaped yet: a zombie
     finally:
         child.kill()

@@ -56,17 +56,17 @@ def test_workers_exit_when_the_parent_is_killed(tmp_path, how):
         env=env,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.time() + 60
+    deadline = time.monotonic() + 180
     while len([p for p in os.listdir(pids) if p.isdigit()]) < 2:
         assert parent.poll() is None, "the map failed"
-        assert time.time() < deadline, "workers did not start"
+        assert time.monotonic() < deadline, "workers did not start"
         time.sleep(0.05)
     workers = [int(p) for p in os.listdir(pids) if p.isdigit()]
     assert parent.pid not in workers
     os.kill(parent.pid, signal.SIGKILL)
     parent.wait()
-    deadline = time.time() + 10
-    while any(_alive(w) for w in workers) and time.time() < deadline:
+    deadline = time.monotonic() + 60  # they go at once; a loaded machine may take a while
+    while any(_alive(w) for w in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
     left = [w for w in workers if _alive(w)]
     for w in left:  # do not leave them behind even when the test fails

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import itertools
 import os
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -242,7 +243,7 @@ def test_forked_workers_do_not_keep_the_parents_pins(s3_url, s3_storage_options,
     ds = open_corpus(s3_url, s3_storage_options, proxy, tmp_path, n_chunks=3)
     assert [ds[i * ROWS]["id"] for i in range(3)] == [0, ROWS, 2 * ROWS]  # 3 idle copies
     ctx = multiprocessing.get_context("fork")
-    child = ctx.Process(target=time.sleep, args=(3,))
+    child = ctx.Process(target=time.sleep, args=(300,))  # terminated below
     child.start()
     try:
         pins = [n for n in os.listdir(tmp_path / "chunks") if n.endswith(".pin")]
@@ -253,6 +254,7 @@ def test_forked_workers_do_not_keep_the_parents_pins(s3_url, s3_storage_options,
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             finally:
                 os.close(fd)
+        assert child.is_alive()  # the child was there all along
     finally:
         child.terminate()
         child.join()
@@ -291,7 +293,9 @@ def test_read_ahead_pins_yield_to_a_demand_read(
         s3_url, storage_options=via(proxy, so), cache_limit=limit,
         chunk_cache_dir=str(tmp_path / "chunks"),
     )  # fmt: skip
-    monkeypatch.setattr(remote_cache, "WAIT_FOR_SPACE", 3.0)
+    # A demand read that found no room once the holds yielded would give up at once: it
+    # succeeds only if the read-ahead pins yield without waiting for anyone.
+    monkeypatch.setattr(remote_cache, "WAIT_FOR_SPACE", 0.0)
     from arrowmix._dataset.to_stream import to_stream
 
     streams = [
@@ -300,13 +304,15 @@ def test_read_ahead_pins_yield_to_a_demand_read(
     readers = [iter(s) for s in streams]
     for r in readers:
         next(r)
-    time.sleep(1.0)  # the read-ahead of both streams pins what the budget allows
+    for s in streams:  # the read-ahead of both streams pins what the budget allows
+        ahead = s.rows._reading()._ahead
+        for fut in [f for _, f in ahead._ahead.values()] + list(ahead._reading.values()):
+            if fut is not None:
+                fut.result(timeout=120)
     held = [n for n in os.listdir(tmp_path / "chunks") if n.endswith(".arrow")]
     assert len(held) >= 4  # two streams of read-ahead: about the whole budget
-    started = time.monotonic()
     row = next(i for i in range(16) if not any(f"chunk-{i:05d}" in n for n in held)) * ROWS
     assert ds[row]["id"] == row  # a chunk neither stream holds
-    assert time.monotonic() - started < 2.5
     for s in streams:
         s.close()
 
@@ -353,8 +359,23 @@ def test_a_read_spanning_missing_chunks_downloads_them_in_parallel(
     s3_url, s3_storage_options, proxy, tmp_path
 ):
     ds = open_corpus(s3_url, s3_storage_options, proxy, tmp_path, n_chunks=4)
-    proxy.most_in_flight = 0
-    proxy.rule = lambda m, p: "slow" if m == "GET" and "chunk-" in p else None
+    # The chunks' GETs are held at the proxy until three of them wait there at once: one
+    # download after the other would never get there (the gate then opens after a minute).
+    proxy.rule = lambda m, p: "hold" if m == "GET" and "chunk-" in p else None
+    base, waiting = proxy.held, []
+
+    def open_when_three_wait() -> None:
+        deadline = time.monotonic() + 60
+        while proxy.held - base < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        waiting.append(proxy.held - base)
+        proxy.gate.set()
+
+    gate = threading.Thread(target=open_when_three_wait)
+    gate.start()
     rows = [3 * ROWS + 1, 1 * ROWS + 2, 2 * ROWS + 3, 5]
-    assert ds[rows]["id"] == rows  # in the order asked
-    assert proxy.most_in_flight >= 3  # not one chunk after the other
+    try:
+        assert ds[rows]["id"] == rows  # in the order asked
+    finally:
+        gate.join()
+    assert waiting[0] >= 3  # not one chunk after the other

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -94,10 +95,9 @@ def test_a_resumed_stream_serves_its_first_row_while_the_window_downloads_in_par
     it = iter(resumed)
     assert first_row(it)["id"] == 3 * ROWS + 50  # exact
     assert set(chunk_gets(proxy)) == {3}  # nothing before the resumed chunk, nothing after
-    for _ in range(200):  # the read-ahead's window, requested at once, not one by one
-        if proxy.held >= 3:
-            break
-        threading.Event().wait(0.05)
+    deadline = time.monotonic() + 120  # the read-ahead's window, requested at once
+    while proxy.held < 3 and time.monotonic() < deadline:  # (one by one: never three)
+        time.sleep(0.02)
     assert proxy.held >= 3
     proxy.gate.set()
     rest = [r["id"] for r in it]

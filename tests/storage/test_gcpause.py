@@ -52,11 +52,11 @@ def paused_on_another_thread() -> tuple[threading.Thread, threading.Event]:
     def other() -> None:
         with gc_paused():
             entered.set()
-            release.wait(10)
+            release.wait(120)  # a timeout only ends a failed test
 
     t = threading.Thread(target=other)
     t.start()
-    assert entered.wait(10)
+    assert entered.wait(120)
     return t, release
 
 
@@ -65,7 +65,7 @@ def test_overlapping_sections_on_two_threads_turn_it_on_only_when_the_last_close
         t, release = paused_on_another_thread()
     assert not gc.isenabled()  # the other thread's section is still open
     release.set()
-    t.join(10)
+    t.join(120)
     assert gc.isenabled()
 
 
@@ -80,7 +80,7 @@ def test_a_child_forked_while_another_thread_is_paused_has_its_collector_back() 
         assert os.waitstatus_to_exitcode(status) == 0
     finally:
         release.set()
-        t.join(10)
+        t.join(120)
     assert gc.isenabled()
 
 

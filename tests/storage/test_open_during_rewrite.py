@@ -116,7 +116,7 @@ _REWRITER = textwrap.dedent(
     import os, sys, time
     import pyarrow as pa
     import arrowmix as am
-    d, rows, per, stop = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    d, rows, per, stop, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), *sys.argv[4:6]
     tables = [pa.table({"x": pa.array([i * 10 + v for i in range(rows)], pa.int64())})
               for v in (1, 2)]
     n = 0
@@ -124,10 +124,21 @@ _REWRITER = textwrap.dedent(
     while not os.path.exists(stop):
         am.write_chunks(tables[n % 2], d, rows_per_chunk=per, overwrite=True)
         n += 1
+        with open(count + ".tmp", "w") as f:
+            f.write(str(n))
+        os.replace(count + ".tmp", count)  # how many rewrites so far, for the test
         time.sleep(0.3)
     print(n)
     """
 )
+
+
+def _rewrites(count: Path) -> int:
+    """How many rewrites the rewriter has finished (0 before its first)."""
+    try:
+        return int(count.read_text())
+    except FileNotFoundError:
+        return 0
 
 
 def test_opens_racing_a_rewriting_process_are_never_mislabelled(tmp_path: Path) -> None:
@@ -137,9 +148,9 @@ def test_opens_racing_a_rewriting_process_are_never_mislabelled(tmp_path: Path) 
     script = tmp_path / "rewriter.py"
     script.write_text(_REWRITER)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    stop = tmp_path / "stop"
+    stop, count = tmp_path / "stop", tmp_path / "count"
     child = subprocess.Popen(
-        [sys.executable, str(script), d, str(ROWS), str(PER_CHUNK), str(stop)],
+        [sys.executable, str(script), d, str(ROWS), str(PER_CHUNK), str(stop), str(count)],
         env=env,
         stdout=subprocess.PIPE,
     )
@@ -149,8 +160,10 @@ def test_opens_racing_a_rewriting_process_are_never_mislabelled(tmp_path: Path) 
     try:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == b"ready"
-        until = time.time() + 3.0
-        while time.time() < until:
+        # Until the rewriter has rewritten the corpus several times and several opens
+        # succeeded, however fast either side runs (the deadline only stops a hung test).
+        deadline = time.monotonic() + 300
+        while (_rewrites(count) < 6 or opened < 3) and time.monotonic() < deadline:
             try:
                 ds = am.Dataset.from_chunks(d)
                 rows = ds["x"]

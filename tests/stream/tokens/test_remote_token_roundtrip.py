@@ -8,7 +8,6 @@ are in ``tests/remote/test_remote_tokens.py``.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import uuid
@@ -27,21 +26,19 @@ from tests.stream.tokens.token_helpers import token_table, tokens_of
 ROWS, PER_CHUNK = 120, 15
 
 
-@functools.cache
 def cache_bytes(directory: str) -> int:
-    """The bytes a chunk cache directory holds: its copies and reserved downloads.
+    """The bytes a chunk cache directory holds once its streams have ended.
 
-    Lock and pin files are empty; a read-ahead download may still be finishing, so a file
-    listed and then renamed or removed meanwhile is not counted (its successor is, if listed).
+    The end of a stream stops its read-ahead (downloads under way are awaited), so nothing
+    writes to the directory any more: every file listed is there to be sized, and no
+    download is left.
     """
-    used = 0
-    for entry in os.scandir(directory):
-        if entry.name.endswith((".arrow", ".partial")):
-            with contextlib.suppress(FileNotFoundError):
-                used += entry.stat().st_size
-    return used
+    names = os.listdir(directory)
+    assert not [n for n in names if n.endswith((".dl", ".partial"))], names
+    return sum(os.path.getsize(os.path.join(directory, n)) for n in names)
 
 
+@functools.cache
 def corpus_url(seed: int = 0) -> tuple[str, int]:
     """A corpus (8 chunks of 15 documents), written once; and its largest chunk's size.
 
