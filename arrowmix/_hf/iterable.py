@@ -552,8 +552,13 @@ class IterableDataset(IterableCasts, IterableIO, InfoFields):
         register_with_torch(IterableDataset)
 
 
-def to_iterable_dataset(ds: Dataset, num_shards: int = 1, split: Any = None) -> IterableDataset:
+def to_iterable_dataset(
+    ds: Dataset, num_shards: int = 1, split: Any = None, file_rows: Sequence[int] | None = None
+) -> IterableDataset:
     """``ds`` as an :class:`IterableDataset` of ``num_shards`` contiguous shards.
+
+    ``file_rows``: the row counts of the files ``ds`` was read from, in order; each file is
+    then one shard, as in HF's ``load_dataset(..., streaming=True)`` (``num_shards`` unused).
 
     Its ``split`` is ``split`` (None by default, as HF's ``to_iterable_dataset`` gives;
     ``load_dataset(..., streaming=True)`` names it); its ``info`` holds the features only,
@@ -580,7 +585,11 @@ def to_iterable_dataset(ds: Dataset, num_shards: int = 1, split: Any = None) -> 
             "`ds.with_format(None).to_iterable_dataset()`, then `.with_format(type)` or `.map`."
         )
     plain = ds.with_format(None) if fmt is not None else ds
-    node = Source(plain, shard_bounds(len(ds), num_shards))
+    if file_rows is not None and file_rows and sum(file_rows) == len(ds):
+        starts = list(itertools.accumulate(file_rows, initial=0))
+        node = Source(plain, tuple(itertools.pairwise(starts)))
+    else:
+        node = Source(plain, shard_bounds(len(ds), num_shards))
     info = getattr(ds, "info", None)  # HF keeps the features only, not the texts
     return IterableDataset(
         node,

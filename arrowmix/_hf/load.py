@@ -177,8 +177,15 @@ def load_dataset(
 
     check_options(builder, options)
     wanted = list(files) if split is None else _needed(split, list(files))
+    file_rows: dict[str, list[int]] = {}
     splits = _build(
-        builder, {s: files[s] for s in wanted}, options, cache_dir, features, keep_in_memory
+        builder,
+        {s: files[s] for s in wanted},
+        options,
+        cache_dir,
+        features,
+        keep_in_memory,
+        file_rows,
     )
     if split is None:
         from arrowmix._hf.dataset_dict import DatasetDict
@@ -192,7 +199,7 @@ def load_dataset(
             if isinstance(split, (list, tuple))
             else select_split(splits, split)
         )
-    return _streaming(result) if streaming else result
+    return _streaming(result, file_rows) if streaming else result
 
 
 def _card_config(
@@ -226,30 +233,53 @@ def _build(
     cache_dir: str | None,
     features: Any,
     keep_in_memory: bool | None,
+    file_rows: dict[str, list[int]],
 ) -> dict[str, Any]:
+    """Each split's Dataset; ``file_rows`` gets each split's files' row counts."""
     from arrowmix._hf.load_builders import build_split
     from arrowmix._hf.load_folder import build_folder
 
     if builder in ("imagefolder", "audiofolder"):
         return build_folder(builder, files, options, features)
     return {
-        s: build_split(builder, f, s, options, cache_dir, features, bool(keep_in_memory))
+        s: build_split(
+            builder,
+            f,
+            s,
+            options,
+            cache_dir,
+            features,
+            bool(keep_in_memory),
+            file_rows.setdefault(s, []),
+        )
         for s, f in files.items()
     }
 
 
-def _streaming(result: Any) -> Any:
+def _streaming(result: Any, file_rows: Mapping[str, list[int]]) -> Any:
     """``result`` as HF's ``streaming=True`` gives it: iterable datasets named by their split.
 
     A DatasetDict becomes an ``IterableDatasetDict``; the rows are those of the (memory-mapped,
-    cached) Datasets, read in order.
+    cached) Datasets, read in order. Each data file is one shard, as in HF (so DataLoader
+    workers and ``split_dataset_by_node`` share the files as HF's do); a sliced split
+    (``"train[:5%]"``) is one shard.
     """
     from arrowmix._dataset.dataset import Dataset
     from arrowmix._hf.iterable import to_iterable_dataset
     from arrowmix._hf.iterable_dict import IterableDatasetDict
+    from arrowmix._hf.load_split import parse_split
+
+    def rows_of(spec: str) -> list[int] | None:
+        counts: list[int] = []
+        for term in parse_split("+".join(file_rows) if spec == "all" else spec):
+            rows = file_rows.get(term.split)
+            if not rows or term.bounds(sum(rows)) != (0, sum(rows)):
+                return None
+            counts += rows
+        return counts
 
     def one(ds: Any) -> Any:
-        return to_iterable_dataset(ds, 1, split=ds.split)
+        return to_iterable_dataset(ds, 1, split=ds.split, file_rows=rows_of(str(ds.split)))
 
     if isinstance(result, list):
         return [one(ds) for ds in result]

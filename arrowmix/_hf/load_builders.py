@@ -65,14 +65,18 @@ def build_split(
     cache_dir: str | None,
     features: Any,
     keep_in_memory: bool = False,
+    row_counts: list[int] | None = None,
 ) -> Dataset:
-    """The Dataset of one split's ``files`` read by ``builder`` with HF's ``options``."""
+    """The Dataset of one split's ``files`` read by ``builder`` with HF's ``options``.
+
+    ``row_counts``: gets each file's row count, in order (the streaming shards).
+    """
     from arrowmix._dataset.inputs.file_splits import read_splits
 
     if builder in ("imagefolder", "audiofolder"):
         raise ValueError("folder builders are built by load_folder")  # pragma: no cover
     if builder == "arrow":
-        return _arrow(files, name, features, keep_in_memory)
+        return _arrow(files, name, features, keep_in_memory, row_counts)
     from arrowmix._hf.load_archives import expand_archives
 
     files = expand_archives(files)
@@ -88,7 +92,12 @@ def build_split(
         fmt = "parquet"
     columns = options.get("columns") if builder == "parquet" else None
     cast = features if columns is None else None
-    ds: Dataset = read_splits(files, fmt, name, None, None, cache_dir, cast, keep_in_memory)
+    counts: dict[str, list[int]] = {}
+    ds: Dataset = read_splits(
+        files, fmt, name, None, None, cache_dir, cast, keep_in_memory, row_counts=counts
+    )
+    if row_counts is not None:
+        row_counts += counts.get(name, [])
     if columns is not None:
         missing = sorted(set(columns) - set(ds.column_names))
         if missing:
@@ -110,12 +119,20 @@ def _text_format(options: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     return f"text:{sample_by}", {}
 
 
-def _arrow(files: list[str], name: str, features: Any, keep_in_memory: bool) -> Dataset:
+def _arrow(
+    files: list[str],
+    name: str,
+    features: Any,
+    keep_in_memory: bool,
+    row_counts: list[int] | None = None,
+) -> Dataset:
     """HF's ``arrow`` builder: the files' tables end to end (IPC file or stream format)."""
     from arrowmix._dataset.state import derive, state_of
     from arrowmix._dataset.views.concatenate import concatenate_datasets
 
     parts = [Dataset.from_file(f, in_memory=keep_in_memory) for f in files]
+    if row_counts is not None:
+        row_counts += [len(p) for p in parts]
     ds = parts[0] if len(parts) == 1 else concatenate_datasets(parts)
     if features is not None:
         ds = ds.cast(features)

@@ -38,6 +38,7 @@ def read_splits(
     features: Any,
     keep_in_memory: bool,
     opener: Callable[[Any], Dataset] | None = None,
+    row_counts: dict[str, list[int]] | None = None,
 ) -> Any:
     """The files as one Dataset, or a ``{split: files}`` dict as a ``DatasetDict``.
 
@@ -45,6 +46,7 @@ def read_splits(
 
     One Dataset's ``split`` is ``split`` or ``"train"`` (as in HF); with a dict and ``split``
     given, only that split's Dataset. ``opener(files)``: opens them instead of ingesting.
+    ``row_counts``: gets each ingested split's files' row counts, ``{split: [rows per file]}``.
     """
     from arrowmix._dataset.inputs.ingest import ingest
     from arrowmix._dataset.state import derive, state_of
@@ -65,6 +67,7 @@ def read_splits(
             cache_dir,
             column_types=types,
             options=options,
+            row_counts=None if row_counts is None else row_counts.setdefault(name, []),
         )
         ds = finish_ingest(ds, features, keep_in_memory)
         return type(ds)(derive(state_of(ds), split=name))

@@ -63,6 +63,7 @@ def input_batches(
     source_column: str | None = None,
     column_types: Mapping[str, pa.DataType] | None = None,
     options: Mapping[str, Any] | None = None,
+    counts: list[int] | None = None,
 ) -> Iterator[pa.RecordBatch]:
     """Record batches of all ``files`` in order, in one schema, every value kept.
 
@@ -73,7 +74,8 @@ def input_batches(
     column, both types, the file and the row. ``source_column``: also a string column of that
     name holding each row's file. ``column_types``: CSV columns parsed as these types (HF's
     ``features`` of a CSV: ``"007"`` stays text in a string column). ``options``: the
-    reader's options (``read_batches``).
+    reader's options (``read_batches``). ``counts``: each file's row count is appended to it
+    once the file is read.
     """
     conform = Conformer(f"the {fmt} reader", verb="read by")
     names: list[str] | None = None
@@ -92,6 +94,8 @@ def input_batches(
             where = f"{path!r}, its rows {row + 1}..{row + n} (1-based)"
             yield from conform.push(batch, where, row + 1)
             row += n
+        if counts is not None:
+            counts.append(row)
     yield from conform.flush()
 
 
@@ -148,6 +152,7 @@ def ingest(
     cache_dir: str | os.PathLike[str] | None = None,
     column_types: Mapping[str, pa.DataType] | None = None,
     options: Mapping[str, Any] | None = None,
+    row_counts: list[int] | None = None,
 ) -> Dataset:
     """Convert input files to Arrow chunks once (cached by content) and open them.
 
@@ -156,6 +161,9 @@ def ingest(
     ``cache_dir`` (a local directory) replaces the cache root as the home of the chunks (and
     so of the results derived from them), as HF's ``cache_dir`` does. ``options``: the
     reader's options (``read_batches``); given ones are part of the fingerprint.
+    ``row_counts``: each input file's row count is appended to it, in the files' order (kept
+    in the marker, so a rerun reads no file for them; the streaming shards of HF's
+    ``load_dataset`` are the files).
     """
     files = expand_inputs(paths, storage_options)
     digests = [_content_hash(f, storage_options) for f in files]
@@ -182,8 +190,9 @@ def ingest(
     os.makedirs(out, exist_ok=True)
     with FileLock(os.path.join(root, "ingested", f"{fp}.lock")):
         if not os.path.exists(marker):
+            counts: list[int] = []
             batches = input_batches(
-                files, fmt, storage_options, source_column, column_types, options
+                files, fmt, storage_options, source_column, column_types, options, counts
             )
             first = next(batches, None)
             if first is None:
@@ -195,7 +204,37 @@ def ingest(
                 "inputs": [os.path.basename(f) for f in files],
                 "content_hashes": digests,
                 "chunks": [os.path.basename(p) for p in chunk_paths],
+                "input_rows": counts,
             }
             with atomic_sink(marker) as sink:
                 sink.write(json.dumps(info, indent=1).encode())
+        if row_counts is not None:
+            row_counts += _input_rows(marker, files, fmt, storage_options, column_types, options)
     return from_chunks(out)
+
+
+def _input_rows(
+    marker: str,
+    files: Sequence[str],
+    fmt: str,
+    storage_options: Mapping[str, Any] | None,
+    column_types: Mapping[str, pa.DataType] | None,
+    options: Mapping[str, Any] | None,
+) -> list[int]:
+    """Each input file's row count, from the marker (called under the ingest lock).
+
+    A marker written before the counts were kept lacks them: the files are read once to
+    count their rows, and the counts are added to the marker (chunks and fingerprint are
+    unchanged), so later runs read only the marker.
+    """
+    with open(marker, "rb") as f:
+        info = json.load(f)
+    counts = info.get("input_rows")
+    if counts is None:
+        counts = []
+        for _ in input_batches(files, fmt, storage_options, None, column_types, options, counts):
+            pass
+        info["input_rows"] = counts
+        with atomic_sink(marker) as sink:
+            sink.write(json.dumps(info, indent=1).encode())
+    return [int(n) for n in counts]
