@@ -8,6 +8,7 @@ An option HF's builder has and arrowmix does not is refused by name, never ignor
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 from typing import Any
 
@@ -69,7 +70,8 @@ def build_split(
 ) -> Dataset:
     """The Dataset of one split's ``files`` read by ``builder`` with HF's ``options``.
 
-    ``row_counts``: gets each file's row count, in order (the streaming shards).
+    ``row_counts``: gets each file's row count, in order (the streaming shards; a zip
+    archive's members count as one file).
     """
     from arrowmix._dataset.inputs.file_splits import read_splits
 
@@ -79,7 +81,8 @@ def build_split(
         return _arrow(files, name, features, keep_in_memory, row_counts)
     from arrowmix._hf.load_archives import expand_archives
 
-    files = expand_archives(files)
+    groups = [expand_archives([f]) for f in files]  # a zip's members: one shard, as in HF
+    files = [member for group in groups for member in group]
     fmt: Any
     if builder == "json":
         fmt = ("json", {"field": options.get("field")})
@@ -96,8 +99,10 @@ def build_split(
     ds: Dataset = read_splits(
         files, fmt, name, None, None, cache_dir, cast, keep_in_memory, row_counts=counts
     )
-    if row_counts is not None:
-        row_counts += counts.get(name, [])
+    found = counts.get(name, [])
+    if row_counts is not None and len(found) == len(files):
+        rows = iter(found)
+        row_counts += [sum(itertools.islice(rows, len(group))) for group in groups]
     if columns is not None:
         missing = sorted(set(columns) - set(ds.column_names))
         if missing:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import warnings
+import zipfile
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -97,6 +99,17 @@ def test_from_json_and_dict_splits(tmp_path):
         "json", data_files={"train": paths[:3], "test": paths[3:]}, streaming=True
     )
     assert {k: v.n_shards for k, v in mine.items()} == {"train": 3, "test": 1}
+    with zipfile.ZipFile(tmp_path / "two.zip", "w") as archive:
+        for path in paths[:2]:
+            archive.write(path, os.path.basename(path))
+    zipped = [str(tmp_path / "two.zip"), paths[2]]
+    ours = am.load_dataset("json", data_files=zipped, split="train", streaming=True)
+    theirs = hf.load_dataset(
+        "json", data_files=zipped, split="train", streaming=True, cache_dir=str(tmp_path / "h")
+    )
+    assert ours.n_shards == theirs.n_shards == 2  # an archive is one shard
+    both = (am.split_dataset_by_node(ours, 1, 2), hf_split_by_node(theirs, 1, 2))
+    assert [r["a"] for r in both[0]] == [r["a"] for r in both[1]] == list(range(7, 14))
     sliced = am.load_dataset("json", data_files=paths, split="train[:4]", streaming=True)
     assert sliced.n_shards == 1 and [r["a"] for r in sliced] == [0, 1, 2, 3]
 
