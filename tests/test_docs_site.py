@@ -381,6 +381,9 @@ def test_api_pages_put_what_users_call_first() -> None:
         blocks = _blocks(f"{module_name.rsplit('.', 1)[-1]}.md")
         names = [b.rsplit(".", 1)[-1] for b in blocks]
         assert sorted(names) == sorted(n for n in module.__all__ if n != "__version__"), module
+        page = (ROOT / "docs" / "api" / f"{module_name.rsplit('.', 1)[-1]}.md").read_text()
+        # the built page's summary table of the names goes where this marker is
+        assert ("<!-- api-summary -->" in page) == (len(module.__all__) > 1), module_name
     stream = _blocks("stream.md")
     assert stream[:2] == ["arrowmix.stream.Stream", "arrowmix.stream.mix"]
     text = (ROOT / "docs" / "api" / "stream.md").read_text()
