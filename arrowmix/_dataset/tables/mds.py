@@ -294,7 +294,10 @@ def from_mds(
     typed = {c.name: c for c in mds_columns}
     schema = pa.schema([pa.field(n, typed[n].kind or pa.null()) for n in read])
     table = MDSTable(shards, mds_columns, schema, size, decoded=decoded, raw=raw)
-    fp = hash_value(("from_mds", digests, [s.digest for s in shards], read))
+    # the columns' types name how values are decoded (json as text, pkl unified over every
+    # shard): a change of decoding is a new dataset, so results derived under another recompute
+    kinds = [(f.name, str(f.type)) for f in schema]
+    fp = hash_value(("from_mds", digests, [s.digest for s in shards], read, kinds))
     state = DatasetState(
         table=table,
         fingerprint=fp,
