@@ -21,7 +21,7 @@ import pyarrow as pa
 from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage.distinct import distinct
 from arrowmix._stream.mixing.schemas import common_schema
-from arrowmix._stream.provenance import RefIndex
+from arrowmix._stream.provenance import RefIndex, sources_reader
 from arrowmix._stream.row_source import RowSource
 from arrowmix._stream.tokens.column import TokenColumn, take_values, token_column
 from arrowmix._stream.tokens.concat import ConcatTokenColumn
@@ -125,7 +125,7 @@ class MixedRows:
     @property
     def carries_sources(self) -> bool:
         """Every input's rows carry their source references (provenance)."""
-        return all(getattr(s, "carries_sources", False) for s in self.sources)
+        return all(sources_reader(s) is not None for s in self.sources)
 
     def leaves(self) -> list[tuple[int, Any]]:
         """``[(first position, SourcedRows)]``: every input's sourced rows, in order."""
