@@ -73,11 +73,43 @@ SLOW_FILES = (
 )
 
 
+#: Round-trip harness classes (and one harness test) of the slow tier, by node id: a mark on
+#: the class would also reach its subclasses. Each names the fast test that keeps its guarantee.
+SLOW_TESTS = (
+    # the schedule that changes every 3 steps, per row: TestShortStretchesBulk (the same
+    # schedule and sharded sources, every harness check) and TestConstantTable (a named
+    # per-row mix of those sources) stay in the fast tier
+    "tests/stream/mixing/test_mix_schedule_carry.py::TestShortStretchesNamed",
+    # a named mix of sharded row sources: TestConstantTable mixes the same sources by name
+    # (every harness check, elastic), TestNamedMix a named seeded mix
+    "tests/stream/mixing/test_mix_changes.py::TestNamedMixSharded",
+    # Lance under more token stages and in a three-way mix: TestLanceBatchColumnarCollate keeps
+    # a Lance corpus resuming exactly, TestParquetConcatPack, TestParquetBudgetBucketCollate
+    # and TestParquetMixedWithChunks the same stages and mix over a file read in place
+    "tests/stream/tokens/test_lance_token_roundtrip.py::TestLanceConcatPack",
+    "tests/stream/tokens/test_lance_token_roundtrip.py::TestLanceBudgetBucketCollate",
+    "tests/stream/tokens/test_lance_token_roundtrip.py::TestLanceMixedWithParquetAndChunks",
+    # gathered numpy rows resumed: TestNumpyRowsRoundTrip resumes numpy rows at every step,
+    # mid-block, and test_rows_equal_the_views_numpy_rows checks the gathered values
+    "tests/stream/sources/test_numpy_rows_gather.py::TestGatheredRowsRoundTrip",
+    # the same check test_harness_checks_buffering_stages_after_a_dealer runs (and requires
+    # not to skip) in the fast tier
+    "tests/stream/stages/test_stage_kit_contract.py::TestDealerHarness"
+    "::test_elastic_resume_behind_buffering_stages",
+)
+
+
+def _in_slow_tier(nodeid: str) -> bool:
+    if nodeid.split("::", 1)[0] in SLOW_FILES:
+        return True
+    return any(nodeid == t or nodeid.startswith((t + "::", t + "[")) for t in SLOW_TESTS)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the tests of ``SLOW_FILES`` ``slow`` before ``-m`` selects."""
+    """Mark the tests of ``SLOW_FILES`` and ``SLOW_TESTS`` ``slow`` before ``-m`` selects."""
     for item in items:
-        if item.nodeid.split("::", 1)[0] in SLOW_FILES:
+        if _in_slow_tier(item.nodeid):
             item.add_marker(pytest.mark.slow)
 
 

@@ -142,7 +142,9 @@ def _recover_by(how: str, out: Path) -> None:
 
 @pytest.mark.parametrize(
     ("kill_at", "how"),
-    [(0, "from_chunks"), (0, "cleanup-cache")]
+    # each kill point once in the fast tier, cleanup-cache at 3 and write_chunks at 4; the
+    # cleanup after a kill before the swap in the CI tier
+    [(0, "from_chunks"), pytest.param(0, "cleanup-cache", marks=pytest.mark.slow)]
     + [(k, "from_chunks") for k in range(1, 6)]
     + [(3, "cleanup-cache"), (4, "write_chunks")],
 )

@@ -112,7 +112,8 @@ _TYPES = {
     batch_rows=st.lists(st.integers(1, 40), min_size=1, max_size=6),
     nulls=st.booleans(),
 )
-@settings(max_examples=40, deadline=None)
+# 40 examples in CI, the dev profile's count (conftest.py) in the fast tier
+@settings(max_examples=min(40, settings.default.max_examples), deadline=None)
 def test_reads_of_a_mapped_file_equal_pyarrows(tmp_path_factory, data, batch_rows, nulls):
     schema = pa.schema(
         [(n, t) for n, (t, _) in _TYPES.items()]

@@ -71,4 +71,7 @@ class ResumeMachine(RuleBasedStateMachine):
 
 
 TestResumeMachine = ResumeMachine.TestCase
-TestResumeMachine.settings = settings(max_examples=40, stateful_step_count=25, deadline=None)
+# 40 runs in CI, the dev profile's count (conftest.py) in the fast tier
+TestResumeMachine.settings = settings(
+    max_examples=min(40, settings.default.max_examples), stateful_step_count=25, deadline=None
+)

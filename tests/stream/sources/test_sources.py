@@ -57,11 +57,20 @@ def test_one_pass_yields_every_row_once(mode: str | None) -> None:
         assert got != list(range(103))
 
 
+@pytest.mark.parametrize(
+    "worlds",
+    # 1 to 25 ranks (fewer, as many and more than the 22 chunks) in the fast tier, every count
+    # up to 73 in the CI tier
+    [
+        pytest.param(range(1, 26), id="1-25"),
+        pytest.param(range(26, 74), marks=pytest.mark.slow, id="26-73"),
+    ],
+)
 @pytest.mark.parametrize("mode", ["global", "chunks", "blocks", None])
-def test_ranks_are_disjoint_and_cover_everything(mode: str | None) -> None:
+def test_ranks_are_disjoint_and_cover_everything(mode: str | None, worlds: range) -> None:
     n = 211
     src = rows(n, chunk_rows=10)
-    for world in range(1, 74):
+    for world in worlds:
         seen: list[int] = []
         for rank in range(world):
             s = from_row_source(
