@@ -553,7 +553,11 @@ class IterableDataset(IterableCasts, IterableIO, InfoFields):
 
 
 def to_iterable_dataset(
-    ds: Dataset, num_shards: int = 1, split: Any = None, file_rows: Sequence[int] | None = None
+    ds: Dataset,
+    num_shards: int = 1,
+    split: Any = None,
+    file_rows: Sequence[int] | None = None,
+    info: Any = None,
 ) -> IterableDataset:
     """``ds`` as an :class:`IterableDataset` of ``num_shards`` contiguous shards.
 
@@ -561,8 +565,8 @@ def to_iterable_dataset(
     then one shard, as in HF's ``load_dataset(..., streaming=True)`` (``num_shards`` unused).
 
     Its ``split`` is ``split`` (None by default, as HF's ``to_iterable_dataset`` gives;
-    ``load_dataset(..., streaming=True)`` names it); its ``info`` holds the features only,
-    as HF's (the description, citation... are not carried).
+    ``load_dataset(..., streaming=True)`` names it); its ``info`` is ``info`` or, as HF's,
+    the features only (the description, citation... are not carried).
     """
     from arrowmix._dataset.state import state_of
 
@@ -590,11 +594,7 @@ def to_iterable_dataset(
         node = Source(plain, tuple(itertools.pairwise(starts)))
     else:
         node = Source(plain, shard_bounds(len(ds), num_shards))
-    info = getattr(ds, "info", None)  # HF keeps the features only, not the texts
-    return IterableDataset(
-        node,
-        ds.features,
-        format_type=fmt,
-        split=split,
-        info=None if info is None else type(info)(features=info.features),
-    )
+    if info is None:
+        info = getattr(ds, "info", None)  # HF keeps the features only, not the texts
+        info = None if info is None else type(info)(features=info.features)
+    return IterableDataset(node, ds.features, format_type=fmt, split=split, info=info)
