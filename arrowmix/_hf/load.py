@@ -215,7 +215,9 @@ def load_dataset(
             if isinstance(split, (list, tuple))
             else select_split(splits, split)
         )
-    return _streaming(result, file_rows) if streaming else result
+    if not streaming:
+        return result
+    return _streaming(result, file_rows, _row_groups(builder, files, file_rows))
 
 
 def _with_info(ds: Any, info: Any) -> Any:
@@ -287,31 +289,64 @@ def _build(
     }
 
 
-def _streaming(result: Any, file_rows: Mapping[str, list[int]]) -> Any:
+def _row_groups(
+    builder: str, files: Mapping[str, list[str]], file_rows: Mapping[str, list[int]]
+) -> dict[str, list[tuple[int, ...]]]:
+    """Each split's Parquet files' row groups (their row counts), HF's ``reshard()`` pieces.
+
+    Empty for another builder, or a split whose files are not each one Parquet file (a zip
+    archive is one shard that HF does not split either).
+    """
+    if builder != "parquet":
+        return {}
+    import pyarrow.parquet as pq
+
+    out: dict[str, list[tuple[int, ...]]] = {}
+    for split, paths in files.items():
+        if len(paths) != len(file_rows.get(split, ())) or any(p.endswith(".zip") for p in paths):
+            continue
+        out[split] = []
+        for path in paths:
+            meta = pq.read_metadata(path)
+            out[split].append(tuple(meta.row_group(g).num_rows for g in range(meta.num_row_groups)))
+    return out
+
+
+def _streaming(
+    result: Any,
+    file_rows: Mapping[str, list[int]],
+    row_groups: Mapping[str, list[tuple[int, ...]]],
+) -> Any:
     """``result`` as HF's ``streaming=True`` gives it: iterable datasets named by their split.
 
     A DatasetDict becomes an ``IterableDatasetDict``; the rows are those of the (memory-mapped,
     cached) Datasets, read in order. Each data file is one shard, as in HF (so DataLoader
     workers and ``split_dataset_by_node`` share the files as HF's do); a sliced split
-    (``"train[:5%]"``) is one shard.
+    (``"train[:5%]"``) is one shard. ``row_groups``: each Parquet file's row groups, the
+    shards ``reshard()`` cuts it into, as HF's.
     """
     from arrowmix._dataset.dataset import Dataset
     from arrowmix._hf.iterable import to_iterable_dataset
     from arrowmix._hf.iterable_dict import IterableDatasetDict
     from arrowmix._hf.load_split import parse_split
 
-    def rows_of(spec: str) -> list[int] | None:
+    def shards_of(spec: str) -> tuple[list[int] | None, list[tuple[int, ...]] | None]:
         counts: list[int] = []
+        pieces: list[tuple[int, ...]] | None = []
         for term in parse_split("+".join(file_rows) if spec == "all" else spec):
             rows = file_rows.get(term.split)
             if not rows or term.bounds(sum(rows)) != (0, sum(rows)):
-                return None
+                return None, None
             counts += rows
-        return counts
+            groups = row_groups.get(term.split)
+            pieces = None if pieces is None or groups is None else pieces + groups
+        return counts, pieces
 
     def one(ds: Any) -> Any:
-        rows = rows_of(str(ds.split))
-        return to_iterable_dataset(ds, 1, split=ds.split, file_rows=rows, info=ds.info)
+        rows, pieces = shards_of(str(ds.split))
+        return to_iterable_dataset(
+            ds, 1, split=ds.split, file_rows=rows, info=ds.info, pieces=pieces
+        )
 
     if isinstance(result, list):
         return [one(ds) for ds in result]
