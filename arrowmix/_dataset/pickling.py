@@ -73,6 +73,7 @@ class DatasetRef:
     fmt_all: bool = False
     fmt_kwargs: tuple[tuple[str, Any], ...] = ()
     split: str | None = None
+    hf_info: Any = None
 
 
 def _indices_fp(path: str | None, ix: IndexMap | None) -> str | None:
@@ -110,6 +111,7 @@ def describe(ds: Dataset) -> DatasetRef:
         fmt_all=s.fmt_all,
         fmt_kwargs=s.fmt_kwargs,
         split=s.split,
+        hf_info=s.hf_info,
     )
 
 
@@ -184,6 +186,7 @@ def rebuild(cls: type[Dataset], ref: DatasetRef) -> Dataset:
         fmt_all=ref.fmt_all,
         fmt_kwargs=ref.fmt_kwargs,
         split=ref.split,
+        hf_info=ref.hf_info,
         cache_dir=ref.cache_dir,
         holds=holds,
     )

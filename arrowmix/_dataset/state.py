@@ -118,6 +118,9 @@ class DatasetState:
     holds: tuple[Hold, ...] = field(default=(), compare=False, repr=False)
     #: HF's ``split`` name (``ds.split``): kept by views and maps, never in the fingerprint.
     split: str | None = field(default=None, compare=False)
+    #: What ``load_dataset`` knew of the data (``arrowmix._hf.load_info.LoadInfo``: HF's
+    #: ``builder_name``, ``splits``, sizes...): kept with ``split``, never in the fingerprint.
+    hf_info: Any = field(default=None, compare=False)
 
     @cached_property
     def format(self) -> formats.Format:

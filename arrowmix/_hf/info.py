@@ -127,7 +127,7 @@ def merged_metadata(schemas: Sequence[pa.Schema], out: pa.Schema) -> dict[bytes,
 
 
 def dataset_info(ds: Dataset) -> Any:
-    """HF's ``DatasetInfo`` of ``ds``: its kept texts and ``ds.features``.
+    """HF's ``DatasetInfo`` of ``ds``: its kept texts, ``load_dataset``'s fields, ``ds.features``.
 
     Raises:
         ImportError: HF ``datasets`` is not installed.
@@ -138,10 +138,13 @@ def dataset_info(ds: Dataset) -> Any:
         raise ImportError(
             "`ds.info` is HF datasets' `DatasetInfo` and needs `datasets` installed."
         ) from exc
-    table = state_of(ds).table
-    entry = info_entry(table.schema) if isinstance(table, pa.Table) else {}
+    from arrowmix._hf.load_info import info_fields
+
+    s = state_of(ds)
+    entry = info_entry(s.table.schema) if isinstance(s.table, pa.Table) else {}
     texts = {k: entry[k] for k in INFO_TEXTS if isinstance(entry.get(k), str)}
-    return datasets.DatasetInfo(**texts, features=ds.features)
+    loaded = info_fields(s.hf_info, datasets)
+    return datasets.DatasetInfo(**texts, **loaded, features=ds.features)
 
 
 #: HF's ``DatasetInfoMixin`` properties read from ``info`` (``features`` and ``split`` apart).

@@ -553,16 +553,21 @@ class IterableDataset(IterableCasts, IterableIO, InfoFields):
 
 
 def to_iterable_dataset(
-    ds: Dataset, num_shards: int = 1, split: Any = None, file_rows: Sequence[int] | None = None
+    ds: Dataset,
+    num_shards: int = 1,
+    split: Any = None,
+    file_rows: Sequence[int] | None = None,
+    info: Any = None,
+    pieces: Sequence[tuple[int, ...]] | None = None,
 ) -> IterableDataset:
     """``ds`` as an :class:`IterableDataset` of ``num_shards`` contiguous shards.
 
-    ``file_rows``: the row counts of the files ``ds`` was read from, in order; each file is
-    then one shard, as in HF's ``load_dataset(..., streaming=True)`` (``num_shards`` unused).
+    ``file_rows``: the row counts of the files ``ds`` was read from, in order: each is one
+    shard, as in HF's ``load_dataset(..., streaming=True)``; ``pieces``: ``Source.pieces``.
 
     Its ``split`` is ``split`` (None by default, as HF's ``to_iterable_dataset`` gives;
-    ``load_dataset(..., streaming=True)`` names it); its ``info`` holds the features only,
-    as HF's (the description, citation... are not carried).
+    ``load_dataset(..., streaming=True)`` names it); its ``info`` is ``info`` or, as HF's,
+    the features only (the description, citation... are not carried).
     """
     from arrowmix._dataset.state import state_of
 
@@ -586,15 +591,10 @@ def to_iterable_dataset(
         )
     plain = ds.with_format(None) if fmt is not None else ds
     if file_rows is not None and file_rows and sum(file_rows) == len(ds):
-        starts = list(itertools.accumulate(file_rows, initial=0))
-        node = Source(plain, tuple(itertools.pairwise(starts)))
+        bounds = tuple(itertools.pairwise(itertools.accumulate(file_rows, initial=0)))
+        node = Source(plain, bounds, pieces=tuple(pieces) if pieces else None)
     else:
         node = Source(plain, shard_bounds(len(ds), num_shards))
-    info = getattr(ds, "info", None)  # HF keeps the features only, not the texts
-    return IterableDataset(
-        node,
-        ds.features,
-        format_type=fmt,
-        split=split,
-        info=None if info is None else type(info)(features=info.features),
-    )
+    if info is None and (full := getattr(ds, "info", None)) is not None:
+        info = type(full)(features=full.features)  # HF keeps the features only, not the texts
+    return IterableDataset(node, ds.features, format_type=fmt, split=split, info=info)

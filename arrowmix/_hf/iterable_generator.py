@@ -85,6 +85,10 @@ class GeneratorSource:
     def shift_rngs(self, value: int) -> GeneratorSource:
         return self
 
+    def reshard(self) -> GeneratorSource:
+        """The same shards: HF cannot cut a generator's shards either."""
+        return self
+
     def build(self) -> Stream[Any]:
         from arrowmix._stream.sources.iterable import from_iterable
 

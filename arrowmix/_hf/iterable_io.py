@@ -9,8 +9,8 @@
   the ``Dataset``'s ``to_iterable_dataset``, with HF's arguments and split names.
 - ``decode(enable)`` sets the media features' ``decode`` flag, as HF's does. arrowmix never
   decodes media (rows hold the stored ``{"bytes", "path"}``), so the rows do not change.
-- ``reshard()``: the shards cannot be split further (HF splits Parquet files by row group;
-  arrowmix's rows come from one cached table), so it returns the same shards.
+- ``reshard()``: as HF's, a Parquet file of ``load_dataset(..., streaming=True)`` becomes
+  one shard per row group (same rows, same order); other shards cannot be cut, as in HF.
 """
 
 from __future__ import annotations
@@ -178,9 +178,14 @@ class IterableIO:
         return out
 
     def reshard(self) -> IterableDataset:
-        """The same shards: arrowmix's cannot be split further (HF splits Parquet row groups)."""
+        """Shards cut further where HF cuts them: a streamed Parquet file per row group.
+
+        The rows and their order are unchanged (so is a ``state_dict``'s resume); other
+        shards (JSON, CSV, text, Arrow files, ``to_iterable_dataset``, generators) stay whole,
+        as in HF. Reshard before ``shuffle``/``shard``, as HF advises.
+        """
         ds: Any = self
-        out: IterableDataset = ds._derive()
+        out: IterableDataset = ds._derive(ds._node.reshard())
         return out
 
     # ------------------------------------------------------------------ constructors

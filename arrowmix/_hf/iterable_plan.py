@@ -83,6 +83,9 @@ class Source:
     bounds: tuple[tuple[int, int], ...]
     #: ``(num_instances, rank)`` of the rows' stream (an elastic resume deals them), or None.
     instances: tuple[int, int] | None = None
+    #: Each shard's pieces, the row counts :meth:`reshard` cuts it into (HF's Parquet row
+    #: groups); None when the shards cannot be cut.
+    pieces: tuple[tuple[int, ...], ...] | None = None
 
     @property
     def num_shards(self) -> int:
@@ -96,11 +99,34 @@ class Source:
     def shuffle_sources(self, rng: np.random.Generator, seed: int) -> Source:
         order = list(range(len(self.bounds)))
         copy.deepcopy(rng).shuffle(order)
-        return replace(self, bounds=tuple(self.bounds[i] for i in order))
+        return self._keep(order)
 
     def shard(self, num_shards: int, index: int, contiguous: bool) -> Source:
-        keep = worker_shards(len(self.bounds), num_shards, index, contiguous)
-        return replace(self, bounds=tuple(self.bounds[i] for i in keep))
+        return self._keep(worker_shards(len(self.bounds), num_shards, index, contiguous))
+
+    def _keep(self, shards: list[int]) -> Source:
+        """The shards ``shards``, in that order."""
+        bounds = tuple(self.bounds[i] for i in shards)
+        if self.pieces is None:
+            return replace(self, bounds=bounds)
+        return replace(self, bounds=bounds, pieces=tuple(self.pieces[i] for i in shards))
+
+    def reshard(self) -> Source:
+        """Each shard cut into its pieces, in order (HF's ``reshard_data_sources``).
+
+        A shard of no piece (a Parquet file without row groups) is gone, as in HF; the rows
+        and their order are unchanged, so a resharded stream resumes where the other was.
+        """
+        if self.pieces is None:
+            return self
+        bounds: list[tuple[int, int]] = []
+        for (start, stop), counts in zip(self.bounds, self.pieces, strict=True):
+            if sum(counts) != stop - start:
+                return self  # pragma: no cover - the pieces are the files' own row groups
+            for n in counts:
+                bounds.append((start, start + n))
+                start += n
+        return replace(self, bounds=tuple(bounds), pieces=tuple((b - a,) for a, b in bounds))
 
     def shift_rngs(self, value: int) -> Source:
         return self
@@ -176,6 +202,9 @@ class Op:
     def shift_rngs(self, value: int) -> Op:
         return replace(self, parent=self.parent.shift_rngs(value))
 
+    def reshard(self) -> Op:
+        return replace(self, parent=self.parent.reshard())
+
     def build(self) -> Stream[Any]:
         return self.make(self.parent.build(), **self.params)
 
@@ -215,6 +244,9 @@ class Interleave:
         else:
             kids = ()
         return replace(self, children=kids)
+
+    def reshard(self) -> Interleave:
+        return replace(self, children=tuple(c.reshard() for c in self.children))
 
     def shift_rngs(self, value: int) -> Interleave:
         kids = tuple(c.shift_rngs(value) for c in self.children)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from arrowmix._hf.load_files import BUILDERS, resolve_data_files
@@ -145,7 +146,9 @@ def load_dataset(
 
     The files are read once: the result is cached by their content (under ``cache_dir`` when
     given), so a rerun, in this process or another, only hashes them. ``streaming=True``
-    gives each Dataset's ``to_iterable_dataset()``.
+    gives each Dataset's ``to_iterable_dataset()``. Every split is read (HF prepares them
+    all), and ``ds.info`` holds HF's ``builder_name``, ``config_name``, ``version``,
+    ``splits`` and sizes (see :mod:`arrowmix._hf.load_info`).
 
     Raises:
         NotLocalError: ``path`` is not a local path or a builder (a Hub name), or the call
@@ -168,16 +171,21 @@ def load_dataset(
         )
     _check_local(path, data_files)
     card = _card_config(path, name, data_dir, data_files)
+    config_name = "default"
     if card is None:
         builder, defaults, files = resolve_data_files(path, data_dir, data_files)
     else:
-        builder, defaults, files = card
+        builder, defaults, files, config_name = card
     options = {**defaults, **builder_kwargs}
     from arrowmix._hf.load_builders import check_options
+    from arrowmix._hf.load_info import LoadInfo, dataset_name
 
     check_options(builder, options)
     wanted = list(files) if split is None else _needed(split, list(files))
+    if not streaming:
+        wanted = list(files)  # HF prepares every split, whatever `split` picks
     file_rows: dict[str, list[int]] = {}
+    member_rows: dict[str, list[int]] = {}
     splits = _build(
         builder,
         {s: files[s] for s in wanted},
@@ -186,7 +194,15 @@ def load_dataset(
         features,
         keep_in_memory,
         file_rows,
+        member_rows,
     )
+    info = LoadInfo(builder, dataset_name(path, builder), config_name)
+    if not streaming:  # HF's streaming reads nothing first: no split sizes
+        from arrowmix._hf.load_info import download_size, split_infos
+
+        sizes = split_infos(splits, member_rows)
+        info = replace(info, splits=sizes, download_size=download_size(_patterns(files)))
+    splits = {s: _with_info(ds, info) for s, ds in splits.items()}
     if split is None:
         from arrowmix._hf.dataset_dict import DatasetDict
 
@@ -199,13 +215,23 @@ def load_dataset(
             if isinstance(split, (list, tuple))
             else select_split(splits, split)
         )
-    return _streaming(result, file_rows) if streaming else result
+    if not streaming:
+        return result
+    return _streaming(result, file_rows, _row_groups(builder, files, file_rows))
+
+
+def _with_info(ds: Any, info: Any) -> Any:
+    from arrowmix._dataset.state import derive, state_of
+
+    return type(ds)(derive(state_of(ds), hf_info=info))
 
 
 def _card_config(
     path: str, name: str | None, data_dir: str | None, data_files: Any
-) -> tuple[str, dict[str, Any], dict[str, list[str]]] | None:
-    """``resolve_data_files``' answer for the folder's README ``configs:`` (HF's rules), if any.
+) -> tuple[str, dict[str, Any], dict[str, list[str]], str] | None:
+    """``resolve_data_files``' answer and the configuration's name for a README ``configs:``.
+
+    HF's rules, if the folder's card has any configuration.
 
     Only for a local folder loaded without ``data_files`` or ``data_dir`` (see
     :mod:`arrowmix._hf.load_card`).
@@ -223,7 +249,8 @@ def _card_config(
     chosen = pick_config(configs, name)
     _, _, files = resolve_data_files(path, chosen.get("data_dir"), chosen.get("data_files"))
     options = config_options(chosen, builder_options(builder))
-    return builder, {**defaults, **options}, files
+    chosen_name = next(k for k, v in configs.items() if v is chosen)
+    return builder, {**defaults, **options}, files, chosen_name
 
 
 def _build(
@@ -234,8 +261,13 @@ def _build(
     features: Any,
     keep_in_memory: bool | None,
     file_rows: dict[str, list[int]],
+    member_rows: dict[str, list[int]],
 ) -> dict[str, Any]:
-    """Each split's Dataset; ``file_rows`` gets each split's files' row counts."""
+    """Each split's Dataset.
+
+    ``file_rows`` gets each split's files' row counts (a zip archive as one file),
+    ``member_rows`` the same with an archive's members apart.
+    """
     from arrowmix._hf.load_builders import build_split
     from arrowmix._hf.load_folder import build_folder
 
@@ -251,35 +283,70 @@ def _build(
             features,
             bool(keep_in_memory),
             file_rows.setdefault(s, []),
+            member_rows.setdefault(s, []),
         )
         for s, f in files.items()
     }
 
 
-def _streaming(result: Any, file_rows: Mapping[str, list[int]]) -> Any:
+def _row_groups(
+    builder: str, files: Mapping[str, list[str]], file_rows: Mapping[str, list[int]]
+) -> dict[str, list[tuple[int, ...]]]:
+    """Each split's Parquet files' row groups (their row counts), HF's ``reshard()`` pieces.
+
+    Empty for another builder, or a split whose files are not each one Parquet file (a zip
+    archive is one shard that HF does not split either).
+    """
+    if builder != "parquet":
+        return {}
+    import pyarrow.parquet as pq
+
+    out: dict[str, list[tuple[int, ...]]] = {}
+    for split, paths in files.items():
+        if len(paths) != len(file_rows.get(split, ())) or any(p.endswith(".zip") for p in paths):
+            continue
+        out[split] = []
+        for path in paths:
+            meta = pq.read_metadata(path)
+            out[split].append(tuple(meta.row_group(g).num_rows for g in range(meta.num_row_groups)))
+    return out
+
+
+def _streaming(
+    result: Any,
+    file_rows: Mapping[str, list[int]],
+    row_groups: Mapping[str, list[tuple[int, ...]]],
+) -> Any:
     """``result`` as HF's ``streaming=True`` gives it: iterable datasets named by their split.
 
     A DatasetDict becomes an ``IterableDatasetDict``; the rows are those of the (memory-mapped,
     cached) Datasets, read in order. Each data file is one shard, as in HF (so DataLoader
     workers and ``split_dataset_by_node`` share the files as HF's do); a sliced split
-    (``"train[:5%]"``) is one shard.
+    (``"train[:5%]"``) is one shard. ``row_groups``: each Parquet file's row groups, the
+    shards ``reshard()`` cuts it into, as HF's.
     """
     from arrowmix._dataset.dataset import Dataset
     from arrowmix._hf.iterable import to_iterable_dataset
     from arrowmix._hf.iterable_dict import IterableDatasetDict
     from arrowmix._hf.load_split import parse_split
 
-    def rows_of(spec: str) -> list[int] | None:
+    def shards_of(spec: str) -> tuple[list[int] | None, list[tuple[int, ...]] | None]:
         counts: list[int] = []
+        pieces: list[tuple[int, ...]] | None = []
         for term in parse_split("+".join(file_rows) if spec == "all" else spec):
             rows = file_rows.get(term.split)
             if not rows or term.bounds(sum(rows)) != (0, sum(rows)):
-                return None
+                return None, None
             counts += rows
-        return counts
+            groups = row_groups.get(term.split)
+            pieces = None if pieces is None or groups is None else pieces + groups
+        return counts, pieces
 
     def one(ds: Any) -> Any:
-        return to_iterable_dataset(ds, 1, split=ds.split, file_rows=rows_of(str(ds.split)))
+        rows, pieces = shards_of(str(ds.split))
+        return to_iterable_dataset(
+            ds, 1, split=ds.split, file_rows=rows, info=ds.info, pieces=pieces
+        )
 
     if isinstance(result, list):
         return [one(ds) for ds in result]

@@ -67,18 +67,25 @@ def build_split(
     features: Any,
     keep_in_memory: bool = False,
     row_counts: list[int] | None = None,
+    member_rows: list[int] | None = None,
 ) -> Dataset:
     """The Dataset of one split's ``files`` read by ``builder`` with HF's ``options``.
 
     ``row_counts``: gets each file's row count, in order (the streaming shards; a zip
-    archive's members count as one file).
+    archive's members count as one file). ``member_rows``: the same with each member of a
+    zip archive counted apart (the files HF's builder reads one after the other).
     """
     from arrowmix._dataset.inputs.file_splits import read_splits
 
     if builder in ("imagefolder", "audiofolder"):
         raise ValueError("folder builders are built by load_folder")  # pragma: no cover
     if builder == "arrow":
-        return _arrow(files, name, features, keep_in_memory, row_counts)
+        per_file: list[int] = []
+        read = _arrow(files, name, features, keep_in_memory, per_file)
+        for out in (row_counts, member_rows):
+            if out is not None:
+                out += per_file
+        return read
     from arrowmix._hf.load_archives import expand_archives
 
     groups = [expand_archives([f]) for f in files]  # a zip's members: one shard, as in HF
@@ -100,6 +107,8 @@ def build_split(
         files, fmt, name, None, None, cache_dir, cast, keep_in_memory, row_counts=counts
     )
     found = counts.get(name, [])
+    if member_rows is not None and len(found) == len(files):
+        member_rows += found
     if row_counts is not None and len(found) == len(files):
         rows = iter(found)
         row_counts += [sum(itertools.islice(rows, len(group))) for group in groups]

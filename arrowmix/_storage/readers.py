@@ -205,10 +205,25 @@ def _bad_utf8_line(path: str, storage_options: Mapping[str, Any] | None) -> str:
     return f"{path}: not valid UTF-8."
 
 
+#: Suffixes fsspec decompresses (``compression="infer"``): such files are read through it.
+_COMPRESSED = (".gz", ".bz2", ".xz", ".lzma", ".zst", ".lz4", ".zip", ".snappy")
+
+
 def read_parquet(path: str, storage_options: Mapping[str, Any] | None) -> Iterator[pa.RecordBatch]:
-    """Parquet row groups as record batches, of the chunk writer's batch size (no re-batching)."""
+    """Parquet row groups as record batches, of the chunk writer's batch size (no re-batching).
+
+    A local file is memory-mapped and read by Arrow itself: its pages are decompressed from
+    the page cache, with no copy through a Python file object (and no fsspec import).
+    """
     import pyarrow.parquet as pq
 
+    if is_local(path) and not path.lower().endswith(_COMPRESSED):
+        try:
+            pf = pq.ParquetFile(local_path(path), memory_map=True)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise InputFormatError(f"{path}: not a readable Parquet file: {exc}") from exc
+        yield from pf.iter_batches(batch_size=_PARQUET_ROWS)
+        return
     with _open(path, storage_options) as f:
         try:
             pf = pq.ParquetFile(f)

@@ -81,6 +81,19 @@ def test_parquet(tmp_path):
     assert ds.to_table().equals(table)
 
 
+def test_parquet_read_in_place_or_through_a_compression_and_a_bad_file_named(tmp_path):
+    """A local file is memory-mapped; a compressed one is read through fsspec; same rows."""
+    table = pa.table({"id": list(range(50)), "text": [str(i) * 3 for i in range(50)]})
+    pq.write_table(table, tmp_path / "d.parquet", row_group_size=7)
+    with open(tmp_path / "d.parquet", "rb") as src, gzip.open(tmp_path / "e.parquet.gz", "wb") as f:
+        f.write(src.read())
+    for name in ("d.parquet", "e.parquet.gz"):
+        assert am.Dataset.from_parquet(str(tmp_path / name)).to_table().equals(table)
+    (tmp_path / "bad.parquet").write_bytes(b"not parquet at all")
+    with pytest.raises(InputFormatError, match=r"bad\.parquet: not a readable Parquet file"):
+        am.Dataset.from_parquet(str(tmp_path / "bad.parquet"))
+
+
 def test_files_with_incompatible_columns_name_the_file(tmp_path):
     (tmp_path / "a.jsonl").write_text('{"a": 1}\n')
     (tmp_path / "b.jsonl").write_text('{"b": "x"}\n')

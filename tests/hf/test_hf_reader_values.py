@@ -304,3 +304,31 @@ def test_quoted_csv_values_may_span_lines_in_a_large_file(tmp_path: Any) -> None
             w.writerow([i, f"line one\nline two, {'x' * (i % 50)}" if i % 3 == 0 else f"n{i}"])
     _, ours = _same("csv", path, tmp_path)
     assert ours[0]["text"] == "line one\nline two, "
+
+
+@pytest.mark.parametrize("second", ["", "z\n"])
+def test_a_bad_csv_skipped_by_an_older_reader_raises_instead_of_its_cache(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch, second: str
+) -> None:
+    """Version 2 skipped an empty CSV (or a header-only one of other columns) and cached the
+    rest; a rerun must raise as today's reader does, not serve that cache."""
+    (tmp_path / "a.csv").write_text("x\n1\n")
+    (tmp_path / "b.csv").write_text(second)
+    files = [str(tmp_path / "a.csv"), str(tmp_path / "b.csv")]
+    real = readers.read_csv
+
+    def old_reader(p: str, so: Any, types: Any = None, **kw: Any) -> Any:  # what version 2 gave
+        if p.endswith("a.csv"):
+            yield from real(p, so, types, **kw)
+
+    def load() -> am.Dataset:
+        return am.Dataset.from_csv(files, cache_dir=str(tmp_path / "am"))
+
+    with monkeypatch.context() as m:
+        m.setattr(ingest, "_FORMAT_VERSIONS", {"csv": 2, "json": 2})
+        m.setitem(readers.FORMATS, "csv", old_reader)
+        m.setattr(readers, "read_csv", old_reader)
+        assert load()["x"] == [1]  # cached under version 2's key
+    error = am.exceptions.InputFormatError if not second else am.exceptions.SchemaMismatchError
+    with pytest.raises(error, match=r"b\.csv"):
+        load()

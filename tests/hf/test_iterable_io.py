@@ -172,6 +172,77 @@ def test_reshard_keeps_the_shards_of_a_dataset_as_hf():
     assert list(ours.reshard()) == list(theirs.reshard())
 
 
+def _parquet_streams(tmp_path, monkeypatch):
+    """Three Parquet files (row groups of 6, 4 and 1 rows) streamed by both libraries."""
+    import datasets.distributed  # noqa: F401  (hf.distributed)
+
+    monkeypatch.setattr(hf.config, "HF_HUB_OFFLINE", True)
+
+    files = []
+    for i, (n, group) in enumerate([(20, 6), (10, 4), (3, 1)]):
+        files.append(str(tmp_path / f"p{i}.parquet"))
+        rows = {"x": list(range(100 * i, 100 * i + n)), "s": [f"r{j}" for j in range(n)]}
+        pq.write_table(pa.table(rows), files[-1], row_group_size=group)
+    theirs = hf.load_dataset(
+        "parquet", data_files=files, split="train", streaming=True, cache_dir=str(tmp_path / "h")
+    )
+    return am.load_dataset("parquet", data_files=files, split="train", streaming=True), theirs
+
+
+def test_reshard_counts_parquet_row_groups_as_hf(tmp_path, monkeypatch):
+    ours, theirs = _parquet_streams(tmp_path, monkeypatch)
+    assert ours.reshard().num_shards == theirs.reshard().num_shards == 4 + 3 + 3
+    assert list(ours.reshard()) == list(ours)
+    assert ours.reshard().info.builder_name == "parquet"
+
+
+@pytest.mark.slow  # HF streams the files a dozen times
+def test_reshard_cuts_parquet_files_at_row_groups_as_hf(tmp_path, monkeypatch):
+    ours, theirs = _parquet_streams(tmp_path, monkeypatch)
+    assert ours.num_shards == theirs.num_shards == 3
+    for o, t in [
+        (ours.reshard(), theirs.reshard()),
+        (ours.reshard().reshard(), theirs.reshard().reshard()),
+        (ours.reshard().map(twice_x).select_columns("x"), theirs.reshard().map(twice_x)),
+    ]:
+        assert o.num_shards == t.num_shards == 4 + 3 + 3
+        assert [r["x"] for r in o] == [r["x"] for r in t]
+    for rank in range(4):  # the node split now has row groups to share, as HF's
+        mine = am.split_dataset_by_node(ours.reshard(), rank=rank, world_size=4)
+        hfs = hf.distributed.split_dataset_by_node(theirs.reshard(), rank=rank, world_size=4)
+        assert mine.num_shards == hfs.num_shards
+        assert [r["x"] for r in mine] == [r["x"] for r in hfs]
+    # the shard order a seed gives is HF's (the rows of a shuffle buffer are arrowmix's own)
+    starts = {0, 6, 12, 18, 100, 104, 108, 200, 201, 202}  # each row group's first row
+    mine, hfs = (list(d.reshard().shuffle(seed=3, buffer_size=1)) for d in (ours, theirs))
+    assert [r["x"] for r in mine if r["x"] in starts] == [r["x"] for r in hfs if r["x"] in starts]
+    assert sorted(r["x"] for r in mine) == sorted(r["x"] for r in hfs)
+
+
+def twice_x(row):
+    return {"x": row["x"] * 2}
+
+
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_a_resharded_stream_resumes_exactly(tmp_path, monkeypatch, shuffled):
+    ours, _ = _parquet_streams(tmp_path, monkeypatch)
+    ds = ours.reshard().shuffle(seed=5, buffer_size=4) if shuffled else ours.reshard()
+    full = [r["x"] for r in ds]
+    it = iter(ds)
+    head = [next(it)["x"] for _ in range(13)]
+    state = json.loads(json.dumps(ds.state_dict()))
+    again, _ = _parquet_streams(tmp_path, monkeypatch)
+    again = again.reshard().shuffle(seed=5, buffer_size=4) if shuffled else again.reshard()
+    again.load_state_dict(state)
+    assert head + [r["x"] for r in again] == full
+    if not shuffled:  # the rows are the files' in order: a state taken before the cut
+        whole = ours.reshard()  # fits the cut stream
+        it = iter(ours)
+        head = [next(it)["x"] for _ in range(13)]
+        whole.load_state_dict(ours.state_dict())
+        assert head + [r["x"] for r in whole] == full
+
+
 def test_info_fields_as_hf():
     def make(lib):
         info = hf.DatasetInfo(description="d", citation="c", homepage="h", license="l")

@@ -37,10 +37,11 @@ from arrowmix.exceptions import SchemaMismatchError
 __all__ = ["ingest", "input_batches", "text_format"]
 
 _READER_VERSION = 1
-#: Formats whose reader changed the values it gives since version 1 (HF's CSV and JSON
-#: rules): their key names the version, so a cache of the old values is never reused. The
-#: other formats' keys, and so their fingerprints, are unchanged.
-_FORMAT_VERSIONS = {"csv": 2, "json": 2}
+#: Formats whose reader changed what it gives since version 1: their key names the version,
+#: so a cache of the old answer is never reused. The other formats' keys, and so their
+#: fingerprints, are unchanged. csv 2, json 2: HF's values and types; csv 3: a file without
+#: a header, or a header-only file of other columns, raises (version 2 skipped it).
+_FORMAT_VERSIONS = {"csv": 3, "json": 2}
 _MARKER = "_COMPLETE.json"
 
 

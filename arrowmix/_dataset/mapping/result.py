@@ -204,6 +204,7 @@ def map_result(
         storage_options=s.storage_options,
         holds=tuple(holds),
         split=s.split,
+        hf_info=s.hf_info,
     )
     return type(ds)(state)
 

@@ -116,6 +116,12 @@ def _format_fields(dsets: Sequence[Dataset]) -> dict[str, Any]:
     return {"fmt": None, "fmt_columns": None, "fmt_all": False, "fmt_kwargs": ()}
 
 
+def _common_info(dsets: Sequence[Dataset]) -> Any:
+    """The inputs' ``load_dataset`` info when they all agree, else none (HF's ``from_merge``)."""
+    infos = [state_of(d).hf_info for d in dsets]
+    return infos[0] if all(i == infos[0] for i in infos) else None
+
+
 def _aligned_schema(dsets: Sequence[Dataset]) -> pa.Schema:
     """The union of the inputs' columns (in order of appearance), checked as HF aligns them."""
     fields: dict[str, pa.Field[Any]] = {}
@@ -189,6 +195,7 @@ def _concat_rows(dsets: Sequence[Dataset]) -> Dataset:
             h for d in dsets for h in state_of(d).holds if h.path != state_of(d).indices_file
         ),
         **_format_fields(dsets),
+        hf_info=_common_info(dsets),
     )
     out = Dataset(state)
     if mapping is not None:
@@ -230,6 +237,7 @@ def _concat_columns(dsets: Sequence[Dataset]) -> Dataset:
             h for v in views for h in state_of(v).holds if h.path != state_of(v).indices_file
         ),
         **_format_fields(dsets),
+        hf_info=_common_info(dsets),
     )
     return Dataset(state)
 

@@ -42,5 +42,6 @@ def in_memory_copy(ds: Dataset) -> Dataset:
             cache_dir=ds.cache_dir,
             storage_options=s.storage_options,
             split=s.split,
+            hf_info=s.hf_info,
         )
     )

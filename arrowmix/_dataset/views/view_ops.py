@@ -383,6 +383,7 @@ def _flattened_dataset(s: DatasetState, path: str, fp: str, n: int, found: _Flat
             storage_options=s.storage_options,
             holds=holds,
             split=s.split,
+            hf_info=s.hf_info,
         )
     )
 
@@ -401,6 +402,7 @@ def _flatten_in_memory(s: DatasetState, fp: str) -> Dataset:
         "cache_dir",
         "storage_options",
         "split",
+        "hf_info",
     )
     return Dataset(DatasetState(table=table, fingerprint=fp, **{f: getattr(s, f) for f in fields}))
 
