@@ -25,6 +25,13 @@ generated corpora): a file is hashed once per ``stat`` identity, then trusted by
 times come from the kernel's coarse clock (a tick of 1-10 ms), so a write within the tick of
 the identity checked would leave it unchanged: :func:`check` and :func:`vouch` record a file
 only once that tick has passed (waiting for it if needed), and only if it is still unchanged.
+
+:func:`write_sealed` and :func:`read_sealed` serve caches whose files record nothing else
+about themselves (token boundaries, markers of cached corpora): the file carries its own
+seal, a trailer with the xxh3 digest of its payload and of the *key* it was computed for
+(what it was computed from: a content digest, a dtype...). A file damaged, truncated,
+emptied, or moved or copied in the place of another key's file is not served: the caller
+computes it again, with a ``CacheWarning`` naming the file.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import json
 import mmap
 import os
 import secrets
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -52,10 +60,12 @@ __all__ = [
     "identity",
     "moved",
     "note",
+    "read_sealed",
     "remember",
     "synced",
     "trusted",
     "vouch",
+    "write_sealed",
 ]
 
 _Ident = tuple[int, ...]
@@ -335,3 +345,58 @@ def _flush() -> None:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
                 raise
+
+
+_SEAL = b"AMXSEAL1"
+_TRAILER = struct.Struct("<QI8s8s")  # payload bytes, key bytes, digest, magic
+
+
+def _seal_digest(payload: bytes, key: bytes) -> bytes:
+    h = xxhash.xxh3_64(payload)
+    h.update(key)
+    return h.digest()
+
+
+def write_sealed(path: str, payload: bytes, key: str) -> None:
+    """Write ``payload`` to ``path`` atomically, sealed for ``key`` (see the module)."""
+    from arrowmix._storage.atomic import atomic_sink
+
+    k = key.encode()
+    trailer = _TRAILER.pack(len(payload), len(k), _seal_digest(payload, k), _SEAL)
+    with atomic_sink(path, sync=False) as sink:
+        sink.write(payload)
+        sink.write(k)
+        sink.write(trailer)
+
+
+def read_sealed(path: str, key: str, what: str) -> bytes | None:
+    """The payload of the sealed file ``path`` when it is whole and sealed for ``key``.
+
+    None when there is no such file; also, with a ``CacheWarning`` naming the file and
+    ``what`` it holds (it is then computed again), when its seal does not match.
+    """
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+    except OSError:
+        return None
+    k = key.encode()
+    problem = None
+    if len(blob) < _TRAILER.size:
+        problem = f"{len(blob)} bytes, shorter than its seal (truncated or emptied)"
+    else:
+        size, klen, digest, magic = _TRAILER.unpack_from(blob, len(blob) - _TRAILER.size)
+        if magic != _SEAL or size + klen + _TRAILER.size != len(blob):
+            problem = "its seal is missing or its length does not match (damaged or truncated)"
+        elif blob[size : size + klen] != k:
+            problem = "it was computed for another input (moved or copied in its place)"
+        elif _seal_digest(blob[:size], k) != digest:
+            problem = "its bytes do not hash to its seal (damaged)"
+        else:
+            return blob[:size]
+    from arrowmix._warn import warn
+    from arrowmix.exceptions import CacheWarning
+
+    warn(f"Cache file {path!r} ({what}) cannot be used: {problem}. Computing it again.",
+         CacheWarning)  # fmt: skip
+    return None
