@@ -32,6 +32,11 @@ seal, a trailer with the xxh3 digest of its payload and of the *key* it was comp
 (what it was computed from: a content digest, a dtype...). A file damaged, truncated,
 emptied, or moved or copied in the place of another key's file is not served: the caller
 computes it again, with a ``CacheWarning`` naming the file.
+
+:func:`corpus_problem` checks a corpus arrowmix keeps as a cache (``from_generator``'s,
+``load_dataset``'s and ``from_json``/``from_csv``... ingested chunks) before it is served:
+its ``_COMPLETE.json`` marker (sealed by :func:`marker_bytes`), its manifest, and each chunk
+against the manifest's size and digest (:func:`check`).
 """
 
 from __future__ import annotations
@@ -54,10 +59,12 @@ from arrowmix._storage.local import root_dir
 __all__ = [
     "batch",
     "check",
+    "corpus_problem",
     "facts",
     "file_digest",
     "flush",
     "identity",
+    "marker_bytes",
     "moved",
     "note",
     "read_sealed",
@@ -400,3 +407,62 @@ def read_sealed(path: str, key: str, what: str) -> bytes | None:
     warn(f"Cache file {path!r} ({what}) cannot be used: {problem}. Computing it again.",
          CacheWarning)  # fmt: skip
     return None
+
+
+def marker_bytes(info: dict[str, Any]) -> bytes:
+    """The JSON of a cached corpus's marker ``info``, sealed (its ``seal``: an xxh3 of the rest)."""
+    body = {k: v for k, v in info.items() if k != "seal"}
+    seal = xxhash.xxh3_64_hexdigest(json.dumps(body, sort_keys=True).encode())
+    return json.dumps({**body, "seal": seal}, indent=1).encode()
+
+
+def _marker(path: str) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        with open(path, "rb") as f:
+            info = json.loads(f.read())
+    except FileNotFoundError:
+        return None, "its marker is missing"
+    except (OSError, ValueError) as exc:
+        return None, f"its marker {path!r} cannot be read ({exc})"
+    if not isinstance(info, dict):
+        return None, f"its marker {path!r} is not a JSON object"
+    seal = info.get("seal")
+    if seal is not None and json.loads(marker_bytes(info))["seal"] != seal:
+        return None, f"its marker {path!r} does not match its seal (damaged or edited)"
+    return info, None
+
+
+def corpus_problem(out: str, marker: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The marker of the finished cached corpus in ``out``, or why it must not be served.
+
+    Checked: the marker parses (and matches its seal, when it has one), the manifest lists
+    the chunks, every chunk holds the size and digest the manifest records (a ``stat`` for
+    a chunk already checked in its current identity), and the marker's ``input_rows`` (when
+    it has them) add up to the manifest's rows.
+    """
+    from arrowmix._storage.digests import MANIFEST_NAME, read_manifest
+
+    info, why = _marker(marker)
+    if info is None:
+        return None, why
+    entries = read_manifest(out)
+    if not entries:
+        return None, f"its manifest {os.path.join(out, MANIFEST_NAME)!r} is missing or damaged"
+    with batch():
+        for name, entry in entries.items():
+            try:
+                why = check(os.path.join(out, name), entry.size, entry.digest)
+            except FileNotFoundError:
+                why = "it is missing"
+            if why is not None:
+                return None, f"chunk {name!r}: {why}"
+    counts = info.get("input_rows")
+    if counts is not None:
+        rows = sum(e.rows for e in entries.values())
+        if not isinstance(counts, list) or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts
+        ):
+            return None, f"its marker's input_rows are not row counts: {counts!r}"
+        if sum(counts) != rows:
+            return None, f"its marker's input_rows add up to {sum(counts)}, its chunks hold {rows}"
+    return info, None
