@@ -97,7 +97,16 @@ def expand_inputs(
 
     Each spec's files are sorted; a spec naming no file raises ``FileNotFoundError``.
     """
-    specs = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    try:
+        specs = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    except TypeError:
+        specs = [paths]
+    bad = [s for s in specs if not isinstance(s, (str, os.PathLike))]
+    if bad:
+        raise TypeError(
+            "Input paths must be paths, globs or URLs (str), or a list of them; got "
+            f"{type(bad[0]).__name__} {bad[0]!r}."
+        )
     files: list[str] = []
     for spec in (os.fspath(s) for s in specs):
         found = _expand_one(spec, storage_options)

@@ -108,6 +108,15 @@ def flat_source(
         files.append(offsets)
     elif offsets is not None:
         offsets = np.array(offsets, dtype=np.int64)  # a copy: the caller's may change
+    if eos_id is not None:
+        info = np.iinfo(dt)
+        if isinstance(eos_id, bool) or not isinstance(eos_id, (int, np.integer)):
+            raise TypeError(f"`eos_id` must be a token id (an int), got {eos_id!r}.")
+        if not info.min <= eos_id <= info.max:
+            raise ValueError(
+                f"`eos_id` {eos_id} cannot occur in a file of {dt} tokens "
+                f"({info.min}..{info.max}): no document would end. Check `eos_id` and `dtype`."
+            )
     if seq_len is not None and (isinstance(seq_len, bool) or int(seq_len) < 1):
         raise ValueError(f"`seq_len` must be a positive number of tokens, got {seq_len!r}.")
     args = (path, dt.str, eos_id, offsets, seq_len)

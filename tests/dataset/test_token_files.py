@@ -148,3 +148,17 @@ def test_several_files_and_pickling(tmp_path: Any) -> None:
     with pytest.raises(ChunkFileError, match=r"b\.bin' changed since it was opened"):
         pickle.loads(blob)
     assert am.from_token_file([a, b], np.uint16, eos_id=0)._fingerprint != ds._fingerprint
+
+
+@pytest.mark.parametrize("eos_id", [-1, 70000])
+def test_an_eos_id_the_dtype_cannot_hold_is_refused(tmp_path: Any, eos_id: int) -> None:
+    path = write(tmp_path / "t.bin", [5, 6, 0, 7])
+    with pytest.raises(ValueError, match=rf"`eos_id` {eos_id} cannot occur .* uint16"):
+        am.from_token_file(path, np.uint16, eos_id=eos_id)
+
+
+def test_input_paths_of_another_type_are_named(tmp_path: Any) -> None:
+    with pytest.raises(TypeError, match=r"Input paths must be paths.*got int 123"):
+        am.Dataset.from_parquet(123, in_place=True)
+    with pytest.raises(TypeError, match="got NoneType None"):
+        am.Dataset.from_json([str(tmp_path / "a.jsonl"), None])
