@@ -97,6 +97,7 @@ def expand_inputs(
 
     Each spec's files are sorted; a spec naming no file raises ``FileNotFoundError``.
     """
+    specs: list[Any]
     try:
         specs = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     except TypeError:
