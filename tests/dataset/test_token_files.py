@@ -162,3 +162,5 @@ def test_input_paths_of_another_type_are_named(tmp_path: Any) -> None:
         am.Dataset.from_parquet(123, in_place=True)
     with pytest.raises(TypeError, match="got NoneType None"):
         am.Dataset.from_json([str(tmp_path / "a.jsonl"), None])
+    with pytest.raises(TypeError, match="got int 5"):
+        am.Dataset.from_mds(5)
