@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from arrowmix._cache.inuse import exclusive, in_use, lock_held, writer_lock
 from arrowmix._cache.lock import lock_path
@@ -30,7 +30,15 @@ from arrowmix._storage.digests import MANIFEST_NAME
 if TYPE_CHECKING:
     from arrowmix._cache.listing import CacheEntry
 
-__all__ = ["GENERATED_KIND", "clear", "is_corpus_dir", "remove", "scan_generated", "size_of"]
+__all__ = [
+    "GENERATED_KIND",
+    "clear",
+    "is_corpus_dir",
+    "remove",
+    "scan_generated",
+    "served",
+    "size_of",
+]
 
 GENERATED_KIND = "generated"
 _DIR = "generated"  # arrowmix._dataset.inputs.generator.GENERATED_DIR (not imported: layering)
@@ -147,3 +155,26 @@ def clear(path: str) -> int:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(p)
     return sum(f[1] for f in files)
+
+
+def served(out: str, what: str, again: str) -> dict[str, Any] | None:
+    """The marker of the finished cached corpus in ``out``, when it may be served.
+
+    None when there is none; also, once the corpus is cleared with a ``CacheWarning`` saying
+    why (:func:`arrowmix._storage.trust.corpus_problem`), when it must not be served: the
+    caller builds it again. ``what`` names the corpus, ``again`` how it is rebuilt. Called
+    under the corpus's lock. Used by ``from_generator`` and by ingested chunks alike.
+    """
+    from arrowmix._storage import trust
+    from arrowmix._warn import warn
+    from arrowmix.exceptions import CacheWarning
+
+    marker = os.path.join(out, _MARKER)
+    if not os.path.exists(marker):
+        return None
+    info, why = trust.corpus_problem(out, marker)
+    if info is not None:
+        return info
+    warn(f"The {what} {out!r} cannot be used: {why}. {again}", CacheWarning)
+    clear(out)  # the marker first; map results beside the chunks stay
+    return None

@@ -15,9 +15,12 @@ and features that HF also writes there) is left out, as the Hub computes it from
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import secrets
+import shutil
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -90,17 +93,44 @@ def write_hub_folder(
         s: _num_shards(ds, max_shard_size, (num_shards or {}).get(s), None)
         for s, ds in splits.items()
     }
+    _remove_dead_staging(root)
+    # Every shard is written into a staging directory first, then renamed into place, the
+    # README last: a job killed while writing leaves no shard set that looks complete (only
+    # the staging directory, removed by the next call on this folder).
+    staging = os.path.join(root, f"{_STAGING}{os.getpid()}-{secrets.token_hex(4)}")
+    os.makedirs(staging)
     written: list[str] = []
-    for split, ds in splits.items():
-        n = counts[split]
-        for i in range(n):
-            rel = f"{data_dir}/{split}-{i:05d}-of-{n:05d}.parquet"
-            os.makedirs(os.path.join(root, data_dir), exist_ok=True)
-            ds.shard(num_shards=n, index=i, contiguous=True).to_parquet(os.path.join(root, rel))
-            written.append(rel)
-    with atomic_sink(os.path.join(root, README)) as sink:
-        sink.write(hub_readme(config_name, data_dir, list(splits)).encode())
+    try:
+        for split, ds in splits.items():
+            n = counts[split]
+            for i in range(n):
+                rel = f"{data_dir}/{split}-{i:05d}-of-{n:05d}.parquet"
+                shard = ds.shard(num_shards=n, index=i, contiguous=True)
+                shard.to_parquet(os.path.join(staging, f"{len(written)}.parquet"))
+                written.append(rel)
+        os.makedirs(os.path.join(root, data_dir), exist_ok=True)
+        for k, rel in enumerate(written):
+            os.replace(os.path.join(staging, f"{k}.parquet"), os.path.join(root, rel))
+        with atomic_sink(os.path.join(root, README)) as sink:
+            sink.write(hub_readme(config_name, data_dir, list(splits)).encode())
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return [*written, README]
+
+
+_STAGING = ".arrowmix-hub-writing-"
+
+
+def _remove_dead_staging(root: str) -> None:
+    """Remove the staging directories that killed calls left in ``root`` (their pid is gone)."""
+    from arrowmix._storage.atomic import writer_alive
+
+    with contextlib.suppress(OSError), os.scandir(root) as it:
+        for d in it:
+            if d.name.startswith(_STAGING):
+                pid = d.name[len(_STAGING) :].split("-", 1)[0]
+                if pid.isdigit() and not writer_alive(int(pid), d.stat().st_mtime):
+                    shutil.rmtree(d.path, ignore_errors=True)
 
 
 def split_of(ds: Dataset, split: Any) -> str:

@@ -530,6 +530,12 @@ class IterableDataset(IterableCasts, IterableIO, InfoFields):
                 "load_state_dict expects a state of IterableDataset.state_dict() "
                 "({'epoch': ..., 'stream': ...}), or the list of every node's state."
             )
+        epoch = state_dict.get("epoch", 0)
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+            raise ValueError(
+                f"load_state_dict: the state's `epoch` must be an int >= 0, got {epoch!r} "
+                "(a state of IterableDataset.state_dict() was changed or damaged)."
+            )
         self._starting = dict(state_dict)
 
     @staticmethod

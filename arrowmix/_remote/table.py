@@ -24,6 +24,7 @@ import contextlib
 import functools
 import itertools
 import os
+import threading
 from collections.abc import Callable, Generator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Protocol
@@ -34,6 +35,7 @@ import pyarrow as pa
 from arrowmix._remote.cache import CacheStats, ChunkCache, Hold, Pinned, chunk_cache, counting
 from arrowmix._remote.meta import RemoteChunk
 from arrowmix._remote.stats import current
+from arrowmix._storage.background import awaited
 from arrowmix._storage.distinct import first_and_last
 from arrowmix._storage.projection import NamedColumns
 from arrowmix._storage.take import int64_array, take_unchecked
@@ -433,12 +435,17 @@ class ReadAhead:
 
         Downloads not started are cancelled and those under way are awaited, so that nothing
         writes to the cache directory once this returns and no read-ahead pin is left. The
-        stream calls it when it ends, and on ``close()``; a later read plans again.
+        stream calls it when it ends, and on ``close()``; a later read plans again. When a
+        dropped stream's finalizer calls it, the downloads under way are not awaited: they
+        finish on their own threads and release their pins as they end.
         """
         self._drop_plan()
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+            pool, self._pool = self._pool, None
+            # A dropped stream's finalizer does not wait (see arrowmix._storage.background),
+            # nor does a download's own thread.
+            wait = awaited() and threading.current_thread() not in getattr(pool, "_threads", ())
+            pool.shutdown(wait=wait, cancel_futures=True)
 
     def __del__(self) -> None:
         # Dropped without close() (the stream was garbage-collected mid-way): cancel the

@@ -25,7 +25,7 @@ from typing import Any
 
 from arrowmix._storage.fs import is_local, local_path, url_to_fs
 
-__all__ = ["expand_inputs", "glob_files", "has_magic"]
+__all__ = ["expand_inputs", "glob_files", "has_magic", "path_specs"]
 
 #: Files HF's ``load_dataset`` never reads as data unless named (``FILES_TO_IGNORE``).
 METADATA_FILES = frozenset(
@@ -89,6 +89,26 @@ def _is_file(entry: Mapping[str, Any], name: str) -> bool:
     return bool(entry.get("islink")) and os.path.isfile(os.path.realpath(name))
 
 
+def path_specs(paths: Any) -> list[str | os.PathLike[str]]:
+    """``paths`` (a path, glob or URL, or a list of them) as a list, each checked to be one.
+
+    Raises:
+        TypeError: an item is not a ``str`` or ``os.PathLike`` (named with its type).
+    """
+    specs: list[Any]
+    try:
+        specs = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    except TypeError:
+        specs = [paths]
+    bad = [s for s in specs if not isinstance(s, (str, os.PathLike))]
+    if bad:
+        raise TypeError(
+            "Input paths must be paths, globs or URLs (str), or a list of them; got "
+            f"{type(bad[0]).__name__} {bad[0]!r}."
+        )
+    return specs
+
+
 def expand_inputs(
     paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     storage_options: Mapping[str, Any] | None = None,
@@ -97,7 +117,7 @@ def expand_inputs(
 
     Each spec's files are sorted; a spec naming no file raises ``FileNotFoundError``.
     """
-    specs = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
+    specs = path_specs(paths)
     files: list[str] = []
     for spec in (os.fspath(s) for s in specs):
         found = _expand_one(spec, storage_options)

@@ -15,8 +15,8 @@ file's memory map (:mod:`arrowmix._storage.token_arrays`), and the
   out).
 
 Finding the EOS boundaries reads the whole file once; they are cached under the cache root
-(``token-bounds/<content digest>-eos<id>.npy``), so the next open (or a worker reopening the
-corpus) reads only the boundaries.
+(``token-bounds/<content digest>-<dtype>-eos<id>.bounds``, sealed: a damaged copy is computed
+again), so the next open (or a worker reopening the corpus) reads only the boundaries.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any, cast
 import numpy as np
 import pyarrow as pa
 
-from arrowmix._storage.atomic import tmp_name
+from arrowmix._storage import trust
 from arrowmix._storage.digests import file_digest
 from arrowmix._storage.local import cache_root
 from arrowmix._storage.megatron_index import bin_path, check_bin, idx_path, read_index
@@ -108,6 +108,15 @@ def flat_source(
         files.append(offsets)
     elif offsets is not None:
         offsets = np.array(offsets, dtype=np.int64)  # a copy: the caller's may change
+    if eos_id is not None:
+        info = np.iinfo(dt)
+        if isinstance(eos_id, bool) or not isinstance(eos_id, (int, np.integer)):
+            raise TypeError(f"`eos_id` must be a token id (an int), got {eos_id!r}.")
+        if not info.min <= eos_id <= info.max:
+            raise ValueError(
+                f"`eos_id` {eos_id} cannot occur in a file of {dt} tokens "
+                f"({info.min}..{info.max}): no document would end. Check `eos_id` and `dtype`."
+            )
     if seq_len is not None and (isinstance(seq_len, bool) or int(seq_len) < 1):
         raise ValueError(f"`seq_len` must be a positive number of tokens, got {seq_len!r}.")
     args = (path, dt.str, eos_id, offsets, seq_len)
@@ -170,11 +179,17 @@ def _given_bounds(path: str, offsets: Any, tokens: int) -> np.ndarray:
 
 
 def _eos_bounds(path: str, buf: pa.Buffer, dt: np.dtype, eos_id: int) -> np.ndarray:
-    """Document boundaries after each ``eos_id`` (cached by the file's content digest)."""
-    cached = _bounds_path(path, eos_id)
+    """Document boundaries after each ``eos_id`` (cached by the file's content digest).
+
+    The cache file is sealed for the token file's digest, dtype and EOS id
+    (:func:`~arrowmix._storage.trust.read_sealed`): a damaged one, or one of another file
+    copied in its place, is computed again.
+    """
+    cached = _bounds_path(path, dt, eos_id)
     if cached is not None:
-        with contextlib.suppress(OSError, ValueError):
-            return np.asarray(np.load(cached, allow_pickle=False), dtype=np.int64)
+        found = trust.read_sealed(*cached, "document boundaries of a token file")
+        if found is not None and len(found) % 8 == 0:
+            return np.frombuffer(found, dtype="<i8").astype(np.int64)
     tokens = np.frombuffer(cast(Any, buf), dtype=dt)
     ends = [np.zeros(1, dtype=np.int64)]
     for lo in range(0, len(tokens), _SCAN):
@@ -183,27 +198,18 @@ def _eos_bounds(path: str, buf: pa.Buffer, dt: np.dtype, eos_id: int) -> np.ndar
     if bounds[-1] != len(tokens):
         bounds = np.append(bounds, len(tokens))
     if cached is not None:
-        _store(cached, bounds)
+        with contextlib.suppress(OSError):  # a read-only cache root: not remembered
+            os.makedirs(os.path.dirname(cached[0]), exist_ok=True)
+            trust.write_sealed(cached[0], bounds.astype("<i8").tobytes(), cached[1])
     return bounds
 
 
-def _bounds_path(path: str, eos_id: int) -> str | None:
+def _bounds_path(path: str, dt: np.dtype, eos_id: int) -> tuple[str, str] | None:
+    """The boundaries' cache file and the key it is sealed for (None: no cache root)."""
     try:
         root = cache_root()
     except OSError:
         return None
-    return os.path.join(root, _BOUNDS_DIR, f"{file_digest(path)}-eos{eos_id}.npy")
-
-
-def _store(target: str, bounds: np.ndarray) -> None:
-    """Write ``bounds`` atomically (a read-only cache root: not remembered)."""
-    with contextlib.suppress(OSError):
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        tmp = os.path.join(os.path.dirname(target), tmp_name(os.path.basename(target)))
-        try:
-            with open(tmp, "wb") as f:
-                np.save(f, bounds, allow_pickle=False)
-            os.replace(tmp, target)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(tmp)
+    order = np.dtype(dt).str.replace("<", "le-").replace(">", "be-").replace("|", "")
+    key = f"{file_digest(path)}-{order}-eos{eos_id}"
+    return os.path.join(root, _BOUNDS_DIR, f"{key}.bounds"), key

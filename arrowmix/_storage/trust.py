@@ -25,6 +25,18 @@ generated corpora): a file is hashed once per ``stat`` identity, then trusted by
 times come from the kernel's coarse clock (a tick of 1-10 ms), so a write within the tick of
 the identity checked would leave it unchanged: :func:`check` and :func:`vouch` record a file
 only once that tick has passed (waiting for it if needed), and only if it is still unchanged.
+
+:func:`write_sealed` and :func:`read_sealed` serve caches whose files record nothing else
+about themselves (token boundaries, markers of cached corpora): the file carries its own
+seal, a trailer with the xxh3 digest of its payload and of the *key* it was computed for
+(what it was computed from: a content digest, a dtype...). A file damaged, truncated,
+emptied, or moved or copied in the place of another key's file is not served: the caller
+computes it again, with a ``CacheWarning`` naming the file.
+
+:func:`corpus_problem` checks a corpus arrowmix keeps as a cache (``from_generator``'s,
+``load_dataset``'s and ``from_json``/``from_csv``... ingested chunks) before it is served:
+its ``_COMPLETE.json`` marker (sealed by :func:`marker_bytes`), its manifest, and each chunk
+against the manifest's size and digest (:func:`check`).
 """
 
 from __future__ import annotations
@@ -34,6 +46,7 @@ import json
 import mmap
 import os
 import secrets
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -46,16 +59,20 @@ from arrowmix._storage.local import root_dir
 __all__ = [
     "batch",
     "check",
+    "corpus_problem",
     "facts",
     "file_digest",
     "flush",
     "identity",
+    "marker_bytes",
     "moved",
     "note",
+    "read_sealed",
     "remember",
     "synced",
     "trusted",
     "vouch",
+    "write_sealed",
 ]
 
 _Ident = tuple[int, ...]
@@ -335,3 +352,117 @@ def _flush() -> None:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
                 raise
+
+
+_SEAL = b"AMXSEAL1"
+_TRAILER = struct.Struct("<QI8s8s")  # payload bytes, key bytes, digest, magic
+
+
+def _seal_digest(payload: bytes, key: bytes) -> bytes:
+    h = xxhash.xxh3_64(payload)
+    h.update(key)
+    return h.digest()
+
+
+def write_sealed(path: str, payload: bytes, key: str) -> None:
+    """Write ``payload`` to ``path`` atomically, sealed for ``key`` (see the module)."""
+    from arrowmix._storage.atomic import atomic_sink
+
+    k = key.encode()
+    trailer = _TRAILER.pack(len(payload), len(k), _seal_digest(payload, k), _SEAL)
+    with atomic_sink(path, sync=False) as sink:
+        sink.write(payload)
+        sink.write(k)
+        sink.write(trailer)
+
+
+def read_sealed(path: str, key: str, what: str) -> bytes | None:
+    """The payload of the sealed file ``path`` when it is whole and sealed for ``key``.
+
+    None when there is no such file; also, with a ``CacheWarning`` naming the file and
+    ``what`` it holds (it is then computed again), when its seal does not match.
+    """
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+    except OSError:
+        return None
+    k = key.encode()
+    problem = None
+    if len(blob) < _TRAILER.size:
+        problem = f"{len(blob)} bytes, shorter than its seal (truncated or emptied)"
+    else:
+        size, klen, digest, magic = _TRAILER.unpack_from(blob, len(blob) - _TRAILER.size)
+        if magic != _SEAL or size + klen + _TRAILER.size != len(blob):
+            problem = "its seal is missing or its length does not match (damaged or truncated)"
+        elif blob[size : size + klen] != k:
+            problem = "it was computed for another input (moved or copied in its place)"
+        elif _seal_digest(blob[:size], k) != digest:
+            problem = "its bytes do not hash to its seal (damaged)"
+        else:
+            return blob[:size]
+    from arrowmix._warn import warn
+    from arrowmix.exceptions import CacheWarning
+
+    warn(f"Cache file {path!r} ({what}) cannot be used: {problem}. Computing it again.",
+         CacheWarning)  # fmt: skip
+    return None
+
+
+def marker_bytes(info: dict[str, Any]) -> bytes:
+    """The JSON of a cached corpus's marker ``info``, sealed (its ``seal``: an xxh3 of the rest)."""
+    body = {k: v for k, v in info.items() if k != "seal"}
+    seal = xxhash.xxh3_64_hexdigest(json.dumps(body, sort_keys=True).encode())
+    return json.dumps({**body, "seal": seal}, indent=1).encode()
+
+
+def _marker(path: str) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        with open(path, "rb") as f:
+            info = json.loads(f.read())
+    except FileNotFoundError:
+        return None, "its marker is missing"
+    except (OSError, ValueError) as exc:
+        return None, f"its marker {path!r} cannot be read ({exc})"
+    if not isinstance(info, dict):
+        return None, f"its marker {path!r} is not a JSON object"
+    seal = info.get("seal")
+    if seal is not None and json.loads(marker_bytes(info))["seal"] != seal:
+        return None, f"its marker {path!r} does not match its seal (damaged or edited)"
+    return info, None
+
+
+def corpus_problem(out: str, marker: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The marker of the finished cached corpus in ``out``, or why it must not be served.
+
+    Checked: the marker parses (and matches its seal, when it has one), the manifest lists
+    the chunks, every chunk holds the size and digest the manifest records (a ``stat`` for
+    a chunk already checked in its current identity), and the marker's ``input_rows`` (when
+    it has them) add up to the manifest's rows.
+    """
+    from arrowmix._storage.digests import MANIFEST_NAME, read_manifest
+
+    info, why = _marker(marker)
+    if info is None:
+        return None, why
+    entries = read_manifest(out)
+    if not entries:
+        return None, f"its manifest {os.path.join(out, MANIFEST_NAME)!r} is missing or damaged"
+    with batch():
+        for name, entry in entries.items():
+            try:
+                why = check(os.path.join(out, name), entry.size, entry.digest)
+            except FileNotFoundError:
+                why = "it is missing"
+            if why is not None:
+                return None, f"chunk {name!r}: {why}"
+    counts = info.get("input_rows")
+    if counts is not None:
+        rows = sum(e.rows for e in entries.values())
+        if not isinstance(counts, list) or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts
+        ):
+            return None, f"its marker's input_rows are not row counts: {counts!r}"
+        if sum(counts) != rows:
+            return None, f"its marker's input_rows add up to {sum(counts)}, its chunks hold {rows}"
+    return info, None

@@ -18,10 +18,13 @@ the pipeline has started is the top stage's own fact (its ``reset`` ran, see
 
 from __future__ import annotations
 
+import contextlib
 import weakref
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from arrowmix._fingerprint.hasher import hash_value
+from arrowmix._storage.background import not_awaited
 from arrowmix._stream.stage import ROOT, Stage, State, check_keys, config_tree
 from arrowmix._validate import check_int
 from arrowmix.exceptions import StateError
@@ -47,7 +50,18 @@ def root_of(stage: Stage[T]) -> PipelineRoot[T]:
     root: PipelineRoot[T] | None = stage.__dict__.get(ROOT)
     if root is None:
         root = stage.__dict__[ROOT] = PipelineRoot(stage)
+        # Dropped without close(): its sources stop their background work then, even one
+        # a worker thread still holds (a prefetch worker stops at its next step).
+        weakref.finalize(stage, _release, stage.children())
     return root
+
+
+def _release(children: Sequence[Stage[Any]]) -> None:
+    """Close the stages under a dropped pipeline's top, waiting for nothing (any thread)."""
+    with not_awaited():
+        for child in children:
+            with contextlib.suppress(Exception):
+                child.close()
 
 
 class PipelineRoot(Generic[T]):

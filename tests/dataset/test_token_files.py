@@ -11,7 +11,7 @@ import pytest
 
 import arrowmix as am
 from arrowmix._storage.local import cache_root
-from arrowmix.exceptions import ChunkFileError, TokenFileError
+from arrowmix.exceptions import CacheWarning, ChunkFileError, TokenFileError
 
 
 def write(path: Any, tokens: list[int], dtype: Any = np.uint16) -> str:
@@ -40,12 +40,55 @@ def test_eos_boundaries_are_scanned_once_and_cached(tmp_path: Any) -> None:
     ds = am.from_token_file(path, "uint32", eos_id=2)
     assert ds["input_ids"] == [[7, 8, 2], [2], [9, 10, 11, 2], [12]]
     cached = os.listdir(os.path.join(cache_root(), "token-bounds"))
-    assert any(name.endswith("-eos2.npy") for name in cached)
+    assert any(name.endswith("-le-u4-eos2.bounds") for name in cached)
     again = am.from_token_file(path, np.uint32, eos_id=2)
     assert again["input_ids"] == ds["input_ids"] and again._fingerprint == ds._fingerprint
     assert am.from_token_file(path, np.uint32, eos_id=9)._fingerprint != ds._fingerprint
     ending = write(tmp_path / "e.bin", [1, 2, 3, 2], np.uint32)
     assert am.from_token_file(ending, np.uint32, eos_id=2)["input_ids"] == [[1, 2], [3, 2]]
+
+
+def _bounds_files() -> list[str]:
+    top = os.path.join(cache_root(), "token-bounds")
+    return sorted(os.path.join(top, n) for n in os.listdir(top))
+
+
+@pytest.mark.parametrize("damage", ["swap", "flip", "truncate", "empty", "old-format"])
+def test_damaged_or_swapped_eos_boundaries_are_computed_again(tmp_path: Any, damage: str) -> None:
+    """The boundaries' cache checks what it serves: never another file's documents."""
+    a = write(tmp_path / "a.bin", [5, 6, 0, 7, 0, 8, 9, 10, 0])
+    b = write(tmp_path / "b.bin", [1, 0, 2, 3, 4, 0, 5, 0, 6])
+    want_a = [[5, 6, 0], [7, 0], [8, 9, 10, 0]]
+    want_b = [[1, 0], [2, 3, 4, 0], [5, 0], [6]]
+    assert am.from_token_file(a, np.uint16, eos_id=0)["input_ids"] == want_a
+    assert am.from_token_file(b, np.uint16, eos_id=0)["input_ids"] == want_b
+    x, y = _bounds_files()
+    if damage == "swap":  # each file's boundaries in the other's place
+        os.rename(x, x + ".t"), os.rename(y, x), os.rename(x + ".t", y)
+    elif damage == "flip":  # one bit of a boundary
+        with open(x, "r+b") as f:
+            f.seek(8)
+            byte = f.read(1)
+            f.seek(8)
+            f.write(bytes([byte[0] ^ 1]))
+    elif damage == "truncate":
+        os.truncate(x, os.path.getsize(x) - 3)
+    elif damage == "empty":
+        os.truncate(x, 0)
+    else:  # a plain array where a sealed one is expected
+        with open(x, "wb") as f:
+            f.write(np.array([0, 1, 9], dtype="<i8").tobytes())
+    with pytest.warns(CacheWarning, match="token file"):
+        got = [am.from_token_file(p, np.uint16, eos_id=0)["input_ids"] for p in (a, b)]
+    assert got == [want_a, want_b]
+
+
+def test_eos_boundaries_of_another_dtype_are_not_served(tmp_path: Any) -> None:
+    path = write(tmp_path / "t.bin", [5, 6, 0, 7, 0, 3])
+    as_u2 = am.from_token_file(path, np.uint16, eos_id=0)["input_ids"]
+    as_u1 = am.from_token_file(path, np.uint8, eos_id=0)["input_ids"]
+    assert as_u2 == [[5, 6, 0], [7, 0], [3]]
+    assert as_u1 == [[5, 0], [6, 0], [0], [0], [7, 0], [0], [0], [3, 0]]  # bytes of uint16
 
 
 def test_document_offsets_from_an_array_or_npy(tmp_path: Any) -> None:
@@ -105,3 +148,19 @@ def test_several_files_and_pickling(tmp_path: Any) -> None:
     with pytest.raises(ChunkFileError, match=r"b\.bin' changed since it was opened"):
         pickle.loads(blob)
     assert am.from_token_file([a, b], np.uint16, eos_id=0)._fingerprint != ds._fingerprint
+
+
+@pytest.mark.parametrize("eos_id", [-1, 70000])
+def test_an_eos_id_the_dtype_cannot_hold_is_refused(tmp_path: Any, eos_id: int) -> None:
+    path = write(tmp_path / "t.bin", [5, 6, 0, 7])
+    with pytest.raises(ValueError, match=rf"`eos_id` {eos_id} cannot occur .* uint16"):
+        am.from_token_file(path, np.uint16, eos_id=eos_id)
+
+
+def test_input_paths_of_another_type_are_named(tmp_path: Any) -> None:
+    with pytest.raises(TypeError, match=r"Input paths must be paths.*got int 123"):
+        am.Dataset.from_parquet(123, in_place=True)
+    with pytest.raises(TypeError, match="got NoneType None"):
+        am.Dataset.from_json([str(tmp_path / "a.jsonl"), None])
+    with pytest.raises(TypeError, match="got int 5"):
+        am.Dataset.from_mds(5)

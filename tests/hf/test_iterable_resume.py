@@ -246,3 +246,15 @@ class TestRepeatRows(CheckpointRoundTripTests):
 
     def make_iterator(self) -> Stream[Any]:
         return RepeatRows(rows(9), 4)
+
+
+@pytest.mark.parametrize("epoch", [-5, "0", None, True])
+def test_a_state_whose_epoch_is_not_an_epoch_is_refused(epoch):
+    ds = am.Dataset.from_dict({"x": list(range(20))})
+    it = ds.to_iterable_dataset(num_shards=4)
+    rows = iter(it)
+    _ = [next(rows) for _ in range(3)]
+    state = json.loads(json.dumps(it.state_dict()))
+    state["epoch"] = epoch  # otherwise the next pass would silently start over at row 0
+    with pytest.raises(ValueError, match=r"`epoch` must be an int >= 0, got"):
+        ds.to_iterable_dataset(num_shards=4).load_state_dict(state)

@@ -9,6 +9,7 @@ some are under way when the stream ends.
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import threading
@@ -133,4 +134,28 @@ def test_a_dataloader_epoch_leaves_nothing_running(corpus, downloads):
     loader = torch.utils.data.DataLoader(s.to_torch(), batch_size=None)
     assert sorted(int(r["id"]) for r in loader) == list(range(CHUNKS * PER_CHUNK))
     assert downloads.by_read_ahead >= 1
+    assert_quiet(corpus, downloads)
+
+
+@pytest.mark.parametrize("top", ["prefetch", "map"])
+def test_a_dropped_pipeline_releases_its_read_ahead_at_once(corpus, downloads, top):
+    # The pipeline's top is dropped without close() while its source lives on (held here,
+    # or by a prefetch worker thread): its read-ahead pins and threads are released then.
+    src = corpus.to_stream(shuffle=None, infinite=False, read_ahead=4)
+    s = src.prefetch(8) if top == "prefetch" else src.map(lambda r: r)
+    assert [next(s)["id"] for _ in range(5)] == list(range(5))
+    ahead = src.rows._held._ahead  # the stream's ReadAhead: one block, planned once
+    for fut in [f for _, f in ahead._ahead.values()] + list(ahead._reading.values()):
+        if fut is not None:
+            fut.result()  # the downloads planned have finished: pinned, nothing in flight
+    cache = state_of(corpus).table.cache
+    assert cache._holds  # pinned ahead of the reader
+    threads = [t for t in read_ahead_threads() if t not in downloads.threads_before]
+    assert threads
+    del s
+    gc.collect()
+    assert not cache._holds  # released by the drop, not when the process ends
+    assert ahead._pool is None and not ahead._ahead and not ahead._reading
+    for t in threads:
+        t.join(timeout=60)  # the pool was shut down: they end (the timeout only guards a hang)
     assert_quiet(corpus, downloads)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import json
 import os
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -39,10 +38,7 @@ from arrowmix._fingerprint.hasher import hash_value
 from arrowmix._storage import trust
 from arrowmix._storage.atomic import atomic_sink
 from arrowmix._storage.chunks import write_batches
-from arrowmix._storage.digests import read_manifest
 from arrowmix._storage.fs import is_local, local_path
-from arrowmix._warn import warn
-from arrowmix.exceptions import CacheWarning
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
@@ -112,15 +108,7 @@ def from_generator(
     marker = os.path.join(out, _MARKER)
     os.makedirs(out, exist_ok=True)
     with fingerprint_lock(root, fp):  # one writer per corpus; cleanup-cache takes it too
-        if os.path.exists(marker):
-            why = _problem(out)
-            if why is not None:
-                warn(
-                    f"The generated corpus {out!r} cannot be used: {why}. Generating it again.",
-                    CacheWarning,
-                )
-                generated.clear(out)  # the marker first; map results beside the chunks stay
-        if not os.path.exists(marker):
+        if generated.served(out, "generated corpus", "Generating it again.") is None:
             batches = _blocks(iter(generator(**kwargs)), schema)
             first = next(batches, None)
             if first is None:
@@ -133,25 +121,9 @@ def from_generator(
                     trust.vouch(path)
             info = {"fingerprint": fp, "chunks": [os.path.basename(p) for p in chunks]}
             with atomic_sink(marker) as sink:
-                sink.write(json.dumps(info, indent=1).encode())
+                sink.write(trust.marker_bytes(info))
         else:
             os.utime(marker)  # the corpus's last use (see cleanup-cache)
         ds = from_chunks(out)
         state = state_of(ds)
         return type(ds)(derive(state, holds=(*state.holds, hold(marker))))
-
-
-def _problem(out: str) -> str | None:
-    """Why the finished corpus in ``out`` must not be served, or None when it checks out."""
-    entries = read_manifest(out)
-    if not entries:
-        return f"its manifest {os.path.join(out, '_manifest.json')!r} is missing or damaged"
-    with trust.batch():
-        for name, entry in entries.items():
-            try:
-                why = trust.check(os.path.join(out, name), entry.size, entry.digest)
-            except FileNotFoundError:
-                why = "it is missing"
-            if why is not None:
-                return f"chunk {name!r}: {why}"
-    return None

@@ -5,13 +5,15 @@ by a hash of the format, the reader version and the full content (xxh3) of every
 reopening the same files reads them once to hash them and converts nothing. A directory only
 counts as finished when its ``_COMPLETE.json`` marker exists (written atomically last); a crash
 mid-way leaves an unmarked directory that the next run rebuilds. A file lock serialises
-processes ingesting the same content.
+processes ingesting the same content. The chunks are a cache and are checked like one before
+they are served (:func:`arrowmix._cache.generated.served`, as ``from_generator``'s): a
+damaged, edited or missing marker, manifest or chunk makes the run convert the files again,
+with a :class:`~arrowmix.exceptions.CacheWarning`.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -20,11 +22,13 @@ import pyarrow as pa
 import xxhash
 from filelock import FileLock
 
+from arrowmix._cache import generated
 from arrowmix._cache.paths import cache_root, is_caching_enabled, temp_cache_dir
 from arrowmix._dataset.dataset import Dataset
 from arrowmix._dataset.inputs.builders import from_chunks
 from arrowmix._dataset.mapping.conform import Conformer
 from arrowmix._fingerprint.hasher import hash_value
+from arrowmix._storage import trust
 from arrowmix._storage.atomic import atomic_sink
 from arrowmix._storage.cast import has_null_type
 from arrowmix._storage.chunks import write_batches
@@ -190,7 +194,8 @@ def ingest(
     marker = os.path.join(out, _MARKER)
     os.makedirs(out, exist_ok=True)
     with FileLock(os.path.join(root, "ingested", f"{fp}.lock")):
-        if not os.path.exists(marker):
+        info = generated.served(out, "ingested corpus", "Converting its input files again.")
+        if info is None:
             counts: list[int] = []
             batches = input_batches(
                 files, fmt, storage_options, source_column, column_types, options, counts
@@ -199,6 +204,9 @@ def ingest(
             if first is None:
                 raise ValueError(f"The {fmt} input {files} holds no rows.")
             chunk_paths = write_batches(itertools.chain([first], batches), out, overwrite=True)
+            with trust.batch():  # written and hashed just now (the manifest's digests)
+                for path in chunk_paths:
+                    trust.vouch(path)
             info = {
                 "fingerprint": fp,
                 "format": fmt,
@@ -208,14 +216,17 @@ def ingest(
                 "input_rows": counts,
             }
             with atomic_sink(marker) as sink:
-                sink.write(json.dumps(info, indent=1).encode())
+                sink.write(trust.marker_bytes(info))
         if row_counts is not None:
-            row_counts += _input_rows(marker, files, fmt, storage_options, column_types, options)
+            row_counts += _input_rows(
+                marker, info, files, fmt, storage_options, column_types, options
+            )
     return from_chunks(out)
 
 
 def _input_rows(
     marker: str,
+    info: dict[str, Any],
     files: Sequence[str],
     fmt: str,
     storage_options: Mapping[str, Any] | None,
@@ -228,14 +239,12 @@ def _input_rows(
     count their rows, and the counts are added to the marker (chunks and fingerprint are
     unchanged), so later runs read only the marker.
     """
-    with open(marker, "rb") as f:
-        info = json.load(f)
     counts = info.get("input_rows")
-    if counts is None:
+    if counts is None or len(counts) != len(files):
         counts = []
         for _ in input_batches(files, fmt, storage_options, None, column_types, options, counts):
             pass
         info["input_rows"] = counts
         with atomic_sink(marker) as sink:
-            sink.write(json.dumps(info, indent=1).encode())
+            sink.write(trust.marker_bytes(info))
     return [int(n) for n in counts]

@@ -185,8 +185,9 @@ class MDSTable(ParquetTable):
 
 def _directories(path_or_paths: Any) -> list[str]:
     from arrowmix._storage.fs import is_local, local_path
+    from arrowmix._storage.globs import path_specs
 
-    items = [path_or_paths] if isinstance(path_or_paths, (str, os.PathLike)) else path_or_paths
+    items = path_specs(path_or_paths)
     dirs = []
     for item in items:
         text = os.fspath(item)
