@@ -32,8 +32,8 @@ from arrowmix._dataset.formats import check_format
 from arrowmix._hf.info import InfoFields
 from arrowmix._hf.iterable_cast import IterableCasts
 from arrowmix._hf.iterable_elastic import (
-    MERGED_KEY,
     ElasticTasks,
+    check_state,
     dealt_plan,
     merge_state_dicts,
     tasks_to_run,
@@ -523,19 +523,7 @@ class IterableDataset(IterableCasts, IterableIO, InfoFields):
         """
         if isinstance(state_dict, Sequence) and not isinstance(state_dict, str):
             state_dict = merge_state_dicts(state_dict)
-        if not isinstance(state_dict, Mapping) or not (
-            "stream" in state_dict or MERGED_KEY in state_dict
-        ):
-            raise ValueError(
-                "load_state_dict expects a state of IterableDataset.state_dict() "
-                "({'epoch': ..., 'stream': ...}), or the list of every node's state."
-            )
-        epoch = state_dict.get("epoch", 0)
-        if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
-            raise ValueError(
-                f"load_state_dict: the state's `epoch` must be an int >= 0, got {epoch!r} "
-                "(a state of IterableDataset.state_dict() was changed or damaged)."
-            )
+        check_state(state_dict)
         self._starting = dict(state_dict)
 
     @staticmethod

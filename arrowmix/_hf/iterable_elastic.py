@@ -33,6 +33,7 @@ from arrowmix.exceptions import ElasticResumeError
 
 __all__ = [
     "ELASTIC_KEY",
+    "check_state",
     "dealt_plan",
     "MERGED_KEY",
     "ElasticTasks",
@@ -71,6 +72,23 @@ def _tasks_of(state: Any, rank: int, world: int, workers: int, worker: int) -> l
     layout = dict(zip(LAYOUT_KEYS, (rank, world, workers, worker), strict=True))
     stream = copy.deepcopy(state["stream"])
     return [{**layout, "epoch": int(state.get("epoch", 0)), "stream": stream}]
+
+
+def check_state(state_dict: Any) -> None:
+    """Refuse, naming the problem, what is not an ``IterableDataset`` state (merged or not)."""
+    if not isinstance(state_dict, Mapping) or not (
+        "stream" in state_dict or MERGED_KEY in state_dict
+    ):
+        raise ValueError(
+            "load_state_dict expects a state of IterableDataset.state_dict() "
+            "({'epoch': ..., 'stream': ...}), or the list of every node's state."
+        )
+    epoch = state_dict.get("epoch", 0)
+    if isinstance(epoch, bool) or not isinstance(epoch, int) or epoch < 0:
+        raise ValueError(
+            f"load_state_dict: the state's `epoch` must be an int >= 0, got {epoch!r} "
+            "(a state of IterableDataset.state_dict() was changed or damaged)."
+        )
 
 
 def merge_state_dicts(states: Sequence[Any]) -> dict[str, Any]:
