@@ -385,5 +385,7 @@ def _writable(arr: np.ndarray) -> np.ndarray:
     Zero-copy views of (memory-mapped) Arrow data are read-only; a tensor over them would let a
     write fault (torch warns), so those are copied.
     """
+    if arr.ndim == 0:  # np.ascontiguousarray would make it 1-d: HF's scalar is a 0-d tensor
+        return np.array(arr, copy=True)
     arr = np.ascontiguousarray(arr)
     return arr if arr.flags.writeable else arr.copy()

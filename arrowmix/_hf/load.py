@@ -187,6 +187,14 @@ def load_dataset(
         keep_in_memory,
         file_rows,
     )
+    if builder not in ("imagefolder", "audiofolder"):
+        from arrowmix._hf.load_conform import conform_splits
+
+        def build_one(name: str) -> Any:
+            one = _build(builder, {name: files[name]}, options, cache_dir, features, False, {})
+            return one[name]
+
+        splits = conform_splits(list(files), splits, build_one)
     if split is None:
         from arrowmix._hf.dataset_dict import DatasetDict
 
