@@ -17,11 +17,13 @@ __all__ = [
 ]
 
 
-def _configs(path: Any, data_files: Any) -> tuple[str, dict[str, dict[str, Any]]]:
-    from arrowmix._hf.load import _check_local
+def _configs(
+    path: Any, data_files: Any, revision: Any = None
+) -> tuple[str, dict[str, dict[str, Any]]]:
+    from arrowmix._hf.load import _check_local, _local_copy
     from arrowmix._hf.load_card import card_configs
 
-    path = os.fspath(path)
+    path = _local_copy(os.fspath(path), revision)
     _check_local(path, data_files)
     isdir = data_files is None and os.path.isdir(path)
     return path, card_configs(path) if isdir else {}
@@ -47,7 +49,7 @@ def get_dataset_config_names(
     Raises:
         NotLocalError: ``path`` is a Hub name or remote (as ``load_dataset``).
     """
-    _, configs = _configs(path, data_files)
+    _, configs = _configs(path, data_files, download_kwargs.get("revision"))
     return list(configs) or ["default"]
 
 
@@ -61,7 +63,7 @@ def get_dataset_default_config_name(
     """
     from arrowmix._hf.load_card import pick_config
 
-    _, configs = _configs(path, data_files)
+    _, configs = _configs(path, data_files, download_kwargs.get("revision"))
     if not configs:
         return "default"
     try:
@@ -88,7 +90,7 @@ def get_dataset_split_names(
     from arrowmix._hf.load import _card_config
     from arrowmix._hf.load_files import resolve_data_files
 
-    path, _ = _configs(path, data_files)
+    path, _ = _configs(path, data_files, download_kwargs.get("revision"))
     card = _card_config(path, config_name, data_dir, data_files)
     _, _, files = card if card is not None else resolve_data_files(path, data_dir, data_files)
     return list(files)

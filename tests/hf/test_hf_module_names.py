@@ -116,3 +116,28 @@ def test_config_names_of_a_builder_and_a_hub_name(tmp_path):
     assert am.get_dataset_split_names("parquet", data_files=files) == ["train", "test"]
     with pytest.raises(NotLocalError, match="never uses the network"):
         am.get_dataset_config_names("someone/some-dataset")
+
+
+def _hub_copy(tmp_path, monkeypatch, repo_id="me/zen", commit="abc123"):
+    """``repo_id`` as ``hf download`` leaves it in the Hub cache (``refs/main``, a snapshot)."""
+    repo = tmp_path / "hub" / ("datasets--" + repo_id.replace("/", "--"))
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    _folder(snapshot, ["a", "b"])
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    return snapshot
+
+
+def test_a_hub_name_in_the_local_hub_cache_loads_from_it(tmp_path, monkeypatch):
+    snapshot = _hub_copy(tmp_path, monkeypatch)
+    by_name = am.load_dataset("me/zen", "b", split="train")
+    assert by_name.to_dict() == am.load_dataset(str(snapshot), "b", split="train").to_dict()
+    assert list(am.load_dataset("me/zen", "a", revision="abc123")) == ["train", "test"]
+    assert am.get_dataset_config_names("me/zen") == ["a", "b"]
+    assert am.get_dataset_split_names("me/zen", "a") == ["train", "test"]
+    with pytest.raises(NotLocalError, match="HF_HUB_CACHE"):
+        am.load_dataset("me/zen", "a", revision="v2")  # no such ref or commit downloaded
+    with pytest.raises(NotLocalError, match="never uses the network"):
+        am.load_dataset("me/other")
