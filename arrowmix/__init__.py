@@ -21,9 +21,21 @@ from arrowmix._hf.interleave import interleave_datasets
 from arrowmix._hf.iterable import IterableDataset
 from arrowmix._hf.iterable_dict import IterableDatasetDict
 from arrowmix._hf.load import load_dataset
+from arrowmix._hf.load_inspect import (
+    get_dataset_config_names,
+    get_dataset_default_config_name,
+    get_dataset_split_names,
+)
 from arrowmix._hf.saved import load_from_disk
 from arrowmix._hf.split_by_node import split_dataset_by_node
 from arrowmix._version import __version__
+from arrowmix.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+# HF's older names and its ``datasets.logging``: attributes, left out of ``__all__``.
+from arrowmix.utils import disable_progress_bar as disable_progress_bar
+from arrowmix.utils import enable_progress_bar as enable_progress_bar
+from arrowmix.utils import is_progress_bar_enabled as is_progress_bar_enabled
+from arrowmix.utils import logging as logging
 
 __all__ = [
     "Column",
@@ -33,12 +45,18 @@ __all__ = [
     "IterableDataset",
     "IterableDatasetDict",
     "__version__",
+    "are_progress_bars_disabled",
     "concatenate_datasets",
     "disable_caching",
+    "disable_progress_bars",
     "enable_caching",
+    "enable_progress_bars",
     "explain_fingerprint",
     "from_megatron",
     "from_token_file",
+    "get_dataset_config_names",
+    "get_dataset_default_config_name",
+    "get_dataset_split_names",
     "interleave_datasets",
     "is_caching_enabled",
     "load_dataset",
@@ -47,3 +65,22 @@ __all__ = [
     "split_dataset_by_node",
     "write_chunks",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """HF ``datasets``' feature classes (``am.Features``, ``am.Value``...) and ``am.config``.
+
+    The feature classes are HF's own (arrowmix describes columns with them), imported on
+    first use; see :mod:`arrowmix._hf.names`.
+    """
+    from arrowmix._hf.names import HF_NAMES, hf_name
+
+    if name in HF_NAMES:
+        value = hf_name(name)
+        globals()[name] = value
+        return value
+    if name == "config":
+        import importlib
+
+        return importlib.import_module("arrowmix.config")
+    raise AttributeError(f"module 'arrowmix' has no attribute {name!r}")

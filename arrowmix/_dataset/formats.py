@@ -296,8 +296,8 @@ def _column_to_numpy(col: pa.ChunkedArray[Any]) -> np.ndarray:
     if pa.types.is_fixed_size_list(t) and col.null_count == 0:
         flat = pa.concat_arrays([c.flatten() for c in col.chunks]) if col.num_chunks else []  # type: ignore[attr-defined]  # fixed-size list chunks
         return np.asarray(flat).reshape(len(col), t.list_size)
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
-        rows = [None if v is None else np.asarray(v) for v in col.to_pylist()]
+    if _is_list(t):
+        rows = _list_rows(col)
         arrays = [r for r in rows if r is not None]
         first = arrays[0] if arrays else None
         if (
@@ -316,6 +316,35 @@ def _column_to_numpy(col: pa.ChunkedArray[Any]) -> np.ndarray:
         values = col.to_numpy(zero_copy_only=False)
         return values.astype(str) if col.null_count == 0 and len(values) else values
     return col.to_numpy()
+
+
+def _numpy_dtype(t: pa.DataType) -> Any:
+    """The numpy dtype of Arrow type ``t``'s values (``object`` for strings and others)."""
+    try:
+        return np.dtype(t.to_pandas_dtype())
+    except (NotImplementedError, TypeError):
+        return np.dtype(object)
+
+
+def _is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+
+
+def _list_rows(col: pa.ChunkedArray[Any]) -> list[Any]:
+    """Each row of a list column as an array; rows of lists of lists are formatted in turn.
+
+    A row of nested lists of one shape is one array, of ragged ones an object array of its
+    items (HF's ``[[tensor([1]), tensor([2, 3])], tensor([[4]])]``).
+    """
+    inner = col.type.value_type
+    if not (_is_list(inner) or pa.types.is_struct(inner)):
+        empty = np.empty(0, dtype=_numpy_dtype(inner))  # HF's empty row keeps the type
+        return [None if v is None else np.asarray(v) if v else empty for v in col.to_pylist()]
+    return [
+        None if not v.is_valid else _column_to_numpy(pa.chunked_array([v.values], type=inner))
+        for chunk in col.chunks
+        for v in chunk
+    ]
 
 
 def _is_string(t: pa.DataType) -> bool:
@@ -385,5 +414,7 @@ def _writable(arr: np.ndarray) -> np.ndarray:
     Zero-copy views of (memory-mapped) Arrow data are read-only; a tensor over them would let a
     write fault (torch warns), so those are copied.
     """
+    if arr.ndim == 0:  # np.ascontiguousarray would make it 1-d: HF's scalar is a 0-d tensor
+        return np.array(arr, copy=True)
     arr = np.ascontiguousarray(arr)
     return arr if arr.flags.writeable else arr.copy()

@@ -13,10 +13,21 @@ import sys
 from types import TracebackType
 from typing import Any
 
-__all__ = ["LOG_EVERY", "Progress", "progress_enabled"]
+__all__ = ["LOG_EVERY", "Progress", "progress_enabled", "set_progress"]
 
 #: Seconds between two progress lines in a log (and before the first one).
 LOG_EVERY = 30.0
+
+
+#: Set by :func:`set_progress` (HF's ``disable_progress_bars``): ``False`` silences the
+#: progress of this process whatever ``ARROWMIX_PROGRESS`` says; ``None`` leaves it to it.
+_enabled: bool | None = None
+
+
+def set_progress(enabled: bool | None) -> None:
+    """Silence (``False``) or restore (``True``/``None``) the progress of this process."""
+    global _enabled
+    _enabled = enabled
 
 
 def progress_enabled() -> bool:
@@ -26,6 +37,8 @@ def progress_enabled() -> bool:
 
 def _mode() -> str:
     """``"bar"``, ``"lines"`` (stderr is not a terminal) or ``"off"``."""
+    if _enabled is False:
+        return "off"
     env = os.environ.get("ARROWMIX_PROGRESS", "").strip()
     if env in ("0", "1"):
         return "bar" if env == "1" else "off"

@@ -322,6 +322,38 @@ class HFCompat(InfoFields):
             )
         save_to_disk(_dataset(self), dataset_path, max_shard_size, num_shards, num_proc)
 
+    def push_to_hub(self, repo_id: str, *args: Any, **kwargs: Any) -> Any:
+        """Not here: arrowmix makes no network call; write :meth:`to_hub_folder` and upload it.
+
+        Raises:
+            NotLocalError: always, saying how to upload with ``huggingface_hub``.
+        """
+        from arrowmix._hf.hub_folder import no_push
+
+        raise no_push(repo_id)
+
+    def align_labels_with_mapping(self, label2id: dict[str, int], label_column: str) -> Dataset:
+        """``label_column`` (a ``ClassLabel``, or a list of them) renumbered by ``label2id``.
+
+        HF's ``align_labels_with_mapping``: each id becomes ``label2id`` of its class name
+        (names matched without case), and the feature's names become ``label2id``'s keys in the
+        order of their ids; a cached ``map``. Needs HF ``datasets`` (the features are HF's).
+
+        Example:
+            >>> import arrowmix as am
+            >>> ds = am.Dataset.from_dict({"label": [0, 1]}).cast_column(
+            ...     "label", am.ClassLabel(names=["neg", "pos"]))
+            >>> ds.align_labels_with_mapping({"POS": 0, "NEG": 1}, "label")["label"]
+            [1, 0]
+
+        Raises:
+            ValueError: no such column, or it is not a ``ClassLabel`` column.
+            KeyError: a class name of the column is not in ``label2id``.
+        """
+        from arrowmix._hf.labels import align_labels
+
+        return align_labels(_dataset(self), label2id, label_column)
+
     def to_hub_folder(
         self,
         folder: str | os.PathLike[str],

@@ -271,6 +271,30 @@ class DatasetDict(DatasetDictFiles, dict[str, "Dataset"]):
         for ds in self.values():
             ds.set_format(type, columns, output_all_columns, **format_kwargs)
 
+    def with_transform(
+        self,
+        transform: Any,
+        columns: str | Sequence[str] | None = None,
+        output_all_columns: bool = False,
+    ) -> DatasetDict:
+        """Each split with ``transform`` applied when rows are read (``Dataset.with_transform``)."""
+        return self._forward("with_transform", transform, columns, output_all_columns)
+
+    def set_transform(
+        self,
+        transform: Any,
+        columns: str | Sequence[str] | None = None,
+        output_all_columns: bool = False,
+    ) -> None:
+        """Set ``transform`` on every split in place (HF's in-place ``with_transform``)."""
+        self._check_values_type()
+        for ds in self.values():
+            ds.set_transform(transform, columns, output_all_columns)
+
+    def align_labels_with_mapping(self, label2id: dict[str, int], label_column: str) -> DatasetDict:
+        """Each split's ``label_column`` renumbered by ``label2id`` (see the Dataset method)."""
+        return self._forward("align_labels_with_mapping", label2id, label_column)
+
     def reset_format(self) -> None:
         """Reset every split to Python objects, in place."""
         self._check_values_type()

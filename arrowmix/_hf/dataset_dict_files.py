@@ -54,6 +54,16 @@ class DatasetDictFiles:
         shards = split_values("num_shards", num_shards, list(splits.keys()))
         save_dict(splits, dataset_dict_path, max_shard_size, shards, num_proc)
 
+    def push_to_hub(self, repo_id: str, *args: Any, **kwargs: Any) -> Any:
+        """Not here: arrowmix makes no network call; write :meth:`to_hub_folder` and upload it.
+
+        Raises:
+            NotLocalError: always, saying how to upload with ``huggingface_hub``.
+        """
+        from arrowmix._hf.hub_folder import no_push
+
+        raise no_push(repo_id)
+
     def to_hub_folder(
         self,
         folder: str | os.PathLike[str],

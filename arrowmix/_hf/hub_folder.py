@@ -24,10 +24,12 @@ import shutil
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from arrowmix.exceptions import NotLocalError
+
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
 
-__all__ = ["README", "hub_readme", "split_of", "write_hub_folder"]
+__all__ = ["README", "hub_readme", "no_push", "split_of", "write_hub_folder"]
 
 #: HF's ``config.REPOCARD_FILENAME``.
 README = "README.md"
@@ -41,6 +43,16 @@ def _scalar(text: str) -> str:
     if _PLAIN.match(text) and text.lower() not in _YAML_WORDS:
         return text
     return json.dumps(text)
+
+
+def no_push(repo_id: str) -> NotLocalError:
+    """The error ``push_to_hub`` raises: no network, and the two steps that replace it."""
+    return NotLocalError(
+        f"push_to_hub({repo_id!r}): arrowmix makes no network call. Write the folder HF would "
+        "upload with `ds.to_hub_folder(folder)` (or `dataset_dict.to_hub_folder(folder)`), then "
+        "upload it with huggingface_hub: `HfApi().upload_folder(folder_path=folder, "
+        f"repo_id={repo_id!r}, repo_type='dataset')`."
+    )
 
 
 def hub_readme(config_name: str, data_dir: str, splits: list[str]) -> str:

@@ -54,8 +54,18 @@ def _download_hint(path: str) -> str:
         "dataset of the Hugging Face Hub, download it once, e.g. `huggingface-cli download "
         f"{path} --repo-type dataset --local-dir DIR` (or `hf download {path} --repo-type "
         "dataset --local-dir DIR`), then call `load_dataset(DIR)` (with `data_dir=` or "
-        "`data_files=` to pick a configuration's files)."
+        "`data_files=` to pick a configuration's files). A copy already in the local Hugging "
+        "Face cache ($HF_HUB_CACHE, as `hf download` and HF datasets leave it) is read by name."
     )
+
+
+def _local_copy(path: str, revision: Any = None) -> str:
+    """``path``, or for a Hub name not on disk, its copy in the local Hugging Face cache."""
+    if path in BUILDERS or os.path.exists(os.path.expanduser(path)) or "://" in path:
+        return path
+    from arrowmix._hf.load_hub_cache import hub_snapshot
+
+    return hub_snapshot(path, None if revision is None else str(revision)) or path
 
 
 def _check_local(path: str, data_files: Any) -> None:
@@ -157,9 +167,10 @@ def load_dataset(
         ValueError: an unknown split (the message lists the splits), a bad ``split`` spec,
             an option the builder does not take.
     """
+    revision = builder_kwargs.get("revision")
     for arg in _LOADER_ARGS:
         builder_kwargs.pop(arg, None)
-    path = os.fspath(path)
+    path = _local_copy(os.fspath(path), revision)
     if data_files is not None and not data_files:
         raise ValueError(f"Empty 'data_files': {data_files!r}. It should be non-empty or None.")
     if os.path.isfile(os.path.join(path, "state.json")) and os.path.isfile(
@@ -196,6 +207,14 @@ def load_dataset(
         file_rows,
         member_rows,
     )
+    if builder not in ("imagefolder", "audiofolder"):
+        from arrowmix._hf.load_conform import conform_splits
+
+        def build_one(name: str) -> Any:
+            one = _build(builder, {name: files[name]}, options, cache_dir, features, False, {}, {})
+            return one[name]
+
+        splits = conform_splits(list(files), splits, build_one)
     info = LoadInfo(builder, dataset_name(path, builder), config_name)
     if not streaming:  # HF's streaming reads nothing first: no split sizes
         from arrowmix._hf.load_info import download_size, split_infos

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from arrowmix._dataset.mapping.arrays import np_values
 from arrowmix._dataset.mapping.optimized import optimized
 from arrowmix._dataset.row_batches import column_array
 from arrowmix._hf.features import cast_to_features, label_features
@@ -71,7 +72,15 @@ def inferred(name: str, values: Any) -> Any:
             return _numpy_array(values)
         except (*ARROW_CAST_ERRORS, OverflowError) as exc:
             raise SchemaMismatchError(f"Column {name!r} cannot be stored in Arrow: {exc}") from exc
-    return column_array(name, list(values), 0)
+    values = list(values)
+    stacked = np_values(values)  # rows of numpy arrays or tensors, n-D ones included (as HF)
+    if isinstance(stacked, np.ndarray) and stacked.ndim > 1 and stacked.dtype != object:
+        return _numpy_array(stacked)
+    if isinstance(stacked, pa.Array):
+        return stacked
+    if isinstance(stacked, list):
+        values = stacked
+    return column_array(name, values, 0)
 
 
 def _numpy_array(values: np.ndarray[Any, Any]) -> pa.Array[Any]:

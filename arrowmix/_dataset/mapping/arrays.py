@@ -21,7 +21,15 @@ from arrowmix._dataset.inputs.py_kinds import first_mixed, kind_error
 from arrowmix._storage.cast import ARROW_CAST_ERRORS
 from arrowmix.exceptions import SchemaMismatchError
 
-__all__ = ["as_array", "check_key", "int64_numpy", "is_table_like", "numeric_array", "table_of"]
+__all__ = [
+    "as_array",
+    "check_key",
+    "int64_numpy",
+    "is_table_like",
+    "np_values",
+    "numeric_array",
+    "table_of",
+]
 
 
 def check_key(fn: str, key: Any, where: str) -> str:
@@ -70,7 +78,7 @@ def _hint_keeps_values(t: pa.DataType) -> bool:
     return False
 
 
-def _np_values(values: list[Any]) -> Any:
+def np_values(values: list[Any]) -> Any:
     """A list of per-row numpy arrays/tensors as one array keeping the dtype, or None."""
     first = next((v for v in values if v is not None), None)
     if first is None or isinstance(first, (list, tuple, str, bytes, dict)):
@@ -82,6 +90,16 @@ def _np_values(values: list[Any]) -> Any:
     except (TypeError, ValueError, RuntimeError):
         return None
     shape, dtype = arrays[0].shape, arrays[0].dtype
+    if (
+        any(a.shape != shape for a in arrays)
+        and shape
+        and dtype.kind in _NUMERIC_KINDS
+        and all(a.dtype == dtype and a.ndim == len(shape) for a in arrays)
+    ):  # ragged: lists of rows, the dtype kept
+        lengths = np.array([0] + [len(a) for a in arrays], dtype=np.int64)
+        offsets: Any = pa.array(np.cumsum(lengths).astype(np.int32))
+        inner = [_ndarray(a) for a in arrays]
+        return pa.ListArray.from_arrays(offsets, pa.concat_arrays(inner))
     if dtype.kind == "O" or any(a.shape != shape or a.dtype != dtype for a in arrays):
         return [a.tolist() for a in arrays]
     if not shape:
@@ -90,6 +108,12 @@ def _np_values(values: list[Any]) -> Any:
 
 
 _NUMERIC_KINDS = frozenset("iufb")
+
+
+def _rows_of_matrices(values: list[Any]) -> bool:
+    """Whether a batched output's first value is an n-D numpy array (pyarrow takes only 1-D)."""
+    first = next((v for v in values if v is not None), None)
+    return isinstance(first, np.ndarray) and first.ndim > 1
 
 
 def numeric_array(value: np.ndarray) -> pa.Array[Any] | None:
@@ -258,8 +282,8 @@ def as_array(
     ``(label, first row)`` for messages; ``per_row`` says ``value`` holds one returned value
     per row.
     """
-    if per_row and isinstance(value, list):
-        stacked = _np_values(value)
+    if isinstance(value, list) and (per_row or _rows_of_matrices(value)):
+        stacked = np_values(value)
         if stacked is not None:
             value = stacked
     if hint is not None and isinstance(value, list) and _hint_keeps_values(hint):

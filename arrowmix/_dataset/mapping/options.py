@@ -33,7 +33,7 @@ from arrowmix._dataset.state import column_names, num_rows, state_of
 from arrowmix._hf.features import features_schema
 from arrowmix._storage.mixed_json import no_mixed_types
 from arrowmix._validate import check_callable, check_int
-from arrowmix.exceptions import InvalidTypeError
+from arrowmix.exceptions import ColumnNotFoundError, InvalidTypeError
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
@@ -109,7 +109,7 @@ def _names(ds: Dataset, value: str | Sequence[str] | None, arg: str) -> tuple[st
     available = column_names(state_of(ds))
     missing = [c for c in names if c not in available]
     if missing:
-        raise KeyError(
+        raise ColumnNotFoundError(
             f"`{arg}` has column(s) {missing} that are not in the dataset; available columns: "
             f"{available}."
         )
