@@ -523,8 +523,7 @@ class IterableDataset(IterableCasts, IterableIO, InfoFields):
         """
         if isinstance(state_dict, Sequence) and not isinstance(state_dict, str):
             state_dict = merge_state_dicts(state_dict)
-        check_state(state_dict)
-        self._starting = dict(state_dict)
+        self._starting = dict(check_state(state_dict))
 
     @staticmethod
     def merge_state_dicts(states: Sequence[Any]) -> dict[str, Any]:

@@ -74,8 +74,8 @@ def _tasks_of(state: Any, rank: int, world: int, workers: int, worker: int) -> l
     return [{**layout, "epoch": int(state.get("epoch", 0)), "stream": stream}]
 
 
-def check_state(state_dict: Any) -> None:
-    """Refuse, naming the problem, what is not an ``IterableDataset`` state (merged or not)."""
+def check_state(state_dict: Any) -> Mapping[str, Any]:
+    """``state_dict`` if it is an ``IterableDataset`` state (merged or not); else a ValueError."""
     if not isinstance(state_dict, Mapping) or not (
         "stream" in state_dict or MERGED_KEY in state_dict
     ):
@@ -89,6 +89,7 @@ def check_state(state_dict: Any) -> None:
             f"load_state_dict: the state's `epoch` must be an int >= 0, got {epoch!r} "
             "(a state of IterableDataset.state_dict() was changed or damaged)."
         )
+    return state_dict
 
 
 def merge_state_dicts(states: Sequence[Any]) -> dict[str, Any]:

@@ -92,5 +92,5 @@ def get_dataset_split_names(
 
     path, _ = _configs(path, data_files, download_kwargs.get("revision"))
     card = _card_config(path, config_name, data_dir, data_files)
-    _, _, files = card if card is not None else resolve_data_files(path, data_dir, data_files)
+    files = card[2] if card is not None else resolve_data_files(path, data_dir, data_files)[2]
     return list(files)
