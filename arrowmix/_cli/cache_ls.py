@@ -41,7 +41,16 @@ examples:
 def add_parser(subparsers: Any) -> None:
     """Register ``cache`` and its ``ls`` subcommand."""
     cache = subparsers.add_parser(
-        "cache", help="inspect a cache directory", description="Inspect a cache directory."
+        "cache",
+        help="inspect a cache directory",
+        description="Inspect a cache directory.",
+        epilog=(
+            "examples:\n"
+            "  arrowmix cache ls                 # the default cache, and the corpora here\n"
+            "  arrowmix cache ls corpus_chunks   # the results stored beside a corpus\n\n"
+            "To remove cache entries: `arrowmix cleanup-cache` (see its --help)."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = cache.add_subparsers(dest="cache_command", metavar="COMMAND", required=True)
     ls = sub.add_parser(

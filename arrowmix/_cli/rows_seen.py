@@ -41,7 +41,7 @@ def add_parser(subparsers: Any) -> None:
         "rows-seen",
         help="the source rows of the steps after a stream checkpoint",
         description=(
-            "Build the pipeline with provenance, restore the checkpoint and print the "
+            "Build the pipeline with provenance, restore the checkpoint and print the\n"
             "source references (source, index, chunk, row) of the next steps' rows."
         ),
         epilog=EPILOG,
