@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import re
+import shlex
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -108,8 +110,11 @@ def test_training_stream_yields_padded_tensors(
         assert np.isfinite(model.step(batch))
 
 
-def _fake_venv(tmp_path: Path) -> tuple[Path, Path]:
-    """A checkout copy with scripts/_venv.sh and a venv whose ``python -m pip`` only logs."""
+def _fake_venv(tmp_path: Path, pip_stderr: str = "") -> tuple[Path, Path]:
+    """A checkout copy with scripts/_venv.sh and a venv whose ``python -m pip`` only logs.
+
+    Its pip prints ``pip_stderr`` (if any) to stderr, as pip prints its notices.
+    """
     checkout, venv = tmp_path / "checkout", tmp_path / "venv"
     (checkout / "scripts").mkdir(parents=True)
     (checkout / "scripts" / "_venv.sh").write_text((ROOT / "scripts" / "_venv.sh").read_text())
@@ -119,7 +124,8 @@ def _fake_venv(tmp_path: Path) -> tuple[Path, Path]:
     python = venv / "bin" / "python"
     python.write_text(
         "#!/usr/bin/env bash\n"
-        f'if [ "$1 $2" = "-m pip" ]; then echo "${{@:3}}" >> {log}; exit 0; fi\n'
+        f'if [ "$1 $2" = "-m pip" ]; then echo "${{@:3}}" >> {log}; '
+        f"printf %s {shlex.quote(pip_stderr)} >&2; exit 0; fi\n"
         f'exec {sys.executable} "$@"\n'
     )
     python.chmod(0o755)
@@ -158,6 +164,51 @@ def test_a_rerun_skips_pip_until_pyproject_changes(tmp_path: Path) -> None:
     (checkout / "pyproject.toml").write_text('[project]\nname = "x"\nversion = "2"\n')
     assert run()[1].endswith("-e . --group demo")  # new requirements: installed again
     assert run() == []
+
+
+CONFLICTS = (
+    "ERROR: pip's dependency resolver does not currently take into account all the packages "
+    "that are installed. This behaviour is the source of the following dependency conflicts.\n"
+    "mosaicml-streaming 0.13.0 requires transformers<5,>=4.21.3, which is not installed.\n"
+    "mosaicml-streaming 0.13.0 requires numpy<2.2.0, but you have numpy 2.4.6 which is "
+    "incompatible.\n"
+)
+
+
+@pytest.mark.parametrize("other", [False, True])
+def test_an_install_hides_only_the_conflicts_of_the_package_installed_without_deps(
+    tmp_path: Path, other: bool
+) -> None:
+    import os
+    import shutil
+    import subprocess
+
+    if shutil.which("bash") is None or shutil.which("awk") is None:
+        pytest.skip("bash or awk is not installed")
+    extra = "foo 1.0 requires bar>=2, which is not installed.\n" if other else ""
+    checkout, _ = _fake_venv(tmp_path, CONFLICTS + extra + "WARNING: something else\n")
+    (checkout / "run.sh").write_text("source scripts/_venv.sh; pip_install test-s3 x\n")
+    res = subprocess.run(
+        ["bash", "run.sh"],
+        cwd=checkout,
+        env={**os.environ, "VIRTUAL_ENV": str(tmp_path / "venv")},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "moto's S3 server" in res.stdout  # what the step installs, and why
+    assert "WARNING: something else" in res.stderr  # pip's other notices are kept
+    if other:  # a conflict of another package: pip's whole notice is shown
+        assert CONFLICTS + extra in res.stderr
+    else:
+        assert "dependency" not in res.stderr and "mosaicml" not in res.stderr
+
+
+def test_every_install_step_says_what_it_installs() -> None:
+    why = re.findall(r"^    \[([\w-]+)\]=", (ROOT / "scripts" / "_venv.sh").read_text(), re.M)
+    for script in ("demo", "test", "docs"):
+        steps = re.findall(r"pip_install ([\w-]+) ", (ROOT / "scripts" / script).read_text())
+        assert steps and set(steps) <= set(why), (script, sorted(set(steps) - set(why)))
 
 
 def test_demo_script_installs_torch_unless_told_not_to() -> None:

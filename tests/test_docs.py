@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import glob
 import importlib.util
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -70,6 +72,23 @@ def test_index_links_every_page() -> None:
     targets = {t.split("#")[0] for _, t in cd.links(index)}
     pages = {p.name for p in (ROOT / "docs").glob("*.md")} - {"index.md"}
     assert pages <= targets, f"docs/index.md does not link {sorted(pages - targets)}"
+
+
+#: A repository path named in a page's text or code (``scripts/bench/bench_map.py``,
+#: ``tests/test_layers.py``, ``arrowmix/_hf/``, ``scripts/bench/bench_*.py``).
+REPO_PATH = re.compile(r"(?<![\w./-])((?:scripts|tests|arrowmix|docs)/[\w./*<>-]*[\w*/])")
+
+
+def test_paths_the_pages_name_exist() -> None:
+    stale = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
+        text = page.read_text(encoding="utf-8")
+        for m in REPO_PATH.finditer(text):
+            path = m.group(1).rstrip("/")
+            if "<" not in path and not glob.glob(str(ROOT / path)):
+                line = text.count("\n", 0, m.start()) + 1
+                stale.append(f"{page.relative_to(ROOT)}:{line}: {path}")
+    assert stale == [], "paths that do not exist (moved?):\n" + "\n".join(stale)
 
 
 def test_pytest_runs_the_doc_examples() -> None:

@@ -7,6 +7,7 @@ The site is built once per test run (shared by the xdist workers) with
 
 from __future__ import annotations
 
+import ast
 import functools
 import http.server
 import importlib
@@ -391,6 +392,25 @@ def test_api_pages_put_what_users_call_first() -> None:
     for name in ("RowSource", "PassThrough", "WindowReplayStage", "ElasticRole", "SeedHolder"):
         assert f"::: arrowmix.stream.{name}\n" in kit and name not in text.split("## Writing")[0]
     assert _blocks("arrowmix.md")[:2] == ["arrowmix.Dataset", "arrowmix.write_chunks"]
+
+
+def test_the_integrations_page_has_every_public_name() -> None:
+    # read statically: the modules import torch and Ray, which the docs build does not install
+    blocks = set(_blocks("integrations.md"))
+    for path in sorted((ROOT / "arrowmix" / "integrations").glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = next(
+            (
+                ast.literal_eval(node.value)
+                for node in tree.body
+                if isinstance(node, ast.Assign)
+                and any(getattr(t, "id", None) == "__all__" for t in node.targets)
+            ),
+            [],
+        )
+        module = f"arrowmix.integrations.{path.stem}"
+        assert {f"{module}.{n}" for n in names} <= blocks, module
+    assert "api/integrations.md" in nav_pages()
 
 
 @pytest.mark.slow  # reads the built site: see `site`

@@ -161,5 +161,7 @@ def test_fresh_clone_runs_every_readme_command(tmp_path: Path) -> None:
     assert re.search(r"\d+ entries, \d+ files", listing) and " filter " in listing, listing
     explain = next(v for k, v in out.items() if "fingerprint --explain" in k)
     assert "changed" in explain or "differ" in explain, explain
+    verified = next(v for k, v in out.items() if k.startswith("arrowmix verify "))
+    assert re.search(r"^\d+ file\(s\) ok", verified, re.M), verified
     # Nothing was written outside the clone and the fresh HOME.
     assert (home / ".cache" / "arrowmix").is_dir()

@@ -41,7 +41,16 @@ examples:
 def add_parser(subparsers: Any) -> None:
     """Register ``cache`` and its ``ls`` subcommand."""
     cache = subparsers.add_parser(
-        "cache", help="inspect a cache directory", description="Inspect a cache directory."
+        "cache",
+        help="inspect a cache directory",
+        description="Inspect a cache directory.",
+        epilog=(
+            "examples:\n"
+            "  arrowmix cache ls                 # the default cache, and the corpora here\n"
+            "  arrowmix cache ls corpus_chunks   # the results stored beside a corpus\n\n"
+            "To remove cache entries: `arrowmix cleanup-cache` (see its --help)."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = cache.add_subparsers(dest="cache_command", metavar="COMMAND", required=True)
     ls = sub.add_parser(
@@ -106,18 +115,22 @@ def run(args: argparse.Namespace) -> int:
     print(summary(entries, directory))
     if not recursive and not entries:
         print_recursive_hint(directory, "arrowmix cache ls")
-    if default:
-        corpora = corpora_with_results(os.getcwd(), exclude=directory)
-        if corpora:
-            print("results beside the corpora in the current directory (`arrowmix cache ls DIR`):")
-            for path, found_here in corpora:
-                print(f"  {summary(found_here, os.path.relpath(path))}")
-        else:
-            print(
-                "map/filter results of a corpus on local disk are stored beside its chunk "
-                "files: `arrowmix cache ls DIR` lists them"
-            )
+    if default and not print_corpora_here(directory, "`arrowmix cache ls DIR`"):
+        print(
+            "map/filter results of a corpus on local disk are stored beside its chunk "
+            "files: `arrowmix cache ls DIR` lists them"
+        )
     return 0
+
+
+def print_corpora_here(directory: str, how: str) -> bool:
+    """Print the corpora of the current directory holding results (outside ``directory``)."""
+    corpora = corpora_with_results(os.getcwd(), exclude=directory)
+    if corpora:
+        print(f"results beside the corpora in the current directory ({how}):")
+        for path, found_here in corpora:
+            print(f"  {summary(found_here, os.path.relpath(path))}")
+    return bool(corpora)
 
 
 def _records_as_one(entries: list[CacheEntry]) -> list[CacheEntry]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from arrowmix._cache.cleanup import plan_cleanup, remove_idle_locks, remove_planned
 from arrowmix._cache.listing import TMP_KIND, scan_tree, scan_with_records
-from arrowmix._cli.cache_ls import print_recursive_hint
+from arrowmix._cli.cache_ls import print_corpora_here, print_recursive_hint
 from arrowmix._cli.common import resolve_cache_dir
 from arrowmix._cli.humanize import binary_bytes, both_units, parse_duration, parse_size
 from arrowmix._hf.carry_over import carry_over
@@ -155,10 +155,11 @@ def run(args: argparse.Namespace) -> int:
                 f"Note: {both_units(left)} remain, above --max-size "
                 f"{both_units(args.max_size)}: the rest is in use, locked or kept."
             )
+    command = "arrowmix cleanup-cache" + (" --dry-run" if args.dry_run else "")
     if not args.recursive and not entries:
-        print_recursive_hint(
-            directory, "arrowmix cleanup-cache" + (" --dry-run" if args.dry_run else "")
-        )
+        print_recursive_hint(directory, command)
+    if args.cache_dir is None:  # the cache root: a corpus's results lie beside its chunks
+        print_corpora_here(directory, f"not included: `{command} DIR` for one")
     failed = [path for path, why in result.skipped if why.startswith("cannot remove")]
     if failed:
         print(f"arrowmix: error: {len(failed)} file(s) could not be removed", file=sys.stderr)

@@ -42,7 +42,7 @@ def add_parser(subparsers: Any) -> None:
         "fingerprint",
         help="explain why two cache files have different fingerprints",
         description=(
-            "Compare the fingerprint records stored in two cache files and print each "
+            "Compare the fingerprint records stored in two cache files and print each\n"
             "component that changed, appeared or disappeared."
         ),
         epilog=EPILOG,

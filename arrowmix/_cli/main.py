@@ -59,7 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     """The ``arrowmix`` parser with every subcommand registered."""
     parser = Parser(
         prog="arrowmix",
-        description="Convert corpora to Arrow chunks; inspect and clean arrowmix caches.",
+        description=(
+            "Convert corpora to Arrow chunks; inspect and clean arrowmix caches; verify\n"
+            "recorded digests; list the rows a training step saw."
+        ),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

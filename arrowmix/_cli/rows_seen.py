@@ -41,7 +41,7 @@ def add_parser(subparsers: Any) -> None:
         "rows-seen",
         help="the source rows of the steps after a stream checkpoint",
         description=(
-            "Build the pipeline with provenance, restore the checkpoint and print the "
+            "Build the pipeline with provenance, restore the checkpoint and print the\n"
             "source references (source, index, chunk, row) of the next steps' rows."
         ),
         epilog=EPILOG,
@@ -99,6 +99,11 @@ def _state(path: str, key: str | None) -> Any:
             doc = json.load(f)
     except json.JSONDecodeError as exc:
         raise CommandError(f"CHECKPOINT {path!r} is not JSON: {exc}") from exc
+    except OSError as exc:  # missing, a directory, unreadable
+        raise CommandError(
+            f"CHECKPOINT {path!r} cannot be read ({exc.strerror or exc}): give the JSON file "
+            "of the pipeline's state_dict(), or 'start'."
+        ) from exc
     for part in [] if key is None else key.split("."):
         if not isinstance(doc, dict) or part not in doc:
             raise CommandError(f"CHECKPOINT {path!r} has no key {key!r} (missing {part!r}).")

@@ -35,7 +35,7 @@ def add_parser(subparsers: Any) -> None:
         "verify",
         help="check a corpus or saved dataset against its recorded digests",
         description=(
-            "Hash every file of a write_chunks or save_to_disk directory in full and compare "
+            "Hash every file of a write_chunks or save_to_disk directory in full and compare\n"
             "it with the digest recorded when it was written (finds bit rot and edits)."
         ),
         epilog=EPILOG,

@@ -85,7 +85,7 @@ def _check_local(path: str, data_files: Any) -> None:
         )
     if path not in BUILDERS and not os.path.exists(os.path.expanduser(path)):
         raise NotLocalError(
-            f"{path!r} is neither a local directory or file nor one of the builders "
+            f"{path!r} is not a local directory or file, nor one of the builders "
             f"({', '.join(BUILDERS)}). " + _download_hint(path)
         )
     for pattern in _patterns(data_files):

@@ -1,4 +1,4 @@
-"""Shared helpers for the ``scripts/bench_*.py`` benchmarks.
+"""Shared helpers for the ``scripts/bench/bench_*.py`` benchmarks.
 
 - :func:`make_text_table`: a seeded ``{"id", "text"}`` corpus with long-tailed (lognormal) text
   lengths, ~300 bytes of text per row on average (1M rows is ~300 MB), built in a few seconds.

@@ -90,18 +90,13 @@ def test_default_directory_is_the_cache_root(tmp_path, monkeypatch, capsys):
     assert "stored beside its chunk files" in out[2]
 
 
-def test_default_listing_shows_the_cache_root_tree_and_corpora_here(tmp_path, monkeypatch, capsys):
+def test_default_listing_shows_the_cache_root_tree_and_corpora_here(quickstart_dir, capsys):
     """After the quickstart: what the cache root holds, and the corpora of the current dir."""
     import arrowmix as am
 
-    root, work = tmp_path / "root", tmp_path / "work"
-    work.mkdir()
-    monkeypatch.setenv("ARROWMIX_CACHE", str(root))
-    monkeypatch.chdir(work)
-    am.write_chunks(({"x": i} for i in range(50)), "web_chunks", rows_per_chunk=20)
-    web = am.Dataset.from_chunks("web_chunks").map(lambda r: {"y": r["x"] + 1})
+    root, web = quickstart_dir
     mem = am.Dataset.from_dict({"x": [1, 2, 3]}).map(lambda r: {"y": r["x"] * 2})
-    (work / "notes").mkdir()  # a directory without results is not listed
+    os.mkdir("notes")  # a directory without results is not listed
     assert main(["cache", "ls"]) == 0
     lines = capsys.readouterr().out.splitlines()
     records = [ln for ln in lines if ln.split()[:3] == ["verified", "-", "verified"]]

@@ -160,6 +160,20 @@ def test_default_directory_is_the_cache_root(tmp_path, make_cache, monkeypatch, 
     assert lines(capsys.readouterr().out, "removed") == [path]
 
 
+def test_default_directory_names_the_corpora_here_it_leaves(quickstart_dir, capsys):
+    """After the quickstart, a cleanup of the cache root says where the map results are."""
+    assert main(["cleanup-cache", "--dry-run"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2] == (
+        "results beside the corpora in the current directory "
+        "(not included: `arrowmix cleanup-cache --dry-run DIR` for one):"
+    )
+    assert out[-1].strip().startswith("1 entry, 1 file, ") and out[-1].endswith(" in web_chunks")
+    assert main(["cleanup-cache", "--dry-run", "web_chunks"]) == 0  # named: no hint
+    out = capsys.readouterr().out
+    assert "web_chunks/cache-" in out and "current directory" not in out
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

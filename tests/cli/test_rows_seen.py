@@ -65,6 +65,7 @@ def test_prints_the_rows_of_the_steps_after_the_checkpoint(script, tmp_path, cap
         (["nowhere.py:f", "start"], "does not exist"),
         (["{s}", "start"], "must be file.py:function"),
         (["{s}:make_pipeline", "{bad}"], "is not JSON"),
+        (["{s}:make_pipeline", "{s}.json"], "cannot be read (No such file or directory)"),
         (["{s}:make_pipeline", "{other}", "--key", "data"], "no key 'data'"),
         (["{s}:make_pipeline", "{other}"], "cannot load this state"),
     ],
