@@ -467,8 +467,8 @@ def compile_bytecode() -> None:
     import importlib.util
 
     spec = importlib.util.find_spec("arrowmix")  # the checkout the steps import
-    assert spec is not None and spec.origin is not None
-    compileall.compile_dir(str(Path(spec.origin).parent), quiet=2)
+    if spec is not None and spec.origin is not None:
+        compileall.compile_dir(str(Path(spec.origin).parent), quiet=2)
     compileall.compile_dir(str(HERE), quiet=2, maxlevels=0)
 
 
