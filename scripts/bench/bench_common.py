@@ -515,10 +515,14 @@ def disk_usage(path: str | os.PathLike[str], *, links: bool = False) -> int:
 def drop_file_pages(paths: Iterator[str | os.PathLike[str]] | list[Any]) -> None:
     """Evict the files' pages from the page cache, so the next read of them is cold.
 
-    Dirty pages (a file just written) cannot be dropped: each file is synced first.
+    Dirty pages (a file just written) cannot be dropped: each file is synced first. A file
+    gone since it was listed (a writer's temporary file, renamed) is skipped.
     """
     for path in paths:
-        fd = os.open(path, os.O_RDONLY)
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
         try:
             os.fsync(fd)
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)

@@ -464,8 +464,11 @@ def compile_bytecode() -> None:
     fresh process would compile them again (~0.1 s), which HF's installed modules never do.
     """
     import compileall
+    import importlib.util
 
-    compileall.compile_dir(str(HERE.parent / "arrowmix"), quiet=2)
+    spec = importlib.util.find_spec("arrowmix")  # the checkout the steps import
+    if spec is not None and spec.origin is not None:
+        compileall.compile_dir(str(Path(spec.origin).parent), quiet=2)
     compileall.compile_dir(str(HERE), quiet=2, maxlevels=0)
 
 

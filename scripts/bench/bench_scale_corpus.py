@@ -154,7 +154,7 @@ def drop_pages(root: Path) -> int:
     """Drop the page cache of every file under ``root``; returns the bytes of those files."""
     files = [p for p in ([root] if root.is_file() else sorted(root.rglob("*"))) if p.is_file()]
     drop_file_pages(files)
-    return sum(p.stat().st_size for p in files)
+    return sum(p.stat().st_size for p in files if p.exists())
 
 
 # ---- the raw loop -------------------------------------------------------------------------

@@ -44,22 +44,29 @@ def _peak_growth(fn):  # type: ignore[no-untyped-def]
     return out, (_status_kb("VmHWM:") - before) * 1024
 
 
+KW = {"batched": True, "input_columns": ["v"], "batch_size": 100_000}
+
+
+def _counting(tmp_path: Path, n: int) -> am.Dataset:
+    """``v = 0..n-1`` in chunk files, in numpy format."""
+    am.write_chunks(pa.table({"v": np.arange(n, dtype=np.int32)}), str(tmp_path / "c"))
+    ds = am.Dataset.from_chunks(str(tmp_path / "c"), cache_dir=str(tmp_path / "cache"))
+    return ds.with_format("numpy")
+
+
+def even(v: np.ndarray) -> np.ndarray:
+    return v % 2 == 0
+
+
 @linux
 def test_a_large_filter_keeps_a_window_of_its_positions_resident(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     n = 2_000_000  # every other row kept: 8 MB of positions (segments, array, file)
-    am.write_chunks(pa.table({"v": np.arange(n, dtype=np.int32)}), str(tmp_path / "c"))
-    ds = am.Dataset.from_chunks(str(tmp_path / "c"), cache_dir=str(tmp_path / "cache"))
-    ds = ds.with_format("numpy")
-    kw = {"batched": True, "input_columns": ["v"], "batch_size": 100_000}
-
-    def even(v: np.ndarray) -> np.ndarray:
-        return v % 2 == 0
-
-    ds.select(range(1000)).filter(even, **kw)  # imports and first-call caches
+    ds = _counting(tmp_path, n)
+    ds.select(range(1000)).filter(even, **KW)  # imports and first-call caches
     monkeypatch.setattr(windows, "WINDOW", 256 * 1024)
-    kept, grew = _peak_growth(lambda: ds.filter(even, **kw))
+    kept, grew = _peak_growth(lambda: ds.filter(even, **KW))
     positions = n // 2 * 8
     # before: every page of the segments, of the gathered array and of the file sealed and
     # checked (3x the positions); now a window of each pass
@@ -67,7 +74,7 @@ def test_a_large_filter_keeps_a_window_of_its_positions_resident(
     assert len(kept) == n // 2
     assert kept[-3:]["v"].tolist() == [n - 6, n - 4, n - 2]
     assert int(kept["v"][::100_000].sum()) == sum(range(0, n, 200_000))
-    again, grew = _peak_growth(lambda: ds.filter(even, load_from_cache_file=False, **kw))
+    again, grew = _peak_growth(lambda: ds.filter(even, load_from_cache_file=False, **KW))
     assert grew < positions * 1.5  # and compared with the stored file, a window at a time
     assert again["v"][-1] == n - 2
 
@@ -97,3 +104,41 @@ def test_a_windowed_pass_sees_every_byte_once_in_order(
     small = windows.map_pass(str(path))
     monkeypatch.setattr(windows, "WINDOW", 1 << 21)
     assert len(list(windows.windows(memoryview(small), small.address))) == 1
+
+
+@pytest.mark.slow
+@linux
+def test_a_filter_over_a_shuffled_view_composes_its_positions_a_window_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    n = 2_000_000  # half kept: 8 MB of positions, composed through the shuffle's 16 MB
+    ds = _counting(tmp_path, n)
+    ds.select(range(1000)).filter(even, **KW)  # imports and first-call caches
+    shuffled = ds.shuffle(seed=0)
+    shuffled.filter(lambda v: v % 2 == 1, **KW)  # the rows' and the shuffle's pages read
+    monkeypatch.setattr(windows, "WINDOW", 256 * 1024)
+    kept, grew = _peak_growth(lambda: shuffled.filter(even, **KW))
+    # before: the kept positions and their composition in anonymous memory (16 bytes a
+    # kept row) and every page of the shuffle's indices file
+    assert grew < n // 2 * 8 * 1.5, f"the filter's resident set grew by {grew / MiB:.1f} MiB"
+    perm = np.random.default_rng(0).permutation(n)
+    expected = perm[perm % 2 == 0]
+    assert np.array_equal(kept["v"][:], expected)
+    again = shuffled.filter(even, **KW)  # a rerun maps the stored positions
+    assert again._fingerprint == kept._fingerprint
+    assert np.array_equal(again["v"][-1000:], expected[-1000:])
+
+
+def test_a_filter_over_selected_views_keeps_their_rows_in_order(tmp_path: Path) -> None:
+    n = 120_000  # above the size kept in memory: the positions are composed in a file
+    ds = _counting(tmp_path, n)
+
+    def third(v: np.ndarray) -> np.ndarray:
+        return v % 3 == 0
+
+    backwards = np.arange(n - 1, -1, -1)
+    views = [(ds.select(backwards), backwards), (ds.select(range(7, n)), np.arange(7, n))]
+    for view, rows in views:
+        kept = view.filter(third, **KW)
+        assert np.array_equal(kept["v"][:], rows[rows % 3 == 0])
+        assert np.array_equal(kept[5:8]["v"], rows[rows % 3 == 0][5:8])

@@ -261,8 +261,8 @@ def filter_result(
         result, path = stored
     else:
         tables = _opened(found, open_segment)
-        sel = IndexMap.from_array(_kept(tables, None if s.indices is not None else cache_dir(s)))
-        mapping = sel if s.indices is None else s.indices.compose(sel)
+        sel = IndexMap.from_array(_kept(tables, cache_dir(s)))
+        mapping = sel if s.indices is None else _composed(s.indices, sel, cache_dir(s))
         table_rows = stored_table(s).num_rows
         if not (mapping.is_range and mapping.start == 0 and mapping.stop == table_rows):
             result, path = load_or_store(
@@ -307,6 +307,37 @@ def _kept(tables: list[pa.Table], directory: str | None) -> np.ndarray:
     if large:
         windows.release_array(out[done:at])
     return out
+
+
+def _composed(outer: IndexMap, sel: IndexMap, directory: str | None) -> IndexMap:
+    """``outer.compose(sel)`` (a view's mapping through its filter's kept positions).
+
+    When large, the composed positions are written into a file-backed array a window at a
+    time, as :func:`_kept` gathers: the kept positions increase, so ``outer``'s array is read
+    in order, and the pages of all three arrays are handed back once a window is done (those
+    of file mappings; see :mod:`arrowmix._storage.windows`). The values are ``outer``'s at the
+    kept positions, as ``compose`` gives them.
+    """
+    inner = sel.array
+    out = None if inner is None else scratch(len(inner), directory)
+    if inner is None or out is None:
+        return outer.compose(sel)
+    base, large = outer.array, out.nbytes > windows.WINDOW
+    step = max(1, windows.WINDOW // 8)
+    done = 0  # positions of ``base`` below this one were read
+    for lo in range(0, len(inner), step):
+        part, dest = inner[lo : lo + step], out[lo : lo + step]
+        if base is None:
+            np.add(part, outer.start, out=dest)
+        else:
+            np.take(base, part, out=dest)
+        if large:
+            windows.release_array(part)
+            windows.release_array(dest)
+            if base is not None and int(part[-1]) > done:
+                windows.release_array(base[done : int(part[-1])])
+                done = int(part[-1])
+    return IndexMap.from_array(out)
 
 
 def _sources(s: DatasetState, found: list[Found]) -> str:
