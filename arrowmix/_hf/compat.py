@@ -37,6 +37,8 @@ __all__ = ["HFCompat"]
 _TO_DICT_BATCH = 1000
 _GETITEM_ARGS = {"format_type", "format_columns", "output_all_columns", "format_kwargs"}
 _Transform = Callable[[dict[str, list[Any]]], dict[str, Any]]
+#: Formats whose batches are tables (``batch`` then maps the Python rows).
+_TABLE_FORMATS = frozenset({"arrow", "pyarrow", "pa", "pandas", "pd", "polars", "pl"})
 
 
 def _dataset(obj: HFCompat) -> Dataset:
@@ -432,6 +434,15 @@ class HFCompat(InfoFields):
         """
         return hf_columns.class_encode_column(_dataset(self), column, include_nulls)
 
+    def align_labels_with_mapping(self, label2id: dict[str, int], label_column: str) -> Dataset:
+        """``label_column``'s ``ClassLabel`` renumbered to ``label2id`` (a model's label ids).
+
+        HF's rule: the new names are ``label2id``'s keys in id order, names match without
+        case; also a ``List`` of ``ClassLabel``; a name missing from ``label2id`` raises
+        ``KeyError``.
+        """
+        return hf_columns.align_labels_with_mapping(_dataset(self), label2id, label_column)
+
     def with_transform(
         self,
         transform: _Transform | None,
@@ -497,14 +508,22 @@ class HFCompat(InfoFields):
     ) -> Dataset:
         """One row per ``batch_size`` rows, each column a list of their values: HF's ``batch``.
 
-        A cached ``map`` (``drop_last_batch`` drops a last shorter batch).
+        A cached ``map`` (``drop_last_batch`` drops a last shorter batch); the result keeps
+        this view's format (a table format's batches are made of the Python rows).
 
         Example:
             >>> import arrowmix as am
             >>> am.Dataset.from_dict({"x": [1, 2, 3]}).batch(2)["x"]
             [[1, 2], [3]]
         """
-        return hf_transforms.batch(_dataset(self), batch_size, drop_last_batch, num_proc)
+        ds = _dataset(self)
+        fmt = ds.format
+        if fmt["type"] not in _TABLE_FORMATS:
+            return hf_transforms.batch(ds, batch_size, drop_last_batch, num_proc)
+        # A table format: the map reads Python rows; the result keeps the format (HF's).
+        out = hf_transforms.batch(ds.with_format(None), batch_size, drop_last_batch, num_proc)
+        kwargs = fmt["format_kwargs"]
+        return out.with_format(fmt["type"], fmt["columns"], fmt["output_all_columns"], **kwargs)
 
     def to_iterable_dataset(self, num_shards: int = 1) -> IterableDataset:
         """An :class:`~arrowmix.IterableDataset` of this view, cut in ``num_shards`` shards.
