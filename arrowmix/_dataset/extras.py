@@ -92,14 +92,28 @@ class DatasetExtras:
         (``preserve_index=None``, pyarrow's rule, as in HF); ``features``/``info`` type the
         columns as in :meth:`from_dict`.
         """
-        from arrowmix._dataset.inputs.file_splits import schema_of
+        from arrowmix._dataset.inputs.file_splits import schema_of, with_split
         from arrowmix._dataset.views.additions import from_pandas
         from arrowmix._hf.info import dataset_with_info
 
-        del split
-        return dataset_with_info(
-            from_pandas(df, schema_of(None, features, info), preserve_index), info
-        )
+        ds = from_pandas(df, schema_of(None, features, info), preserve_index)
+        return with_split(dataset_with_info(ds, info), split)
+
+    @classmethod
+    def from_polars(
+        cls, df: Any, features: Any = None, info: Any = None, split: Any = None
+    ) -> Dataset:
+        """A dataset over a ``polars.DataFrame`` (in memory, polars' Arrow types), as HF's."""
+        from arrowmix._dataset.inputs.builders import from_arrow
+        from arrowmix._dataset.inputs.file_splits import schema_of, with_split
+        from arrowmix._dataset.inputs.py_columns import typed_table
+        from arrowmix._hf.info import dataset_with_info
+
+        table = df.to_arrow()
+        schema = schema_of(None, features, info)
+        if schema is not None:
+            table = typed_table({n: table.column(n) for n in table.column_names}, schema)
+        return with_split(dataset_with_info(from_arrow(table), info), split)
 
     def add_item(self, item: Mapping[str, Any], new_fingerprint: str | None = None) -> Dataset:
         """This view with the row ``item`` (a dict of every column) added at the end (HF's)."""

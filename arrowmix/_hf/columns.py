@@ -1,4 +1,6 @@
-"""HF ``datasets``' ``add_column`` (with ``feature=``), ``cast_column``, ``class_encode_column``.
+"""HF ``datasets``' ``add_column`` (``feature=``), ``cast_column``, ``class_encode_column``...
+
+... and ``align_labels_with_mapping``.
 
 The methods are :class:`~arrowmix._hf.compat.HFCompat`'s; the column work is the core's
 (``arrowmix._dataset.views.additions``, ``cast``, ``map``); what is HF's here is the
@@ -19,7 +21,7 @@ from arrowmix._hf.state import state_of
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
 
-__all__ = ["add_column", "cast_column", "class_encode_column"]
+__all__ = ["add_column", "align_labels_with_mapping", "cast_column", "class_encode_column"]
 
 
 def _one_column_schema(name: str, feature: Any) -> pa.Schema:
@@ -113,4 +115,53 @@ class _ToLabels:
         keep = self.include_nulls
         values = batch[self.column]
         batch[self.column] = [index[str(v)] if keep or v is not None else None for v in values]
+        return batch
+
+
+_LISTS = ("List", "LargeList", "Sequence")
+
+
+def align_labels_with_mapping(ds: Dataset, label2id: dict[str, int], label_column: str) -> Dataset:
+    """:meth:`~arrowmix.Dataset.align_labels_with_mapping`: HF's rule, one cached map.
+
+    The new ``ClassLabel`` names are ``label2id``'s keys in the order of their ids; each
+    stored id is renumbered by its old name, compared without case. A name the mapping lacks
+    raises ``KeyError`` (as in HF).
+    """
+    if label_column not in ds.column_names:
+        raise ValueError(f"Column ({label_column}) not in table columns ({ds.column_names}).")
+    feats = all_features(state_of(ds).table.schema)
+    entry = feats.get(label_column, {})
+    nested = entry.get("_type") in _LISTS and isinstance(entry.get("feature"), dict)
+    label = entry["feature"] if nested else entry
+    if label.get("_type") != "ClassLabel":
+        raise ValueError(
+            "Aligning labels with a mapping is only supported for ClassLabel column or List "
+            f"column with the inner type ClassLabel, and column {label_column!r} is "
+            f"{entry.get('_type') or ds.schema.field(label_column).type}."
+        )
+    ordered = sorted(label2id.items(), key=lambda kv: kv[1])
+    lower = {name.lower(): i for name, i in ordered}
+    renumber = [lower[str(name).lower()] for name in label["names"]]  # KeyError as in HF
+    new_label = {"names": [name for name, _ in ordered], "_type": "ClassLabel"}
+    feats[label_column] = {"feature": new_label, "_type": "List"} if nested else new_label
+    schema = ds.schema.with_metadata(_blob(feats))
+    return ds.map(_Renumber(label_column, renumber, nested), batched=True, features=schema)
+
+
+class _Renumber:
+    """Each label id ``i`` as ``renumber[i]`` (nulls kept), in lists too when ``nested``."""
+
+    def __init__(self, column: str, renumber: list[int], nested: bool) -> None:
+        self.column, self.renumber, self.nested = column, renumber, nested
+
+    def _one(self, v: int | None) -> int | None:
+        return None if v is None else self.renumber[v]
+
+    def __call__(self, batch: dict[str, list[Any]]) -> dict[str, list[Any]]:
+        values = batch[self.column]
+        if self.nested:
+            batch[self.column] = [None if s is None else [self._one(v) for v in s] for s in values]
+        else:
+            batch[self.column] = [self._one(v) for v in values]
         return batch

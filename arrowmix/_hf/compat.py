@@ -37,6 +37,8 @@ __all__ = ["HFCompat"]
 _TO_DICT_BATCH = 1000
 _GETITEM_ARGS = {"format_type", "format_columns", "output_all_columns", "format_kwargs"}
 _Transform = Callable[[dict[str, list[Any]]], dict[str, Any]]
+#: Formats whose batches are tables (``batch`` then maps the Python rows).
+_TABLE_FORMATS = frozenset({"arrow", "pyarrow", "pa", "pandas", "pd", "polars", "pl"})
 
 
 def _dataset(obj: HFCompat) -> Dataset:
@@ -350,9 +352,7 @@ class HFCompat(InfoFields):
             ValueError: no such column, or it is not a ``ClassLabel`` column.
             KeyError: a class name of the column is not in ``label2id``.
         """
-        from arrowmix._hf.labels import align_labels
-
-        return align_labels(_dataset(self), label2id, label_column)
+        return hf_columns.align_labels_with_mapping(_dataset(self), label2id, label_column)
 
     def to_hub_folder(
         self,
@@ -529,14 +529,22 @@ class HFCompat(InfoFields):
     ) -> Dataset:
         """One row per ``batch_size`` rows, each column a list of their values: HF's ``batch``.
 
-        A cached ``map`` (``drop_last_batch`` drops a last shorter batch).
+        A cached ``map`` (``drop_last_batch`` drops a last shorter batch); the result keeps
+        this view's format (a table format's batches are made of the Python rows).
 
         Example:
             >>> import arrowmix as am
             >>> am.Dataset.from_dict({"x": [1, 2, 3]}).batch(2)["x"]
             [[1, 2], [3]]
         """
-        return hf_transforms.batch(_dataset(self), batch_size, drop_last_batch, num_proc)
+        ds = _dataset(self)
+        fmt = ds.format
+        if fmt["type"] not in _TABLE_FORMATS:
+            return hf_transforms.batch(ds, batch_size, drop_last_batch, num_proc)
+        # A table format: the map reads Python rows; the result keeps the format (HF's).
+        out = hf_transforms.batch(ds.with_format(None), batch_size, drop_last_batch, num_proc)
+        kwargs = fmt["format_kwargs"]
+        return out.with_format(fmt["type"], fmt["columns"], fmt["output_all_columns"], **kwargs)
 
     def to_iterable_dataset(self, num_shards: int = 1) -> IterableDataset:
         """An :class:`~arrowmix.IterableDataset` of this view, cut in ``num_shards`` shards.

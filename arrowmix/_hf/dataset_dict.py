@@ -233,6 +233,10 @@ class DatasetDict(DatasetDictFiles, dict[str, "Dataset"]):
             )
         return out
 
+    def align_labels_with_mapping(self, label2id: dict[str, int], label_column: str) -> DatasetDict:
+        """Each split's ``ClassLabel`` renumbered to ``label2id`` (``Dataset``'s method)."""
+        return self._forward("align_labels_with_mapping", label2id, label_column)
+
     def remove_columns(self, column_names: str | Sequence[str]) -> DatasetDict:
         """Each split without ``column_names``."""
         return self._forward("remove_columns", column_names)
@@ -273,27 +277,23 @@ class DatasetDict(DatasetDictFiles, dict[str, "Dataset"]):
 
     def with_transform(
         self,
-        transform: Any,
+        transform: Callable[[dict[str, list[Any]]], dict[str, Any]] | None,
         columns: str | Sequence[str] | None = None,
         output_all_columns: bool = False,
     ) -> DatasetDict:
-        """Each split with ``transform`` applied when rows are read (``Dataset.with_transform``)."""
+        """Each split read through ``transform`` (see ``Dataset.with_transform``)."""
         return self._forward("with_transform", transform, columns, output_all_columns)
 
     def set_transform(
         self,
-        transform: Any,
+        transform: Callable[[dict[str, list[Any]]], dict[str, Any]] | None,
         columns: str | Sequence[str] | None = None,
         output_all_columns: bool = False,
     ) -> None:
-        """Set ``transform`` on every split in place (HF's in-place ``with_transform``)."""
+        """HF's in-place :meth:`with_transform`: every split switches to its new view."""
         self._check_values_type()
         for ds in self.values():
             ds.set_transform(transform, columns, output_all_columns)
-
-    def align_labels_with_mapping(self, label2id: dict[str, int], label_column: str) -> DatasetDict:
-        """Each split's ``label_column`` renumbered by ``label2id`` (see the Dataset method)."""
-        return self._forward("align_labels_with_mapping", label2id, label_column)
 
     def reset_format(self) -> None:
         """Reset every split to Python objects, in place."""

@@ -52,6 +52,11 @@ class TableView:
             raise AttributeError(name)
         return getattr(self.table, name)
 
+    @property
+    def blocks(self) -> list[list[TableView]]:
+        """HF's ``ConcatenationTable.blocks``: this table as its one block, ``[[self]]``."""
+        return [[self]]
+
     def __len__(self) -> int:
         return len(self.table)
 

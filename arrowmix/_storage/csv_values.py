@@ -12,7 +12,8 @@ pandas' default ``read_csv`` then give the values, without pandas:
   anything else (dates included) stays text, as ``large_string``;
 - duplicate header names get pandas' ``.1``, ``.2`` suffixes, an empty one ``Unnamed: i``.
 
-Later rows, and later files of a corpus, are parsed as the types already fixed. The one
+Later rows, and later files of a corpus, are parsed as the types already fixed (an integer
+type, fixed or given by ``features``, also takes whole numbers written ``1.0`` or ``1e3``). The one
 departure from HF: a text column stays text in later rows (``007`` stays ``"007"``; HF parses
 a later chunk of digits as integers and casts them back to ``"7"``). A later cell that its
 column's type cannot hold raises :class:`~arrowmix.exceptions.InputFormatError` naming the file,
@@ -81,7 +82,7 @@ def _numbers(arr: pa.Array[Any], to: pa.DataType) -> pa.Array[Any]:
 
 
 def _ints(arr: pa.Array[Any], to: pa.DataType) -> pa.Array[Any]:
-    """Integer cells as ``to``; raises ``ArrowInvalid`` for any other cell.
+    """Integer cells (or whole numbers: ``1.0``, ``1e3``) as ``to``; ``ArrowInvalid`` otherwise.
 
     pyarrow's own cast first (plain digits: the common case, one pass); it also reads hex
     (``0x10``), which pandas does not, so a cell with an ``x`` takes the checked path.
@@ -92,9 +93,13 @@ def _ints(arr: pa.Array[Any], to: pa.DataType) -> pa.Array[Any]:
             return out
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         pass
-    if not _is_int(arr.drop_null()):
-        raise pa.ArrowInvalid("not an integer")
-    return _numbers(arr, to)
+    if _is_int(arr.drop_null()):
+        return _numbers(arr, to)
+    try:  # pandas reads a column as integers when its numbers are whole: "1.0", "1e3"
+        whole: pa.Array[Any] = pc.cast(pc.cast(pc.utf8_trim_whitespace(arr), pa.float64()), to)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise pa.ArrowInvalid("not an integer") from None
+    return whole
 
 
 def _is_int(arr: pa.Array[Any]) -> bool:

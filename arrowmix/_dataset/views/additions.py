@@ -105,7 +105,11 @@ def add_column(
 
 
 def add_item(ds: Dataset, item: Mapping[str, Any], new_fingerprint: str | None = None) -> Dataset:
-    """``ds`` with the row ``item`` (a dict of its columns) added at the end."""
+    """``ds`` with the row ``item`` (a dict of its columns) added at the end.
+
+    As in HF: a column the item lacks is null in it; a column only the item has is added,
+    null in the earlier rows.
+    """
     from arrowmix._dataset.inputs.py_columns import typed_table
     from arrowmix._storage.cast import fill_null_types, has_null_type
 
@@ -121,8 +125,12 @@ def add_item(ds: Dataset, item: Mapping[str, Any], new_fingerprint: str | None =
         else f
         for f in schema
     ]
-    schema = pa.schema(fields).with_metadata(schema.metadata or {})
-    added = typed_table({k: [v] for k, v in item.items()}, schema)
+    # HF's alignment: a new column is null in the earlier rows, a missing one in the item.
+    new = [row.schema.field(k) for k in row.column_names if k not in schema.names]
+    for f in new:
+        table = table.append_column(f, pa.nulls(table.num_rows, f.type))
+    schema = pa.schema(fields + new).with_metadata(schema.metadata or {})
+    added = typed_table({n: [item.get(n)] for n in schema.names}, schema)
     table = pa.concat_tables([table.cast(schema), added]).combine_chunks()
     fp = _fingerprint(ds, "add_item", {"item": added}, new_fingerprint)
     return _result(ds, table, fp)
