@@ -70,11 +70,11 @@ def test_replay_equals_numpy(n, prefix_rows, batch_rows, seed, tmp_path):
 def test_scratch_windows_and_odd_word_counts(tmp_path, monkeypatch):
     monkeypatch.setattr(fy, "_WINDOW_ROWS", 64)  # many windows per batch
     odd = set()
-    for prefix_rows in range(100, 104):  # word counts of both parities at the handover
+    for prefix_rows in (100, 101):  # word counts of both parities at the handover
         draws = fy.Draws(5)
         draws.take(1499, 1500 - prefix_rows)
         odd.add(draws.consumed % 2)
-        got = _replayed(1500, 5, tmp_path, prefix_rows, 333)
+        got = _replayed(1500, 5, tmp_path, prefix_rows, 700)
         np.testing.assert_array_equal(got, np.random.default_rng(5).permutation(1500))
     assert odd == {0, 1}
 
@@ -101,7 +101,7 @@ def test_draws_reject_steps_out_of_range():
         fy.replay(2**32 + 1, 0, np.empty(0, dtype=np.int64), ".")
 
 
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(
     n=st.integers(2, 600),
     seed=st.integers(0, 2**32),
