@@ -70,8 +70,8 @@ class Draws:
     """
 
     def __init__(self, seed: Any, chunk: int = 1 << 20) -> None:
-        self._start = np.random.default_rng(seed).bit_generator.state
-        self._source = np.random.PCG64()
+        self._start: dict[str, Any] = dict(np.random.default_rng(seed).bit_generator.state)
+        self._source: Any = np.random.PCG64()
         self._source.state = self._start
         self._chunk = chunk
         self._buf = np.empty(0, dtype=np.uint32)  # the 32-bit words not yet consumed
@@ -112,10 +112,10 @@ class Draws:
 
     def generator(self) -> np.random.Generator:
         """A generator in the state the consumed draws left (as numpy's own pass would)."""
-        bit = np.random.PCG64()
+        bit: Any = np.random.PCG64()
         bit.state = self._start
         bit.advance((self.consumed + 1) // 2)
-        state = bit.state
+        state: dict[str, Any] = dict(bit.state)
         odd = self.consumed % 2
         state["has_uint32"] = odd
         state["uinteger"] = int(self._words(1)[0]) if odd else 0  # the pending high half
