@@ -34,7 +34,7 @@ Only ``n <= 2**32`` (32-bit draws) is replayed; larger ``n`` keeps numpy's pass.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -72,7 +72,7 @@ class Draws:
     def __init__(self, seed: Any, chunk: int = 1 << 20) -> None:
         self._start: dict[str, Any] = dict(np.random.default_rng(seed).bit_generator.state)
         self._source: Any = np.random.PCG64()
-        self._source.state = self._start
+        self._source.state = cast(Any, self._start)
         self._chunk = chunk
         self._buf = np.empty(0, dtype=np.uint32)  # the 32-bit words not yet consumed
         self.consumed = 0  # 32-bit words consumed so far
