@@ -2,10 +2,16 @@
 
 ``shuffle(seed)`` views the rows through ``np.random.default_rng(seed).permutation(n)``, as
 HF ``datasets`` does (the values are pinned). numpy computes that permutation as
-``arange(n)`` shuffled in place by one Fisher-Yates pass; the pass is run here over a file
-mapping (an unlinked scratch file in the cache directory), so the 8 bytes a row live in the
-page cache, which the kernel can write back and drop, not in the process's own memory. The
-values are numpy's, bit for bit: the same generator runs the same pass over the same buffer.
+``arange(n)`` shuffled in place by one Fisher-Yates pass. The result is written to a file
+mapping (an unlinked scratch file in the cache directory), whose pages are page cache the
+kernel can write back and drop:
+
+- up to :data:`~arrowmix._dataset.fisher_yates.MIN_ROWS` rows, numpy's pass runs over that
+  mapping itself (it touches every page: 8 bytes a row resident until it ends);
+- above, :func:`arrowmix._dataset.fisher_yates.replay` replays the same pass out of core,
+  in bounded memory (about 300 MiB peak whatever ``n``): the top steps in batches over a
+  scratch file, the last rows with numpy's own shuffle, bit for bit the same values;
+- rows beyond ``2**32`` (64-bit draws) keep numpy's pass over the mapping.
 
 The view's indices file is then written from that mapping, and a later run memory-maps the
 indices file (found by the digest of what it is made of, :func:`sources`) without computing
@@ -23,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 import xxhash
 
+from arrowmix._dataset import fisher_yates
 from arrowmix._dataset.indices import INDICES_FILE_MIN_ROWS, IndexMap
 from arrowmix._storage import fs, windows
 from arrowmix._storage.file_meta import read_meta
@@ -43,6 +50,10 @@ def permutation(n: int, seed: int, directory: str | None) -> np.ndarray:
     arr = scratch(n, directory)
     if arr is None:
         return rng.permutation(n)
+    if fisher_yates.replayable(n):
+        assert directory is not None  # (a scratch file was made there)
+        fisher_yates.replay(n, seed, arr, fs.local_path(directory))
+        return arr
     for lo in range(0, n, _BLOCK):
         arr[lo : lo + _BLOCK] = np.arange(lo, min(n, lo + _BLOCK), dtype=np.int64)
     rng.shuffle(arr)

@@ -5,6 +5,8 @@ Usage (from the repository root; one fresh process per step, as a training scrip
     python scripts/bench/bench_view_memory.py --rows 140000000 --dir /tmp/views
     python scripts/bench/bench_view_memory.py --rows 140000000 --dir /tmp/views --baseline ../main
     python scripts/bench/bench_view_memory.py --quick   # 200,000 rows
+    python scripts/bench/bench_view_memory.py --rows 140000000 --dir /tmp/views \
+        --baseline ../main --steps shuffle --runs first   # the first shuffle only
 
 The corpus is one ``int8`` column (``rows`` bytes), so a large row count fits any disk; what
 is measured is the 8 bytes a row of the views' mappings. Each step prints seconds, disk bytes
@@ -91,6 +93,8 @@ def main() -> None:
         child=5,
     )
     p.add_argument("--baseline", help="another checkout, run in the same rounds")
+    p.add_argument("--steps", default="shuffle,filter", help="of shuffle,filter")
+    p.add_argument("--runs", default="first,rerun", help="of first,rerun")
     args = p.parse_args()
     if args.child:
         root, step, corpus, cache, rows = args.child
@@ -114,8 +118,8 @@ def main() -> None:
     print(f"# {machine_summary()}")
     if not os.path.isdir(corpus):
         run(ROOT, "make", "")
-    for step in ("shuffle", "filter"):
-        for attempt in ("first", "rerun"):
+    for step in args.steps.split(","):
+        for attempt in args.runs.split(","):
             for name, root in roots.items():
                 cache = os.path.join(args.dir, f"cache-{name}")
                 print(
