@@ -44,10 +44,10 @@ __all__ = ["BATCH_ROWS", "MIN_ROWS", "PREFIX_ROWS", "Draws", "replay", "replayab
 
 #: Rows below which numpy's pass runs over the scratch mapping itself (8 bytes a row).
 MIN_ROWS = 8 * 2**20
-#: Rows left to numpy's own in-memory shuffle at the end (4 bytes a row: 96 MiB).
-PREFIX_ROWS = 24 * 2**20
-#: Steps applied per batch (about 40 bytes a step while it is applied: 80 MiB).
-BATCH_ROWS = 2 * 2**20
+#: Rows left to numpy's own in-memory shuffle at the end (4 bytes a row: 64 MiB).
+PREFIX_ROWS = 16 * 2**20
+#: Steps applied per batch (about 40 bytes a step while it is applied: 60 MiB).
+BATCH_ROWS = 3 * 2**19
 #: Rows of the scratch file read or written per window (their pages handed back after).
 _WINDOW_ROWS = windows.WINDOW // 4
 #: Candidates solved together by :func:`_accepted`.
