@@ -142,7 +142,7 @@ def _pyarrow_json(chunk: bytes) -> pa.Table:
         block = len(chunk)
     while True:
         try:
-            source = pa.BufferReader(chunk)
+            source: Any = pa.BufferReader(chunk)  # a NativeFile: the stubs name only IO
             table = paj.read_json(source, read_options=paj.ReadOptions(block_size=block))
             table.validate()
             return table

@@ -72,7 +72,7 @@ def test_a_failed_sync_fails_the_write_naming_the_chunk(tmp_path, monkeypatch):
         real(path)
 
     monkeypatch.setattr(writeback, "fsync_file", failing)
-    with pytest.raises(OSError, match="chunk-00001.arrow") as info:
+    with pytest.raises(OSError, match=r"chunk-00001\.arrow") as info:
         am.write_chunks(_rows(25), out, rows_per_chunk=10)
     assert info.value.errno == errno.EIO
     assert not (out / MANIFEST_NAME).exists()  # not a finished corpus
