@@ -27,13 +27,13 @@ class Writeback:
 
     Example:
         >>> import tempfile
-        >>> d = tempfile.mkdtemp()
-        >>> path = os.path.join(d, "a")
-        >>> with open(path, "wb") as f:
-        ...     _ = f.write(b"x")
-        >>> wb = Writeback()
-        >>> wb.add(path)
-        >>> wb.finish()
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     path = os.path.join(d, "a")
+        ...     with open(path, "wb") as f:
+        ...         _ = f.write(b"x")
+        ...     wb = Writeback()
+        ...     wb.add(path)  # synced on the thread from now on
+        ...     wb.finish()  # durable, and its rename too
     """
 
     def __init__(self) -> None:
@@ -69,7 +69,7 @@ class Writeback:
         self._pending = []
 
     def abandon(self) -> None:
-        """Stop: the syncs not started are dropped (a failed write discards its files)."""
+        """Stop after the sync under way; the others are dropped (the write failed)."""
         self._pending = []
         self._stop()
 
