@@ -23,6 +23,8 @@ __all__ = ["FORMATS", "read_batches", "readable_path"]
 _BLOCK = 16 * 2**20
 _ROWS = 65536
 _PARQUET_ROWS = 256 * 1024  # chunks._BATCH_ROWS: the record batches of the chunks written
+#: Suffixes fsspec decompresses (``compression="infer"``): such files are read through it.
+_COMPRESSED = (".gz", ".bz2", ".xz", ".lzma", ".zst", ".lz4", ".zip", ".snappy")
 
 
 def readable_path(path: str) -> str:
@@ -34,6 +36,14 @@ def readable_path(path: str) -> str:
 
 
 def _open(path: str, storage_options: Mapping[str, Any] | None, text: bool = False) -> Any:
+    """``path`` opened for reading; a local file without a compression suffix by ``open``.
+
+    Other files go through fsspec, which decompresses by the suffix (``compression="infer"``).
+    """
+    if is_local(path) and not path.lower().endswith(_COMPRESSED):
+        if text:
+            return open(local_path(path), encoding="utf-8", newline="")
+        return open(local_path(path), "rb")
     import fsspec  # keeps `import arrowmix` light
 
     url = local_path(path) if is_local(path) else path
@@ -203,10 +213,6 @@ def _bad_utf8_line(path: str, storage_options: Mapping[str, Any] | None) -> str:
             except InputFormatError as exc:
                 return str(exc)
     return f"{path}: not valid UTF-8."
-
-
-#: Suffixes fsspec decompresses (``compression="infer"``): such files are read through it.
-_COMPRESSED = (".gz", ".bz2", ".xz", ".lzma", ".zst", ".lz4", ".zip", ".snappy")
 
 
 def read_parquet(path: str, storage_options: Mapping[str, Any] | None) -> Iterator[pa.RecordBatch]:
