@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 import arrowmix as am
@@ -106,3 +107,80 @@ def test_map_result_keeps_the_info_texts(tmp_path: Path) -> None:
         out.append([_texts(x) for x in (first, again, cast, first.filter(lambda r: r["b"] > 2))])
     assert out[0] == out[1]
     assert out[0][1][:4] == ("desc", "cit", "hp", "mit")
+
+
+def _rows(ds: Any) -> tuple[Any, ...]:
+    return (ds.column_names, ds[:], ds.features, ds.split)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"usecols": ["c", "a"]},
+        {"usecols": [2, 0]},
+        {"column_names": ["p", "q", "r"]},
+        {"names": ["p", "q", "r"], "header": 0},
+        {"header": None},
+        {"column_names": ["p", "q", "r"], "usecols": ["r"], "sep": ","},
+    ],
+)
+def test_csv_reader_options_as_hf(tmp_path: Path, options: dict[str, Any]) -> None:
+    path = _files(tmp_path)["csv"]
+    ours = am.load_dataset("csv", data_files=path, split="train", **options)
+    theirs = hf.load_dataset("csv", data_files=path, split="train", **options)
+    assert _rows(ours) == _rows(theirs)
+    assert _rows(am.Dataset.from_csv(path, **options)) == _rows(
+        hf.Dataset.from_csv(path, **options)
+    )
+    streamed = am.load_dataset("csv", data_files=path, split="train", streaming=True, **options)
+    assert list(streamed) == theirs.to_list()
+
+
+def test_csv_usecols_with_features_and_its_errors(tmp_path: Path) -> None:
+    path = _files(tmp_path)["csv"]
+    feats = hf.Features({"a": hf.Value("float32")})
+    ours = am.Dataset.from_csv(path, usecols=["a"], features=feats)
+    theirs = hf.Dataset.from_csv(path, usecols=["a"], features=feats)
+    assert _rows(ours) == _rows(theirs)
+    assert ours["a"] == [1.0, 3.0] and type(ours["a"][0]) is float
+    with pytest.raises(ValueError, match=r"`usecols` names \['zz'\]"):
+        am.Dataset.from_csv(path, usecols=["a", "zz"])  # HF: DatasetGenerationError
+    with pytest.raises(ValueError, match="`column_names` names 2 column"):
+        am.Dataset.from_csv(path, column_names=["p", "q"])  # pandas: the first is an index
+    with pytest.raises(ValueError, match="does not take 'skiprows'"):
+        am.Dataset.from_csv(path, skiprows=1)
+
+
+@pytest.mark.parametrize(
+    ("method", "key", "options"),
+    [
+        ("from_json", "json", {"encoding": "utf-8", "chunksize": 10, "block_size": 64}),
+        ("from_json", "json", {"num_proc": 2, "field": None}),
+        ("from_text", "text", {"encoding": "utf-8", "chunksize": 10, "num_proc": 2}),
+        ("from_csv", "csv", {"encoding": "utf8", "chunksize": 10}),
+    ],
+)
+def test_from_files_take_hf_builder_options(
+    tmp_path: Path, method: str, key: str, options: dict[str, Any]
+) -> None:
+    path = _files(tmp_path)[key]
+    ours = getattr(am.Dataset, method)(path, **options)
+    assert _rows(ours) == _rows(getattr(hf.Dataset, method)(path, **options))
+
+
+def test_from_parquet_takes_hf_builder_options(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    path = str(tmp_path / "t.parquet")
+    pq.write_table(pa.table({"a": [1, 2], "b": ["x", "y"]}), path)
+    for options in ({"batch_size": 10, "num_proc": 2}, {"columns": ["b"], "batch_size": 1}):
+        ours = am.Dataset.from_parquet(path, **options)
+        assert _rows(ours) == _rows(hf.Dataset.from_parquet(path, **options))
+
+
+def test_from_files_refuse_options_hf_does_not_have(tmp_path: Path) -> None:
+    files = _files(tmp_path)
+    with pytest.raises(ValueError, match="json builder of arrowmix's from_json does not take 'x'"):
+        am.Dataset.from_json(files["json"], x=1)  # HF: TypeError from JsonConfig
+    with pytest.raises(ValueError, match="UTF-8 text only"):
+        am.Dataset.from_text(files["text"], encoding="utf-16")
