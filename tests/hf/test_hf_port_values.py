@@ -184,3 +184,42 @@ def test_from_files_refuse_options_hf_does_not_have(tmp_path: Path) -> None:
         am.Dataset.from_json(files["json"], x=1)  # HF: TypeError from JsonConfig
     with pytest.raises(ValueError, match="UTF-8 text only"):
         am.Dataset.from_text(files["text"], encoding="utf-16")
+
+
+def _build(lib: Any, how: str, values: list[Any], feature: Any) -> None:
+    import pandas as pd
+
+    feats = lib.Features({"a": feature})
+    if how == "from_pandas":
+        lib.Dataset.from_pandas(pd.DataFrame({"a": values}), features=feats)
+    elif how == "from_dict":
+        lib.Dataset.from_dict({"a": values}, features=feats)
+    else:
+        lib.Dataset.from_dict({"a": values}).cast(feats)
+
+
+@pytest.mark.parametrize("how", ["from_pandas", "from_dict", "cast"])
+@pytest.mark.parametrize(
+    ("values", "feature", "hf_class"),
+    [
+        (["x", "y"], "int64", pa.ArrowInvalid),
+        ([1000, 2], "int8", pa.ArrowInvalid),
+        ([[1], [2]], "int64", TypeError),
+        ([{"x": 1}], "int64", TypeError),
+        ([1, 2], "list", TypeError),
+    ],
+)
+def test_impossible_casts_raise_what_hf_raises(
+    how: str, values: list[Any], feature: str, hf_class: type[Exception]
+) -> None:
+    def feat(lib: Any) -> Any:
+        return lib.List(lib.Value("int64")) if feature == "list" else lib.Value(feature)
+
+    if how == "from_dict" and values == ["x", "y"]:
+        hf_class = ValueError  # HF's own ValueError here (an ArrowInvalid is one)
+    with pytest.raises(hf_class):
+        _build(hf, how, values, feat(hf))
+    with pytest.raises(hf_class, match="'a'") as ours:
+        _build(am, how, values, feat(am))
+    assert isinstance(ours.value, am.exceptions.SchemaMismatchError)  # as before, a ValueError
+    assert isinstance(ours.value, ValueError)
