@@ -223,3 +223,60 @@ def test_impossible_casts_raise_what_hf_raises(
         _build(am, how, values, feat(am))
     assert isinstance(ours.value, am.exceptions.SchemaMismatchError)  # as before, a ValueError
     assert isinstance(ours.value, ValueError)
+
+
+def _stored(lib: Any, ds: Any) -> dict[str, list[Any]]:
+    if lib is hf:
+        return ds.data.table.to_pydict()  # type: ignore[no-any-return]
+    return ds.with_format("arrow")[:].to_pydict()  # type: ignore[no-any-return]
+
+
+def _media_calls(lib: Any, arr: Any) -> list[Any]:
+    feats = lib.Features({"img": lib.Image()})
+    both = lib.Features({"a": lib.Value("int64"), "img": lib.Image()})
+    base = lib.Dataset.from_dict({"a": [1, 2]})
+    gray = arr[:, :, 0]
+    return [
+        lib.Dataset.from_dict({"img": [arr, None, gray]}, features=feats),
+        lib.Dataset.from_list([{"img": arr}], features=feats),
+        base.map(lambda r: {"img": arr}, features=both),
+        base.map(lambda b: {"img": [arr] * len(b["a"])}, batched=True, features=both),
+        lib.Dataset.from_dict({"img": [arr]}).cast_column("img", lib.Image()),
+        lib.Dataset.from_dict(
+            {"img": [[arr, arr]]}, features=lib.Features({"img": lib.List(lib.Image())})
+        ),
+    ]
+
+
+@pytest.mark.filterwarnings("ignore:Downcasting array dtype int64")  # HF's map reads lists
+def test_numpy_images_are_stored_as_hf_stores_them() -> None:
+    np = pytest.importorskip("numpy")
+    pytest.importorskip("PIL")
+    arr = np.arange(12, dtype=np.uint8).reshape(2, 2, 3)
+    ours = [(_stored(am, d), d.features) for d in _media_calls(am, arr)]
+    theirs = [(_stored(hf, d), d.features) for d in _media_calls(hf, arr)]
+    assert ours == theirs
+    first = ours[0][0]["img"]
+    assert first[0]["bytes"].startswith(b"\x89PNG") and first[0]["path"] is None
+    assert first[1] is None
+    with pytest.raises(TypeError, match="Unsupported array dtype float32"):  # HF's error
+        am.Dataset.from_dict(
+            {"img": [arr.astype("float32")]}, features=hf.Features({"img": hf.Image()})
+        )
+
+
+def test_pil_images_are_stored_as_hf_stores_them() -> None:
+    np = pytest.importorskip("numpy")
+    pil = pytest.importorskip("PIL.Image")
+    image = pil.fromarray(np.arange(12, dtype=np.uint8).reshape(2, 2, 3))
+    out = []
+    for lib in (am, hf):
+        feats = lib.Features({"a": lib.Value("int64"), "img": lib.Image()})
+        base = lib.Dataset.from_dict({"a": [1, 2]})
+        mapped = base.map(lambda r: {"img": image}, features=feats)
+        given = lib.Dataset.from_dict({"img": [image]}, features=lib.Features({"img": lib.Image()}))
+        out.append((_stored(lib, mapped), mapped.features, _stored(lib, given)))
+    assert out[0] == out[1]
+    # without `features=`: the same stored values; HF also calls the column Image()
+    plain = am.Dataset.from_dict({"a": [1, 2]}).map(lambda r: {"img": image})
+    assert _stored(am, plain)["img"] == out[1][0]["img"]
