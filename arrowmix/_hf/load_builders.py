@@ -72,9 +72,18 @@ def build_split(
         if missing:
             raise ValueError(f"`columns` names no column of the files: {missing}.")
         ds = ds.select_columns([c for c in ds.column_names if c in columns])  # file order
-        if features is not None:
-            ds = ds.cast(features)
+        if features is not None:  # HF: the features of the columns read
+            ds = ds.cast(_subset(features, ds.column_names))
     return ds
+
+
+def _subset(features: Any, names: list[str]) -> Any:
+    """``features`` (HF ``Features`` or a ``pyarrow.Schema``) of the columns ``names``."""
+    import pyarrow as pa
+
+    if isinstance(features, pa.Schema):
+        return pa.schema([features.field(n) for n in names if n in features.names])
+    return type(features)({n: features[n] for n in names if n in features})
 
 
 def _arrow(

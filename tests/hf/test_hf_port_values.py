@@ -280,3 +280,47 @@ def test_pil_images_are_stored_as_hf_stores_them() -> None:
     # without `features=`: the same stored values; HF also calls the column Image()
     plain = am.Dataset.from_dict({"a": [1, 2]}).map(lambda r: {"img": image})
     assert _stored(am, plain)["img"] == out[1][0]["img"]
+
+
+def test_features_fill_json_columns_name_text_and_subset_parquet(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    files = _files(tmp_path)
+    parquet = str(tmp_path / "t.parquet")
+    pq.write_table(pa.table({"a": [1, 2], "b": ["x", "y"], "c": [0.5, 1.5]}), parquet)
+    out = []
+    for lib in (am, hf):
+        wider = lib.Features(
+            {"z": lib.Value("string"), "a": lib.Value("int64"), "b": lib.Value("string")}
+        )
+        line = lib.Features({"line": lib.Value("string")})
+        full = lib.Features(
+            {"a": lib.Value("int32"), "b": lib.Value("string"), "c": lib.Value("float64")}
+        )
+        load = lib.load_dataset
+        streamed = load(
+            "json", data_files=files["json"], features=wider, split="train", streaming=True
+        )
+        out.append(
+            [
+                _rows(load("json", data_files=files["json"], features=wider, split="train")),
+                _rows(lib.Dataset.from_json(files["json"], features=wider)),
+                (list(streamed), streamed.features),
+                _rows(load("text", data_files=files["text"], features=line, split="train")),
+                _rows(lib.Dataset.from_text(files["text"], features=line)),
+                _rows(
+                    load(
+                        "parquet",
+                        data_files=parquet,
+                        columns=["c", "a"],
+                        features=full,
+                        split="train",
+                    )
+                ),
+            ]
+        )
+    assert out[0] == out[1]
+    assert out[0][0][1] == {"z": [None, None], "a": [1, 2], "b": ["x", "y"]}
+    assert out[0][0][0] == ["z", "a", "b"]
+    with pytest.raises(ValueError, match="must be identical"):  # HF: DatasetGenerationError
+        am.load_dataset("csv", data_files=files["csv"], features=wider, split="train")
