@@ -110,6 +110,7 @@ def read_csv(
     names: Sequence[str] | None = None,
     header: bool = True,
     usecols: Sequence[str | int] | None = None,
+    on_bad_lines: str = "error",
 ) -> Iterator[pa.RecordBatch]:
     r"""CSV with a header row, with the values and types HF ``datasets`` gives (pandas' rules).
 
@@ -124,6 +125,8 @@ def read_csv(
     one per field; ``header=False`` reads the first row as data (the columns are then named
     ``"0"``, ``"1"``... without ``names``); with ``header`` and ``names``, the header row is
     skipped. ``usecols``: the columns kept (names, or field positions), in the file's order.
+    ``on_bad_lines="skip"`` (or ``"warn"``) drops the rows with more fields than the header
+    instead of raising (see :func:`~arrowmix._storage.csv_ragged.padded_csv`).
 
     Raises:
         InputFormatError: ``names`` has another length than the rows, or ``usecols`` names
@@ -181,7 +184,7 @@ def read_csv(
             ) from exc
     # Rows of another width than the header's: read as HF reads them (csv_ragged.py).
     with _open(path, storage_options, text=True) as f:
-        data = padded_csv(f, path, delimiter)
+        data = padded_csv(f, path, delimiter, on_bad_lines)
     try:
         for batch in batches(lambda: pa.BufferReader(data)):
             if done >= batch.num_rows:

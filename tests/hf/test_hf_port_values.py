@@ -8,6 +8,7 @@ errors of an impossible ``from_pandas`` cast and NumPy images in an ``Image()`` 
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -324,3 +325,25 @@ def test_features_fill_json_columns_name_text_and_subset_parquet(tmp_path: Path)
     assert out[0][0][0] == ["z", "a", "b"]
     with pytest.raises(ValueError, match="must be identical"):  # HF: DatasetGenerationError
         am.load_dataset("csv", data_files=files["csv"], features=wider, split="train")
+
+
+def test_csv_on_bad_lines_as_hf(tmp_path: Path) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text("header1,header2\n1,2\n10,20,\n3,4\n")
+    for mode in ("skip", "warn"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # pandas' ParserWarning
+            theirs = hf.Dataset.from_csv(
+                str(path), on_bad_lines=mode, cache_dir=str(tmp_path / mode)
+            )
+        if mode == "warn":
+            with pytest.warns(am.exceptions.DroppedDataWarning, match=r"bad.csv:3: a row of 3"):
+                ours = am.Dataset.from_csv(str(path), on_bad_lines=mode)
+        else:
+            ours = am.load_dataset("csv", data_files=str(path), on_bad_lines=mode, split="train")
+        assert _rows(ours) == _rows(theirs)
+        assert ours.to_dict() == {"header1": [1, 3], "header2": [2, 4]}
+    with pytest.raises(ValueError, match="expected 2 fields as in the header, got 3"):
+        am.Dataset.from_csv(str(path))
+    with pytest.raises(ValueError, match="`on_bad_lines` must be"):
+        am.Dataset.from_csv(str(path), on_bad_lines="drop")

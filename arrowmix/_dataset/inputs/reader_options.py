@@ -17,7 +17,16 @@ __all__ = ["builder_options", "check_options", "reader_format"]
 _HARMLESS = {"chunksize", "block_size", "use_threads", "batch_size", "writer_batch_size"}
 _OPTIONS = {
     "json": {"field", "encoding", "on_mixed_types"},
-    "csv": {"sep", "delimiter", "encoding", "column_names", "names", "header", "usecols"},
+    "csv": {
+        "sep",
+        "delimiter",
+        "encoding",
+        "column_names",
+        "names",
+        "header",
+        "usecols",
+        "on_bad_lines",
+    },
     "text": {"keep_linebreaks", "sample_by", "encoding"},
     "parquet": {"columns"},
     "arrow": set(),
@@ -72,7 +81,7 @@ def reader_format(builder: str, options: Mapping[str, Any]) -> Any:
 
 
 def _csv_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The CSV reader's options of HF's (pandas') ``sep``, ``names``, ``header``, ``usecols``."""
+    """The CSV reader's options of HF's (pandas') ``sep``, ``names``, ``usecols``..."""
     out: dict[str, Any] = {}
     sep = options.get("delimiter", options.get("sep"))
     if sep is not None and (not isinstance(sep, str) or len(sep) != 1):
@@ -96,6 +105,11 @@ def _csv_options(options: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(usecols, (str, int)) or callable(usecols):
             raise ValueError(f"`usecols` must be a list of names or positions, got {usecols!r}.")
         out["usecols"] = list(usecols)
+    bad = options.get("on_bad_lines", "error")
+    if bad not in ("error", "skip", "warn"):
+        raise ValueError(f"`on_bad_lines` must be 'error', 'skip' or 'warn', got {bad!r}.")
+    if bad != "error":
+        out["on_bad_lines"] = bad
     return out
 
 
