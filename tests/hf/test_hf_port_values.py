@@ -92,22 +92,47 @@ def test_iterable_dataset_dict_cast_and_cast_column(tmp_path: Path) -> None:
 
 def _texts(ds: Any) -> tuple[Any, ...]:
     i = ds.info
-    return (i.description, i.citation, i.homepage, i.license, ds.features)
+    names = (i.dataset_name, i.config_name, i.version, i.builder_name)
+    return (i.description, i.citation, i.homepage, i.license, *names, ds.features)
 
 
 def test_map_result_keeps_the_info_texts(tmp_path: Path) -> None:
     out = []
     for lib in (am, hf):
-        info = lib.DatasetInfo(description="desc", citation="cit", homepage="hp", license="mit")
+        info = lib.DatasetInfo(
+            description="desc",
+            citation="cit",
+            homepage="hp",
+            license="mit",
+            dataset_name="nm",
+            config_name="cfg",
+            version="1.2.3",
+        )
         ds = lib.Dataset.from_dict({"a": [1, 2]}, info=info)
         ds.save_to_disk(str(tmp_path / lib.__name__))
         ds = lib.load_from_disk(str(tmp_path / lib.__name__))
         first = ds.map(lambda r: {"b": r["a"] + 1})
         again = ds.map(lambda r: {"b": r["a"] + 1})  # arrowmix: read from its cache
         cast = ds.cast_column("a", lib.Value("int32"))
-        out.append([_texts(x) for x in (first, again, cast, first.filter(lambda r: r["b"] > 2))])
+        other = lib.Dataset.from_dict({"a": [3]}, info=lib.DatasetInfo(description="other"))
+        out.append(
+            [
+                _texts(x)
+                for x in (
+                    ds,
+                    first,
+                    again,
+                    cast,
+                    first.filter(lambda r: r["b"] > 2),
+                    lib.concatenate_datasets([ds, ds.select([0])]),
+                    lib.concatenate_datasets([ds, other]),  # names differ: dropped
+                )
+            ]
+        )
     assert out[0] == out[1]
-    assert out[0][1][:4] == ("desc", "cit", "hp", "mit")
+    assert out[0][2][:6] == ("desc", "cit", "hp", "mit", "nm", "cfg")
+    assert str(out[0][2][6]) == "1.2.3"
+    assert out[0][6][:5] == ("desc\n\nother", "cit", "hp", "mit", None)
 
 
 def _rows(ds: Any) -> tuple[Any, ...]:
