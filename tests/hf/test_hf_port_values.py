@@ -372,3 +372,16 @@ def test_csv_on_bad_lines_as_hf(tmp_path: Path) -> None:
         am.Dataset.from_csv(str(path))
     with pytest.raises(ValueError, match="`on_bad_lines` must be"):
         am.Dataset.from_csv(str(path), on_bad_lines="drop")
+
+
+def test_a_cached_load_says_so_as_hf(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    path = _files(tmp_path)["json"]
+    first = am.load_dataset("json", data_files=path, split="train", cache_dir=str(tmp_path / "c"))
+    with caplog.at_level(logging.INFO, logger="arrowmix"):
+        again = am.load_dataset(
+            "json", data_files=path, split="train", cache_dir=str(tmp_path / "c")
+        )
+    assert "Found cached dataset" in caplog.text  # HF's words (its logger is datasets')
+    assert again.fingerprint == first.fingerprint
