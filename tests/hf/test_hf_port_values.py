@@ -57,6 +57,7 @@ def test_streaming_features_are_unknown_where_hf_s_are(tmp_path: Path, builder: 
             ds.cast_column(column, lib.Value("string"))
 
 
+@pytest.mark.slow
 def test_streaming_csv_with_features_knows_them(tmp_path: Path) -> None:
     path = _files(tmp_path)["csv"]
     feats = hf.Features({"a": hf.Value("int32"), "b": hf.Value("string"), "c": hf.Value("float64")})
@@ -139,6 +140,7 @@ def _rows(ds: Any) -> tuple[Any, ...]:
     return (ds.column_names, ds[:], ds.features, ds.split)
 
 
+@pytest.mark.slow  # the fast tier: test_csv_usecols_with_features_and_its_errors
 @pytest.mark.parametrize(
     "options",
     [
@@ -194,6 +196,7 @@ def test_from_files_take_hf_builder_options(
     assert _rows(ours) == _rows(getattr(hf.Dataset, method)(path, **options))
 
 
+@pytest.mark.slow
 def test_from_parquet_takes_hf_builder_options(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
@@ -291,6 +294,7 @@ def test_numpy_images_are_stored_as_hf_stores_them() -> None:
         )
 
 
+@pytest.mark.slow
 def test_pil_images_are_stored_as_hf_stores_them() -> None:
     np = pytest.importorskip("numpy")
     pil = pytest.importorskip("PIL.Image")
