@@ -22,7 +22,7 @@ the column, the row and the value (HF raises too).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -30,7 +30,15 @@ import pyarrow.compute as pc
 
 from arrowmix.exceptions import InputFormatError
 
-__all__ = ["INFER_ROWS", "NA_VALUES", "csv_convert_options", "header_names", "typed_batches"]
+__all__ = [
+    "INFER_ROWS",
+    "NA_VALUES",
+    "csv_convert_options",
+    "csv_kept",
+    "csv_names",
+    "header_names",
+    "typed_batches",
+]
 
 #: pandas' default NA strings (``pandas._libs.parsers.STR_NA_VALUES``), which HF keeps.
 # fmt: off
@@ -61,6 +69,41 @@ def header_names(raw: list[str]) -> list[str]:
         seen.setdefault(name, 0)
         out.append(name)
     return out
+
+
+def csv_names(
+    raw: Sequence[str], path: str, names: Sequence[str] | None, header: bool
+) -> list[str]:
+    """The column names of a CSV file whose first row is ``raw`` (pandas' ``names``/``header``).
+
+    Raises:
+        InputFormatError: ``names`` has another length than the first row.
+    """
+    if names is None:
+        return header_names(list(raw)) if header else [str(i) for i in range(len(raw))]
+    if len(names) != len(raw):
+        raise InputFormatError(
+            f"{path}: `column_names` names {len(names)} column(s) ({list(names)}) but the "
+            f"rows have {len(raw)} field(s)."
+        )
+    return [str(n) for n in names]
+
+
+def csv_kept(names: list[str], path: str, usecols: Sequence[str | int] | None) -> list[str] | None:
+    """The columns of ``names`` that ``usecols`` keeps, in the file's order (pandas' rule).
+
+    Raises:
+        InputFormatError: ``usecols`` names a column, or a position, the file does not have.
+    """
+    if usecols is None:
+        return None
+    wanted = [names[u] if isinstance(u, int) and 0 <= u < len(names) else u for u in usecols]
+    missing = [u for u in wanted if not isinstance(u, str) or u not in names]
+    if missing:
+        raise InputFormatError(
+            f"{path}: `usecols` names {missing}, not columns of the file ({names})."
+        )
+    return [n for n in names if n in wanted]
 
 
 def csv_convert_options(names: list[str]) -> Any:
