@@ -68,6 +68,7 @@ __all__ = [
     "moved",
     "note",
     "read_sealed",
+    "record_checked",
     "remember",
     "synced",
     "trusted",
@@ -272,6 +273,15 @@ def _record_settled(path: str, ident: _Ident) -> None:
         if identity(path) == ident:
             _known.add(ident)
             remember(path, ident)
+
+
+def record_checked(path: str, ident: _Ident) -> None:
+    """Record that ``path`` checked out in state ``ident`` (hashed by the caller).
+
+    Recorded once the time tick of ``ident`` has passed, and only if ``path`` is still in
+    that state, as :func:`check` records what it hashed.
+    """
+    _record_settled(path, ident)
 
 
 def file_digest(path: str) -> str:

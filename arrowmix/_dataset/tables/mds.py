@@ -54,6 +54,7 @@ from arrowmix._storage.mds import (
     shard_bytes,
     unify_types,
 )
+from arrowmix.exceptions import ChunkFileError, SchemaMismatchError
 
 __all__ = ["MDSTable", "RawShards", "from_mds"]
 
@@ -169,7 +170,7 @@ class MDSTable(ParquetTable):
         if missing:
             shard = self.shards[k]
             with self._reading:
-                got = decode_columns(self._raw.get(k, shard), shard, self.mds_columns, missing)
+                got = _decoded_columns(self._raw, k, shard, self.mds_columns, missing)
             for c in missing:
                 found[c] = column = got[c]
                 self._decoded.put((k, c), column)
@@ -181,6 +182,23 @@ class MDSTable(ParquetTable):
 
     opened_as = "MDS shards read in place (`from_mds(path)`)"
     stats_name = "mds"  # pickles as its description (shard paths, versions, digests, columns)
+
+
+def _decoded_columns(
+    raw: RawShards, k: int, shard: Shard, columns: Sequence[Column], wanted: Sequence[str]
+) -> dict[str, pa.ChunkedArray[Any]]:
+    """The columns ``wanted`` of shard ``k``, decoded from a file that did not change meanwhile.
+
+    The decoded columns are copies: a shard written while it was decoded is refused after
+    the decode (or, when its bytes no longer add up, instead of a "damaged" error).
+    """
+    try:
+        got = decode_columns(raw.get(k, shard), shard, columns, wanted)
+    except (ChunkFileError, SchemaMismatchError):
+        shard.check()  # written meanwhile: say that instead
+        raise
+    shard.check()
+    return got
 
 
 def _directories(path_or_paths: Any) -> list[str]:
@@ -226,7 +244,7 @@ def _typed(
         wanted = unknown if not any(found[n] for n in unknown) else pickled
         if not shard.samples or not wanted:
             continue
-        for name, column in decode_columns(raw.get(k, shard), shard, typed, wanted).items():
+        for name, column in _decoded_columns(raw, k, shard, typed, wanted).items():
             found[name].append((shard.path, column.type))
             got[k, name] = column
     kinds = {n: unify_types(n, found[n]) if found[n] else pa.null() for n in unknown}
