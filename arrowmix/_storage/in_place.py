@@ -28,22 +28,29 @@ and is not detected, and when.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from arrowmix.exceptions import ChunkFileError
 
-__all__ = ["FileVersion", "check_all"]
+__all__ = ["FileVersion", "changed_error", "check_all", "coarse_ns"]
 
 #: Longest wait for a just-written file's time tick to pass (a file stamped in the future).
 _SETTLE_S = 0.1
 
 
-def _coarse_ns() -> int:
-    """Now, on the clock the kernel stamps file times with."""
-    clock = getattr(time, "CLOCK_REALTIME_COARSE", None)
-    return time.clock_gettime_ns(clock) if clock is not None else time.time_ns() - 20_000_000
+#: The clock the kernel stamps file times with (Linux's CLOCK_REALTIME_COARSE is 5; Python
+#: names it on few builds).
+_COARSE = getattr(time, "CLOCK_REALTIME_COARSE", 5 if sys.platform.startswith("linux") else None)
+
+
+def coarse_ns() -> int:
+    """Now, on the clock the kernel stamps file times with (elsewhere: 20 ms ago)."""
+    if _COARSE is not None:
+        return time.clock_gettime_ns(_COARSE)
+    return time.time_ns() - 20_000_000
 
 
 @dataclass(frozen=True)
@@ -73,7 +80,7 @@ class FileVersion:
         """
         st = os.stat(path)
         deadline = time.monotonic() + _SETTLE_S
-        while _coarse_ns() <= max(st.st_mtime_ns, st.st_ctime_ns):
+        while coarse_ns() <= max(st.st_mtime_ns, st.st_ctime_ns):
             if time.monotonic() > deadline:
                 break  # stamped in the future: taken as it is
             time.sleep(0.001)
