@@ -6,9 +6,11 @@ shard (content digests, answered by the digest cache for files already hashed), 
 columns read. A read decodes the shards it touches, only the columns it reads, into the
 bounded cache of decoded columns that Parquet read in place uses (``cache_size`` bytes,
 ``"256MB"`` by default). Shards are the chunks a stream's ``"chunks"`` shuffle and chunk
-sharding read whole. Before it decodes a shard, a read checks that its file is still the
-version opened: a shard replaced or rewritten after open raises
-:class:`~arrowmix.exceptions.ChunkFileError` naming it.
+sharding read whole. Before and after it decodes a shard, a read checks that its file is
+still the version opened (:mod:`arrowmix._storage.in_place`): a shard replaced or rewritten
+after open raises :class:`~arrowmix.exceptions.ChunkFileError` naming it. The hashes the
+index declares for a shard are checked at its first read, once per file version
+(:mod:`arrowmix._storage.shard_hashes`).
 
 A compressed shard is decompressed once for the columns a read asks of it; when columns of
 it not decoded yet are read later (a token stage reads ``input_ids`` first and another

@@ -9,10 +9,11 @@ copied.
 
 Opening reads each file's footer (row groups, schema) and its content digest (xxh3 of the
 bytes, answered by the digest cache when the file's size, inode and times are those it
-recorded): the fingerprint names the files' bytes, the columns and the filters. Before it
-decodes a row group, a read checks that the file is still the version it opened (size,
-inode, modification and change times): a file replaced, rewritten or truncated after open
+recorded): the fingerprint names the files' bytes, the columns and the filters. Before and
+after it decodes a row group, a read checks that the file is still the version it opened
+(:mod:`arrowmix._storage.in_place`): a file replaced, rewritten or truncated after open
 raises :class:`~arrowmix.exceptions.ChunkFileError` naming it, never rows of another version.
+Pages written with checksums (``write_page_checksum=True``) are verified as they decode.
 
 ``columns=`` selects columns (the others are never decoded); ``filters=`` (DNF lists as
 ``pyarrow.parquet`` and HF take them, or a ``pyarrow.compute`` expression) first drops the
