@@ -32,10 +32,11 @@ import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from arrowmix.exceptions import ChunkFileError
 
-__all__ = ["FileVersion", "changed_error", "check_all", "coarse_ns"]
+__all__ = ["FileVersion", "OpenedFile", "changed_error", "check_all", "coarse_ns"]
 
 #: Longest wait for a just-written file's time tick to pass (a file stamped in the future).
 _SETTLE_S = 0.1
@@ -138,3 +139,26 @@ def check_all(versions: Iterable[FileVersion], what: str) -> None:
     """
     for version in versions:
         version.check(what)
+
+
+class OpenedFile:
+    """Base of what a reader records of one file it opened: ``version`` and its check.
+
+    Subclasses (frozen dataclasses) declare ``version`` as their first field and name their
+    kind in ``kind`` (``"Parquet file"``, ``"MDS shard"``) for the error.
+    """
+
+    version: FileVersion
+    kind: ClassVar[str] = "File"
+
+    @property
+    def path(self) -> str:
+        return self.version.path
+
+    @property
+    def size(self) -> int:
+        return self.version.size
+
+    def check(self) -> None:
+        """Refuse the file unless it is still the version opened (ChunkFileError, named)."""
+        self.version.check(self.kind)

@@ -49,13 +49,13 @@ import os
 import pickle
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from arrowmix._storage.in_place import FileVersion
+from arrowmix._storage.in_place import FileVersion, OpenedFile
 from arrowmix._storage.shard_hashes import declared_hashes, verify_hashes
 from arrowmix.exceptions import ChunkFileError, SchemaMismatchError
 
@@ -151,7 +151,7 @@ def check_encoding(column: Column, where: str) -> None:
 
 
 @dataclass(frozen=True)
-class Shard:
+class Shard(OpenedFile):
     """One shard as opened: the file read, its version and digest, and the index's facts."""
 
     #: The file read (the raw file when present, else the compressed one) as opened.
@@ -163,18 +163,7 @@ class Shard:
     digest: str
     #: The hashes ``index.json`` declares for the file read: ``((algorithm, hex), ...)``.
     hashes: tuple[tuple[str, str], ...] = ()
-
-    @property
-    def path(self) -> str:
-        return self.version.path
-
-    @property
-    def size(self) -> int:
-        return self.version.size
-
-    def check(self) -> None:
-        """Refuse a shard file that is not the version opened (replaced, rewritten)."""
-        self.version.check("MDS shard")
+    kind: ClassVar[str] = "MDS shard"
 
 
 def _index_error(path: str, problem: str) -> ChunkFileError:

@@ -199,3 +199,13 @@ def test_megatron_index_rewritten_in_place_is_refused(tmp_path: Path) -> None:
     write_in_place(f"{prefix}.idx", Path(f"{prefix}.idx").read_bytes()[:4])
     with pytest.raises(ChunkFileError, match=rf"Token file '.*c\.idx' {IN_PLACE}"):
         ds[1]
+
+
+def test_a_read_checks_the_token_files_it_touches(tmp_path: Path) -> None:
+    a, b, c = (_tokens(tmp_path / f"{n}.bin") for n in "abc")
+    ds = am.from_token_file([a, b, c], np.uint16, seq_len=10)  # 6 rows per file
+    write_in_place(b, np.uint16(999).tobytes(), offset=0)
+    assert ds[0]["input_ids"][:2] == [1, 2] and ds[12]["input_ids"][:2] == [1, 2]
+    for read in (lambda: ds[6], lambda: ds[0:18], lambda: ds.select([13, 7])[:]):
+        with pytest.raises(ChunkFileError, match=rf"Token file '.*b\.bin' {IN_PLACE}"):
+            read()

@@ -38,13 +38,13 @@ from collections import OrderedDict
 from collections.abc import Generator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
 
 from arrowmix._storage.digests import file_digest
-from arrowmix._storage.in_place import FileVersion
+from arrowmix._storage.in_place import FileVersion, OpenedFile
 from arrowmix._storage.metadata import kept_metadata
 from arrowmix._storage.projection import NamedColumns
 from arrowmix._storage.take import int64_array
@@ -63,7 +63,7 @@ DEFAULT_CACHE = 256 << 20
 
 
 @dataclass(frozen=True)
-class ParquetFile:
+class ParquetFile(OpenedFile):
     """One Parquet file as opened: its version, digest, and the row groups kept."""
 
     version: FileVersion
@@ -72,18 +72,7 @@ class ParquetFile:
     groups: tuple[int, ...]
     #: Rows of each of ``groups``.
     rows: tuple[int, ...]
-
-    @property
-    def path(self) -> str:
-        return self.version.path
-
-    @property
-    def size(self) -> int:
-        return self.version.size
-
-    def check(self) -> None:
-        """Refuse a file that is not the version opened (:mod:`arrowmix._storage.in_place`)."""
-        self.version.check("Parquet file")
+    kind: ClassVar[str] = "Parquet file"
 
 
 class Decoded:

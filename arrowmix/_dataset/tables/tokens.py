@@ -72,6 +72,14 @@ class FileGuard:
                     checked.add(id(source))
                     source.check()
 
+    def span(self, start: int, stop: int) -> None:
+        """Check the files holding the table rows ``[start, stop)``."""
+        if self._one:
+            self.all()
+        elif stop > start:
+            first, last = np.searchsorted(self._rows, [start, stop - 1], side="right") - 1
+            self.chunks(np.arange(first, last + 1))
+
     def rows(self, positions: np.ndarray) -> None:
         """Check the files holding the table rows ``positions``."""
         if self._one:
@@ -102,8 +110,7 @@ class TokenTable(LocalTable):
 
     def slice(self, start: int, stop: int, reads: Sequence[str] | None = None) -> pa.Table:
         """Rows ``[start, stop)``, the files checked first (zero-copy views of the map)."""
-        if stop > start:
-            self._guard().rows(np.array([start, stop - 1], dtype=np.int64))
+        self._guard().span(start, stop)
         return super().slice(start, stop, reads)
 
     def take(self, positions: np.ndarray) -> pa.Table:
