@@ -107,6 +107,10 @@ class FileVersion:
             st = os.stat(self.path)
         except OSError as exc:
             return f"it cannot be read now ({exc.strerror or exc})"
+        if (st.st_ctime_ns, st.st_mtime_ns, st.st_ino, st.st_size) == (
+            self.ctime_ns, self.mtime_ns, self.inode, self.size
+        ):  # fmt: skip
+            return None  # the common case, on every read: one stat and one compare
         changes = self.changes(st)
         return "; ".join(changes) if changes else None
 

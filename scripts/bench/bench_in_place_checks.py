@@ -99,16 +99,54 @@ def _one(tree: str, case: str, directory: str, cache: str) -> dict[str, float]:
     return result
 
 
+def micro(directory: str) -> None:
+    """The checks alone: hash throughput over the shards (page cache), and one ``stat``."""
+    from arrowmix._storage.shard_hashes import hash_hex
+
+    shards = [
+        os.path.join(directory, "mds-xxh64", n)
+        for n in sorted(os.listdir(os.path.join(directory, "mds-xxh64")))
+        if ".mds" in n
+    ]
+    data = [open(p, "rb").read() for p in shards]  # noqa: SIM115 - read whole, closed by GC
+    total = sum(len(d) for d in data)
+    for algo in ("xxh3_64", "xxh64", "md5", "sha1"):
+        best = min(_timed(lambda a=algo: [hash_hex(a, d) for d in data]) for _ in range(3))
+        print(f"hash {algo:8s} {total / best / 1e9:6.2f} GB/s ({total >> 20} MiB in {best:.3f} s)")
+    flat = os.path.join(directory, "tokens.bin")
+    n = 100_000
+    best = min(_timed(lambda: [os.stat(flat) for _ in range(n)]) for _ in range(3))
+    batches = os.path.getsize(flat) // (2 * DOC)
+    print(
+        f"one stat {best / n * 1e6:.2f} us; {batches} packed batches of {DOC} tokens: "
+        f"{best / n * batches:.3f} s of stats per pass"
+    )
+
+
+def _timed(fn: object) -> float:
+    start = time.perf_counter()
+    fn()  # type: ignore[operator]
+    return time.perf_counter() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "bench-in-place"))
     parser.add_argument("--mb", type=int, default=256)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--baseline", default=None, help="another checkout to compare with")
+    parser.add_argument("--micro", action="store_true", help="only the checks alone")
     args = parser.parse_args()
     os.makedirs(args.dir, exist_ok=True)
     build(args.dir, args.mb)
-    trees = {"this": ROOT, **({"baseline": os.path.abspath(args.baseline)} if args.baseline else {})}
+    if args.micro:
+        print(f"load average: {os.getloadavg()[0]:.1f}")
+        micro(args.dir)
+        return
+    trees = {
+        "this": ROOT,
+        **({"baseline": os.path.abspath(args.baseline)} if args.baseline else {}),
+    }
     kept = {t: tempfile.mkdtemp(prefix=f"cache-{t}-", dir=args.dir) for t in trees}
     for tree, path in trees.items():  # the kept cache roots: digests and records made once
         for _, case, _ in CASES:
