@@ -82,8 +82,10 @@ class FileVersion:
         st = os.stat(path)
         deadline = time.monotonic() + _SETTLE_S
         while coarse_ns() <= max(st.st_mtime_ns, st.st_ctime_ns):
+            if max(st.st_mtime_ns, st.st_ctime_ns) - coarse_ns() > _SETTLE_S * 1e9:
+                break  # stamped in the future (clock skew): taken as it is, without a wait
             if time.monotonic() > deadline:
-                break  # stamped in the future: taken as it is
+                break
             time.sleep(0.001)
             st = os.stat(path)
         return cls.from_stat(path, st)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import time
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,13 @@ def test_a_version_pickles_and_is_checked_in_the_other_process(tmp_path: Path) -
     write_in_place(path, b"x")
     with pytest.raises(ChunkFileError, match=r"written in place"):
         version.check("Token file")
+
+
+def test_a_file_stamped_in_the_future_is_taken_without_a_wait(tmp_path: Path) -> None:
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"abc")
+    os.utime(path, ns=(0, 4 * 10**18))  # the year 2096
+    start = time.monotonic()
+    version = FileVersion.of(str(path))
+    assert time.monotonic() - start < 0.05
+    assert version.mtime_ns == 4 * 10**18 and version.problem() is None
