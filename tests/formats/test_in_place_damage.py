@@ -209,3 +209,19 @@ def test_a_read_checks_the_token_files_it_touches(tmp_path: Path) -> None:
     for read in (lambda: ds[6], lambda: ds[0:18], lambda: ds.select([13, 7])[:]):
         with pytest.raises(ChunkFileError, match=rf"Token file '.*b\.bin' {IN_PLACE}"):
             read()
+
+
+# ---------------------------------------------------------------- Lance
+
+
+def test_lance_data_file_written_in_place_between_reads(tmp_path: Path) -> None:
+    lance = pytest.importorskip("lance")
+    uri = str(tmp_path / "c.lance")
+    lance.write_dataset(pa.table({"x": np.arange(90)}), uri, max_rows_per_file=30)
+    ds = am.Dataset.from_lance(uri, block_rows=10)
+    assert ds[0]["x"] == 0 and ds[80]["x"] == 80
+    second = lance.dataset(uri).get_fragments()[1].data_files()[0].path
+    write_in_place(Path(uri) / "data" / second, b"\x00", offset=0)
+    assert ds[5]["x"] == 5 and ds[75]["x"] == 75  # the other fragments' files: unchanged
+    with pytest.raises(ChunkFileError, match=rf"Lance data file '.*{second}' {IN_PLACE}"):
+        ds[45]
