@@ -190,6 +190,20 @@ def test_token_file_truncated_under_a_stream_raises_at_the_next_batch(tmp_path: 
         next(batches)
 
 
+def test_a_map_result_viewing_a_token_file_checks_it(tmp_path: Path) -> None:
+    """A map keeps the token column by reference: its reads check the file as the source's."""
+    path = _tokens(tmp_path / "v.bin")
+    lengths = am.from_token_file(path, np.uint16, seq_len=10).map(
+        lambda r: {"n": len(r["input_ids"])}
+    )
+    assert lengths[0]["input_ids"][:2] == [1, 2] and lengths[0]["n"] == 10
+    write_in_place(path, np.uint16(999).tobytes(), offset=0)
+    stream = lengths.to_stream(shuffle=None, infinite=False)
+    for read in (lambda: lengths[0], lambda: next(iter(stream.pack("input_ids", 10)))):
+        with pytest.raises(ChunkFileError, match=rf"Token file '.*v\.bin' {IN_PLACE}"):
+            read()
+
+
 def test_megatron_index_rewritten_in_place_is_refused(tmp_path: Path) -> None:
     prefix = str(tmp_path / "c")
     am.Dataset.from_dict({"input_ids": [[1, 2, 3], [4, 5], [6]]}).to_megatron(prefix)
