@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from arrowmix._storage import integrity, trust
+from arrowmix._storage import integrity, shard_hashes, trust
 
 
 def forget_checks() -> None:
@@ -12,6 +12,7 @@ def forget_checks() -> None:
     getattr(trust, "_known", set()).clear()  # (absent before the check existed)
     trust._records.clear()
     integrity._checked.clear()
+    shard_hashes._verified.clear()
 
 
 def flip(path: str | os.PathLike[str], near: bytes) -> None:

@@ -12,8 +12,9 @@ rewritten in between raises :class:`ChunkFileError` instead of returning other r
 with the same size. A cache file (it carries an arrowmix content checksum) is identified by
 that checksum, which names its bytes; its modification time is not compared, because the
 cache touches the files it reuses. Any other file (chunk files, saved data) is identified by
-its inode, size, modification and change times: a rewrite that restores the size and mtime
-still moves the change time, which user space cannot set.
+its inode, size, modification and change times, checked as every file read in place is
+(:mod:`arrowmix._storage.in_place`): a rewrite that restores the size and mtime still moves
+the change time, which user space cannot set.
 
 :func:`table_ref` returns None when some chunk does not live in a file mapping (data built in
 memory, or a platform without ``/proc/self/maps``): the caller then ships the data instead.
@@ -28,6 +29,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from arrowmix._storage.in_place import FileVersion
 from arrowmix._storage.token_arrays import TokenChunkRef, token_chunk_ref
 from arrowmix.exceptions import ChunkFileError
 
@@ -75,6 +77,10 @@ class TableRef:
         from arrowmix._storage.ipc import open_table
 
         for i, (path, size) in enumerate(zip(self.files, self.sizes, strict=False)):
+            ident = self.idents[i] if i < len(self.idents) else None
+            if ident is not None and ident[0] == "stat":  # the rule of files read in place
+                FileVersion(path, size, *ident[1:]).check("Arrow file")
+                continue
             try:
                 st = os.stat(path)
             except OSError as exc:
@@ -83,13 +89,6 @@ class TableRef:
                 raise ChunkFileError(
                     f"{path!r} changed since the table was described: {st.st_size} bytes, "
                     f"{size} then."
-                )
-            ident = self.idents[i] if i < len(self.idents) else None
-            if ident is not None and ident[0] == "stat" and tuple(ident[1:]) != _stat_ident(st):
-                raise ChunkFileError(
-                    f"{path!r} was rewritten since the table was described (same size, another "
-                    "inode, modification or change time): reopening it would read other rows "
-                    "under the old fingerprint. Open the dataset again."
                 )
         tables = [open_table(f) for f in self.files]
         for i, (path, table) in enumerate(zip(self.files, tables, strict=True)):

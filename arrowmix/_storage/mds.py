@@ -49,12 +49,14 @@ import os
 import pickle
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from arrowmix._storage.in_place import FileVersion, OpenedFile
+from arrowmix._storage.shard_hashes import declared_hashes, verify_hashes
 from arrowmix.exceptions import ChunkFileError, SchemaMismatchError
 
 __all__ = [
@@ -149,34 +151,19 @@ def check_encoding(column: Column, where: str) -> None:
 
 
 @dataclass(frozen=True)
-class Shard:
+class Shard(OpenedFile):
     """One shard as opened: the file read, its version and digest, and the index's facts."""
 
-    path: str
+    #: The file read (the raw file when present, else the compressed one) as opened.
+    version: FileVersion
     #: The algorithm the file is compressed with (``zstd``, ``br``, ...), or None.
     compression: str | None
     raw_bytes: int
     samples: int
-    size: int
-    inode: int
-    mtime_ns: int
-    ctime_ns: int
     digest: str
-
-    def check(self) -> None:
-        """Refuse a shard file that is not the version opened (replaced, rewritten)."""
-        try:
-            st = os.stat(self.path)
-        except OSError as exc:
-            raise ChunkFileError(f"MDS shard {self.path!r} cannot be read now: {exc}") from exc
-        if (st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns) != (
-            self.size, self.inode, self.mtime_ns, self.ctime_ns
-        ):  # fmt: skip
-            raise ChunkFileError(
-                f"MDS shard {self.path!r} changed after it was opened (size {self.size} -> "
-                f"{st.st_size} bytes, or replaced or rewritten): its samples are not the ones "
-                "the dataset's fingerprint names. Open it again with `from_mds`."
-            )
+    #: The hashes ``index.json`` declares for the file read: ``((algorithm, hex), ...)``.
+    hashes: tuple[tuple[str, str], ...] = ()
+    kind: ClassVar[str] = "MDS shard"
 
 
 def _index_error(path: str, problem: str) -> ChunkFileError:
@@ -220,7 +207,9 @@ def read_index(
             columns = cols
         else:
             same_columns(cols, columns, f"MDS shard {shard.path!r}", "the first shard")
-        shards.append(dataclasses.replace(shard, digest=digest(shard.path)))
+        found = digest(shard.path)
+        shard.check()  # the digest is of the version opened
+        shards.append(dataclasses.replace(shard, digest=found))
     return columns or [], shards, digest(path)
 
 
@@ -257,20 +246,21 @@ def _shard(directory: str, meta: dict[str, Any]) -> tuple[list[Column], Shard]:
         codec = str(meta.get("compression") or "").split(":")[0]
         candidates.append((os.path.join(directory, zipped["basename"]), codec,
                            int(zipped["bytes"])))  # fmt: skip
-    for file, algorithm, expected in candidates:  # the raw file first: no decompression
-        try:
-            st = os.stat(file)
+    infos = [raw, zipped]
+    for (file, algorithm, expected), info in zip(candidates, infos, strict=False):
+        try:  # the raw file first: no decompression
+            version = FileVersion.of(file)
         except FileNotFoundError:
             continue
-        if st.st_size != expected:
+        if version.size != expected:
             raise ChunkFileError(
-                f"MDS shard {file!r} is {st.st_size} bytes; index.json says {expected} "
+                f"MDS shard {file!r} is {version.size} bytes; index.json says {expected} "
                 "(truncated, or written by another run?)."
             )
         if algorithm is not None and algorithm not in (*_CODECS, "gz", "bz2"):
             raise ChunkFileError(f"MDS shard {file!r} has an unknown compression {algorithm!r}.")
-        shard = Shard(file, algorithm, int(raw["bytes"]), int(meta["samples"]), st.st_size,
-                        st.st_ino, st.st_mtime_ns, st.st_ctime_ns, "")  # fmt: skip
+        shard = Shard(version, algorithm, int(raw["bytes"]), int(meta["samples"]), "",
+                      declared_hashes(info))  # fmt: skip
         return cols, shard
     raise ChunkFileError(
         f"MDS shard {candidates[-1][0]!r} (listed in {directory!r}/index.json) does not exist."
@@ -280,9 +270,13 @@ def _shard(directory: str, meta: dict[str, Any]) -> tuple[list[Column], Shard]:
 def shard_bytes(shard: Shard) -> np.ndarray:
     """The shard's uncompressed bytes (``uint8``): memory-mapped, or decompressed now.
 
+    Checked first: the file is the version opened (:mod:`arrowmix._storage.in_place`), and
+    its bytes hash to what index.json declares, when it declares hashes
+    (:mod:`arrowmix._storage.shard_hashes`, once per file version).
+
     Raises:
-        ChunkFileError: the file changed since it was opened, or does not decompress to
-            the size the index says (named).
+        ChunkFileError: the file changed since it was opened, does not hash to what the
+            index declares, or does not decompress to the size the index says (named).
     """
     shard.check()
     if shard.compression is None:
@@ -290,9 +284,12 @@ def shard_bytes(shard: Shard) -> np.ndarray:
             return np.zeros(0, dtype=np.uint8)
         with open(shard.path, "rb") as f:
             mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        verify_hashes(shard.version, shard.hashes, mapped)
         return np.frombuffer(mapped, dtype=np.uint8)
     with open(shard.path, "rb") as f:
         data = f.read()
+    shard.check()  # the bytes read are the version opened
+    verify_hashes(shard.version, shard.hashes, data)
     try:
         if shard.compression in _CODECS:
             codec = pa.Codec(_CODECS[shard.compression])  # type: ignore[arg-type]

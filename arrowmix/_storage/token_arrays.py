@@ -14,9 +14,8 @@ registered with the :class:`TokenSource` that built it (keyed by its offsets buf
 when the array is freed); :func:`token_chunk_ref` answers, for an array or a slice of one,
 what reopens it in another process: the source, the chunk and the rows. Reopening
 (:meth:`TokenChunkRef.open`) checks that every file is still the version that was opened
-(size, inode, modification and change times) and raises
-:class:`~arrowmix.exceptions.ChunkFileError` otherwise, so a pickled dataset never reads
-other tokens under its fingerprint.
+(:mod:`arrowmix._storage.in_place`) and raises :class:`~arrowmix.exceptions.ChunkFileError`
+otherwise, so a pickled dataset never reads other tokens under its fingerprint.
 """
 
 from __future__ import annotations
@@ -31,13 +30,13 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from arrowmix._storage.in_place import FileVersion, check_all
 from arrowmix.exceptions import ChunkFileError, TokenFileError
 
 __all__ = [
     "MAX_CHUNK_TOKENS",
     "TokenChunkRef",
     "TokenSource",
-    "file_ident",
     "list_chunks",
     "map_bytes",
     "token_chunk_ref",
@@ -45,12 +44,6 @@ __all__ = [
 
 #: Most values of one ``list`` array (its offsets are int32).
 MAX_CHUNK_TOKENS = (1 << 31) - 1
-
-
-def file_ident(path: str) -> tuple[int, int, int, int]:
-    """``(size, inode, mtime_ns, ctime_ns)`` of ``path``: what identifies its version."""
-    st = os.stat(path)
-    return (st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def map_bytes(path: str) -> pa.Buffer:
@@ -69,28 +62,23 @@ class TokenSource:
     ``opener`` is a module-level function (pickled by name) called as
     ``opener(*args, source=self)``; it returns the column's chunks, built by
     :func:`list_chunks` with ``source``. Sources compare by identity (a pickle keeps one
-    source shared by its chunks, so a caller reopening several chunks opens it once). ``files`` and
-    ``idents`` are the files it reads and their versions when first opened.
+    source shared by its chunks, so a caller reopening several chunks opens it once).
+    ``versions`` are the files it reads, as first opened
+    (:class:`~arrowmix._storage.in_place.FileVersion`).
     """
 
     opener: Callable[..., list[pa.Array[Any]]]
     args: tuple[Any, ...]
-    files: tuple[str, ...]
-    idents: tuple[tuple[int, int, int, int], ...]
+    versions: tuple[FileVersion, ...]
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The files read, in the opener's order."""
+        return tuple(v.path for v in self.versions)
 
     def check(self) -> None:
         """Raise ChunkFileError unless every file is still the version first opened."""
-        for path, ident in zip(self.files, self.idents, strict=True):
-            try:
-                now = file_ident(path)
-            except OSError as exc:
-                raise ChunkFileError(f"Token file {path!r} cannot be reopened: {exc}") from exc
-            if now != ident:
-                raise ChunkFileError(
-                    f"Token file {path!r} changed since it was opened (size, inode, "
-                    "modification or change time): reopening it would read other tokens under "
-                    "the old fingerprint. Open the corpus again."
-                )
+        check_all(self.versions, "Token file")
 
     def chunks(self) -> list[pa.Array[Any]]:
         """The column's chunks, the files opened again (checked first: ChunkFileError)."""

@@ -30,9 +30,10 @@ import pyarrow as pa
 
 from arrowmix._storage import trust
 from arrowmix._storage.digests import file_digest
+from arrowmix._storage.in_place import FileVersion
 from arrowmix._storage.local import cache_root
 from arrowmix._storage.megatron_index import bin_path, check_bin, idx_path, read_index
-from arrowmix._storage.token_arrays import TokenSource, file_ident, list_chunks, map_bytes
+from arrowmix._storage.token_arrays import TokenSource, list_chunks, map_bytes
 from arrowmix.exceptions import TokenFileError
 
 __all__ = ["flat_source", "megatron_source", "open_flat", "open_megatron"]
@@ -58,7 +59,7 @@ def megatron_source(prefix: str, by: str = "sequence") -> TokenSource:
                 f"{os.path.basename(data)!r} and {os.path.basename(index)!r}."
             )
     files = (data, index)
-    return TokenSource(open_megatron, (data, index, by), files, tuple(map(file_ident, files)))
+    return TokenSource(open_megatron, (data, index, by), tuple(map(FileVersion.of, files)))
 
 
 def open_megatron(
@@ -120,7 +121,7 @@ def flat_source(
     if seq_len is not None and (isinstance(seq_len, bool) or int(seq_len) < 1):
         raise ValueError(f"`seq_len` must be a positive number of tokens, got {seq_len!r}.")
     args = (path, dt.str, eos_id, offsets, seq_len)
-    return TokenSource(open_flat, args, tuple(files), tuple(map(file_ident, files)))
+    return TokenSource(open_flat, args, tuple(map(FileVersion.of, files)))
 
 
 def open_flat(

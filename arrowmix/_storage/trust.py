@@ -54,6 +54,7 @@ from typing import Any
 
 import xxhash
 
+from arrowmix._storage.in_place import coarse_ns
 from arrowmix._storage.local import root_dir
 
 __all__ = [
@@ -68,6 +69,7 @@ __all__ = [
     "moved",
     "note",
     "read_sealed",
+    "record_checked",
     "remember",
     "synced",
     "trusted",
@@ -251,19 +253,13 @@ def _reload(path: str) -> None:
         _records[record] = {**_load(record), **ours}
 
 
-def _coarse_ns() -> int:
-    """Now, on the clock the kernel stamps file times with."""
-    clock = getattr(time, "CLOCK_REALTIME_COARSE", None)
-    return time.clock_gettime_ns(clock) if clock is not None else time.time_ns() - 20_000_000
-
-
 def _record_settled(path: str, ident: _Ident) -> None:
     """Record ``path`` in state ``ident`` once its time tick has passed, if still unchanged.
 
     A file stamped in the future (beyond the wait of at most 0.1 s) is not recorded.
     """
     for _ in range(100):
-        if _coarse_ns() > max(ident[3], ident[4]):
+        if coarse_ns() > max(ident[3], ident[4]):
             break
         time.sleep(0.001)
     else:
@@ -272,6 +268,15 @@ def _record_settled(path: str, ident: _Ident) -> None:
         if identity(path) == ident:
             _known.add(ident)
             remember(path, ident)
+
+
+def record_checked(path: str, ident: _Ident) -> None:
+    """Record that ``path`` checked out in state ``ident`` (hashed by the caller).
+
+    Recorded once the time tick of ``ident`` has passed, and only if ``path`` is still in
+    that state, as :func:`check` records what it hashed.
+    """
+    _record_settled(path, ident)
 
 
 def file_digest(path: str) -> str:

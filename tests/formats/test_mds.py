@@ -209,7 +209,7 @@ def test_shard_changed_after_open_and_damaged_offsets_are_named(small: str) -> N
     data = bytearray(shard.read_bytes())
     data[8:12] = np.uint32(10**6).tobytes()  # an offset far out of the file, same size
     shard.write_bytes(bytes(data))
-    with pytest.raises(ChunkFileError, match=r"shard.00001.mds' changed after it was opened"):
+    with pytest.raises(ChunkFileError, match=r"shard.00001.mds' changed since it was opened"):
         ds[:]
     with pytest.raises(ChunkFileError, match=r"shard.00001.mds' is damaged: its sample offsets"):
         am.Dataset.from_mds(small)[:]

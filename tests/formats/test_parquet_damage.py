@@ -44,7 +44,7 @@ def test_file_replaced_after_open_raises_naming_it(tmp_path: Path) -> None:
     assert ds[0]["x"] == 0  # row group 0 decoded
     _write(tmp_path / "new.parquet", start=1000)
     os.replace(tmp_path / "new.parquet", path)
-    with pytest.raises(ChunkFileError, match=r"r\.parquet.*changed after it was opened"):
+    with pytest.raises(ChunkFileError, match=r"r\.parquet.*changed since it was opened"):
         ds[250]  # another row group: never rows of the new version
     assert am.Dataset.from_parquet(path, in_place=True)[250]["x"] == 1250  # reopened: new rows
 

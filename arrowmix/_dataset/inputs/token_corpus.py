@@ -177,6 +177,8 @@ def _dataset(
     table = pa.Table.from_arrays([pa.chunked_array(chunks, type=value_type)], [column])  # type: ignore[arg-type]
     rows = [sum(len(c) for c in chunks) for chunks in parts]
     digests = [[file_digest(f) for f in s.files] for s in sources]
+    for s in sources:
+        s.check()  # the digests are of the versions mapped
     opened = f"{kind}({[s.files[0] for s in sources]!r})"
     state = DatasetState(
         table=TokenTable(sources, table, opened),

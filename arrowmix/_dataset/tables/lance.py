@@ -13,9 +13,15 @@ cache of decoded columns Parquet read in place uses (``cache_size`` bytes, ``"25
 default).
 The blocks are the chunks a stream's ``"chunks"`` shuffle and chunk sharding read whole.
 
-A Dataset pickles as its description (URI, version, columns): another process opens the
-same version. If that version's files were removed since (``cleanup_old_versions``), the
-read raises :class:`~arrowmix.exceptions.ChunkFileError` naming the URI and version.
+A local dataset's data files are checked as every file read in place is
+(:mod:`arrowmix._storage.in_place`): their versions recorded at open, and those of the
+fragments a read takes rows from checked before and after it, so a data file written in
+place raises :class:`~arrowmix.exceptions.ChunkFileError` naming it.
+
+A Dataset pickles as its description (URI, version, columns, the data files' versions):
+another process opens the same version. If that version's files were removed since
+(``cleanup_old_versions``), the read raises :class:`~arrowmix.exceptions.ChunkFileError`
+naming the URI and version.
 
 ``pylance`` is an optional dependency (``pip install arrowmix[lance]``), imported when a
 Lance dataset is opened.
@@ -26,16 +32,18 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from arrowmix._dataset.tables.parquet import DEFAULT_CACHE, Decoded, ParquetTable
+from arrowmix._storage.in_place import FileVersion, check_all
 from arrowmix._storage.metadata import kept_metadata
 from arrowmix.exceptions import ChunkFileError
 
-__all__ = ["BLOCK_ROWS", "LanceTable", "from_lance"]
+__all__ = ["BLOCK_ROWS", "LanceFiles", "LanceTable", "from_lance"]
 
 #: Rows a block read takes at once (the unit of the decode cache and of chunk shuffling).
 BLOCK_ROWS = 8192
@@ -58,6 +66,40 @@ def _open(uri: str, version: int | None) -> Any:
     except (ValueError, OSError, RuntimeError) as exc:
         at = "" if version is None else f" at version {version}"
         raise ChunkFileError(f"{uri!r}{at} is not a readable Lance dataset: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class LanceFiles:
+    """The data files of a local Lance version, per fragment, as opened; and its row counts.
+
+    ``rows``: the first row of each fragment, and the row count (empty: not checked, as for
+    a remote URI).
+    """
+
+    files: tuple[tuple[FileVersion, ...], ...]
+    rows: tuple[int, ...]
+
+    def check(self, positions: np.ndarray) -> None:
+        """Check the files of the fragments holding ``positions`` (ChunkFileError, named)."""
+        if not self.files or not len(positions):
+            return
+        bounds = np.asarray(self.rows, dtype=np.int64)
+        lo, hi = int(np.min(positions)), int(np.max(positions))
+        first, last = np.searchsorted(bounds, [lo, hi], side="right") - 1
+        for f in range(max(int(first), 0), min(int(last), len(self.files) - 1) + 1):
+            check_all(self.files[f], "Lance data file")
+
+
+def _lance_files(handle: Any, uri: str, local: bool) -> LanceFiles:
+    """The version's data files (local URIs), fragment by fragment, with their rows."""
+    if not local:
+        return LanceFiles((), ())
+    files, rows = [], [0]
+    for fragment in handle.get_fragments():
+        paths = [os.path.join(uri, "data", d.path) for d in fragment.data_files()]
+        files.append(tuple(FileVersion.of(p) for p in paths))
+        rows.append(rows[-1] + int(fragment.count_rows()))
+    return LanceFiles(tuple(files), tuple(rows))
 
 
 class LanceTable(ParquetTable):
@@ -84,8 +126,10 @@ class LanceTable(ParquetTable):
         names: Sequence[tuple[str, str]] | None = None,
         decoded: Decoded | None = None,
         block_rows: int = BLOCK_ROWS,
+        fragments: LanceFiles | None = None,
     ) -> None:
         self.uri = uri
+        self.fragments = fragments if fragments is not None else LanceFiles((), ())
         self.block_rows = block_rows
         self.version = version
         self.rows = rows
@@ -106,7 +150,8 @@ class LanceTable(ParquetTable):
     def __reduce__(self) -> tuple[Any, ...]:
         # Pickles as its description: the other process opens the same version.
         args = (self.uri, self.version, self.rows, self.stored_schema, self.size)
-        return (type(self), (*args, self.cache_size, self.names, None, self.block_rows))
+        more = (self.cache_size, self.names, None, self.block_rows, self.fragments)
+        return (type(self), (*args, *more))
 
     @property
     def nbytes(self) -> int:
@@ -126,6 +171,7 @@ class LanceTable(ParquetTable):
             names,
             self._decoded,
             self.block_rows,
+            self.fragments,
         )
 
     def replace_schema_metadata(self, metadata: Any = None) -> LanceTable:
@@ -141,12 +187,18 @@ class LanceTable(ParquetTable):
             return handle
 
     def _take(self, rows: np.ndarray, stored: Sequence[str]) -> pa.Table:
-        """Lance's take of ``rows`` (positions in the pinned version), columns ``stored``."""
+        """Lance's take of ``rows`` (positions in the pinned version), columns ``stored``.
+
+        The data files of the fragments read are checked before and after (a ``stat`` each).
+        """
+        self.fragments.check(rows)
         try:
             table: pa.Table = self._handle().take(rows, columns=list(stored))
+            self.fragments.check(rows)
         except ChunkFileError:
             raise
         except (ValueError, OSError, RuntimeError) as exc:
+            self.fragments.check(rows)  # a file written meanwhile: say so
             raise ChunkFileError(
                 f"Lance dataset {self.uri!r} version {self.version}: rows cannot be read "
                 f"(its files removed or damaged?): {exc}"
@@ -244,7 +296,9 @@ def from_lance(
     block = BLOCK_ROWS if block_rows is None else block_rows
     if isinstance(block, bool) or not isinstance(block, int) or block < 1:
         raise ValueError(f"`block_rows` must be a number of rows (int >= 1), got {block!r}.")
-    table = LanceTable(text, int(handle.version), rows, schema, data_bytes, size, block_rows=block)
+    fragments = _lance_files(handle, text, is_local(text))
+    table = LanceTable(text, int(handle.version), rows, schema, data_bytes, size,
+                       block_rows=block, fragments=fragments)  # fmt: skip
     table._handles[os.getpid()] = handle
     if columns is not None:
         columns = [columns] if isinstance(columns, str) else list(columns)

@@ -6,9 +6,11 @@ shard (content digests, answered by the digest cache for files already hashed), 
 columns read. A read decodes the shards it touches, only the columns it reads, into the
 bounded cache of decoded columns that Parquet read in place uses (``cache_size`` bytes,
 ``"256MB"`` by default). Shards are the chunks a stream's ``"chunks"`` shuffle and chunk
-sharding read whole. Before it decodes a shard, a read checks that its file is still the
-version opened: a shard replaced or rewritten after open raises
-:class:`~arrowmix.exceptions.ChunkFileError` naming it.
+sharding read whole. Before and after it decodes a shard, a read checks that its file is
+still the version opened (:mod:`arrowmix._storage.in_place`): a shard replaced or rewritten
+after open raises :class:`~arrowmix.exceptions.ChunkFileError` naming it. The hashes the
+index declares for a shard are checked at its first read, once per file version
+(:mod:`arrowmix._storage.shard_hashes`).
 
 A compressed shard is decompressed once for the columns a read asks of it; when columns of
 it not decoded yet are read later (a token stage reads ``input_ids`` first and another
@@ -54,6 +56,7 @@ from arrowmix._storage.mds import (
     shard_bytes,
     unify_types,
 )
+from arrowmix.exceptions import ChunkFileError, SchemaMismatchError
 
 __all__ = ["MDSTable", "RawShards", "from_mds"]
 
@@ -169,7 +172,7 @@ class MDSTable(ParquetTable):
         if missing:
             shard = self.shards[k]
             with self._reading:
-                got = decode_columns(self._raw.get(k, shard), shard, self.mds_columns, missing)
+                got = _decoded_columns(self._raw, k, shard, self.mds_columns, missing)
             for c in missing:
                 found[c] = column = got[c]
                 self._decoded.put((k, c), column)
@@ -181,6 +184,23 @@ class MDSTable(ParquetTable):
 
     opened_as = "MDS shards read in place (`from_mds(path)`)"
     stats_name = "mds"  # pickles as its description (shard paths, versions, digests, columns)
+
+
+def _decoded_columns(
+    raw: RawShards, k: int, shard: Shard, columns: Sequence[Column], wanted: Sequence[str]
+) -> dict[str, pa.ChunkedArray[Any]]:
+    """The columns ``wanted`` of shard ``k``, decoded from a file that did not change meanwhile.
+
+    The decoded columns are copies: a shard written while it was decoded is refused after
+    the decode (or, when its bytes no longer add up, instead of a "damaged" error).
+    """
+    try:
+        got = decode_columns(raw.get(k, shard), shard, columns, wanted)
+    except (ChunkFileError, SchemaMismatchError):
+        shard.check()  # written meanwhile: say that instead
+        raise
+    shard.check()
+    return got
 
 
 def _directories(path_or_paths: Any) -> list[str]:
@@ -226,7 +246,7 @@ def _typed(
         wanted = unknown if not any(found[n] for n in unknown) else pickled
         if not shard.samples or not wanted:
             continue
-        for name, column in decode_columns(raw.get(k, shard), shard, typed, wanted).items():
+        for name, column in _decoded_columns(raw, k, shard, typed, wanted).items():
             found[name].append((shard.path, column.type))
             got[k, name] = column
     kinds = {n: unify_types(n, found[n]) if found[n] else pa.null() for n in unknown}

@@ -9,10 +9,11 @@ copied.
 
 Opening reads each file's footer (row groups, schema) and its content digest (xxh3 of the
 bytes, answered by the digest cache when the file's size, inode and times are those it
-recorded): the fingerprint names the files' bytes, the columns and the filters. Before it
-decodes a row group, a read checks that the file is still the version it opened (size,
-inode, modification and change times): a file replaced, rewritten or truncated after open
+recorded): the fingerprint names the files' bytes, the columns and the filters. Before and
+after it decodes a row group, a read checks that the file is still the version it opened
+(:mod:`arrowmix._storage.in_place`): a file replaced, rewritten or truncated after open
 raises :class:`~arrowmix.exceptions.ChunkFileError` naming it, never rows of another version.
+Pages written with checksums (``write_page_checksum=True``) are verified as they decode.
 
 ``columns=`` selects columns (the others are never decoded); ``filters=`` (DNF lists as
 ``pyarrow.parquet`` and HF take them, or a ``pyarrow.compute`` expression) first drops the
@@ -37,12 +38,13 @@ from collections import OrderedDict
 from collections.abc import Generator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
 
 from arrowmix._storage.digests import file_digest
+from arrowmix._storage.in_place import FileVersion, OpenedFile
 from arrowmix._storage.metadata import kept_metadata
 from arrowmix._storage.projection import NamedColumns
 from arrowmix._storage.take import int64_array
@@ -61,33 +63,16 @@ DEFAULT_CACHE = 256 << 20
 
 
 @dataclass(frozen=True)
-class ParquetFile:
+class ParquetFile(OpenedFile):
     """One Parquet file as opened: its version, digest, and the row groups kept."""
 
-    path: str
-    size: int
-    inode: int
-    mtime_ns: int
-    ctime_ns: int
+    version: FileVersion
     digest: str
     #: Indices of the row groups read (all, or those a filter's statistics keep).
     groups: tuple[int, ...]
     #: Rows of each of ``groups``.
     rows: tuple[int, ...]
-
-    def check(self) -> None:
-        """Refuse a file that is not the version opened (replaced, rewritten, truncated)."""
-        try:
-            st = os.stat(self.path)
-        except OSError as exc:
-            raise ChunkFileError(f"Parquet file {self.path!r} cannot be read now: {exc}") from exc
-        now = (st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
-        if now != (self.size, self.inode, self.mtime_ns, self.ctime_ns):
-            raise ChunkFileError(
-                f"Parquet file {self.path!r} changed after it was opened (size {self.size} -> "
-                f"{st.st_size} bytes, or replaced or rewritten): its rows are not the ones "
-                "the dataset's fingerprint names. Open it again with `from_parquet`."
-            )
+    kind: ClassVar[str] = "Parquet file"
 
 
 class Decoded:
@@ -201,7 +186,9 @@ class ParquetTable(NamedColumns):
             if handle is None:
                 path = self.files[f].path
                 try:
-                    handle = self._handles[f] = pq.ParquetFile(path, memory_map=True)
+                    handle = self._handles[f] = pq.ParquetFile(
+                        path, memory_map=True, page_checksum_verification=True
+                    )
                 except (OSError, pa.ArrowException) as exc:
                     raise ChunkFileError(f"Parquet file {path!r} cannot be read: {exc}") from exc
             return handle
@@ -219,9 +206,11 @@ class ParquetTable(NamedColumns):
                 with self._reading:
                     table = handle.read_row_group(g, columns=missing, use_threads=False)
             except (OSError, pa.ArrowException) as exc:
+                pf.check()  # written while it was decoded: say so
                 raise ChunkFileError(
                     f"Parquet file {pf.path!r}: row group {g} cannot be decoded: {exc}"
                 ) from exc
+            pf.check()  # not written while it was decoded
             expected = pf.rows[pf.groups.index(g)]
             if table.num_rows != expected:
                 raise ChunkFileError(
@@ -411,7 +400,7 @@ def open_parquet_table(
     metas = []
     for path in paths:
         try:
-            st = os.stat(path)
+            version = FileVersion.of(path)
             meta = pq.read_metadata(path)
             file_schema = meta.schema.to_arrow_schema()
         except (OSError, pa.ArrowException) as exc:
@@ -425,10 +414,10 @@ def open_parquet_table(
                 "Open files of one schema together (or convert with in_place=False)."
             )
         digest = file_digest(path)
+        version.check("Parquet file")  # the footer and the digest are of this version
         groups = tuple(range(meta.num_row_groups))
         rows = tuple(meta.row_group(g).num_rows for g in groups)
-        files.append(ParquetFile(path, st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns,
-                                 digest, groups, rows))  # fmt: skip
+        files.append(ParquetFile(version, digest, groups, rows))
         metas.append(meta)
     assert schema is not None  # at least one file
     stored = schema.remove_metadata().with_metadata(kept_metadata(schema))
@@ -490,8 +479,7 @@ def _pruned(pf: ParquetFile, expr: Any, schema: pa.Schema) -> ParquetFile:
         raise ValueError(f"`filters` cannot be applied to {pf.path!r}: {exc}") from exc
     groups = tuple(g for g in pf.groups if g in kept)
     rows = tuple(r for g, r in zip(pf.groups, pf.rows, strict=True) if g in kept)
-    return ParquetFile(pf.path, pf.size, pf.inode, pf.mtime_ns, pf.ctime_ns, pf.digest,
-                       groups, rows)  # fmt: skip
+    return ParquetFile(pf.version, pf.digest, groups, rows)
 
 
 def _kept_rows(table: ParquetTable, expr: Any) -> np.ndarray:

@@ -189,7 +189,7 @@ class TableReading(Protocol):
 def as_table(table: pa.Table | Table) -> Table:
     """``table`` as a :class:`Table`: a ``pyarrow.Table`` adapted, any other kind itself."""
     if isinstance(table, pa.Table):
-        from arrowmix._dataset.tables.local import LocalTable
+        from arrowmix._dataset.tables.tokens import local_table
 
-        return LocalTable(table)
+        return local_table(table)  # checks the token files it views, if any, at each read
     return table

@@ -74,6 +74,10 @@ class TokenColumn:
     #: Whether :meth:`buffers` views every record batch of the column (a column read one
     #: pinned chunk at a time has no such buffers).
     has_buffers = True
+    #: Called before tokens are copied out of the views, with the chunks read (as
+    #: :meth:`spans` returns them; None: every chunk): a column over files read in place
+    #: checks there that they did not change (:mod:`arrowmix._storage.in_place`).
+    guard: Callable[[np.ndarray | None], None] | None = None
 
     def __init__(
         self,
@@ -184,6 +188,8 @@ class TokenColumn:
             sep_after: optional booleans: write ``sep`` after these spans.
             sep: the separator token.
         """
+        if self.guard is not None:
+            self.guard(owner)
         st = np.asarray(starts, dtype=np.int64)
         begin, end = st.tolist(), (st + np.asarray(lengths, dtype=np.int64)).tolist()
         if owner is None:
@@ -255,6 +261,8 @@ class TokenColumn:
             return
         span = self.__dict__.get("_id_range")
         if span is None:
+            if self.guard is not None:
+                self.guard(None)
             vals = [v for v in self._values if len(v)]
             lo = min((int(v.min()) for v in vals), default=0)
             hi = max((int(v.max()) for v in vals), default=0)

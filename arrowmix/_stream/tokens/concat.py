@@ -66,6 +66,21 @@ class ConcatTokenColumn(TokenColumn):
         self._offsets = [o for _, offsets in parts for o in offsets]
         self._rows = np.zeros(1, dtype=np.int64)  # unused: spans() is overridden
         self.num_rows = int(self._bases[-1])
+        if any(c.guard is not None for c in columns):  # files read in place among them
+            self.guard = self._guard_columns
+
+    def _guard_columns(self, owner: np.ndarray | None) -> None:
+        """The guard of each column whose chunks are read (``owner``; None: all)."""
+        if owner is None:
+            for c in self._columns:
+                if c.guard is not None:
+                    c.guard(None)
+            return
+        which = np.searchsorted(self._chunk_bases, owner, side="right") - 1
+        for k in distinct(which).tolist():
+            guard = self._columns[k].guard
+            if guard is not None:
+                guard(np.asarray(owner)[which == k] - self._chunk_bases[k])
 
     def buffers(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
         """``(values, offsets)`` of every column in turn (when all have whole buffers)."""
