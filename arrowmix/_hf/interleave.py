@@ -212,7 +212,7 @@ def _interleave_iterables(
     features = first.features if all(n is not None and n == names[0] for n in names) else None
     return IterableDataset(
         node,
-        features,
+        features=features,
         split=split,
         info=first.info,
         distributed=first._distributed,

@@ -44,6 +44,11 @@ def concatenate_datasets(datasets: Sequence[Dataset], axis: int = 0) -> Dataset:
         >>> am.concatenate_datasets([a, c], axis=1)[0]
         {'x': 1, 'y': 'a'}
     """
+    iterable = _iterable_inputs(datasets)
+    if iterable is not None:
+        from arrowmix._hf.iterable_concat import concatenate_iterable
+
+        return concatenate_iterable(iterable, axis=axis)  # type: ignore[return-value]
     dsets = [_as_dataset(d, i) for i, d in enumerate(datasets)]
     if not dsets:
         raise ValueError("`concatenate_datasets` needs at least one dataset.")
@@ -61,6 +66,25 @@ def concatenate_datasets(datasets: Sequence[Dataset], axis: int = 0) -> Dataset:
     if not any(len(d) for d in dsets):
         return dsets[0]
     return _concat_rows([d for d in dsets if len(d)])
+
+
+def _iterable_inputs(datasets: Sequence[Any]) -> list[Any] | None:
+    """``datasets`` when they are all ``IterableDataset``s, None when none is one.
+
+    Raises:
+        ValueError: some are and some are not (HF's message).
+    """
+    from arrowmix._hf.iterable import IterableDataset
+
+    flags = [isinstance(d, IterableDataset) for d in datasets]
+    if not any(flags):
+        return None
+    if not all(flags):
+        this, other = ("IterableDataset", "Dataset") if flags[0] else ("Dataset", "IterableDataset")
+        raise ValueError(
+            f"Unable to concatenate a {this} with a {other}. Expected a list of {this} objects."
+        )
+    return list(datasets)
 
 
 def _as_dataset(item: Any, i: int) -> Dataset:
