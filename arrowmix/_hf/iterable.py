@@ -238,8 +238,16 @@ class IterableDataset(IterableCasts, IterableIO, InfoFields):
 
     @property
     def info(self) -> Any:
-        """The source dataset's ``DatasetInfo``; its ``features`` are :attr:`features` (HF's)."""
+        """The source dataset's ``DatasetInfo``; its ``features`` are :attr:`features` (HF's).
+
+        Without one, an empty HF ``DatasetInfo`` (None when HF ``datasets`` is not installed).
+        """
         info = self._info
+        if info is None:
+            with contextlib.suppress(ImportError):
+                from arrowmix._hf.names import hf_name
+
+                info = hf_name("DatasetInfo")()
         if info is not None and getattr(info, "features", None) != self._features:
             info = copy.copy(info)
             info.features = self._features

@@ -6,7 +6,7 @@ the start of the pass), ``fn_kwargs``, and the format of the inputs (a format se
 ``with_format`` before the ``map`` applies to what the function receives, typed by the
 features known then, as HF encodes them).
 
-Four stages use it, so that each pays only for what it needs:
+Six stages use it, so that each pays only for what it needs:
 
 - :class:`MapRows` and :class:`FilterRows` (unbatched): a row in, a row (or nothing) out. The
   state is the source's state plus ``index``, the rows read; no replay.
@@ -14,12 +14,19 @@ Four stages use it, so that each pays only for what it needs:
   of the function; the state is the source's state at the batch start, the batch number and
   the outputs of the batch already yielded. Replay cost: one call of the function. The first
   index of batch ``w`` is ``w * batch_size``.
+- :class:`MapConcurrent` and :class:`FilterConcurrent` (unbatched ``async`` function, as
+  HF runs them): windows of 1,000 rows whose calls run concurrently; the state is that of a
+  batch, and a resume calls the function again on the open window's rows. A batched
+  ``async`` function is awaited once per batch.
 
 :func:`hf_map` and :func:`hf_filter` pick the stage.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -40,14 +47,21 @@ from arrowmix._stream.replay import WindowReplayStage
 from arrowmix._stream.topology import ElasticRole
 
 __all__ = [
+    "ASYNC_WINDOW",
     "Call",
     "FilterBatches",
+    "FilterConcurrent",
     "FilterRows",
     "MapBatches",
+    "MapConcurrent",
     "MapRows",
     "hf_filter",
     "hf_map",
+    "run_awaitables",
 ]
+
+#: Calls of an ``async`` function run at once by ``map``/``filter`` (HF's limit).
+ASYNC_WINDOW = 1000
 
 
 class Call:
@@ -82,11 +96,24 @@ class Call:
         }
 
     def __call__(self, inputs: Any, indices: Any) -> Any:
+        """The function's result (an ``async`` function's is awaited, as HF does)."""
+        out = self.start(inputs, indices)
+        return run_awaitables([out])[0] if inspect.isawaitable(out) else out
+
+    def start(self, inputs: Any, indices: Any) -> Any:
+        """The function called: its result, or its coroutine for an ``async`` function."""
         cols = self.input_columns
         args = [inputs] if cols is None else [inputs[c] for c in cols]
         if self.with_indices:
             args.append(indices)
         return self.function(*args, **self.fn_kwargs)
+
+    def each(self, inputs: list[Any], indices: list[int]) -> list[Any]:
+        """The function's result for each input: an ``async`` function's run concurrently."""
+        outs = [self.start(x, i) for x, i in zip(inputs, indices, strict=True)]
+        if any(inspect.isawaitable(o) for o in outs):
+            return run_awaitables(outs)
+        return outs
 
     def rows(self, rows: list[Any]) -> list[Any]:
         """The rows as the function receives them (copies; formatted in a format, as HF).
@@ -194,6 +221,28 @@ class FilterRows(_PerRow):
                 return example
 
 
+async def _gather(items: list[Any]) -> list[Any]:
+    return list(await asyncio.gather(*(_value(x) for x in items)))
+
+
+async def _value(item: Any) -> Any:
+    return await item if inspect.isawaitable(item) else item
+
+
+def run_awaitables(items: list[Any]) -> list[Any]:
+    """The results of ``items`` (coroutines and values), awaited concurrently, in order.
+
+    In a thread that already runs an event loop (a notebook), they run on a new loop in
+    another thread.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_gather(items))
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, _gather(items)).result()
+
+
 class _PerBatch(WindowReplayStage[dict[str, Any]]):
     """A stage calling the function once per batch of ``batch_size`` rows (None: all rows)."""
 
@@ -256,6 +305,52 @@ class MapBatches(_PerBatch):
         return batch_to_examples(merged)
 
 
+class MapConcurrent(_PerBatch):
+    """HF's unbatched ``map`` of an ``async`` function: the calls of a window run concurrently.
+
+    A window is ``window`` rows (HF runs at most 1,000 calls at once); a resume inside a
+    window calls the function again on the window's rows.
+    """
+
+    def __init__(
+        self,
+        source: Stream[Any],
+        call: Call,
+        window: int = ASYNC_WINDOW,
+        remove_columns: Sequence[str] | None = None,
+    ) -> None:
+        super().__init__(source, call, window)
+        self.remove_columns = list(remove_columns or ())
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "remove_columns": self.remove_columns}
+
+    def compute(self, window: int) -> list[dict[str, Any]] | None:
+        read = self._read(window)
+        if read is None:
+            return None
+        rows, indices = read
+        inputs = self.call.rows(rows)
+        outs = self.call.each(inputs, indices)
+        return [
+            merge(x, out, self.remove_columns, same=out is x)
+            for x, out in zip(inputs, outs, strict=True)
+        ]
+
+
+class FilterConcurrent(_PerBatch):
+    """HF's unbatched ``filter`` of an ``async`` function, a window of calls at once."""
+
+    def compute(self, window: int) -> list[Any] | None:
+        read = self._read(window)
+        if read is None:
+            return None
+        rows, indices = read
+        inputs = self.call.rows(rows)
+        keep = self.call.each(inputs, indices)
+        return [x for x, k in zip(inputs, keep, strict=True) if k]
+
+
 class FilterBatches(_PerBatch):
     """HF's batched ``filter``: the function returns one bool per row of the batch."""
 
@@ -316,6 +411,8 @@ def hf_map(
     c = Call(function, **call)
     if batched:
         return MapBatches(source, c, batch_size, drop_last_batch, remove_columns)
+    if inspect.iscoroutinefunction(function):
+        return MapConcurrent(source, c, ASYNC_WINDOW, remove_columns)
     return MapRows(source, c, remove_columns)
 
 
@@ -329,4 +426,8 @@ def hf_filter(
 ) -> Stream[Any]:
     """The stage of ``filter(function, ...)``; ``call``: :class:`Call`'s keyword arguments."""
     c = Call(function, **call)
-    return FilterBatches(source, c, batch_size) if batched else FilterRows(source, c)
+    if batched:
+        return FilterBatches(source, c, batch_size)
+    if inspect.iscoroutinefunction(function):
+        return FilterConcurrent(source, c, ASYNC_WINDOW)
+    return FilterRows(source, c)

@@ -28,7 +28,7 @@ from arrowmix.exceptions import StateError
 if TYPE_CHECKING:
     from arrowmix._hf.iterable import IterableDataset
 
-__all__ = ["ChainRows", "Chained", "MergeRows", "Merged", "concatenate_iterable"]
+__all__ = ["ChainRows", "Chained", "MergeRows", "Merged", "concatenate_iterable", "joined_features"]
 
 
 class ChainRows(Stream[Any]):
@@ -233,7 +233,7 @@ def _is_null(feature: Any) -> bool:
     return getattr(feature, "dtype", None) == "null"
 
 
-def _joined_features(features_list: Sequence[Any]) -> Any:
+def joined_features(features_list: Sequence[Any]) -> Any:
     """The features of every input in one; a shared column must have one feature (or null).
 
     Raises:
@@ -272,7 +272,7 @@ def concatenate_iterable(
             )
         features = type(all_features[0])({k: v for f in all_features for k, v in f.items()})
     else:
-        features = _joined_features(all_features)
+        features = joined_features(all_features)
     first = dsets[0]
     for i, d in enumerate(dsets):
         if d._distributed != first._distributed:
