@@ -57,6 +57,7 @@ from arrowmix._hf.iterable_ops import (
     subset,
 )
 from arrowmix._hf.iterable_plan import Op, Source, SourcesOrderFixed, shard_bounds, worker_shards
+from arrowmix._hf.iterable_runs import make_runs
 from arrowmix._hf.iterable_stages import (
     FormatRows,
     examples_to_batch,
@@ -357,12 +358,24 @@ class IterableDataset(IterableCasts, IterableIO, InfoFields):
             self._epoch.fill_(epoch)
 
     def skip(self, n: int) -> IterableDataset:
-        """Every row after the first ``n`` (split among DataLoader workers as in HF)."""
-        return self._derive(self._op("skip", make_skip, n=check_int("n", n, minimum=0)))
+        """Every row after the first ``n`` (split among DataLoader workers as in HF).
+
+        After :func:`split_dataset_by_node`, each node (and each of its workers) skips ``n``,
+        as in HF.
+        """
+        n = check_int("n", n, minimum=0)
+        whole = self._distributed is None
+        return self._derive(Op(self._node, "skip", make_skip, {"n": n}, split_count=whole))
 
     def take(self, n: int) -> IterableDataset:
-        """The first ``n`` rows (split among DataLoader workers as in HF)."""
-        return self._derive(self._op("take", make_take, n=check_int("n", n, minimum=0)))
+        """The first ``n`` rows (split among DataLoader workers as in HF).
+
+        After :func:`split_dataset_by_node`, each node (and each of its workers) takes ``n``,
+        as in HF.
+        """
+        n = check_int("n", n, minimum=0)
+        whole = self._distributed is None
+        return self._derive(Op(self._node, "take", make_take, {"n": n}, split_count=whole))
 
     def repeat(self, num_times: int | None) -> IterableDataset:
         """The rows ``num_times`` times over, in the same order; None repeats forever."""
@@ -379,16 +392,33 @@ class IterableDataset(IterableCasts, IterableIO, InfoFields):
         return self._derive(self._node.shard(num_shards, index, contiguous))
 
     def batch(
-        self, batch_size: int, drop_last_batch: bool = False, by_column: Any = None
+        self,
+        batch_size: int | None = None,
+        by_column: str | Sequence[str] | None = None,
+        drop_last_batch: bool = False,
     ) -> IterableDataset:
-        """One row per ``batch_size`` rows, each column a list of their values (HF's)."""
+        """One row per ``batch_size`` rows, each column a list of their values (HF's).
+
+        ``by_column``: one row per run of consecutive rows with equal values in those
+        columns (across shards; ``batch_size`` does not cut a run), as HF's.
+        """
+        features = listed(self._features)
         if by_column is not None:
-            raise NotImplementedError("IterableDataset.batch(by_column=...) is not supported.")
+            if drop_last_batch:
+                raise NotImplementedError(
+                    "IterableDataset.batch(by_column=..., drop_last_batch=True) is not "
+                    "supported: a run of rows has no fixed size to drop."
+                )
+            cols = _names(by_column)
+            self._check_columns(cols)
+            return self._derive(self._op("runs", make_runs, columns=cols), features=features)
+        if batch_size is None:
+            raise ValueError("IterableDataset.batch() misses `batch_size` or `by_column` argument.")
         check_int("batch_size", batch_size, minimum=1)
         ds = self.map(
             batch_fn, batched=True, batch_size=batch_size, drop_last_batch=drop_last_batch
         )
-        return ds._derive(ds._node, features=listed(self._features))
+        return ds._derive(ds._node, features=features)
 
     def select_columns(self, column_names: str | Sequence[str]) -> IterableDataset:
         """Only ``column_names``, in that order."""

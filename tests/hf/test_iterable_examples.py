@@ -205,3 +205,33 @@ class TestMergeRows(CheckpointRoundTripTests):
 
     def make_iterator(self) -> Stream[Any]:
         return MergeRows([rows(7, 0), rows(12, 100, "b"), rows(3, 200, "c")])
+
+
+@pytest.mark.parametrize("method", ["take", "skip"])
+@pytest.mark.parametrize("count", [2, 5, 11])
+def test_take_skip_before_and_after_split_by_node_are_hfs(method, count):
+    from datasets.distributed import split_dataset_by_node as hf_split
+
+    kwargs = {"n": 3, "paths": [f"{i}.txt" for i in range(10)]}
+    a, h = both_examples(kwargs)
+    after_a = getattr(am.split_dataset_by_node(a, rank=1, world_size=2), method)(count)
+    after_h = getattr(hf_split(h, rank=1, world_size=2), method)(count)
+    assert list(after_a) == list(after_h)
+    before_a = am.split_dataset_by_node(getattr(a, method)(count), rank=1, world_size=2)
+    before_h = hf_split(getattr(h, method)(count), rank=1, world_size=2)
+    assert list(before_a) == list(before_h)
+
+
+def test_interleave_joins_the_features_as_hf():
+    features = hf.Features(
+        {
+            "id": hf.Value("int64"),
+            "path": hf.Value("string"),
+            "label": hf.ClassLabel(names=["n", "p"]),
+        }
+    )
+    a, h = both_examples({})
+    fa, fh = both_examples({"label": 1}, features=features)
+    ia, ih = am.interleave_datasets([a, fa]), hf.interleave_datasets([h, fh])
+    assert ia.features == ih.features == features
+    assert typed(list(ia)) == typed(list(ih))
