@@ -136,27 +136,49 @@ class Call:
 
     def batch(self, rows: list[Any]) -> Any:
         """The rows as one batch, as the function receives it (tensorized in a format)."""
-        batch = examples_to_batch(self.rows(rows))
         fmt = self.input_format
         if fmt is None:
-            return batch
+            return examples_to_batch(self.rows(rows))
         if fmt in TENSOR_FORMATS:
-            return tensorize(batch, fmt)
-        return format_examples_batch(rows, fmt, self.input_schema)
+            return tensorize(examples_to_batch(self.rows(rows)), fmt)
+        return format_examples_batch(rows, fmt, self.input_schema)  # a table, as HF's
 
 
-def merge(inputs: Any, out: Any, remove_columns: Sequence[str], *, same: bool) -> dict[str, Any]:
+def table_output(out: Any) -> dict[str, list[Any]] | None:
+    """The columns of a table ``out`` (``pyarrow``, ``pandas``, ``polars``), else None.
+
+    Read through Arrow as HF reads a returned table (``pa.Table.from_pandas``, ``to_arrow``).
+    """
+    if isinstance(out, pa.Table):
+        return out.to_pydict()
+    if type(out).__module__.startswith("pandas"):
+        return pa.Table.from_pandas(out).to_pydict()
+    if type(out).__module__.startswith("polars") and hasattr(out, "to_arrow"):
+        arrow = out.to_arrow()
+        return (arrow if isinstance(arrow, pa.Table) else pa.table({out.name: arrow})).to_pydict()
+    return None
+
+
+def merge(
+    inputs: Any, out: Any, remove_columns: Sequence[str], *, same: bool, row: bool = False
+) -> dict[str, Any]:
     """HF's map output: the inputs without ``remove_columns``, updated with ``out``.
 
     ``same``: the function returned its input object (its removed columns go too, as in HF).
+    A table returned (a table format's function) replaces the inputs, as in HF; ``row``:
+    it holds one row.
     """
+    table = table_output(out)
+    if table is not None:
+        cols = {k: (v[0] if row else v) for k, v in table.items() if k not in remove_columns}
+        return cols
     if out is None:
         out = {}
     if not isinstance(out, Mapping):
         raise TypeError(
             f"map: the function must return a dict (or None), got {type(out).__name__}."
         )
-    inputs = dict(inputs)
+    inputs = dict(inputs) if isinstance(inputs, Mapping) else {}  # a table: not merged (HF)
     if remove_columns:
         inputs = {k: v for k, v in inputs.items() if k not in remove_columns}
         if same:
@@ -208,7 +230,7 @@ class MapRows(_PerRow):
     def next(self) -> dict[str, Any]:
         example, index = self._read()
         out = self.call(example, index)
-        return merge(example, out, self.remove_columns, same=out is example)
+        return merge(example, out, self.remove_columns, same=out is example, row=True)
 
 
 class FilterRows(_PerRow):
@@ -333,7 +355,7 @@ class MapConcurrent(_PerBatch):
         inputs = self.call.rows(rows)
         outs = self.call.each(inputs, indices)
         return [
-            merge(x, out, self.remove_columns, same=out is x)
+            merge(x, out, self.remove_columns, same=out is x, row=True)
             for x, out in zip(inputs, outs, strict=True)
         ]
 
@@ -371,7 +393,7 @@ class FilterBatches(_PerBatch):
 
 
 def _check_lengths(out: Any) -> None:
-    if not out or not isinstance(out, Mapping):
+    if not isinstance(out, Mapping) or not out:
         return
     first = next(iter(out))
     bad = [c for c in out if len(out[c]) != len(out[first])]
@@ -383,7 +405,7 @@ def _check_lengths(out: Any) -> None:
 
 
 def _check_kept(out: Any, merged: Mapping[str, Any]) -> None:
-    if not out or not isinstance(out, Mapping):
+    if not isinstance(out, Mapping) or not out:
         return
     first = next(iter(out))
     n = len(out[first])
