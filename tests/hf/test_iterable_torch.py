@@ -9,6 +9,7 @@ shuffle buffer included.
 from __future__ import annotations
 
 import logging
+import pickle
 import warnings
 
 import pytest
@@ -135,3 +136,25 @@ def test_set_epoch_reaches_persistent_workers():
         fresh.set_epoch(epoch)
         want = batches(torch.utils.data.DataLoader(fresh, 5, num_workers=2))
         assert batches(loader) == want
+
+
+def test_a_pickled_copys_epoch_is_shared_again():
+    """As HF: the copy's epoch is in shared memory, for the copy's persistent workers."""
+    ds = am.Dataset.from_dict(DATA).to_iterable_dataset(4)
+    ds.set_epoch(3)
+    copy = pickle.loads(pickle.dumps(ds))
+    assert copy._epoch.is_shared() and copy.epoch == 3
+    copy.set_epoch(5)
+    assert (ds.epoch, copy.epoch) == (3, 5)
+
+
+@pytest.mark.slow
+def test_set_epoch_reaches_a_pickled_copys_persistent_workers():
+    ds = am.Dataset.from_dict(DATA).to_iterable_dataset(4).shuffle(seed=0, buffer_size=5)
+    copy = pickle.loads(pickle.dumps(ds))
+    loader = torch.utils.data.DataLoader(copy, 5, num_workers=1, persistent_workers=True)
+    first = batches(loader)
+    ds.set_epoch(2)  # not the copy's
+    assert batches(loader) == first
+    copy.set_epoch(2)
+    assert batches(loader) != first
