@@ -203,7 +203,12 @@ class Op:
         return replace(self, parent=parent, params=params)
 
     def shift_rngs(self, value: int) -> Op:
-        return replace(self, parent=self.parent.shift_rngs(value))
+        """Each epoch and DataLoader worker (``value``) shuffles with its own seed, as in HF."""
+        parent = self.parent.shift_rngs(value)
+        if self.kind != "shuffle" or not value:
+            return replace(self, parent=parent)
+        seed = int(np.random.default_rng(self.params["seed"]).integers(0, 1 << 63)) - value
+        return replace(self, parent=parent, params={**self.params, "seed": seed % (1 << 63)})
 
     def reshard(self) -> Op:
         return replace(self, parent=self.parent.reshard())

@@ -158,3 +158,19 @@ def test_set_epoch_reaches_a_pickled_copys_persistent_workers():
     assert batches(loader) == first
     copy.set_epoch(2)
     assert batches(loader) != first
+
+
+def shard_rows(shard: list[int]):
+    for i in range(30):
+        yield {"value": i, "shard": shard[0]}
+
+
+def test_each_worker_shuffles_with_its_own_seed():
+    """As HF (its issue 7567): workers reading alike shards do not shuffle them alike."""
+    ds = am.IterableDataset.from_generator(shard_rows, gen_kwargs={"shard": [0, 1, 2, 3]})
+    ds = ds.shuffle(seed=1234, buffer_size=10)
+    orders = [[r["value"] for r in ds._stream(ds._plan((4, i)), True)] for i in range(4)]
+    assert all(sorted(o) == list(range(30)) for o in orders)
+    assert len({tuple(o) for o in orders}) == 4
+    main = [r["value"] for r in ds if r["shard"] == 0]
+    assert orders[0] == main  # worker 0 of the first shard: the main process's order
