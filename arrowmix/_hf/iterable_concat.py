@@ -31,7 +31,21 @@ if TYPE_CHECKING:
 __all__ = ["ChainRows", "Chained", "MergeRows", "Merged", "concatenate_iterable", "joined_features"]
 
 
-class ChainRows(Stream[Any]):
+class _OverStreams(Stream[Any]):
+    """A stage over several streams (its children, in order)."""
+
+    def __init__(self, streams: Sequence[Stream[Any]]) -> None:
+        super().__init__()
+        self.streams = list(streams)
+
+    def children(self) -> list[Stream[Any]]:
+        return list(self.streams)
+
+    def describe(self) -> dict[str, Any]:
+        return {"streams": len(self.streams)}
+
+
+class ChainRows(_OverStreams):
     """The rows of ``streams``, one stream after the other.
 
     State:
@@ -43,16 +57,6 @@ class ChainRows(Stream[Any]):
     STATE_KEYS = (INDEX_KEY, SOURCE_KEY)
     ELASTIC_ROLE = ElasticRole.REFUSING
     ELASTIC_REFUSAL = "concatenated streams are read one after the other"
-
-    def __init__(self, streams: Sequence[Stream[Any]]) -> None:
-        super().__init__()
-        self.streams = list(streams)
-
-    def children(self) -> list[Stream[Any]]:
-        return list(self.streams)
-
-    def describe(self) -> dict[str, Any]:
-        return {"streams": len(self.streams)}
 
     def reset(self, state: State | None = None) -> None:
         super().reset(state)
@@ -88,7 +92,7 @@ class ChainRows(Stream[Any]):
         raise StopIteration
 
 
-class MergeRows(Stream[Any]):
+class MergeRows(_OverStreams):
     """Row ``i`` of every stream merged into one (HF's ``axis=1``), until all have ended.
 
     A stream that ended adds nothing to the later rows. Two streams giving the same column
@@ -104,16 +108,6 @@ class MergeRows(Stream[Any]):
     STATE_KEYS = (SOURCES_KEY, ENDED_KEY)
     ELASTIC_ROLE = ElasticRole.REFUSING
     ELASTIC_REFUSAL = "merged rows must come from the same position of every stream"
-
-    def __init__(self, streams: Sequence[Stream[Any]]) -> None:
-        super().__init__()
-        self.streams = list(streams)
-
-    def children(self) -> list[Stream[Any]]:
-        return list(self.streams)
-
-    def describe(self) -> dict[str, Any]:
-        return {"streams": len(self.streams)}
 
     def reset(self, state: State | None = None) -> None:
         super().reset(state)

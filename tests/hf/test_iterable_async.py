@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import json
 import warnings
 from typing import Any
 
@@ -14,6 +13,7 @@ import arrowmix as am
 from arrowmix._hf.iterable_calls import FilterConcurrent, MapConcurrent, hf_filter, hf_map
 from arrowmix.stream import Stream, from_iterable
 from arrowmix.testing import CheckpointRoundTripTests
+from tests.hf.test_iterable_examples import assert_resumes_at_every_row
 
 hf = pytest.importorskip("datasets")
 
@@ -78,14 +78,7 @@ def test_async_calls_run_concurrently():
 
 @pytest.mark.parametrize("name", ["map", "filter_then_map"])
 def test_async_map_resumes_at_every_row(name):
-    want = list(pipelines(am)[name])
-    for k in range(len(want) + 1):
-        ds = pipelines(am)[name]
-        it = iter(ds)
-        head = [next(it) for _ in range(k)]
-        again = pipelines(am)[name]
-        again.load_state_dict(json.loads(json.dumps(ds.state_dict())))
-        assert head + list(again) == want, k
+    assert_resumes_at_every_row(lambda: pipelines(am)[name])
 
 
 def test_async_map_inside_a_running_event_loop(hf_rows):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -11,6 +10,7 @@ import arrowmix as am
 from arrowmix._hf.iterable_runs import RunBatches
 from arrowmix.stream import Stream, from_iterable
 from arrowmix.testing import CheckpointRoundTripTests
+from tests.hf.test_iterable_examples import assert_resumes_at_every_row
 
 hf = pytest.importorskip("datasets")
 
@@ -57,15 +57,9 @@ def test_batch_by_column_formatted_and_refusals_are_hfs():
 
 
 def test_batch_by_column_resumes_at_every_row():
-    make = lambda: am.IterableDataset.from_dict(DATA, num_shards=3).batch(by_column="category")  # noqa: E731
-    want = list(make())
-    for k in range(len(want) + 1):
-        ds = make()
-        it = iter(ds)
-        head = [next(it) for _ in range(k)]
-        again = make()
-        again.load_state_dict(json.loads(json.dumps(ds.state_dict())))
-        assert head + list(again) == want, k
+    assert_resumes_at_every_row(
+        lambda: am.IterableDataset.from_dict(DATA, num_shards=3).batch(by_column="category")
+    )
 
 
 class TestRunBatches(CheckpointRoundTripTests):
