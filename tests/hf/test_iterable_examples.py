@@ -239,3 +239,21 @@ def test_interleave_joins_the_features_as_hf():
     ia, ih = am.interleave_datasets([a, fa]), hf.interleave_datasets([h, fh])
     assert ia.features == ih.features == features
     assert typed(list(ia)) == typed(list(ih))
+
+
+def shuffled(lib: Any, seed: int) -> list[Any]:
+    """Three shuffled datasets whose shard orders are HF's (a buffer of one row keeps them)."""
+    examples = (ExamplesIterable if lib is am else HFExamples)(gen, PATHS)
+    rows = lib.Dataset.from_dict({"x": list(range(20))}).to_iterable_dataset(num_shards=5)
+    more = lib.Dataset.from_dict({"x": list(range(100, 106))}).to_iterable_dataset(num_shards=3)
+    parts = [lib.IterableDataset(examples), rows, lib.concatenate_datasets([rows, more])]
+    return [d.shuffle(seed=seed, buffer_size=1, max_buffer_input_shards=1) for d in parts]
+
+
+@pytest.mark.parametrize("seed", [0, 42])
+def test_shuffle_and_set_epoch_reorder_the_shards_as_hf(seed):
+    for a, h in zip(shuffled(am, seed), shuffled(hf, seed), strict=True):
+        for epoch in range(4):
+            a.set_epoch(epoch)
+            h.set_epoch(epoch)
+            assert list(a) == list(h), epoch
