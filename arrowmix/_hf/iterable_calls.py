@@ -6,7 +6,7 @@ the start of the pass), ``fn_kwargs``, and the format of the inputs (a format se
 ``with_format`` before the ``map`` applies to what the function receives, typed by the
 features known then, as HF encodes them).
 
-Six stages use it, so that each pays only for what it needs:
+Four stages use it, so that each pays only for what it needs:
 
 - :class:`MapRows` and :class:`FilterRows` (unbatched): a row in, a row (or nothing) out. The
   state is the source's state plus ``index``, the rows read; no replay.
@@ -14,10 +14,8 @@ Six stages use it, so that each pays only for what it needs:
   of the function; the state is the source's state at the batch start, the batch number and
   the outputs of the batch already yielded. Replay cost: one call of the function. The first
   index of batch ``w`` is ``w * batch_size``.
-- :class:`MapConcurrent` and :class:`FilterConcurrent` (unbatched ``async`` function, as
-  HF runs them): windows of 1,000 rows whose calls run concurrently; the state is that of a
-  batch, and a resume calls the function again on the open window's rows. A batched
-  ``async`` function is awaited once per batch.
+
+An ``async`` function's calls run concurrently (:mod:`arrowmix._hf.iterable_async`).
 
 :func:`hf_map` and :func:`hf_filter` pick the stage.
 """
@@ -47,21 +45,18 @@ from arrowmix._stream.replay import WindowReplayStage
 from arrowmix._stream.topology import ElasticRole
 
 __all__ = [
-    "ASYNC_WINDOW",
     "Call",
     "FilterBatches",
-    "FilterConcurrent",
     "FilterRows",
     "MapBatches",
-    "MapConcurrent",
     "MapRows",
+    "PerBatch",
+    "check_kept",
+    "check_lengths",
     "hf_filter",
     "hf_map",
     "run_awaitables",
 ]
-
-#: Calls of an ``async`` function run at once by ``map``/``filter`` (HF's limit).
-ASYNC_WINDOW = 1000
 
 
 class Call:
@@ -108,7 +103,7 @@ class Call:
             args.append(indices)
         return self.function(*args, **self.fn_kwargs)
 
-    def each(self, inputs: list[Any], indices: list[int]) -> list[Any]:
+    def each(self, inputs: list[Any], indices: Sequence[Any]) -> list[Any]:
         """The function's result for each input: an ``async`` function's run concurrently."""
         outs = [self.start(x, i) for x, i in zip(inputs, indices, strict=True)]
         if any(inspect.isawaitable(o) for o in outs):
@@ -265,7 +260,7 @@ def run_awaitables(items: list[Any]) -> list[Any]:
         return pool.submit(asyncio.run, _gather(items)).result()
 
 
-class _PerBatch(WindowReplayStage[dict[str, Any]]):
+class PerBatch(WindowReplayStage[dict[str, Any]]):
     """A stage calling the function once per batch of ``batch_size`` rows (None: all rows)."""
 
     def __init__(self, source: Stream[Any], call: Call, batch_size: int | None) -> None:
@@ -290,7 +285,7 @@ class _PerBatch(WindowReplayStage[dict[str, Any]]):
         return (rows, list(range(first, first + len(rows)))) if rows else None
 
 
-class MapBatches(_PerBatch):
+class MapBatches(PerBatch):
     """HF's batched ``map``: the batch updated with the function's output, cut into rows."""
 
     def __init__(
@@ -321,59 +316,13 @@ class MapBatches(_PerBatch):
             return None
         batch = self.call.batch(rows)
         out = self.call(batch, indices)
-        _check_lengths(out)
+        check_lengths(out)
         merged = merge(batch, out, self.remove_columns, same=out is batch)
-        _check_kept(out, merged)
+        check_kept(out, merged)
         return batch_to_examples(merged)
 
 
-class MapConcurrent(_PerBatch):
-    """HF's unbatched ``map`` of an ``async`` function: the calls of a window run concurrently.
-
-    A window is ``window`` rows (HF runs at most 1,000 calls at once); a resume inside a
-    window calls the function again on the window's rows.
-    """
-
-    def __init__(
-        self,
-        source: Stream[Any],
-        call: Call,
-        window: int = ASYNC_WINDOW,
-        remove_columns: Sequence[str] | None = None,
-    ) -> None:
-        super().__init__(source, call, window)
-        self.remove_columns = list(remove_columns or ())
-
-    def describe(self) -> dict[str, Any]:
-        return {**super().describe(), "remove_columns": self.remove_columns}
-
-    def compute(self, window: int) -> list[dict[str, Any]] | None:
-        read = self._read(window)
-        if read is None:
-            return None
-        rows, indices = read
-        inputs = self.call.rows(rows)
-        outs = self.call.each(inputs, indices)
-        return [
-            merge(x, out, self.remove_columns, same=out is x, row=True)
-            for x, out in zip(inputs, outs, strict=True)
-        ]
-
-
-class FilterConcurrent(_PerBatch):
-    """HF's unbatched ``filter`` of an ``async`` function, a window of calls at once."""
-
-    def compute(self, window: int) -> list[Any] | None:
-        read = self._read(window)
-        if read is None:
-            return None
-        rows, indices = read
-        inputs = self.call.rows(rows)
-        keep = self.call.each(inputs, indices)
-        return [x for x, k in zip(inputs, keep, strict=True) if k]
-
-
-class FilterBatches(_PerBatch):
+class FilterBatches(PerBatch):
     """HF's batched ``filter``: the function returns one bool per row of the batch."""
 
     def compute(self, window: int) -> list[Any] | None:
@@ -392,7 +341,7 @@ class FilterBatches(_PerBatch):
         return [r for r, keep in zip(kept, mask, strict=True) if keep]
 
 
-def _check_lengths(out: Any) -> None:
+def check_lengths(out: Any) -> None:
     if not isinstance(out, Mapping) or not out:
         return
     first = next(iter(out))
@@ -404,7 +353,7 @@ def _check_lengths(out: Any) -> None:
         )
 
 
-def _check_kept(out: Any, merged: Mapping[str, Any]) -> None:
+def check_kept(out: Any, merged: Mapping[str, Any]) -> None:
     if not isinstance(out, Mapping) or not out:
         return
     first = next(iter(out))
@@ -430,10 +379,15 @@ def hf_map(
     **call: Any,
 ) -> Stream[Any]:
     """The stage of ``map(function, ...)``; ``call``: :class:`Call`'s keyword arguments."""
+    from arrowmix._hf.iterable_async import ASYNC_WINDOW, MapBatchesConcurrent, MapConcurrent
+
     c = Call(function, **call)
+    concurrent = inspect.iscoroutinefunction(function)
+    if batched and concurrent and batch_size:
+        return MapBatchesConcurrent(source, c, batch_size, drop_last_batch, remove_columns)
     if batched:
         return MapBatches(source, c, batch_size, drop_last_batch, remove_columns)
-    if inspect.iscoroutinefunction(function):
+    if concurrent:
         return MapConcurrent(source, c, ASYNC_WINDOW, remove_columns)
     return MapRows(source, c, remove_columns)
 
@@ -447,6 +401,8 @@ def hf_filter(
     **call: Any,
 ) -> Stream[Any]:
     """The stage of ``filter(function, ...)``; ``call``: :class:`Call`'s keyword arguments."""
+    from arrowmix._hf.iterable_async import ASYNC_WINDOW, FilterConcurrent
+
     c = Call(function, **call)
     if batched:
         return FilterBatches(source, c, batch_size)
