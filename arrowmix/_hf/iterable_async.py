@@ -15,14 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from arrowmix._hf.iterable_calls import (
-    Call,
-    PerBatch,
-    check_kept,
-    check_lengths,
-    merge,
-)
-from arrowmix._hf.iterable_stages import batch_to_examples
+from arrowmix._hf.iterable_calls import Call, MapBatches, PerBatch, merge
 from arrowmix._stream.base import Stream
 
 __all__ = ["ASYNC_WINDOW", "FilterConcurrent", "MapBatchesConcurrent", "MapConcurrent"]
@@ -64,7 +57,7 @@ class MapConcurrent(PerBatch):
         ]
 
 
-class MapBatchesConcurrent(PerBatch):
+class MapBatchesConcurrent(MapBatches):
     """HF's batched ``map`` of an ``async`` function: a window's batches run concurrently.
 
     A window is as many batches of ``batch_size`` rows as fit in :data:`ASYNC_WINDOW` rows
@@ -79,18 +72,12 @@ class MapBatchesConcurrent(PerBatch):
         drop_last_batch: bool = False,
         remove_columns: Sequence[str] | None = None,
     ) -> None:
-        super().__init__(source, call, batch_size * max(1, ASYNC_WINDOW // batch_size))
+        window = batch_size * max(1, ASYNC_WINDOW // batch_size)
+        super().__init__(source, call, window, drop_last_batch, remove_columns)
         self.inner = batch_size
-        self.drop_last_batch = drop_last_batch
-        self.remove_columns = list(remove_columns or ())
 
     def describe(self) -> dict[str, Any]:
-        return {
-            **super().describe(),
-            "inner": self.inner,
-            "drop_last_batch": self.drop_last_batch,
-            "remove_columns": self.remove_columns,
-        }
+        return {**super().describe(), "inner": self.inner}
 
     def compute(self, window: int) -> list[dict[str, Any]] | None:
         read = self._read(window)
@@ -105,13 +92,7 @@ class MapBatchesConcurrent(PerBatch):
                 return None
         batches = [self.call.batch(r) for r, _ in parts]
         outs = self.call.each(batches, [i for _, i in parts])
-        result: list[dict[str, Any]] = []
-        for batch, out in zip(batches, outs, strict=True):
-            check_lengths(out)
-            merged = merge(batch, out, self.remove_columns, same=out is batch)
-            check_kept(out, merged)
-            result.extend(batch_to_examples(merged))
-        return result
+        return [r for b, out in zip(batches, outs, strict=True) for r in self.output_rows(b, out)]
 
 
 class FilterConcurrent(PerBatch):

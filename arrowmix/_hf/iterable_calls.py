@@ -51,8 +51,6 @@ __all__ = [
     "MapBatches",
     "MapRows",
     "PerBatch",
-    "check_kept",
-    "check_lengths",
     "hf_filter",
     "hf_map",
     "run_awaitables",
@@ -315,10 +313,13 @@ class MapBatches(PerBatch):
         if self.drop_last_batch and self.batch_size is not None and len(rows) < self.batch_size:
             return None
         batch = self.call.batch(rows)
-        out = self.call(batch, indices)
-        check_lengths(out)
+        return self.output_rows(batch, self.call(batch, indices))
+
+    def output_rows(self, batch: Any, out: Any) -> list[dict[str, Any]]:
+        """The rows of ``batch`` updated with the function's output ``out`` (checked)."""
+        _check_lengths(out)
         merged = merge(batch, out, self.remove_columns, same=out is batch)
-        check_kept(out, merged)
+        _check_kept(out, merged)
         return batch_to_examples(merged)
 
 
@@ -341,7 +342,7 @@ class FilterBatches(PerBatch):
         return [r for r, keep in zip(kept, mask, strict=True) if keep]
 
 
-def check_lengths(out: Any) -> None:
+def _check_lengths(out: Any) -> None:
     if not isinstance(out, Mapping) or not out:
         return
     first = next(iter(out))
@@ -353,7 +354,7 @@ def check_lengths(out: Any) -> None:
         )
 
 
-def check_kept(out: Any, merged: Mapping[str, Any]) -> None:
+def _check_kept(out: Any, merged: Mapping[str, Any]) -> None:
     if not isinstance(out, Mapping) or not out:
         return
     first = next(iter(out))
