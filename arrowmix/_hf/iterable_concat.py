@@ -14,12 +14,14 @@ reads as None.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from arrowmix._dataset.views.concatenate import concatenate_datasets as concatenate_rows_or_columns
 from arrowmix._hf.iterable_plan import Op, worker_shards
 from arrowmix._stream.base import State, Stream
 from arrowmix._stream.topology import ElasticRole
@@ -28,7 +30,15 @@ from arrowmix.exceptions import StateError
 if TYPE_CHECKING:
     from arrowmix._hf.iterable import IterableDataset
 
-__all__ = ["ChainRows", "Chained", "MergeRows", "Merged", "concatenate_iterable", "joined_features"]
+__all__ = [
+    "ChainRows",
+    "Chained",
+    "MergeRows",
+    "Merged",
+    "concatenate_datasets",
+    "concatenate_iterable",
+    "joined_features",
+]
 
 
 class _OverStreams(Stream[Any]):
@@ -294,3 +304,31 @@ def concatenate_iterable(
         format_type=format_type,
         distributed=first._distributed,
     )
+
+
+@functools.wraps(concatenate_rows_or_columns)
+def concatenate_datasets(datasets: Sequence[Any], axis: int = 0) -> Any:
+    """``arrowmix.concatenate_datasets``: iterable datasets here, map-style ones in the core."""
+    iterable = _iterable_inputs(datasets)
+    if iterable is None:
+        return concatenate_rows_or_columns(datasets, axis)
+    return concatenate_iterable(iterable, axis=axis)
+
+
+def _iterable_inputs(datasets: Sequence[Any]) -> list[Any] | None:
+    """``datasets`` when they are all ``IterableDataset``s, None when none is one.
+
+    Raises:
+        ValueError: some are and some are not (HF's message).
+    """
+    from arrowmix._hf.iterable import IterableDataset
+
+    flags = [isinstance(d, IterableDataset) for d in datasets]
+    if not any(flags):
+        return None
+    if not all(flags):
+        this, other = ("IterableDataset", "Dataset") if flags[0] else ("Dataset", "IterableDataset")
+        raise ValueError(
+            f"Unable to concatenate a {this} with a {other}. Expected a list of {this} objects."
+        )
+    return list(datasets)

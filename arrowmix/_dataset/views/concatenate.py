@@ -29,7 +29,7 @@ __all__ = ["concatenate_datasets"]
 def concatenate_datasets(datasets: Sequence[Dataset], axis: int = 0) -> Dataset:
     """Rows of ``datasets`` one after the other (``axis=0``), or their columns side by side.
 
-    ``IterableDataset`` inputs give an ``IterableDataset`` reading them lazily, as HF's.
+    (``IterableDataset`` inputs give an ``IterableDataset`` reading them lazily, as HF's.)
 
     On ``axis=0`` a column that some inputs lack is null in their rows; a column the inputs
     share must have the same type in each (or be all-null), else ``SchemaMismatchError``
@@ -46,11 +46,6 @@ def concatenate_datasets(datasets: Sequence[Dataset], axis: int = 0) -> Dataset:
         >>> am.concatenate_datasets([a, c], axis=1)[0]
         {'x': 1, 'y': 'a'}
     """
-    iterable = _iterable_inputs(datasets)
-    if iterable is not None:
-        from arrowmix._hf.iterable_concat import concatenate_iterable
-
-        return concatenate_iterable(iterable, axis=axis)  # type: ignore[return-value]
     dsets = [_as_dataset(d, i) for i, d in enumerate(datasets)]
     if not dsets:
         raise ValueError("`concatenate_datasets` needs at least one dataset.")
@@ -68,25 +63,6 @@ def concatenate_datasets(datasets: Sequence[Dataset], axis: int = 0) -> Dataset:
     if not any(len(d) for d in dsets):
         return dsets[0]
     return _concat_rows([d for d in dsets if len(d)])
-
-
-def _iterable_inputs(datasets: Sequence[Any]) -> list[Any] | None:
-    """``datasets`` when they are all ``IterableDataset``s, None when none is one.
-
-    Raises:
-        ValueError: some are and some are not (HF's message).
-    """
-    from arrowmix._hf.iterable import IterableDataset
-
-    flags = [isinstance(d, IterableDataset) for d in datasets]
-    if not any(flags):
-        return None
-    if not all(flags):
-        this, other = ("IterableDataset", "Dataset") if flags[0] else ("Dataset", "IterableDataset")
-        raise ValueError(
-            f"Unable to concatenate a {this} with a {other}. Expected a list of {this} objects."
-        )
-    return list(datasets)
 
 
 def _as_dataset(item: Any, i: int) -> Dataset:
