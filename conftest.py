@@ -96,6 +96,11 @@ SLOW_TESTS = (
     # not to skip) in the fast tier
     "tests/stream/stages/test_stage_kit_contract.py::TestDealerHarness"
     "::test_elastic_resume_behind_buffering_stages",
+    # IterableDataset pipelines resumed after every row, through JSON: TestChainRows,
+    # TestMergeRows, TestMapConcurrent and TestFilterConcurrent resume the same stages at
+    # every step in the fast tier
+    "tests/hf/test_iterable_examples.py::test_concatenate_iterable_resumes_at_every_row",
+    "tests/hf/test_iterable_async.py::test_async_map_resumes_at_every_row",
 )
 
 

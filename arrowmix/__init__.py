@@ -12,13 +12,13 @@ from arrowmix._dataset.column import Column
 from arrowmix._dataset.dataset import Dataset
 from arrowmix._dataset.inputs.builders import write_chunks
 from arrowmix._dataset.inputs.token_corpus import from_megatron, from_token_file
-from arrowmix._dataset.views.concatenate import concatenate_datasets
 from arrowmix._fingerprint.pickler import register_fingerprint
 from arrowmix._fingerprint.record import FingerprintRecord
 from arrowmix._fingerprint.record import explain as explain_fingerprint
 from arrowmix._hf.dataset_dict import DatasetDict
 from arrowmix._hf.interleave import interleave_datasets
 from arrowmix._hf.iterable import IterableDataset
+from arrowmix._hf.iterable_concat import concatenate_datasets
 from arrowmix._hf.iterable_dict import IterableDatasetDict
 from arrowmix._hf.load import load_dataset
 from arrowmix._hf.load_inspect import (

@@ -7,7 +7,10 @@ HF's batch and shard defaults that arrowmix follows. Assigning a name (as script
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
 from pathlib import Path
+from typing import Any
 
 from arrowmix._storage.local import root_dir
 
@@ -17,8 +20,11 @@ __all__ = [
     "HF_DATASETS_OFFLINE",
     "HF_DATASETS_TRUST_REMOTE_CODE",
     "HF_HUB_OFFLINE",
+    "HF_HUB_VERSION",
     "IN_MEMORY_MAX_SIZE",
     "MAX_SHARD_SIZE",
+    "POLARS_AVAILABLE",
+    "TORCH_AVAILABLE",
 ]
 
 #: The arrowmix cache root at import (``$ARROWMIX_CACHE`` or ``~/.cache/arrowmix``).
@@ -34,3 +40,20 @@ DEFAULT_MAX_BATCH_SIZE = 1000
 MAX_SHARD_SIZE = "500MB"
 #: HF copies a dataset into memory below this size; 0 (never), as HF's default.
 IN_MEMORY_MAX_SIZE = 0
+
+
+def _version(dist: str) -> Any:
+    """``dist``'s installed version as a ``packaging`` ``Version`` (HF's), None without it."""
+    try:
+        from packaging.version import Version
+
+        return Version(importlib.metadata.version(dist))
+    except (ImportError, importlib.metadata.PackageNotFoundError):
+        return None
+
+
+#: The installed ``huggingface_hub``'s version (None when absent); arrowmix does not use it.
+HF_HUB_VERSION = _version("huggingface_hub")
+#: Whether these libraries are installed (for the formats of the same names), as HF's flags.
+TORCH_AVAILABLE = importlib.util.find_spec("torch") is not None
+POLARS_AVAILABLE = importlib.util.find_spec("polars") is not None

@@ -29,7 +29,13 @@ from filelock import FileLock
 import arrowmix
 
 ROOT = Path(__file__).resolve().parents[1]
-FACADES = ["arrowmix", "arrowmix.stream", "arrowmix.testing", "arrowmix.exceptions"]
+FACADES = [
+    "arrowmix",
+    "arrowmix.stream",
+    "arrowmix.testing",
+    "arrowmix.exceptions",
+    "arrowmix.iterable_dataset",
+]
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 

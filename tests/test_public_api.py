@@ -9,7 +9,13 @@ import pytest
 
 import arrowmix
 
-FACADES = ["arrowmix", "arrowmix.exceptions", "arrowmix.stream", "arrowmix.testing"]
+FACADES = [
+    "arrowmix",
+    "arrowmix.exceptions",
+    "arrowmix.iterable_dataset",
+    "arrowmix.stream",
+    "arrowmix.testing",
+]
 
 
 @pytest.mark.parametrize("module_name", FACADES)

@@ -188,13 +188,17 @@ def _interleave_iterables(
     stopping_strategy: str,
 ) -> IterableDataset:
     from arrowmix._hf.iterable import IterableDataset
-    from arrowmix._hf.iterable_plan import Interleave
+    from arrowmix._hf.iterable_cast import make_cast
+    from arrowmix._hf.iterable_concat import joined_features
+    from arrowmix._hf.iterable_plan import Interleave, Op
     from arrowmix._stream.rng import SeedHolder
 
     if probabilities is not None and len(probabilities) != len(datasets):
         raise ValueError(
             f"probabilities has {len(probabilities)} values for {len(datasets)} datasets."
         )
+    datasets = [d._resolve_features() for d in datasets]  # HF's: features of the first rows
+    features = joined_features([d.features for d in datasets])
     first = datasets[0]
     for i, d in enumerate(datasets):
         if d._distributed != first._distributed:  # the same class
@@ -202,17 +206,17 @@ def _interleave_iterables(
                 "Datasets should be identically split_by_node before interleaving, but got "
                 f"{first._distributed}!={d._distributed} at index 0 and {i}"
             )
-    node = Interleave(
+    node: Any = Interleave(
         children=tuple(d._node for d in datasets),  # the same class
         probabilities=None if probabilities is None else tuple(float(p) for p in probabilities),
         seeds=(SeedHolder(seed).value,),
         stopping_strategy=stopping_strategy,
     )
-    names = [d.column_names for d in datasets]
-    features = first.features if all(n is not None and n == names[0] for n in names) else None
+    if not node.typed or any(d.features != features for d in datasets):
+        node = Op(node, "cast", make_cast, {"features": features})  # a missing column: None
     return IterableDataset(
         node,
-        features,
+        features=features,
         split=split,
         info=first.info,
         distributed=first._distributed,

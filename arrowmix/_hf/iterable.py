@@ -29,8 +29,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from arrowmix._dataset.formats import check_format
+from arrowmix._hf.examples_iterable import as_source
 from arrowmix._hf.info import InfoFields
-from arrowmix._hf.iterable_cast import IterableCasts
+from arrowmix._hf.iterable_cast import IterableCasts, make_cast
 from arrowmix._hf.iterable_elastic import (
     ElasticTasks,
     check_state,
@@ -56,10 +57,12 @@ from arrowmix._hf.iterable_ops import (
     subset,
 )
 from arrowmix._hf.iterable_plan import Op, Source, SourcesOrderFixed, shard_bounds, worker_shards
+from arrowmix._hf.iterable_runs import make_runs
 from arrowmix._hf.iterable_stages import (
     FormatRows,
     examples_to_batch,
     format_examples_batch,
+    infer_features,
     schema_of,
 )
 from arrowmix._hf.iterable_tensorize import TENSOR_FORMATS, tensorize
@@ -117,14 +120,40 @@ class IterableDataset(IterableCasts, IterableIO, InfoFields):
 
     def __init__(
         self,
-        node: Any,
-        features: Any = None,
-        *,
-        format_type: str | None = None,
-        split: Any = None,
+        ex_iterable: Any,
         info: Any = None,
+        split: Any = None,
+        formatting: Any = None,
+        *,
+        features: Any = None,
+        format_type: str | None = None,
         distributed: tuple[int, int, str] | None = None,
     ) -> None:
+        """A dataset of ``ex_iterable``'s rows (HF's signature).
+
+        ``ex_iterable``: an examples iterable (:class:`arrowmix.iterable_dataset.ExamplesIterable`
+        or any object with HF's protocol); its examples are cast to ``features`` (else
+        ``info.features``) when known, as HF does. ``formatting``: HF's ``FormattingConfig``
+        (its ``format_type``). Methods and ``to_iterable_dataset`` pass a recipe node.
+        """
+        if formatting is not None and format_type is None:
+            format_type = check_format(getattr(formatting, "format_type", formatting))
+        node = ex_iterable
+        if not hasattr(node, "build"):
+            source = as_source(ex_iterable)
+            if source is None:
+                raise TypeError(
+                    "IterableDataset takes an examples iterable (an object with __iter__ "
+                    "yielding (key, example) pairs, num_shards, shuffle_data_sources and "
+                    f"shard_data_sources), got {type(ex_iterable).__name__}."
+                )
+            if features is None and info is not None:
+                features = info.features
+            node = (
+                source
+                if features is None
+                else Op(source, "cast", make_cast, {"features": features})
+            )
         self._node = node
         self._features = features
         self._format = format_type
@@ -210,8 +239,20 @@ class IterableDataset(IterableCasts, IterableIO, InfoFields):
 
     @property
     def info(self) -> Any:
-        """The source dataset's ``DatasetInfo``."""
-        return self._info
+        """The source dataset's ``DatasetInfo``; its ``features`` are :attr:`features` (HF's).
+
+        Without one, an empty HF ``DatasetInfo`` (None when HF ``datasets`` is not installed).
+        """
+        info = self._info
+        if info is None:
+            with contextlib.suppress(ImportError):
+                from arrowmix._hf.names import hf_name
+
+                info = hf_name("DatasetInfo")()
+        if info is not None and getattr(info, "features", None) != self._features:
+            info = copy.copy(info)
+            info.features = self._features
+        return info
 
     @property
     def epoch(self) -> int:
@@ -317,12 +358,24 @@ class IterableDataset(IterableCasts, IterableIO, InfoFields):
             self._epoch.fill_(epoch)
 
     def skip(self, n: int) -> IterableDataset:
-        """Every row after the first ``n`` (split among DataLoader workers as in HF)."""
-        return self._derive(self._op("skip", make_skip, n=check_int("n", n, minimum=0)))
+        """Every row after the first ``n`` (split among DataLoader workers as in HF).
+
+        After :func:`split_dataset_by_node`, each node (and each of its workers) skips ``n``,
+        as in HF.
+        """
+        n = check_int("n", n, minimum=0)
+        whole = self._distributed is None
+        return self._derive(Op(self._node, "skip", make_skip, {"n": n}, split_count=whole))
 
     def take(self, n: int) -> IterableDataset:
-        """The first ``n`` rows (split among DataLoader workers as in HF)."""
-        return self._derive(self._op("take", make_take, n=check_int("n", n, minimum=0)))
+        """The first ``n`` rows (split among DataLoader workers as in HF).
+
+        After :func:`split_dataset_by_node`, each node (and each of its workers) takes ``n``,
+        as in HF.
+        """
+        n = check_int("n", n, minimum=0)
+        whole = self._distributed is None
+        return self._derive(Op(self._node, "take", make_take, {"n": n}, split_count=whole))
 
     def repeat(self, num_times: int | None) -> IterableDataset:
         """The rows ``num_times`` times over, in the same order; None repeats forever."""
@@ -339,16 +392,33 @@ class IterableDataset(IterableCasts, IterableIO, InfoFields):
         return self._derive(self._node.shard(num_shards, index, contiguous))
 
     def batch(
-        self, batch_size: int, drop_last_batch: bool = False, by_column: Any = None
+        self,
+        batch_size: int | None = None,
+        by_column: str | Sequence[str] | None = None,
+        drop_last_batch: bool = False,
     ) -> IterableDataset:
-        """One row per ``batch_size`` rows, each column a list of their values (HF's)."""
+        """One row per ``batch_size`` rows, each column a list of their values (HF's).
+
+        ``by_column``: one row per run of consecutive rows with equal values in those
+        columns (across shards; ``batch_size`` does not cut a run), as HF's.
+        """
+        features = listed(self._features)
         if by_column is not None:
-            raise NotImplementedError("IterableDataset.batch(by_column=...) is not supported.")
+            if drop_last_batch:
+                raise NotImplementedError(
+                    "IterableDataset.batch(by_column=..., drop_last_batch=True) is not "
+                    "supported: a run of rows has no fixed size to drop."
+                )
+            cols = _names(by_column)
+            self._check_columns(cols)
+            return self._derive(self._op("runs", make_runs, columns=cols), features=features)
+        if batch_size is None:
+            raise ValueError("IterableDataset.batch() misses `batch_size` or `by_column` argument.")
         check_int("batch_size", batch_size, minimum=1)
         ds = self.map(
             batch_fn, batched=True, batch_size=batch_size, drop_last_batch=drop_last_batch
         )
-        return ds._derive(ds._node, features=listed(self._features))
+        return ds._derive(ds._node, features=features)
 
     def select_columns(self, column_names: str | Sequence[str]) -> IterableDataset:
         """Only ``column_names``, in that order."""
@@ -384,6 +454,19 @@ class IterableDataset(IterableCasts, IterableIO, InfoFields):
         return self._derive(
             self._op("rename", make_columns, how="rename", arg=mapping), features=features
         )
+
+    def _resolve_features(self) -> IterableDataset:
+        """This dataset with known features: inferred from its first 5 rows when unknown.
+
+        As HF's: the columns in order of first appearance, each typed from its values (as
+        ``pyarrow`` infers them); the rows read afterwards are cast to them (a missing
+        column reads as None).
+        """
+        if self._features is not None:
+            return self
+        rows = list(itertools.islice(self.with_format(None), 5))
+        features = infer_features(rows)
+        return self._cast(features) if not self._node.typed else self._derive(features=features)
 
     def with_format(self, type: str | None = None) -> IterableDataset:  # HF's name
         """Rows in format ``type``: None (Python), ``"numpy"``, ``"torch"``, ``"arrow"``..."""
@@ -590,4 +673,4 @@ def to_iterable_dataset(
         node = Source(plain, shard_bounds(len(ds), num_shards))
     if info is None and (full := getattr(ds, "info", None)) is not None:
         info = type(full)(features=full.features)  # HF keeps the features only, not the texts
-    return IterableDataset(node, ds.features, format_type=fmt, split=split, info=info)
+    return IterableDataset(node, info, split, features=ds.features, format_type=fmt)

@@ -15,11 +15,16 @@ Four stages use it, so that each pays only for what it needs:
   the outputs of the batch already yielded. Replay cost: one call of the function. The first
   index of batch ``w`` is ``w * batch_size``.
 
+An ``async`` function's calls run concurrently (:mod:`arrowmix._hf.iterable_async`).
+
 :func:`hf_map` and :func:`hf_filter` pick the stage.
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -45,8 +50,10 @@ __all__ = [
     "FilterRows",
     "MapBatches",
     "MapRows",
+    "PerBatch",
     "hf_filter",
     "hf_map",
+    "run_awaitables",
 ]
 
 
@@ -82,11 +89,24 @@ class Call:
         }
 
     def __call__(self, inputs: Any, indices: Any) -> Any:
+        """The function's result (an ``async`` function's is awaited, as HF does)."""
+        out = self.start(inputs, indices)
+        return run_awaitables([out])[0] if inspect.isawaitable(out) else out
+
+    def start(self, inputs: Any, indices: Any) -> Any:
+        """The function called: its result, or its coroutine for an ``async`` function."""
         cols = self.input_columns
         args = [inputs] if cols is None else [inputs[c] for c in cols]
         if self.with_indices:
             args.append(indices)
         return self.function(*args, **self.fn_kwargs)
+
+    def each(self, inputs: list[Any], indices: Sequence[Any]) -> list[Any]:
+        """The function's result for each input: an ``async`` function's run concurrently."""
+        outs = [self.start(x, i) for x, i in zip(inputs, indices, strict=True)]
+        if any(inspect.isawaitable(o) for o in outs):
+            return run_awaitables(outs)
+        return outs
 
     def rows(self, rows: list[Any]) -> list[Any]:
         """The rows as the function receives them (copies; formatted in a format, as HF).
@@ -109,27 +129,49 @@ class Call:
 
     def batch(self, rows: list[Any]) -> Any:
         """The rows as one batch, as the function receives it (tensorized in a format)."""
-        batch = examples_to_batch(self.rows(rows))
         fmt = self.input_format
         if fmt is None:
-            return batch
+            return examples_to_batch(self.rows(rows))
         if fmt in TENSOR_FORMATS:
-            return tensorize(batch, fmt)
-        return format_examples_batch(rows, fmt, self.input_schema)
+            return tensorize(examples_to_batch(self.rows(rows)), fmt)
+        return format_examples_batch(rows, fmt, self.input_schema)  # a table, as HF's
 
 
-def merge(inputs: Any, out: Any, remove_columns: Sequence[str], *, same: bool) -> dict[str, Any]:
+def table_output(out: Any) -> dict[str, list[Any]] | None:
+    """The columns of a table ``out`` (``pyarrow``, ``pandas``, ``polars``), else None.
+
+    Read through Arrow as HF reads a returned table (``pa.Table.from_pandas``, ``to_arrow``).
+    """
+    if isinstance(out, pa.Table):
+        return out.to_pydict()
+    if type(out).__module__.startswith("pandas"):
+        return pa.Table.from_pandas(out).to_pydict()
+    if type(out).__module__.startswith("polars") and hasattr(out, "to_arrow"):
+        arrow = out.to_arrow()
+        return (arrow if isinstance(arrow, pa.Table) else pa.table({out.name: arrow})).to_pydict()
+    return None
+
+
+def merge(
+    inputs: Any, out: Any, remove_columns: Sequence[str], *, same: bool, row: bool = False
+) -> dict[str, Any]:
     """HF's map output: the inputs without ``remove_columns``, updated with ``out``.
 
     ``same``: the function returned its input object (its removed columns go too, as in HF).
+    A table returned (a table format's function) replaces the inputs, as in HF; ``row``:
+    it holds one row.
     """
+    table = table_output(out)
+    if table is not None:
+        cols = {k: (v[0] if row else v) for k, v in table.items() if k not in remove_columns}
+        return cols
     if out is None:
         out = {}
     if not isinstance(out, Mapping):
         raise TypeError(
             f"map: the function must return a dict (or None), got {type(out).__name__}."
         )
-    inputs = dict(inputs)
+    inputs = dict(inputs) if isinstance(inputs, Mapping) else {}  # a table: not merged (HF)
     if remove_columns:
         inputs = {k: v for k, v in inputs.items() if k not in remove_columns}
         if same:
@@ -181,7 +223,7 @@ class MapRows(_PerRow):
     def next(self) -> dict[str, Any]:
         example, index = self._read()
         out = self.call(example, index)
-        return merge(example, out, self.remove_columns, same=out is example)
+        return merge(example, out, self.remove_columns, same=out is example, row=True)
 
 
 class FilterRows(_PerRow):
@@ -194,7 +236,29 @@ class FilterRows(_PerRow):
                 return example
 
 
-class _PerBatch(WindowReplayStage[dict[str, Any]]):
+async def _gather(items: list[Any]) -> list[Any]:
+    return list(await asyncio.gather(*(_value(x) for x in items)))
+
+
+async def _value(item: Any) -> Any:
+    return await item if inspect.isawaitable(item) else item
+
+
+def run_awaitables(items: list[Any]) -> list[Any]:
+    """The results of ``items`` (coroutines and values), awaited concurrently, in order.
+
+    In a thread that already runs an event loop (a notebook), they run on a new loop in
+    another thread.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_gather(items))
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, _gather(items)).result()
+
+
+class PerBatch(WindowReplayStage[dict[str, Any]]):
     """A stage calling the function once per batch of ``batch_size`` rows (None: all rows)."""
 
     def __init__(self, source: Stream[Any], call: Call, batch_size: int | None) -> None:
@@ -219,7 +283,7 @@ class _PerBatch(WindowReplayStage[dict[str, Any]]):
         return (rows, list(range(first, first + len(rows)))) if rows else None
 
 
-class MapBatches(_PerBatch):
+class MapBatches(PerBatch):
     """HF's batched ``map``: the batch updated with the function's output, cut into rows."""
 
     def __init__(
@@ -249,14 +313,17 @@ class MapBatches(_PerBatch):
         if self.drop_last_batch and self.batch_size is not None and len(rows) < self.batch_size:
             return None
         batch = self.call.batch(rows)
-        out = self.call(batch, indices)
+        return self.output_rows(batch, self.call(batch, indices))
+
+    def output_rows(self, batch: Any, out: Any) -> list[dict[str, Any]]:
+        """The rows of ``batch`` updated with the function's output ``out`` (checked)."""
         _check_lengths(out)
         merged = merge(batch, out, self.remove_columns, same=out is batch)
         _check_kept(out, merged)
         return batch_to_examples(merged)
 
 
-class FilterBatches(_PerBatch):
+class FilterBatches(PerBatch):
     """HF's batched ``filter``: the function returns one bool per row of the batch."""
 
     def compute(self, window: int) -> list[Any] | None:
@@ -276,7 +343,7 @@ class FilterBatches(_PerBatch):
 
 
 def _check_lengths(out: Any) -> None:
-    if not out or not isinstance(out, Mapping):
+    if not isinstance(out, Mapping) or not out:
         return
     first = next(iter(out))
     bad = [c for c in out if len(out[c]) != len(out[first])]
@@ -288,7 +355,7 @@ def _check_lengths(out: Any) -> None:
 
 
 def _check_kept(out: Any, merged: Mapping[str, Any]) -> None:
-    if not out or not isinstance(out, Mapping):
+    if not isinstance(out, Mapping) or not out:
         return
     first = next(iter(out))
     n = len(out[first])
@@ -313,9 +380,16 @@ def hf_map(
     **call: Any,
 ) -> Stream[Any]:
     """The stage of ``map(function, ...)``; ``call``: :class:`Call`'s keyword arguments."""
+    from arrowmix._hf.iterable_async import ASYNC_WINDOW, MapBatchesConcurrent, MapConcurrent
+
     c = Call(function, **call)
+    concurrent = inspect.iscoroutinefunction(function)
+    if batched and concurrent and batch_size:
+        return MapBatchesConcurrent(source, c, batch_size, drop_last_batch, remove_columns)
     if batched:
         return MapBatches(source, c, batch_size, drop_last_batch, remove_columns)
+    if concurrent:
+        return MapConcurrent(source, c, ASYNC_WINDOW, remove_columns)
     return MapRows(source, c, remove_columns)
 
 
@@ -328,5 +402,11 @@ def hf_filter(
     **call: Any,
 ) -> Stream[Any]:
     """The stage of ``filter(function, ...)``; ``call``: :class:`Call`'s keyword arguments."""
+    from arrowmix._hf.iterable_async import ASYNC_WINDOW, FilterConcurrent
+
     c = Call(function, **call)
-    return FilterBatches(source, c, batch_size) if batched else FilterRows(source, c)
+    if batched:
+        return FilterBatches(source, c, batch_size)
+    if inspect.iscoroutinefunction(function):
+        return FilterConcurrent(source, c, ASYNC_WINDOW)
+    return FilterRows(source, c)

@@ -7,10 +7,10 @@ functions so that a recipe pickles (DataLoader workers receive the dataset pickl
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from arrowmix._hf.iterable_calls import hf_filter, hf_map
+from arrowmix._hf.iterable_calls import hf_filter, hf_map, table_output
 from arrowmix._hf.iterable_stages import ColumnOp, EveryNth, RepeatRows, SkipRows
 from arrowmix._stream.base import Stream
 
@@ -42,9 +42,10 @@ def keep(x: Any) -> bool:
     return True
 
 
-def batch_fn(batch: Mapping[str, Any]) -> dict[str, list[Any]]:
-    """``batch``'s function: a batch becomes one row of lists."""
-    return {k: [v] for k, v in batch.items()}
+def batch_fn(batch: Any) -> dict[str, list[Any]]:
+    """``batch``'s function: a batch (a dict, or a table in a table format) becomes one row."""
+    columns = table_output(batch)
+    return {k: [v] for k, v in (batch if columns is None else columns).items()}
 
 
 def make_map(stream: Stream[Any], function: Callable[..., Any], **kwargs: Any) -> Stream[Any]:

@@ -175,6 +175,9 @@ class Op:
     kind: str
     make: Callable[..., Stream[Any]]
     params: dict[str, Any] = field(default_factory=dict)
+    #: ``take``/``skip``: split the count among the parts (HF's, unless the dataset was
+    #: already split by node when ``take``/``skip`` was called: then each part counts all).
+    split_count: bool = True
 
     @property
     def num_shards(self) -> int:
@@ -192,7 +195,7 @@ class Op:
 
     def shard(self, num_shards: int, index: int, contiguous: bool) -> Op:
         params = self.params
-        if self.kind in _COUNTED:  # HF splits the count among the parts that get shards
+        if self.kind in _COUNTED and self.split_count:  # among the parts that get shards
             parts = min(num_shards, self.num_shards)
             n = split_number(params["n"], parts)[index] if index < parts else 0
             params = {**params, "n": n}
@@ -200,7 +203,12 @@ class Op:
         return replace(self, parent=parent, params=params)
 
     def shift_rngs(self, value: int) -> Op:
-        return replace(self, parent=self.parent.shift_rngs(value))
+        """Each epoch and DataLoader worker (``value``) shuffles with its own seed, as in HF."""
+        parent = self.parent.shift_rngs(value)
+        if self.kind != "shuffle" or not value:
+            return replace(self, parent=parent)
+        seed = int(np.random.default_rng(self.params["seed"]).integers(0, 1 << 63)) - value
+        return replace(self, parent=parent, params={**self.params, "seed": seed % (1 << 63)})
 
     def reshard(self) -> Op:
         return replace(self, parent=self.parent.reshard())

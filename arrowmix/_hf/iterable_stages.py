@@ -39,6 +39,7 @@ __all__ = [
     "format_example",
     "format_examples_batch",
     "format_typed_rows",
+    "infer_features",
     "plain",
     "schema_of",
 ]
@@ -48,6 +49,13 @@ def examples_to_batch(examples: Sequence[Mapping[str, Any]]) -> dict[str, list[A
     """A batch (dict of lists) of rows; columns in order of first appearance, gaps ``None``."""
     cols = {col: None for example in examples for col in example}
     return {col: [example.get(col) for example in examples] for col in cols}
+
+
+def infer_features(examples: Sequence[Mapping[str, Any]]) -> Any:
+    """HF ``Features`` of ``examples`` as HF infers them (``pyarrow``'s types of the batch)."""
+    from datasets import Features  # type: ignore[import-untyped, import-not-found, unused-ignore]
+
+    return Features.from_arrow_schema(pa.Table.from_pydict(examples_to_batch(examples)).schema)
 
 
 def batch_to_examples(batch: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:

@@ -29,11 +29,18 @@ def register_with_torch(cls: type) -> None:
 
 
 def epoch_cell(epoch: Any) -> Any:
-    """The epoch, as a tensor in shared memory once torch is imported (else the int)."""
-    if "torch" not in sys.modules or not isinstance(epoch, int):
+    """The epoch, as a tensor in shared memory once torch is imported (else the int).
+
+    A tensor (an unpickled copy's: pickling copies it out of shared memory) is shared again.
+    """
+    if "torch" not in sys.modules:
         return epoch
     import torch
 
+    if isinstance(epoch, torch.Tensor):
+        return epoch.share_memory_()  # type: ignore[no-untyped-call]
+    if not isinstance(epoch, int):
+        return epoch
     return torch.tensor(epoch, dtype=torch.int64).share_memory_()  # type: ignore[no-untyped-call]
 
 

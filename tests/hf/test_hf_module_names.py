@@ -141,3 +141,8 @@ def test_a_hub_name_in_the_local_hub_cache_loads_from_it(tmp_path, monkeypatch):
         am.load_dataset("me/zen", "a", revision="v2")  # no such ref or commit downloaded
     with pytest.raises(NotLocalError, match="never uses the network"):
         am.load_dataset("me/other")
+
+
+def test_config_environment_flags_are_hfs():
+    for name in ("HF_HUB_VERSION", "TORCH_AVAILABLE", "POLARS_AVAILABLE"):
+        assert getattr(am.config, name) == getattr(hf.config, name), name

@@ -9,6 +9,7 @@ shuffle buffer included.
 from __future__ import annotations
 
 import logging
+import pickle
 import warnings
 
 import pytest
@@ -135,3 +136,41 @@ def test_set_epoch_reaches_persistent_workers():
         fresh.set_epoch(epoch)
         want = batches(torch.utils.data.DataLoader(fresh, 5, num_workers=2))
         assert batches(loader) == want
+
+
+def test_a_pickled_copys_epoch_is_shared_again():
+    """As HF: the copy's epoch is in shared memory, for the copy's persistent workers."""
+    ds = am.Dataset.from_dict(DATA).to_iterable_dataset(4)
+    ds.set_epoch(3)
+    copy = pickle.loads(pickle.dumps(ds))
+    assert copy._epoch.is_shared() and copy.epoch == 3
+    copy.set_epoch(5)
+    assert (ds.epoch, copy.epoch) == (3, 5)
+
+
+@pytest.mark.slow
+def test_set_epoch_reaches_a_pickled_copys_persistent_workers():
+    ds = am.Dataset.from_dict(DATA).to_iterable_dataset(4).shuffle(seed=0, buffer_size=5)
+    copy = pickle.loads(pickle.dumps(ds))
+    loader = torch.utils.data.DataLoader(copy, 5, num_workers=1, persistent_workers=True)
+    first = batches(loader)
+    ds.set_epoch(2)  # not the copy's
+    assert batches(loader) == first
+    copy.set_epoch(2)
+    assert batches(loader) != first
+
+
+def shard_rows(shard: list[int]):
+    for i in range(30):
+        yield {"value": i, "shard": shard[0]}
+
+
+def test_each_worker_shuffles_with_its_own_seed():
+    """As HF (its issue 7567): workers reading alike shards do not shuffle them alike."""
+    ds = am.IterableDataset.from_generator(shard_rows, gen_kwargs={"shard": [0, 1, 2, 3]})
+    ds = ds.shuffle(seed=1234, buffer_size=10)
+    orders = [[r["value"] for r in ds._stream(ds._plan((4, i)), True)] for i in range(4)]
+    assert all(sorted(o) == list(range(30)) for o in orders)
+    assert len({tuple(o) for o in orders}) == 4
+    main = [r["value"] for r in ds if r["shard"] == 0]
+    assert orders[0] == main  # worker 0 of the first shard: the main process's order

@@ -29,6 +29,8 @@ __all__ = ["concatenate_datasets"]
 def concatenate_datasets(datasets: Sequence[Dataset], axis: int = 0) -> Dataset:
     """Rows of ``datasets`` one after the other (``axis=0``), or their columns side by side.
 
+    (``IterableDataset`` inputs give an ``IterableDataset`` reading them lazily, as HF's.)
+
     On ``axis=0`` a column that some inputs lack is null in their rows; a column the inputs
     share must have the same type in each (or be all-null), else ``SchemaMismatchError``
     names it. Inputs without rows are skipped. On ``axis=1`` the inputs must have the same
