@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import mmap
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -26,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._storage.distinct import distinct
+from arrowmix._storage.resident import touched
 
 __all__ = [
     "TokenColumn",
@@ -40,6 +42,8 @@ __all__ = [
     "take_values",
     "token_column",
 ]
+
+_PAGE = mmap.PAGESIZE
 
 
 def is_token_type(t: pa.DataType) -> bool:
@@ -145,6 +149,7 @@ class TokenColumn:
                 return None, np.empty(0, np.int64), np.empty(0, np.int64)
             off = self._offsets[0]
             starts = off[local].astype(np.int64)
+            touched(len(local) * _PAGE)  # an offsets page a row, at most
             return None, starts, off[local + 1] - starts
         starts = np.empty(len(local), dtype=np.int64)
         ends = np.empty(len(local), dtype=np.int64)
@@ -153,6 +158,7 @@ class TokenColumn:
             off, loc = self._offsets[c], local[sel]
             starts[sel] = off[loc]
             ends[sel] = off[loc + 1]
+        touched(len(local) * _PAGE)
         return owner, starts, ends - starts
 
     def lengths(self, positions: np.ndarray) -> np.ndarray:
@@ -185,7 +191,8 @@ class TokenColumn:
             sep: the separator token.
         """
         st = np.asarray(starts, dtype=np.int64)
-        begin, end = st.tolist(), (st + np.asarray(lengths, dtype=np.int64)).tolist()
+        span = np.asarray(lengths, dtype=np.int64)
+        begin, end = st.tolist(), (st + span).tolist()
         if owner is None:
             v = self._values[0] if self._values else np.empty(0, self.dtype)
             parts = [v[a:b] for a, b in zip(begin, end, strict=True)]
@@ -202,11 +209,10 @@ class TokenColumn:
             parts = with_sep
         if not parts:
             return out if out is not None else np.empty(0, dtype=self.dtype)
-        if out is None:
-            result: np.ndarray = np.concatenate(parts)
-            return result
-        np.concatenate(parts, out=out)
-        return out
+        result: np.ndarray = np.concatenate(parts, out=out)
+        # the pages just read may be handed back (a page a span, at most, beyond its bytes)
+        touched(int(span.sum()) * self.dtype.itemsize + len(st) * _PAGE)
+        return result
 
     def gather_each(self, positions: np.ndarray, dtype: Any) -> list[np.ndarray]:
         """Each document at ``positions`` as its own ``dtype`` array, in one copy.

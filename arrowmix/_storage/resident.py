@@ -1,0 +1,77 @@
+"""Keep the pages of memory-mapped chunk and cache files a process holds resident bounded.
+
+Every page of a file mapping a process touches counts in its resident set (RSS, and in its
+peak, ``ru_maxrss``) until the mapping goes, although it is page cache the kernel can drop:
+a gather of 1M random rows out of a 2 GB corpus, or a training stream reading random rows
+for hours, would show the whole corpus in the process. Every reader of mapped rows (the
+gathers and slices of :class:`~arrowmix._dataset.reader.TableReader`, the token gathers of
+streams, a map's passes) tells :func:`touched` how many bytes it read, an estimate.
+Every :data:`CHECK_BYTES` of them the process's resident file pages are looked up
+(``/proc/self/statm``, one read); once they have grown by :data:`RESIDENT_LIMIT` since the
+last release, the pages of every mapping made by
+:func:`~arrowmix._storage.pages.map_file` are handed back (``madvise(MADV_DONTNEED)``).
+
+The mappings are read-only views of files arrowmix never modifies in place: the pages stay
+in the page cache, and a later read faults them back in from there (a minor fault, no disk
+read, no value changed). Linux only; elsewhere nothing is counted.
+"""
+
+from __future__ import annotations
+
+import mmap
+import sys
+
+from arrowmix._storage import pages
+
+__all__ = ["CHECK_BYTES", "RESIDENT_LIMIT", "release_mapped", "resident_file_bytes", "touched"]
+
+#: Growth of the resident file pages (bytes) that hands back the mapped files' pages.
+RESIDENT_LIMIT = 64 * 2**20
+#: Bytes read (as estimated by the readers) between two looks at the resident set.
+CHECK_BYTES = 16 * 2**20
+
+_DONTNEED = 4  # MADV_DONTNEED (Linux)
+_ON = sys.platform.startswith("linux")
+_pending = 0
+#: Resident file bytes right after the last release (libraries, other files included).
+_floor = -1
+
+
+def resident_file_bytes() -> int:
+    """This process's resident pages of files and shared memory, in bytes (0 if unknown)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[2]) * mmap.PAGESIZE
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def touched(nbytes: int) -> None:
+    """Count ``nbytes`` read from mapped files; hand their pages back when too many stay."""
+    global _pending, _floor
+    if not _ON:
+        return
+    _pending += nbytes
+    if _pending < CHECK_BYTES:
+        return
+    _pending = 0
+    now = resident_file_bytes()
+    if _floor < 0 or now < _floor:
+        _floor = now  # the first look, or pages the kernel reclaimed itself
+    elif now - _floor > RESIDENT_LIMIT:
+        release_mapped()
+
+
+def release_mapped() -> int:
+    """Hand back this process's pages of every live :func:`~pages.map_file` mapping.
+
+    Returns the bytes of the mappings advised (whether their pages were resident or not).
+    """
+    global _floor, _pending
+    done = 0
+    for start, end in pages.mapped_ranges():
+        if pages.advise(start, end - start, _DONTNEED):
+            done += end - start
+    _pending = 0
+    _floor = resident_file_bytes()
+    return done
