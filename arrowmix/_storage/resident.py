@@ -14,19 +14,47 @@ last release, the pages of every mapping made by
 The mappings are read-only views of files arrowmix never modifies in place: the pages stay
 in the page cache, and a later read faults them back in from there (a minor fault, no disk
 read, no value changed). Linux only; elsewhere nothing is counted.
+
+The cost is those faults. The kernel maps up to 16 cached pages around each fault, so random
+rows of a corpus in the page cache fill the limit quickly, and every row read after a
+hand-back faults again: a warm corpus read at random many times over (a training stream over
+a corpus that fits in memory) reads several times slower than with every page kept mapped.
+A cold corpus, past the page cache, faults anyway. ``ARROWMIX_RESIDENT_MB=off`` keeps every
+page (the process then shows each page it touched, up to the whole corpus).
 """
 
 from __future__ import annotations
 
 import mmap
+import os
 import sys
 
 from arrowmix._storage import pages
 
 __all__ = ["CHECK_BYTES", "RESIDENT_LIMIT", "release_mapped", "resident_file_bytes", "touched"]
 
-#: Growth of the resident file pages (bytes) that hands back the mapped files' pages.
-RESIDENT_LIMIT = 64 * 2**20
+
+def _limit(env: str | None) -> int:
+    """``$ARROWMIX_RESIDENT_MB`` in bytes (64 MiB unset; ``off``: never hand pages back)."""
+    if env is None or not env.strip():
+        return 64 * 2**20
+    if env.strip().lower() == "off":
+        return 2**62
+    try:
+        mib = float(env)
+    except ValueError:
+        mib = -1.0
+    if not 0 <= mib < 2**40:
+        raise ValueError(
+            f"ARROWMIX_RESIDENT_MB must be a number of MiB (>= 0) or 'off', got {env!r}."
+        )
+    return int(mib * 2**20)
+
+
+#: Growth of the resident file pages (bytes) that hands back the mapped files' pages
+#: (``$ARROWMIX_RESIDENT_MB`` in MiB; ``off`` keeps every page, as a corpus that fits the
+#: page cache and is read at random many times over may prefer: see the module's notes).
+RESIDENT_LIMIT = _limit(os.environ.get("ARROWMIX_RESIDENT_MB"))
 #: Bytes read (as estimated by the readers) between two looks at the resident set.
 CHECK_BYTES = 16 * 2**20
 

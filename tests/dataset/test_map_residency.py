@@ -101,3 +101,12 @@ def test_map_over_chunks_gives_same_result_with_frequent_releases(tmp_path, monk
     ds = am.Dataset.from_chunks(str(tmp_path / "c"))
     out = ds.map(lambda b: {"len": [len(t) for t in b["t"]]}, batched=True, batch_size=100)
     assert out["len"] == [i % 50 for i in range(3000)] and out["t"] == ds["t"]
+
+
+def test_resident_limit_from_the_environment():
+    assert resident._limit(None) == resident._limit(" ") == 64 * 2**20
+    assert resident._limit("16") == 16 * 2**20 and resident._limit("0.5") == 2**19
+    assert resident._limit("OFF") >= 2**62
+    for bad in ("-1", "lots", "nan", "inf"):
+        with pytest.raises(ValueError, match="ARROWMIX_RESIDENT_MB must be a number of MiB"):
+            resident._limit(bad)
