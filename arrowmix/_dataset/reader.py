@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from arrowmix._storage import pages
 from arrowmix._storage.pages import is_mapped, prefetch_rows, resident, row_ranges
-from arrowmix._storage.resident import touched
+from arrowmix._storage.resident import AROUND, touched
 from arrowmix._storage.take import int64_array, take_unchecked
 
 __all__ = ["TableReader", "int64_array"]
@@ -244,8 +244,8 @@ class TableReader:
 
     @functools.cached_property
     def _row_pages(self) -> int:
-        """Bytes a scattered row reads at most: a page of each of its columns' buffers."""
-        return _PAGE * max(1, sum(len(c.buffers()) for c in self._batches[0].columns))
+        """Bytes a scattered row may map: a fault's worth of each of its columns' buffers."""
+        return AROUND * max(1, sum(len(c.buffers()) for c in self._batches[0].columns))
 
     def _take_batch(self, b: int, local: pa.Array[Any]) -> pa.RecordBatch:
         """Rows ``local`` (int64, in range by construction) of record batch ``b``."""

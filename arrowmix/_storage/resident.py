@@ -31,7 +31,14 @@ import sys
 
 from arrowmix._storage import pages
 
-__all__ = ["CHECK_BYTES", "RESIDENT_LIMIT", "release_mapped", "resident_file_bytes", "touched"]
+__all__ = [
+    "AROUND",
+    "CHECK_BYTES",
+    "RESIDENT_LIMIT",
+    "release_mapped",
+    "resident_file_bytes",
+    "touched",
+]
 
 
 def _limit(env: str | None) -> int:
@@ -56,7 +63,7 @@ def _limit(env: str | None) -> int:
 #: page cache and is read at random many times over may prefer: see the module's notes).
 RESIDENT_LIMIT = _limit(os.environ.get("ARROWMIX_RESIDENT_MB"))
 #: Bytes read (as estimated by the readers) between two looks at the resident set.
-CHECK_BYTES = 16 * 2**20
+CHECK_BYTES = 32 * 2**20
 
 _DONTNEED = 4  # MADV_DONTNEED (Linux)
 _ON = sys.platform.startswith("linux")
@@ -65,13 +72,24 @@ _pending = 0
 _floor = -1
 
 
+#: Bytes a fault on a scattered row may map: the page read and the cached pages around it
+#: (the kernel's ``fault_around_bytes``, 64 KiB by default). Readers count this much for each
+#: buffer a scattered row reads.
+AROUND = 64 * 1024
+
+
 def resident_file_bytes() -> int:
     """This process's resident pages of files and shared memory, in bytes (0 if unknown)."""
     try:
-        with open("/proc/self/statm", "rb") as f:
-            return int(f.read().split()[2]) * mmap.PAGESIZE
+        fd = os.open("/proc/self/statm", os.O_RDONLY)
+    except OSError:
+        return 0
+    try:
+        return int(os.pread(fd, 128, 0).split()[2]) * mmap.PAGESIZE
     except (OSError, ValueError, IndexError):
         return 0
+    finally:
+        os.close(fd)
 
 
 def touched(nbytes: int) -> None:

@@ -19,7 +19,6 @@ Example:
 
 from __future__ import annotations
 
-import mmap
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -27,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._storage.distinct import distinct
-from arrowmix._storage.resident import touched
+from arrowmix._storage.resident import AROUND, touched
 
 __all__ = [
     "TokenColumn",
@@ -42,8 +41,6 @@ __all__ = [
     "take_values",
     "token_column",
 ]
-
-_PAGE = mmap.PAGESIZE
 
 
 def is_token_type(t: pa.DataType) -> bool:
@@ -149,7 +146,7 @@ class TokenColumn:
                 return None, np.empty(0, np.int64), np.empty(0, np.int64)
             off = self._offsets[0]
             starts = off[local].astype(np.int64)
-            touched(len(local) * _PAGE)  # an offsets page a row, at most
+            touched(len(local) * AROUND)  # a fault's worth of offsets a row, at most
             return None, starts, off[local + 1] - starts
         starts = np.empty(len(local), dtype=np.int64)
         ends = np.empty(len(local), dtype=np.int64)
@@ -158,7 +155,7 @@ class TokenColumn:
             off, loc = self._offsets[c], local[sel]
             starts[sel] = off[loc]
             ends[sel] = off[loc + 1]
-        touched(len(local) * _PAGE)
+        touched(len(local) * AROUND)
         return owner, starts, ends - starts
 
     def lengths(self, positions: np.ndarray) -> np.ndarray:
@@ -210,8 +207,8 @@ class TokenColumn:
         if not parts:
             return out if out is not None else np.empty(0, dtype=self.dtype)
         result: np.ndarray = np.concatenate(parts, out=out)
-        # the pages just read may be handed back (a page a span, at most, beyond its bytes)
-        touched(int(span.sum()) * self.dtype.itemsize + len(st) * _PAGE)
+        # the pages just read may be handed back (a fault's worth a span, beyond its bytes)
+        touched(int(span.sum()) * self.dtype.itemsize + len(st) * AROUND)
         return result
 
     def gather_each(self, positions: np.ndarray, dtype: Any) -> list[np.ndarray]:
