@@ -19,8 +19,12 @@ The cost is those faults. The kernel maps up to 16 cached pages around each faul
 rows of a corpus in the page cache fill the limit quickly, and every row read after a
 hand-back faults again: a warm corpus read at random many times over (a training stream over
 a corpus that fits in memory) reads several times slower than with every page kept mapped.
-A cold corpus, past the page cache, faults anyway. ``ARROWMIX_RESIDENT_MB=off`` keeps every
-page (the process then shows each page it touched, up to the whole corpus).
+A cold corpus, past the page cache, faults anyway. So by default pages are handed back only
+while the live mappings are larger than half the memory available (:func:`past_memory`): a
+corpus past memory is read with a bounded resident set, one that fits keeps its pages mapped
+(the process then shows each page it touched, up to the corpus's size).
+``ARROWMIX_RESIDENT_MB=N`` hands them back past N MiB whatever the corpus's size;
+``ARROWMIX_RESIDENT_MB=off`` never.
 """
 
 from __future__ import annotations
@@ -32,19 +36,27 @@ import sys
 from arrowmix._storage import pages
 
 __all__ = [
+    "ADAPTIVE",
     "AROUND",
     "CHECK_BYTES",
+    "DEFAULT_LIMIT",
     "RESIDENT_LIMIT",
+    "memory_available",
+    "past_memory",
     "release_mapped",
     "resident_file_bytes",
     "touched",
 ]
 
 
+#: The limit without ``$ARROWMIX_RESIDENT_MB``.
+DEFAULT_LIMIT = 64 * 2**20
+
+
 def _limit(env: str | None) -> int:
     """``$ARROWMIX_RESIDENT_MB`` in bytes (64 MiB unset; ``off``: never hand pages back)."""
     if env is None or not env.strip():
-        return 64 * 2**20
+        return DEFAULT_LIMIT
     if env.strip().lower() == "off":
         return 2**62
     try:
@@ -62,6 +74,10 @@ def _limit(env: str | None) -> int:
 #: (``$ARROWMIX_RESIDENT_MB`` in MiB; ``off`` keeps every page, as a corpus that fits the
 #: page cache and is read at random many times over may prefer: see the module's notes).
 RESIDENT_LIMIT = _limit(os.environ.get("ARROWMIX_RESIDENT_MB"))
+#: Without ``$ARROWMIX_RESIDENT_MB``, pages are handed back only while the live mappings
+#: are larger than half the memory the kernel reports available (:func:`past_memory`): a
+#: corpus that fits keeps its pages mapped, where re-reads cost nothing.
+ADAPTIVE = not os.environ.get("ARROWMIX_RESIDENT_MB", "").strip()
 #: Bytes read (as estimated by the readers) between two looks at the resident set.
 CHECK_BYTES = 32 * 2**20
 
@@ -104,8 +120,31 @@ def touched(nbytes: int) -> None:
     now = resident_file_bytes()
     if _floor < 0 or now < _floor:
         _floor = now  # the first look, or pages the kernel reclaimed itself
-    elif now - _floor > RESIDENT_LIMIT:
+    elif now - _floor > RESIDENT_LIMIT and (not ADAPTIVE or past_memory()):
         release_mapped()
+
+
+def memory_available() -> int:
+    """``MemAvailable`` of ``/proc/meminfo`` in bytes (0 if unknown)."""
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def past_memory() -> bool:
+    """Whether the live mappings are larger than half the memory available.
+
+    Such a corpus cannot stay in the page cache: its random reads fault anyway, so handing
+    pages back costs little, and keeping them would show gigabytes in the process. A smaller
+    one is kept mapped (the process shows at most its size).
+    """
+    mapped = sum(end - start for start, end in pages.mapped_ranges())
+    return mapped > memory_available() // 2
 
 
 def release_mapped() -> int:

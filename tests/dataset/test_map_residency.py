@@ -54,6 +54,7 @@ def _gauge(monkeypatch, on):
     """The resident gauge looking at every read (``on``) or never, from a fresh floor."""
     monkeypatch.setattr(resident, "CHECK_BYTES", 1 if on else 2**62)
     monkeypatch.setattr(resident, "RESIDENT_LIMIT", 2**20 if on else 2**62)
+    monkeypatch.setattr(resident, "ADAPTIVE", False)  # as with ARROWMIX_RESIDENT_MB set
     resident.release_mapped()
 
 
@@ -90,6 +91,31 @@ def test_gathers_hand_back_mapped_pages(docs, monkeypatch, gather):
     got = run()
     assert _resident_kb(root) <= 1_200  # the gauge's 1 MiB, not the corpus's 4 MB
     assert np.array_equal(np.concatenate(list(got)), np.concatenate([ids[p] for p in pos]))
+
+
+@linux
+@pytest.mark.parametrize("available_mb", [1, 100_000])
+def test_by_default_pages_are_handed_back_only_past_memory(docs, monkeypatch, available_mb):
+    """A corpus larger than half the memory available is read with bounded resident pages;
+    one that fits keeps them mapped (its re-reads fault nothing)."""
+    ds, ids, root = docs
+    pos = np.random.default_rng(available_mb).permutation(len(ids))[:12_000]  # no cache hit
+    _gauge(monkeypatch, on=True)
+    monkeypatch.setattr(resident, "ADAPTIVE", True)
+    monkeypatch.setattr(resident, "memory_available", lambda: available_mb * 2**20)
+    got = ds.select(pos).flatten_indices().with_format("numpy")["ids"]
+    if available_mb == 1:  # 4 MB of mapped chunks > half of 1 MiB: past memory
+        assert _resident_kb(root) <= 1_200
+    else:
+        assert _resident_kb(root) >= 1_500
+    assert np.array_equal(np.concatenate(list(got)), np.concatenate([ids[p] for p in pos]))
+
+
+@linux
+def test_memory_available_reads_meminfo():
+    with open("/proc/meminfo") as f:
+        total_kb = int(next(x for x in f if x.startswith("MemTotal:")).split()[1])
+    assert 0 < resident.memory_available() <= total_kb * 1024
 
 
 def test_map_over_chunks_gives_same_result_with_frequent_releases(tmp_path, monkeypatch):
