@@ -20,7 +20,9 @@ readers (iteration, ``map``, exports, in-order streams) read ahead at disk speed
 
 from __future__ import annotations
 
+import functools
 import itertools
+import mmap
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,10 +31,12 @@ import pyarrow as pa
 
 from arrowmix._storage import pages
 from arrowmix._storage.pages import is_mapped, prefetch_rows, resident, row_ranges
+from arrowmix._storage.resident import AROUND, touched
 from arrowmix._storage.take import int64_array, take_unchecked
 
 __all__ = ["TableReader", "int64_array"]
 
+_PAGE = mmap.PAGESIZE
 #: Rows a slice asks for beyond its end at least (the next slices of a sequential reader).
 _AHEAD_ROWS = 65536
 #: Rows whose pages are looked up (``mincore``) before scattered rows are asked for.
@@ -66,6 +70,8 @@ class TableReader:
         than the two faults (offsets, then values) that read it. ``reads`` names the only
         columns the caller will read (a map's ``input_columns``): only theirs are asked for.
         """
+        if self._mapped:
+            touched((stop - start) * self._row_bytes + _PAGE)
         if self._mapped and (stop - start > 1 or start == self._last_stop):
             self._read_ahead(start, stop, reads)
         else:  # one isolated row (``ds[i]``): its faults read its own pages, no advice
@@ -162,6 +168,11 @@ class TableReader:
             parts.extend((col, rows, rows + 1) for col in self._batches[int(owner[a])].columns)
         return parts
 
+    @functools.cached_property
+    def _row_bytes(self) -> int:
+        """Mean bytes of a row in the table's buffers (what a slice reads, estimated)."""
+        return int(self.table.get_total_buffer_size()) // max(self.num_rows, 1) + 1
+
     @property
     def batch_offsets(self) -> np.ndarray:
         """First row of each non-empty record batch, then the row count."""
@@ -193,6 +204,8 @@ class TableReader:
                 raise IndexError(f"Row {i} is out of range for a table of {self.num_rows} rows.")
             if pages.streamed():
                 pages.random_again()
+            if self._mapped:
+                touched(self._row_pages)
             return self.table.slice(i, 1)  # a fault reads the row's own pages
         lo, hi = int(idx.min()), int(idx.max())
         if lo < 0 or hi >= self.num_rows:
@@ -207,6 +220,8 @@ class TableReader:
             self.prefetch_rows_at(idx)
         if len(self._batches) == 1:
             batch = self._take_batch(0, int64_array(idx))
+            if self._mapped:
+                touched(n * self._row_pages)
             return pa.Table.from_batches([batch], schema=self.table.schema)
         owner = np.searchsorted(self._offsets, idx, side="right") - 1
         order = None if is_sorted else np.argsort(owner, kind="stable")
@@ -215,16 +230,22 @@ class TableReader:
         local = int64_array(idx - self._offsets[owner])  # zero-copy slices below
         cuts = np.flatnonzero(owner[1:] != owner[:-1]) + 1
         bounds = [0, *cuts.tolist(), n]
-        parts = [
-            self._take_batch(int(owner[a]), local.slice(a, b - a))
-            for a, b in itertools.pairwise(bounds)
-        ]
+        parts = []
+        for a, b in itertools.pairwise(bounds):
+            parts.append(self._take_batch(int(owner[a]), local.slice(a, b - a)))
+            if self._mapped:  # the pages of the batches gathered so far may be handed back
+                touched((b - a) * self._row_pages)
         gathered = pa.Table.from_batches(parts, schema=self.table.schema)
         if order is None:
             return gathered
         inverse = np.empty(n, dtype=np.int64)
         inverse[order] = np.arange(n, dtype=np.int64)
         return gathered.take(int64_array(inverse))  # no pa.array: it imports pandas
+
+    @functools.cached_property
+    def _row_pages(self) -> int:
+        """Bytes a scattered row may map: a fault's worth of each of its columns' buffers."""
+        return AROUND * max(1, sum(len(c.buffers()) for c in self._batches[0].columns))
 
     def _take_batch(self, b: int, local: pa.Array[Any]) -> pa.RecordBatch:
         """Rows ``local`` (int64, in range by construction) of record batch ``b``."""

@@ -40,6 +40,7 @@ __all__ = [
     "is_mapped",
     "map_file",
     "mapped_end",
+    "mapped_ranges",
     "prefetch_rows",
     "random_again",
     "resident",
@@ -101,6 +102,11 @@ class MappingSet:
             i = bisect.bisect_right(self._starts, address) - 1
             end = self._ends.get(self._starts[i], 0) if i >= 0 else 0
             return end if address < end else 0
+
+    def ranges(self) -> list[tuple[int, int]]:
+        """The recorded ``(start, end)`` address ranges, in address order."""
+        with self._lock:
+            return [(a, self._ends[a]) for a in self._starts]
 
     def __bool__(self) -> bool:
         return bool(self._starts)
@@ -188,6 +194,11 @@ def is_mapped(address: int) -> bool:
 def mapped_end(address: int) -> int:
     """The end of the :func:`map_file` mapping that holds ``address``; 0 if none does."""
     return _MAPPED.end_of(address)
+
+
+def mapped_ranges() -> list[tuple[int, int]]:
+    """The ``(start, end)`` addresses of the live :func:`map_file` mappings."""
+    return _MAPPED.ranges()
 
 
 def advise(address: int, size: int, advice: int) -> bool:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from arrowmix._dataset import formats
-from arrowmix._dataset.mapping.residency import PageReleaser
+from arrowmix._dataset.mapping.residency import release_mapped_pages
 from arrowmix._dataset.state import state_of, view_range
 from arrowmix._storage.mixed_json import decode, has_json
 
@@ -278,14 +278,10 @@ def blocks(
     read ahead; the others stay unread unless touched.
     """
     s = state_of(ds)
-    pages = PageReleaser([*s.files, *([s.indices_file] if s.indices_file else [])])
     for lo in range(start, stop, size):
-        hi = min(lo + size, stop)
-        table = view_range(s, lo, hi, reads=reads)
-        yield lo, table
-        # the bytes of the columns read: ``nbytes`` of a sliced list column reads its offsets
-        pages.read((table.select(list(reads)) if reads else table).nbytes)
-    pages.release()
+        yield lo, view_range(s, lo, min(lo + size, stop), reads=reads)
+    # the reads are counted (arrowmix._storage.resident); the pass's pages go at its end
+    release_mapped_pages([*s.files, *([s.indices_file] if s.indices_file else [])])
 
 
 def call_input(call: Call, lo: int, table: pa.Table) -> list[Any]:

@@ -2,11 +2,13 @@
 
 Reading a memory-mapped file maps its pages into the process: they count in its resident set
 (RSS) until the kernel needs the memory back, so a ``map`` over 2 GB of chunks would appear to
-use 2 GB. :class:`PageReleaser` counts the input bytes a pass has read and, every
-``RELEASE_BYTES`` (and at the end of each segment), tells the kernel that the pass no longer
-needs the pages of those files (``madvise(MADV_DONTNEED)`` on their read-only mappings). The
-pages stay in the page cache, and a later access faults them back in from there, so data are
-never lost: only read-only mappings of the dataset's own files are touched (arrowmix never
+use 2 GB. The pass's reads are counted by the process-wide gauge of
+:mod:`arrowmix._storage.resident` (which hands back the pages of every mapped file once too
+many are resident); at the end of each segment, :func:`release_mapped_pages` tells the kernel
+that the pass no longer needs the pages of its files (``madvise(MADV_DONTNEED)`` on their
+read-only mappings).
+The pages stay in the page cache, and a later access faults them back in from there, so data
+are never lost: only read-only mappings of the dataset's own files are touched (arrowmix never
 modifies such files in place; it writes new files and renames them). Linux only; a no-op
 elsewhere.
 """
@@ -19,17 +21,18 @@ from collections.abc import Iterable
 
 from arrowmix._storage.pages import advise
 
-__all__ = ["RELEASE_BYTES", "PageReleaser"]
-
-#: Input bytes read between two releases.
-RELEASE_BYTES = 128 * 2**20
+__all__ = ["release_mapped_pages"]
 
 _MADV_DONTNEED = 4
 
 
 def release_mapped_pages(paths: Iterable[str]) -> int:
-    """Drop this process's resident pages of read-only mappings of ``paths``; bytes advised."""
-    targets = {os.path.realpath(p) for p in paths}
+    """Drop this process's resident pages of read-only mappings of ``paths``; bytes advised.
+
+    Remote paths (``scheme://``) are skipped; ``file://`` ones are local.
+    """
+    local = (p.removeprefix("file://") for p in paths if "://" not in p or p.startswith("file://"))
+    targets = {os.path.realpath(p) for p in local}
     if not targets or not sys.platform.startswith("linux"):
         return 0
     try:
@@ -46,23 +49,3 @@ def release_mapped_pages(paths: Iterable[str]) -> int:
         if advise(lo, hi - lo, _MADV_DONTNEED):
             advised += hi - lo
     return advised
-
-
-class PageReleaser:
-    """Call :meth:`read` with the bytes of each input block; releases pages as they add up."""
-
-    def __init__(self, paths: Iterable[str]) -> None:
-        self._paths = [
-            p.removeprefix("file://") for p in paths if "://" not in p or p.startswith("file://")
-        ]
-        self._pending = 0
-
-    def read(self, nbytes: int) -> None:
-        self._pending += nbytes
-        if self._pending >= RELEASE_BYTES:
-            self.release()
-
-    def release(self) -> None:
-        self._pending = 0
-        if self._paths:
-            release_mapped_pages(self._paths)

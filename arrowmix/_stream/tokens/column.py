@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._storage.distinct import distinct
+from arrowmix._storage.resident import AROUND, touched
 
 __all__ = [
     "TokenColumn",
@@ -149,6 +150,7 @@ class TokenColumn:
                 return None, np.empty(0, np.int64), np.empty(0, np.int64)
             off = self._offsets[0]
             starts = off[local].astype(np.int64)
+            touched(len(local) * AROUND)  # a fault's worth of offsets a row, at most
             return None, starts, off[local + 1] - starts
         starts = np.empty(len(local), dtype=np.int64)
         ends = np.empty(len(local), dtype=np.int64)
@@ -157,6 +159,7 @@ class TokenColumn:
             off, loc = self._offsets[c], local[sel]
             starts[sel] = off[loc]
             ends[sel] = off[loc + 1]
+        touched(len(local) * AROUND)
         return owner, starts, ends - starts
 
     def lengths(self, positions: np.ndarray) -> np.ndarray:
@@ -191,7 +194,8 @@ class TokenColumn:
         if self.guard is not None:
             self.guard(owner)
         st = np.asarray(starts, dtype=np.int64)
-        begin, end = st.tolist(), (st + np.asarray(lengths, dtype=np.int64)).tolist()
+        span = np.asarray(lengths, dtype=np.int64)
+        begin, end = st.tolist(), (st + span).tolist()
         if owner is None:
             v = self._values[0] if self._values else np.empty(0, self.dtype)
             parts = [v[a:b] for a, b in zip(begin, end, strict=True)]
@@ -208,11 +212,10 @@ class TokenColumn:
             parts = with_sep
         if not parts:
             return out if out is not None else np.empty(0, dtype=self.dtype)
-        if out is None:
-            result: np.ndarray = np.concatenate(parts)
-            return result
-        np.concatenate(parts, out=out)
-        return out
+        result: np.ndarray = np.concatenate(parts, out=out)
+        # the pages just read may be handed back (a fault's worth a span, beyond its bytes)
+        touched(int(span.sum()) * self.dtype.itemsize + len(st) * AROUND)
+        return result
 
     def gather_each(self, positions: np.ndarray, dtype: Any) -> list[np.ndarray]:
         """Each document at ``positions`` as its own ``dtype`` array, in one copy.
