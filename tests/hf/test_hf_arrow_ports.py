@@ -1,0 +1,60 @@
+"""HF ``datasets``' own ``Dataset`` calls that arrowmix lacked, compared with HF 5.2 value by value.
+
+``Dataset.from_sql`` (a query or table through ``pandas.read_sql``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import arrowmix as am
+
+hf = pytest.importorskip("datasets")
+hf.disable_progress_bar()
+
+
+@pytest.fixture
+def sqlite_con(tmp_path: Path) -> Any:
+    con = sqlite3.connect(tmp_path / "rows.db")
+    con.execute("CREATE TABLE t(a text, b int, c real)")
+    con.executemany("INSERT INTO t VALUES (?, ?, ?)", [("x", 1, 0.5), ("y", None, 1.5)])
+    con.commit()
+    yield con
+    con.close()
+
+
+def test_from_sql_reads_hfs_values_and_types(sqlite_con: Any, tmp_path: Path) -> None:
+    theirs = hf.Dataset.from_sql("SELECT * FROM t", sqlite_con, cache_dir=str(tmp_path / "hf"))
+    ours = am.Dataset.from_sql("SELECT * FROM t", sqlite_con, cache_dir=str(tmp_path / "am"))
+    assert ours[:] == theirs[:] == {"a": ["x", "y"], "b": [1.0, None], "c": [0.5, 1.5]}
+    assert ours.features == theirs.features  # pandas' types: large_string, float64 (a null)
+    assert ours.split == theirs.split == "train"
+    assert all(str(f).startswith(str(tmp_path / "am")) for f in ours.cache_files)
+
+
+def test_from_sql_features_params_and_memory(sqlite_con: Any, tmp_path: Path) -> None:
+    feats = am.Features({"a": am.Value("string"), "b": am.Value("int32"), "c": am.Value("float32")})
+    query = "SELECT * FROM t WHERE b = ?"
+    theirs = hf.Dataset.from_sql(
+        query, sqlite_con, features=feats, params=(1,), cache_dir=str(tmp_path)
+    )
+    ours = am.Dataset.from_sql(query, sqlite_con, features=feats, params=(1,), keep_in_memory=True)
+    assert ours[:] == theirs[:] == {"a": ["x"], "b": [1], "c": [0.5]}
+    assert ours.features == theirs.features == feats
+    assert ours.cache_files == []
+    sqlite_con.execute("INSERT INTO t VALUES ('z', 1, 2.5)")  # each call reads the rows again
+    assert am.Dataset.from_sql(query, sqlite_con, params=(1,))["a"] == ["x", "z"]
+
+
+def test_from_sql_bad_arguments_raise_as_hf(sqlite_con: Any) -> None:
+    for lib in (hf, am):
+        with pytest.raises(TypeError, match="Supported types for 'sql' are string"):
+            lib.Dataset.from_sql(3, sqlite_con)
+        with pytest.raises(TypeError, match="unexpected keyword argument"):
+            lib.Dataset.from_sql("t", sqlite_con, chunk_size=2)
+    with pytest.raises(ValueError, match="no rows"):
+        am.Dataset.from_sql("SELECT * FROM t WHERE b = 7", sqlite_con)
