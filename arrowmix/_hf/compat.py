@@ -525,12 +525,19 @@ class HFCompat(InfoFields):
         return ds.select(range(min(n, ds.num_rows), ds.num_rows))
 
     def batch(
-        self, batch_size: int, drop_last_batch: bool = False, num_proc: int | None = None
+        self,
+        batch_size: int | None = None,
+        by_column: str | list[str] | None = None,
+        drop_last_batch: bool = False,
+        num_proc: int | None = None,
     ) -> Dataset:
         """One row per ``batch_size`` rows, each column a list of their values: HF's ``batch``.
 
         A cached ``map`` (``drop_last_batch`` drops a last shorter batch); the result keeps
-        this view's format (a table format's batches are made of the Python rows).
+        this view's format (a table format's batches are made of the Python rows). With
+        ``by_column`` (a column or a list of them), as HF: one row per run of successive
+        rows whose values there are equal (``batch_size`` is then not needed), a null
+        being a value of its own.
 
         Example:
             >>> import arrowmix as am
@@ -538,6 +545,10 @@ class HFCompat(InfoFields):
             [[1, 2], [3]]
         """
         ds = _dataset(self)
+        if by_column is not None:
+            return _batch_by_column(ds, by_column, drop_last_batch, num_proc)
+        if batch_size is None:
+            raise ValueError("Dataset.batch() misses `batch_size` or `by_column` argument.")
         fmt = ds.format
         if fmt["type"] not in _TABLE_FORMATS:
             return hf_transforms.batch(ds, batch_size, drop_last_batch, num_proc)
@@ -561,3 +572,25 @@ class HFCompat(InfoFields):
         from arrowmix._hf.iterable import to_iterable_dataset
 
         return to_iterable_dataset(_dataset(self), num_shards)
+
+
+def _batch_by_column(
+    ds: Dataset, by_column: str | list[str], drop_last_batch: bool, num_proc: int | None
+) -> Dataset:
+    from arrowmix._hf.batch_runs import batch_by_columns
+
+    if num_proc:
+        raise NotImplementedError("Multiprocessed batching by column is not implemented yet")
+    if drop_last_batch:
+        raise ValueError(
+            "`drop_last_batch` drops a last batch shorter than `batch_size`; batches by "
+            "column have no such batch (HF drops a last `batch_size` block of input rows "
+            "and the run open there)."
+        )
+    fmt = ds.format
+    out = batch_by_columns(ds, by_column)
+    if fmt["type"] is None:
+        return out
+    return out.with_format(
+        fmt["type"], fmt["columns"], fmt["output_all_columns"], **fmt["format_kwargs"]
+    )

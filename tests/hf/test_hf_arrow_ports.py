@@ -58,3 +58,38 @@ def test_from_sql_bad_arguments_raise_as_hf(sqlite_con: Any) -> None:
             lib.Dataset.from_sql("t", sqlite_con, chunk_size=2)
     with pytest.raises(ValueError, match="no rows"):
         am.Dataset.from_sql("SELECT * FROM t WHERE b = 7", sqlite_con)
+
+
+def test_batch_by_column_gives_hfs_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    from arrowmix._hf import batch_runs
+
+    monkeypatch.setattr(batch_runs, "_READ_ROWS", 2)  # runs carried across read batches
+    data = {"k": ["A", "A", "B", "B", "B", "C", "B"], "s": list("xxyyzxy"), "v": list(range(7))}
+    feats = hf.Features(
+        {"k": hf.Value("string"), "s": hf.ClassLabel(names=list("xyz")), "v": hf.Value("int32")}
+    )
+    data["s"] = [feats["s"].str2int(s) for s in data["s"]]
+    ours, theirs = (
+        am.Dataset.from_dict(data, features=feats),
+        hf.Dataset.from_dict(data, features=feats),
+    )
+    for by in ("k", ["k", "s"], ["v"]):
+        got, want = ours.batch(by_column=by), theirs.batch(by_column=by)
+        assert got[:] == want[:] and got.features == want.features
+        assert len(got) == len(want)
+    assert ours.batch(by_column="k")["v"] == [[0, 1], [2, 3, 4], [5], [6]]
+    assert ours.select([]).batch(by_column="k")[:] == theirs.select([]).batch(by_column="k")[:]
+    assert ours.with_format("numpy").batch(by_column="k").format["type"] == "numpy"
+
+
+def test_batch_by_column_errors() -> None:
+    ds = am.Dataset.from_dict({"k": ["A", None, None, "A"], "v": [1, 2, 3, 4]})
+    assert ds.batch(by_column="k")["v"] == [[1], [2, 3], [4]]  # a null is a key of its own
+    with pytest.raises(ValueError, match="misses `batch_size` or `by_column`"):
+        ds.batch()
+    with pytest.raises(NotImplementedError, match="Multiprocessed batching by column"):
+        ds.batch(by_column="k", num_proc=2)
+    with pytest.raises(ValueError, match="drop_last_batch"):
+        ds.batch(by_column="k", drop_last_batch=True)
+    with pytest.raises(ValueError, match="`by_column` must name columns"):
+        ds.batch(by_column="nope")

@@ -9,6 +9,7 @@ again: a new corpus each time, which ``cleanup-cache`` removes once no dataset h
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import uuid
@@ -64,8 +65,7 @@ def _check_sql(sql: Any) -> None:
 def _batches(
     sql: Any, con: Any, schema: pa.Schema | None, options: dict[str, Any]
 ) -> Iterator[pa.RecordBatch]:
-    import pandas as pd
-
+    pd: Any = importlib.import_module("pandas")  # an optional dependency, as in HF
     from arrowmix._dataset.inputs.py_columns import typed_table
 
     chunksize = options["chunksize"]
