@@ -1,6 +1,7 @@
 """HF ``datasets``' own ``Dataset`` calls that arrowmix lacked, compared with HF 5.2 value by value.
 
-``Dataset.from_sql`` (a query or table through ``pandas.read_sql``).
+``Dataset.from_sql`` (a query or table through ``pandas.read_sql``), ``batch(by_column=)``
+and ``__getitems__`` (torch's ``DataLoader`` reads a batch in one gather).
 """
 
 from __future__ import annotations
@@ -93,3 +94,40 @@ def test_batch_by_column_errors() -> None:
         ds.batch(by_column="k", drop_last_batch=True)
     with pytest.raises(ValueError, match="`by_column` must name columns"):
         ds.batch(by_column="nope")
+
+
+def _ragged() -> dict[str, list[Any]]:
+    return {"t": ["a", "b", "c", "d"], "x": [1, 2, 3, 4], "l": [[1], [2, 3], [], [4]]}
+
+
+@pytest.mark.parametrize("fmt", [None, "numpy", "pandas"])
+def test_getitems_cuts_one_gather_into_hfs_rows(fmt: str | None) -> None:
+    ours = am.Dataset.from_dict(_ragged()).with_format(fmt)
+    theirs = hf.Dataset.from_dict(_ragged()).with_format(fmt)
+    got = ours.__getitems__([3, 0, 1])
+    assert [str(r) for r in got] == [str(ours[k]) for k in (3, 0, 1)]
+    if fmt != "pandas":  # HF cuts a DataFrame by its column labels
+        assert [str(r) for r in got] == [str(r) for r in theirs.__getitems__([3, 0, 1])]
+
+
+@pytest.mark.slow  # imports torch; test_getitems_cuts_one_gather_into_hfs_rows is the fast cover
+def test_dataloader_reads_each_batch_in_one_gather() -> None:
+    torch_data = pytest.importorskip("torch.utils.data")
+    data = {"x": [1, 2, 3, 4, 5], "v": [[1.0, 0.0]] * 5}
+    ours = am.Dataset.from_dict(data).with_format("torch")
+    theirs = hf.Dataset.from_dict(data).with_format("torch")
+    calls: list[Any] = []
+    real = type(ours).__getitem__
+
+    def counted(self: Any, key: Any) -> Any:
+        calls.append(key)
+        return real(self, key)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(type(ours), "__getitem__", counted)
+        got = list(torch_data.DataLoader(ours, batch_size=2))
+    assert calls == [[0, 1], [2, 3], [4]]
+    want = list(torch_data.DataLoader(theirs, batch_size=2))
+    assert [{k: v.tolist() for k, v in b.items()} for b in got] == [
+        {k: v.tolist() for k, v in b.items()} for b in want
+    ]
