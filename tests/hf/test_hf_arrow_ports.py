@@ -51,14 +51,15 @@ def test_from_sql_features_params_and_memory(sqlite_con: Any, tmp_path: Path) ->
     assert am.Dataset.from_sql(query, sqlite_con, params=(1,))["a"] == ["x", "z"]
 
 
-def test_from_sql_bad_arguments_raise_as_hf(sqlite_con: Any) -> None:
+def test_from_sql_bad_arguments_raise_as_hf(sqlite_con: Any, tmp_path: Path) -> None:
     for lib in (hf, am):
         with pytest.raises(TypeError, match="Supported types for 'sql' are string"):
             lib.Dataset.from_sql(3, sqlite_con)
         with pytest.raises(TypeError, match="unexpected keyword argument"):
             lib.Dataset.from_sql("t", sqlite_con, chunk_size=2)
     with pytest.raises(ValueError, match="no rows"):
-        am.Dataset.from_sql("SELECT * FROM t WHERE b = 7", sqlite_con)
+        am.Dataset.from_sql("SELECT * FROM t WHERE b = 7", sqlite_con, cache_dir=str(tmp_path))
+    assert list((tmp_path / "generated").iterdir()) == []  # no empty corpus left behind
 
 
 def test_batch_by_column_gives_hfs_runs(monkeypatch: pytest.MonkeyPatch) -> None:

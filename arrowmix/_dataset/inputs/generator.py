@@ -20,6 +20,7 @@ every rerun touches the marker, which is the corpus's last use.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import os
@@ -131,10 +132,15 @@ def corpus_dataset(
     with fingerprint_lock(root, fp):  # one writer per corpus; cleanup-cache takes it too
         if generated.served(out, "generated corpus", "Generating it again.") is None:
             written = batches()
-            first = next(written, None)
-            if first is None:
-                if schema is None:
+            try:
+                first = next(written, None)
+                if first is None and schema is None:
                     raise ValueError(empty)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.rmdir(out)  # nothing was written: leave no empty corpus directory
+                raise
+            if first is None:
                 first = pa.RecordBatch.from_pylist([], schema=schema)
             chunks = write_batches(itertools.chain([first], written), out, overwrite=True)
             with trust.batch():  # written and hashed just now (the manifest's digests)
