@@ -60,6 +60,9 @@ def test_from_sql_bad_arguments_raise_as_hf(sqlite_con: Any, tmp_path: Path) -> 
     with pytest.raises(ValueError, match="no rows"):
         am.Dataset.from_sql("SELECT * FROM t WHERE b = 7", sqlite_con, cache_dir=str(tmp_path))
     assert list((tmp_path / "generated").iterdir()) == []  # no empty corpus left behind
+    two = am.Features({"a": am.Value("string"), "b": am.Value("int64")})
+    with pytest.raises(ValueError, match=r"columns \['a', 'b', 'c'\] are not the columns"):
+        am.Dataset.from_sql("SELECT * FROM t", sqlite_con, features=two)  # c would be lost
 
 
 def test_batch_by_column_gives_hfs_runs(monkeypatch: pytest.MonkeyPatch) -> None:

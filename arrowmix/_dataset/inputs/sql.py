@@ -73,6 +73,11 @@ def _batches(
     for df in [reader] if chunksize is None else reader:
         table = pa.Table.from_pandas(df).replace_schema_metadata(None)
         if schema is not None:
+            if sorted(table.column_names) != sorted(schema.names):
+                raise ValueError(
+                    f"The query's columns {table.column_names} are not the columns of "
+                    f"`features` {schema.names}."
+                )
             table = typed_table({n: table.column(n) for n in schema.names}, schema)
         yield from table.to_batches()
 
