@@ -558,6 +558,8 @@ class HFCompat(InfoFields):
             >>> import arrowmix as am
             >>> am.Dataset.from_dict({"x": [1, 2, 3]}).batch(2)["x"]
             [[1, 2], [3]]
+            >>> am.Dataset.from_dict({"k": ["a", "a", "b", "a"]}).batch(by_column="k")["k"]
+            [['a', 'a'], ['b'], ['a']]
         """
         ds = _dataset(self)
         if by_column is not None:
