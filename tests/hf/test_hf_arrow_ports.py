@@ -1,7 +1,7 @@
 """HF ``datasets``' own ``Dataset`` calls that arrowmix lacked, compared with HF 5.2 value by value.
 
-``Dataset.from_sql`` (a query or table through ``pandas.read_sql``), ``batch(by_column=)``
-and ``__getitems__`` (torch's ``DataLoader`` reads a batch in one gather).
+``Dataset.from_sql`` (a query or table through ``pandas.read_sql``), ``from_buffer``,
+``batch(by_column=)`` and ``__getitems__`` (torch's ``DataLoader`` reads a batch in one gather).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 import arrowmix as am
@@ -135,3 +136,23 @@ def test_dataloader_reads_each_batch_in_one_gather() -> None:
     assert [{k: v.tolist() for k, v in b.items()} for b in got] == [
         {k: v.tolist() for k, v in b.items()} for b in want
     ]
+
+
+def _stream(table: pa.Table) -> pa.Buffer:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue()
+
+
+def test_from_buffer_reads_hfs_stream_with_indices() -> None:
+    feats = hf.Features({"t": hf.Value("string"), "l": hf.ClassLabel(names=["a", "b"])})
+    data = hf.Dataset.from_dict({"t": ["x", "y", "z"], "l": [0, 1, 1]}, features=feats).data
+    buf = _stream(data.table)
+    indices = _stream(pa.table({"indices": pa.array([2, 0], pa.uint64())}))
+    for kwargs in ({}, {"split": "test", "indices_buffer": indices}):
+        ours, theirs = am.Dataset.from_buffer(buf, **kwargs), hf.Dataset.from_buffer(buf, **kwargs)
+        assert ours[:] == theirs[:]
+        assert ours.features == theirs.features == feats
+        assert ours.split == theirs.split
+    assert ours["t"] == ["z", "x"] and ours.split == "test"
