@@ -11,7 +11,6 @@ struct column by its fields (``"answers.text"``...), level by level, without cop
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -90,7 +89,7 @@ def flatten(ds: Dataset, max_depth: int, new_fingerprint: str | None) -> Dataset
     Raises:
         TypeError: the dataset reads remote chunks through a bounded cache.
     """
-    from arrowmix._dataset.map_options import user_fingerprint
+    from arrowmix._dataset.map_options import named
     from arrowmix._dataset.views.view_ops import _with_table
     from arrowmix._validate import check_int
 
@@ -106,6 +105,4 @@ def flatten(ds: Dataset, max_depth: int, new_fingerprint: str | None) -> Dataset
             break
         table = table.flatten()
     out = _with_table(ds, table.replace_schema_metadata(None), "flatten", {"max_depth": max_depth})
-    if new_fingerprint is not None:
-        out = type(ds)(replace(state_of(out), fingerprint=user_fingerprint(new_fingerprint)[0]))
-    return out
+    return named(out, new_fingerprint)

@@ -367,34 +367,51 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
             new_fingerprint=new_fingerprint,
         )
 
-    def select_columns(self, column_names: str | Sequence[str]) -> Dataset:
-        """Keep only ``column_names`` (zero-copy)."""
+    def select_columns(
+        self, column_names: str | Sequence[str], new_fingerprint: str | None = None
+    ) -> Dataset:
+        """Keep only ``column_names`` (zero-copy); ``new_fingerprint`` names the result."""
+        from arrowmix._dataset.map_options import named
         from arrowmix._dataset.views import view_ops as ops
 
-        return ops.select_columns(self, column_names)
+        return named(ops.select_columns(self, column_names), new_fingerprint)
 
-    def remove_columns(self, column_names: str | Sequence[str]) -> Dataset:
-        """Drop ``column_names`` (zero-copy)."""
+    def remove_columns(
+        self, column_names: str | Sequence[str], new_fingerprint: str | None = None
+    ) -> Dataset:
+        """Drop ``column_names`` (zero-copy); ``new_fingerprint`` names the result."""
+        from arrowmix._dataset.map_options import named
         from arrowmix._dataset.views import view_ops as ops
 
-        return ops.remove_columns(self, column_names)
+        return named(ops.remove_columns(self, column_names), new_fingerprint)
 
-    def rename_column(self, original_column_name: str, new_column_name: str) -> Dataset:
+    def rename_column(
+        self,
+        original_column_name: str,
+        new_column_name: str,
+        new_fingerprint: str | None = None,
+    ) -> Dataset:
         """Rename one column (zero-copy).
 
         Args:
             original_column_name: The column to rename.
             new_column_name: Its new name (not already a column).
+            new_fingerprint: The result's fingerprint, instead of the computed one.
         """
+        from arrowmix._dataset.map_options import named
         from arrowmix._dataset.views import view_ops as ops
 
-        return ops.rename_column(self, original_column_name, new_column_name)
+        renamed = ops.rename_column(self, original_column_name, new_column_name)
+        return named(renamed, new_fingerprint)
 
-    def rename_columns(self, column_mapping: Mapping[str, str]) -> Dataset:
-        """Rename several columns at once, ``{old: new}`` (zero-copy)."""
+    def rename_columns(
+        self, column_mapping: Mapping[str, str], new_fingerprint: str | None = None
+    ) -> Dataset:
+        """Rename several columns at once, ``{old: new}`` (zero-copy); see rename_column."""
+        from arrowmix._dataset.map_options import named
         from arrowmix._dataset.views import view_ops as ops
 
-        return ops.rename_columns(self, dict(column_mapping))
+        return named(ops.rename_columns(self, dict(column_mapping)), new_fingerprint)
 
     def map(
         self,

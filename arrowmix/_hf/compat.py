@@ -545,6 +545,7 @@ class HFCompat(InfoFields):
         by_column: str | list[str] | None = None,
         drop_last_batch: bool = False,
         num_proc: int | None = None,
+        new_fingerprint: str | None = None,
     ) -> Dataset:
         """One row per ``batch_size`` rows, each column a list of their values: HF's ``batch``.
 
@@ -552,7 +553,7 @@ class HFCompat(InfoFields):
         this view's format (a table format's batches are made of the Python rows). With
         ``by_column`` (a column or a list of them), as HF: one row per run of successive
         rows whose values there are equal (``batch_size`` is then not needed), a null
-        being a value of its own.
+        being a value of its own. ``new_fingerprint`` names the result.
 
         Example:
             >>> import arrowmix as am
@@ -561,16 +562,20 @@ class HFCompat(InfoFields):
             >>> am.Dataset.from_dict({"k": ["a", "a", "b", "a"]}).batch(by_column="k")["k"]
             [['a', 'a'], ['b'], ['a']]
         """
+        from arrowmix._dataset.map_options import named
+
         ds = _dataset(self)
         if by_column is not None:
-            return _batch_by_column(ds, by_column, drop_last_batch, num_proc)
+            by = _batch_by_column(ds, by_column, drop_last_batch, num_proc)
+            return named(by, new_fingerprint)
         if batch_size is None:
             raise ValueError("Dataset.batch() misses `batch_size` or `by_column` argument.")
         fmt = ds.format
         if fmt["type"] not in _TABLE_FORMATS:
-            return hf_transforms.batch(ds, batch_size, drop_last_batch, num_proc)
+            return hf_transforms.batch(ds, batch_size, drop_last_batch, num_proc, new_fingerprint)
         # A table format: the map reads Python rows; the result keeps the format (HF's).
-        out = hf_transforms.batch(ds.with_format(None), batch_size, drop_last_batch, num_proc)
+        plain = ds.with_format(None)
+        out = hf_transforms.batch(plain, batch_size, drop_last_batch, num_proc, new_fingerprint)
         kwargs = fmt["format_kwargs"]
         return out.with_format(fmt["type"], fmt["columns"], fmt["output_all_columns"], **kwargs)
 

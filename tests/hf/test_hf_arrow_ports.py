@@ -1,7 +1,8 @@
 """HF ``datasets``' own ``Dataset`` calls that arrowmix lacked, compared with HF 5.2 value by value.
 
 ``Dataset.from_sql`` (a query or table through ``pandas.read_sql``), ``from_buffer``,
-``batch(by_column=)`` and ``__getitems__`` (torch's ``DataLoader`` reads a batch in one gather).
+``batch(by_column=)``, ``__getitems__`` (torch's ``DataLoader`` reads a batch in one gather)
+and ``new_fingerprint=`` on ``batch`` and the column operations.
 """
 
 from __future__ import annotations
@@ -156,3 +157,24 @@ def test_from_buffer_reads_hfs_stream_with_indices() -> None:
         assert ours.features == theirs.features == feats
         assert ours.split == theirs.split
     assert ours["t"] == ["z", "x"] and ours.split == "test"
+
+
+def test_new_fingerprint_names_column_ops_and_batches_as_hf() -> None:
+    def calls(lib: Any) -> list[Any]:
+        ds = lib.Dataset.from_dict({"a": [1, 2], "b": [3, 4]})
+        return [
+            ds.select_columns(["a"], new_fingerprint="fp1"),
+            ds.remove_columns("a", new_fingerprint="fp2"),
+            ds.rename_column("a", "c", new_fingerprint="fp3"),
+            ds.rename_columns({"a": "c"}, new_fingerprint="fp4"),
+            ds.batch(1, new_fingerprint="fp5"),
+            ds.batch(by_column="a", new_fingerprint="fp6"),
+        ]
+
+    ours, theirs = calls(am), calls(hf)
+    assert [d._fingerprint for d in ours] == [d._fingerprint for d in theirs]
+    assert [d._fingerprint for d in ours] == ["fp1", "fp2", "fp3", "fp4", "fp5", "fp6"]
+    assert [d[:] for d in ours] == [d[:] for d in theirs]
+    for lib in (am, hf):
+        with pytest.raises(ValueError, match="a/b"):
+            lib.Dataset.from_dict({"a": [1]}).remove_columns("a", new_fingerprint="a/b")
