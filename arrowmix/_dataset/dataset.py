@@ -348,6 +348,8 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
         cache_file_name: str | None = None,
         writer_batch_size: int | None = 1000,
         *,
+        features: Any = None,
+        num_proc: int | None = None,
         new_fingerprint: str | None = None,
     ) -> Dataset:
         """Materialise the indices mapping into a cache file (memory-mapped).
@@ -355,17 +357,22 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
         ``cache_file_name`` (with an extension, as in HF) replaces the file's default name
         ``cache-<fingerprint>.arrow`` in :attr:`cache_dir`; ``keep_in_memory=True`` gathers
         the rows in memory instead (no file); ``new_fingerprint`` names the result.
-        ``writer_batch_size`` is accepted (HF's; the file is written in large blocks).
+        ``features`` casts the result (:meth:`cast`), as HF's; ``writer_batch_size`` and
+        ``num_proc`` are accepted (HF's; the rows are gathered in one pass).
         """
+        from arrowmix._dataset.map_options import named
         from arrowmix._dataset.views import view_ops as ops
+        from arrowmix._validate import check_int
 
         del writer_batch_size  # accepted for HF compatibility
-        return ops.flatten_indices(
+        check_int("num_proc", num_proc, minimum=1, none_ok=True)
+        out = ops.flatten_indices(
             self,
             cache_file_name=cache_file_name,
             keep_in_memory=keep_in_memory,
             new_fingerprint=new_fingerprint,
         )
+        return out if features is None else named(out.cast(features), new_fingerprint)
 
     def select_columns(
         self, column_names: str | Sequence[str], new_fingerprint: str | None = None

@@ -178,3 +178,17 @@ def test_new_fingerprint_names_column_ops_and_batches_as_hf() -> None:
     for lib in (am, hf):
         with pytest.raises(ValueError, match="a/b"):
             lib.Dataset.from_dict({"a": [1]}).remove_columns("a", new_fingerprint="a/b")
+
+
+def test_flatten_indices_features_and_num_proc_as_hf() -> None:
+    feats = hf.Features({"a": hf.Value("int32")})
+
+    def flat(lib: Any) -> Any:
+        view = lib.Dataset.from_dict({"a": [1, 2, 3]}).select([2, 0])
+        return view.flatten_indices(features=feats, num_proc=2, new_fingerprint="flat1")
+
+    ours, theirs = flat(am), flat(hf)
+    assert ours[:] == theirs[:] == {"a": [3, 1]}
+    assert ours.features == theirs.features == feats
+    assert ours._indices is theirs._indices is None
+    assert ours._fingerprint == theirs._fingerprint == "flat1"
