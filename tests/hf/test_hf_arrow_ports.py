@@ -183,11 +183,11 @@ def test_new_fingerprint_names_column_ops_and_batches_as_hf() -> None:
 def test_flatten_indices_features_and_num_proc_as_hf() -> None:
     feats = hf.Features({"a": hf.Value("int32")})
 
-    def flat(lib: Any) -> Any:
+    def flat(lib: Any, **kwargs: Any) -> Any:
         view = lib.Dataset.from_dict({"a": [1, 2, 3]}).select([2, 0])
-        return view.flatten_indices(features=feats, num_proc=2, new_fingerprint="flat1")
+        return view.flatten_indices(features=feats, new_fingerprint="flat1", **kwargs)
 
-    ours, theirs = flat(am), flat(hf)
+    ours, theirs = flat(am, num_proc=2), flat(hf)  # HF's num_proc starts processes
     assert ours[:] == theirs[:] == {"a": [3, 1]}
     assert ours.features == theirs.features == feats
     assert ours._indices is theirs._indices is None
