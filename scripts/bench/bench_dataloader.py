@@ -17,25 +17,24 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
 from typing import Any
 
-from bench_common import base_parser, interleaved, machine_summary, make_text_table, print_markdown
+from bench_common import (
+    base_parser,
+    interleaved,
+    machine_summary,
+    make_text_table,
+    print_markdown,
+    without_method,
+)
 
 import arrowmix as am
 from arrowmix._dataset.dataset import Dataset
 
 
-@contextlib.contextmanager
-def row_by_row() -> Iterator[None]:
+def row_by_row() -> contextlib.AbstractContextManager[None]:
     """DataLoader reads as before ``__getitems__``: ``ds[i]`` for every row."""
-    owner = next(c for c in Dataset.__mro__ if "__getitems__" in vars(c))
-    saved = vars(owner)["__getitems__"]
-    delattr(owner, "__getitems__")
-    try:
-        yield
-    finally:
-        owner.__getitems__ = saved  # type: ignore[attr-defined]
+    return without_method(Dataset, "__getitems__")
 
 
 def epoch(ds: Any, batch_size: int) -> int:
