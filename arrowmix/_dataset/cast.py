@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from arrowmix._dataset.state import state_of, view_range
-from arrowmix._storage.cast import ARROW_CAST_ERRORS
-from arrowmix.exceptions import SchemaMismatchError
+from arrowmix._storage.cast import ARROW_CAST_ERRORS, cast_failure
 
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
@@ -46,9 +45,10 @@ def cast_batch(batch: pa.Table, schema: pa.Schema) -> pa.Table:
         try:
             arrays.append(col.cast(field.type))
         except ARROW_CAST_ERRORS as exc:
-            raise SchemaMismatchError(
+            raise cast_failure(
                 f"Cannot cast column {field.name!r} from {col.type} to {field.type} without "
-                f"changing values: {exc}"
+                f"changing values: {exc}",
+                exc,
             ) from exc
     return pa.Table.from_arrays(arrays, names=schema.names)
 

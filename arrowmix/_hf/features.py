@@ -11,7 +11,8 @@ entry, a column it adds or retypes gets the one HF infers from its Arrow type.
 ``map(features=...)`` fixes the output's columns, order and types: each block is cast to
 them with the lossless rules of :mod:`arrowmix._storage.cast` (a value that would change
 raises, naming the column), and class labels are checked and encoded as HF does (a label
-name becomes its index; an index outside the names raises).
+name becomes its index; an index outside the names raises). Media given as NumPy arrays or
+PIL images are encoded by HF's own ``encode_example`` (PNG bytes...), as HF stores them.
 
 Only the JSON is read here; ``datasets`` is imported (lazily) only to describe new columns
 of a dataset that already carries HF features.
@@ -37,6 +38,8 @@ __all__ = [
     "check_labels",
     "label_features",
     "features_schema",
+    "images_array",
+    "media_values",
     "hf_metadata",
     "output_metadata",
     "renamed_metadata",
@@ -181,6 +184,86 @@ def _media(arr: Any) -> Any:
     return pa.StructArray.from_arrays(parts, names=["bytes", "path"], mask=mask)
 
 
+def _raw_media(value: Any) -> bool:
+    """Whether ``value`` is media HF encodes on write: a NumPy array, a PIL image, audio."""
+    if isinstance(value, dict):
+        return "array" in value  # HF's audio: {"array": ..., "sampling_rate": ...}
+    return hasattr(value, "__array_interface__") or type(value).__module__.startswith("PIL.")
+
+
+def _hf_feature(feature: Any) -> Any:
+    try:
+        from datasets.features.features import (  # type: ignore[import-untyped, import-not-found, unused-ignore]
+            generate_from_dict,
+        )
+    except ImportError as exc:  # pragma: no cover - the features come from HF's
+        raise ImportError(
+            "Encoding arrays or PIL images into a media column needs HF `datasets` (and PIL)."
+        ) from exc
+    return generate_from_dict(feature)
+
+
+def _encoded_value(value: Any, feature: Any) -> Any:
+    """``value`` as HF's ``feature.encode_example`` stores it, where it is raw media."""
+    inner = getattr(feature, "feature", None)
+    if inner is not None and isinstance(value, (list, tuple)):  # List(Image()) and the like
+        return [_encoded_value(v, inner) for v in value]
+    if value is not None and _raw_media(value) and hasattr(feature, "encode_example"):
+        return feature.encode_example(value)
+    return value
+
+
+def media_values(values: list[Any], schema: pa.Schema, column: str) -> list[Any]:
+    """``values`` of ``column`` of ``schema`` with raw media encoded as HF's feature says.
+
+    NumPy arrays and PIL images in an ``Image()`` column (or a list of them) become HF's
+    ``{"bytes": PNG/TIFF..., "path": None}``, by HF's own ``encode_example``; other values
+    are unchanged.
+    """
+
+    def raw(v: Any) -> bool:
+        return _raw_media(v) or (isinstance(v, (list, tuple)) and any(map(raw, v)))
+
+    feature = _features(schema).get(column)
+    if not _has_media(feature) or not any(raw(v) for v in values if v is not None):
+        return values
+    hf_feature = _hf_feature(feature)
+    return [_encoded_value(v, hf_feature) for v in values]
+
+
+def images_array(values: Any) -> pa.Array[Any] | None:
+    """``values`` holding PIL images as HF's ``Image()`` stores them; None if they hold none.
+
+    Each image (and any path, bytes or ``{"bytes", "path"}`` among them) is encoded by HF's
+    ``Image().encode_example``, as HF's ``map`` stores returned images.
+    """
+    if not isinstance(values, (list, tuple)):
+        return None
+    if not any(type(v).__module__.startswith("PIL.") for v in values):
+        return None
+    image = _hf_feature({"_type": "Image"})
+    encoded = [None if v is None else image.encode_example(v) for v in values]
+    out: pa.Array[Any] = pa.array(encoded, type=image.pa_type)
+    return out
+
+
+def _arrays_as_media(arr: Any, feature: dict[str, Any]) -> Any:
+    """A column of n-D numeric lists (returned NumPy arrays) encoded as HF's media ``feature``."""
+    leaf = arr.type
+    while pa.types.is_list(leaf) or pa.types.is_large_list(leaf):
+        leaf = leaf.value_type
+    if not (pa.types.is_integer(leaf) or pa.types.is_floating(leaf) or pa.types.is_boolean(leaf)):
+        return arr
+    import numpy as np
+
+    dtype = leaf.to_pandas_dtype()
+    hf_feature = _hf_feature(feature)
+    rows = [None if v is None else np.asarray(v, dtype=dtype) for v in arr.to_pylist()]
+    encoded = [None if v is None else hf_feature.encode_example(v) for v in rows]
+    out: pa.Array[Any] = pa.array(encoded, type=hf_feature.pa_type)
+    return out
+
+
 def _encode(arr: Any, feature: Any, column: str) -> Any:
     """``arr`` under ``feature`` (an HF feature dict): class labels and media encoded.
 
@@ -194,6 +277,8 @@ def _encode(arr: Any, feature: Any, column: str) -> Any:
     if kind == "ClassLabel":
         return _class_label(arr, feature, column)
     if kind in MEDIA:
+        if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
+            return _arrays_as_media(arr, feature)
         return _media(arr)
     if kind in ("List", "LargeList", "Sequence") and "feature" in feature:
         if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
@@ -212,6 +297,12 @@ def _encode(arr: Any, feature: Any, column: str) -> Any:
             return arr
         return pa.StructArray.from_arrays(new, names=names, mask=mask)
     return arr
+
+
+def _has_media(feature: Any) -> bool:
+    if isinstance(feature, dict):
+        return feature.get("_type") in MEDIA or any(map(_has_media, feature.values()))
+    return isinstance(feature, list) and any(map(_has_media, feature))
 
 
 def _has_label(feature: Any) -> bool:

@@ -2,10 +2,11 @@
 
 HF stores ``{"info": {"description": ..., "citation": ..., "features": {...}}}`` as JSON under
 the schema metadata key ``huggingface``. ``from_dict(info=...)`` puts the four texts of an
-HF ``DatasetInfo`` (description, citation, homepage, license) there; views keep them (they keep
-the table); ``concatenate_datasets`` merges them as HF's ``DatasetInfo.from_merge`` does
-(distinct texts joined by a blank line); ``ds.info`` reads them back with ``ds.features``.
-A rename keeps them; a ``map`` result does not carry them. Nothing here changes rows or
+HF ``DatasetInfo`` (description, citation, homepage, license) and its names (dataset_name,
+config_name, version) there; views keep them (they keep the table); ``concatenate_datasets``
+merges them as HF's ``DatasetInfo.from_merge`` does (distinct texts joined by a blank line,
+the names kept when all inputs agree); ``ds.info`` reads them back with ``ds.features``.
+A rename and a ``map`` result keep them. Nothing here changes rows or
 fingerprints. :class:`InfoFields` gives HF's ``DatasetInfoMixin`` properties (``builder_name``,
 ``citation``...) to :class:`~arrowmix.Dataset` and :class:`~arrowmix.IterableDataset`.
 """
@@ -27,7 +28,9 @@ if TYPE_CHECKING:
 __all__ = [
     "INFO_FIELDS",
     "InfoFields",
+    "INFO_NAMES",
     "INFO_TEXTS",
+    "carried_texts",
     "dataset_info",
     "dataset_with_info",
     "info_entry",
@@ -38,6 +41,17 @@ __all__ = [
 
 #: The ``DatasetInfo`` fields kept: free texts that describe the data, not its layout.
 INFO_TEXTS = ("description", "citation", "homepage", "license")
+#: The names kept too (``version`` as its text); a concatenation keeps them only when every
+#: input has the same (HF's ``DatasetInfo.from_merge``).
+INFO_NAMES = ("dataset_name", "config_name", "version")
+_KEPT = INFO_TEXTS + INFO_NAMES
+
+
+def _text(key: str, value: Any) -> str | None:
+    """The kept text of field ``key``'s ``value`` (a ``Version`` or its saved dict: its text)."""
+    if key == "version" and value is not None and not isinstance(value, str):
+        value = value.get("version_str") if isinstance(value, dict) else str(value)
+    return value if isinstance(value, str) and value else None
 
 
 def info_entry(schema: pa.Schema) -> dict[str, Any]:
@@ -67,8 +81,8 @@ def _metadata(schema: pa.Schema, info: dict[str, Any]) -> dict[bytes, bytes] | N
 
 def with_info(table: pa.Table, info: Any) -> pa.Table:
     """``table`` with the texts of ``info`` (an HF ``DatasetInfo``) in its HF metadata."""
-    texts = {k: getattr(info, k, None) for k in INFO_TEXTS}
-    texts = {k: v for k, v in texts.items() if isinstance(v, str) and v}
+    texts = {k: _text(k, getattr(info, k, None)) for k in _KEPT}
+    texts = {k: v for k, v in texts.items() if v is not None}
     if not texts:
         return table
     merged = {**info_entry(table.schema), **texts}
@@ -79,12 +93,19 @@ def renamed_entry(schema: pa.Schema, renamed: dict[str, str]) -> dict[bytes, byt
     """``schema``'s HF metadata after a rename (``{old: new}``): features renamed, texts kept."""
     from arrowmix._hf.features import renamed_metadata
 
-    meta = renamed_metadata(schema, renamed)
-    texts = {k: v for k, v in info_entry(schema).items() if k in INFO_TEXTS}
+    return carried_texts(renamed_metadata(schema, renamed), schema) or {}
+
+
+def carried_texts(meta: dict[bytes, bytes] | None, source: pa.Schema) -> dict[bytes, bytes] | None:
+    """Schema metadata ``meta`` with the ``DatasetInfo`` texts of ``source`` added.
+
+    HF keeps a dataset's info through its transforms (``map``, ``cast``...).
+    """
+    texts = {k: v for k, v in info_entry(source).items() if k in _KEPT}
     if not texts:
         return meta
-    base = pa.schema([]).with_metadata(meta)
-    return _metadata(base, {**info_entry(base), **texts}) or {}
+    base = pa.schema([]).with_metadata(meta or {})
+    return _metadata(base, {**info_entry(base), **texts})
 
 
 def dataset_with_info(ds: Dataset, info: Any) -> Dataset:
@@ -112,6 +133,9 @@ def merged_metadata(schemas: Sequence[pa.Schema], out: pa.Schema) -> dict[bytes,
         values = list(dict.fromkeys(str(i[key]) for i in infos if i.get(key)))
         if values:
             merged[key] = "\n\n".join(values).strip()
+    kept = [{k: i.get(k) for k in _KEPT} for i in infos]
+    if all(k == kept[0] for k in kept):  # HF keeps the whole info of equal inputs only
+        merged.update({k: v for k, v in kept[0].items() if k in INFO_NAMES and v})
     features: dict[str, Any] = {}
     for schema, info in zip(schemas, infos, strict=True):
         feats = info.get("features")
@@ -142,9 +166,9 @@ def dataset_info(ds: Dataset) -> Any:
 
     s = state_of(ds)
     entry = info_entry(s.table.schema) if isinstance(s.table, pa.Table) else {}
-    texts = {k: entry[k] for k in INFO_TEXTS if isinstance(entry.get(k), str)}
-    loaded = info_fields(s.hf_info, datasets)
-    return datasets.DatasetInfo(**texts, **loaded, features=ds.features)
+    texts = {k: entry[k] for k in _KEPT if isinstance(entry.get(k), str)}
+    loaded = info_fields(s.hf_info, datasets)  # load_dataset's names win
+    return datasets.DatasetInfo(**{**texts, **loaded}, features=ds.features)
 
 
 #: HF's ``DatasetInfoMixin`` properties read from ``info`` (``features`` and ``split`` apart).

@@ -61,6 +61,14 @@ class IterableDatasetDict(dict[str, IterableDataset]):
         """``IterableDataset.rename_columns`` on every split."""
         return self._each("rename_columns", column_mapping)
 
+    def cast(self, features: Any) -> IterableDatasetDict:
+        """``IterableDataset.cast`` on every split."""
+        return self._each("cast", features)
+
+    def cast_column(self, column: str, feature: Any) -> IterableDatasetDict:
+        """``IterableDataset.cast_column`` on every split."""
+        return self._each("cast_column", column, feature)
+
     @property
     def column_names(self) -> dict[str, list[str] | None]:
         """``{split: column names}``."""

@@ -8,6 +8,7 @@ is not a local path or a builder raises :class:`~arrowmix.exceptions.NotLocalErr
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -236,7 +237,9 @@ def load_dataset(
         )
     if not streaming:
         return result
-    return _streaming(result, file_rows, _row_groups(builder, files, file_rows))
+    # HF's csv and text builders know their features only when given ``features=``
+    known = features is not None or builder not in ("csv", "text")
+    return _streaming(result, file_rows, _row_groups(builder, files, file_rows), known)
 
 
 def _with_info(ds: Any, info: Any) -> Any:
@@ -335,6 +338,7 @@ def _streaming(
     result: Any,
     file_rows: Mapping[str, list[int]],
     row_groups: Mapping[str, list[tuple[int, ...]]],
+    known: bool = True,
 ) -> Any:
     """``result`` as HF's ``streaming=True`` gives it: iterable datasets named by their split.
 
@@ -342,7 +346,8 @@ def _streaming(
     cached) Datasets, read in order. Each data file is one shard, as in HF (so DataLoader
     workers and ``split_dataset_by_node`` share the files as HF's do); a sliced split
     (``"train[:5%]"``) is one shard. ``row_groups``: each Parquet file's row groups, the
-    shards ``reshard()`` cuts it into, as HF's.
+    shards ``reshard()`` cuts it into, as HF's. ``known``: whether the features are known
+    (else ``features`` is None, as HF's).
     """
     from arrowmix._dataset.dataset import Dataset
     from arrowmix._hf.iterable import to_iterable_dataset
@@ -363,9 +368,12 @@ def _streaming(
 
     def one(ds: Any) -> Any:
         rows, pieces = shards_of(str(ds.split))
-        return to_iterable_dataset(
-            ds, 1, split=ds.split, file_rows=rows, info=ds.info, pieces=pieces
-        )
+        it = to_iterable_dataset(ds, 1, split=ds.split, file_rows=rows, info=ds.info, pieces=pieces)
+        if known:
+            return it
+        info = copy.copy(it.info)
+        info.features = None
+        return it._derive(features=None, info=info)
 
     if isinstance(result, list):
         return [one(ds) for ds in result]

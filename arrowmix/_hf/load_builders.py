@@ -13,49 +13,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from arrowmix._dataset.dataset import Dataset
+from arrowmix._dataset.inputs.reader_options import (
+    builder_options,
+    check_options,
+    reader_format,
+)
 
 __all__ = ["build_split", "builder_options", "check_options"]
-
-#: Options of HF's builder configs that change nothing here (the text is UTF-8, sizes of
-#: read blocks are arrowmix's own).
-_HARMLESS = {"chunksize", "block_size", "use_threads", "batch_size", "writer_batch_size"}
-_OPTIONS = {
-    "json": {"field", "encoding", "on_mixed_types"},
-    "csv": {"sep", "delimiter", "encoding"},
-    "text": {"keep_linebreaks", "sample_by", "encoding"},
-    "parquet": {"columns"},
-    "arrow": set(),
-    "imagefolder": {"drop_labels", "drop_metadata"},
-    "audiofolder": {"drop_labels", "drop_metadata"},
-}
-
-
-def builder_options(builder: str) -> set[str]:
-    """The options ``builder`` takes (those that change nothing here included)."""
-    return _OPTIONS[builder] | _HARMLESS
-
-
-def check_options(builder: str, options: Mapping[str, Any]) -> None:
-    """Refuse an option ``builder`` does not take, or an encoding other than UTF-8.
-
-    Raises:
-        ValueError: naming the option and the ones the builder takes.
-    """
-    known = _OPTIONS[builder]
-    for name, value in options.items():
-        if name in _HARMLESS:
-            continue
-        if name not in known:
-            raise ValueError(
-                f"The {builder} builder of arrowmix's load_dataset does not take {name!r}; it "
-                f"takes {sorted(known) or 'no option'} (and data_files, data_dir, split, "
-                "features, cache_dir)."
-            )
-        if name == "encoding" and str(value).lower().replace("_", "-") not in ("utf-8", "utf8"):
-            raise ValueError(
-                f"arrowmix reads UTF-8 text only (got encoding={value!r}); convert the files "
-                "first, e.g. `iconv -f ENCODING -t UTF-8`."
-            )
 
 
 def build_split(
@@ -90,16 +54,7 @@ def build_split(
 
     groups = [expand_archives([f]) for f in files]  # a zip's members: one shard, as in HF
     files = [member for group in groups for member in group]
-    fmt: Any
-    if builder == "json":
-        fmt = ("json", {"field": options.get("field")})
-    elif builder == "csv":
-        sep = options.get("delimiter", options.get("sep"))
-        fmt = ("csv", {"delimiter": sep} if sep not in (None, ",") else {})
-    elif builder == "text":
-        fmt = _text_format(options)
-    else:
-        fmt = "parquet"
+    fmt = reader_format(builder, options)
     columns = options.get("columns") if builder == "parquet" else None
     cast = features if columns is None else None
     counts: dict[str, list[int]] = {}
@@ -117,20 +72,18 @@ def build_split(
         if missing:
             raise ValueError(f"`columns` names no column of the files: {missing}.")
         ds = ds.select_columns([c for c in ds.column_names if c in columns])  # file order
-        if features is not None:
-            ds = ds.cast(features)
+        if features is not None:  # HF: the features of the columns read
+            ds = ds.cast(_subset(features, ds.column_names))
     return ds
 
 
-def _text_format(options: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    sample_by = options.get("sample_by", "line")
-    if sample_by not in ("line", "paragraph", "document"):
-        raise ValueError(
-            f"`sample_by` must be 'line', 'paragraph' or 'document', got {sample_by!r}."
-        )
-    if sample_by == "line" and options.get("keep_linebreaks"):
-        return "text:line", {"keep_linebreaks": True}
-    return f"text:{sample_by}", {}
+def _subset(features: Any, names: list[str]) -> Any:
+    """``features`` (HF ``Features`` or a ``pyarrow.Schema``) of the columns ``names``."""
+    import pyarrow as pa
+
+    if isinstance(features, pa.Schema):
+        return pa.schema([features.field(n) for n in names if n in features.names])
+    return type(features)({n: features[n] for n in names if n in features})
 
 
 def _arrow(

@@ -36,7 +36,7 @@ from arrowmix._cache.paths import SAVED_DIR_FILE_RE
 from arrowmix._dataset.state import estimate_nbytes, state_of, view_range
 from arrowmix._dataset.verify import DIGESTS_KEY
 from arrowmix._hf.carry_over import carry_over
-from arrowmix._hf.info import INFO_TEXTS, dataset_with_info, info_entry
+from arrowmix._hf.info import INFO_NAMES, INFO_TEXTS, dataset_with_info, info_entry
 from arrowmix._storage.damage import BATCHES_KEY, batch_record, mismatch
 from arrowmix._storage.digests import few, file_digest
 from arrowmix._storage.fs import is_local, local_path
@@ -520,7 +520,7 @@ def _with_saved_state(ds: Dataset, state: dict[str, Any], info: dict[str, Any]) 
     from arrowmix._dataset.map_options import user_fingerprint
 
     content_fp = ds.fingerprint
-    texts = {k: info.get(k) for k in INFO_TEXTS}
+    texts = {k: info.get(k) for k in INFO_TEXTS + INFO_NAMES}
     ds = dataset_with_info(ds, SimpleNamespace(**texts))
     fmt_kwargs = state.get("_format_kwargs") or {}
     ds = ds.with_format(

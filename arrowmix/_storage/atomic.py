@@ -44,6 +44,7 @@ __all__ = [
     "TMP_SUFFIX",
     "atomic_sink",
     "fsync_dir",
+    "fsync_file",
     "make_durable",
     "remove_dead_tmp",
     "replace_file",
@@ -256,7 +257,7 @@ def _finish_tmp(tmp: str, path: str, mode: int | None, sync: bool) -> None:
     if mode is not None:
         os.chmod(tmp, mode)
     if sync:
-        _fsync(tmp)
+        fsync_file(tmp)
     os.replace(tmp, path)
 
 
@@ -271,7 +272,7 @@ def make_durable(paths: Sequence[str]) -> None:
     if not all(_syncfs(d) for d in directories):
         for p in local:
             with contextlib.suppress(OSError):
-                _fsync(p)
+                fsync_file(p)
         for d in directories:
             fsync_dir(d)
     for p in local:
@@ -279,7 +280,8 @@ def make_durable(paths: Sequence[str]) -> None:
             trust.synced(trust.identity(p))
 
 
-def _fsync(path: str) -> None:
+def fsync_file(path: str) -> None:
+    """Flush the file ``path`` to disk (``fsync``)."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -318,7 +320,7 @@ _LIBC: Any = None
 def fsync_dir(directory: str) -> None:
     """Make a rename in ``directory`` durable (where directories can be fsynced)."""
     with contextlib.suppress(OSError):  # not supported everywhere (e.g. Windows): fine
-        _fsync(directory)
+        fsync_file(directory)
 
 
 @contextlib.contextmanager

@@ -28,8 +28,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from arrowmix.exceptions import SchemaMismatchError
+
 __all__ = [
     "ARROW_CAST_ERRORS",
+    "cast_failure",
     "fill_null_types",
     "first_lossy_row",
     "has_null_type",
@@ -41,6 +44,28 @@ _NUMERIC = (pa.types.is_integer, pa.types.is_floating)
 
 #: What pyarrow raises for a value or type it cannot convert or cast.
 ARROW_CAST_ERRORS = (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError)
+
+
+class _ValueCastError(SchemaMismatchError, pa.ArrowInvalid):
+    """A value does not fit the type it is cast to (HF lets pyarrow's ``ArrowInvalid`` out)."""
+
+
+class _TypeCastError(SchemaMismatchError, TypeError):
+    """No value of one type can be cast to the other (HF raises ``TypeError``)."""
+
+
+def cast_failure(message: str, exc: Exception) -> SchemaMismatchError:
+    """The ``SchemaMismatchError`` of a failed pyarrow cast ``exc``, also what HF raises.
+
+    A value that does not fit (``ArrowInvalid``: ``"x"`` as int64, 1000 as int8) is also a
+    ``pyarrow.ArrowInvalid``; types with no cast between them (a list to an integer: pyarrow's
+    ``ArrowNotImplementedError``) also a ``TypeError``, as in HF ``datasets``.
+    """
+    if isinstance(exc, pa.ArrowInvalid):
+        return _ValueCastError(message)
+    if isinstance(exc, (pa.ArrowNotImplementedError, pa.ArrowTypeError)):
+        return _TypeCastError(message)
+    return SchemaMismatchError(message)
 
 
 def _is_list(t: pa.DataType) -> bool:

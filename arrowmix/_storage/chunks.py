@@ -4,7 +4,9 @@
 small input batches are coalesced into record batches of about ``_BATCH_ROWS`` rows (few, large
 batches keep ``take`` fast), and a new file starts when ``rows_per_chunk`` rows or
 ``bytes_per_chunk`` bytes are reached. Every file is written under a temporary name and renamed
-into place when complete. Names sort naturally: ``chunk-00000.arrow``, ``chunk-00001.arrow``...
+into place when complete; a local one is synced to disk on a thread while the next is written
+(``writeback.py``), every one before the manifest. Names sort naturally: ``chunk-00000.arrow``,
+``chunk-00001.arrow``...
 
 Each chunk's schema metadata marks it as written by arrowmix (``{"kind": "chunk"}`` under the
 ``arrowmix`` key), its bytes are hashed on the way out, and the manifest ``_manifest.json``
@@ -47,6 +49,7 @@ from arrowmix._storage.fs import ensure_parent, is_local, join, local_path, url_
 from arrowmix._storage.globs import glob_files, has_magic
 from arrowmix._storage.ipc import META_KEY, read_meta, write_file_hashed
 from arrowmix._storage.swap import STAGING_PREFIX, commit_staged, new_staging, recover_staging
+from arrowmix._storage.writeback import Writeback
 from arrowmix._validate import check_int
 from arrowmix.exceptions import ChunkFileError, TargetExistsError
 
@@ -150,18 +153,29 @@ def _write_all(
     schema = first.schema
     marked = _marked(schema)
     pending = _Pending(_chain(first, it), schema)
-    while not pending.exhausted or not entries:
-        name = f"chunk-{len(entries):05d}.arrow"
-        path = join(dest, name)
-        part = _validated(pending.take_chunk(rows_per_chunk, bytes_per_chunk), name)
-        rows, size, digest, ranges = write_file_hashed(
-            path, part, marked, storage_options=storage_options
-        )
-        if is_local(path):
-            entries.append(stat_entry(local_path(path), rows, size, digest, ranges))
-        else:
-            entries.append(ChunkEntry(name, rows, size, digest, batches=ranges))
-        pending.peek()
+    # Local chunks are synced on a thread while the next one is written, all before the
+    # manifest (which the caller writes once this returns).
+    writeback = Writeback() if is_local(dest) else None
+    try:
+        while not pending.exhausted or not entries:
+            name = f"chunk-{len(entries):05d}.arrow"
+            path = join(dest, name)
+            part = _validated(pending.take_chunk(rows_per_chunk, bytes_per_chunk), name)
+            rows, size, digest, ranges = write_file_hashed(
+                path, part, marked, storage_options=storage_options, sync=writeback is None
+            )
+            if writeback is not None:
+                writeback.add(local_path(path))
+                entries.append(stat_entry(local_path(path), rows, size, digest, ranges))
+            else:
+                entries.append(ChunkEntry(name, rows, size, digest, batches=ranges))
+            pending.peek()
+    except BaseException:
+        if writeback is not None:
+            writeback.abandon()
+        raise
+    if writeback is not None:
+        writeback.finish()
     return entries, marked
 
 

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import csv
 import io
+import warnings
 from typing import Any
 
-from arrowmix.exceptions import InputFormatError
+from arrowmix.exceptions import DroppedDataWarning, InputFormatError
 
 __all__ = ["is_width_error", "padded_csv"]
 
@@ -31,8 +32,11 @@ def is_width_error(exc: Exception) -> bool:
     return "Expected" in text and "columns, got" in text
 
 
-def padded_csv(f: Any, path: str, delimiter: str) -> bytes:
+def padded_csv(f: Any, path: str, delimiter: str, on_bad_lines: str = "error") -> bytes:
     """The CSV text of ``f`` (open as text, ``newline=""``) with every row the header's width.
+
+    ``on_bad_lines`` (pandas'): a row with more fields raises (``"error"``), or is dropped
+    (``"skip"``; ``"warn"`` also warns with a ``DroppedDataWarning`` naming its line).
 
     Raises:
         InputFormatError: a row has more fields than the header (or than the header and an
@@ -57,6 +61,15 @@ def padded_csv(f: Any, path: str, delimiter: str) -> bytes:
                 row = row[1:]
             if len(row) > width:
                 expected = width + 1 if indexed else width
+                if on_bad_lines == "warn":
+                    warnings.warn(
+                        f"{path}:{rows.line_num}: a row of {len(row) + bool(indexed)} fields "
+                        f"(expected {expected}) is dropped, as `on_bad_lines='warn'` asks",
+                        DroppedDataWarning,
+                        stacklevel=2,
+                    )
+                if on_bad_lines != "error":
+                    continue
                 raise InputFormatError(
                     f"{path}:{rows.line_num}: expected {expected} fields as in the "
                     f"{'first row' if indexed else 'header'}, got {len(row) + bool(indexed)} "

@@ -106,9 +106,11 @@ def write_file_hashed(
     schema: pa.Schema,
     *,
     storage_options: Mapping[str, Any] | None = None,
+    sync: bool = True,
 ) -> tuple[int, int, str, list[list[Any]]]:
     """Write a chunk file (``schema`` as given) atomically, hashing the bytes written.
 
+    ``sync=False``: renamed into place without an fsync (see ``writeback.Writeback``).
     Returns ``(rows, size, digest, batches)``: the digest is the xxh3-64 of the whole file,
     computed on the way out (the file is not read back); ``batches`` holds, per record batch,
     ``[start, end, rows, digest]`` of the bytes written for it (the first one's include the
@@ -120,7 +122,7 @@ def write_file_hashed(
     from arrowmix._storage.digests import HashingWriter
 
     try:
-        with atomic_sink(path, storage_options) as sink:
+        with atomic_sink(path, storage_options, sync=sync) as sink:
             hashing = HashingWriter(sink)
             target = pa.PythonFile(hashing, mode="w")  # type: ignore[arg-type]  # duck-typed
             ranges: list[list[Any]] = []

@@ -15,7 +15,6 @@ refuses, which names the first malformed line (invalid JSON or UTF-8, not an obj
 from __future__ import annotations
 
 import codecs
-import io
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -132,7 +131,10 @@ def _parsed(
 
 
 def _pyarrow_json(chunk: bytes) -> pa.Table:
-    """``chunk`` parsed by ``pyarrow.json`` with HF's block sizes (raises ``ArrowInvalid``)."""
+    """``chunk`` parsed by ``pyarrow.json`` with HF's block sizes (raises ``ArrowInvalid``).
+
+    Read in place (a ``BufferReader`` over the bytes): HF's ``BytesIO`` costs a copy of them.
+    """
     import pyarrow.json as paj
 
     block = max(JSON_CHUNK // 32, 16 << 10)
@@ -140,7 +142,8 @@ def _pyarrow_json(chunk: bytes) -> pa.Table:
         block = len(chunk)
     while True:
         try:
-            table = paj.read_json(io.BytesIO(chunk), read_options=paj.ReadOptions(block_size=block))
+            source: Any = pa.BufferReader(chunk)  # a NativeFile: the stubs name only IO
+            table = paj.read_json(source, read_options=paj.ReadOptions(block_size=block))
             table.validate()
             return table
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:

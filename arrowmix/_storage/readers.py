@@ -9,7 +9,7 @@ local paths or fsspec URLs, compressed or not (the compression is inferred from 
 from __future__ import annotations
 
 import csv
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -23,6 +23,8 @@ __all__ = ["FORMATS", "read_batches", "readable_path"]
 _BLOCK = 16 * 2**20
 _ROWS = 65536
 _PARQUET_ROWS = 256 * 1024  # chunks._BATCH_ROWS: the record batches of the chunks written
+#: Suffixes fsspec decompresses (``compression="infer"``): such files are read through it.
+_COMPRESSED = (".gz", ".bz2", ".xz", ".lzma", ".zst", ".lz4", ".zip", ".snappy")
 
 
 def readable_path(path: str) -> str:
@@ -34,6 +36,14 @@ def readable_path(path: str) -> str:
 
 
 def _open(path: str, storage_options: Mapping[str, Any] | None, text: bool = False) -> Any:
+    """``path`` opened for reading; a local file without a compression suffix by ``open``.
+
+    Other files go through fsspec, which decompresses by the suffix (``compression="infer"``).
+    """
+    if is_local(path) and not path.lower().endswith(_COMPRESSED):
+        if text:
+            return open(local_path(path), encoding="utf-8", newline="")
+        return open(local_path(path), "rb")
     import fsspec  # keeps `import arrowmix` light
 
     url = local_path(path) if is_local(path) else path
@@ -107,6 +117,10 @@ def read_csv(
     storage_options: Mapping[str, Any] | None,
     column_types: Mapping[str, pa.DataType] | None = None,
     delimiter: str = ",",
+    names: Sequence[str] | None = None,
+    header: bool = True,
+    usecols: Sequence[str | int] | None = None,
+    on_bad_lines: str = "error",
 ) -> Iterator[pa.RecordBatch]:
     r"""CSV with a header row, with the values and types HF ``datasets`` gives (pandas' rules).
 
@@ -116,11 +130,27 @@ def read_csv(
     becoming 7). Rows with fewer fields than the header get missing values, as in HF; one
     with more raises naming its line (see :mod:`arrowmix._storage.csv_ragged`).
     ``delimiter`` separates the fields (one character: ``"\t"`` for TSV).
+
+    pandas' (HF's) ``names``, ``header`` and ``usecols``: ``names`` are the columns' names,
+    one per field; ``header=False`` reads the first row as data (the columns are then named
+    ``"0"``, ``"1"``... without ``names``); with ``header`` and ``names``, the header row is
+    skipped. ``usecols``: the columns kept (names, or field positions), in the file's order.
+    ``on_bad_lines="skip"`` (or ``"warn"``) drops the rows with more fields than the header
+    instead of raising (see :func:`~arrowmix._storage.csv_ragged.padded_csv`).
+
+    Raises:
+        InputFormatError: ``names`` has another length than the rows, or ``usecols`` names
+            a column the file does not have.
     """
     import pyarrow.csv as pacsv
 
     from arrowmix._storage.csv_ragged import is_width_error, padded_csv
-    from arrowmix._storage.csv_values import csv_convert_options, header_names, typed_batches
+    from arrowmix._storage.csv_values import (
+        csv_convert_options,
+        csv_kept,
+        csv_names,
+        typed_batches,
+    )
 
     # Quoted values may span lines, as pandas (HF) reads them.
     parse = pacsv.ParseOptions(newlines_in_values=True, delimiter=delimiter)
@@ -128,21 +158,23 @@ def read_csv(
     def batches(source: Any) -> Iterator[pa.RecordBatch]:
         with source() as f:
             raw = pacsv.open_csv(f, parse_options=parse).schema.names
-        names = header_names(raw)
-        read = pacsv.ReadOptions(column_names=names, skip_rows=1)
+        cols = csv_names(raw, path, names, header)
+        kept = csv_kept(cols, path, usecols)
+        read = pacsv.ReadOptions(column_names=cols, skip_rows=1 if header else 0)
         rows = 0
         with source() as f:
             reader = pacsv.open_csv(
                 f,
                 read_options=read,
                 parse_options=parse,
-                convert_options=csv_convert_options(names),
+                convert_options=csv_convert_options(cols),
             )
             for batch in typed_batches(iter(reader), path, column_types):
                 rows += batch.num_rows
-                yield batch
+                yield batch if kept is None else batch.select(kept)
         if not rows:  # a header without rows: its columns still count, as in HF
-            yield pa.RecordBatch.from_arrays([pa.nulls(0)] * len(names), names=names)
+            out = cols if kept is None else kept
+            yield pa.RecordBatch.from_arrays([pa.nulls(0)] * len(out), names=out)
 
     done = 0
     try:
@@ -162,7 +194,7 @@ def read_csv(
             ) from exc
     # Rows of another width than the header's: read as HF reads them (csv_ragged.py).
     with _open(path, storage_options, text=True) as f:
-        data = padded_csv(f, path, delimiter)
+        data = padded_csv(f, path, delimiter, on_bad_lines)
     try:
         for batch in batches(lambda: pa.BufferReader(data)):
             if done >= batch.num_rows:
@@ -203,10 +235,6 @@ def _bad_utf8_line(path: str, storage_options: Mapping[str, Any] | None) -> str:
             except InputFormatError as exc:
                 return str(exc)
     return f"{path}: not valid UTF-8."
-
-
-#: Suffixes fsspec decompresses (``compression="infer"``): such files are read through it.
-_COMPRESSED = (".gz", ".bz2", ".xz", ".lzma", ".zst", ".lz4", ".zip", ".snappy")
 
 
 def read_parquet(path: str, storage_options: Mapping[str, Any] | None) -> Iterator[pa.RecordBatch]:

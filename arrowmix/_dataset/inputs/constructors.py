@@ -190,6 +190,8 @@ class DatasetConstructors:
         features: Any = None,
         split: str | None = None,
         keep_linebreaks: bool = False,
+        num_proc: int | None = None,
+        **options: Any,
     ) -> Any:
         r"""Ingest text files into cached chunks of rows ``{"text": ...}``.
 
@@ -214,8 +216,14 @@ class DatasetConstructors:
         ``keep_linebreaks=True`` (HF's, with ``sample_by="line"``) keeps each line's ``"\n"``;
         the lines are then read as HF's text builder reads them, with universal newlines
         (``"\r\n"`` and ``"\r"`` end a line and are kept as ``"\n"``).
+
+        HF's other builder options (``options``: ``encoding="utf-8"``, ``chunksize``...) and
+        ``num_proc`` are accepted and change nothing; an option HF's builder does not have,
+        or another encoding, raises a ``ValueError`` naming it.
         """
         from arrowmix._dataset.inputs.ingest import text_format
+
+        _builder_options("text", options)
 
         fmt: Any = text_format(sample_by)
         if keep_linebreaks:
@@ -238,6 +246,8 @@ class DatasetConstructors:
         features: Any = None,
         split: str | None = None,
         field: str | None = None,
+        num_proc: int | None = None,
+        **options: Any,
     ) -> Any:
         """Ingest JSON files into cached chunks; see from_text.
 
@@ -245,6 +255,7 @@ class DatasetConstructors:
         other values read as ``{"text": value}``), or, with ``field``, one JSON object whose
         member ``field`` holds the rows (an array, or ``{column: [values...]}``).
         """
+        _builder_options("json", options)
         return read_splits(
             paths,
             ("json", {"field": field}),
@@ -269,19 +280,25 @@ class DatasetConstructors:
         split: str | None = None,
         sep: str | None = None,
         delimiter: str | None = None,
+        num_proc: int | None = None,
+        **options: Any,
     ) -> Any:
         r"""Ingest CSV files (with a header row) into cached chunks; see from_text.
 
         ``sep`` (or its alias ``delimiter``, as in HF and pandas): the one-character field
-        separator, ``","`` by default (``"\t"`` for TSV).
+        separator, ``","`` by default (``"\t"`` for TSV). pandas' (HF's) ``column_names``
+        (or ``names``), ``header`` (``"infer"``, ``0`` or ``None``) and ``usecols`` (names
+        or positions; the columns stay in the file's order) as ``pandas.read_csv`` reads
+        them: with ``column_names`` or ``header=None`` the first row is data.
         """
-        given = delimiter if delimiter is not None else sep
-        if given is not None and (not isinstance(given, str) or len(given) != 1):
-            raise ValueError(f"`sep` must be one character, got {given!r}.")
-        options = {"delimiter": given} if given not in (None, ",") else {}
+        from arrowmix._dataset.inputs.reader_options import reader_format
+
+        given = {"sep": sep, "delimiter": delimiter, **options}
+        given = {k: v for k, v in given.items() if v is not None or k == "header"}
+        _builder_options("csv", given)
         return read_splits(
             paths,
-            ("csv", options),
+            reader_format("csv", given),
             split,
             storage_options,
             source_column,
@@ -305,6 +322,8 @@ class DatasetConstructors:
         columns: Sequence[str] | None = None,
         filters: Any = None,
         cache_size: int | str | None = None,
+        num_proc: int | None = None,
+        **options: Any,
     ) -> Any:
         """Ingest Parquet files into cached Arrow chunks (memory-mappable); see from_text.
 
@@ -322,7 +341,11 @@ class DatasetConstructors:
             >>> ds = am.Dataset.from_parquet(path, in_place=True, filters=[("x", ">", 1)])
             >>> ds["y"]
             ['b', 'c']
+
+        HF's other options (``batch_size``...) and ``num_proc`` are accepted and change
+        nothing.
         """
+        _builder_options("parquet", options)
         if in_place:
             if source_column is not None or features is not None or keep_in_memory:
                 raise ValueError(
@@ -498,3 +521,10 @@ class DatasetConstructors:
         from arrowmix.integrations.ray import from_ray
 
         return from_ray(ray_dataset, cache_dir=cache_dir)
+
+
+def _builder_options(builder: str, options: Mapping[str, Any]) -> None:
+    """Refuse an option of a ``from_*`` call that HF's ``builder`` does not have."""
+    from arrowmix._dataset.inputs.reader_options import check_options
+
+    check_options(builder, options, f"from_{builder}", "the arguments of its signature")

@@ -69,7 +69,7 @@ def read_splits(
             options=options,
             row_counts=None if row_counts is None else row_counts.setdefault(name, []),
         )
-        ds = finish_ingest(ds, features, keep_in_memory)
+        ds = finish_ingest(ds, features, keep_in_memory, fmt)
         return type(ds)(derive(state_of(ds), split=name))
 
     if split is not None:
@@ -145,11 +145,24 @@ def csv_types(features: Any) -> dict[str, pa.DataType] | None:
     return found or None
 
 
-def finish_ingest(ds: Dataset, features: Any, keep_in_memory: bool) -> Dataset:
-    """An ingested dataset cast to HF-style ``features`` and copied into memory, if asked."""
+def finish_ingest(ds: Dataset, features: Any, keep_in_memory: bool, fmt: str = "") -> Dataset:
+    """An ingested dataset cast to HF-style ``features`` and copied into memory, if asked.
+
+    As HF's builders of format ``fmt``: JSON rows get a missing value in each column of
+    ``features`` the files do not have; text's one column is named by one-column
+    ``features``.
+    """
     from arrowmix._dataset.views.in_memory import in_memory_copy
 
     if features is not None:
+        names = list(features.names if isinstance(features, pa.Schema) else features)
+        if fmt.startswith("text") and len(names) == 1 and ds.column_names == ["text"]:
+            ds = ds.rename_column("text", names[0])
+        if fmt == "json":
+            schema = schema_of(None, features)
+            for name in names:
+                if name not in ds.column_names and schema is not None:
+                    ds = ds.add_column(name, pa.nulls(len(ds), schema.field(name).type))
         ds = ds.cast(features)
     return in_memory_copy(ds) if keep_in_memory else ds
 

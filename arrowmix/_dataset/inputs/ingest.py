@@ -14,6 +14,7 @@ with a :class:`~arrowmix.exceptions.CacheWarning`.
 from __future__ import annotations
 
 import itertools
+import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -37,6 +38,8 @@ from arrowmix._storage.fs import is_local, local_path, url_to_fs
 from arrowmix._storage.globs import expand_inputs
 from arrowmix._storage.readers import read_batches, readable_path
 from arrowmix.exceptions import SchemaMismatchError
+
+logger = logging.getLogger("arrowmix")
 
 __all__ = ["ingest", "input_batches", "text_format"]
 
@@ -217,6 +220,8 @@ def ingest(
             }
             with atomic_sink(marker) as sink:
                 sink.write(trust.marker_bytes(info))
+        else:  # HF's words for a load it did not have to prepare again
+            logger.info("Found cached dataset %s (%s)", fmt, out)
         if row_counts is not None:
             row_counts += _input_rows(
                 marker, info, files, fmt, storage_options, column_types, options

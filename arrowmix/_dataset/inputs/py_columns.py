@@ -16,8 +16,12 @@ import pyarrow as pa
 from arrowmix._dataset.mapping.arrays import np_values
 from arrowmix._dataset.mapping.optimized import optimized
 from arrowmix._dataset.row_batches import column_array
-from arrowmix._hf.features import cast_to_features, label_features
-from arrowmix._storage.cast import ARROW_CAST_ERRORS
+from arrowmix._hf.features import (
+    cast_to_features,
+    label_features,
+    media_values,
+)
+from arrowmix._storage.cast import ARROW_CAST_ERRORS, cast_failure
 from arrowmix._storage.mixed_json import encode_as, has_json, mixed_array
 from arrowmix.exceptions import InvalidTypeError, SchemaMismatchError
 
@@ -130,6 +134,8 @@ def typed_table(mapping: Mapping[str, Any], schema: pa.Schema) -> pa.Table:
 def _encoded_column(field: pa.Field[Any], values: Any, schema: pa.Schema) -> Any:
     """A column under an HF feature that encodes values (a label name, a media path)."""
     given = values if isinstance(values, (pa.Array, pa.ChunkedArray)) else None
+    if given is None:  # NumPy arrays or PIL images under a media feature: HF's bytes
+        values = media_values(list(values), schema, field.name)
     if given is None:
         try:
             given = pa.array(values)
@@ -166,7 +172,8 @@ def _typed_column(field: pa.Field[Any], values: Any) -> pa.Array[Any] | pa.Chunk
     try:
         return inferred.cast(field.type)  # safe: raises instead of truncating or overflowing
     except ARROW_CAST_ERRORS as exc:
-        raise SchemaMismatchError(
+        raise cast_failure(
             f"Column {field.name!r}: values of type {inferred.type} cannot be cast to "
-            f"{field.type} without loss: {exc}"
+            f"{field.type} without loss: {exc}",
+            exc,
         ) from exc

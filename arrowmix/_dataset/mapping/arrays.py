@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from arrowmix._dataset.inputs.py_kinds import first_mixed, kind_error
+from arrowmix._hf.features import images_array
 from arrowmix._storage.cast import ARROW_CAST_ERRORS
 from arrowmix.exceptions import SchemaMismatchError
 
@@ -305,6 +306,9 @@ def as_array(
             out = _from_list(fn, name, list(value), where)
             return _to_large(out) if isinstance(out, pa.ChunkedArray) else out
     except ARROW_CAST_ERRORS as exc:
+        images = images_array(value)  # PIL images: stored as HF's Image() stores them
+        if images is not None:
+            return images
         raise SchemaMismatchError(
             f"Column {name!r} returned by {fn} cannot be converted to Arrow: {exc}. Return "
             "one type per column, or pass on_mixed_types='use_json' to store values of mixed "

@@ -40,6 +40,7 @@ from arrowmix._dataset.state import (
     stored_table,
     view_range,
 )
+from arrowmix._hf.info import carried_texts
 from arrowmix._storage import windows
 from arrowmix._storage.cast import has_null_type
 from arrowmix._storage.integrity import CHECKSUM_KEY
@@ -173,6 +174,7 @@ def map_result(
     first = found[0]
     assert isinstance(first, pa.Table), "the first segment is always opened"
     hf = hf_metadata(first.schema)  # the HF features of the output, written with it
+    hf = carried_texts(hf, stored_table(s).schema) or {}  # and the info texts, as HF
     if joined:  # the in-place files are the joined table's to read (and check), not cache files
         files = tuple(paths)
         holds = (*s.holds, *hold_cache_files(paths, held))  # earlier derived columns' files
