@@ -2,7 +2,8 @@
 
 ``Dataset.from_sql`` (a query or table through ``pandas.read_sql``), ``from_buffer``,
 ``batch(by_column=)``, ``__getitems__`` (torch's ``DataLoader`` reads a batch in one gather)
-and ``new_fingerprint=`` on ``batch`` and the column operations.
+``new_fingerprint=`` on ``batch`` and the column operations, and ``flatten`` keeping HF's
+features (a decoded media column stays one column, class names are kept).
 """
 
 from __future__ import annotations
@@ -192,3 +193,26 @@ def test_flatten_indices_features_and_num_proc_as_hf() -> None:
     assert ours.features == theirs.features == feats
     assert ours._indices is theirs._indices is None
     assert ours._fingerprint == theirs._fingerprint == "flat1"
+
+
+@pytest.mark.parametrize("max_depth", [16, 2])
+def test_flatten_keeps_media_columns_and_features_as_hf(max_depth: int) -> None:
+    feats = hf.Features(
+        {
+            "s": {"x": hf.ClassLabel(names=["p", "q"]), "y": {"z": hf.Value("int32")}},
+            "img": hf.Image(),
+            "raw": hf.Image(decode=False),
+        }
+    )
+    data = {
+        "s": [{"x": 1, "y": {"z": 3}}],
+        "img": [{"bytes": b"png", "path": None}],
+        "raw": [{"bytes": b"z", "path": "p.png"}],
+    }
+    ours = am.Dataset.from_dict(data, features=feats).flatten(max_depth=max_depth)
+    theirs = hf.Dataset.from_dict(data, features=feats).flatten(max_depth=max_depth)
+    assert ours.column_names == theirs.column_names
+    assert ours.features == theirs.features
+    plain = [c for c in ours.column_names if c != "img"]  # HF decodes img with PIL on access
+    assert ours.select_columns(plain)[:] == theirs.select_columns(plain)[:]
+    assert ours["img"] == [{"bytes": b"png", "path": None}]  # arrowmix reads media undecoded
