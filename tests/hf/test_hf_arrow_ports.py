@@ -216,3 +216,15 @@ def test_flatten_keeps_media_columns_and_features_as_hf(max_depth: int) -> None:
     plain = [c for c in ours.column_names if c != "img"]  # HF decodes img with PIL on access
     assert ours.select_columns(plain)[:] == theirs.select_columns(plain)[:]
     assert ours["img"] == [{"bytes": b"png", "path": None}]  # arrowmix reads media undecoded
+
+
+def test_numpy_images_inside_a_struct_are_encoded_as_hf() -> None:
+    np = pytest.importorskip("numpy")
+    pytest.importorskip("PIL")
+    feats = hf.Features({"a": {"b": hf.Image()}, "foo": hf.Value("int64")})
+    data = {"a": [{"b": np.arange(12, dtype=np.uint8).reshape(2, 2, 3)}] * 2, "foo": [1, 2]}
+    ours = am.Dataset.from_dict(data, features=feats)
+    theirs = hf.Dataset.from_dict(data, features=feats)
+    assert ours.features == theirs.features
+    assert ours.data.table.column("a").to_pylist() == theirs.data.table.column("a").to_pylist()
+    assert ours.flatten().column_names == theirs.flatten().column_names == ["a.b", "foo"]
