@@ -11,7 +11,6 @@ struct column by its fields (``"answers.text"``...), level by level, without cop
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -90,7 +89,7 @@ def flatten(ds: Dataset, max_depth: int, new_fingerprint: str | None) -> Dataset
     Raises:
         TypeError: the dataset reads remote chunks through a bounded cache.
     """
-    from arrowmix._dataset.map_options import user_fingerprint
+    from arrowmix._dataset.map_options import named
     from arrowmix._dataset.views.view_ops import _with_table
     from arrowmix._validate import check_int
 
@@ -101,11 +100,44 @@ def flatten(ds: Dataset, max_depth: int, new_fingerprint: str | None) -> Dataset
             "`flatten` needs the dataset's Arrow table; this dataset reads remote chunks "
             "through a bounded cache: `map` the struct fields into columns instead."
         )
+    features = _hf_features(ds)
     for _ in range(1, max_depth):
         if not any(pa.types.is_struct(f.type) for f in table.schema):
             break
-        table = table.flatten()
-    out = _with_table(ds, table.replace_schema_metadata(None), "flatten", {"max_depth": max_depth})
-    if new_fingerprint is not None:
-        out = type(ds)(replace(state_of(out), fingerprint=user_fingerprint(new_fingerprint)[0]))
-    return out
+        table = table.flatten() if features is None else _flatten_level(table, features)
+        if features is not None:
+            features = features.flatten(max_depth=2)  # one level, as the table
+    meta = None
+    if features is not None:  # the kept features (class names, media...), as HF's
+        meta = type(features)({c: features[c] for c in table.column_names}).arrow_schema.metadata
+    out = _with_table(ds, table.replace_schema_metadata(meta), "flatten", {"max_depth": max_depth})
+    return named(out, new_fingerprint)
+
+
+def _hf_features(ds: Dataset) -> Any:
+    """``ds.features`` (HF ``Features``), or None without HF ``datasets`` installed."""
+    try:
+        return ds.features
+    except ImportError:
+        return None
+
+
+def _flatten_level(table: pa.Table, features: Any) -> pa.Table:
+    """One level of struct columns split into their fields, as HF's ``table_flatten``.
+
+    A media column HF decodes (``Image()``, ``Audio()``: a feature whose ``flatten()`` is
+    itself) stays one column; ``decode=False`` media and plain structs are split.
+    """
+    arrays: list[Any] = []
+    names: list[str] = []
+    for field in table.schema:
+        column = table.column(field.name)
+        feature = features.get(field.name)
+        kept = hasattr(feature, "flatten") and feature.flatten() == feature
+        if pa.types.is_struct(field.type) and not kept:
+            arrays.extend(column.flatten())
+            names.extend(f"{field.name}.{sub.name}" for sub in field.type)
+        else:
+            arrays.append(column)
+            names.append(field.name)
+    return pa.Table.from_arrays(arrays, names=names)

@@ -348,6 +348,8 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
         cache_file_name: str | None = None,
         writer_batch_size: int | None = 1000,
         *,
+        features: Any = None,
+        num_proc: int | None = None,
         new_fingerprint: str | None = None,
     ) -> Dataset:
         """Materialise the indices mapping into a cache file (memory-mapped).
@@ -355,46 +357,68 @@ class Dataset(DatasetConstructors, DatasetExtras, HFCompat, DatasetBase):
         ``cache_file_name`` (with an extension, as in HF) replaces the file's default name
         ``cache-<fingerprint>.arrow`` in :attr:`cache_dir`; ``keep_in_memory=True`` gathers
         the rows in memory instead (no file); ``new_fingerprint`` names the result.
-        ``writer_batch_size`` is accepted (HF's; the file is written in large blocks).
+        ``features`` casts the result (:meth:`cast`), as HF's; ``writer_batch_size`` and
+        ``num_proc`` are accepted (HF's; the rows are gathered in one pass).
         """
+        from arrowmix._dataset.map_options import named
         from arrowmix._dataset.views import view_ops as ops
+        from arrowmix._validate import check_int
 
         del writer_batch_size  # accepted for HF compatibility
-        return ops.flatten_indices(
+        check_int("num_proc", num_proc, minimum=1, none_ok=True)
+        out = ops.flatten_indices(
             self,
             cache_file_name=cache_file_name,
             keep_in_memory=keep_in_memory,
             new_fingerprint=new_fingerprint,
         )
+        return out if features is None else named(out.cast(features), new_fingerprint)
 
-    def select_columns(self, column_names: str | Sequence[str]) -> Dataset:
-        """Keep only ``column_names`` (zero-copy)."""
+    def select_columns(
+        self, column_names: str | Sequence[str], new_fingerprint: str | None = None
+    ) -> Dataset:
+        """Keep only ``column_names`` (zero-copy); ``new_fingerprint`` names the result."""
+        from arrowmix._dataset.map_options import named
         from arrowmix._dataset.views import view_ops as ops
 
-        return ops.select_columns(self, column_names)
+        return named(ops.select_columns(self, column_names), new_fingerprint)
 
-    def remove_columns(self, column_names: str | Sequence[str]) -> Dataset:
-        """Drop ``column_names`` (zero-copy)."""
+    def remove_columns(
+        self, column_names: str | Sequence[str], new_fingerprint: str | None = None
+    ) -> Dataset:
+        """Drop ``column_names`` (zero-copy); ``new_fingerprint`` names the result."""
+        from arrowmix._dataset.map_options import named
         from arrowmix._dataset.views import view_ops as ops
 
-        return ops.remove_columns(self, column_names)
+        return named(ops.remove_columns(self, column_names), new_fingerprint)
 
-    def rename_column(self, original_column_name: str, new_column_name: str) -> Dataset:
+    def rename_column(
+        self,
+        original_column_name: str,
+        new_column_name: str,
+        new_fingerprint: str | None = None,
+    ) -> Dataset:
         """Rename one column (zero-copy).
 
         Args:
             original_column_name: The column to rename.
             new_column_name: Its new name (not already a column).
+            new_fingerprint: The result's fingerprint, instead of the computed one.
         """
+        from arrowmix._dataset.map_options import named
         from arrowmix._dataset.views import view_ops as ops
 
-        return ops.rename_column(self, original_column_name, new_column_name)
+        renamed = ops.rename_column(self, original_column_name, new_column_name)
+        return named(renamed, new_fingerprint)
 
-    def rename_columns(self, column_mapping: Mapping[str, str]) -> Dataset:
-        """Rename several columns at once, ``{old: new}`` (zero-copy)."""
+    def rename_columns(
+        self, column_mapping: Mapping[str, str], new_fingerprint: str | None = None
+    ) -> Dataset:
+        """Rename several columns at once, ``{old: new}`` (zero-copy); see rename_column."""
+        from arrowmix._dataset.map_options import named
         from arrowmix._dataset.views import view_ops as ops
 
-        return ops.rename_columns(self, dict(column_mapping))
+        return named(ops.rename_columns(self, dict(column_mapping)), new_fingerprint)
 
     def map(
         self,

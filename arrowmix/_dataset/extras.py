@@ -115,6 +115,53 @@ class DatasetExtras:
             table = typed_table({n: table.column(n) for n in table.column_names}, schema)
         return with_split(dataset_with_info(from_arrow(table), info), split)
 
+    @classmethod
+    def from_sql(
+        cls,
+        sql: Any,
+        con: Any,
+        features: Any = None,
+        cache_dir: str | None = None,
+        keep_in_memory: bool = False,
+        **kwargs: Any,
+    ) -> Dataset:
+        """The rows of a SQL query or table name, read with ``pandas.read_sql``, as HF's.
+
+        ``con``: a URI string, a SQLAlchemy engine or connection, or a ``sqlite3``
+        connection; ``kwargs``: ``read_sql``'s ``index_col``, ``columns``, ``params``,
+        ``coerce_float``, ``parse_dates``, ``chunksize``. ``features`` type the columns as
+        in :meth:`from_pandas`. The rows are written under the cache root (``cache_dir``)
+        and memory-mapped (in memory with ``keep_in_memory``); each call reads the
+        database again.
+        """
+        from arrowmix._dataset.inputs.file_splits import finish_ingest, schema_of, with_split
+        from arrowmix._dataset.inputs.sql import from_sql, read_sql_kwargs
+
+        options = read_sql_kwargs(kwargs)
+        ds = from_sql(sql, con, schema_of(None, features), cache_dir, options)
+        return with_split(finish_ingest(ds, None, keep_in_memory), "train")
+
+    @classmethod
+    def from_buffer(
+        cls, buffer: Any, info: Any = None, split: Any = None, indices_buffer: Any = None
+    ) -> Dataset:
+        """The rows of an Arrow IPC stream in a ``pyarrow.Buffer`` (in memory), as HF's.
+
+        ``indices_buffer`` (a stream of one column of row positions) views the rows through
+        it; ``info`` gives the column types as in :meth:`from_dict`; ``split`` is
+        ``ds.split``.
+        """
+        import pyarrow as pa
+
+        from arrowmix._dataset.inputs.file_splits import with_split
+
+        def read(buf: Any) -> pa.Table:
+            return pa.ipc.open_stream(pa.BufferReader(buf)).read_all()
+
+        indices = None if indices_buffer is None else read(indices_buffer)
+        built = cast("type[Dataset]", cls)(read(buffer), info=info, indices_table=indices)
+        return with_split(built, split)
+
     def add_item(self, item: Mapping[str, Any], new_fingerprint: str | None = None) -> Dataset:
         """This view with the row ``item`` (a dict of every column) added at the end (HF's)."""
         from arrowmix._dataset.views.additions import add_item

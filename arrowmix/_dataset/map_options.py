@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from arrowmix._fingerprint.transform import validate_fingerprint
 from arrowmix._storage.fs import is_local
 from arrowmix.exceptions import FingerprintError
 
+if TYPE_CHECKING:
+    from arrowmix._dataset.dataset import Dataset
+
 __all__ = [
     "check_cache_file_name",
     "check_suffix_template",
+    "named",
     "user_fingerprint",
 ]
 
@@ -47,6 +52,20 @@ def user_fingerprint(fp: Any) -> tuple[str, str]:
     from arrowmix._fingerprint.hasher import hash_value
 
     return fp, validate_fingerprint(hash_value(("new_fingerprint", fp))[:16])
+
+
+def named(ds: Dataset, new_fingerprint: str | None) -> Dataset:
+    """``ds`` with HF's ``new_fingerprint=`` as its fingerprint (``ds`` itself for None).
+
+    Raises:
+        FingerprintError: not a string HF accepts (see :func:`user_fingerprint`).
+    """
+    if new_fingerprint is None:
+        return ds
+    from arrowmix._dataset.state import state_of
+
+    fp = user_fingerprint(new_fingerprint)[0]
+    return type(ds)(replace(state_of(ds), fingerprint=fp))
 
 
 def check_cache_file_name(name: Any) -> str | None:

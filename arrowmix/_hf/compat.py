@@ -142,6 +142,21 @@ class HFCompat(InfoFields):
         )
         return view[key]
 
+    def __getitems__(self, keys: list[int]) -> list[Any]:
+        """The rows at ``keys``, read in one gather: what torch's ``DataLoader`` calls.
+
+        As HF ``datasets``: ``ds[keys]`` once, cut into rows, so a ``DataLoader(ds,
+        batch_size=n)`` reads each batch with one gather instead of ``n`` lookups; equal
+        to ``[ds[k] for k in keys]`` in every format (a format whose batches are not a dict
+        of columns reads the rows one by one).
+        """
+        ds = _dataset(self)
+        batch = self._getitem(keys)  # ds[keys], through HF's private name as HF reads it
+        if not isinstance(batch, dict) or not batch:
+            return [ds[k] for k in keys]
+        columns = list(batch.items())
+        return [{name: values[i] for name, values in columns} for i in range(len(keys))]
+
     def unique(self, column: str) -> list[Any]:
         """The distinct values of ``column`` in the view, in order of first appearance (HF's).
 
@@ -525,24 +540,42 @@ class HFCompat(InfoFields):
         return ds.select(range(min(n, ds.num_rows), ds.num_rows))
 
     def batch(
-        self, batch_size: int, drop_last_batch: bool = False, num_proc: int | None = None
+        self,
+        batch_size: int | None = None,
+        by_column: str | list[str] | None = None,
+        drop_last_batch: bool = False,
+        num_proc: int | None = None,
+        new_fingerprint: str | None = None,
     ) -> Dataset:
         """One row per ``batch_size`` rows, each column a list of their values: HF's ``batch``.
 
         A cached ``map`` (``drop_last_batch`` drops a last shorter batch); the result keeps
-        this view's format (a table format's batches are made of the Python rows).
+        this view's format (a table format's batches are made of the Python rows). With
+        ``by_column`` (a column or a list of them), as HF: one row per run of successive
+        rows whose values there are equal (``batch_size`` is then not needed), a null
+        being a value of its own. ``new_fingerprint`` names the result.
 
         Example:
             >>> import arrowmix as am
             >>> am.Dataset.from_dict({"x": [1, 2, 3]}).batch(2)["x"]
             [[1, 2], [3]]
+            >>> am.Dataset.from_dict({"k": ["a", "a", "b", "a"]}).batch(by_column="k")["k"]
+            [['a', 'a'], ['b'], ['a']]
         """
+        from arrowmix._dataset.map_options import named
+
         ds = _dataset(self)
+        if by_column is not None:
+            by = _batch_by_column(ds, by_column, drop_last_batch, num_proc)
+            return named(by, new_fingerprint)
+        if batch_size is None:
+            raise ValueError("Dataset.batch() misses `batch_size` or `by_column` argument.")
         fmt = ds.format
         if fmt["type"] not in _TABLE_FORMATS:
-            return hf_transforms.batch(ds, batch_size, drop_last_batch, num_proc)
+            return hf_transforms.batch(ds, batch_size, drop_last_batch, num_proc, new_fingerprint)
         # A table format: the map reads Python rows; the result keeps the format (HF's).
-        out = hf_transforms.batch(ds.with_format(None), batch_size, drop_last_batch, num_proc)
+        plain = ds.with_format(None)
+        out = hf_transforms.batch(plain, batch_size, drop_last_batch, num_proc, new_fingerprint)
         kwargs = fmt["format_kwargs"]
         return out.with_format(fmt["type"], fmt["columns"], fmt["output_all_columns"], **kwargs)
 
@@ -561,3 +594,25 @@ class HFCompat(InfoFields):
         from arrowmix._hf.iterable import to_iterable_dataset
 
         return to_iterable_dataset(_dataset(self), num_shards)
+
+
+def _batch_by_column(
+    ds: Dataset, by_column: str | list[str], drop_last_batch: bool, num_proc: int | None
+) -> Dataset:
+    from arrowmix._hf.batch_runs import batch_by_columns
+
+    if num_proc:
+        raise NotImplementedError("Multiprocessed batching by column is not implemented yet")
+    if drop_last_batch:
+        raise ValueError(
+            "`drop_last_batch` drops a last batch shorter than `batch_size`; batches by "
+            "column have no such batch (HF drops a last `batch_size` block of input rows "
+            "and the run open there)."
+        )
+    fmt = ds.format
+    out = batch_by_columns(ds, by_column)
+    if fmt["type"] is None:
+        return out
+    return out.with_format(
+        fmt["type"], fmt["columns"], fmt["output_all_columns"], **fmt["format_kwargs"]
+    )

@@ -208,6 +208,8 @@ def _encoded_value(value: Any, feature: Any) -> Any:
     inner = getattr(feature, "feature", None)
     if inner is not None and isinstance(value, (list, tuple)):  # List(Image()) and the like
         return [_encoded_value(v, inner) for v in value]
+    if isinstance(feature, dict) and isinstance(value, dict):  # {"b": Image()}: a struct
+        return {k: _encoded_value(v, feature.get(k)) for k, v in value.items()}
     if value is not None and _raw_media(value) and hasattr(feature, "encode_example"):
         return feature.encode_example(value)
     return value
@@ -222,6 +224,8 @@ def media_values(values: list[Any], schema: pa.Schema, column: str) -> list[Any]
     """
 
     def raw(v: Any) -> bool:
+        if isinstance(v, dict) and not _raw_media(v):
+            return any(map(raw, v.values()))
         return _raw_media(v) or (isinstance(v, (list, tuple)) and any(map(raw, v)))
 
     feature = _features(schema).get(column)

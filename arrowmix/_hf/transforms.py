@@ -16,7 +16,13 @@ if TYPE_CHECKING:
 __all__ = ["batch"]
 
 
-def batch(ds: Dataset, batch_size: int, drop_last_batch: bool, num_proc: int | None) -> Dataset:
+def batch(
+    ds: Dataset,
+    batch_size: int,
+    drop_last_batch: bool,
+    num_proc: int | None,
+    new_fingerprint: str | None = None,
+) -> Dataset:
     """One row per ``batch_size`` rows of ``ds``, each column a list (a cached ``map``)."""
     check_int("batch_size", batch_size, minimum=1)
     return ds.map(
@@ -26,6 +32,7 @@ def batch(ds: Dataset, batch_size: int, drop_last_batch: bool, num_proc: int | N
         drop_last_batch=drop_last_batch,
         num_proc=num_proc,
         desc="Batching examples",
+        new_fingerprint=new_fingerprint,
     )
 
 

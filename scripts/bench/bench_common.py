@@ -76,6 +76,7 @@ __all__ = [
     "run_fresh",
     "status_mb",
     "timed",
+    "without_method",
     "workdir_from_args",
 ]
 
@@ -159,6 +160,22 @@ class Timing:
         if not self.samples:
             return "-"
         return f"{fmt_seconds(min(self.samples))}..{fmt_seconds(max(self.samples))}"
+
+
+@contextlib.contextmanager
+def without_method(cls: type, name: str) -> Iterator[None]:
+    """``cls`` without its method ``name`` (its own or inherited) inside the block.
+
+    Measures the code as it was before the method existed (Python falls back to what it does
+    without it); the method is put back on the class that defined it afterwards.
+    """
+    owner = next(c for c in cls.__mro__ if name in vars(c))
+    saved = vars(owner)[name]
+    delattr(owner, name)
+    try:
+        yield
+    finally:
+        setattr(owner, name, saved)
 
 
 def timed(fn: Callable[[], Any]) -> tuple[float, float]:

@@ -18,26 +18,24 @@ from __future__ import annotations
 import contextlib
 import pickle
 import time
-from collections.abc import Iterator
 from typing import Any
 
-from bench_common import base_parser, make_text_table, rows_from_args, workdir_from_args
+from bench_common import (
+    base_parser,
+    make_text_table,
+    rows_from_args,
+    without_method,
+    workdir_from_args,
+)
 
 import arrowmix as am
 from arrowmix._dataset.dataset import Dataset
 from arrowmix._dataset.mapping import local as workers
 
 
-@contextlib.contextmanager
-def by_value() -> Iterator[None]:
+def by_value() -> contextlib.AbstractContextManager[None]:
     """Pickle datasets as before: the default reduction, with the table's data."""
-    owner = next(c for c in Dataset.__mro__ if "__reduce__" in vars(c))  # a base class
-    saved = vars(owner)["__reduce__"]
-    delattr(owner, "__reduce__")
-    try:
-        yield
-    finally:
-        owner.__reduce__ = saved  # type: ignore[method-assign]
+    return without_method(Dataset, "__reduce__")
 
 
 def measure(ds: Any) -> tuple[int, float, float]:

@@ -20,6 +20,7 @@ every rerun touches the marker, which is the corpus's last use.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import os
@@ -43,7 +44,7 @@ from arrowmix._storage.fs import is_local, local_path
 if TYPE_CHECKING:
     from arrowmix._dataset.dataset import Dataset
 
-__all__ = ["GENERATED_DIR", "MARKER", "from_generator"]
+__all__ = ["GENERATED_DIR", "MARKER", "corpus_dataset", "from_generator"]
 
 _VERSION = 2  # 2: tokenizer-shaped columns in HF's optimized int types
 #: The directory below a cache root holding one corpus per generator fingerprint.
@@ -97,25 +98,51 @@ def from_generator(
     fingerprint: str | None = None,
 ) -> Dataset:
     """The rows ``generator(**gen_kwargs)`` yields, as a dataset over cached chunks."""
-    from arrowmix._dataset.inputs.builders import from_chunks
-
     if not callable(generator):
         raise TypeError(f"`generator` must be a callable; got {type(generator).__name__}.")
     kwargs = dict(gen_kwargs or {})
     fp = fingerprint or generator_fingerprint(generator, kwargs, schema)
+    return corpus_dataset(
+        cache_dir,
+        fp,
+        lambda: _blocks(iter(generator(**kwargs)), schema),
+        schema,
+        "The generator yielded no rows and no `features` were given.",
+    )
+
+
+def corpus_dataset(
+    cache_dir: str | os.PathLike[str] | None,
+    fp: str,
+    batches: Callable[[], Iterator[pa.RecordBatch]],
+    schema: pa.Schema | None,
+    empty: str,
+) -> Dataset:
+    """A dataset over the corpus ``<cache root>/generated/<fp>/``, written from ``batches()``.
+
+    A complete corpus of that name is opened as it is; otherwise ``batches()`` is written
+    into it (no batches: an empty corpus of ``schema``, or ``ValueError(empty)`` without one).
+    """
+    from arrowmix._dataset.inputs.builders import from_chunks
+
     root = os.path.join(_root(cache_dir), GENERATED_DIR)
     out = os.path.join(root, fp)
     marker = os.path.join(out, _MARKER)
     os.makedirs(out, exist_ok=True)
     with fingerprint_lock(root, fp):  # one writer per corpus; cleanup-cache takes it too
         if generated.served(out, "generated corpus", "Generating it again.") is None:
-            batches = _blocks(iter(generator(**kwargs)), schema)
-            first = next(batches, None)
+            written = batches()
+            try:
+                first = next(written, None)
+                if first is None and schema is None:
+                    raise ValueError(empty)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.rmdir(out)  # nothing was written: leave no empty corpus directory
+                raise
             if first is None:
-                if schema is None:
-                    raise ValueError("The generator yielded no rows and no `features` were given.")
                 first = pa.RecordBatch.from_pylist([], schema=schema)
-            chunks = write_batches(itertools.chain([first], batches), out, overwrite=True)
+            chunks = write_batches(itertools.chain([first], written), out, overwrite=True)
             with trust.batch():  # written and hashed just now (the manifest's digests)
                 for path in chunks:
                     trust.vouch(path)
