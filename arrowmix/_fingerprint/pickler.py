@@ -114,6 +114,14 @@ _REGISTRY: dict[str, Callable[[Any], Any]] = {
     "torch._C.Generator": lambda g: _torch_generator_value(g),
     "numpy.random._generator.Generator": lambda g: ("numpy.Generator", g.bit_generator.state),
     "numpy.random.mtrand.RandomState": lambda r: ("numpy.RandomState", r.get_state(legacy=False)),
+    # a C function reached through ctypes (``libc.madvise``): its name and signature, not the
+    # address it was loaded at in this process
+    "_ctypes.CFuncPtr": lambda f: (
+        "ctypes function",
+        getattr(f, "__name__", None),
+        repr(getattr(f, "argtypes", None)),
+        repr(getattr(f, "restype", None)),
+    ),
 }
 
 

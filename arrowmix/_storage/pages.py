@@ -82,6 +82,10 @@ class MappingSet:
         # reentrant: a collection may forget a mapping while the lock is held
         self._lock = threading.RLock()
 
+    def __fingerprint__(self) -> str:
+        """Process state (addresses, a lock): code reaching it fingerprints the same."""
+        return "arrowmix mapping set"
+
     def add(self, owner: object, start: int, size: int) -> None:
         """Record ``[start, start + size)`` until ``owner`` (the mapping) is collected."""
         with self._lock:

@@ -83,9 +83,29 @@ CHECK_BYTES = 32 * 2**20
 
 _DONTNEED = 4  # MADV_DONTNEED (Linux)
 _ON = sys.platform.startswith("linux")
-_pending = 0
-#: Resident file bytes right after the last release (libraries, other files included).
-_floor = -1
+
+
+class _Gauge:
+    """The counters of :func:`touched`.
+
+    Bytes read since the last look, and the resident file bytes right after the last release
+    (libraries, other files included; -1: not looked yet).
+
+    Process state, not a value: code that reaches it (a user's subclass of a stage, hashed by
+    value from a source checkout) fingerprints the same whatever the counters hold.
+    """
+
+    __slots__ = ("floor", "pending")
+
+    def __init__(self) -> None:
+        self.pending = 0
+        self.floor = -1
+
+    def __fingerprint__(self) -> str:
+        return "arrowmix resident gauge"
+
+
+_GAUGE = _Gauge()
 
 
 #: Bytes a fault on a scattered row may map: the page read and the cached pages around it
@@ -110,17 +130,17 @@ def resident_file_bytes() -> int:
 
 def touched(nbytes: int) -> None:
     """Count ``nbytes`` read from mapped files; hand their pages back when too many stay."""
-    global _pending, _floor
     if not _ON:
         return
-    _pending += nbytes
-    if _pending < CHECK_BYTES:
+    g = _GAUGE
+    g.pending += nbytes
+    if g.pending < CHECK_BYTES:
         return
-    _pending = 0
+    g.pending = 0
     now = resident_file_bytes()
-    if _floor < 0 or now < _floor:
-        _floor = now  # the first look, or pages the kernel reclaimed itself
-    elif now - _floor > RESIDENT_LIMIT and (not ADAPTIVE or past_memory()):
+    if g.floor < 0 or now < g.floor:
+        g.floor = now  # the first look, or pages the kernel reclaimed itself
+    elif now - g.floor > RESIDENT_LIMIT and (not ADAPTIVE or past_memory()):
         release_mapped()
 
 
@@ -152,11 +172,10 @@ def release_mapped() -> int:
 
     Returns the bytes of the mappings advised (whether their pages were resident or not).
     """
-    global _floor, _pending
     done = 0
     for start, end in pages.mapped_ranges():
         if pages.advise(start, end - start, _DONTNEED):
             done += end - start
-    _pending = 0
-    _floor = resident_file_bytes()
+    _GAUGE.pending = 0
+    _GAUGE.floor = resident_file_bytes()
     return done

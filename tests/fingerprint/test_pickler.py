@@ -179,3 +179,22 @@ def test_immutable_digest_cache_never_hides_a_mutation() -> None:
     frozen = frozenset(range(BIG_CONTAINER))
     assert hash_value(frozen) == hash_value(frozenset(range(BIG_CONTAINER)))
     assert dumps(frozen) == dumps(frozen)
+
+
+def test_a_ctypes_function_is_hashed_by_name_and_signature_not_address() -> None:
+    """A function calling libc through ctypes keeps its fingerprint in every process, and
+    a call to another C function (or with another signature) changes it."""
+    import ctypes
+    import ctypes.util
+
+    def loaded(name: str, argtypes: list[object]) -> object:
+        f = getattr(ctypes.CDLL(ctypes.util.find_library("c")), name)
+        f.argtypes = argtypes
+        return f
+
+    one = loaded("strlen", [ctypes.c_char_p])
+    again = loaded("strlen", [ctypes.c_char_p])  # another CDLL object: another address
+    assert one is not again
+    assert hash_value(one) == hash_value(again)
+    assert hash_value(one) != hash_value(loaded("abs", [ctypes.c_char_p]))
+    assert hash_value(one) != hash_value(loaded("strlen", [ctypes.c_void_p]))
