@@ -104,13 +104,19 @@ class MappingSet:
         """The end of the recorded mapping that holds ``address``; 0 if none does."""
         with self._lock:
             i = bisect.bisect_right(self._starts, address) - 1
-            end = self._ends.get(self._starts[i], 0) if i >= 0 else 0
+            try:
+                end = self._ends.get(self._starts[i], 0) if i >= 0 else 0
+            except IndexError:  # a collection in this thread forgot a mapping meanwhile
+                return 0
             return end if address < end else 0
 
     def ranges(self) -> list[tuple[int, int]]:
         """The recorded ``(start, end)`` address ranges, in address order."""
         with self._lock:
-            return [(a, self._ends[a]) for a in self._starts]
+            # copies first: a collection in this very thread may forget a mapping meanwhile
+            # (its finalizer re-enters the lock)
+            starts, ends = list(self._starts), dict(self._ends)
+        return [(a, ends[a]) for a in starts if a in ends]
 
     def __bool__(self) -> bool:
         return bool(self._starts)
