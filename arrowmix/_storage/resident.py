@@ -22,7 +22,10 @@ a corpus that fits in memory) reads several times slower than with every page ke
 A cold corpus, past the page cache, faults anyway. So by default pages are handed back only
 while the live mappings are larger than half the memory available (:func:`past_memory`): a
 corpus past memory is read with a bounded resident set, one that fits keeps its pages mapped
-(the process then shows each page it touched, up to the corpus's size).
+(the process then shows each page it touched, up to the corpus's size). The memory is looked
+up (``/proc/meminfo``) only once :data:`RESIDENT_LIMIT` more pages are resident than at the last
+look, so a corpus that fits, read over and over, costs one ``statm`` read per
+:data:`CHECK_BYTES`.
 ``ARROWMIX_RESIDENT_MB=N`` hands them back past N MiB whatever the corpus's size;
 ``ARROWMIX_RESIDENT_MB=off`` never.
 """
@@ -140,8 +143,11 @@ def touched(nbytes: int) -> None:
     now = resident_file_bytes()
     if g.floor < 0 or now < g.floor:
         g.floor = now  # the first look, or pages the kernel reclaimed itself
-    elif now - g.floor > RESIDENT_LIMIT and (not ADAPTIVE or past_memory()):
-        release_mapped()
+    elif now - g.floor > RESIDENT_LIMIT:
+        if not ADAPTIVE or past_memory():
+            release_mapped()
+        else:  # the corpus fits: asked again once as many more pages are resident
+            g.floor = now
 
 
 def memory_available() -> int:

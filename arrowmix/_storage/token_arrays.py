@@ -35,6 +35,7 @@ from arrowmix.exceptions import ChunkFileError, TokenFileError
 
 __all__ = [
     "MAX_CHUNK_TOKENS",
+    "TOKEN_FILE",
     "TokenChunkRef",
     "TokenSource",
     "list_chunks",
@@ -44,6 +45,8 @@ __all__ = [
 
 #: Most values of one ``list`` array (its offsets are int32).
 MAX_CHUNK_TOKENS = (1 << 31) - 1
+#: What a changed token file is called in the error (:func:`~arrowmix._storage.in_place.check_all`).
+TOKEN_FILE = "Token file"
 
 
 def map_bytes(path: str) -> pa.Buffer:
@@ -78,7 +81,7 @@ class TokenSource:
 
     def check(self) -> None:
         """Raise ChunkFileError unless every file is still the version first opened."""
-        check_all(self.versions, "Token file")
+        check_all(self.versions, TOKEN_FILE)
 
     def chunks(self) -> list[pa.Array[Any]]:
         """The column's chunks, the files opened again (checked first: ChunkFileError)."""

@@ -91,9 +91,9 @@ def _one(tree: str, case: str, directory: str, cache: str) -> dict[str, float]:
         "import json, sys; sys.path.insert(0, sys.argv[1]); import bench_in_place_checks as b; "
         "print(json.dumps(b.run_case(sys.argv[2], sys.argv[3])))"
     )
-    out = subprocess.run(
+    out = subprocess.run(  # run in the tree: ``-c`` puts the working directory first
         [sys.executable, "-c", code, os.path.dirname(os.path.abspath(__file__)), case, directory],
-        env=env, check=True, capture_output=True, text=True,
+        env=env, cwd=tree, check=True, capture_output=True, text=True,
     )  # fmt: skip
     result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
     return result

@@ -136,3 +136,27 @@ def test_resident_limit_from_the_environment():
     for bad in ("-1", "lots", "nan", "inf"):
         with pytest.raises(ValueError, match="ARROWMIX_RESIDENT_MB must be a number of MiB"):
             resident._limit(bad)
+
+
+def test_a_corpus_that_fits_is_asked_about_memory_once_per_limit_of_growth(monkeypatch):
+    """Past the limit, a corpus that fits is not looked up in ``/proc/meminfo`` at every look:
+    only once the resident pages grew by the limit again (its pages stay mapped)."""
+    now, asked, released = [100 << 20], [], []
+    monkeypatch.setattr(resident, "_ON", True)
+    monkeypatch.setattr(resident, "CHECK_BYTES", 1)
+    monkeypatch.setattr(resident, "RESIDENT_LIMIT", 10 << 20)
+    monkeypatch.setattr(resident, "ADAPTIVE", True)
+    monkeypatch.setattr(resident._GAUGE, "floor", -1)
+    monkeypatch.setattr(resident, "resident_file_bytes", lambda: now[0])
+    monkeypatch.setattr(resident, "past_memory", lambda: asked.append(now[0] >> 20) or False)
+    monkeypatch.setattr(resident, "release_mapped", lambda: released.append(now[0]) or 0)
+    resident.touched(1)  # the first look sets the floor
+    for mb in range(101, 140):
+        now[0] = mb << 20
+        resident.touched(1)
+        resident.touched(1)  # no growth since the last look
+    assert asked == [111, 122, 133] and not released
+    monkeypatch.setattr(resident, "past_memory", lambda: True)  # memory became scarce
+    now[0] = 150 << 20
+    resident.touched(1)
+    assert released == [150 << 20]

@@ -31,7 +31,8 @@ import pyarrow as pa
 
 from arrowmix._dataset.tables.local import LocalReading, LocalTable
 from arrowmix._storage.distinct import distinct
-from arrowmix._storage.token_arrays import TokenSource, token_chunk_ref
+from arrowmix._storage.in_place import check_all
+from arrowmix._storage.token_arrays import TOKEN_FILE, TokenSource, token_chunk_ref
 
 if TYPE_CHECKING:
     from arrowmix._dataset.tables.protocol import Mapper
@@ -57,16 +58,17 @@ class FileGuard:
         self._sources = [self._all if r is None else (r.source,) for r in refs]
         self._rows = np.cumsum([0, *(len(c) for c in kept)], dtype=np.int64)
         self._one = len(self._all) == 1
+        #: Every file's version, in one tuple: what a read checks in one loop.
+        self._versions = tuple(v for source in self._all for v in source.versions)
 
     def all(self) -> None:
         """Check every file."""
-        for source in self._all:
-            source.check()
+        check_all(self._versions, TOKEN_FILE)
 
     def chunks(self, owner: np.ndarray | None) -> None:
         """Check the files of the non-empty chunks ``owner`` (None: every file)."""
         if owner is None or self._one:
-            self.all()
+            check_all(self._versions, TOKEN_FILE)
             return
         checked: set[int] = set()
         for k in distinct(np.asarray(owner, dtype=np.int64)).tolist():
@@ -78,7 +80,7 @@ class FileGuard:
     def span(self, start: int, stop: int) -> None:
         """Check the files holding the table rows ``[start, stop)``."""
         if self._one:
-            self.all()
+            check_all(self._versions, TOKEN_FILE)
         elif stop > start:
             first, last = np.searchsorted(self._rows, [start, stop - 1], side="right") - 1
             self.chunks(np.arange(first, last + 1))
@@ -86,7 +88,7 @@ class FileGuard:
     def rows(self, positions: np.ndarray) -> None:
         """Check the files holding the table rows ``positions``."""
         if self._one:
-            self.all()
+            check_all(self._versions, TOKEN_FILE)
         elif len(positions):
             self.chunks(np.searchsorted(self._rows, positions, side="right") - 1)
 
