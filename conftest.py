@@ -101,6 +101,17 @@ SLOW_TESTS = (
     # every step in the fast tier
     "tests/hf/test_iterable_examples.py::test_concatenate_iterable_resumes_at_every_row",
     "tests/hf/test_iterable_async.py::test_async_map_resumes_at_every_row",
+    # a replaced remote object's short answer: test_a_short_answer_is_retried_and_not_called_a_
+    # replacement (the retry) and test_remote_open's replaced-chunk tests (the replacement
+    # named) stay in the fast tier
+    "tests/remote/test_remote_faults.py::test_a_short_answer_from_a_replaced_object_is_a_replacement",
+    # map and filter over a bounded remote corpus: test_remote_tokens.py keeps every token stage
+    # over S3 within the limit in the fast tier
+    "tests/remote/test_remote_cache.py::test_map_and_filter_process_chunk_by_chunk_within_the_limit",
+    # a copy downloaded by another process: test_a_flipped_byte_is_not_served_to_a_new_interpreter
+    # keeps the check of copies in a new interpreter in the fast tier
+    "tests/remote/test_remote_cache_damage.py"
+    "::test_a_copy_another_process_downloaded_meanwhile_is_trusted_unhashed",
 )
 
 
