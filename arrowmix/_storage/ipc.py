@@ -187,6 +187,8 @@ def open_table(
     Files in the IPC stream format (HF ``datasets`` writes its ``.arrow`` files so) are read
     too, unless ``check="checksum"`` (a cache file arrowmix wrote is always in the file
     format): still zero-copy, but opening reads every record batch's header, not a footer.
+    The pages an open reads count toward the resident gauge (:mod:`~arrowmix._storage.resident`:
+    a filter opens all its segments at once).
 
     Args:
         path: A local path or fsspec URL.
