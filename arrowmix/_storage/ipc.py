@@ -25,6 +25,7 @@ from arrowmix._storage.file_meta import META_KEY, read_meta, with_meta
 from arrowmix._storage.fs import is_local, local_path, url_to_fs
 from arrowmix._storage.local import root_dir
 from arrowmix._storage.pages import map_file
+from arrowmix._storage.resident import AROUND, touched
 from arrowmix._storage.windows import WindowedSink, map_pass
 from arrowmix.exceptions import CacheCorruptedError, ChunkFileError
 
@@ -153,9 +154,11 @@ def _write(
             if batch.schema != schema:
                 batch = pa.RecordBatch.from_arrays(batch.columns, schema=schema)
             writer.write_batch(batch)
-            rows += batch.num_rows
+            n = batch.num_rows
+            del batch  # not held while the next one is made (a gather of many rows)
+            rows += n
             if written is not None:
-                written(batch.num_rows)
+                written(n)
     return rows
 
 
@@ -184,6 +187,8 @@ def open_table(
     Files in the IPC stream format (HF ``datasets`` writes its ``.arrow`` files so) are read
     too, unless ``check="checksum"`` (a cache file arrowmix wrote is always in the file
     format): still zero-copy, but opening reads every record batch's header, not a footer.
+    The pages an open reads count toward the resident gauge (:mod:`~arrowmix._storage.resident`:
+    a filter opens all its segments at once).
 
     Args:
         path: A local path or fsspec URL.
@@ -203,9 +208,11 @@ def open_table(
         buf = map_file(local)
         if check is not None:
             _check(path, local, buf, check)
-        if check == "checksum":
-            return pa.ipc.open_file(buf).read_all()
-        return read_ipc(buf)
+        table = pa.ipc.open_file(buf).read_all() if check == "checksum" else read_ipc(buf)
+        if buf.size:  # the open read the file's head, footer and record batch headers
+            batches = table.column(0).num_chunks if table.num_columns else 0
+            touched(AROUND * (2 + batches))
+        return table
     except FileNotFoundError as exc:
         raise ChunkFileError(f"Arrow file not found: {path!r}.") from exc
     except (pa.ArrowInvalid, pa.ArrowIOError, OSError) as exc:

@@ -311,8 +311,10 @@ def row_ranges(
 
     Covers validity bitmaps, fixed-width values, (large) lists, strings and binaries, and
     structs, recursively; variable-length values are located through their offsets (the
-    offsets are read). With ``values=False``, the walk stops at the first offsets: the
-    ranges can be asked for before those offsets are read. Other types contribute only
+    offsets are read, and counted by :func:`~arrowmix._storage.resident.touched`: the
+    offsets of scattered rows of a large table may span every page of it). With
+    ``values=False``, the walk stops at the first offsets: the ranges can be asked for
+    before those offsets are read. Other types contribute only
     the buffers located so far.
     """
     los: list[np.ndarray] = []
@@ -342,6 +344,8 @@ def row_ranges(
                 continue
             offsets = np.frombuffer(ob, dtype=np.int64 if item == 8 else np.int32)
             lo, hi = offsets[off + s].astype(np.int64), offsets[off + e].astype(np.int64)
+            if is_mapped(ob.address):  # the offsets just read count toward the resident gauge
+                _gauge.touched(len(s) * _gauge.AROUND)
             if pa.types.is_list(t) or pa.types.is_large_list(t):
                 todo.append((a.values, lo, hi))
             elif bufs[2] is not None:
@@ -392,3 +396,7 @@ def prefetch_rows(
     room = _AHEAD_CAP - np.concatenate([[0], np.cumsum(hi - lo)[:-1]])
     keep = room > 0
     return will_need(lo[keep], np.minimum(hi[keep], lo[keep] + room[keep]))
+
+
+# last: the resident gauge hands back the pages of this module's mappings (it imports it)
+from arrowmix._storage import resident as _gauge  # noqa: E402

@@ -5,7 +5,10 @@ peak, ``ru_maxrss``) until the mapping goes, although it is page cache the kerne
 a gather of 1M random rows out of a 2 GB corpus, or a training stream reading random rows
 for hours, would show the whole corpus in the process. Every reader of mapped rows (the
 gathers and slices of :class:`~arrowmix._dataset.reader.TableReader`, the token gathers of
-streams, a map's passes) tells :func:`touched` how many bytes it read, an estimate.
+streams, a map's passes) tells :func:`touched` how many bytes it read, an estimate; so do
+the reads around them: the offsets read to locate scattered rows
+(:func:`~arrowmix._storage.pages.row_ranges`) and the head, footer and headers of each file
+opened (:func:`~arrowmix._storage.ipc.open_table`).
 Every :data:`CHECK_BYTES` of them the process's resident file pages are looked up
 (``/proc/self/statm``, one read); once they have grown by :data:`RESIDENT_LIMIT` since the
 last release, the pages of every mapping made by

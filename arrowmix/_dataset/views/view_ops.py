@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -412,13 +412,7 @@ def _write_flattened(ds: Dataset, path: str, fp: str) -> None:
     if fs.is_local(path):  # temporary files of killed writers of this very file
         directory, name = fs.split(fs.local_path(path))
         remove_dead_tmp(directory, name.__eq__)
-    blocks = (
-        b
-        for start in range(0, n, _FLATTEN_BLOCK)
-        for b in view_range(state_of(ds), start, min(start + _FLATTEN_BLOCK, n))
-        .combine_chunks()
-        .to_batches()
-    )
+    blocks = _gathered(state_of(ds), n)
     meta = {
         "kind": "flatten",
         "fingerprint": fp,
@@ -429,6 +423,21 @@ def _write_flattened(ds: Dataset, path: str, fp: str) -> None:
     }
     schema = s.table.schema.remove_metadata().with_metadata(hf_metadata(s.table.schema))
     write_file(path, blocks, schema, meta=meta, storage_options=s.storage_options)
+
+
+def _gathered(s: DatasetState, n: int) -> Iterator[pa.RecordBatch]:
+    """Rows ``[0, n)`` of the view, gathered :data:`_FLATTEN_BLOCK` rows at a time.
+
+    No batch of a block is held here while the next block is gathered, and the memory the
+    last one's gather freed is handed back to the system first (Arrow's allocator keeps it
+    otherwise, on top of the next gather's).
+    """
+    for start in range(0, n, _FLATTEN_BLOCK):
+        if start:
+            pa.default_memory_pool().release_unused()
+        yield from (
+            view_range(s, start, min(start + _FLATTEN_BLOCK, n)).combine_chunks().to_batches()
+        )
 
 
 def _names(column_names: str | Sequence[str]) -> list[str]:
