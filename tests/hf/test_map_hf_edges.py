@@ -49,3 +49,13 @@ def test_a_returned_column_also_removed_keeps_its_place(batched) -> None:
     ours, theirs = _both(rows, fn, batched=batched, remove_columns=["x", "a"])
     assert ours.column_names == theirs.column_names == ["x", "w", "z"]
     assert ours[:] == theirs[:]
+
+
+def test_disable_nullable_false_is_hfs_default_and_accepted() -> None:
+    """``disable_nullable=False`` (HF's default, passed by scripts that spell every argument)
+    changes nothing; ``True`` is refused naming the argument."""
+    ds = am.Dataset.from_dict({"x": [1, 2, 3]})
+    out = ds.map(lambda b: {"y": [v * 2 for v in b["x"]]}, batched=True, disable_nullable=False)
+    assert out["y"] == [2, 4, 6]
+    with pytest.raises(TypeError, match="disable_nullable"):
+        ds.map(lambda r: r, disable_nullable=True)

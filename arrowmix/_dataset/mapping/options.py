@@ -61,6 +61,8 @@ def map_options(kind: str, **kwargs: Any) -> MapOptions:
     for name in sorted(extra):
         if name in _NO_OP_HF_ARGS:
             continue
+        if name == "disable_nullable" and extra[name] is False:
+            continue  # HF's default: what arrowmix does anyway
         if name in _UNSUPPORTED_HF_ARGS:
             raise TypeError(
                 f"{kind}() does not support HF datasets' `{name}=` argument: "
